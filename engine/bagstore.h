@@ -1,0 +1,494 @@
+/*
+ * bagstore.h - the one public header of libbagstore.
+ *
+ * libbagstore stores schemaless entities (property bags) on sharded
+ * MySQL/MariaDB, in the manner of FriendFeed's 2009 design: a body is a
+ * zlib-compressed MessagePack map keyed by a 16-byte id, and each secondary
+ * index is a table of its own, sharded by one of its properties.
+ *
+ * Conventions (after libgit2):
+ *  - Every public name starts with bs_ / BS_.
+ *  - A function that can fail returns int: 0 on success, a negative BS_E*
+ *    code otherwise. The message is in a per-thread slot: bs_last_error().
+ *  - Results come back through out-parameters placed first. A `T **out`
+ *    gives the caller ownership: free it with the type's own _free function.
+ *    A returned pointer (`const T *`) is borrowed from its owner.
+ *  - A bs_store_t is used by one thread at a time. It fans out to shards on
+ *    threads of its own, internally.
+ */
+#ifndef BAGSTORE_H
+#define BAGSTORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ errors */
+
+enum {
+	BS_OK = 0,
+	BS_ERROR = -1,       /* anything not listed below */
+	BS_ENOTFOUND = -2,   /* entity, index, job or shard not found */
+	BS_EUNREACHABLE = -3,/* a shard could not be reached or timed out */
+	BS_ECONFLICT = -4,   /* changed since read, already exists, wrong state */
+	BS_EINVAL = -5,      /* bad input from the caller: ids, JSON, arguments */
+	BS_ECONFIG = -6,     /* configuration file or shard list problem */
+	BS_ESQL = -7,        /* the server answered with an error */
+	BS_ENOMEM = -8,
+	BS_ECORRUPT = -9,    /* a stored body does not decode */
+	BS_EREADONLY = -10,  /* refused: read-only mode or fingerprint mismatch */
+};
+
+/* The last error's message on this thread, never NULL ("" when none). */
+const char *bs_last_error(void);
+/* The last error's code on this thread (BS_OK when none). */
+int bs_last_error_code(void);
+/* Set the calling thread's error; returns code, for `return bs_error(...)`. */
+int bs_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void bs_error_clear(void);
+/* A short name for a code: "not found", "unreachable", ... */
+const char *bs_strerror(int code);
+
+/* ------------------------------------------------------------------ values */
+
+typedef enum {
+	BS_NIL, BS_BOOL, BS_INT, BS_UINT, BS_FLOAT, BS_STR, BS_BIN, BS_ARRAY, BS_MAP
+} bs_type_t;
+
+typedef struct bs_value bs_value_t;
+typedef struct bs_pair bs_pair_t;
+
+/*
+ * A decoded bag or any value inside one. BS_UINT only holds integers above
+ * INT64_MAX; every other integer is BS_INT. Strings and binaries are owned,
+ * NUL-terminated for convenience (len excludes the NUL). Map keys are
+ * strings; key order is kept as written.
+ */
+struct bs_value {
+	bs_type_t type;
+	union {
+		bool b;
+		int64_t i;
+		uint64_t u;
+		double f;
+		struct { char *ptr; size_t len; } s;              /* STR, BIN */
+		struct { bs_value_t *items; size_t len, cap; } a; /* ARRAY */
+		struct { bs_pair_t *items; size_t len, cap; } m;  /* MAP */
+	} v;
+};
+
+struct bs_pair {
+	char *key;
+	size_t klen;
+	bs_value_t val;
+};
+
+/* Constructors fill *out; the value owns copies of the bytes given. */
+void bs_value_nil(bs_value_t *out);
+void bs_value_bool(bs_value_t *out, bool b);
+void bs_value_int(bs_value_t *out, int64_t i);
+void bs_value_float(bs_value_t *out, double f);
+int bs_value_str(bs_value_t *out, const char *s, size_t len);
+int bs_value_bin(bs_value_t *out, const void *p, size_t len);
+void bs_value_array(bs_value_t *out);
+void bs_value_map(bs_value_t *out);
+/* Append to an array / map; the container takes ownership of *item (which
+ * is left as NIL). map_set replaces an existing key in place. */
+int bs_array_push(bs_value_t *arr, bs_value_t *item);
+int bs_map_set(bs_value_t *map, const char *key, size_t klen, bs_value_t *val);
+/* Borrowed lookup of a top-level key; NULL when absent. */
+const bs_value_t *bs_map_get(const bs_value_t *map, const char *key);
+/* Deep copy and deep equality (floats compare bitwise, NaN equals NaN). */
+int bs_value_copy(bs_value_t *out, const bs_value_t *src);
+bool bs_value_equal(const bs_value_t *a, const bs_value_t *b);
+/* Frees what the value owns and leaves it NIL. Accepts NULL. */
+void bs_value_clear(bs_value_t *v);
+
+/* ------------------------------------------------------------------ ids */
+
+typedef struct { uint8_t b[16]; } bs_id_t;
+
+/* A new random (version 4) id from libuuid. */
+void bs_id_generate(bs_id_t *out);
+/* Parse 32 hex digits or the dashed 8-4-4-4-12 form, either case. */
+int bs_id_parse(bs_id_t *out, const char *text);
+/* 32 lowercase hex digits + NUL into buf[33]. */
+void bs_id_hex(char buf[33], const bs_id_t *id);
+/* Dashed form + NUL into buf[37]. */
+void bs_id_dashed(char buf[37], const bs_id_t *id);
+/* The entity's id from a bag: key "id" holding 16 bytes (BS_BIN). */
+int bs_bag_id(bs_id_t *out, const bs_value_t *bag);
+
+/* ------------------------------------------------------------------ codec */
+
+/* Limits for untrusted bodies. */
+#define BS_BODY_MAX_INFLATED (16u << 20) /* bytes of MessagePack after inflate */
+#define BS_BODY_MAX_DEPTH 32             /* nesting of arrays and maps */
+
+typedef struct {
+	uint8_t *ptr;
+	size_t len, cap;
+} bs_bytes_t;
+void bs_bytes_free(bs_bytes_t *b); /* frees ptr, zeroes the struct */
+
+/* MessagePack only (no zlib). */
+int bs_msgpack_encode(bs_bytes_t *out, const bs_value_t *v);
+int bs_msgpack_decode(bs_value_t *out, const uint8_t *p, size_t len);
+
+/* A stored body: zlib(MessagePack map with a 16-byte "id"). encode checks
+ * that bag is a map with a valid id; decode checks the same, plus the
+ * limits above, and reports truncation/garbage as BS_ECORRUPT. */
+int bs_body_encode(bs_bytes_t *out, const bs_value_t *bag);
+int bs_body_decode(bs_value_t *out, const uint8_t *p, size_t len);
+
+/* JSON (MongoDB Extended JSON for bytes: {"$uuid": "..."} for 16 bytes,
+ * {"$binary": {"base64": "...", "subType": "00"}} otherwise).
+ * flags: BS_JSON_PRETTY for indented output. Output is NUL-terminated. */
+#define BS_JSON_PRETTY 1
+int bs_json_encode(char **out, const bs_value_t *v, int flags);
+/* Parse one JSON document. `where` names the input in messages. */
+int bs_json_decode(bs_value_t *out, const char *text, size_t len, const char *where);
+
+/* YAML: !uuid for 16 bytes, !!binary (base64) for other bytes. */
+int bs_yaml_encode(char **out, const bs_value_t *v);
+int bs_yaml_decode(bs_value_t *out, const char *text, size_t len, const char *where);
+
+/* ------------------------------------------------------------------ indexes */
+
+typedef enum {
+	BS_COL_UUID, BS_COL_STRING, BS_COL_INT, BS_COL_FLOAT, BS_COL_BOOL, BS_COL_BINARY
+} bs_coltype_t;
+
+#define BS_NAME_MAX 64      /* index and property names: [A-Za-z_][A-Za-z0-9_]* */
+#define BS_INDEX_MAX_PROPS 8
+
+typedef struct {
+	char name[BS_NAME_MAX + 1];
+	bs_coltype_t type;
+	unsigned len; /* string(N): characters (default 255); binary(N): bytes */
+} bs_prop_t;
+
+typedef enum {
+	BS_INDEX_BUILDING, BS_INDEX_READY, BS_INDEX_DISABLED
+} bs_index_state_t;
+
+typedef struct {
+	char name[BS_NAME_MAX + 1]; /* also the table's name */
+	bs_prop_t props[BS_INDEX_MAX_PROPS];
+	int nprops;
+	int shard_on;               /* which of props routes the row */
+	bs_index_state_t state;
+	int64_t created_us;         /* unix microseconds, 0 when unknown */
+	int64_t changed_us;         /* last state change */
+} bs_index_t;
+
+/* Parse "user_id:uuid,title:string(80)" into def->props, and the shard_on
+ * property name into def->shard_on. Names the offending part on error. */
+int bs_index_parse(bs_index_t *def, const char *name, const char *on, const char *shard_on);
+/* "user_id:uuid,title:string(80)" into buf; returns buf. */
+char *bs_index_format_on(char *buf, size_t size, const bs_index_t *def);
+const char *bs_coltype_name(bs_coltype_t t);
+const char *bs_index_state_name(bs_index_state_t s);
+/* The CREATE TABLE statement for def; caller frees. */
+int bs_index_ddl(char **out, const bs_index_t *def);
+
+/* ------------------------------------------------------------------ config */
+
+typedef struct {
+	char *host;
+	unsigned port;
+	char *socket;
+	char *user;
+	char *password_env; /* name of the variable; the password is never stored here */
+} bs_replica_conf_t;
+
+typedef struct {
+	char *name;
+	char *host;          /* NULL when socket or defaults_file is used */
+	unsigned port;       /* 0: library default */
+	char *socket;
+	char *database;
+	char *user;
+	char *password_env;
+	char *defaults_file;
+	char *option_group;
+	bs_replica_conf_t *replicas;
+	int nreplicas;
+	int line;            /* where the shard was declared, for messages */
+} bs_shard_conf_t;
+
+typedef struct {
+	double chunk_time;      /* target seconds per backfill chunk (0.5) */
+	unsigned max_load;      /* Threads_running: pause above (25) */
+	unsigned critical_load; /* Threads_running: stop the job above (50) */
+	double max_replica_lag; /* seconds (1.0) */
+	double repair_overlap;  /* seconds subtracted from the watermark (1.0) */
+	double repair_interval; /* seconds between repair passes (0.2) */
+} bs_cleaner_conf_t;
+
+typedef struct {
+	char *path;
+	bs_shard_conf_t *shards;
+	int nshards;
+	double connect_timeout, read_timeout, write_timeout; /* seconds: 2, 10, 10 */
+	double catalog_ttl;     /* seconds writers cache the index catalog (2) */
+	bs_index_t *indexes;    /* declared indexes, created by init */
+	int nindexes;
+	bs_cleaner_conf_t cleaner;
+	bool read_only;
+} bs_config_t;
+
+/* Load a configuration. path NULL: $BAGSTORE_CONFIG, else ./bagstore.yaml.
+ * Errors read "FILE:LINE:COL: expected ..., got ...". */
+int bs_config_load(bs_config_t **out, const char *path);
+/* Parse YAML text (for tests); `path` only names it in messages. */
+int bs_config_parse(bs_config_t **out, const char *text, size_t len, const char *path);
+void bs_config_free(bs_config_t *cfg);
+/* Hex fingerprint of the ordered shard list (names and count), buf[17]. */
+void bs_config_fingerprint(char buf[17], const bs_config_t *cfg);
+
+/* ------------------------------------------------------------------ routing */
+
+/* Shard of an entity: id as a big-endian 128-bit integer, mod n. */
+int bs_route_id(const bs_id_t *id, int n);
+/* Shard of an index row by its shard_on value (already checked against its
+ * type): 16-byte values and ints mod n, strings and other bytes crc32 mod n.
+ * Returns -1 when the value cannot route (wrong type). */
+int bs_route_value(const bs_value_t *v, const bs_prop_t *prop, int n);
+/* Does v fit prop's column (type, length, NaN, range)? */
+bool bs_value_fits(const bs_value_t *v, const bs_prop_t *prop);
+/* Read a command-line value per the prop's type ("f48b...", "42", "true"). */
+int bs_value_from_text(bs_value_t *out, const bs_prop_t *prop, const char *text);
+
+/* ------------------------------------------------------------------ store */
+
+typedef struct bs_store bs_store_t;
+
+/* Open a store over cfg (borrowed; must outlive the store). No shard is
+ * contacted until needed. */
+int bs_store_open(bs_store_t **out, const bs_config_t *cfg);
+void bs_store_free(bs_store_t *st);
+const bs_config_t *bs_store_config(const bs_store_t *st);
+int bs_store_nshards(const bs_store_t *st);
+
+/* Create the per-shard tables on every shard, idempotently, record the
+ * shard list's fingerprint, and create the configuration's indexes. */
+int bs_init(bs_store_t *st);
+
+/* Entities. put: insert or replace; writes the id to *id_out if non-NULL. */
+int bs_put(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out);
+/* get: BS_ENOTFOUND when absent. updated_us and shard may be NULL. */
+int bs_get(bs_value_t *out, bs_store_t *st, const bs_id_t *id, int64_t *updated_us, int *shard);
+/* get, returning the raw stored body too (for the console). */
+int bs_get_raw(bs_bytes_t *body, bs_store_t *st, const bs_id_t *id, int64_t *updated_us);
+int bs_delete(bs_store_t *st, const bs_id_t *id);
+/* put only if the entity's `updated` still equals expect_updated_us
+ * (0: only if absent). BS_ECONFLICT otherwise. */
+int bs_put_if(bs_store_t *st, const bs_value_t *bag, int64_t expect_updated_us);
+
+/* Index catalog. */
+typedef struct {
+	bs_index_t *items;
+	int len;
+} bs_index_list_t;
+void bs_index_list_free(bs_index_list_t *l);
+/* Fresh read of the catalog (not the writers' cache). */
+int bs_index_list(bs_index_list_t *out, bs_store_t *st);
+int bs_index_get(bs_index_t *out, bs_store_t *st, const char *name);
+/* Create tables on every shard and the catalog row. The new index starts
+ * building, or ready when the store holds no entity yet. */
+int bs_index_create(bs_store_t *st, const bs_index_t *def);
+/* Disable the index, wait for writers' caches to expire, drop the tables
+ * and the catalog row. */
+int bs_index_drop(bs_store_t *st, const char *name);
+/* Rows of an index table, per shard (counts[nshards], caller allocates);
+ * exact when exact, else InnoDB's estimate. */
+int bs_index_rows(int64_t *counts, bs_store_t *st, const char *name, bool exact);
+
+/* Queries: equality on some of the index's properties. */
+typedef struct {
+	char prop[BS_NAME_MAX + 1];
+	bs_value_t value;
+} bs_cond_t;
+
+typedef struct {
+	bs_id_t id;
+	int64_t updated_us;
+	int shard;
+	bs_value_t bag;
+} bs_entity_t;
+
+typedef struct {
+	bs_entity_t *items;
+	size_t len, cap;
+	size_t candidates; /* index rows read */
+	size_t dropped;    /* rows whose entity no longer matched or was gone */
+} bs_result_t;
+void bs_result_free(bs_result_t *r);
+
+/* Entities matching every condition through a ready index, newest first,
+ * at most limit (0: no limit). */
+int bs_query(bs_result_t *out, bs_store_t *st, const char *index,
+             const bs_cond_t *conds, int nconds, size_t limit);
+
+/* Fault points (SQLite's sqlite3FaultSim, by name): BAGSTORE_FAULT=NAME in
+ * the environment makes bs_fault(NAME) true. The engine's points:
+ *   after_entity_write   put exits the process after the entity is written,
+ *                        before any index row. */
+bool bs_fault(const char *name);
+
+/* ------------------------------------------------------------------ shards */
+
+typedef enum { BS_SHARD_UP, BS_SHARD_SLOW, BS_SHARD_DOWN } bs_shard_state_t;
+
+typedef struct {
+	char name[BS_NAME_MAX + 1];
+	char address[128];          /* host:port or socket path */
+	bs_shard_state_t state;
+	char error[256];            /* MySQL's message when down */
+	char version[64];
+	double rtt_ms;
+	int64_t entities_est;       /* InnoDB's estimate */
+	int64_t data_bytes;         /* data + index length of bagstore's tables */
+	int64_t threads_running;
+	double replica_lag;         /* seconds, -1 when no replicas configured */
+	int fingerprint_ok;         /* 1 agrees, 0 disagrees, -1 uninitialised */
+} bs_shard_status_t;
+
+/* Status of every shard (out[nshards], caller allocates). Contacts shards in
+ * parallel; an unreachable shard is reported, not an error. */
+int bs_shard_status(bs_shard_status_t *out, bs_store_t *st);
+
+/* ------------------------------------------------------------------ browsing */
+
+/* Newest-first paging over entities, one shard or all merged, by key
+ * (updated, added_id) per shard: never COUNT(*) or OFFSET. */
+typedef struct bs_scan bs_scan_t;
+/* shard: -1 for all shards merged. */
+int bs_scan_open(bs_scan_t **out, bs_store_t *st, int shard);
+/* The next page of at most limit entities, newest first. An empty page
+ * means the end. */
+int bs_scan_next(bs_result_t *out, bs_store_t *st, bs_scan_t *sc, size_t limit);
+/* A copy of the position (to page back, keep a stack of clones). */
+int bs_scan_clone(bs_scan_t **out, const bs_scan_t *sc);
+void bs_scan_free(bs_scan_t *sc);
+
+/* An entity's rows in every maintained index, as they are on every shard
+ * beside the row it should have. */
+typedef struct {
+	char index[BS_NAME_MAX + 1];
+	int expect_shard;      /* -1: it should have no row */
+	bool misfit;           /* a value does not fit the index's type */
+	char expect[256];      /* the expected values, as text ("user_id=f48b..."), "" when none */
+	int nfound;
+	struct {
+		int shard;
+		char values[256];
+		bool right;        /* on the right shard with the right values */
+	} found[16];
+} bs_entity_rows_t;
+/* *out is an array of *n items, one per index; free() it. */
+int bs_entity_index_rows(bs_entity_rows_t **out, int *n, bs_store_t *st, const bs_value_t *bag);
+
+/* ------------------------------------------------------------------ audit */
+
+/* Record an operator's change (OS user and host taken here) on the first
+ * shard that answers. */
+int bs_audit(bs_store_t *st, const char *action, const char *target, const char *detail);
+
+/* ------------------------------------------------------------------ cleaner */
+
+typedef enum {
+	BS_JOB_QUEUED, BS_JOB_RUNNING, BS_JOB_THROTTLED, BS_JOB_PAUSED,
+	BS_JOB_DONE, BS_JOB_FAILED, BS_JOB_CANCELLED
+} bs_job_state_t;
+const char *bs_job_state_name(bs_job_state_t s);
+
+/* One backfill job: one index on one source shard. */
+typedef struct {
+	char index[BS_NAME_MAX + 1];
+	int shard;                  /* source shard */
+	bs_job_state_t state;
+	char reason[256];           /* why throttled, or the error when failed */
+	int64_t cursor;             /* last added_id done */
+	int64_t max_id;             /* the added_id high-water mark at start */
+	int64_t rows_scanned;
+	int64_t rows_total;         /* estimate of rows to scan */
+	int64_t rows_written;       /* index rows written */
+	double rate;                /* rows scanned per second, last 10 s */
+	double eta_s;               /* -1 when unknown */
+	int64_t chunk;              /* current chunk size, rows */
+	char worker_host[64];
+	int worker_pid;
+	int64_t heartbeat_us, created_us, started_us, finished_us;
+} bs_job_t;
+
+typedef struct {
+	bs_job_t *items;
+	int len;
+} bs_job_list_t;
+void bs_job_list_free(bs_job_list_t *l);
+/* Every job on every reachable shard (unreachable shards are skipped and
+ * their count returned through *unreachable when non-NULL). */
+int bs_job_list(bs_job_list_t *out, bs_store_t *st, int *unreachable);
+/* Queue a backfill of index on every shard (idempotent; done jobs stay). */
+int bs_backfill_queue(bs_store_t *st, const char *index);
+/* action: "pause", "resume" or "cancel", for every job of the index;
+ * honoured by whichever worker holds the job within one chunk. */
+int bs_job_control(bs_store_t *st, const char *index, const char *action);
+
+typedef struct {
+	volatile int *stop;      /* when non-NULL and set, return soon */
+	bool once;               /* one pass (cleaner --once) */
+	/* called after every chunk or pass; may be NULL */
+	void (*progress)(void *ctx, const bs_job_t *job);
+	void *ctx;
+} bs_cleaner_opts_t;
+
+/* Backfill one index on every shard until every job is done (or stop);
+ * then, when every job is done, try to mark the index ready. */
+int bs_cleaner_backfill(bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts);
+/* The daemon: pending backfills and the repair loop until stop (or one
+ * pass when opts->once). */
+int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts);
+
+/* Drift between an index and the bodies. */
+typedef struct {
+	int64_t checked;   /* entities read */
+	int64_t missing;   /* rows an entity should have and lacks */
+	int64_t stale;     /* rows with wrong values or on the wrong shard */
+	int64_t orphaned;  /* rows whose entity is gone */
+	int64_t misfit;    /* values that do not fit the index's type (not indexed) */
+	int64_t repaired;  /* rows inserted or deleted by --repair */
+	int64_t at_us;     /* when it was measured */
+} bs_drift_t;
+/* Full read-only comparison of one index (or every index when NULL, summed
+ * into *out); with repair, fixes what it finds. Recorded for the console. */
+int bs_verify(bs_drift_t *out, bs_store_t *st, const char *index, bool repair);
+/* The last recorded verify of an index; BS_ENOTFOUND when never run. */
+int bs_verify_last(bs_drift_t *out, bs_store_t *st, const char *index);
+
+#define BS_LAG_HISTORY 120
+typedef struct {
+	char shard[BS_NAME_MAX + 1];
+	bool reachable;
+	int64_t watermark_us;    /* 0 when the repair loop never ran */
+	double lag_s;            /* now minus watermark */
+	double history[BS_LAG_HISTORY]; /* lag samples, oldest first */
+	int nhistory;
+	double history_step_s;   /* seconds between samples */
+	double repairs_per_s;
+	int64_t last_pass_us;
+	int64_t last_pass_rows;  /* entities looked at in the last pass */
+} bs_lag_t;
+/* Per shard (out[nshards], caller allocates). */
+int bs_lag(bs_lag_t *out, bs_store_t *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
