@@ -1,0 +1,1185 @@
+/*
+ * config.c - the configuration file: reading bagstore.yaml with libyaml,
+ * checking every key against what bagstore knows, filling a bs_config_t
+ * (shards in their declared order, timeouts, declared indexes, cleaner
+ * settings), freeing it, and the fingerprint of the ordered shard list.
+ *
+ * The YAML is first read into a small tree of nodes that remember their
+ * line and column, so that every message can point at the offending spot:
+ * "FILE:LINE:COL: what is wrong". Passwords are refused, never echoed.
+ */
+#include "bagstore.h"
+
+#include <errno.h>
+#include <locale.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <yaml.h>
+
+#define DEFAULT_PATH "./bagstore.yaml"
+#define MAX_FILE_BYTES (16u << 20)
+#define MAX_DEPTH 64          /* nesting of YAML collections */
+#define MAX_SECONDS 1000000.0 /* upper bound of every duration */
+#define SHARD_NAME_MAX 64
+
+/* ------------------------------------------------------------ the tree */
+
+enum { N_SCALAR, N_SEQ, N_MAP };
+
+typedef struct node node;
+struct node {
+	int kind;
+	int line, col;    /* 1-based, from libyaml's start mark */
+	char *str;        /* scalar: value, NUL-terminated */
+	size_t len;
+	bool plain;       /* scalar: unquoted (may then be null) */
+	node **kids;      /* sequence: items; mapping: key, value, key, value... */
+	size_t n, cap;
+};
+
+typedef struct {
+	const char *file; /* names the input in messages */
+	const char *text;
+	size_t len;
+	yaml_parser_t parser;
+} ctx;
+
+static void node_free(node *n)
+{
+	size_t i;
+
+	if (n == NULL)
+		return;
+	for (i = 0; i < n->n; i++)
+		node_free(n->kids[i]);
+	free(n->kids);
+	free(n->str);
+	free(n);
+}
+
+static int nomem(void)
+{
+	return bs_error(BS_ENOMEM, "out of memory reading the configuration");
+}
+
+static int errv(const ctx *c, int line, int col, const char *fmt, va_list ap)
+{
+	char msg[768];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	return bs_error(BS_ECONFIG, "%s:%d:%d: %s", c->file, line, col, msg);
+}
+
+/* An error at node n. */
+static int nerr(const ctx *c, const node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int nerr(const ctx *c, const node *n, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = errv(c, n ? n->line : 1, n ? n->col : 1, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int perr(const ctx *c, int line, int col, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int perr(const ctx *c, int line, int col, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = errv(c, line, col, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* A printable, bounded rendering of s[0..len) for messages. */
+static const char *show(char *buf, size_t size, const char *s, size_t len)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < len && o + 5 < size; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch < 0x20 || ch == 0x7f || ch == '"' || ch == '\\')
+			o += (size_t)snprintf(buf + o, size - o, "\\x%02x", ch);
+		else
+			buf[o++] = (char)ch;
+	}
+	if (i < len && o + 4 <= size) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+/* libyaml's own complaint, at its own position. */
+static int yaml_fail(const ctx *c)
+{
+	const yaml_parser_t *p = &c->parser;
+	int line = (int)p->problem_mark.line + 1, col = (int)p->problem_mark.column + 1;
+	const char *problem = p->problem ? p->problem : "unknown problem";
+
+	if (p->error == YAML_MEMORY_ERROR)
+		return nomem();
+	if (p->error == YAML_READER_ERROR) {
+		/* The reader reports a byte offset, not a mark. */
+		size_t i, off = p->problem_offset < c->len ? p->problem_offset : c->len;
+		line = 1;
+		col = 1;
+		for (i = 0; i < off; i++) {
+			if (c->text[i] == '\n') {
+				line++;
+				col = 1;
+			} else {
+				col++;
+			}
+		}
+		if (p->problem_value != -1)
+			return perr(c, line, col, "invalid YAML: %s (byte 0x%02x)", problem, p->problem_value & 0xff);
+		return perr(c, line, col, "invalid YAML: %s", problem);
+	}
+	if (p->context)
+		return perr(c, line, col, "invalid YAML: %s (%s at line %d, column %d)", problem, p->context,
+		            (int)p->context_mark.line + 1, (int)p->context_mark.column + 1);
+	return perr(c, line, col, "invalid YAML: %s", problem);
+}
+
+static int next_event(ctx *c, yaml_event_t *ev)
+{
+	if (!yaml_parser_parse(&c->parser, ev))
+		return yaml_fail(c);
+	return 0;
+}
+
+static int push_kid(node *n, node *kid)
+{
+	if (n->n == n->cap) {
+		size_t cap = n->cap ? n->cap * 2 : 8;
+		node **k = realloc(n->kids, cap * sizeof *k);
+		if (k == NULL)
+			return nomem();
+		n->kids = k;
+		n->cap = cap;
+	}
+	n->kids[n->n++] = kid;
+	return 0;
+}
+
+/* Build the node that starts with *ev (consumed here) and its children. */
+static int load_node(node **out, ctx *c, yaml_event_t *ev, int depth)
+{
+	node *n = NULL;
+	yaml_event_t kev;
+	int error = 0, end;
+
+	*out = NULL;
+	if ((n = calloc(1, sizeof *n)) == NULL) {
+		error = nomem();
+		goto done;
+	}
+	n->line = (int)ev->start_mark.line + 1;
+	n->col = (int)ev->start_mark.column + 1;
+
+	switch (ev->type) {
+	case YAML_ALIAS_EVENT:
+		error = nerr(c, n, "aliases (*%s) are not supported: write the value out in full",
+		             (const char *)ev->data.alias.anchor);
+		goto done;
+	case YAML_SCALAR_EVENT:
+		n->kind = N_SCALAR;
+		n->len = ev->data.scalar.length;
+		if ((n->str = malloc(n->len + 1)) == NULL) {
+			error = nomem();
+			goto done;
+		}
+		memcpy(n->str, ev->data.scalar.value, n->len);
+		n->str[n->len] = '\0';
+		n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+		goto done;
+	case YAML_SEQUENCE_START_EVENT:
+		n->kind = N_SEQ;
+		end = YAML_SEQUENCE_END_EVENT;
+		break;
+	case YAML_MAPPING_START_EVENT:
+		n->kind = N_MAP;
+		end = YAML_MAPPING_END_EVENT;
+		break;
+	default:
+		error = nerr(c, n, "unexpected YAML event");
+		goto done;
+	}
+
+	if (depth >= MAX_DEPTH) {
+		error = nerr(c, n, "nested too deeply (more than %d levels)", MAX_DEPTH);
+		goto done;
+	}
+	for (;;) {
+		node *kid;
+
+		if ((error = next_event(c, &kev)) < 0)
+			goto done;
+		if ((int)kev.type == end) {
+			yaml_event_delete(&kev);
+			break;
+		}
+		error = load_node(&kid, c, &kev, depth + 1);
+		if (error == 0 && (error = push_kid(n, kid)) < 0)
+			node_free(kid);
+		if (error < 0)
+			goto done;
+	}
+
+done:
+	yaml_event_delete(ev);
+	if (error < 0)
+		node_free(n);
+	else
+		*out = n;
+	return error;
+}
+
+/* The document's root node, NULL for an empty document. */
+static int load_tree(node **out, ctx *c)
+{
+	yaml_event_t ev;
+	int error = 0;
+	node *root = NULL;
+
+	*out = NULL;
+	if ((error = next_event(c, &ev)) < 0) /* STREAM-START */
+		goto done;
+	yaml_event_delete(&ev);
+	if ((error = next_event(c, &ev)) < 0)
+		goto done;
+	if (ev.type == YAML_STREAM_END_EVENT) {
+		yaml_event_delete(&ev);
+		goto done;
+	}
+	yaml_event_delete(&ev); /* DOCUMENT-START */
+	if ((error = next_event(c, &ev)) < 0)
+		goto done;
+	if ((error = load_node(&root, c, &ev, 0)) < 0)
+		goto done;
+	if ((error = next_event(c, &ev)) < 0) /* DOCUMENT-END */
+		goto done;
+	yaml_event_delete(&ev);
+	if ((error = next_event(c, &ev)) < 0)
+		goto done;
+	if (ev.type != YAML_STREAM_END_EVENT) {
+		error = perr(c, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+		             "expected a single YAML document, got a second one");
+		yaml_event_delete(&ev);
+		goto done;
+	}
+	yaml_event_delete(&ev);
+
+done:
+	if (error < 0)
+		node_free(root);
+	else
+		*out = root;
+	return error;
+}
+
+/* ------------------------------------------------------------ checks */
+
+static bool is_null(const node *n)
+{
+	return n->kind == N_SCALAR && n->plain &&
+	       (n->len == 0 || strcmp(n->str, "~") == 0 || strcmp(n->str, "null") == 0 ||
+	        strcmp(n->str, "Null") == 0 || strcmp(n->str, "NULL") == 0);
+}
+
+static const char *kind_name(const node *n)
+{
+	if (n->kind == N_MAP)
+		return "a mapping";
+	if (n->kind == N_SEQ)
+		return "a sequence";
+	return is_null(n) ? "null" : "a scalar";
+}
+
+/* A `password` key anywhere is refused before anything else is looked at. */
+static int refuse_passwords(const ctx *c, const node *n)
+{
+	size_t i;
+	int error;
+
+	for (i = 0; n->kind != N_SCALAR && i < n->n; i++) {
+		const node *k = n->kids[i];
+		if (n->kind == N_MAP && i % 2 == 0 && k->kind == N_SCALAR && strcasecmp(k->str, "password") == 0)
+			return nerr(c, k, "passwords do not belong in the configuration: use password_env or defaults_file");
+		if ((error = refuse_passwords(c, k)) < 0)
+			return error;
+	}
+	return 0;
+}
+
+static int cmp_keys(const void *a, const void *b)
+{
+	const node *x = *(node *const *)a, *y = *(node *const *)b;
+	int r;
+
+	if (x->len != y->len)
+		return x->len < y->len ? -1 : 1;
+	if ((r = memcmp(x->str, y->str, x->len)) != 0)
+		return r;
+	/* ties by position, so the later of two equal keys sorts second */
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	return x->col < y->col ? -1 : (x->col > y->col);
+}
+
+static bool before(const node *a, const node *b)
+{
+	return a->line < b->line || (a->line == b->line && a->col < b->col);
+}
+
+/* Keys are strings and appear once per mapping, everywhere. */
+static int check_keys_shape(const ctx *c, const node *n)
+{
+	node **keys = NULL;
+	const node *dup = NULL, *first = NULL;
+	size_t i, nk = 0;
+	int error = 0;
+
+	if (n->kind == N_SCALAR)
+		goto done;
+	if (n->kind == N_MAP && n->n > 0) {
+		for (i = 0; i < n->n; i += 2) {
+			if (n->kids[i]->kind != N_SCALAR || is_null(n->kids[i])) {
+				error = nerr(c, n->kids[i], "expected a string key, got %s", kind_name(n->kids[i]));
+				goto done;
+			}
+		}
+		if ((keys = malloc(n->n / 2 * sizeof *keys)) == NULL) {
+			error = nomem();
+			goto done;
+		}
+		for (i = 0; i < n->n; i += 2)
+			keys[nk++] = n->kids[i];
+		qsort(keys, nk, sizeof *keys, cmp_keys);
+		for (i = 1; i < nk; i++) {
+			if (keys[i]->len == keys[i - 1]->len && memcmp(keys[i]->str, keys[i - 1]->str, keys[i]->len) == 0 &&
+			    (dup == NULL || before(keys[i], dup))) {
+				dup = keys[i];
+				first = keys[i - 1];
+			}
+		}
+		if (dup != NULL) {
+			char shown[96];
+			/* the earliest of equal keys is the first declaration */
+			for (i = 0; i < nk; i++)
+				if (keys[i]->len == dup->len && memcmp(keys[i]->str, dup->str, dup->len) == 0 &&
+				    before(keys[i], first))
+					first = keys[i];
+			error = nerr(c, dup, "duplicate key \"%s\" (first at line %d, column %d)",
+			             show(shown, sizeof shown, dup->str, dup->len), first->line, first->col);
+			goto done;
+		}
+	}
+	for (i = 0; i < n->n; i++)
+		if ((error = check_keys_shape(c, n->kids[i])) < 0)
+			goto done;
+
+done:
+	free(keys);
+	return error;
+}
+
+/* Edit distance, for "did you mean". */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), i, j, row[SHARD_NAME_MAX + 1];
+
+	if (la > SHARD_NAME_MAX || lb > SHARD_NAME_MAX)
+		return (size_t)-1;
+	for (j = 0; j <= lb; j++)
+		row[j] = j;
+	for (i = 1; i <= la; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (j = 1; j <= lb; j++) {
+			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[lb];
+}
+
+/* Every key of map is one of valid[] (NULL-terminated). */
+static int check_known(const ctx *c, const node *map, const char *where, const char *const *valid)
+{
+	size_t i;
+	int v;
+
+	for (i = 0; i < map->n; i += 2) {
+		const node *k = map->kids[i];
+		char list[512], hint[128], shown[96];
+		size_t used = 0, best = (size_t)-1;
+		const char *guess = NULL;
+
+		for (v = 0; valid[v]; v++)
+			if (strcmp(k->str, valid[v]) == 0)
+				break;
+		if (valid[v])
+			continue;
+		list[0] = '\0';
+		for (v = 0; valid[v]; v++) {
+			size_t d = distance(k->str, valid[v]);
+			used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", v ? ", " : "", valid[v]);
+			if (d < best) {
+				best = d;
+				guess = valid[v];
+			}
+		}
+		hint[0] = '\0';
+		if (guess && best <= 2 && best < k->len)
+			snprintf(hint, sizeof hint, "; did you mean \"%s\"?", guess);
+		return nerr(c, k, "unknown key \"%s\" in %s (valid keys: %s)%s",
+		            show(shown, sizeof shown, k->str, k->len), where, list, hint);
+	}
+	return 0;
+}
+
+/* The value of key in map, or NULL. */
+static const node *get(const node *map, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < map->n; i += 2)
+		if (strcmp(map->kids[i]->str, key) == 0)
+			return map->kids[i + 1];
+	return NULL;
+}
+
+static int want(const ctx *c, const node *n, int kind, const char *where)
+{
+	static const char *const names[] = { "a scalar", "a sequence", "a mapping" };
+
+	if (n->kind == kind && !(kind == N_SCALAR && is_null(n)))
+		return 0;
+	return nerr(c, n, "%s: expected %s, got %s", where, names[kind], kind_name(n));
+}
+
+/* A scalar that is not null; desc says what kind of value is expected. */
+static int want_scalar(const ctx *c, const node *n, const char *where, const char *desc)
+{
+	if (n->kind == N_SCALAR && !is_null(n))
+		return 0;
+	return nerr(c, n, "%s: expected %s, got %s", where, desc, kind_name(n));
+}
+
+/* A non-empty string without NUL bytes, copied into *dst. */
+static int get_str(char **dst, const ctx *c, const node *n, const char *where)
+{
+	int error;
+
+	if ((error = want_scalar(c, n, where, "a string")) < 0)
+		return error;
+	if (n->len == 0)
+		return nerr(c, n, "%s: expected a non-empty string", where);
+	if (memchr(n->str, '\0', n->len) != NULL)
+		return nerr(c, n, "%s: must not contain NUL bytes", where);
+	free(*dst);
+	if ((*dst = strdup(n->str)) == NULL)
+		return nomem();
+	return 0;
+}
+
+static int get_uint(unsigned *dst, const ctx *c, const node *n, const char *where,
+                    unsigned long min, unsigned long max, const char *what)
+{
+	char shown[96];
+	unsigned long v = 0;
+	size_t i;
+	int error;
+
+	if ((error = want_scalar(c, n, where, what)) < 0)
+		return error;
+	for (i = 0; i < n->len; i++) {
+		if (n->str[i] < '0' || n->str[i] > '9')
+			break;
+		if (v <= max)
+			v = v * 10 + (unsigned long)(n->str[i] - '0');
+	}
+	if (n->len == 0 || i != n->len || v < min || v > max)
+		return nerr(c, n, "%s: expected %s from %lu to %lu, got \"%s\"", where, what, min, max,
+		            show(shown, sizeof shown, n->str, n->len));
+	*dst = (unsigned)v;
+	return 0;
+}
+
+/* Digits with an optional sign, fraction and exponent; no hex, inf, nan. */
+static bool is_decimal(const char *s)
+{
+	bool digits = false;
+
+	if (*s == '+' || *s == '-')
+		s++;
+	while (*s >= '0' && *s <= '9')
+		s++, digits = true;
+	if (*s == '.') {
+		s++;
+		while (*s >= '0' && *s <= '9')
+			s++, digits = true;
+	}
+	if (!digits)
+		return false;
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!(*s >= '0' && *s <= '9'))
+			return false;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	return *s == '\0';
+}
+
+/* strtod in the C locale, whatever the program's LC_NUMERIC. */
+static double c_strtod(const char *s)
+{
+	locale_t c_loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0), old;
+	double v;
+
+	if (c_loc == (locale_t)0)
+		return strtod(s, NULL);
+	old = uselocale(c_loc);
+	v = strtod(s, NULL);
+	uselocale(old);
+	freelocale(c_loc);
+	return v;
+}
+
+/* Seconds: > 0, or >= 0 when zero_ok, and at most MAX_SECONDS. */
+static int get_seconds(double *dst, const ctx *c, const node *n, const char *where, bool zero_ok)
+{
+	char shown[96];
+	double v;
+	int error;
+
+	if ((error = want_scalar(c, n, where, "a number of seconds")) < 0)
+		return error;
+	if (memchr(n->str, '\0', n->len) != NULL || !is_decimal(n->str))
+		return nerr(c, n, "%s: expected a number of seconds, got \"%s\"", where,
+		            show(shown, sizeof shown, n->str, n->len));
+	v = c_strtod(n->str);
+	if (!isfinite(v) || v > MAX_SECONDS)
+		return nerr(c, n, "%s: expected at most %.0f seconds, got %s", where, MAX_SECONDS,
+		            show(shown, sizeof shown, n->str, n->len));
+	if (zero_ok ? v < 0 : v <= 0)
+		return nerr(c, n, "%s: expected a number of seconds %s, got %s", where,
+		            zero_ok ? "0 or more" : "greater than 0", show(shown, sizeof shown, n->str, n->len));
+	*dst = v;
+	return 0;
+}
+
+static int get_bool(bool *dst, const ctx *c, const node *n, const char *where)
+{
+	char shown[96];
+	int error;
+
+	if ((error = want_scalar(c, n, where, "true or false")) < 0)
+		return error;
+	if (!strcmp(n->str, "true") || !strcmp(n->str, "True") || !strcmp(n->str, "TRUE"))
+		*dst = true;
+	else if (!strcmp(n->str, "false") || !strcmp(n->str, "False") || !strcmp(n->str, "FALSE"))
+		*dst = false;
+	else
+		return nerr(c, n, "%s: expected true or false, got \"%s\"", where,
+		            show(shown, sizeof shown, n->str, n->len));
+	return 0;
+}
+
+/* The name of an environment variable; the value is never shown, as a
+ * password may have been written here by mistake. */
+static int get_env_name(char **dst, const ctx *c, const node *n, const char *where)
+{
+	size_t i;
+	int error;
+
+	if ((error = get_str(dst, c, n, where)) < 0)
+		return error;
+	for (i = 0; i < n->len; i++) {
+		char ch = n->str[i];
+		bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_' ||
+		          (i > 0 && ch >= '0' && ch <= '9');
+		if (!ok)
+			return nerr(c, n, "%s: expected the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*); "
+			            "the value is not shown in case it is a password", where);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ sections */
+
+static const char *const top_keys[] = {
+	"shards", "timeouts", "catalog_ttl", "read_only", "indexes", "cleaner", NULL
+};
+static const char *const shard_keys[] = {
+	"name", "host", "port", "socket", "database", "user", "password_env",
+	"defaults_file", "option_group", "replicas", NULL
+};
+static const char *const replica_keys[] = {
+	"host", "port", "socket", "user", "password_env", NULL
+};
+static const char *const timeout_keys[] = { "connect", "read", "write", NULL };
+static const char *const index_keys[] = { "name", "on", "shard_on", NULL };
+static const char *const cleaner_keys[] = {
+	"chunk_time", "max_load", "critical_load", "max_replica_lag", "repair_overlap",
+	"repair_interval", NULL
+};
+
+static int missing(const ctx *c, const node *map, const char *where, const char *key)
+{
+	return nerr(c, map, "%s: missing required key \"%s\"", where, key);
+}
+
+static bool valid_shard_name(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > SHARD_NAME_MAX)
+		return false;
+	for (i = 0; i < len; i++) {
+		char ch = s[i];
+		if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+		      ch == '_' || ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+/* Database names are quoted with backticks in SQL: keep them plain. */
+static bool valid_database(const char *s, size_t len)
+{
+	size_t i;
+
+	if (len == 0 || len > 64)
+		return false;
+	for (i = 0; i < len; i++) {
+		char ch = s[i];
+		if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+		      ch == '_' || ch == '$' || ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+static int parse_replica(bs_replica_conf_t *r, const ctx *c, const node *n, const char *where)
+{
+	char w[192];
+	const node *v;
+	int error;
+
+	if ((error = want(c, n, N_MAP, where)) < 0 || (error = check_known(c, n, where, replica_keys)) < 0)
+		return error;
+	if ((v = get(n, "host"))) {
+		snprintf(w, sizeof w, "%s.host", where);
+		if ((error = get_str(&r->host, c, v, w)) < 0)
+			return error;
+	}
+	if ((v = get(n, "port"))) {
+		snprintf(w, sizeof w, "%s.port", where);
+		if ((error = get_uint(&r->port, c, v, w, 1, 65535, "a port number")) < 0)
+			return error;
+	}
+	if ((v = get(n, "socket"))) {
+		snprintf(w, sizeof w, "%s.socket", where);
+		if ((error = get_str(&r->socket, c, v, w)) < 0)
+			return error;
+	}
+	if ((v = get(n, "user"))) {
+		snprintf(w, sizeof w, "%s.user", where);
+		if ((error = get_str(&r->user, c, v, w)) < 0)
+			return error;
+	}
+	if ((v = get(n, "password_env"))) {
+		snprintf(w, sizeof w, "%s.password_env", where);
+		if ((error = get_env_name(&r->password_env, c, v, w)) < 0)
+			return error;
+	}
+	if (r->host == NULL && r->socket == NULL)
+		return nerr(c, n, "%s: a replica needs host or socket", where);
+	return 0;
+}
+
+static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
+{
+	bs_shard_conf_t *s = &cfg->shards[idx];
+	char where[64], w[160];
+	const node *v;
+	size_t i;
+	int error, j;
+
+	snprintf(where, sizeof where, "shards[%d]", idx);
+	if ((error = want(c, n, N_MAP, where)) < 0 || (error = check_known(c, n, where, shard_keys)) < 0)
+		return error;
+	s->line = n->line;
+
+	if ((v = get(n, "name")) == NULL)
+		return missing(c, n, where, "name");
+	snprintf(w, sizeof w, "%s.name", where);
+	if ((error = want_scalar(c, v, w, "a shard name")) < 0)
+		return error;
+	if (!valid_shard_name(v->str, v->len)) {
+		char shown[96];
+		return nerr(c, v, "%s: shard name \"%s\" is not valid: expected 1 to %d of A-Z a-z 0-9 _ -", w,
+		            show(shown, sizeof shown, v->str, v->len), SHARD_NAME_MAX);
+	}
+	for (j = 0; j < idx; j++)
+		if (strcmp(cfg->shards[j].name, v->str) == 0)
+			return nerr(c, v, "%s: duplicate shard name \"%s\" (first declared at line %d)", w, v->str,
+			            cfg->shards[j].line);
+	if ((error = get_str(&s->name, c, v, w)) < 0)
+		return error;
+
+	if ((v = get(n, "host"))) {
+		snprintf(w, sizeof w, "%s.host", where);
+		if ((error = get_str(&s->host, c, v, w)) < 0)
+			return error;
+	}
+	if ((v = get(n, "port"))) {
+		snprintf(w, sizeof w, "%s.port", where);
+		if ((error = get_uint(&s->port, c, v, w, 1, 65535, "a port number")) < 0)
+			return error;
+	}
+	if ((v = get(n, "socket"))) {
+		snprintf(w, sizeof w, "%s.socket", where);
+		if ((error = get_str(&s->socket, c, v, w)) < 0)
+			return error;
+	}
+	if ((v = get(n, "database"))) {
+		snprintf(w, sizeof w, "%s.database", where);
+		if ((error = want_scalar(c, v, w, "a database name")) < 0)
+			return error;
+		if (!valid_database(v->str, v->len)) {
+			char shown[96];
+			return nerr(c, v, "%s: database name \"%s\" is not valid: expected 1 to 64 of A-Z a-z 0-9 _ $ -",
+			            w, show(shown, sizeof shown, v->str, v->len));
+		}
+		if ((error = get_str(&s->database, c, v, w)) < 0)
+			return error;
+	} else if ((s->database = strdup("bagstore")) == NULL) {
+		return nomem();
+	}
+	if ((v = get(n, "user"))) {
+		snprintf(w, sizeof w, "%s.user", where);
+		if ((error = get_str(&s->user, c, v, w)) < 0)
+			return error;
+	}
+	if ((v = get(n, "password_env"))) {
+		snprintf(w, sizeof w, "%s.password_env", where);
+		if ((error = get_env_name(&s->password_env, c, v, w)) < 0)
+			return error;
+	}
+	if ((v = get(n, "defaults_file"))) {
+		snprintf(w, sizeof w, "%s.defaults_file", where);
+		if ((error = get_str(&s->defaults_file, c, v, w)) < 0)
+			return error;
+	}
+	if ((v = get(n, "option_group"))) {
+		snprintf(w, sizeof w, "%s.option_group", where);
+		if ((error = get_str(&s->option_group, c, v, w)) < 0)
+			return error;
+	}
+	if ((v = get(n, "replicas")) && !is_null(v)) {
+		snprintf(w, sizeof w, "%s.replicas", where);
+		if ((error = want(c, v, N_SEQ, w)) < 0)
+			return error;
+		if (v->n > 0 && (s->replicas = calloc(v->n, sizeof *s->replicas)) == NULL)
+			return nomem();
+		for (i = 0; i < v->n; i++) {
+			snprintf(w, sizeof w, "%s.replicas[%zu]", where, i);
+			s->nreplicas = (int)i + 1;
+			if ((error = parse_replica(&s->replicas[i], c, v->kids[i], w)) < 0)
+				return error;
+		}
+	}
+	if (s->host == NULL && s->socket == NULL && s->defaults_file == NULL)
+		return nerr(c, n, "%s: a shard needs host, socket or defaults_file", where);
+	return 0;
+}
+
+static int parse_shards(bs_config_t *cfg, const ctx *c, const node *root)
+{
+	const node *v = get(root, "shards");
+	size_t i;
+	int error;
+
+	if (v == NULL)
+		return nerr(c, root, "missing required key \"shards\" (the ordered list of shards)");
+	if ((error = want(c, v, N_SEQ, "shards")) < 0)
+		return error;
+	if (v->n == 0)
+		return nerr(c, v, "shards: expected at least one shard, got an empty list");
+	if (v->n > 65536)
+		return nerr(c, v, "shards: at most 65536 shards");
+	if ((cfg->shards = calloc(v->n, sizeof *cfg->shards)) == NULL)
+		return nomem();
+	for (i = 0; i < v->n; i++) {
+		cfg->nshards = (int)i + 1;
+		if ((error = parse_shard(cfg, c, v->kids[i], (int)i)) < 0)
+			return error;
+	}
+	return 0;
+}
+
+static int parse_timeouts(bs_config_t *cfg, const ctx *c, const node *root)
+{
+	const node *n = get(root, "timeouts"), *v;
+	int error;
+
+	if (n == NULL || is_null(n))
+		return 0;
+	if ((error = want(c, n, N_MAP, "timeouts")) < 0 || (error = check_known(c, n, "timeouts", timeout_keys)) < 0)
+		return error;
+	if ((v = get(n, "connect")) && (error = get_seconds(&cfg->connect_timeout, c, v, "timeouts.connect", false)) < 0)
+		return error;
+	if ((v = get(n, "read")) && (error = get_seconds(&cfg->read_timeout, c, v, "timeouts.read", false)) < 0)
+		return error;
+	if ((v = get(n, "write")) && (error = get_seconds(&cfg->write_timeout, c, v, "timeouts.write", false)) < 0)
+		return error;
+	return 0;
+}
+
+/* `on` as a string, or a sequence of PROP:TYPE strings joined with commas. */
+static int index_on(char **dst, const ctx *c, const node *v, const char *where)
+{
+	size_t i, total = 1;
+	char *s;
+	int error;
+
+	if (v->kind != N_SEQ)
+		return get_str(dst, c, v, where);
+	if (v->n == 0)
+		return nerr(c, v, "%s: expected at least one PROP:TYPE, got an empty list", where);
+	for (i = 0; i < v->n; i++) {
+		const node *k = v->kids[i];
+		if ((error = want_scalar(c, k, where, "PROP:TYPE")) < 0)
+			return error;
+		if (k->len == 0 || memchr(k->str, ',', k->len) || memchr(k->str, '\0', k->len))
+			return nerr(c, k, "%s: expected one PROP:TYPE per item", where);
+		total += k->len + 1;
+	}
+	if ((s = malloc(total)) == NULL)
+		return nomem();
+	s[0] = '\0';
+	for (i = 0; i < v->n; i++) {
+		if (i)
+			strcat(s, ",");
+		strcat(s, v->kids[i]->str);
+	}
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+static int parse_index(bs_index_t *def, const bs_config_t *cfg, const ctx *c, const node *n, int idx)
+{
+	char where[64], w[96], msg[1024];
+	char *name = NULL, *on = NULL, *shard_on = NULL;
+	const node *v;
+	int error = 0, j;
+
+	snprintf(where, sizeof where, "indexes[%d]", idx);
+	if ((error = want(c, n, N_MAP, where)) < 0 || (error = check_known(c, n, where, index_keys)) < 0)
+		goto done;
+	if ((v = get(n, "name")) == NULL) {
+		error = missing(c, n, where, "name");
+		goto done;
+	}
+	snprintf(w, sizeof w, "%s.name", where);
+	if ((error = get_str(&name, c, v, w)) < 0)
+		goto done;
+	if ((v = get(n, "on")) == NULL) {
+		error = missing(c, n, where, "on");
+		goto done;
+	}
+	snprintf(w, sizeof w, "%s.on", where);
+	if ((error = index_on(&on, c, v, w)) < 0)
+		goto done;
+	if ((v = get(n, "shard_on")) == NULL) {
+		error = missing(c, n, where, "shard_on");
+		goto done;
+	}
+	snprintf(w, sizeof w, "%s.shard_on", where);
+	if ((error = get_str(&shard_on, c, v, w)) < 0)
+		goto done;
+
+	if ((error = bs_index_parse(def, name, on, shard_on)) < 0) {
+		/* bs_error writes the slot it would read from: copy first */
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		error = nerr(c, n, "%s", msg);
+		goto done;
+	}
+	for (j = 0; j < idx; j++) {
+		if (strcmp(cfg->indexes[j].name, def->name) == 0) {
+			error = nerr(c, get(n, "name"), "%s.name: duplicate index name \"%s\"", where, def->name);
+			goto done;
+		}
+	}
+
+done:
+	free(name);
+	free(on);
+	free(shard_on);
+	return error;
+}
+
+static int parse_indexes(bs_config_t *cfg, const ctx *c, const node *root)
+{
+	const node *v = get(root, "indexes");
+	size_t i;
+	int error;
+
+	if (v == NULL || is_null(v))
+		return 0;
+	if ((error = want(c, v, N_SEQ, "indexes")) < 0)
+		return error;
+	if (v->n == 0)
+		return 0;
+	if ((cfg->indexes = calloc(v->n, sizeof *cfg->indexes)) == NULL)
+		return nomem();
+	for (i = 0; i < v->n; i++) {
+		if ((error = parse_index(&cfg->indexes[i], cfg, c, v->kids[i], (int)i)) < 0)
+			return error;
+		cfg->nindexes = (int)i + 1;
+	}
+	return 0;
+}
+
+static int parse_cleaner(bs_config_t *cfg, const ctx *c, const node *root)
+{
+	bs_cleaner_conf_t *cl = &cfg->cleaner;
+	const node *n = get(root, "cleaner"), *v, *crit;
+	int error;
+
+	if (n == NULL || is_null(n))
+		return 0;
+	if ((error = want(c, n, N_MAP, "cleaner")) < 0 || (error = check_known(c, n, "cleaner", cleaner_keys)) < 0)
+		return error;
+	if ((v = get(n, "chunk_time")) && (error = get_seconds(&cl->chunk_time, c, v, "cleaner.chunk_time", false)) < 0)
+		return error;
+	if ((v = get(n, "max_load")) &&
+	    (error = get_uint(&cl->max_load, c, v, "cleaner.max_load", 1, 1000000, "a number of running threads")) < 0)
+		return error;
+	if ((crit = get(n, "critical_load")) &&
+	    (error = get_uint(&cl->critical_load, c, crit, "cleaner.critical_load", 1, 1000000,
+	                      "a number of running threads")) < 0)
+		return error;
+	if (cl->critical_load < cl->max_load)
+		return nerr(c, crit ? crit : get(n, "max_load"),
+		            "cleaner: critical_load (%u) must not be below max_load (%u)", cl->critical_load, cl->max_load);
+	if ((v = get(n, "max_replica_lag")) &&
+	    (error = get_seconds(&cl->max_replica_lag, c, v, "cleaner.max_replica_lag", false)) < 0)
+		return error;
+	if ((v = get(n, "repair_overlap")) &&
+	    (error = get_seconds(&cl->repair_overlap, c, v, "cleaner.repair_overlap", true)) < 0)
+		return error;
+	if ((v = get(n, "repair_interval")) &&
+	    (error = get_seconds(&cl->repair_interval, c, v, "cleaner.repair_interval", false)) < 0)
+		return error;
+	return 0;
+}
+
+static int parse_root(bs_config_t *cfg, const ctx *c, const node *root)
+{
+	const node *v;
+	int error;
+
+	if (root == NULL || is_null(root))
+		return perr(c, 1, 1, "expected a mapping with at least \"shards\", got an empty document");
+	if ((error = want(c, root, N_MAP, "configuration")) < 0)
+		return error;
+	if ((error = refuse_passwords(c, root)) < 0 || (error = check_keys_shape(c, root)) < 0 ||
+	    (error = check_known(c, root, "the configuration", top_keys)) < 0)
+		return error;
+	if ((error = parse_shards(cfg, c, root)) < 0 || (error = parse_timeouts(cfg, c, root)) < 0)
+		return error;
+	if ((v = get(root, "catalog_ttl")) && (error = get_seconds(&cfg->catalog_ttl, c, v, "catalog_ttl", true)) < 0)
+		return error;
+	if ((v = get(root, "read_only")) && (error = get_bool(&cfg->read_only, c, v, "read_only")) < 0)
+		return error;
+	if ((error = parse_indexes(cfg, c, root)) < 0 || (error = parse_cleaner(cfg, c, root)) < 0)
+		return error;
+	return 0;
+}
+
+/* ------------------------------------------------------------ public */
+
+int bs_config_parse(bs_config_t **out, const char *text, size_t len, const char *path)
+{
+	bs_config_t *cfg = NULL;
+	node *root = NULL;
+	ctx c;
+	bool parser_ready = false;
+	int error = 0;
+
+	if (out == NULL)
+		return bs_error(BS_EINVAL, "bs_config_parse: no output");
+	*out = NULL;
+	memset(&c, 0, sizeof c);
+	c.file = path ? path : "<string>";
+	c.text = text ? text : "";
+	c.len = text ? len : 0;
+
+	if ((cfg = calloc(1, sizeof *cfg)) == NULL || (cfg->path = strdup(c.file)) == NULL) {
+		error = nomem();
+		goto done;
+	}
+	cfg->connect_timeout = 2;
+	cfg->read_timeout = 10;
+	cfg->write_timeout = 10;
+	cfg->catalog_ttl = 2;
+	cfg->cleaner.chunk_time = 0.5;
+	cfg->cleaner.max_load = 25;
+	cfg->cleaner.critical_load = 50;
+	cfg->cleaner.max_replica_lag = 1.0;
+	cfg->cleaner.repair_overlap = 1.0;
+	cfg->cleaner.repair_interval = 0.2;
+
+	if (!yaml_parser_initialize(&c.parser)) {
+		error = nomem();
+		goto done;
+	}
+	parser_ready = true;
+	yaml_parser_set_input_string(&c.parser, (const unsigned char *)c.text, c.len);
+	if ((error = load_tree(&root, &c)) < 0 || (error = parse_root(cfg, &c, root)) < 0)
+		goto done;
+	*out = cfg;
+	cfg = NULL;
+
+done:
+	if (parser_ready)
+		yaml_parser_delete(&c.parser);
+	node_free(root);
+	bs_config_free(cfg);
+	return error;
+}
+
+int bs_config_load(bs_config_t **out, const char *path)
+{
+	const char *env = getenv("BAGSTORE_CONFIG");
+	char *text = NULL;
+	size_t len = 0, cap = 0;
+	FILE *f = NULL;
+	struct stat st;
+	int error = 0;
+
+	if (out == NULL)
+		return bs_error(BS_EINVAL, "bs_config_load: no output");
+	*out = NULL;
+	if (path == NULL)
+		path = env && env[0] ? env : DEFAULT_PATH;
+
+	if ((f = fopen(path, "rb")) == NULL) {
+		error = bs_error(BS_ECONFIG, "%s: cannot read: %s", path, strerror(errno));
+		goto done;
+	}
+	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		error = bs_error(BS_ECONFIG, "%s: cannot read: %s", path, strerror(EISDIR));
+		goto done;
+	}
+	for (;;) {
+		size_t got;
+		if (len == cap) {
+			char *t;
+			if (cap > MAX_FILE_BYTES) {
+				error = bs_error(BS_ECONFIG, "%s: cannot read: larger than %u bytes", path, MAX_FILE_BYTES);
+				goto done;
+			}
+			cap = cap ? cap * 2 : 8192;
+			if (cap > MAX_FILE_BYTES)
+				cap = MAX_FILE_BYTES + 1;
+			if ((t = realloc(text, cap)) == NULL) {
+				error = nomem();
+				goto done;
+			}
+			text = t;
+		}
+		got = fread(text + len, 1, cap - len, f);
+		len += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(f)) {
+		error = bs_error(BS_ECONFIG, "%s: cannot read: %s", path, strerror(errno ? errno : EIO));
+		goto done;
+	}
+	error = bs_config_parse(out, text, len, path);
+
+done:
+	if (f)
+		fclose(f);
+	free(text);
+	return error;
+}
+
+static void replica_free(bs_replica_conf_t *r)
+{
+	free(r->host);
+	free(r->socket);
+	free(r->user);
+	free(r->password_env);
+}
+
+void bs_config_free(bs_config_t *cfg)
+{
+	int i, j;
+
+	if (cfg == NULL)
+		return;
+	for (i = 0; i < cfg->nshards; i++) {
+		bs_shard_conf_t *s = &cfg->shards[i];
+		free(s->name);
+		free(s->host);
+		free(s->socket);
+		free(s->database);
+		free(s->user);
+		free(s->password_env);
+		free(s->defaults_file);
+		free(s->option_group);
+		for (j = 0; j < s->nreplicas; j++)
+			replica_free(&s->replicas[j]);
+		free(s->replicas);
+	}
+	free(cfg->shards);
+	free(cfg->indexes);
+	free(cfg->path);
+	free(cfg);
+}
+
+void bs_config_fingerprint(char buf[17], const bs_config_t *cfg)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	char head[32];
+	const char *p;
+	int i, n = cfg ? cfg->nshards : 0;
+
+	snprintf(head, sizeof head, "%d\n", n);
+	for (p = head; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+	for (i = 0; i < n; i++) {
+		for (p = cfg->shards[i].name ? cfg->shards[i].name : ""; *p; p++)
+			h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+		h = (h ^ (unsigned char)'\n') * 0x100000001b3ULL;
+	}
+	snprintf(buf, 17, "%016llx", (unsigned long long)h);
+}
