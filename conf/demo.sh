@@ -1,0 +1,67 @@
+#!/bin/sh
+# demo.sh - what `make demo` runs: two local shards, sample entities, the
+# console.
+#
+#   BUILD=build sh conf/demo.sh
+#
+# Starts shards s0 and s1 on 127.0.0.1:3307-3308 (data under var/shards),
+# creates the tables and conf/demo.yaml's indexes (bagstore init), loads about
+# 5,000 sample entities from var/sample.jsonl when the store is empty, then
+# opens the console when standard input is a terminal. The shards keep
+# running afterwards: `make shards-stop` stops them.
+set -u
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 1
+BUILD=${BUILD:-build}
+BIN=$BUILD/bagstore
+CONF=conf/demo.yaml
+SAMPLE=var/sample.jsonl
+SAMPLE_N=${DEMO_ENTITIES:-5000}
+
+die() { echo "demo: $*" >&2; exit 1; }
+
+[ -x "$BIN" ] || die "$BIN is missing; run make first"
+
+echo "demo: starting shards (var/shards)"
+sh conf/shards.sh start --count 2 --port 3307 ||
+	die "the shards did not start (is another server on 3307/3308?)"
+
+if [ ! -f "$CONF" ]; then
+	echo "demo: writing $CONF"
+	sh conf/shards.sh config --count 2 --port 3307 --out "$CONF" || exit 1
+	cat >>"$CONF" <<'YAML'
+indexes:
+  - {name: index_user_id, on: "user_id:uuid", shard_on: user_id}
+  - {name: index_title, on: "title:string(200)", shard_on: title}
+YAML
+fi
+
+echo "demo: $BIN -c $CONF init"
+timeout 120 "$BIN" -c "$CONF" init || die "bagstore init failed"
+
+# Entities on both shards, straight from the tables: the store is empty when
+# both say 0.
+count() {
+	timeout 20 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$1" -u root \
+		--connect-timeout=5 -N -B bagstore -e "SELECT COUNT(*) FROM entities" 2>/dev/null
+}
+n0=$(count 3307) n1=$(count 3308)
+if [ "${n0:-0}" = 0 ] && [ "${n1:-0}" = 0 ]; then
+	echo "demo: generating $SAMPLE_N sample entities in $SAMPLE"
+	sh conf/gen-sample.sh "$SAMPLE_N" "$SAMPLE" || die "could not write $SAMPLE"
+	echo "demo: $BIN -c $CONF put $SAMPLE"
+	# put prints each new id: keep them in var/put.log, not on the screen.
+	timeout 600 "$BIN" -c "$CONF" put "$SAMPLE" >var/put.log ||
+		die "loading the sample entities failed"
+	echo "demo: loaded $(wc -l <var/put.log | tr -d ' ') entities"
+else
+	echo "demo: the store already holds $((${n0:-0} + ${n1:-0})) entities; not loading samples"
+fi
+
+if [ -t 0 ] && [ -t 1 ]; then
+	echo "demo: opening the console ($BIN -c $CONF); the shards keep running: make shards-stop"
+	exec "$BIN" -c "$CONF"
+fi
+echo "demo: ready. Open the console with:  $BIN -c $CONF"
+echo "demo: stop the shards with:          make shards-stop"

@@ -1,0 +1,432 @@
+#!/bin/sh
+# shards.sh - start and stop local MariaDB shards for the demo and the tests.
+#
+#   sh conf/shards.sh start  [--count N] [--port P] [--dir DIR]
+#   sh conf/shards.sh stop   [--dir DIR]
+#   sh conf/shards.sh status [--dir DIR]
+#   sh conf/shards.sh config [--count N] [--port P] [--dir DIR] [--out FILE]
+#                            [--catalog-ttl S]
+#   sh conf/shards.sh start-one|stop-one|pause|resume|kill NAME [--dir DIR]
+#
+# Shard sI listens on 127.0.0.1:P+I and keeps everything (datadir, socket,
+# pid file, error log, port) under DIR/sI. Defaults: N=2, P=3307,
+# DIR=var/shards in the project folder. Root has no password and the servers
+# listen on loopback only: for local use, never for anything else.
+#
+# start is idempotent: a shard that answers ping is left alone, a paused one
+# is resumed, a stale pid file is removed. config prints (or writes) a
+# bagstore configuration for the shards: from DIR's shards when they exist
+# and neither --count nor --port is given, else from N and P.
+set -u
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PROG=shards.sh
+
+COUNT=2
+PORT=3307
+DIR="$ROOT/var/shards"
+OUT=""
+TTL=2
+COUNT_SET=""
+PORT_SET=""
+NAME=""
+WAIT_UP=${SHARDS_WAIT:-60}
+
+die() { echo "$PROG: $*" >&2; exit 1; }
+usage() {
+	sed -n '2,9s/^# \{0,1\}//p' "$0" >&2
+	exit 2
+}
+
+is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; *) return 0 ;; esac; }
+
+parse_opts() {
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--count) [ $# -ge 2 ] || usage; COUNT=$2; COUNT_SET=1; shift 2 ;;
+		--count=*) COUNT=${1#*=}; COUNT_SET=1; shift ;;
+		--port) [ $# -ge 2 ] || usage; PORT=$2; PORT_SET=1; shift 2 ;;
+		--port=*) PORT=${1#*=}; PORT_SET=1; shift ;;
+		--dir) [ $# -ge 2 ] || usage; DIR=$2; shift 2 ;;
+		--dir=*) DIR=${1#*=}; shift ;;
+		--out) [ $# -ge 2 ] || usage; OUT=$2; shift 2 ;;
+		--out=*) OUT=${1#*=}; shift ;;
+		--catalog-ttl) [ $# -ge 2 ] || usage; TTL=$2; shift 2 ;;
+		--catalog-ttl=*) TTL=${1#*=}; shift ;;
+		-h|--help) usage ;;
+		-*) die "unknown option: $1" ;;
+		*) [ -z "$NAME" ] || die "unexpected argument: $1"; NAME=$1; shift ;;
+		esac
+	done
+	if ! is_uint "$COUNT" || [ "$COUNT" -lt 1 ]; then
+		die "--count wants a positive number, got '$COUNT'"
+	fi
+	if ! is_uint "$PORT" || [ "$PORT" -lt 1 ] || [ "$((PORT + COUNT - 1))" -gt 65535 ]; then
+		die "--port wants a port number, got '$PORT'"
+	fi
+	[ -n "$DIR" ] || die "--dir is empty"
+	case $DIR in /*) ;; *) DIR="$(pwd)/$DIR" ;; esac
+	DIR=${DIR%/}
+}
+
+# ------------------------------------------------------------------ helpers
+
+sdir() { echo "$DIR/$1"; }
+
+# The socket lives in the shard's folder unless that path is too long for a
+# unix socket; then it goes to a short path under /tmp named after the folder.
+sock_path() {
+	s="$DIR/$1/mysqld.sock"
+	if [ "${#s}" -gt 100 ]; then
+		sum=$(printf '%s' "$DIR/$1" | cksum | cut -d' ' -f1)
+		s="${TMPDIR:-/tmp}/bagstore-$sum.sock"
+	fi
+	echo "$s"
+}
+
+shard_port() { cat "$DIR/$1/port" 2>/dev/null; }
+
+# Names of the shards under DIR, in index order (s0 s1 ... s10).
+shard_names() {
+	[ -d "$DIR" ] || return 0
+	for d in "$DIR"/*/; do
+		[ -f "${d}port" ] || continue
+		n=${d%/}; n=${n##*/}
+		echo "$n"
+	done | sort -t s -k 2n
+}
+
+# Pid of a live mariadbd for shard $1, from its pid file; removes a stale one.
+live_pid() {
+	pf="$DIR/$1/mariadbd.pid"
+	p=""
+	[ -f "$pf" ] && p=$(cat "$pf" 2>/dev/null)
+	if is_uint "$p" && is_mariadbd "$p" && ! is_zombie "$p"; then
+		echo "$p"
+		return 0
+	fi
+	rm -f "$pf"
+	# Lost or overwritten pid file: look for our server by its command line.
+	for c in /proc/[0-9]*/cmdline; do
+		p=${c#/proc/}; p=${p%/cmdline}
+		is_mariadbd "$p" || continue
+		is_zombie "$p" && continue
+		if tr '\0' '\n' <"$c" 2>/dev/null | grep -qxF -- "--pid-file=$pf"; then
+			echo "$p" >"$pf"
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+is_mariadbd() {
+	comm=""
+	read -r comm 2>/dev/null <"/proc/$1/comm"
+	[ "$comm" = mariadbd ]
+}
+
+is_paused() {
+	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
+	[ "$st" = T ] || [ "$st" = t ]
+}
+
+ping_shard() {
+	timeout 5 mariadb-admin --no-defaults --protocol=socket -S "$(sock_path "$1")" \
+		-uroot --connect-timeout=2 ping >/dev/null 2>&1
+}
+
+sql_shard() {
+	timeout 20 mariadb --no-defaults --protocol=socket -S "$(sock_path "$1")" \
+		-uroot --connect-timeout=5 -N -B -e "$2"
+}
+
+log_tail() {
+	echo "$PROG: $1 did not come up; last lines of $DIR/$1/error.log:" >&2
+	tail -n 25 "$DIR/$1/error.log" 2>/dev/null | sed 's/^/    /' >&2
+}
+
+# Create the datadir with mariadb-install-db, once.
+init_shard() {
+	d=$(sdir "$1")
+	[ -d "$d/data/mysql" ] && return 0
+	rm -rf "$d/data"
+	mkdir -p "$d/data"
+	set -- --no-defaults --datadir="$d/data" --auth-root-authentication-method=normal \
+		--skip-test-db --skip-name-resolve
+	[ "$(id -u)" = 0 ] && set -- "$@" --user=root
+	mkdir -p "$d/tmp"
+	# Each shard's own TMPDIR: bootstraps running side by side in a shared
+	# /tmp have been seen to trip over each other's temporary tables.
+	for try in 1 2; do
+		if TMPDIR="$d/tmp" mariadb-install-db "$@" >"$d/install.log" 2>&1; then
+			return 0
+		fi
+		rm -rf "$d/data"
+		mkdir -p "$d/data"
+		[ "$try" = 1 ] && sleep 1
+	done
+	rm -rf "$d/data"
+	return 1
+}
+
+# Launch mariadbd for shard $1 on port $2 in its own session, detached.
+launch_shard() {
+	d=$(sdir "$1")
+	set -- --no-defaults \
+		--datadir="$d/data" --tmpdir="$d/tmp" --port="$2" --socket="$(sock_path "$1")" \
+		--pid-file="$d/mariadbd.pid" --log-error="$d/error.log" \
+		--bind-address=127.0.0.1 --skip-name-resolve \
+		--innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
+		--skip-log-bin --max-connections=500 --performance-schema=OFF \
+		--max-allowed-packet=64M \
+		--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci
+	[ "$(id -u)" = 0 ] && set -- "$@" --user=root
+	mkdir -p "$d/tmp"
+	TMPDIR="$d/tmp" setsid mariadbd "$@" </dev/null >>"$d/error.log" 2>&1 &
+	echo "$!" >"$d/launch.pid"
+}
+
+# After a start: the database and the loopback root account, idempotently.
+setup_shard() {
+	[ -f "$DIR/$1/initialised" ] && return 0
+	sql_shard "$1" "CREATE DATABASE IF NOT EXISTS bagstore;
+		CREATE USER IF NOT EXISTS 'root'@'127.0.0.1';
+		GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;
+		DROP USER IF EXISTS ''@'localhost';
+		DELETE FROM mysql.global_priv
+		  WHERE Host NOT IN ('localhost', '127.0.0.1', '::1');
+		DELETE FROM mysql.proxies_priv
+		  WHERE Host NOT IN ('localhost', '127.0.0.1', '::1');
+		FLUSH PRIVILEGES;" >>"$DIR/$1/install.log" 2>&1 || return 1
+	touch "$DIR/$1/initialised"
+}
+
+# Start shard $1 on port $2 unless it runs: init, launch. Runs in background.
+start_shard() {
+	name=$1 port=$2
+	d=$(sdir "$name")
+	mkdir -p "$d" || return 1
+	rm -f "$d/start.failed"
+	if p=$(live_pid "$name"); then
+		is_paused "$p" && kill -CONT "$p" 2>/dev/null
+		return 0
+	fi
+	old=$(shard_port "$name")
+	if [ -n "$old" ] && [ "$old" != "$port" ] && [ -d "$d/data/mysql" ]; then
+		echo "$PROG: note: $name moves from port $old to $port" >&2
+	fi
+	echo "$port" >"$d/port"
+	rm -f "$(sock_path "$name")"
+	if ! init_shard "$name"; then
+		echo "$PROG: mariadb-install-db failed for $name; $d/install.log says:" >&2
+		grep -i 'error' "$d/install.log" | head -n 5 | sed 's/^/    /' >&2
+		touch "$d/start.failed"
+		return 1
+	fi
+	: >"$d/error.log"
+	launch_shard "$name" "$port"
+}
+
+# Wait until shard $1 answers ping (bounded), then set it up.
+wait_shard() {
+	name=$1
+	t=0
+	[ -f "$DIR/$name/start.failed" ] && return 1
+	while [ "$t" -lt "$((WAIT_UP * 4))" ]; do
+		if [ -f "$DIR/$name/mariadbd.pid" ] && ping_shard "$name"; then
+			if ! setup_shard "$name"; then
+				echo "$PROG: $name is up but creating database bagstore failed:" >&2
+				tail -n 5 "$DIR/$name/install.log" | sed 's/^/    /' >&2
+				return 1
+			fi
+			return 0
+		fi
+		# Gave up already? (the server we launched has exited)
+		lp=$(cat "$DIR/$name/launch.pid" 2>/dev/null)
+		if is_uint "$lp" && { [ ! -d "/proc/$lp" ] || is_zombie "$lp"; } &&
+			! live_pid "$name" >/dev/null; then
+			break
+		fi
+		sleep 0.25
+		t=$((t + 1))
+	done
+	log_tail "$name"
+	return 1
+}
+
+status_line() {
+	name=$1
+	port=$(shard_port "$name")
+	if p=$(live_pid "$name"); then
+		if is_paused "$p"; then
+			echo "$name 127.0.0.1:$port paused (pid $p)"
+		elif ping_shard "$name"; then
+			echo "$name 127.0.0.1:$port up (pid $p)"
+		else
+			echo "$name 127.0.0.1:$port not answering (pid $p)"
+		fi
+	else
+		echo "$name 127.0.0.1:$port down"
+	fi
+}
+
+wait_gone() { # pid, quarter-seconds
+	i=0
+	while [ "$i" -lt "$2" ]; do
+		[ -d "/proc/$1" ] || return 0
+		# A zombie child of ours counts as gone.
+		is_zombie "$1" && return 0
+		sleep 0.25
+		i=$((i + 1))
+	done
+	[ -d "/proc/$1" ] && ! is_zombie "$1" && return 1
+	return 0
+}
+is_zombie() {
+	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
+	[ "$st" = Z ]
+}
+
+stop_shard() {
+	name=$1
+	p=$(live_pid "$name") || { rm -f "$(sock_path "$name")"; return 0; }
+	kill -CONT "$p" 2>/dev/null
+	timeout 20 mariadb-admin --no-defaults --protocol=socket -S "$(sock_path "$name")" \
+		-uroot --connect-timeout=2 shutdown >/dev/null 2>&1
+	if ! wait_gone "$p" 80; then
+		kill -TERM "$p" 2>/dev/null
+		if ! wait_gone "$p" 60; then
+			echo "$PROG: $name (pid $p) ignored SIGTERM; sending SIGKILL" >&2
+			kill -KILL "$p" 2>/dev/null
+			wait_gone "$p" 20
+		fi
+	fi
+	rm -f "$DIR/$name/mariadbd.pid" "$(sock_path "$name")"
+}
+
+need_name() {
+	[ -n "$NAME" ] || die "$1 wants a shard NAME (e.g. s0)"
+	[ -f "$DIR/$NAME/port" ] || die "no shard $NAME under $DIR"
+}
+
+# ------------------------------------------------------------------ commands
+
+cmd_start() {
+	i=0 fail=0 pids=""
+	while [ "$i" -lt "$COUNT" ]; do
+		start_shard "s$i" "$((PORT + i))" &
+		pids="$pids $!"
+		i=$((i + 1))
+	done
+	for p in $pids; do wait "$p" || fail=1; done
+	i=0 wpids=""
+	while [ "$i" -lt "$COUNT" ]; do
+		wait_shard "s$i" &
+		wpids="$wpids $!"
+		i=$((i + 1))
+	done
+	for p in $wpids; do wait "$p" || fail=1; done
+	i=0
+	while [ "$i" -lt "$COUNT" ]; do
+		status_line "s$i"
+		i=$((i + 1))
+	done
+	[ "$fail" = 0 ] || exit 1
+}
+
+cmd_stop() {
+	pids=""
+	for n in $(shard_names); do
+		stop_shard "$n" &
+		pids="$pids $!"
+	done
+	for p in $pids; do wait "$p"; done
+	for n in $(shard_names); do status_line "$n"; done
+}
+
+cmd_status() {
+	names=$(shard_names)
+	[ -n "$names" ] || { echo "no shards under $DIR"; return 0; }
+	for n in $names; do status_line "$n"; done
+}
+
+gen_config() {
+	names=$(shard_names)
+	echo "# bagstore configuration for local shards (conf/shards.sh config)."
+	echo "# The order of the shard list is part of the data's identity."
+	echo "shards:"
+	if [ -n "$names" ] && [ -z "$COUNT_SET" ] && [ -z "$PORT_SET" ]; then
+		for n in $names; do
+			echo "  - {name: $n, host: 127.0.0.1, port: $(shard_port "$n"), database: bagstore, user: root}"
+		done
+	else
+		i=0
+		while [ "$i" -lt "$COUNT" ]; do
+			echo "  - {name: s$i, host: 127.0.0.1, port: $((PORT + i)), database: bagstore, user: root}"
+			i=$((i + 1))
+		done
+	fi
+	echo "timeouts: {connect: 2, read: 10, write: 10}"
+	echo "catalog_ttl: $TTL"
+}
+
+cmd_config() {
+	if [ -z "$OUT" ]; then
+		gen_config
+		return
+	fi
+	if ! { mkdir -p "$(dirname "$OUT")" && gen_config >"$OUT.tmp.$$" &&
+		mv -f "$OUT.tmp.$$" "$OUT"; }; then
+		rm -f "$OUT.tmp.$$"
+		die "cannot write $OUT"
+	fi
+}
+
+cmd_start_one() {
+	need_name start-one
+	COUNT=1
+	start_shard "$NAME" "$(shard_port "$NAME")" || exit 1
+	wait_shard "$NAME" || exit 1
+	status_line "$NAME"
+}
+
+cmd_signal() { # SIGNAME
+	need_name "$CMD"
+	p=$(live_pid "$NAME") || die "$NAME is not running"
+	kill "-$1" "$p" || exit 1
+	if [ "$1" = KILL ]; then
+		wait_gone "$p" 20
+		rm -f "$DIR/$NAME/mariadbd.pid"
+	fi
+	status_line "$NAME"
+}
+
+[ $# -ge 1 ] || usage
+CMD=$1
+shift
+parse_opts "$@"
+case $CMD in
+start|stop|status|config|start-one|stop-one|pause|resume|kill) ;;
+*) usage ;;
+esac
+case $CMD in
+start|start-one)
+	for t in mariadbd mariadb-install-db mariadb-admin mariadb setsid timeout; do
+		command -v "$t" >/dev/null 2>&1 || [ -x "/usr/sbin/$t" ] ||
+			die "$t not found (install mariadb-server: sh scripts/deps.sh)"
+	done
+	case :$PATH: in *:/usr/sbin:*) ;; *) PATH="$PATH:/usr/sbin" ;; esac
+	;;
+esac
+case $CMD in
+start) [ -z "$NAME" ] || usage; cmd_start ;;
+stop) [ -z "$NAME" ] || die "stop takes no NAME; use stop-one $NAME"; cmd_stop ;;
+status) cmd_status ;;
+config) cmd_config ;;
+start-one) cmd_start_one ;;
+stop-one) need_name stop-one; stop_shard "$NAME"; status_line "$NAME" ;;
+pause) cmd_signal STOP ;;
+resume) cmd_signal CONT ;;
+kill) cmd_signal KILL ;;
+esac

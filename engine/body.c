@@ -1,0 +1,241 @@
+/*
+ * body.c - stored bodies: zlib(MessagePack map with a 16-byte "id")
+ * (bs_body_encode, bs_body_decode) and bs_bytes_free.
+ *
+ * Decode is on the hot path of backfills, so each thread keeps one inflate
+ * stream and one output buffer and reuses them; the MessagePack decoder
+ * reads straight from that buffer. Bodies are untrusted: inflation stops at
+ * BS_BODY_MAX_INFLATED, and truncation, trailing bytes and bad headers are
+ * BS_ECORRUPT.
+ */
+#include "codec_internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* Deflate level for new bodies: bodies are small and written on the put
+ * path; level 1 costs little and inflates as fast as any other level. */
+#define BODY_ZLIB_LEVEL Z_BEST_SPEED
+
+/* The inflate buffer starts at this size and is kept between calls while it
+ * is no larger than BUF_KEEP; a rare big body does not pin 16 MiB. */
+#define BUF_START (64u << 10)
+#define BUF_KEEP (1u << 20)
+
+void bs_bytes_free(bs_bytes_t *b)
+{
+	if (!b)
+		return;
+	free(b->ptr);
+	memset(b, 0, sizeof *b);
+}
+
+/* ------------------------------------------------------------ per thread */
+
+typedef struct {
+	z_stream zs;
+	bool zinit;
+	uint8_t *buf;
+	size_t cap;
+} inflater_t;
+
+static pthread_key_t inflater_key;
+static pthread_once_t inflater_once = PTHREAD_ONCE_INIT;
+static int inflater_key_err;
+
+static void inflater_free(void *p)
+{
+	inflater_t *in = p;
+
+	if (!in)
+		return;
+	if (in->zinit)
+		inflateEnd(&in->zs);
+	free(in->buf);
+	free(in);
+}
+
+static void inflater_key_make(void)
+{
+	inflater_key_err = pthread_key_create(&inflater_key, inflater_free);
+}
+
+/* This thread's inflater, or a private one (*owned set) if the key failed. */
+static int inflater_get(inflater_t **out, bool *owned)
+{
+	inflater_t *in = NULL;
+
+	*owned = false;
+	pthread_once(&inflater_once, inflater_key_make);
+	if (!inflater_key_err)
+		in = pthread_getspecific(inflater_key);
+	if (!in) {
+		if (!(in = calloc(1, sizeof *in)))
+			return bs_error(BS_ENOMEM, "out of memory");
+		if (inflateInit(&in->zs) != Z_OK) {
+			free(in);
+			return bs_error(BS_ENOMEM, "inflateInit failed");
+		}
+		in->zinit = true;
+		if (inflater_key_err || pthread_setspecific(inflater_key, in) != 0)
+			*owned = true;
+	}
+	*out = in;
+	return 0;
+}
+
+/* ------------------------------------------------------------ inflate */
+
+static int grow(inflater_t *in)
+{
+	size_t cap = in->cap ? in->cap * 2 : BUF_START;
+	uint8_t *p;
+
+	if (cap > (size_t)BS_BODY_MAX_INFLATED + 1)
+		cap = (size_t)BS_BODY_MAX_INFLATED + 1;
+	if (!(p = realloc(in->buf, cap)))
+		return bs_error(BS_ENOMEM, "out of memory (%zu bytes)", cap);
+	in->buf = p;
+	in->cap = cap;
+	return 0;
+}
+
+/* Inflate p[0..len) into in->buf; *outlen gets the size. */
+static int inflate_body(inflater_t *in, size_t *outlen, const uint8_t *p, size_t len)
+{
+	z_stream *zs = &in->zs;
+	size_t total = 0, in_left = len;
+	int zrc, rc = 0;
+
+	if (inflateReset(zs) != Z_OK)
+		return bs_error(BS_ERROR, "inflateReset failed");
+	zs->next_in = (Bytef *)p;
+	zs->avail_in = 0;
+	for (;;) {
+		uInt give;
+
+		if (total == in->cap) {
+			if (in->cap > BS_BODY_MAX_INFLATED)
+				goto bomb;
+			if ((rc = grow(in)) < 0)
+				return rc;
+		}
+		if (zs->avail_in == 0 && in_left) {
+			give = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
+			zs->avail_in = give;
+			in_left -= give;
+		}
+		zs->next_out = in->buf + total;
+		zs->avail_out = (uInt)(in->cap - total);
+		zrc = inflate(zs, Z_NO_FLUSH);
+		total = in->cap - zs->avail_out;
+		if (total > BS_BODY_MAX_INFLATED)
+			goto bomb;
+		switch (zrc) {
+		case Z_STREAM_END:
+			if (zs->avail_in || in_left)
+				return bs_error(BS_ECORRUPT, "%zu trailing bytes after the zlib stream",
+				                (size_t)zs->avail_in + in_left);
+			*outlen = total;
+			return 0;
+		case Z_OK:
+			break;
+		case Z_BUF_ERROR:
+			/* No progress possible: out of space (grow and retry) or
+			 * out of input (the stream stops early). */
+			if (zs->avail_out == 0)
+				break;
+			return bs_error(BS_ECORRUPT, "truncated zlib stream");
+		case Z_NEED_DICT:
+			return bs_error(BS_ECORRUPT, "bad zlib stream: needs a preset dictionary");
+		case Z_MEM_ERROR:
+			return bs_error(BS_ENOMEM, "out of memory inflating a body");
+		default:
+			return bs_error(BS_ECORRUPT, "bad zlib stream: %s",
+			                zs->msg ? zs->msg : "data error");
+		}
+		if (zs->avail_in == 0 && in_left == 0 && zs->avail_out != 0)
+			return bs_error(BS_ECORRUPT, "truncated zlib stream");
+	}
+bomb:
+	return bs_error(BS_ECORRUPT, "body inflates past %u MiB", BS_BODY_MAX_INFLATED >> 20);
+}
+
+/* ------------------------------------------------------------ api */
+
+int bs_body_decode(bs_value_t *out, const uint8_t *p, size_t len)
+{
+	inflater_t *in = NULL;
+	const bs_value_t *id;
+	bool owned = false;
+	size_t n = 0;
+	int rc;
+
+	bs_value_nil(out);
+	if (!p || len == 0) {
+		rc = bs_error(BS_ECORRUPT, "empty body");
+		goto done;
+	}
+	if ((rc = inflater_get(&in, &owned)) < 0)
+		goto done;
+	if ((rc = inflate_body(in, &n, p, len)) < 0)
+		goto done;
+	if ((rc = bs_msgpack_decode(out, in->buf, n)) < 0)
+		goto done;
+	if (out->type != BS_MAP) {
+		rc = bs_error(BS_ECORRUPT, "body is %s, not a map", bs__type_name(out->type));
+		goto done;
+	}
+	id = bs_map_get(out, "id");
+	if (!id || id->type != BS_BIN || id->v.s.len != 16)
+		rc = bs_error(BS_ECORRUPT, "body has no 16-byte \"id\"");
+done:
+	if (in && (owned || in->cap > BUF_KEEP)) {
+		free(in->buf);
+		in->buf = NULL;
+		in->cap = 0;
+	}
+	if (owned)
+		inflater_free(in);
+	if (rc < 0)
+		bs_value_clear(out);
+	return rc;
+}
+
+int bs_body_encode(bs_bytes_t *out, const bs_value_t *bag)
+{
+	bs_bytes_t mp = { 0 };
+	bs_id_t id;
+	uLongf zlen;
+	int rc, zrc;
+
+	memset(out, 0, sizeof *out);
+	if ((rc = bs_bag_id(&id, bag)) < 0)
+		goto done;
+	if ((rc = bs__msgpack_append(&mp, bag)) < 0)
+		goto done;
+	if (mp.len > BS_BODY_MAX_INFLATED) {
+		rc = bs_error(BS_EINVAL, "body is %zu bytes of MessagePack, past the %u MiB limit",
+		              mp.len, BS_BODY_MAX_INFLATED >> 20);
+		goto done;
+	}
+	zlen = compressBound((uLong)mp.len);
+	if (!(out->ptr = malloc(zlen))) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	out->cap = zlen;
+	zrc = compress2(out->ptr, &zlen, mp.ptr, (uLong)mp.len, BODY_ZLIB_LEVEL);
+	if (zrc != Z_OK) {
+		rc = bs_error(zrc == Z_MEM_ERROR ? BS_ENOMEM : BS_ERROR, "compress2 failed (%d)", zrc);
+		goto done;
+	}
+	out->len = zlen;
+done:
+	bs_bytes_free(&mp);
+	if (rc < 0)
+		bs_bytes_free(out);
+	return rc;
+}

@@ -1,0 +1,129 @@
+/*
+ * buf.c - building SQL text: a growable string and literal writers.
+ *
+ * Values reach SQL as literals that need no escaping and no connection:
+ * bytes as X'..', strings as _utf8mb4 X'..' (so an index on a utf8mb4_bin
+ * column is still used), numbers in decimal. Names are validated at the
+ * catalog's door and quoted with backticks here.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void buf_free(bs_buf_t *b)
+{
+	free(b->ptr);
+	memset(b, 0, sizeof *b);
+}
+
+void buf_reset(bs_buf_t *b)
+{
+	b->len = 0;
+	if (b->ptr)
+		b->ptr[0] = '\0';
+}
+
+int buf_ok(const bs_buf_t *b)
+{
+	return b->oom ? bs_error(BS_ENOMEM, "out of memory building SQL") : 0;
+}
+
+static bool buf_reserve(bs_buf_t *b, size_t extra)
+{
+	if (b->oom)
+		return false;
+	if (b->len + extra + 1 <= b->cap)
+		return true;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap < b->len + extra + 1)
+		cap *= 2;
+	char *p = realloc(b->ptr, cap);
+	if (!p) {
+		b->oom = true;
+		return false;
+	}
+	b->ptr = p;
+	b->cap = cap;
+	return true;
+}
+
+void buf_putn(bs_buf_t *b, const char *s, size_t n)
+{
+	if (!buf_reserve(b, n))
+		return;
+	memcpy(b->ptr + b->len, s, n);
+	b->len += n;
+	b->ptr[b->len] = '\0';
+}
+
+void buf_puts(bs_buf_t *b, const char *s) { buf_putn(b, s, strlen(s)); }
+
+void buf_printf(bs_buf_t *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0 || !buf_reserve(b, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+void buf_hex(bs_buf_t *b, const void *p, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	const unsigned char *s = p;
+	if (!buf_reserve(b, 2 * n + 3))
+		return;
+	char *o = b->ptr + b->len;
+	*o++ = 'X';
+	*o++ = '\'';
+	for (size_t i = 0; i < n; i++) {
+		*o++ = digits[s[i] >> 4];
+		*o++ = digits[s[i] & 15];
+	}
+	*o++ = '\'';
+	*o = '\0';
+	b->len += 2 * n + 3;
+}
+
+void buf_ident(bs_buf_t *b, const char *name)
+{
+	buf_putn(b, "`", 1);
+	buf_puts(b, name);
+	buf_putn(b, "`", 1);
+}
+
+void buf_value(bs_buf_t *b, const bs_value_t *v, const bs_prop_t *prop)
+{
+	switch (v->type) {
+	case BS_STR:
+		if (prop->type == BS_COL_STRING)
+			buf_puts(b, "_utf8mb4 ");
+		buf_hex(b, v->v.s.ptr, v->v.s.len);
+		break;
+	case BS_BIN:
+		buf_hex(b, v->v.s.ptr, v->v.s.len);
+		break;
+	case BS_INT:
+		buf_printf(b, "%lld", (long long)v->v.i);
+		break;
+	case BS_UINT:
+		buf_printf(b, "%llu", (unsigned long long)v->v.u);
+		break;
+	case BS_FLOAT:
+		buf_printf(b, "%.17g", v->v.f);
+		break;
+	case BS_BOOL:
+		buf_puts(b, v->v.b ? "1" : "0");
+		break;
+	default:
+		buf_puts(b, "NULL");
+		break;
+	}
+}

@@ -1,0 +1,77 @@
+/*
+ * codec_internal.h - private helpers shared by the value and codec files
+ * (value.c, id.c, msgpack.c, body.c, json.c, yaml.c, base64.c).
+ *
+ * Nothing here is part of the public API. Names start with bs__.
+ */
+#ifndef BS_CODEC_INTERNAL_H
+#define BS_CODEC_INTERNAL_H
+
+#include "bagstore.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------ byte buffer */
+
+/* Make room for `extra` more bytes after len; BS_ENOMEM on failure. */
+int bs__buf_reserve(bs_bytes_t *b, size_t extra);
+int bs__buf_append(bs_bytes_t *b, const void *p, size_t n);
+
+/* ------------------------------------------------------------ base64 */
+
+/* Characters for n bytes, without the NUL. */
+size_t bs__base64_len(size_t n);
+/* Standard alphabet, padded; writes bs__base64_len(n) chars and a NUL. */
+void bs__base64_encode(char *dst, const uint8_t *src, size_t n);
+/* Decode, ignoring ASCII whitespace; padding optional. On success *out is
+ * malloc'd (NUL-terminated, *outlen excludes it) and 0 is returned; -1 for
+ * bad input, BS_ENOMEM when allocation fails. */
+int bs__base64_decode(uint8_t **out, size_t *outlen, const char *src, size_t n);
+
+/* ------------------------------------------------------------ text */
+
+/* Strict UTF-8: no overlongs, surrogates or code points past U+10FFFF. */
+bool bs__utf8_valid(const char *s, size_t n);
+/* Printable, bounded rendering of s for messages (C-style escapes, "..."
+ * when cut). Always NUL-terminates buf; returns buf. */
+char *bs__quote(char *buf, size_t size, const char *s, size_t n);
+/* "nil", "bool", "int", ... */
+const char *bs__type_name(bs_type_t t);
+
+/* ------------------------------------------------------------ ids */
+
+/* bs_id_parse without the error message: 0 or -1. */
+int bs__id_parse_n(bs_id_t *out, const char *s, size_t n);
+
+/* ------------------------------------------------------------ maps */
+
+/*
+ * A hash index over a map's keys, used by decoders to reject duplicate keys
+ * in linear time. Small maps are checked by scanning; the table is built
+ * once a map grows past a few keys.
+ */
+typedef struct {
+	uint32_t *slots; /* index+1 into map items, 0 = empty */
+	size_t mask;     /* slots - 1; 0 when no table */
+} bs__keyset_t;
+
+void bs__keyset_free(bs__keyset_t *ks);
+/* Reserve room for n items in a map (cap only). */
+int bs__map_reserve(bs_value_t *map, size_t n);
+/* Append key (malloc'd, NUL-terminated, ownership passes on success) and
+ * *val (left NIL on success). Returns 0, 1 when the key is already present
+ * (nothing is taken), or BS_ENOMEM (nothing is taken). */
+int bs__map_append_unique(bs_value_t *map, bs__keyset_t *ks, char *key, size_t klen,
+                          bs_value_t *val);
+
+/* ------------------------------------------------------------ msgpack */
+
+/* Append v's MessagePack to out (which may already hold bytes). */
+int bs__msgpack_append(bs_bytes_t *out, const bs_value_t *v);
+
+/* Copy of n bytes plus a NUL, or NULL. */
+char *bs__memdup0(const void *p, size_t n);
+
+#endif

@@ -1,0 +1,394 @@
+/*
+ * entity.c - put, get and delete: the write path of DESIGN.md.
+ *
+ * put reads the current body FOR UPDATE and writes the new one in one
+ * InnoDB transaction on the entity's shard, then fixes the rows of every
+ * index writers maintain (building or ready): the old row deleted on the
+ * old value's shard, the new row upserted on the new value's shard. There
+ * is no cross-shard transaction; a crash between the two leaves drift that
+ * readers filter out and the cleaner repairs.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void id_lit(bs_buf_t *b, const bs_id_t *id) { buf_hex(b, id->b, 16); }
+
+/* Statements that make idx's rows for one entity right, appended per shard:
+ * old is the bag before (NULL when absent or undecodable), bag the new one
+ * (NULL on delete). */
+static void index_sql(bs_buf_t *per_shard, const bs_index_t *idx, const bs_id_t *id,
+                      const bs_value_t *old, const bs_value_t *bag, int n)
+{
+	const bs_value_t *nv[BS_INDEX_MAX_PROPS], *ov[BS_INDEX_MAX_PROPS];
+	bs_value_t nt[BS_INDEX_MAX_PROPS], ot[BS_INDEX_MAX_PROPS];
+	int ns = bag ? index_row_for(nv, nt, idx, bag, n, NULL) : -1;
+	int os = old ? index_row_for(ov, ot, idx, old, n, NULL) : -1;
+
+	if (os >= 0 && ns == os && idx->state == BS_INDEX_READY) {
+		bool same = true;
+		for (int k = 0; k < idx->nprops && same; k++)
+			same = bs_value_equal(nv[k], ov[k]);
+		if (same)
+			return; /* the row is already right (or the cleaner's to fix) */
+	}
+	if (os >= 0 && os != ns) {
+		bs_buf_t *b = &per_shard[os];
+		buf_puts(b, b->len ? ";DELETE FROM " : "DELETE FROM ");
+		buf_ident(b, idx->name);
+		buf_puts(b, " WHERE entity_id=");
+		id_lit(b, id);
+	}
+	if (ns >= 0) {
+		bs_buf_t *b = &per_shard[ns];
+		buf_puts(b, b->len ? ";INSERT INTO " : "INSERT INTO ");
+		buf_ident(b, idx->name);
+		buf_puts(b, " (");
+		for (int k = 0; k < idx->nprops; k++) {
+			buf_ident(b, idx->props[k].name);
+			buf_puts(b, ",");
+		}
+		buf_puts(b, "entity_id) VALUES (");
+		for (int k = 0; k < idx->nprops; k++) {
+			buf_value(b, nv[k], &idx->props[k]);
+			buf_puts(b, ",");
+		}
+		id_lit(b, id);
+		buf_puts(b, ") ON DUPLICATE KEY UPDATE ");
+		for (int k = 0; k < idx->nprops; k++) {
+			if (k)
+				buf_puts(b, ",");
+			buf_ident(b, idx->props[k].name);
+			buf_puts(b, "=VALUES(");
+			buf_ident(b, idx->props[k].name);
+			buf_puts(b, ")");
+		}
+	}
+	/* without an old row we cannot know where a stale one sits: the
+	 * cleaner's repair pass sweeps those */
+	if (os < 0 && old == NULL && bag == NULL) {
+		/* delete of an undecodable body: look on every shard */
+		for (int i = 0; i < n; i++) {
+			bs_buf_t *b = &per_shard[i];
+			buf_puts(b, b->len ? ";DELETE FROM " : "DELETE FROM ");
+			buf_ident(b, idx->name);
+			buf_puts(b, " WHERE entity_id=");
+			id_lit(b, id);
+		}
+	}
+	for (int k = 0; k < idx->nprops; k++) {
+		if (bag && ns >= 0 && nv[k] == &nt[k])
+			bs_value_clear(&nt[k]);
+		if (old && os >= 0 && ov[k] == &ot[k])
+			bs_value_clear(&ot[k]);
+	}
+}
+
+/* Send the per-shard index statements; the first failure is reported with
+ * the note that the entity itself is written. */
+static int index_flush(bs_store_t *st, bs_buf_t *per_shard, const bs_id_t *id)
+{
+	int rc = 0;
+	for (int i = 0; i < st->n; i++) {
+		bs_buf_t *b = &per_shard[i];
+		if (!b->len)
+			continue;
+		int r = buf_ok(b);
+		if (!r)
+			r = shard_check_writable(st, i);
+		if (!r)
+			r = shard_exec(st, i, b->ptr, b->len);
+		if (r && !rc) {
+			char hex[33], msg[1024];
+			bs_id_hex(hex, id);
+			snprintf(msg, sizeof msg, "%s", bs_last_error());
+			rc = bs_error(r, "entity %s is written, but its index rows are not: %s "
+			                 "(readers filter stale rows; the cleaner repairs them)", hex, msg);
+		}
+	}
+	return rc;
+}
+
+static int maintained_count(const bs_index_list_t *cat)
+{
+	int n = 0;
+	for (int k = 0; k < cat->len; k++)
+		if (cat->items[k].state != BS_INDEX_DISABLED)
+			n++;
+	return n;
+}
+
+static bs_buf_t *per_shard_new(int n)
+{
+	bs_buf_t *p = calloc((size_t)n, sizeof *p);
+	if (!p)
+		bs_error(BS_ENOMEM, "out of memory");
+	return p;
+}
+
+static void per_shard_free(bs_buf_t *p, int n)
+{
+	if (!p)
+		return;
+	for (int i = 0; i < n; i++)
+		buf_free(&p[i]);
+	free(p);
+}
+
+/* Read the current row FOR UPDATE inside a new transaction. *found tells
+ * whether it exists; old is left NIL when its body does not decode. */
+static int read_for_update(bs_value_t *old, bool *found, int64_t *updated_us, bs_store_t *st,
+                           int s, const bs_id_t *id)
+{
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	int rc;
+	*found = false;
+	buf_puts(&b, "START TRANSACTION;SELECT body, UNIX_TIMESTAMP(updated) FROM entities WHERE id=");
+	id_lit(&b, id);
+	buf_puts(&b, " FOR UPDATE");
+	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, s, b.ptr, b.len)))
+		goto done;
+	MYSQL_ROW row = mysql_fetch_row(res);
+	if (row) {
+		unsigned long *lens = mysql_fetch_lengths(res);
+		*found = true;
+		if (updated_us)
+			*updated_us = parse_unix_us(row[1]);
+		if (!row[0] || bs_body_decode(old, (const uint8_t *)row[0], lens[0]))
+			bs_value_nil(old); /* undecodable: its old rows are the cleaner's */
+	}
+done:
+	if (res)
+		mysql_free_result(res);
+	buf_free(&b);
+	return rc;
+}
+
+static void rollback(bs_store_t *st, int s)
+{
+	char msg[1024];
+	int code = bs_last_error_code();
+	snprintf(msg, sizeof msg, "%s", bs_last_error());
+	if (st->shards[s].conn)
+		shard_exec(st, s, "ROLLBACK", 8);
+	bs_error(code, "%s", msg);
+}
+
+static int put_impl(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out, bool conditional,
+                    int64_t expect_us)
+{
+	bs_id_t id;
+	bs_bytes_t body = {0};
+	bs_buf_t b = {0}, *per = NULL;
+	bs_value_t old;
+	const bs_index_list_t *cat;
+	bool found = false, in_tx = false;
+	int64_t old_us = 0;
+	int rc, s;
+
+	bs_value_nil(&old);
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing to write");
+	if ((rc = bs_bag_id(&id, bag)) || (rc = bs_body_encode(&body, bag)))
+		goto done;
+	if ((rc = catalog_cached(&cat, st)))
+		goto done;
+	s = bs_route_id(&id, st->n);
+	if ((rc = shard_check_writable(st, s)))
+		goto done;
+	int maintained = maintained_count(cat);
+
+	if (conditional) {
+		in_tx = true;
+		if ((rc = read_for_update(&old, &found, &old_us, st, s, &id)))
+			goto done;
+		if (conditional && ((expect_us == 0 && found) || (expect_us != 0 && (!found || old_us != expect_us)))) {
+			char hex[33];
+			bs_id_hex(hex, &id);
+			rc = found ? bs_error(BS_ECONFLICT, "entity %s changed since it was read "
+			                                    "(updated %lld, expected %lld): not written",
+			                      hex, (long long)old_us, (long long)expect_us)
+			           : bs_error(BS_ECONFLICT, "entity %s %s: not written", hex,
+			                      expect_us ? "was deleted since it was read" : "already exists");
+			goto done;
+		}
+	}
+	/* With indexes to maintain and no condition, the old body is read and
+	 * the new one written in one transaction sent as one round trip: the
+	 * SELECT's rows are those before the INSERT. */
+	bool read_old = maintained && !conditional;
+	if (read_old) {
+		buf_puts(&b, "START TRANSACTION;SELECT body FROM entities WHERE id=");
+		id_lit(&b, &id);
+		buf_puts(&b, " FOR UPDATE;");
+	}
+	buf_puts(&b, "INSERT INTO entities (id, updated, body) VALUES (");
+	id_lit(&b, &id);
+	buf_puts(&b, ", NOW(6), ");
+	buf_hex(&b, body.ptr, body.len);
+	buf_puts(&b, ") ON DUPLICATE KEY UPDATE updated=VALUES(updated), body=VALUES(body)");
+	if (in_tx || read_old)
+		buf_puts(&b, ";COMMIT");
+	if ((rc = buf_ok(&b)))
+		goto done;
+	if (read_old) {
+		MYSQL_RES *res = NULL;
+		in_tx = true;
+		if ((rc = shard_query(&res, st, s, b.ptr, b.len)))
+			goto done;
+		MYSQL_ROW row = mysql_fetch_row(res);
+		if (row) {
+			unsigned long *lens = mysql_fetch_lengths(res);
+			found = true;
+			if (!row[0] || bs_body_decode(&old, (const uint8_t *)row[0], lens[0]))
+				bs_value_nil(&old); /* undecodable: its old rows are the cleaner's */
+		}
+		mysql_free_result(res);
+	} else if ((rc = shard_exec(st, s, b.ptr, b.len))) {
+		goto done;
+	}
+	in_tx = false;
+
+	if (bs_fault("after_entity_write")) {
+		char hex[33];
+		bs_id_hex(hex, &id);
+		fprintf(stderr, "bagstore: fault after_entity_write: entity %s written, exiting before its index rows\n", hex);
+		_exit(75);
+	}
+	if (maintained) {
+		if (!(per = per_shard_new(st->n))) {
+			rc = BS_ENOMEM;
+			goto done;
+		}
+		for (int k = 0; k < cat->len; k++)
+			if (cat->items[k].state != BS_INDEX_DISABLED)
+				index_sql(per, &cat->items[k], &id, found && old.type == BS_MAP ? &old : NULL, bag, st->n);
+		if ((rc = index_flush(st, per, &id)))
+			goto done;
+	}
+	if (id_out)
+		*id_out = id;
+done:
+	if (in_tx && rc)
+		rollback(st, s);
+	per_shard_free(per, st->n);
+	bs_value_clear(&old);
+	bs_bytes_free(&body);
+	buf_free(&b);
+	return rc;
+}
+
+int bs_put(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out)
+{
+	return put_impl(st, bag, id_out, false, 0);
+}
+
+int bs_put_if(bs_store_t *st, const bs_value_t *bag, int64_t expect_updated_us)
+{
+	return put_impl(st, bag, NULL, true, expect_updated_us);
+}
+
+int bs_get_raw(bs_bytes_t *body, bs_store_t *st, const bs_id_t *id, int64_t *updated_us)
+{
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	int s = bs_route_id(id, st->n), rc;
+	memset(body, 0, sizeof *body);
+	buf_puts(&b, "SELECT body, UNIX_TIMESTAMP(updated) FROM entities WHERE id=");
+	id_lit(&b, id);
+	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, s, b.ptr, b.len)))
+		goto done;
+	MYSQL_ROW row = mysql_fetch_row(res);
+	if (!row) {
+		char hex[33];
+		bs_id_hex(hex, id);
+		rc = bs_error(BS_ENOTFOUND, "entity %s not found (looked on shard %s)", hex, st->shards[s].conf->name);
+		goto done;
+	}
+	unsigned long len = mysql_fetch_lengths(res)[0];
+	if (!(body->ptr = malloc(len ? len : 1))) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (row[0])
+		memcpy(body->ptr, row[0], len);
+	body->len = body->cap = len;
+	if (updated_us)
+		*updated_us = parse_unix_us(row[1]);
+done:
+	if (res)
+		mysql_free_result(res);
+	buf_free(&b);
+	return rc;
+}
+
+int bs_get(bs_value_t *out, bs_store_t *st, const bs_id_t *id, int64_t *updated_us, int *shard)
+{
+	bs_bytes_t body;
+	int s = bs_route_id(id, st->n);
+	bs_value_nil(out);
+	int rc = bs_get_raw(&body, st, id, updated_us);
+	if (rc)
+		return rc;
+	if (shard)
+		*shard = s;
+	if ((rc = bs_body_decode(out, body.ptr, body.len))) {
+		char hex[33], msg[1024];
+		bs_id_hex(hex, id);
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		rc = bs_error(rc, "entity %s on shard %s: %s", hex, st->shards[s].conf->name, msg);
+	}
+	bs_bytes_free(&body);
+	return rc;
+}
+
+int bs_delete(bs_store_t *st, const bs_id_t *id)
+{
+	bs_buf_t b = {0}, *per = NULL;
+	bs_value_t old;
+	const bs_index_list_t *cat;
+	bool found = false, in_tx = false;
+	int s = bs_route_id(id, st->n), rc;
+
+	bs_value_nil(&old);
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing to delete");
+	if ((rc = catalog_cached(&cat, st)) || (rc = shard_check_writable(st, s)))
+		goto done;
+	in_tx = true;
+	if ((rc = read_for_update(&old, &found, NULL, st, s, id)))
+		goto done;
+	if (!found) {
+		char hex[33];
+		bs_id_hex(hex, id);
+		rc = bs_error(BS_ENOTFOUND, "entity %s not found (looked on shard %s)", hex, st->shards[s].conf->name);
+		goto done;
+	}
+	buf_puts(&b, "DELETE FROM entities WHERE id=");
+	id_lit(&b, id);
+	buf_puts(&b, ";COMMIT");
+	if ((rc = buf_ok(&b)) || (rc = shard_exec(st, s, b.ptr, b.len)))
+		goto done;
+	in_tx = false;
+	if (maintained_count(cat)) {
+		if (!(per = per_shard_new(st->n))) {
+			rc = BS_ENOMEM;
+			goto done;
+		}
+		for (int k = 0; k < cat->len; k++)
+			if (cat->items[k].state != BS_INDEX_DISABLED)
+				index_sql(per, &cat->items[k], id, old.type == BS_MAP ? &old : NULL, NULL, st->n);
+		rc = index_flush(st, per, id);
+	}
+done:
+	if (in_tx && rc)
+		rollback(st, s);
+	per_shard_free(per, st->n);
+	bs_value_clear(&old);
+	buf_free(&b);
+	return rc;
+}

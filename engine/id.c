@@ -1,0 +1,118 @@
+/*
+ * id.c - entity ids: generation (libuuid), parsing, hex and dashed
+ * formatting, and reading a bag's "id".
+ */
+#include "codec_internal.h"
+
+#include <string.h>
+#include <uuid/uuid.h>
+
+static const char hexdigits[] = "0123456789abcdef";
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+void bs_id_generate(bs_id_t *out)
+{
+	uuid_t u;
+
+	uuid_generate_random(u);
+	memcpy(out->b, u, sizeof out->b);
+}
+
+int bs__id_parse_n(bs_id_t *out, const char *s, size_t n)
+{
+	bs_id_t id;
+	bool dashed;
+	size_t i = 0;
+
+	if (n == 32)
+		dashed = false;
+	else if (n == 36)
+		dashed = true;
+	else
+		return -1;
+	for (int k = 0; k < 16; k++) {
+		int hi, lo;
+
+		if (dashed && (i == 8 || i == 13 || i == 18 || i == 23)) {
+			if (s[i] != '-')
+				return -1;
+			i++;
+		}
+		hi = hexval((unsigned char)s[i]);
+		lo = hexval((unsigned char)s[i + 1]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		id.b[k] = (uint8_t)(hi << 4 | lo);
+		i += 2;
+	}
+	*out = id;
+	return 0;
+}
+
+int bs_id_parse(bs_id_t *out, const char *text)
+{
+	char q[80];
+	size_t n;
+
+	if (!text)
+		return bs_error(BS_EINVAL, "malformed id (null): expected 32 hex digits or the dashed UUID form");
+	n = strlen(text);
+	if (bs__id_parse_n(out, text, n) < 0)
+		return bs_error(BS_EINVAL,
+		                "malformed id \"%s\": expected 32 hex digits or the dashed UUID form",
+		                bs__quote(q, sizeof q, text, n));
+	return 0;
+}
+
+void bs_id_hex(char buf[33], const bs_id_t *id)
+{
+	for (int k = 0; k < 16; k++) {
+		buf[2 * k] = hexdigits[id->b[k] >> 4];
+		buf[2 * k + 1] = hexdigits[id->b[k] & 15];
+	}
+	buf[32] = '\0';
+}
+
+void bs_id_dashed(char buf[37], const bs_id_t *id)
+{
+	size_t o = 0;
+
+	for (int k = 0; k < 16; k++) {
+		if (k == 4 || k == 6 || k == 8 || k == 10)
+			buf[o++] = '-';
+		buf[o++] = hexdigits[id->b[k] >> 4];
+		buf[o++] = hexdigits[id->b[k] & 15];
+	}
+	buf[36] = '\0';
+}
+
+int bs_bag_id(bs_id_t *out, const bs_value_t *bag)
+{
+	const bs_value_t *v;
+
+	if (!bag || bag->type != BS_MAP)
+		return bs_error(BS_EINVAL, "body has no \"id\": the bag is %s, not a map",
+		                bag ? bs__type_name(bag->type) : "missing");
+	v = bs_map_get(bag, "id");
+	if (!v)
+		return bs_error(BS_EINVAL, "body has no \"id\": key missing");
+	if (v->type != BS_BIN || v->v.s.len != 16) {
+		if (v->type == BS_STR || v->type == BS_BIN)
+			return bs_error(BS_EINVAL, "body has no \"id\": expected 16 bytes, got %s of length %zu",
+			                bs__type_name(v->type), v->v.s.len);
+		return bs_error(BS_EINVAL, "body has no \"id\": expected 16 bytes, got %s",
+		                bs__type_name(v->type));
+	}
+	memcpy(out->b, v->v.s.ptr, 16);
+	return 0;
+}

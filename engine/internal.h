@@ -1,0 +1,123 @@
+/*
+ * internal.h - what the engine's files share and nobody else sees:
+ * the store and shard structs, the SQL text builder, shard connections,
+ * the parallel fan-out over shards, and the catalog cache.
+ */
+#ifndef BS_INTERNAL_H
+#define BS_INTERNAL_H
+
+#include "bagstore.h"
+
+#include <mysql.h>
+#include <pthread.h>
+#include <stdarg.h>
+
+/* ------------------------------------------------------------ SQL text */
+
+/* A growable NUL-terminated string for building SQL. On allocation failure
+ * it latches `oom` and later appends are no-ops; check with buf_ok(). */
+typedef struct {
+	char *ptr;
+	size_t len, cap;
+	bool oom;
+} bs_buf_t;
+
+void buf_free(bs_buf_t *b);
+void buf_reset(bs_buf_t *b);
+int buf_ok(const bs_buf_t *b); /* 0 or BS_ENOMEM (with message) */
+void buf_putn(bs_buf_t *b, const char *s, size_t n);
+void buf_puts(bs_buf_t *b, const char *s);
+void buf_printf(bs_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* X'hex' (binary literal); empty input gives X'' */
+void buf_hex(bs_buf_t *b, const void *p, size_t n);
+/* `name` quoted as an identifier (names are validated elsewhere) */
+void buf_ident(bs_buf_t *b, const char *name);
+/* A bag value as an SQL literal for prop's column; the value must fit. */
+void buf_value(bs_buf_t *b, const bs_value_t *v, const bs_prop_t *prop);
+
+/* ------------------------------------------------------------ shards */
+
+typedef struct {
+	const bs_shard_conf_t *conf;
+	int index;
+	MYSQL *conn;        /* NULL until first use, or after a lost connection */
+	int fp_state;       /* 1 checked and agrees, 0 not checked yet */
+} bs_shard_t;
+
+struct bs_store {
+	const bs_config_t *cfg;
+	int n;
+	bs_shard_t *shards;
+	char fingerprint[17];
+	/* the writers' catalog cache */
+	bs_index_list_t cat;
+	double cat_loaded;  /* monotonic seconds; <0 when never loaded */
+	/* connect/read timeouts in effect (may be lowered by the console) */
+	unsigned connect_timeout, read_timeout, write_timeout;
+};
+
+double bs_now_mono(void);   /* monotonic seconds */
+int64_t bs_now_us(void);    /* wall clock, unix microseconds */
+
+/* "s0 (127.0.0.1:3307)" into buf */
+const char *shard_label(char *buf, size_t size, const bs_shard_t *sh);
+void shard_address(char *buf, size_t size, const bs_shard_conf_t *c);
+
+/* The shard's connection, connecting if needed. */
+int shard_conn(MYSQL **out, bs_store_t *st, int i);
+void shard_close(bs_store_t *st, int i);
+/* Run one statement (or several, separated by ';'); results are discarded.
+ * Errors name the shard and carry MySQL's message. */
+int shard_exec(bs_store_t *st, int i, const char *sql, size_t len);
+/* Run a statement that returns rows; *res is stored (mysql_store_result).
+ * For multi-statements, the first result set is returned and the rest
+ * (which must be row-less) are drained. */
+int shard_query(MYSQL_RES **res, bs_store_t *st, int i, const char *sql, size_t len);
+/* Set the error from the shard's connection after a failed call; closes the
+ * connection when it was lost. Returns the code. */
+int shard_fail(bs_store_t *st, int i, const char *what);
+/* Refuse writes when the shard's recorded fingerprint disagrees with ours
+ * or the shard was never initialised. Checked once per connection. */
+int shard_check_writable(bs_store_t *st, int i);
+
+/* Run fn(st, shard, arg) for each shard in `which` (NULL: all shards) at
+ * once, each on its own thread using only its own shard's connection.
+ * Returns 0 when all succeeded; otherwise the first failing shard's code
+ * with its message (by shard order). rcs[] (optional, nshards long) gets
+ * every shard's result. */
+typedef int (*shard_fn)(bs_store_t *st, int shard, void *arg);
+int shard_each(bs_store_t *st, const bool *which, shard_fn fn, void *arg, int *rcs);
+/* Run sql on every shard at once, after checking each is writable. */
+int exec_everywhere(bs_store_t *st, const char *sql, size_t len);
+
+/* Parse a MySQL UNIX_TIMESTAMP(x) text ("1700000000.123456") to microseconds. */
+int64_t parse_unix_us(const char *s);
+
+/* ------------------------------------------------------------ catalog */
+
+/* The catalog as writers see it: cached for cfg->catalog_ttl seconds.
+ * The pointer is borrowed from the store until the next call. */
+int catalog_cached(const bs_index_list_t **out, bs_store_t *st);
+void catalog_invalidate(bs_store_t *st);
+/* Borrowed lookup in a list. */
+const bs_index_t *index_find(const bs_index_list_t *l, const char *name);
+
+/* The value an entity gives an index's property, normalised to what the
+ * column stores (ints widened to float for float columns). Returns 1 and
+ * fills *out (borrowing or copying into tmp) when the property is present
+ * and fits, 0 when absent, -1 when present but not fitting. */
+int index_prop_value(const bs_value_t **out, bs_value_t *tmp,
+                     const bs_value_t *bag, const bs_prop_t *prop);
+/* The index row a bag should have: fills vals[nprops] (borrowed or in
+ * tmps[]) and returns the owning shard, or -1 when the entity has no row
+ * (a property absent or not fitting; *misfit set when not fitting). */
+int index_row_for(const bs_value_t **vals, bs_value_t *tmps, const bs_index_t *idx,
+                  const bs_value_t *bag, int nshards, bool *misfit);
+
+/* An index row as read back by SELECT cols..., in the index's column
+ * order, into vals[nprops] (owned: clear each). */
+int index_row_decode(bs_value_t *vals, const bs_index_t *idx, MYSQL_ROW row, const unsigned long *lens);
+/* A value as an operator reads it: uuids dashed, bytes in hex. */
+void index_value_text(char *buf, size_t size, const bs_value_t *v);
+
+#endif

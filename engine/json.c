@@ -1,0 +1,506 @@
+/*
+ * json.c - bs_value_t <-> JSON with jansson (bs_json_*).
+ *
+ * Bytes use MongoDB Extended JSON: {"$uuid": "dashed"} for 16 bytes,
+ * {"$binary": {"base64": "...", "subType": "00"}} otherwise. Floats JSON
+ * cannot hold are {"$numberDouble": "NaN" | "Infinity" | "-Infinity"} and
+ * integers above INT64_MAX are {"$numberDecimal": "digits"}. A map whose
+ * only key is one of those four names is refused on output, since it would
+ * read back as something else.
+ */
+#include "codec_internal.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+	const char *where;
+	char path[256];
+	size_t plen;
+	int precision; /* encode: digits the floats need (15..17) */
+} ctx_t;
+
+/* Append ".key" or "[i]" to the path; returns the old length to restore. */
+static size_t path_push_key(ctx_t *c, const char *key, size_t klen)
+{
+	size_t old = c->plen;
+	char q[64];
+	int n;
+
+	bs__quote(q, sizeof q, key, klen);
+	n = snprintf(c->path + c->plen, sizeof c->path - c->plen, ".%s", q);
+	if (n > 0)
+		c->plen = c->plen + (size_t)n >= sizeof c->path ? sizeof c->path - 1 : c->plen + (size_t)n;
+	return old;
+}
+
+static size_t path_push_index(ctx_t *c, size_t i)
+{
+	size_t old = c->plen;
+	int n = snprintf(c->path + c->plen, sizeof c->path - c->plen, "[%zu]", i);
+
+	if (n > 0)
+		c->plen = c->plen + (size_t)n >= sizeof c->path ? sizeof c->path - 1 : c->plen + (size_t)n;
+	return old;
+}
+
+static void path_pop(ctx_t *c, size_t old)
+{
+	c->plen = old;
+	c->path[old] = '\0';
+}
+
+/* An error naming where and the path. */
+__attribute__((format(printf, 3, 4)))
+static int fail(ctx_t *c, int code, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (c->plen)
+		return bs_error(code, "%s: at %s: %s", c->where, c->path, msg);
+	return bs_error(code, "%s: %s", c->where, msg);
+}
+
+static bool is_special_key(const char *k, size_t n)
+{
+	static const char *const names[] = { "$uuid", "$binary", "$numberDouble", "$numberDecimal" };
+
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strlen(names[i]) == n && memcmp(names[i], k, n) == 0)
+			return true;
+	return false;
+}
+
+/* ------------------------------------------------------------ decode */
+
+static int from_json(ctx_t *c, bs_value_t *out, json_t *j, int depth);
+
+static int special_uuid(ctx_t *c, bs_value_t *out, json_t *arg)
+{
+	char q[80];
+	bs_id_t id;
+
+	if (!json_is_string(arg))
+		return fail(c, BS_EINVAL, "\"$uuid\" wants a string");
+	if (bs__id_parse_n(&id, json_string_value(arg), json_string_length(arg)) < 0)
+		return fail(c, BS_EINVAL, "malformed id \"%s\": expected 32 hex digits or the dashed UUID form",
+		            bs__quote(q, sizeof q, json_string_value(arg), json_string_length(arg)));
+	return bs_value_bin(out, id.b, sizeof id.b);
+}
+
+static bool is_subtype(const char *s, size_t n)
+{
+	if (n < 1 || n > 2)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+		      (s[i] >= 'A' && s[i] <= 'F')))
+			return false;
+	return true;
+}
+
+static int special_binary(ctx_t *c, bs_value_t *out, json_t *arg)
+{
+	json_t *b64 = NULL, *sub = NULL, *v;
+	const char *k;
+	uint8_t *bytes;
+	size_t n;
+	int rc;
+
+	if (!json_is_object(arg))
+		return fail(c, BS_EINVAL, "\"$binary\" wants {\"base64\": \"...\", \"subType\": \"00\"}");
+	json_object_foreach(arg, k, v) {
+		if (strcmp(k, "base64") == 0)
+			b64 = v;
+		else if (strcmp(k, "subType") == 0)
+			sub = v;
+		else
+			return fail(c, BS_EINVAL, "\"$binary\" has an unknown key (only base64 and subType)");
+	}
+	if (!json_is_string(b64))
+		return fail(c, BS_EINVAL, "\"$binary\" wants a \"base64\" string");
+	if (sub && !(json_is_string(sub) && is_subtype(json_string_value(sub), json_string_length(sub))))
+		return fail(c, BS_EINVAL, "\"$binary\" wants \"subType\" as 1 or 2 hex digits");
+	rc = bs__base64_decode(&bytes, &n, json_string_value(b64), json_string_length(b64));
+	if (rc < 0)
+		return rc == BS_ENOMEM ? rc : fail(c, BS_EINVAL, "\"$binary\" has malformed base64");
+	out->type = BS_BIN;
+	out->v.s.ptr = (char *)bytes;
+	out->v.s.len = n;
+	return 0;
+}
+
+static int special_double(ctx_t *c, bs_value_t *out, json_t *arg)
+{
+	const char *s;
+	char *end;
+	double d;
+
+	if (!json_is_string(arg))
+		return fail(c, BS_EINVAL, "\"$numberDouble\" wants a string");
+	s = json_string_value(arg);
+	if (strcmp(s, "NaN") == 0) {
+		d = NAN;
+	} else if (strcmp(s, "Infinity") == 0) {
+		d = INFINITY;
+	} else if (strcmp(s, "-Infinity") == 0) {
+		d = -INFINITY;
+	} else {
+		/* A plain decimal number, as Extended JSON also allows. */
+		size_t n = json_string_length(arg);
+		bool ok = n > 0 && strlen(s) == n;
+
+		for (size_t i = 0; ok && i < n; i++)
+			ok = strchr("0123456789+-.eE", s[i]) != NULL;
+		errno = 0;
+		d = ok ? strtod(s, &end) : 0;
+		if (!ok || *end || errno == ERANGE || isinf(d))
+			return fail(c, BS_EINVAL, "\"$numberDouble\" wants NaN, Infinity, -Infinity or a number");
+	}
+	bs_value_float(out, d);
+	return 0;
+}
+
+static int special_decimal(ctx_t *c, bs_value_t *out, json_t *arg)
+{
+	const char *s;
+	size_t n, i = 0;
+	uint64_t u = 0;
+	bool neg = false;
+
+	if (!json_is_string(arg))
+		return fail(c, BS_EINVAL, "\"$numberDecimal\" wants a string");
+	s = json_string_value(arg);
+	n = json_string_length(arg);
+	if (n && s[0] == '-') {
+		neg = true;
+		i = 1;
+	}
+	if (i == n)
+		goto bad;
+	for (; i < n; i++) {
+		unsigned d = (unsigned char)s[i] - '0';
+
+		if (d > 9 || u > (UINT64_MAX - d) / 10)
+			goto bad;
+		u = u * 10 + d;
+	}
+	if (neg) {
+		if (u > (uint64_t)INT64_MAX + 1)
+			goto bad;
+		bs_value_int(out, u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u);
+	} else if (u > INT64_MAX) {
+		bs_value_nil(out);
+		out->type = BS_UINT;
+		out->v.u = u;
+	} else {
+		bs_value_int(out, (int64_t)u);
+	}
+	return 0;
+bad:
+	return fail(c, BS_EINVAL, "\"$numberDecimal\" wants an integer that fits 64 bits");
+}
+
+static int from_object(ctx_t *c, bs_value_t *out, json_t *j, int depth)
+{
+	const char *key;
+	size_t klen;
+	json_t *v;
+	int rc = 0;
+
+	if (json_object_size(j) == 1) {
+		void *it = json_object_iter(j);
+
+		key = json_object_iter_key(it);
+		klen = json_object_iter_key_len(it);
+		v = json_object_iter_value(it);
+		if (is_special_key(key, klen)) {
+			if (strcmp(key, "$uuid") == 0)
+				return special_uuid(c, out, v);
+			if (strcmp(key, "$binary") == 0)
+				return special_binary(c, out, v);
+			if (strcmp(key, "$numberDouble") == 0)
+				return special_double(c, out, v);
+			return special_decimal(c, out, v);
+		}
+	}
+	bs_value_map(out);
+	if (depth >= BS_BODY_MAX_DEPTH)
+		return fail(c, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
+	if ((rc = bs__map_reserve(out, json_object_size(j))) < 0)
+		return rc;
+	json_object_keylen_foreach(j, key, klen, v) {
+		bs_pair_t *p = &out->v.m.items[out->v.m.len];
+		size_t old = path_push_key(c, key, klen);
+
+		if (!(p->key = bs__memdup0(key, klen)))
+			return bs_error(BS_ENOMEM, "out of memory");
+		p->klen = klen;
+		rc = from_json(c, &p->val, v, depth + 1);
+		out->v.m.len++; /* p->val is cleanable either way */
+		if (rc < 0)
+			return rc;
+		path_pop(c, old);
+	}
+	return 0;
+}
+
+static int from_json(ctx_t *c, bs_value_t *out, json_t *j, int depth)
+{
+	int rc;
+
+	bs_value_nil(out);
+	switch (json_typeof(j)) {
+	case JSON_OBJECT:
+		return from_object(c, out, j, depth);
+	case JSON_ARRAY:
+		bs_value_array(out);
+		if (depth >= BS_BODY_MAX_DEPTH)
+			return fail(c, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
+		if (json_array_size(j) == 0)
+			return 0;
+		out->v.a.items = calloc(json_array_size(j), sizeof *out->v.a.items);
+		if (!out->v.a.items)
+			return bs_error(BS_ENOMEM, "out of memory");
+		out->v.a.cap = json_array_size(j);
+		for (size_t i = 0; i < json_array_size(j); i++) {
+			size_t old = path_push_index(c, i);
+
+			rc = from_json(c, &out->v.a.items[i], json_array_get(j, i), depth + 1);
+			out->v.a.len++;
+			if (rc < 0)
+				return rc;
+			path_pop(c, old);
+		}
+		return 0;
+	case JSON_STRING:
+		return bs_value_str(out, json_string_value(j), json_string_length(j));
+	case JSON_INTEGER:
+		bs_value_int(out, (int64_t)json_integer_value(j));
+		return 0;
+	case JSON_REAL:
+		bs_value_float(out, json_real_value(j));
+		return 0;
+	case JSON_TRUE:
+	case JSON_FALSE:
+		bs_value_bool(out, json_is_true(j));
+		return 0;
+	case JSON_NULL:
+		return 0;
+	}
+	return fail(c, BS_EINVAL, "unknown JSON type");
+}
+
+int bs_json_decode(bs_value_t *out, const char *text, size_t len, const char *where)
+{
+	ctx_t c = { .where = where ? where : "<json>" };
+	json_error_t err;
+	json_t *root = NULL;
+	int rc;
+
+	bs_value_nil(out);
+	root = json_loadb(text ? text : "", text ? len : 0,
+	                  JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+	if (!root) {
+		if (err.line >= 1)
+			rc = bs_error(BS_EINVAL, "%s:%d:%d: %s", c.where, err.line, err.column, err.text);
+		else
+			rc = bs_error(BS_EINVAL, "%s: %s", c.where, err.text);
+		goto done;
+	}
+	rc = from_json(&c, out, root, 0);
+done:
+	json_decref(root);
+	if (rc < 0)
+		bs_value_clear(out);
+	return rc;
+}
+
+/* ------------------------------------------------------------ encode */
+
+static json_t *special(const char *key, json_t *v)
+{
+	json_t *o;
+
+	if (!v || !(o = json_object()))
+		goto fail;
+	if (json_object_set_new(o, key, v) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+fail:
+	json_decref(v);
+	return NULL;
+}
+
+/* Digits (15..17) that make "%.*g" of d read back as d. */
+static int float_precision(double d)
+{
+	char buf[40];
+
+	for (int p = 15; p < 17; p++) {
+		snprintf(buf, sizeof buf, "%.*g", p, d);
+		if (strtod(buf, NULL) == d)
+			return p;
+	}
+	return 17;
+}
+
+static int to_json(ctx_t *c, json_t **out, const bs_value_t *v, int depth)
+{
+	json_t *j = NULL;
+	char q[64];
+	int rc = 0;
+
+	*out = NULL;
+	switch (v->type) {
+	case BS_NIL:
+		j = json_null();
+		break;
+	case BS_BOOL:
+		j = json_boolean(v->v.b);
+		break;
+	case BS_INT:
+		j = json_integer((json_int_t)v->v.i);
+		break;
+	case BS_UINT: {
+		char buf[24];
+
+		snprintf(buf, sizeof buf, "%llu", (unsigned long long)v->v.u);
+		j = special("$numberDecimal", json_string(buf));
+		break;
+	}
+	case BS_FLOAT:
+		if (isnan(v->v.f)) {
+			j = special("$numberDouble", json_string("NaN"));
+		} else if (isinf(v->v.f)) {
+			j = special("$numberDouble", json_string(v->v.f > 0 ? "Infinity" : "-Infinity"));
+		} else {
+			int p = float_precision(v->v.f);
+
+			if (p > c->precision)
+				c->precision = p;
+			j = json_real(v->v.f);
+		}
+		break;
+	case BS_STR:
+		if (!bs__utf8_valid(v->v.s.ptr, v->v.s.len))
+			return fail(c, BS_EINVAL, "string \"%s\" is not valid UTF-8",
+			            bs__quote(q, sizeof q, v->v.s.ptr, v->v.s.len));
+		j = json_stringn(v->v.s.ptr, v->v.s.len);
+		break;
+	case BS_BIN:
+		if (v->v.s.len == 16) {
+			bs_id_t id;
+			char buf[37];
+
+			memcpy(id.b, v->v.s.ptr, 16);
+			bs_id_dashed(buf, &id);
+			j = special("$uuid", json_string(buf));
+		} else {
+			size_t n = bs__base64_len(v->v.s.len);
+			char *b64 = malloc(n + 1);
+			json_t *inner;
+
+			if (!b64)
+				return bs_error(BS_ENOMEM, "out of memory");
+			bs__base64_encode(b64, (const uint8_t *)v->v.s.ptr, v->v.s.len);
+			inner = json_object();
+			if (inner && (json_object_set_new(inner, "base64", json_stringn(b64, n)) < 0 ||
+			              json_object_set_new(inner, "subType", json_string("00")) < 0)) {
+				json_decref(inner);
+				inner = NULL;
+			}
+			free(b64);
+			j = special("$binary", inner);
+		}
+		break;
+	case BS_ARRAY:
+		if (depth >= BS_BODY_MAX_DEPTH)
+			return fail(c, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
+		if (!(j = json_array()))
+			break;
+		for (size_t i = 0; i < v->v.a.len; i++) {
+			size_t old = path_push_index(c, i);
+			json_t *item;
+
+			if ((rc = to_json(c, &item, &v->v.a.items[i], depth + 1)) < 0)
+				goto fail;
+			if (json_array_append_new(j, item) < 0) {
+				rc = bs_error(BS_ENOMEM, "out of memory");
+				goto fail;
+			}
+			path_pop(c, old);
+		}
+		break;
+	case BS_MAP:
+		if (depth >= BS_BODY_MAX_DEPTH)
+			return fail(c, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
+		if (v->v.m.len == 1 && is_special_key(v->v.m.items[0].key, v->v.m.items[0].klen))
+			return fail(c, BS_EINVAL,
+			            "a map whose only key is \"%s\" cannot be written as JSON: it would read back as a special value",
+			            v->v.m.items[0].key);
+		if (!(j = json_object()))
+			break;
+		for (size_t i = 0; i < v->v.m.len; i++) {
+			const bs_pair_t *p = &v->v.m.items[i];
+			size_t old = path_push_key(c, p->key, p->klen);
+			json_t *item;
+
+			if (!bs__utf8_valid(p->key, p->klen)) {
+				rc = fail(c, BS_EINVAL, "key is not valid UTF-8");
+				goto fail;
+			}
+			if (memchr(p->key, '\0', p->klen)) { /* jansson cannot read it back */
+				rc = fail(c, BS_EINVAL, "key contains a NUL byte");
+				goto fail;
+			}
+			if ((rc = to_json(c, &item, &p->val, depth + 1)) < 0)
+				goto fail;
+			if (json_object_setn_new(j, p->key, p->klen, item) < 0) {
+				rc = bs_error(BS_ENOMEM, "out of memory");
+				goto fail;
+			}
+			path_pop(c, old);
+		}
+		break;
+	default:
+		return fail(c, BS_EINVAL, "bad value type %d", (int)v->type);
+	}
+	if (!j)
+		return bs_error(BS_ENOMEM, "out of memory");
+	*out = j;
+	return 0;
+fail:
+	json_decref(j);
+	return rc;
+}
+
+int bs_json_encode(char **out, const bs_value_t *v, int flags)
+{
+	ctx_t c = { .where = "JSON output" };
+	json_t *root = NULL;
+	size_t jflags;
+	int rc;
+
+	*out = NULL;
+	if ((rc = to_json(&c, &root, v, 0)) < 0)
+		goto done;
+	jflags = JSON_ENCODE_ANY | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(c.precision ? c.precision : 17);
+	jflags |= (flags & BS_JSON_PRETTY) ? JSON_INDENT(2) : JSON_COMPACT;
+	if (!(*out = json_dumps(root, jflags)))
+		rc = bs_error(BS_ENOMEM, "json_dumps failed");
+done:
+	json_decref(root);
+	return rc;
+}

@@ -1,0 +1,287 @@
+/*
+ * query.c - reading entities through a ready index.
+ *
+ * 1. Matching entity_ids come from the index table on every shard at once,
+ *    or from one shard when the query fixes the shard_on value.
+ * 2. Their entities are fetched grouped by entity shard, in batches, all
+ *    entity shards at once.
+ * 3. Every entity is decoded and kept only if its real values still match:
+ *    index rows are never trusted.
+ * Results are sorted newest first (then by id) and cut at the limit.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define FETCH_BATCH 500
+
+void bs_result_free(bs_result_t *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->len; i++)
+		bs_value_clear(&r->items[i].bag);
+	free(r->items);
+	memset(r, 0, sizeof *r);
+}
+
+typedef struct {
+	bs_id_t *ids;
+	size_t len, cap;
+} idvec_t;
+
+static int idvec_push(idvec_t *v, const void *id)
+{
+	if (v->len == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 64;
+		bs_id_t *p = realloc(v->ids, cap * sizeof *p);
+		if (!p)
+			return bs_error(BS_ENOMEM, "out of memory collecting ids");
+		v->ids = p;
+		v->cap = cap;
+	}
+	memcpy(v->ids[v->len++].b, id, 16);
+	return 0;
+}
+
+struct qctx {
+	const bs_index_t *idx;
+	const bs_cond_t *conds;
+	int nconds;
+	const bs_prop_t **cprops; /* the index property of each condition */
+	idvec_t *found;           /* per index shard: matching entity_ids */
+	idvec_t *byshard;         /* per entity shard: ids to fetch */
+	bs_result_t *part;        /* per entity shard: kept entities */
+};
+
+static int scan_index(bs_store_t *st, int i, void *p)
+{
+	struct qctx *q = p;
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	int rc;
+	buf_puts(&b, "SELECT entity_id FROM ");
+	buf_ident(&b, q->idx->name);
+	for (int k = 0; k < q->nconds; k++) {
+		buf_puts(&b, k ? " AND " : " WHERE ");
+		buf_ident(&b, q->conds[k].prop);
+		buf_puts(&b, "=");
+		buf_value(&b, &q->conds[k].value, q->cprops[k]);
+	}
+	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, i, b.ptr, b.len)))
+		goto done;
+	MYSQL_ROW row;
+	while ((row = mysql_fetch_row(res)))
+		if (row[0] && mysql_fetch_lengths(res)[0] == 16 && (rc = idvec_push(&q->found[i], row[0])))
+			goto done;
+done:
+	if (res)
+		mysql_free_result(res);
+	buf_free(&b);
+	return rc;
+}
+
+static bool still_matches(const struct qctx *q, const bs_value_t *bag)
+{
+	for (int k = 0; k < q->nconds; k++) {
+		const bs_value_t *v;
+		bs_value_t tmp;
+		if (index_prop_value(&v, &tmp, bag, q->cprops[k]) != 1 || !bs_value_equal(v, &q->conds[k].value))
+			return false;
+	}
+	return true;
+}
+
+static int result_push(bs_result_t *r, bs_entity_t *e)
+{
+	if (r->len == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 16;
+		bs_entity_t *p = realloc(r->items, cap * sizeof *p);
+		if (!p)
+			return bs_error(BS_ENOMEM, "out of memory collecting results");
+		r->items = p;
+		r->cap = cap;
+	}
+	r->items[r->len++] = *e;
+	return 0;
+}
+
+static int id_cmp(const void *a, const void *b) { return memcmp(a, b, 16); }
+
+static int fetch_entities(bs_store_t *st, int i, void *p)
+{
+	struct qctx *q = p;
+	idvec_t *want = &q->byshard[i];
+	bs_result_t *out = &q->part[i];
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	int rc = 0;
+
+	/* a stale row on one shard and a right one on another name the same
+	 * entity twice: fetch it once */
+	qsort(want->ids, want->len, sizeof *want->ids, id_cmp);
+	size_t uniq = 0;
+	for (size_t k = 0; k < want->len; k++)
+		if (!uniq || memcmp(want->ids[uniq - 1].b, want->ids[k].b, 16))
+			want->ids[uniq++] = want->ids[k];
+	out->dropped += want->len - uniq;
+	want->len = uniq;
+
+	for (size_t off = 0; off < want->len; off += FETCH_BATCH) {
+		size_t end = off + FETCH_BATCH < want->len ? off + FETCH_BATCH : want->len;
+		buf_reset(&b);
+		buf_puts(&b, "SELECT id, UNIX_TIMESTAMP(updated), body FROM entities WHERE id IN (");
+		for (size_t k = off; k < end; k++) {
+			if (k > off)
+				buf_puts(&b, ",");
+			buf_hex(&b, want->ids[k].b, 16);
+		}
+		buf_puts(&b, ")");
+		if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, i, b.ptr, b.len)))
+			goto done;
+		size_t got = 0;
+		MYSQL_ROW row;
+		while ((row = mysql_fetch_row(res))) {
+			unsigned long *lens = mysql_fetch_lengths(res);
+			bs_entity_t e = { .shard = i };
+			got++;
+			if (!row[0] || lens[0] != 16 || !row[2])
+				continue;
+			memcpy(e.id.b, row[0], 16);
+			e.updated_us = parse_unix_us(row[1]);
+			/* an undecodable body cannot match: dropped, like a stale row */
+			if (bs_body_decode(&e.bag, (const uint8_t *)row[2], lens[2])) {
+				out->dropped++;
+				continue;
+			}
+			if (!still_matches(q, &e.bag)) {
+				bs_value_clear(&e.bag);
+				out->dropped++;
+				continue;
+			}
+			if ((rc = result_push(out, &e))) {
+				bs_value_clear(&e.bag);
+				goto done;
+			}
+		}
+		out->dropped += (end - off) - got; /* index rows whose entity is gone */
+		mysql_free_result(res);
+		res = NULL;
+	}
+done:
+	if (res)
+		mysql_free_result(res);
+	buf_free(&b);
+	return rc;
+}
+
+static int newest_first(const void *a, const void *b)
+{
+	const bs_entity_t *x = a, *y = b;
+	if (x->updated_us != y->updated_us)
+		return x->updated_us > y->updated_us ? -1 : 1;
+	return memcmp(x->id.b, y->id.b, 16);
+}
+
+int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds,
+             size_t limit)
+{
+	const bs_index_list_t *cat;
+	const bs_prop_t *cprops[BS_INDEX_MAX_PROPS];
+	struct qctx q = { .conds = conds, .nconds = nconds, .cprops = cprops };
+	bool *which = NULL;
+	int n = st->n, rc;
+
+	memset(out, 0, sizeof *out);
+	/* the writers' cached catalog will do: results are re-checked against
+	 * the bodies, so a catalog a TTL old cannot return a wrong entity */
+	if ((rc = catalog_cached(&cat, st)))
+		return rc;
+	const bs_index_t *idx = index_find(cat, index);
+	if (!idx) {
+		bs_index_t tmp;
+		return bs_index_get(&tmp, st, index); /* for its message */
+	}
+	if (idx->state != BS_INDEX_READY)
+		return bs_error(BS_ECONFLICT, "index %s is %s: queries use an index once it is ready", index,
+		                bs_index_state_name(idx->state));
+	if (nconds < 1 || nconds > idx->nprops)
+		return bs_error(BS_EINVAL, "query on %s needs 1 to %d conditions", index, idx->nprops);
+	q.idx = idx;
+	int route = -1;
+	for (int k = 0; k < nconds; k++) {
+		cprops[k] = NULL;
+		for (int j = 0; j < idx->nprops; j++)
+			if (!strcmp(idx->props[j].name, conds[k].prop))
+				cprops[k] = &idx->props[j];
+		if (!cprops[k])
+			return bs_error(BS_EINVAL, "index %s has no property %s", index, conds[k].prop);
+		if (!bs_value_fits(&conds[k].value, cprops[k]))
+			return bs_error(BS_EINVAL, "value for %s does not fit the index's type %s", conds[k].prop,
+			                bs_coltype_name(cprops[k]->type));
+		if (cprops[k] == &idx->props[idx->shard_on])
+			route = bs_route_value(&conds[k].value, cprops[k], n);
+	}
+
+	q.found = calloc((size_t)n, sizeof *q.found);
+	q.byshard = calloc((size_t)n, sizeof *q.byshard);
+	q.part = calloc((size_t)n, sizeof *q.part);
+	which = calloc((size_t)n, sizeof *which);
+	if (!q.found || !q.byshard || !q.part || !which) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (route >= 0)
+		which[route] = true;
+	if ((rc = shard_each(st, route >= 0 ? which : NULL, scan_index, &q, NULL)))
+		goto done;
+
+	memset(which, 0, (size_t)n * sizeof *which);
+	for (int i = 0; i < n; i++)
+		for (size_t k = 0; k < q.found[i].len; k++) {
+			int s = bs_route_id(&q.found[i].ids[k], n);
+			which[s] = true;
+			out->candidates++;
+			if ((rc = idvec_push(&q.byshard[s], q.found[i].ids[k].b)))
+				goto done;
+		}
+	if (out->candidates && (rc = shard_each(st, which, fetch_entities, &q, NULL)))
+		goto done;
+
+	size_t total = 0;
+	for (int i = 0; i < n; i++) {
+		total += q.part[i].len;
+		out->dropped += q.part[i].dropped;
+	}
+	if (total) {
+		if (!(out->items = malloc(total * sizeof *out->items))) {
+			rc = bs_error(BS_ENOMEM, "out of memory");
+			goto done;
+		}
+		for (int i = 0; i < n; i++) {
+			if (q.part[i].len)
+				memcpy(out->items + out->len, q.part[i].items, q.part[i].len * sizeof *out->items);
+			out->len += q.part[i].len;
+			q.part[i].len = 0;
+		}
+		out->cap = total;
+		qsort(out->items, out->len, sizeof *out->items, newest_first);
+		while (limit && out->len > limit)
+			bs_value_clear(&out->items[--out->len].bag);
+	}
+done:
+	for (int i = 0; q.found && i < n; i++)
+		free(q.found[i].ids);
+	for (int i = 0; q.byshard && i < n; i++)
+		free(q.byshard[i].ids);
+	for (int i = 0; q.part && i < n; i++)
+		bs_result_free(&q.part[i]);
+	free(q.found);
+	free(q.byshard);
+	free(q.part);
+	free(which);
+	if (rc)
+		bs_result_free(out);
+	return rc;
+}

@@ -1,0 +1,137 @@
+/*
+ * schema.c - the per-shard tables of DESIGN.md, `init`, and the shard
+ * list's fingerprint.
+ *
+ * Every statement is idempotent: init can run again at any time. A shard
+ * that records another list's fingerprint, or another position in it, is
+ * refused: the order of shards is part of the data's identity.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const schema[] = {
+	"CREATE TABLE IF NOT EXISTS entities ("
+	" added_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+	" id BINARY(16) NOT NULL,"
+	" updated TIMESTAMP(6) NOT NULL,"
+	" body MEDIUMBLOB,"
+	" UNIQUE KEY (id),"
+	" KEY (updated)"
+	") ENGINE=InnoDB",
+
+	"CREATE TABLE IF NOT EXISTS bagstore_meta ("
+	" k VARCHAR(64) NOT NULL PRIMARY KEY,"
+	" v VARCHAR(255) NOT NULL"
+	") ENGINE=InnoDB",
+
+	/* the index catalog, the same on every shard */
+	"CREATE TABLE IF NOT EXISTS bagstore_indexes ("
+	" name VARCHAR(64) NOT NULL PRIMARY KEY,"
+	" on_spec VARCHAR(1024) NOT NULL,"
+	" shard_on VARCHAR(64) NOT NULL,"
+	" state ENUM('building','ready','disabled') NOT NULL,"
+	" created TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),"
+	" changed TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)"
+	") ENGINE=InnoDB",
+
+	/* operator changes, from the console and the command line */
+	"CREATE TABLE IF NOT EXISTS bagstore_audit ("
+	" id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+	" at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),"
+	" os_user VARCHAR(64) NOT NULL,"
+	" host VARCHAR(255) NOT NULL,"
+	" action VARCHAR(64) NOT NULL,"
+	" target VARCHAR(255) NOT NULL,"
+	" detail TEXT"
+	") ENGINE=InnoDB",
+};
+
+/* More tables, registered by the cleaner's files (see bs_schema_extra). */
+extern const char *const bs_schema_extra[];
+extern const int bs_schema_nextra;
+
+struct init_arg {
+	const char *fingerprint;
+	int n;
+};
+
+static int init_shard(bs_store_t *st, int i, void *p)
+{
+	struct init_arg *a = p;
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	char label[192];
+	int rc = 0;
+
+	for (size_t k = 0; k < sizeof schema / sizeof *schema; k++)
+		if ((rc = shard_exec(st, i, schema[k], strlen(schema[k]))))
+			goto done;
+	for (int k = 0; k < bs_schema_nextra; k++)
+		if ((rc = shard_exec(st, i, bs_schema_extra[k], strlen(bs_schema_extra[k]))))
+			goto done;
+
+	static const char q[] = "SELECT k, v FROM bagstore_meta WHERE k IN ('fingerprint','shard_index','shard_count')";
+	if ((rc = shard_query(&res, st, i, q, sizeof q - 1)))
+		goto done;
+	MYSQL_ROW row;
+	char fp[64] = "", idx[32] = "", cnt[32] = "";
+	while ((row = mysql_fetch_row(res))) {
+		if (!row[0] || !row[1])
+			continue;
+		if (!strcmp(row[0], "fingerprint"))
+			snprintf(fp, sizeof fp, "%s", row[1]);
+		else if (!strcmp(row[0], "shard_index"))
+			snprintf(idx, sizeof idx, "%s", row[1]);
+		else
+			snprintf(cnt, sizeof cnt, "%s", row[1]);
+	}
+	if (fp[0]) {
+		if (strcmp(fp, a->fingerprint) != 0 || atoi(idx) != i) {
+			rc = bs_error(BS_ECONFIG,
+			              "%s already belongs to another shard list (fingerprint %s, position %s of %s); "
+			              "this configuration's list is %s with it at position %d of %d: refusing to "
+			              "initialise it (resharding is not supported)",
+			              shard_label(label, sizeof label, &st->shards[i]), fp, idx, cnt,
+			              a->fingerprint, i, a->n);
+		}
+		goto done;
+	}
+	buf_printf(&b, "INSERT INTO bagstore_meta (k, v) VALUES ('fingerprint','%s'),"
+	               "('shard_index','%d'),('shard_count','%d'),('shard_name',",
+	           a->fingerprint, i, a->n);
+	buf_hex(&b, st->shards[i].conf->name, strlen(st->shards[i].conf->name));
+	buf_puts(&b, "),('schema_version','1')");
+	if ((rc = buf_ok(&b)))
+		goto done;
+	rc = shard_exec(st, i, b.ptr, b.len);
+done:
+	if (res)
+		mysql_free_result(res);
+	buf_free(&b);
+	return rc;
+}
+
+int bs_init(bs_store_t *st)
+{
+	struct init_arg a = { st->fingerprint, st->n };
+	int rc;
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing init");
+	if ((rc = shard_each(st, NULL, init_shard, &a, NULL)))
+		return rc;
+	for (int i = 0; i < st->n; i++)
+		st->shards[i].fp_state = 0;
+	/* the configuration's indexes, created when absent */
+	for (int k = 0; k < st->cfg->nindexes; k++) {
+		bs_index_t cur;
+		rc = bs_index_get(&cur, st, st->cfg->indexes[k].name);
+		if (rc == BS_ENOTFOUND)
+			rc = bs_index_create(st, &st->cfg->indexes[k]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}

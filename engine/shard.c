@@ -1,0 +1,342 @@
+/*
+ * shard.c - connections to shards, statements on them, and running work on
+ * every shard at once.
+ *
+ * Each shard has at most one MYSQL handle per store, opened on first use
+ * with the configuration's timeouts and closed when the server is lost, so
+ * the next call reconnects. Errors always name the shard and carry MySQL's
+ * own message and number.
+ */
+#include "internal.h"
+
+#include <errmsg.h>
+#include <mysqld_error.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+double bs_now_mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int64_t bs_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t parse_unix_us(const char *s)
+{
+	if (!s)
+		return 0;
+	bool neg = (*s == '-');
+	if (neg)
+		s++;
+	int64_t whole = 0, frac = 0;
+	int digits = 0;
+	for (; *s >= '0' && *s <= '9'; s++)
+		whole = whole * 10 + (*s - '0');
+	if (*s == '.')
+		for (s++; *s >= '0' && *s <= '9' && digits < 6; s++, digits++)
+			frac = frac * 10 + (*s - '0');
+	for (; digits < 6; digits++)
+		frac *= 10;
+	int64_t us = whole * 1000000 + frac;
+	return neg ? -us : us;
+}
+
+void shard_address(char *buf, size_t size, const bs_shard_conf_t *c)
+{
+	if (c->host)
+		snprintf(buf, size, "%s:%u", c->host, c->port ? c->port : 3306);
+	else if (c->socket)
+		snprintf(buf, size, "%s", c->socket);
+	else if (c->defaults_file)
+		snprintf(buf, size, "%s", c->defaults_file);
+	else
+		snprintf(buf, size, "localhost");
+}
+
+const char *shard_label(char *buf, size_t size, const bs_shard_t *sh)
+{
+	char addr[128];
+	shard_address(addr, sizeof addr, sh->conf);
+	snprintf(buf, size, "shard %s (%s)", sh->conf->name, addr);
+	return buf;
+}
+
+static bool lost_connection(unsigned err)
+{
+	return err == CR_SERVER_GONE_ERROR || err == CR_SERVER_LOST ||
+	       err == CR_CONNECTION_ERROR || err == CR_CONN_HOST_ERROR ||
+	       err == CR_UNKNOWN_HOST || err == CR_SERVER_LOST_EXTENDED ||
+	       err == ER_CONNECTION_KILLED || err == CR_COMMANDS_OUT_OF_SYNC ||
+	       err == 4031 /* ER_CLIENT_INTERACTION_TIMEOUT */;
+}
+
+int shard_fail(bs_store_t *st, int i, const char *what)
+{
+	bs_shard_t *sh = &st->shards[i];
+	char label[192];
+	unsigned err = sh->conn ? mysql_errno(sh->conn) : 0;
+	const char *msg = sh->conn ? mysql_error(sh->conn) : "not connected";
+	int code = BS_ESQL;
+	if (lost_connection(err) || err == 0)
+		code = BS_EUNREACHABLE;
+	else if (err == ER_LOCK_DEADLOCK || err == ER_LOCK_WAIT_TIMEOUT || err == ER_DUP_ENTRY)
+		code = BS_ECONFLICT;
+	bs_error(code, "%s: %s: %s (MySQL error %u)", shard_label(label, sizeof label, sh),
+	         what, msg, err);
+	if (code == BS_EUNREACHABLE)
+		shard_close(st, i);
+	return code;
+}
+
+void shard_close(bs_store_t *st, int i)
+{
+	bs_shard_t *sh = &st->shards[i];
+	if (sh->conn) {
+		mysql_close(sh->conn);
+		sh->conn = NULL;
+	}
+	sh->fp_state = 0;
+}
+
+int shard_conn(MYSQL **out, bs_store_t *st, int i)
+{
+	bs_shard_t *sh = &st->shards[i];
+	const bs_shard_conf_t *c = sh->conf;
+	char label[192];
+	const char *password = NULL;
+
+	if (sh->conn) {
+		*out = sh->conn;
+		return 0;
+	}
+	if (c->password_env) {
+		password = getenv(c->password_env);
+		if (!password)
+			return bs_error(BS_ECONFIG, "%s: environment variable %s (password_env) is not set",
+			                shard_label(label, sizeof label, sh), c->password_env);
+	}
+	MYSQL *m = mysql_init(NULL);
+	if (!m)
+		return bs_error(BS_ENOMEM, "out of memory opening a MySQL handle");
+	unsigned ct = st->connect_timeout, rt = st->read_timeout, wt = st->write_timeout;
+	mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
+	mysql_optionsv(m, MYSQL_OPT_READ_TIMEOUT, &rt);
+	mysql_optionsv(m, MYSQL_OPT_WRITE_TIMEOUT, &wt);
+	mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+	mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET time_zone='+00:00'");
+	if (c->defaults_file)
+		mysql_optionsv(m, MYSQL_READ_DEFAULT_FILE, c->defaults_file);
+	if (c->option_group || c->defaults_file)
+		mysql_optionsv(m, MYSQL_READ_DEFAULT_GROUP, c->option_group ? c->option_group : "client");
+	if (!mysql_real_connect(m, c->host, c->user, password, c->database, c->port, c->socket,
+	                        CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS)) {
+		int code = BS_EUNREACHABLE;
+		unsigned err = mysql_errno(m);
+		if (err == ER_ACCESS_DENIED_ERROR || err == ER_BAD_DB_ERROR || err == ER_DBACCESS_DENIED_ERROR)
+			code = BS_ECONFIG;
+		bs_error(code, "%s: cannot connect: %s (MySQL error %u)",
+		         shard_label(label, sizeof label, sh), mysql_error(m), err);
+		mysql_close(m);
+		return code;
+	}
+	sh->conn = m;
+	sh->fp_state = 0;
+	*out = m;
+	return 0;
+}
+
+/* Drain every remaining result of a multi-statement; the first error wins. */
+static int drain(bs_store_t *st, int i, MYSQL *m)
+{
+	int r;
+	while ((r = mysql_next_result(m)) == 0) {
+		MYSQL_RES *res = mysql_store_result(m);
+		if (res)
+			mysql_free_result(res);
+		else if (mysql_field_count(m) != 0)
+			return shard_fail(st, i, "reading a result");
+	}
+	if (r > 0)
+		return shard_fail(st, i, "statement failed");
+	return 0;
+}
+
+int shard_exec(bs_store_t *st, int i, const char *sql, size_t len)
+{
+	MYSQL *m;
+	int rc = shard_conn(&m, st, i);
+	if (rc)
+		return rc;
+	if (mysql_real_query(m, sql, len))
+		return shard_fail(st, i, "statement failed");
+	MYSQL_RES *res = mysql_store_result(m);
+	if (res)
+		mysql_free_result(res);
+	else if (mysql_field_count(m) != 0)
+		return shard_fail(st, i, "reading a result");
+	return drain(st, i, m);
+}
+
+int shard_query(MYSQL_RES **out, bs_store_t *st, int i, const char *sql, size_t len)
+{
+	MYSQL *m;
+	int rc;
+	*out = NULL;
+	if ((rc = shard_conn(&m, st, i)))
+		return rc;
+	if (mysql_real_query(m, sql, len))
+		return shard_fail(st, i, "query failed");
+	/* skip leading row-less statements (START TRANSACTION; SELECT ...) */
+	MYSQL_RES *res;
+	while (!(res = mysql_store_result(m))) {
+		if (mysql_field_count(m) != 0)
+			return shard_fail(st, i, "reading rows");
+		int r = mysql_next_result(m);
+		if (r > 0)
+			return shard_fail(st, i, "query failed");
+		if (r < 0) {
+			char label[192];
+			return bs_error(BS_ERROR, "%s: statement returned no rows",
+			                shard_label(label, sizeof label, &st->shards[i]));
+		}
+	}
+	if ((rc = drain(st, i, m))) {
+		mysql_free_result(res);
+		return rc;
+	}
+	*out = res;
+	return 0;
+}
+
+int shard_check_writable(bs_store_t *st, int i)
+{
+	bs_shard_t *sh = &st->shards[i];
+	MYSQL_RES *res = NULL;
+	MYSQL *m;
+	char label[192];
+	int rc;
+
+	if ((rc = shard_conn(&m, st, i)))
+		return rc;
+	if (sh->fp_state == 1)
+		return 0;
+	static const char q[] = "SELECT k, v FROM bagstore_meta WHERE k IN ('fingerprint','shard_index','shard_count')";
+	if (mysql_real_query(m, q, sizeof q - 1)) {
+		if (mysql_errno(m) == ER_NO_SUCH_TABLE)
+			return bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`",
+			                shard_label(label, sizeof label, sh));
+		return shard_fail(st, i, "reading bagstore_meta");
+	}
+	if (!(res = mysql_store_result(m)))
+		return shard_fail(st, i, "reading bagstore_meta");
+	char fp[64] = "", idx[32] = "?", cnt[32] = "?";
+	MYSQL_ROW row;
+	while ((row = mysql_fetch_row(res))) {
+		if (!row[0] || !row[1])
+			continue;
+		if (!strcmp(row[0], "fingerprint"))
+			snprintf(fp, sizeof fp, "%s", row[1]);
+		else if (!strcmp(row[0], "shard_index"))
+			snprintf(idx, sizeof idx, "%s", row[1]);
+		else
+			snprintf(cnt, sizeof cnt, "%s", row[1]);
+	}
+	mysql_free_result(res);
+	if (!fp[0])
+		return bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`",
+		                shard_label(label, sizeof label, sh));
+	if (strcmp(fp, st->fingerprint) != 0 || atoi(idx) != i)
+		return bs_error(BS_ECONFIG,
+		                "%s belongs to another shard list (fingerprint %s, position %s of %s), "
+		                "but this configuration's list is %s with it at position %d of %d: "
+		                "refusing to write (the order of shards is part of the data's identity)",
+		                shard_label(label, sizeof label, sh), fp, idx, cnt, st->fingerprint, i, st->n);
+	sh->fp_state = 1;
+	return 0;
+}
+
+/* ------------------------------------------------------------ fan-out */
+
+struct each_job {
+	bs_store_t *st;
+	int shard;
+	shard_fn fn;
+	void *arg;
+	int rc;
+	char msg[1024];
+};
+
+static void *each_thread(void *p)
+{
+	struct each_job *j = p;
+	mysql_thread_init();
+	bs_error_clear();
+	j->rc = j->fn(j->st, j->shard, j->arg);
+	if (j->rc)
+		snprintf(j->msg, sizeof j->msg, "%s", bs_last_error());
+	mysql_thread_end();
+	return NULL;
+}
+
+int shard_each(bs_store_t *st, const bool *which, shard_fn fn, void *arg, int *rcs)
+{
+	int n = st->n, count = 0, rc = 0;
+	struct each_job *jobs = calloc((size_t)n, sizeof *jobs);
+	pthread_t *tids = calloc((size_t)n, sizeof *tids);
+	bool *started = calloc((size_t)n, sizeof *started);
+	if (!jobs || !tids || !started) {
+		rc = bs_error(BS_ENOMEM, "out of memory starting shard threads");
+		goto done;
+	}
+	for (int i = 0; i < n; i++)
+		if (!which || which[i])
+			count++;
+	/* the last selected shard runs on this thread: no thread for one shard */
+	int last = -1;
+	for (int i = 0; i < n; i++) {
+		if (which && !which[i])
+			continue;
+		jobs[i] = (struct each_job){ .st = st, .shard = i, .fn = fn, .arg = arg };
+		if (--count == 0) {
+			last = i;
+			break;
+		}
+		if (pthread_create(&tids[i], NULL, each_thread, &jobs[i]) == 0)
+			started[i] = true;
+		else
+			each_thread(&jobs[i]);
+	}
+	if (last >= 0) {
+		bs_error_clear();
+		jobs[last].rc = fn(st, last, arg);
+		if (jobs[last].rc)
+			snprintf(jobs[last].msg, sizeof jobs[last].msg, "%s", bs_last_error());
+	}
+	for (int i = 0; i < n; i++)
+		if (started[i])
+			pthread_join(tids[i], NULL);
+	for (int i = 0; i < n; i++) {
+		if (which && !which[i])
+			continue;
+		if (rcs)
+			rcs[i] = jobs[i].rc;
+		if (jobs[i].rc && !rc) {
+			rc = jobs[i].rc;
+			bs_error(rc, "%s", jobs[i].msg);
+		}
+	}
+done:
+	free(jobs);
+	free(tids);
+	free(started);
+	return rc;
+}

@@ -1,0 +1,91 @@
+/*
+ * status.c - the health of every shard, as the shards screen and
+ * `bagstore shards` show it: reachability, round trip, version, size,
+ * load, and whether the shard agrees with this configuration's list.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOW_MS 250.0
+
+static int status_one(bs_store_t *st, int i, void *p)
+{
+	bs_shard_status_t *s = &((bs_shard_status_t *)p)[i];
+	MYSQL_RES *res = NULL;
+	MYSQL *m;
+	int rc;
+
+	double t0 = bs_now_mono();
+	if ((rc = shard_conn(&m, st, i)) == 0) {
+		double t1 = bs_now_mono();
+		if (mysql_ping(m))
+			rc = shard_fail(st, i, "ping failed");
+		s->rtt_ms = (bs_now_mono() - t1) * 1000.0;
+		(void)t0;
+	}
+	if (rc) {
+		s->state = BS_SHARD_DOWN;
+		snprintf(s->error, sizeof s->error, "%s", bs_last_error());
+		return 0; /* reported, not an error */
+	}
+	s->state = s->rtt_ms > SLOW_MS ? BS_SHARD_SLOW : BS_SHARD_UP;
+	snprintf(s->version, sizeof s->version, "%s", mysql_get_server_info(m));
+
+	static const char q[] =
+		"SELECT (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
+		"        WHERE VARIABLE_NAME='THREADS_RUNNING'),"
+		" (SELECT TABLE_ROWS FROM information_schema.TABLES"
+		"  WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME='entities'),"
+		" (SELECT SUM(DATA_LENGTH+INDEX_LENGTH) FROM information_schema.TABLES"
+		"  WHERE TABLE_SCHEMA=DATABASE()),"
+		" (SELECT COUNT(*) FROM information_schema.TABLES"
+		"  WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME='bagstore_meta')";
+	if ((rc = shard_query(&res, st, i, q, sizeof q - 1)))
+		goto fail;
+	MYSQL_ROW row = mysql_fetch_row(res);
+	if (row) {
+		s->threads_running = row[0] ? strtoll(row[0], NULL, 10) : -1;
+		s->entities_est = row[1] ? strtoll(row[1], NULL, 10) : -1;
+		s->data_bytes = row[2] ? strtoll(row[2], NULL, 10) : 0;
+		bool initialised = row[3] && atoi(row[3]) > 0;
+		mysql_free_result(res);
+		res = NULL;
+		if (!initialised) {
+			s->fingerprint_ok = -1;
+		} else {
+			rc = shard_check_writable(st, i);
+			s->fingerprint_ok = rc == 0;
+			if (rc == BS_ECONFIG)
+				snprintf(s->error, sizeof s->error, "%s", bs_last_error());
+			else if (rc)
+				goto fail;
+			rc = 0;
+		}
+	}
+	if (res)
+		mysql_free_result(res);
+	return 0;
+fail:
+	if (res)
+		mysql_free_result(res);
+	s->state = BS_SHARD_DOWN;
+	snprintf(s->error, sizeof s->error, "%s", bs_last_error());
+	return 0;
+}
+
+int bs_shard_status(bs_shard_status_t *out, bs_store_t *st)
+{
+	for (int i = 0; i < st->n; i++) {
+		memset(&out[i], 0, sizeof out[i]);
+		snprintf(out[i].name, sizeof out[i].name, "%s", st->shards[i].conf->name);
+		shard_address(out[i].address, sizeof out[i].address, st->shards[i].conf);
+		out[i].replica_lag = -1;
+		out[i].entities_est = -1;
+		out[i].threads_running = -1;
+		out[i].fingerprint_ok = -1;
+	}
+	return shard_each(st, NULL, status_one, out, NULL);
+}

@@ -1,0 +1,27 @@
+#!/bin/sh
+# make bench: every benchmark under tests/bench, each on throwaway shards of
+# its own, printing its figures beside their references. Not part of check.
+set -e
+BUILD=${BUILD:-build}
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+dir=$BUILD/bench-shards
+port=38707
+trap 'sh conf/shards.sh stop --dir "$dir" >/dev/null 2>&1 || true' EXIT INT TERM
+reset() {
+	for p in $port $((port + 1)); do
+		mariadb -h127.0.0.1 -P"$p" -uroot -e "DROP DATABASE IF EXISTS bagstore; CREATE DATABASE bagstore"
+	done
+}
+sh conf/shards.sh start --count 2 --port $port --dir "$dir"
+sh conf/shards.sh config --count 2 --port $port --dir "$dir" --out "$BUILD/bench.yaml" >/dev/null
+echo "== put / get / query against plain SQL"
+reset
+"$BUILD/bench/bench_ops" "$BUILD/bench.yaml" "${BENCH_OPS_N:-20000}"
+for extra in tests/bench/backfill.sh tests/bench/console.sh; do
+	if [ -f "$extra" ]; then
+		echo
+		echo "== $extra"
+		BUILD=$BUILD sh "$extra"
+	fi
+done

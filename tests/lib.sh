@@ -1,0 +1,145 @@
+# tests/lib.sh - helpers for tests/integration/test_*.sh (POSIX sh).
+#
+#   . tests/lib.sh
+#   t_exit 0 "put one entity" -- "$BAGSTORE" -c "$BAGSTORE_TEST_CONFIG" put x.jsonl
+#   t_contains "$T_OUT" "1 put" "put reports its count"
+#   t_eq "$(t_sql 0 'SELECT COUNT(*) FROM entities')" 1 "one row on s0"
+#   t_done test_put
+#
+# t_ok DESC / t_fail DESC      record a pass / a failure
+# t_eq ACTUAL EXPECTED DESC    pass when the strings are equal
+# t_contains HAYSTACK NEEDLE DESC   pass when NEEDLE occurs in HAYSTACK
+# t_exit CODE DESC -- CMD...   run CMD (stdin from $T_IN, else /dev/null;
+#                              at most $T_TIMEOUT s, default 60); its stdout goes
+#                              to $T_OUT and stderr to $T_ERR (the text, trailing
+#                              newlines dropped; the files are $T_OUT_FILE and
+#                              $T_ERR_FILE); pass when it exits CODE ("any"
+#                              accepts anything, "!0" any non-zero code)
+# t_sql SHARD_INDEX "SQL"      run SQL in database bagstore on that shard of
+#                              $BAGSTORE_TEST_CONFIG; prints rows tab-separated
+# t_port SHARD_INDEX           the shard's port, from the config
+# t_tmp                        a scratch folder for this test, removed by t_done
+# t_done NAME                  print "NAME: N passed, N failed"; exit 1 on any
+#                              failure, else 0
+#
+# A failure prints its description, what was expected and what came, and the
+# stderr captured by the last t_exit. Set T_VERBOSE=1 to print passes too.
+# shellcheck shell=sh
+
+T_PASSED=0
+T_FAILED=0
+T_OUT=""
+T_ERR=""
+T_RC=""
+T_TMPDIR=""
+T_OUT_FILE=""
+T_ERR_FILE=""
+: "${T_TIMEOUT:=60}"
+: "${BAGSTORE_TEST_CONFIG:=${BUILD:-build}/check.yaml}"
+: "${BAGSTORE:=${BUILD:-build}/bagstore}"
+
+t_tmp() {
+	if [ -z "$T_TMPDIR" ] || [ ! -d "$T_TMPDIR" ]; then
+		T_TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/bagstore-test.XXXXXX") || exit 1
+		T_OUT_FILE=$T_TMPDIR/.stdout
+		T_ERR_FILE=$T_TMPDIR/.stderr
+	fi
+	echo "$T_TMPDIR"
+}
+# Create it now, in this shell (t_tmp in $(...) would set it in a subshell).
+t_tmp >/dev/null
+
+t_ok() {
+	T_PASSED=$((T_PASSED + 1))
+	[ "${T_VERBOSE:-0}" = 1 ] && echo "ok: $1"
+	return 0
+}
+
+t_fail() {
+	T_FAILED=$((T_FAILED + 1))
+	echo "FAIL: $1"
+	shift
+	for l in "$@"; do
+		printf '%s\n' "$l" | sed 's/^/    /'
+	done
+	if [ -n "$T_ERR" ]; then
+		echo "    stderr of the last command:"
+		printf '%s\n' "$T_ERR" | sed 's/^/      | /'
+	fi
+	return 1
+}
+
+t_eq() {
+	if [ "$1" = "$2" ]; then
+		t_ok "$3"
+	else
+		t_fail "$3" "expected: $2" "actual:   $1"
+	fi
+}
+
+t_contains() {
+	case $1 in
+	*"$2"*) t_ok "$3" ;;
+	*) t_fail "$3" "expected to contain: $2" "actual: $1" ;;
+	esac
+}
+
+t_exit() {
+	want=$1 desc=$2
+	shift 2
+	[ "${1:-}" = "--" ] && shift
+	if [ $# -eq 0 ]; then
+		t_fail "$desc" "t_exit: no command given"
+		return 1
+	fi
+	t_tmp >/dev/null
+	case $(type "$1" 2>/dev/null) in
+	*function*)
+		"$@" <"${T_IN:-/dev/null}" >"$T_OUT_FILE" 2>"$T_ERR_FILE" ;;
+	*)
+		timeout -k 5 "$T_TIMEOUT" "$@" <"${T_IN:-/dev/null}" >"$T_OUT_FILE" 2>"$T_ERR_FILE" ;;
+	esac
+	T_RC=$?
+	T_OUT=$(cat "$T_OUT_FILE")
+	T_ERR=$(cat "$T_ERR_FILE")
+	ok=""
+	case $want in
+	any) ok=1 ;;
+	!0) [ "$T_RC" != 0 ] && ok=1 ;;
+	*) [ "$T_RC" = "$want" ] && ok=1 ;;
+	esac
+	if [ -n "$ok" ]; then
+		t_ok "$desc"
+	else
+		extra=""
+		[ "$T_RC" = 124 ] && extra=" (timed out after ${T_TIMEOUT}s)"
+		t_fail "$desc" "command: $*" "expected exit: $want" "actual exit:   $T_RC$extra" \
+			"stdout: $(printf '%s' "$T_OUT" | head -c 2000)"
+	fi
+}
+
+t_port() {
+	awk -v want="$1" '
+		/^[ \t]*-[ \t]*\{?[ \t]*name:/ && /port:/ {
+			if (n++ == want) {
+				sub(/.*port:[ \t]*/, ""); sub(/[^0-9].*/, ""); print; exit
+			}
+		}' "$BAGSTORE_TEST_CONFIG"
+}
+
+t_sql() {
+	port=$(t_port "$1")
+	if [ -z "$port" ]; then
+		echo "t_sql: no shard $1 in $BAGSTORE_TEST_CONFIG" >&2
+		return 1
+	fi
+	timeout 30 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$port" -u root \
+		--connect-timeout=5 -N -B bagstore -e "$2"
+}
+
+t_done() {
+	echo "${1:-$(basename "$0" .sh)}: $T_PASSED passed, $T_FAILED failed"
+	[ -n "$T_TMPDIR" ] && rm -rf "$T_TMPDIR"
+	[ "$T_FAILED" = 0 ] || exit 1
+	exit 0
+}

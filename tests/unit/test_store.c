@@ -1,0 +1,345 @@
+/*
+ * test_store.c - the engine against two real MariaDB shards (started by
+ * tests/run.sh; config in $BAGSTORE_TEST_CONFIG). What the engine wrote is
+ * checked with plain SQL on the shards, through connections of our own.
+ */
+#include "bagstore.h"
+#include "t.h"
+
+#include <mysql.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bs_config_t *cfg;
+static MYSQL *raw[8];
+
+static MYSQL *rawconn(int i)
+{
+	if (!raw[i]) {
+		raw[i] = mysql_init(NULL);
+		if (!mysql_real_connect(raw[i], cfg->shards[i].host, cfg->shards[i].user, NULL,
+		                        cfg->shards[i].database, cfg->shards[i].port, NULL, CLIENT_MULTI_STATEMENTS)) {
+			fprintf(stderr, "raw connect to shard %d: %s\n", i, mysql_error(raw[i]));
+			exit(1);
+		}
+	}
+	return raw[i];
+}
+
+static void sql(int i, const char *q)
+{
+	MYSQL *m = rawconn(i);
+	if (mysql_query(m, q)) {
+		fprintf(stderr, "sql on shard %d: %s: %s\n", i, q, mysql_error(m));
+		exit(1);
+	}
+	MYSQL_RES *r = mysql_store_result(m);
+	if (r)
+		mysql_free_result(r);
+}
+
+static long long sql_int(int i, const char *q)
+{
+	MYSQL *m = rawconn(i);
+	long long v = -1;
+	if (mysql_query(m, q)) {
+		fprintf(stderr, "sql on shard %d: %s: %s\n", i, q, mysql_error(m));
+		exit(1);
+	}
+	MYSQL_RES *r = mysql_store_result(m);
+	MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+	if (row && row[0])
+		v = atoll(row[0]);
+	if (r)
+		mysql_free_result(r);
+	return v;
+}
+
+static const char *seed_json =
+	"{\"id\":{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},"
+	"\"user_id\":{\"$uuid\":\"f48b0440-ca0c-4f66-991c-4d5f6a078eaf\"},"
+	"\"title\":\"We just launched a new backend system for FriendFeed!\","
+	"\"link\":\"http://friendfeed.com/e/71f0c4d2-2918-44cc-a2df-6f486e96e37c\","
+	"\"published\":1235697046,\"updated\":1235697046}";
+
+static void test_init(bs_store_t *st)
+{
+	CHECK_OK(bs_init(st));
+	CHECK_OK(bs_init(st)); /* idempotent */
+	char fp[17];
+	bs_config_fingerprint(fp, cfg);
+	for (int i = 0; i < cfg->nshards; i++) {
+		char q[256];
+		snprintf(q, sizeof q, "SELECT COUNT(*) FROM bagstore_meta WHERE k='fingerprint' AND v='%s'", fp);
+		CHECK(sql_int(i, q) == 1, "shard %d records the fingerprint %s", i, fp);
+		snprintf(q, sizeof q, "SELECT v FROM bagstore_meta WHERE k='shard_index'");
+		CHECK(sql_int(i, q) == i, "shard %d records its position", i);
+	}
+}
+
+static void test_seed(bs_store_t *st)
+{
+	bs_value_t bag, got;
+	bs_id_t id, want;
+	bs_index_t def;
+	char *json = NULL;
+	int shard = -1;
+	int64_t updated = 0;
+
+	CHECK_OK(bs_index_parse(&def, "index_user_id", "user_id:uuid", "user_id"));
+	CHECK_OK(bs_index_create(st, &def));
+	bs_index_t cur;
+	CHECK_OK(bs_index_get(&cur, st, "index_user_id"));
+	CHECK(cur.state == BS_INDEX_READY, "index on an empty store starts ready, is %s",
+	      bs_index_state_name(cur.state));
+	CHECK_ERR(bs_index_create(st, &def), BS_ECONFLICT);
+
+	CHECK_OK(bs_json_decode(&bag, seed_json, strlen(seed_json), "seed"));
+	CHECK_OK(bs_put(st, &bag, &id));
+	CHECK_OK(bs_id_parse(&want, "71f0c4d2291844cca2df6f486e96e37c"));
+	CHECK(memcmp(id.b, want.b, 16) == 0, "put returns the bag's id");
+
+	CHECK_OK(bs_get(&got, st, &id, &updated, &shard));
+	CHECK(bs_value_equal(&bag, &got), "get returns the bag put");
+	CHECK_OK(bs_json_encode(&json, &got, 0));
+	CHECK_STR(json, seed_json);
+	free(json);
+	CHECK(shard == bs_route_id(&id, cfg->nshards), "entity on shard id mod N");
+	CHECK(updated > 1600000000000000LL, "updated is a recent timestamp in us: %lld", (long long)updated);
+
+	/* the entity row is on the shard the id names, and only there */
+	int es = bs_route_id(&id, cfg->nshards);
+	for (int i = 0; i < cfg->nshards; i++)
+		CHECK(sql_int(i, "SELECT COUNT(*) FROM entities WHERE id=X'71f0c4d2291844cca2df6f486e96e37c'") ==
+		      (i == es), "entity row on shard %d: %s", i, i == es ? "yes" : "no");
+
+	/* the index row is on the shard of user_id mod N: f48b... is even? compute */
+	const bs_value_t *uid = bs_map_get(&bag, "user_id");
+	int is = bs_route_value(uid, &def.props[0], cfg->nshards);
+	/* by hand: the 128-bit big-endian value mod 2 is the low bit of the last byte (0xaf) */
+	if (cfg->nshards == 2)
+		CHECK(is == (0xaf & 1), "user_id f48b...eaf routes to shard %d", 0xaf & 1);
+	for (int i = 0; i < cfg->nshards; i++)
+		CHECK(sql_int(i, "SELECT COUNT(*) FROM index_user_id WHERE user_id=X'f48b0440ca0c4f66991c4d5f6a078eaf'"
+		                 " AND entity_id=X'71f0c4d2291844cca2df6f486e96e37c'") == (i == is),
+		      "index row on shard %d: %s", i, i == is ? "yes" : "no");
+
+	/* found through the index */
+	bs_cond_t c = { "user_id", {0} };
+	CHECK_OK(bs_value_copy(&c.value, uid));
+	bs_result_t r;
+	CHECK_OK(bs_query(&r, st, "index_user_id", &c, 1, 0));
+	CHECK(r.len == 1 && memcmp(r.items[0].id.b, id.b, 16) == 0, "query finds the seed entity (%zu)", r.len);
+	bs_result_free(&r);
+
+	/* a stale row planted by hand: entity 71f0... under another user */
+	char q[512];
+	snprintf(q, sizeof q, "INSERT INTO index_user_id VALUES (X'00000000000000000000000000000002', "
+	                      "X'71f0c4d2291844cca2df6f486e96e37c')");
+	/* user ...02 routes to shard 0 with two shards; the right row is on shard 1: no clash */
+	int stale_shard = bs_route_value(&(bs_value_t){ .type = BS_BIN,
+		.v.s = { (char *)"\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\2", 16 } }, &def.props[0], cfg->nshards);
+	CHECK(stale_shard != is, "planted row goes to another shard than the real one");
+	sql(stale_shard, q);
+	bs_cond_t c2 = { "user_id", {0} };
+	CHECK_OK(bs_value_from_text(&c2.value, &def.props[0], "00000000-0000-0000-0000-000000000002"));
+	CHECK_OK(bs_query(&r, st, "index_user_id", &c2, 1, 0));
+	CHECK(r.len == 0 && r.candidates == 1 && r.dropped == 1,
+	      "stale row filtered: len %zu candidates %zu dropped %zu", r.len, r.candidates, r.dropped);
+	bs_result_free(&r);
+	/* and the real query still returns it once, though two rows name it */
+	CHECK_OK(bs_query(&r, st, "index_user_id", &c, 1, 0));
+	CHECK(r.len == 1, "real query unaffected (%zu)", r.len);
+	bs_result_free(&r);
+	snprintf(q, sizeof q, "DELETE FROM index_user_id WHERE user_id=X'00000000000000000000000000000002'");
+	sql(stale_shard, q);
+
+	/* moving the entity to another user moves its index row */
+	bs_value_t moved, nu;
+	CHECK_OK(bs_value_copy(&moved, &bag));
+	CHECK_OK(bs_value_from_text(&nu, &def.props[0], "00000000000000000000000000000002"));
+	CHECK_OK(bs_map_set(&moved, "user_id", 7, &nu));
+	CHECK_OK(bs_put(st, &moved, NULL));
+	CHECK(sql_int(is, "SELECT COUNT(*) FROM index_user_id WHERE entity_id=X'71f0c4d2291844cca2df6f486e96e37c'") == 0,
+	      "old index row deleted");
+	CHECK(sql_int(stale_shard, "SELECT COUNT(*) FROM index_user_id WHERE user_id=X'00000000000000000000000000000002'"
+	                           " AND entity_id=X'71f0c4d2291844cca2df6f486e96e37c'") == 1,
+	      "new index row on the new value's shard");
+	CHECK_OK(bs_query(&r, st, "index_user_id", &c2, 1, 0));
+	CHECK(r.len == 1, "found under the new user (%zu)", r.len);
+	bs_result_free(&r);
+	CHECK_OK(bs_query(&r, st, "index_user_id", &c, 1, 0));
+	CHECK(r.len == 0, "gone from the old user (%zu)", r.len);
+	bs_result_free(&r);
+
+	/* conditional put: stale expectation refused, nothing written */
+	int64_t now_us;
+	bs_value_t cur_bag;
+	CHECK_OK(bs_get(&cur_bag, st, &id, &now_us, NULL));
+	CHECK_ERR(bs_put_if(st, &bag, now_us - 1), BS_ECONFLICT);
+	CHECK_ERR(bs_put_if(st, &bag, 0), BS_ECONFLICT);
+	bs_value_t after;
+	CHECK_OK(bs_get(&after, st, &id, NULL, NULL));
+	CHECK(bs_value_equal(&after, &moved), "refused put_if changed nothing");
+	bs_value_clear(&after);
+	CHECK_OK(bs_put_if(st, &bag, now_us));
+	CHECK_OK(bs_get(&after, st, &id, NULL, NULL));
+	CHECK(bs_value_equal(&after, &bag), "put_if with the current timestamp writes");
+	bs_value_clear(&after);
+	bs_value_clear(&cur_bag);
+
+	/* delete removes the entity and its index row */
+	CHECK_OK(bs_delete(st, &id));
+	CHECK_ERR(bs_get(&after, st, &id, NULL, NULL), BS_ENOTFOUND);
+	CHECK_ERR(bs_delete(st, &id), BS_ENOTFOUND);
+	long long left = 0;
+	for (int i = 0; i < cfg->nshards; i++)
+		left += sql_int(i, "SELECT COUNT(*) FROM index_user_id");
+	CHECK(left == 0, "no index rows left after delete (%lld)", left);
+
+	bs_value_clear(&moved);
+	bs_value_clear(&got);
+	bs_value_clear(&bag);
+	bs_value_clear(&c.value);
+	bs_value_clear(&c2.value);
+}
+
+static void test_errors(bs_store_t *st)
+{
+	bs_value_t bag, got;
+	bs_id_t id;
+	bs_result_t r;
+	bs_cond_t c = { "user_id", {0} };
+
+	bs_value_bin(&c.value, "0123456789abcdef", 16);
+	CHECK_ERR(bs_query(&r, st, "index_nope", &c, 1, 0), BS_ENOTFOUND);
+	CHECK(strstr(bs_last_error(), "index_nope") != NULL, "names the index: %s", bs_last_error());
+	bs_value_clear(&c.value);
+
+	/* a corrupt body planted by hand: get says so and names the shard */
+	CHECK_OK(bs_id_parse(&id, "0123456789abcdef0123456789abcdef"));
+	int s = bs_route_id(&id, cfg->nshards);
+	sql(s, "INSERT INTO entities (id, updated, body) VALUES "
+	       "(X'0123456789abcdef0123456789abcdef', NOW(6), X'789c0000')");
+	CHECK_ERR(bs_get(&got, st, &id, NULL, NULL), BS_ECORRUPT);
+	CHECK(strstr(bs_last_error(), cfg->shards[s].name) != NULL, "names the shard: %s", bs_last_error());
+	CHECK(sql_int(s, "SELECT COUNT(*) FROM entities WHERE id=X'0123456789abcdef0123456789abcdef'") == 1,
+	      "the corrupt row is still there");
+	/* a put over it still works: the old rows are the cleaner's */
+	bs_value_map(&bag);
+	bs_value_t v;
+	bs_value_bin(&v, id.b, 16);
+	bs_map_set(&bag, "id", 2, &v);
+	bs_value_str(&v, "fixed", 5);
+	bs_map_set(&bag, "title", 5, &v);
+	CHECK_OK(bs_put(st, &bag, NULL));
+	CHECK_OK(bs_get(&got, st, &id, NULL, NULL));
+	CHECK(bs_value_equal(&got, &bag), "overwritten");
+	bs_value_clear(&got);
+	bs_value_clear(&bag);
+
+	/* a bag without an id is refused before any shard is touched */
+	bs_value_map(&bag);
+	bs_value_str(&v, "x", 1);
+	bs_map_set(&bag, "title", 5, &v);
+	CHECK_ERR(bs_put(st, &bag, NULL), BS_EINVAL);
+	bs_value_clear(&bag);
+}
+
+static void test_fingerprint(void)
+{
+	/* the same shards listed in the other order: writes are refused */
+	bs_config_t *sw = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	fprintf(f, "shards:\n");
+	for (int i = cfg->nshards - 1; i >= 0; i--)
+		fprintf(f, "  - {name: %s, host: %s, port: %u, database: %s, user: %s}\n", cfg->shards[i].name,
+		        cfg->shards[i].host, cfg->shards[i].port, cfg->shards[i].database, cfg->shards[i].user);
+	fclose(f);
+	CHECK_OK(bs_config_parse(&sw, text, len, "swapped.yaml"));
+	bs_store_t *st = NULL;
+	CHECK_OK(bs_store_open(&st, sw));
+	bs_value_t bag;
+	CHECK_OK(bs_json_decode(&bag, seed_json, strlen(seed_json), "seed"));
+	CHECK_ERR(bs_put(st, &bag, NULL), BS_ECONFIG);
+	CHECK(strstr(bs_last_error(), "another shard list") != NULL, "says why: %s", bs_last_error());
+	CHECK_ERR(bs_init(st), BS_ECONFIG);
+	bs_value_clear(&bag);
+	bs_store_free(st);
+	bs_config_free(sw);
+	free(text);
+}
+
+static void test_unreachable(void)
+{
+	bs_config_t *bad = NULL;
+	const char *text = "shards:\n  - {name: gone, host: 127.0.0.1, port: 1, database: bagstore, user: root}\n"
+	                   "timeouts: {connect: 1, read: 1, write: 1}\n";
+	CHECK_OK(bs_config_parse(&bad, text, strlen(text), "gone.yaml"));
+	bs_store_t *st = NULL;
+	CHECK_OK(bs_store_open(&st, bad));
+	bs_id_t id;
+	bs_value_t got;
+	bs_id_generate(&id);
+	CHECK_ERR(bs_get(&got, st, &id, NULL, NULL), BS_EUNREACHABLE);
+	CHECK(strstr(bs_last_error(), "shard gone (127.0.0.1:1)") != NULL, "names the shard: %s", bs_last_error());
+	bs_shard_status_t ss[1];
+	CHECK_OK(bs_shard_status(ss, st));
+	CHECK(ss[0].state == BS_SHARD_DOWN && ss[0].error[0], "status reports it down: %s", ss[0].error);
+	bs_store_free(st);
+	bs_config_free(bad);
+}
+
+static void test_status_and_drop(bs_store_t *st)
+{
+	bs_shard_status_t ss[8];
+	CHECK_OK(bs_shard_status(ss, st));
+	for (int i = 0; i < cfg->nshards; i++) {
+		CHECK(ss[i].state == BS_SHARD_UP, "shard %d up (%s)", i, ss[i].error);
+		CHECK(ss[i].fingerprint_ok == 1, "shard %d fingerprint agrees", i);
+		CHECK(strstr(ss[i].version, "MariaDB") != NULL, "version %s", ss[i].version);
+	}
+	bs_index_t def;
+	CHECK_OK(bs_index_parse(&def, "index_title", "title:string(40),published:int", "title"));
+	CHECK_OK(bs_index_create(st, &def));
+	bs_index_list_t l;
+	CHECK_OK(bs_index_list(&l, st));
+	CHECK(l.len == 2, "two indexes listed (%d)", l.len);
+	bs_index_list_free(&l);
+	CHECK_OK(bs_index_drop(st, "index_title"));
+	for (int i = 0; i < cfg->nshards; i++)
+		CHECK(sql_int(i, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA=DATABASE()"
+		                 " AND TABLE_NAME='index_title'") == 0, "table dropped on shard %d", i);
+	CHECK_ERR(bs_index_drop(st, "index_title"), BS_ENOTFOUND);
+}
+
+int main(void)
+{
+	const char *path = getenv("BAGSTORE_TEST_CONFIG");
+	if (!path) {
+		printf("store: BAGSTORE_TEST_CONFIG is not set (tests/run.sh sets it)\nstore: 0 passed, 1 failed\n");
+		return 1;
+	}
+	if (bs_config_load(&cfg, path)) {
+		printf("config: %s\nstore: 0 passed, 1 failed\n", bs_last_error());
+		return 1;
+	}
+	bs_store_t *st = NULL;
+	CHECK_OK(bs_store_open(&st, cfg));
+	test_init(st);
+	test_seed(st);
+	test_errors(st);
+	test_fingerprint();
+	test_unreachable();
+	test_status_and_drop(st);
+	bs_store_free(st);
+	for (int i = 0; i < 8; i++)
+		if (raw[i])
+			mysql_close(raw[i]);
+	bs_config_free(cfg);
+	mysql_library_end();
+	return t_done("store");
+}

@@ -1,0 +1,136 @@
+/*
+ * main.c - the program's entry: global options, then a subcommand from
+ * cli_commands[] (cli.c), or the console on a terminal when none is given.
+ *
+ * Exit status: 0 success, 1 the operation failed, 2 usage or configuration
+ * error (see cli_exit_code). Errors go to stderr as "bagstore: MESSAGE",
+ * MESSAGE being the engine's last error, unchanged.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bagstore.h"
+#include "cli.h"
+#include "console.h"
+
+#ifndef BAGSTORE_VERSION
+#define BAGSTORE_VERSION "0.1.0"
+#endif
+
+static void report(int rc)
+{
+	const char *msg = bs_last_error();
+
+	fprintf(stderr, "bagstore: %s\n", msg[0] ? msg : bs_strerror(rc));
+}
+
+static int usage_error(const char *group, const char *fmt, const char *arg)
+{
+	fputs("bagstore: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	cli_print_usage(stderr, group);
+	return 2;
+}
+
+/* No subcommand: the console on a terminal, usage otherwise. */
+static int run_console(cli_ctx_t *ctx, int argc, char **argv)
+{
+	int rc;
+
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		fputs("bagstore: no command given\n", stderr);
+		cli_print_usage(stderr, NULL);
+		return 2;
+	}
+	if ((rc = cli_open(ctx)) < 0) {
+		report(rc);
+		return cli_exit_code(rc);
+	}
+	return bs_console_main(ctx->st, ctx->cfg, argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+	cli_ctx_t ctx;
+	const cli_cmd_t *cmd;
+	int i, rc, status;
+
+	memset(&ctx, 0, sizeof ctx);
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (a[0] != '-' || a[1] == '\0')
+			break;
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (strcmp(a, "-c") == 0) {
+			if (++i == argc)
+				return usage_error(NULL, "option %s needs a FILE", a);
+			ctx.config_path = argv[i];
+		} else if (strncmp(a, "-c", 2) == 0) {
+			ctx.config_path = a + 2;
+		} else if (strcmp(a, "--read-only") == 0) {
+			ctx.read_only = true;
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			cli_print_usage(stdout, NULL);
+			return 0;
+		} else if (strcmp(a, "--version") == 0) {
+			printf("bagstore %s\n", BAGSTORE_VERSION);
+			return 0;
+		} else {
+			return usage_error(NULL, "unknown option '%s'", a);
+		}
+	}
+
+	if (i == argc) {
+		status = run_console(&ctx, argc, argv);
+		goto done;
+	}
+
+	if (cli_is_group(argv[i])) {
+		const char *group = argv[i];
+		if (i + 1 == argc)
+			return usage_error(group, "%s: missing subcommand", group);
+		if (strcmp(argv[i + 1], "--help") == 0 || strcmp(argv[i + 1], "-h") == 0) {
+			cli_print_usage(stdout, group);
+			return 0;
+		}
+		if (!(cmd = cli_find(group, argv[i + 1]))) {
+			fprintf(stderr, "bagstore: %s: unknown subcommand '%s'\n", group, argv[i + 1]);
+			cli_print_usage(stderr, group);
+			return 2;
+		}
+		i += 2;
+	} else {
+		if (!(cmd = cli_find(NULL, argv[i])))
+			return usage_error(NULL, "unknown command '%s'", argv[i]);
+		i += 1;
+	}
+
+	ctx.cmd = cmd;
+	rc = cmd->run(&ctx, argc - i, argv + i);
+	status = cli_exit_code(rc);
+	if (rc < 0) {
+		report(rc);
+		if (ctx.show_usage) {
+			fputs("usage: ", stderr);
+			cli_print_usage_line(stderr, cmd);
+			fputc('\n', stderr);
+		}
+	}
+
+done:
+	/* Output that did not reach its reader is a failure too. */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "bagstore: writing to stdout: %s\n", strerror(errno));
+		if (status == 0)
+			status = 1;
+	}
+	cli_ctx_clear(&ctx);
+	return status;
+}
