@@ -47,6 +47,8 @@ BENCH_BIN  := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
 LIB := $(BUILD)/libbagstore.a
 BIN := $(BUILD)/bagstore
 
+.SECONDARY:
+
 .PHONY: all deps check asan valgrind bench demo install uninstall clean shards-stop fuzz
 
 all: deps-ok $(LIB) $(BIN) $(UNIT_BIN) $(BENCH_BIN)

@@ -12,7 +12,6 @@
  */
 #include "codec_internal.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <locale.h>
 #include <math.h>

@@ -59,8 +59,8 @@ t_fail() {
 	T_FAILED=$((T_FAILED + 1))
 	echo "FAIL: $1"
 	shift
-	for l in "$@"; do
-		printf '%s\n' "$l" | sed 's/^/    /'
+	for _t_l in "$@"; do
+		printf '%s\n' "$_t_l" | sed 's/^/    /'
 	done
 	if [ -n "$T_ERR" ]; then
 		echo "    stderr of the last command:"
@@ -85,11 +85,11 @@ t_contains() {
 }
 
 t_exit() {
-	want=$1 desc=$2
+	_t_want=$1 _t_desc=$2
 	shift 2
 	[ "${1:-}" = "--" ] && shift
 	if [ $# -eq 0 ]; then
-		t_fail "$desc" "t_exit: no command given"
+		t_fail "$_t_desc" "t_exit: no command given"
 		return 1
 	fi
 	t_tmp >/dev/null
@@ -102,18 +102,18 @@ t_exit() {
 	T_RC=$?
 	T_OUT=$(cat "$T_OUT_FILE")
 	T_ERR=$(cat "$T_ERR_FILE")
-	ok=""
-	case $want in
-	any) ok=1 ;;
-	!0) [ "$T_RC" != 0 ] && ok=1 ;;
-	*) [ "$T_RC" = "$want" ] && ok=1 ;;
+	_t_ok=""
+	case $_t_want in
+	any) _t_ok=1 ;;
+	!0) [ "$T_RC" != 0 ] && _t_ok=1 ;;
+	*) [ "$T_RC" = "$_t_want" ] && _t_ok=1 ;;
 	esac
-	if [ -n "$ok" ]; then
-		t_ok "$desc"
+	if [ -n "$_t_ok" ]; then
+		t_ok "$_t_desc"
 	else
-		extra=""
-		[ "$T_RC" = 124 ] && extra=" (timed out after ${T_TIMEOUT}s)"
-		t_fail "$desc" "command: $*" "expected exit: $want" "actual exit:   $T_RC$extra" \
+		_t_extra=""
+		[ "$T_RC" = 124 ] && _t_extra=" (timed out after ${T_TIMEOUT}s)"
+		t_fail "$_t_desc" "command: $*" "expected exit: $_t_want" "actual exit:   $T_RC$_t_extra" \
 			"stdout: $(printf '%s' "$T_OUT" | head -c 2000)"
 	fi
 }
@@ -128,12 +128,12 @@ t_port() {
 }
 
 t_sql() {
-	port=$(t_port "$1")
-	if [ -z "$port" ]; then
+	_t_port=$(t_port "$1")
+	if [ -z "$_t_port" ]; then
 		echo "t_sql: no shard $1 in $BAGSTORE_TEST_CONFIG" >&2
 		return 1
 	fi
-	timeout 30 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$port" -u root \
+	timeout 30 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$_t_port" -u root \
 		--connect-timeout=5 -N -B bagstore -e "$2"
 }
 

@@ -490,7 +490,7 @@ static void test_body_limits(void)
 {
 	size_t zlen, mplen;
 	uint8_t *z;
-	bs_value_t v, bag, x;
+	bs_value_t v, bag;
 	bs_bytes_t b = { 0 };
 
 	/* A bomb: 40 KB that inflates past 16 MiB. */
@@ -508,13 +508,11 @@ static void test_body_limits(void)
 	/* And encode agrees about the limit. */
 	CHECK_OK(bs_body_encode(&b, &v));
 	bs_bytes_free(&b);
-	bs_value_bin(&x, "", 0);
 	free(v.v.m.items[1].val.v.s.ptr);
 	v.v.m.items[1].val.v.s.ptr = calloc(1, BS_BODY_MAX_INFLATED - 27);
 	v.v.m.items[1].val.v.s.len = BS_BODY_MAX_INFLATED - 28;
 	CHECK_ERR(bs_body_encode(&b, &v), BS_EINVAL);
 	CHECK(b.ptr == NULL, "no output");
-	bs_value_clear(&x);
 	bs_value_clear(&v);
 	free(z);
 
@@ -711,7 +709,7 @@ static void test_yaml(void)
 		"- item", "? q", "[a]", "{a}", "*alias", "&anchor", "!tag", "%dir", "@x", "`x",
 		"'single'", "\"double\"", "---", "...", "a\nb", "trailing\n", "\ttab", "é ü 日本語", "🎉 emoji",
 		"back\\slash", "\x01ctl", "plain words", "key:", "http://x.com/a#b",
-		"\xc2\x85nel", "\xe2\x80\xa8ls", "\xef\xbb\xbf" "bom", "0", "-", "+1", "1_000", "0b101",
+		"\xc2\x85nel", "\xe2\x80\xa8ls", "\xef\xbb\xbf\x62om", "0", "-", "+1", "1_000", "0b101",
 		"2001-12-14", "=", "<<", "|", ">", "a, b", "a]", "multi\n\nline\n", "  ", "\r\n",
 	};
 	bs_value_t m, a, v;
@@ -890,6 +888,58 @@ static void test_yaml(void)
 	}
 }
 
+/* Strings glued from YAML's troublemakers, as keys and values: every one
+ * reads back as written. */
+static void test_yaml_random_strings(void)
+{
+	static const char *atoms[] = {
+		" ", ":", "#", "-", "?", "[", "]", "{", "}", ",", "&", "*", "!", "|", ">", "'", "\"",
+		"%", "@", "`", "\n", "\t", "\\", "~", ".", "0", "1", "9", "e", "E", "+", "x", "o",
+		"a", "null", "true", "No", "inf", "nan", "\xc3\xa9", "\xc2\x85", "\xe2\x80\xa8",
+		"\xef\xbb\xbf", "\r", "", "---", "...", "<<", "=", "\x7f", "\x01", "\xf0\x9f\x8e\x89",
+		"  ", "\n\n", "_", "0x", "0o", ".inf", "/",
+	};
+	uint32_t seed = 2009;
+	int failed = 0;
+
+	for (int it = 0; it < 10000 && failed < 5; it++) {
+		char buf[64], *out = NULL;
+		size_t n = 0;
+		bs_value_t m, s, arr, back;
+		int k;
+
+		seed = seed * 1103515245u + 12345u;
+		k = (int)((seed >> 16) % 6);
+		for (int j = 0; j < k; j++) {
+			const char *a;
+			size_t l;
+
+			seed = seed * 1103515245u + 12345u;
+			a = atoms[(seed >> 16) % (sizeof atoms / sizeof atoms[0])];
+			l = a[0] ? strlen(a) : 1; /* "" stands for a NUL byte */
+			memcpy(buf + n, a, l);
+			n += l;
+		}
+		bs_value_map(&m);
+		bs_value_array(&arr);
+		bs_value_str(&s, buf, n);
+		bs_array_push(&arr, &s);
+		bs_map_set(&m, "k", 1, &arr);
+		bs_value_str(&s, buf, n);
+		bs_map_set(&m, buf, n, &s);
+		if (bs_yaml_encode(&out, &m) != 0 ||
+		    bs_yaml_decode(&back, out, strlen(out), "r.yaml") != 0 || !bs_value_equal(&m, &back)) {
+			failed++;
+			CHECK(0, "random string %d does not round-trip (%s):\n%s", it, bs_last_error(),
+			      out ? out : "");
+		}
+		bs_value_clear(&back);
+		bs_value_clear(&m);
+		free(out);
+	}
+	CHECK(failed == 0, "random YAML strings");
+}
+
 int main(void)
 {
 	test_values();
@@ -900,5 +950,6 @@ int main(void)
 	test_body_limits();
 	test_json();
 	test_yaml();
+	test_yaml_random_strings();
 	return t_done("codec");
 }
