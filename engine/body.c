@@ -39,6 +39,10 @@ typedef struct {
 	bool zinit;
 	uint8_t *buf;
 	size_t cap;
+	/* encode's deflate state, kept too: deflateInit allocates ~256 KiB,
+	 * which cost a put more than its compression did */
+	z_stream ds;
+	bool dinit;
 } inflater_t;
 
 static pthread_key_t inflater_key;
@@ -53,6 +57,8 @@ static void inflater_free(void *p)
 		return;
 	if (in->zinit)
 		inflateEnd(&in->zs);
+	if (in->dinit)
+		deflateEnd(&in->ds);
 	free(in->buf);
 	free(in);
 }
@@ -206,6 +212,8 @@ done:
 
 int bs_body_encode(bs_bytes_t *out, const bs_value_t *bag)
 {
+	inflater_t *zt = NULL;
+	bool owned = false;
 	bs_bytes_t mp = { 0 };
 	bs_id_t id;
 	uLongf zlen;
@@ -221,19 +229,37 @@ int bs_body_encode(bs_bytes_t *out, const bs_value_t *bag)
 		              mp.len, BS_BODY_MAX_INFLATED >> 20);
 		goto done;
 	}
-	zlen = compressBound((uLong)mp.len);
+	if ((rc = inflater_get(&zt, &owned)) < 0)
+		goto done;
+	if (!zt->dinit) {
+		if (deflateInit(&zt->ds, BODY_ZLIB_LEVEL) != Z_OK) {
+			rc = bs_error(BS_ENOMEM, "deflateInit failed");
+			goto done;
+		}
+		zt->dinit = true;
+	} else if (deflateReset(&zt->ds) != Z_OK) {
+		rc = bs_error(BS_ERROR, "deflateReset failed");
+		goto done;
+	}
+	zlen = deflateBound(&zt->ds, (uLong)mp.len);
 	if (!(out->ptr = malloc(zlen))) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
 	out->cap = zlen;
-	zrc = compress2(out->ptr, &zlen, mp.ptr, (uLong)mp.len, BODY_ZLIB_LEVEL);
-	if (zrc != Z_OK) {
-		rc = bs_error(zrc == Z_MEM_ERROR ? BS_ENOMEM : BS_ERROR, "compress2 failed (%d)", zrc);
+	zt->ds.next_in = mp.ptr;
+	zt->ds.avail_in = (uInt)mp.len;
+	zt->ds.next_out = out->ptr;
+	zt->ds.avail_out = (uInt)zlen;
+	zrc = deflate(&zt->ds, Z_FINISH);
+	if (zrc != Z_STREAM_END) {
+		rc = bs_error(BS_ERROR, "deflate failed (%d)", zrc);
 		goto done;
 	}
-	out->len = zlen;
+	out->len = zlen - zt->ds.avail_out;
 done:
+	if (owned)
+		inflater_free(zt);
 	bs_bytes_free(&mp);
 	if (rc < 0)
 		bs_bytes_free(out);
