@@ -74,4 +74,7 @@ int bs__msgpack_append(bs_bytes_t *out, const bs_value_t *v);
 /* Copy of n bytes plus a NUL, or NULL. */
 char *bs__memdup0(const void *p, size_t n);
 
+/* The value of one hex digit, or -1 (id.c). */
+int bs__hexval(int c);
+
 #endif

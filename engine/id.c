@@ -9,7 +9,7 @@
 
 static const char hexdigits[] = "0123456789abcdef";
 
-static int hexval(int c)
+int bs__hexval(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -48,8 +48,8 @@ int bs__id_parse_n(bs_id_t *out, const char *s, size_t n)
 				return -1;
 			i++;
 		}
-		hi = hexval((unsigned char)s[i]);
-		lo = hexval((unsigned char)s[i + 1]);
+		hi = bs__hexval((unsigned char)s[i]);
+		lo = bs__hexval((unsigned char)s[i + 1]);
 		if (hi < 0 || lo < 0)
 			return -1;
 		id.b[k] = (uint8_t)(hi << 4 | lo);

@@ -79,6 +79,13 @@ int shard_fail(bs_store_t *st, int i, const char *what);
 /* Refuse writes when the shard's recorded fingerprint disagrees with ours
  * or the shard was never initialised. Checked once per connection. */
 int shard_check_writable(bs_store_t *st, int i);
+/* The identity a shard records in bagstore_meta (all zero when it records
+ * none; BS_ECONFIG when bagstore_meta does not exist). */
+typedef struct {
+	char fingerprint[64];
+	int index, count;
+} shard_meta_t;
+int shard_meta(shard_meta_t *out, bs_store_t *st, int i);
 
 /* Run fn(st, shard, arg) for each shard in `which` (NULL: all shards) at
  * once, each on its own thread using only its own shard's connection.
@@ -119,5 +126,15 @@ int index_row_for(const bs_value_t **vals, bs_value_t *tmps, const bs_index_t *i
 int index_row_decode(bs_value_t *vals, const bs_index_t *idx, MYSQL_ROW row, const unsigned long *lens);
 /* A value as an operator reads it: uuids dashed, bytes in hex. */
 void index_value_text(char *buf, size_t size, const bs_value_t *v);
+
+/* ------------------------------------------------------------ cleaner */
+
+/* The one promotion rule of DESIGN.md's index lifecycle (repair.c): a
+ * building index becomes ready once every shard's backfill job is done,
+ * the writers' catalog TTL has passed since its creation, and a repair pass
+ * has covered every entity updated since its creation minus that TTL.
+ * Waits out the rest of the TTL when needed. *promoted tells whether it is
+ * ready now (false, without error, while jobs are not done). */
+int index_promote(bool *promoted, bs_store_t *st, const char *name);
 
 #endif

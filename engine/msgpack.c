@@ -294,7 +294,7 @@ done:
 
 static int read_value(reader_t *r, bs_value_t *out, int depth)
 {
-	uint64_t n;
+	uint64_t n = 0; /* set by read_be before any use; silences -Wmaybe-uninitialized at -O2 */
 	uint8_t b;
 	int rc;
 

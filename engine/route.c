@@ -9,6 +9,7 @@
  * route by their mathematical (non-negative) residue.
  */
 #include "internal.h"
+#include "codec_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -166,17 +167,6 @@ int index_row_for(const bs_value_t **vals, bs_value_t *tmps, const bs_index_t *i
 	return bs_route_value(vals[idx->shard_on], &idx->props[idx->shard_on], nshards);
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int bs_value_from_text(bs_value_t *out, const bs_prop_t *prop, const char *text)
 {
 	char *end;
@@ -228,7 +218,7 @@ int bs_value_from_text(bs_value_t *out, const bs_prop_t *prop, const char *text)
 		if (!bytes)
 			return bs_error(BS_ENOMEM, "out of memory");
 		for (size_t i = 0; i < n / 2; i++) {
-			int hi = hexval(h[2 * i]), lo = hexval(h[2 * i + 1]);
+			int hi = bs__hexval(h[2 * i]), lo = bs__hexval(h[2 * i + 1]);
 			if (hi < 0 || lo < 0) {
 				free(bytes);
 				return bs_error(BS_EINVAL, "%s: \"%s\" is not hex bytes", prop->name, text);

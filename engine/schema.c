@@ -62,7 +62,6 @@ static int init_shard(bs_store_t *st, int i, void *p)
 {
 	struct init_arg *a = p;
 	bs_buf_t b = {0};
-	MYSQL_RES *res = NULL;
 	char label[192];
 	int rc = 0;
 
@@ -73,29 +72,17 @@ static int init_shard(bs_store_t *st, int i, void *p)
 		if ((rc = shard_exec(st, i, bs_schema_extra[k], strlen(bs_schema_extra[k]))))
 			goto done;
 
-	static const char q[] = "SELECT k, v FROM bagstore_meta WHERE k IN ('fingerprint','shard_index','shard_count')";
-	if ((rc = shard_query(&res, st, i, q, sizeof q - 1)))
+	shard_meta_t meta;
+	if ((rc = shard_meta(&meta, st, i)))
 		goto done;
-	MYSQL_ROW row;
-	char fp[64] = "", idx[32] = "", cnt[32] = "";
-	while ((row = mysql_fetch_row(res))) {
-		if (!row[0] || !row[1])
-			continue;
-		if (!strcmp(row[0], "fingerprint"))
-			snprintf(fp, sizeof fp, "%s", row[1]);
-		else if (!strcmp(row[0], "shard_index"))
-			snprintf(idx, sizeof idx, "%s", row[1]);
-		else
-			snprintf(cnt, sizeof cnt, "%s", row[1]);
-	}
-	if (fp[0]) {
-		if (strcmp(fp, a->fingerprint) != 0 || atoi(idx) != i) {
+	if (meta.fingerprint[0]) {
+		if (strcmp(meta.fingerprint, a->fingerprint) != 0 || meta.index != i) {
 			rc = bs_error(BS_ECONFIG,
-			              "%s already belongs to another shard list (fingerprint %s, position %s of %s); "
+			              "%s already belongs to another shard list (fingerprint %s, position %d of %d); "
 			              "this configuration's list is %s with it at position %d of %d: refusing to "
 			              "initialise it (resharding is not supported)",
-			              shard_label(label, sizeof label, &st->shards[i]), fp, idx, cnt,
-			              a->fingerprint, i, a->n);
+			              shard_label(label, sizeof label, &st->shards[i]), meta.fingerprint, meta.index,
+			              meta.count, a->fingerprint, i, a->n);
 		}
 		goto done;
 	}
@@ -108,8 +95,6 @@ static int init_shard(bs_store_t *st, int i, void *p)
 		goto done;
 	rc = shard_exec(st, i, b.ptr, b.len);
 done:
-	if (res)
-		mysql_free_result(res);
 	buf_free(&b);
 	return rc;
 }

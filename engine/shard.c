@@ -217,49 +217,61 @@ int shard_query(MYSQL_RES **out, bs_store_t *st, int i, const char *sql, size_t 
 	return 0;
 }
 
-int shard_check_writable(bs_store_t *st, int i)
+int shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 {
-	bs_shard_t *sh = &st->shards[i];
+	static const char q[] = "SELECT k, v FROM bagstore_meta WHERE k IN ('fingerprint','shard_index','shard_count')";
 	MYSQL_RES *res = NULL;
-	MYSQL *m;
 	char label[192];
+	MYSQL *m;
 	int rc;
 
+	memset(out, 0, sizeof *out);
 	if ((rc = shard_conn(&m, st, i)))
 		return rc;
-	if (sh->fp_state == 1)
-		return 0;
-	static const char q[] = "SELECT k, v FROM bagstore_meta WHERE k IN ('fingerprint','shard_index','shard_count')";
 	if (mysql_real_query(m, q, sizeof q - 1)) {
 		if (mysql_errno(m) == ER_NO_SUCH_TABLE)
 			return bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`",
-			                shard_label(label, sizeof label, sh));
+			                shard_label(label, sizeof label, &st->shards[i]));
 		return shard_fail(st, i, "reading bagstore_meta");
 	}
 	if (!(res = mysql_store_result(m)))
 		return shard_fail(st, i, "reading bagstore_meta");
-	char fp[64] = "", idx[32] = "?", cnt[32] = "?";
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res))) {
 		if (!row[0] || !row[1])
 			continue;
 		if (!strcmp(row[0], "fingerprint"))
-			snprintf(fp, sizeof fp, "%s", row[1]);
+			snprintf(out->fingerprint, sizeof out->fingerprint, "%s", row[1]);
 		else if (!strcmp(row[0], "shard_index"))
-			snprintf(idx, sizeof idx, "%s", row[1]);
+			out->index = atoi(row[1]);
 		else
-			snprintf(cnt, sizeof cnt, "%s", row[1]);
+			out->count = atoi(row[1]);
 	}
 	mysql_free_result(res);
-	if (!fp[0])
+	return 0;
+}
+
+int shard_check_writable(bs_store_t *st, int i)
+{
+	bs_shard_t *sh = &st->shards[i];
+	shard_meta_t meta;
+	char label[192];
+	int rc;
+
+	if (sh->conn && sh->fp_state == 1)
+		return 0;
+	if ((rc = shard_meta(&meta, st, i)))
+		return rc;
+	if (!meta.fingerprint[0])
 		return bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`",
 		                shard_label(label, sizeof label, sh));
-	if (strcmp(fp, st->fingerprint) != 0 || atoi(idx) != i)
+	if (strcmp(meta.fingerprint, st->fingerprint) != 0 || meta.index != i)
 		return bs_error(BS_ECONFIG,
-		                "%s belongs to another shard list (fingerprint %s, position %s of %s), "
+		                "%s belongs to another shard list (fingerprint %s, position %d of %d), "
 		                "but this configuration's list is %s with it at position %d of %d: "
 		                "refusing to write (the order of shards is part of the data's identity)",
-		                shard_label(label, sizeof label, sh), fp, idx, cnt, st->fingerprint, i, st->n);
+		                shard_label(label, sizeof label, sh), meta.fingerprint, meta.index, meta.count,
+		                st->fingerprint, i, st->n);
 	sh->fp_state = 1;
 	return 0;
 }
