@@ -227,6 +227,9 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 	for (int i = 0; i < st->n; i++)
 		if (any[i])
 			empty = false;
+	/* Always building first: writers that cached the catalog do not know
+	 * the index yet. The cleaner's backfill jobs are queued here; it marks
+	 * the index ready by the one rule of index_promote. */
 	bs_index_format_on(on, sizeof on, def);
 	buf_reset(&b);
 	buf_puts(&b, "INSERT INTO bagstore_indexes (name, on_spec, shard_on, state) VALUES ('");
@@ -235,10 +238,16 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 	buf_puts(&b, on);
 	buf_puts(&b, "','");
 	buf_puts(&b, def->props[def->shard_on].name);
-	buf_puts(&b, empty ? "','ready')" : "','building')");
+	buf_puts(&b, "','building')");
 	if ((rc = buf_ok(&b)) || (rc = exec_everywhere(st, b.ptr, b.len)))
 		goto done;
 	catalog_invalidate(st);
+	if ((rc = bs_backfill_queue(st, def->name)))
+		goto done;
+	/* On an empty store the backfill is instant: build it here, which waits
+	 * out the catalog TTL and repairs what writers wrote meanwhile. */
+	if (empty)
+		rc = bs_cleaner_backfill(st, def->name, NULL);
 done:
 	free(any);
 	free(ddl);

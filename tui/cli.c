@@ -10,6 +10,7 @@
  * and maps the code with cli_exit_code().
  */
 #include "cli.h"
+#include "cli_cleaner.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -1198,6 +1199,7 @@ const cli_cmd_t cli_commands[] = {
 	 "disable an index, then drop its tables on every shard",
 	 "  --yes    required; without it, says what would be dropped and exits 2\n",
 	 true},
+	CLI_CLEANER_COMMANDS
 	{NULL, NULL, NULL, NULL, NULL, NULL, false},
 };
 

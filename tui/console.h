@@ -13,4 +13,8 @@
  * Returns the process's exit status. */
 int bs_console_main(bs_store_t *st, const bs_config_t *cfg, int argc, char **argv);
 
+/* Is `arg` one of the console's own options (--headless SCRIPT, --dump-dir
+ * DIR, --refresh SECS, --timeout SECS)? 2 when it takes a value, 0 when it
+ * is not the console's. main.c lets them through; the console reads argv. */
+int bs_console_option(const char *arg);
 #endif

@@ -35,12 +35,15 @@ static int usage_error(const char *group, const char *fmt, const char *arg)
 	return 2;
 }
 
+/* Set by --headless (console.h): the console runs without a terminal. */
+static bool console_headless;
+
 /* No subcommand: the console on a terminal, usage otherwise. */
 static int run_console(cli_ctx_t *ctx, int argc, char **argv)
 {
 	int rc;
 
-	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+	if (!console_headless && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
 		fputs("bagstore: no command given\n", stderr);
 		cli_print_usage(stderr, NULL);
 		return 2;
@@ -76,6 +79,11 @@ int main(int argc, char **argv)
 			ctx.config_path = a + 2;
 		} else if (strcmp(a, "--read-only") == 0) {
 			ctx.read_only = true;
+		} else if (bs_console_option(a) == 2) {
+			/* the console's own option; bs_console_main reads it from argv */
+			if (++i == argc)
+				return usage_error(NULL, "option %s needs a value", a);
+			console_headless |= strcmp(a, "--headless") == 0;
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			cli_print_usage(stdout, NULL);
 			return 0;

@@ -1,0 +1,801 @@
+/*
+ * backfill.c - running backfill jobs: one index on one source shard,
+ * walking `entities` by added_id in keyset chunks, decoding bodies and
+ * upserting index rows in multi-row batches to the shards that own them.
+ *
+ * A job runs on its own thread with two stores of its own: the source
+ * store reads the next chunk while the target store writes the current one
+ * (one thread per target shard), so reading, decoding and writing overlap.
+ * The job's GET_LOCK lives on the source store's connection; the checkpoint
+ * after every chunk is an UPDATE that only matches while that connection
+ * still holds the lock and the job is still running, which is how pause,
+ * cancel and a lost lock are noticed within one chunk.
+ *
+ * Rows are written with ON DUPLICATE KEY UPDATE entity_id=entity_id: a
+ * backfill never overwrites a row a writer wrote (the post-backfill repair
+ * covers the entities a writer changed since the index was created).
+ */
+#include "cleaner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_START 2000
+#define CHUNK_MIN 100
+#define CHUNK_MAX 100000
+#define ROWS_PER_INSERT 2000
+#define RATE_WINDOW_S 10.0
+#define RATE_SAMPLES 64
+
+/* What one attempt at a job ended with. */
+enum outcome { OUT_DONE, OUT_PAUSED, OUT_CANCELLED, OUT_FAILED, OUT_BUSY, OUT_WAIT, OUT_LOST, OUT_STOP };
+
+/* One index row of a chunk: a sort key (the row's primary key, roughly:
+ * the first property's bytes, then the entity id) and its VALUES text. */
+typedef struct {
+	uint8_t key[40];
+	uint32_t off, len; /* in the target's text buffer */
+} crow_t;
+
+typedef struct {
+	bs_buf_t *sql;      /* per target shard: the INSERT statements */
+	bs_buf_t *text;     /* per target shard: "(v,...,id)" of each row */
+	crow_t **rowv;      /* per target shard */
+	size_t *rowcap;
+	int64_t *rows;      /* per target shard, rows in sql */
+	int64_t scanned, written, last_id;
+} chunk_t;
+
+static void chunk_free(chunk_t *c, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (c->sql)
+			buf_free(&c->sql[i]);
+		if (c->text)
+			buf_free(&c->text[i]);
+		if (c->rowv)
+			free(c->rowv[i]);
+	}
+	free(c->sql);
+	free(c->text);
+	free(c->rowv);
+	free(c->rowcap);
+	free(c->rows);
+	memset(c, 0, sizeof *c);
+}
+
+static int chunk_init(chunk_t *c, int n)
+{
+	memset(c, 0, sizeof *c);
+	c->sql = calloc((size_t)n, sizeof *c->sql);
+	c->text = calloc((size_t)n, sizeof *c->text);
+	c->rowv = calloc((size_t)n, sizeof *c->rowv);
+	c->rowcap = calloc((size_t)n, sizeof *c->rowcap);
+	c->rows = calloc((size_t)n, sizeof *c->rows);
+	if (!c->sql || !c->text || !c->rowv || !c->rowcap || !c->rows) {
+		chunk_free(c, n);
+		return bs_error(BS_ENOMEM, "out of memory for a backfill chunk");
+	}
+	return 0;
+}
+
+static void chunk_reset(chunk_t *c, int n)
+{
+	for (int i = 0; i < n; i++) {
+		buf_reset(&c->sql[i]);
+		buf_reset(&c->text[i]);
+		c->rows[i] = 0;
+	}
+	c->scanned = c->written = 0;
+}
+
+/* A byte string that sorts as the column does, near enough for locality. */
+static void sort_key(uint8_t key[24], const bs_value_t *v)
+{
+	memset(key, 0, 24);
+	switch (v->type) {
+	case BS_STR:
+	case BS_BIN:
+		memcpy(key, v->v.s.ptr, v->v.s.len < 24 ? v->v.s.len : 24);
+		break;
+	case BS_INT: {
+		uint64_t u = (uint64_t)v->v.i ^ (1ull << 63);
+		for (int k = 0; k < 8; k++)
+			key[k] = (uint8_t)(u >> (56 - 8 * k));
+		break;
+	}
+	case BS_FLOAT: {
+		uint64_t u;
+		memcpy(&u, &v->v.f, 8);
+		u = (u >> 63) ? ~u : u | (1ull << 63);
+		for (int k = 0; k < 8; k++)
+			key[k] = (uint8_t)(u >> (56 - 8 * k));
+		break;
+	}
+	case BS_BOOL:
+		key[0] = v->v.b;
+		break;
+	default:
+		break;
+	}
+}
+
+static int chunk_add(chunk_t *c, int t, const bs_index_t *idx, const bs_value_t *const *vals,
+                     const void *id)
+{
+	bs_buf_t *b = &c->text[t];
+	if ((size_t)c->rows[t] == c->rowcap[t]) {
+		size_t cap = c->rowcap[t] ? c->rowcap[t] * 2 : 1024;
+		crow_t *r = realloc(c->rowv[t], cap * sizeof *r);
+		if (!r)
+			return bs_error(BS_ENOMEM, "out of memory for a backfill chunk");
+		c->rowv[t] = r;
+		c->rowcap[t] = cap;
+	}
+	crow_t *r = &c->rowv[t][c->rows[t]++];
+	sort_key(r->key, vals[0]);
+	memcpy(r->key + 24, id, 16);
+	r->off = (uint32_t)b->len;
+	buf_puts(b, "(");
+	for (int k = 0; k < idx->nprops; k++) {
+		buf_value(b, vals[k], &idx->props[k]);
+		buf_puts(b, ",");
+	}
+	buf_hex(b, id, 16);
+	buf_puts(b, ")");
+	r->len = (uint32_t)(b->len - r->off);
+	c->written++;
+	return 0;
+}
+
+static int crow_cmp(const void *a, const void *b)
+{
+	return memcmp(((const crow_t *)a)->key, ((const crow_t *)b)->key, 40);
+}
+
+/* Rows of each target in key order, as multi-row INSERTs: sorted rows fill
+ * InnoDB's pages in order, which is most of the write's cost. */
+static void chunk_emit(chunk_t *c, int n, const bs_index_t *idx)
+{
+	for (int t = 0; t < n; t++) {
+		bs_buf_t *b = &c->sql[t];
+		if (!c->rows[t])
+			continue;
+		qsort(c->rowv[t], (size_t)c->rows[t], sizeof *c->rowv[t], crow_cmp);
+		for (int64_t k = 0; k < c->rows[t]; k++) {
+			const crow_t *r = &c->rowv[t][k];
+			if (k % ROWS_PER_INSERT == 0) {
+				if (k)
+					buf_puts(b, " ON DUPLICATE KEY UPDATE entity_id=entity_id;");
+				buf_puts(b, "INSERT INTO ");
+				buf_ident(b, idx->name);
+				buf_puts(b, " (");
+				for (int p = 0; p < idx->nprops; p++) {
+					buf_ident(b, idx->props[p].name);
+					buf_puts(b, ",");
+				}
+				buf_puts(b, "entity_id) VALUES ");
+			} else {
+				buf_puts(b, ",");
+			}
+			buf_putn(b, c->text[t].ptr + r->off, r->len);
+		}
+		buf_puts(b, " ON DUPLICATE KEY UPDATE entity_id=entity_id");
+	}
+}
+
+/* Read the chunk after `after` on the source shard and build its index rows. */
+static int chunk_read(chunk_t *c, bs_store_t *st, int shard, const bs_index_t *idx,
+                      int64_t after, int64_t max_id, int64_t limit)
+{
+	bs_buf_t q = {0};
+	MYSQL_RES *res = NULL;
+	int rc;
+	chunk_reset(c, st->n);
+	c->last_id = after;
+	if (after >= max_id)
+		return 0;
+	buf_printf(&q, "SELECT added_id, id, body FROM entities WHERE added_id>%lld AND added_id<=%lld"
+	               " ORDER BY added_id LIMIT %lld", (long long)after, (long long)max_id, (long long)limit);
+	if ((rc = buf_ok(&q)) || (rc = shard_query(&res, st, shard, q.ptr, q.len)))
+		goto done;
+	MYSQL_ROW row;
+	while ((row = mysql_fetch_row(res))) {
+		unsigned long *lens = mysql_fetch_lengths(res);
+		bs_value_t bag;
+		const bs_value_t *vals[BS_INDEX_MAX_PROPS];
+		bs_value_t tmps[BS_INDEX_MAX_PROPS];
+		c->scanned++;
+		c->last_id = strtoll(row[0], NULL, 10);
+		if (!row[1] || lens[1] != 16 || !row[2] ||
+		    bs_body_decode(&bag, (const uint8_t *)row[2], lens[2]))
+			continue; /* corrupt: no row; verify reports it */
+		int t = index_row_for(vals, tmps, idx, &bag, st->n, NULL);
+		if (t >= 0 && !rc)
+			rc = chunk_add(c, t, idx, vals, row[1]);
+		for (int k = 0; t >= 0 && k < idx->nprops; k++)
+			if (vals[k] == &tmps[k])
+				bs_value_clear(&tmps[k]);
+		bs_value_clear(&bag);
+	}
+	for (int i = 0; i < st->n && !rc; i++)
+		rc = buf_ok(&c->text[i]);
+	if (!rc)
+		chunk_emit(c, st->n, idx);
+	for (int i = 0; i < st->n && !rc; i++)
+		rc = buf_ok(&c->sql[i]);
+done:
+	if (res)
+		mysql_free_result(res);
+	buf_free(&q);
+	return rc;
+}
+
+static int write_on(bs_store_t *st, int i, void *p)
+{
+	chunk_t *c = p;
+	int rc;
+	if (!c->sql[i].len)
+		return 0;
+	if ((rc = shard_check_writable(st, i)))
+		return rc;
+	return shard_exec(st, i, c->sql[i].ptr, c->sql[i].len);
+}
+
+typedef struct {
+	bs_store_t *st;
+	chunk_t *c;
+	bool *which;
+	int rc;
+	char msg[1024];
+} writer_t;
+
+static void *writer_thread(void *p)
+{
+	writer_t *w = p;
+	mysql_thread_init();
+	bs_error_clear();
+	w->rc = shard_each(w->st, w->which, write_on, w->c, NULL);
+	if (w->rc)
+		snprintf(w->msg, sizeof w->msg, "%s", bs_last_error());
+	mysql_thread_end();
+	return NULL;
+}
+
+typedef struct {
+	const bs_config_t *cfg;
+	const char *index;
+	int shard;
+	const bs_cleaner_opts_t *opts;
+	pthread_mutex_t *progress_lock;
+	bool daemon;            /* return on busy/paused/wait instead of waiting */
+	/* kept across attempts */
+	bs_store_t *src, *dst;
+	throttle_t *thr;
+	char lock[65];
+	char host[64];
+	int pid;
+	/* the job as this worker sees it */
+	bs_job_t job;
+	int64_t index_created_us;
+	double samp_t[RATE_SAMPLES];
+	int64_t samp_n[RATE_SAMPLES];
+	int nsamp;
+	/* result */
+	enum outcome out;
+	int rc;
+	char msg[1024];
+} runner_t;
+
+/* ------------------------------------------------------------ job row */
+
+static int src_exec(runner_t *r, bs_buf_t *b)
+{
+	int rc = buf_ok(b);
+	if (!rc)
+		rc = shard_exec(r->src, r->shard, b->ptr, b->len);
+	return rc;
+}
+
+/* Run a job-row UPDATE; *matched gets the rows it matched. */
+static int src_count(runner_t *r, bs_buf_t *b, int64_t *matched)
+{
+	return exec_count(matched, r->src, r->shard, b);
+}
+
+static void where_mine(runner_t *r, bs_buf_t *b)
+{
+	buf_puts(b, " WHERE index_name=");
+	buf_hex(b, r->index, strlen(r->index));
+	buf_puts(b, " AND state IN ('running','throttled') AND IS_USED_LOCK('");
+	buf_puts(b, r->lock);
+	buf_puts(b, "')=CONNECTION_ID()");
+}
+
+static double rate_now(runner_t *r, double now)
+{
+	if (r->nsamp < 2)
+		return 0;
+	int last = (r->nsamp - 1) % RATE_SAMPLES, first = last;
+	/* the oldest sample within the window */
+	for (int k = 1; k < r->nsamp && k < RATE_SAMPLES; k++) {
+		int s = (r->nsamp - 1 - k) % RATE_SAMPLES;
+		if (now - r->samp_t[s] > RATE_WINDOW_S)
+			break;
+		first = s;
+	}
+	double dt = r->samp_t[last] - r->samp_t[first];
+	return dt > 0 ? (double)(r->samp_n[last] - r->samp_n[first]) / dt : 0;
+}
+
+static void sample(runner_t *r)
+{
+	int s = r->nsamp % RATE_SAMPLES;
+	r->samp_t[s] = bs_now_mono();
+	r->samp_n[s] = r->job.rows_scanned;
+	r->nsamp++;
+	r->job.rate = rate_now(r, r->samp_t[s]);
+	r->job.eta_s = r->job.rate > 0 ? (double)(r->job.rows_total > r->job.rows_scanned
+	                                          ? r->job.rows_total - r->job.rows_scanned : 0) / r->job.rate
+	                                : -1;
+}
+
+static void report(runner_t *r)
+{
+	if (!r->opts || !r->opts->progress)
+		return;
+	r->job.heartbeat_us = bs_now_us();
+	snprintf(r->job.worker_host, sizeof r->job.worker_host, "%s", r->host);
+	r->job.worker_pid = r->pid;
+	if (r->progress_lock)
+		pthread_mutex_lock(r->progress_lock);
+	r->opts->progress(r->opts->ctx, &r->job);
+	if (r->progress_lock)
+		pthread_mutex_unlock(r->progress_lock);
+}
+
+/* Say why the job waits (best effort: the source may be the one down).
+ * Returns the rows matched: 0 when the job is no longer ours to run. */
+static int64_t say_throttled(runner_t *r, const char *why)
+{
+	bs_buf_t b = {0};
+	int64_t matched = 0;
+	r->job.state = BS_JOB_THROTTLED;
+	snprintf(r->job.reason, sizeof r->job.reason, "%s", why);
+	buf_puts(&b, "UPDATE bagstore_jobs SET state='throttled', heartbeat=NOW(6), reason=");
+	buf_hex(&b, r->job.reason, strlen(r->job.reason));
+	where_mine(r, &b);
+	src_count(r, &b, &matched);
+	buf_free(&b);
+	bs_error_clear();
+	report(r);
+	return matched;
+}
+
+/* The checkpoint matched nothing: why? */
+static enum outcome why_not_mine(runner_t *r)
+{
+	bs_job_t j;
+	if (job_read(&j, NULL, r->src, r->shard, r->index)) {
+		if (bs_last_error_code() == BS_ENOTFOUND) {
+			snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s: job removed",
+			         r->index, r->src->shards[r->shard].conf->name);
+			return OUT_CANCELLED;
+		}
+		return OUT_WAIT;
+	}
+	r->job.state = j.state;
+	snprintf(r->job.reason, sizeof r->job.reason, "%s", j.reason);
+	switch (j.state) {
+	case BS_JOB_PAUSED:
+		return OUT_PAUSED;
+	case BS_JOB_CANCELLED:
+		return OUT_CANCELLED;
+	case BS_JOB_DONE:
+		return OUT_DONE;
+	case BS_JOB_FAILED:
+		snprintf(r->msg, sizeof r->msg, "%s", j.reason);
+		return OUT_FAILED;
+	default:
+		return OUT_LOST; /* another worker holds it now */
+	}
+}
+
+static void release_lock(runner_t *r)
+{
+	bs_buf_t b = {0};
+	if (r->src->shards[r->shard].conn) {
+		buf_printf(&b, "DO RELEASE_LOCK('%s')", r->lock);
+		src_exec(r, &b);
+	}
+	buf_free(&b);
+	bs_error_clear();
+}
+
+/* ------------------------------------------------------------ one attempt */
+
+static enum outcome fail_with(runner_t *r, int rc)
+{
+	r->rc = rc;
+	snprintf(r->msg, sizeof r->msg, "%s", bs_last_error());
+	return cleaner_transient(rc) ? OUT_WAIT : OUT_FAILED;
+}
+
+static enum outcome attempt(runner_t *r)
+{
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	chunk_t cur = {0}, next = {0};
+	bs_index_t idx;
+	bool *which = NULL;
+	enum outcome out = OUT_FAILED;
+	int rc;
+	const char *sname = r->src->shards[r->shard].conf->name;
+
+	r->rc = 0;
+	r->msg[0] = '\0';
+	if ((rc = chunk_init(&cur, r->src->n)) || (rc = chunk_init(&next, r->src->n)) ||
+	    !(which = calloc((size_t)r->src->n, sizeof *which))) {
+		out = fail_with(r, rc ? rc : bs_error(BS_ENOMEM, "out of memory"));
+		goto done;
+	}
+
+	/* claim */
+	buf_printf(&b, "SELECT IF(IS_USED_LOCK('%s')=CONNECTION_ID(),1,GET_LOCK('%s',0))", r->lock, r->lock);
+	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, r->src, r->shard, b.ptr, b.len))) {
+		out = fail_with(r, rc);
+		goto done;
+	}
+	MYSQL_ROW row = mysql_fetch_row(res);
+	bool got = row && row[0] && !strcmp(row[0], "1");
+	mysql_free_result(res);
+	res = NULL;
+	if ((rc = job_read(&r->job, &r->index_created_us, r->src, r->shard, r->index))) {
+		out = fail_with(r, rc);
+		goto done;
+	}
+	if (r->job.state == BS_JOB_DONE) {
+		out = OUT_DONE;
+		goto done;
+	}
+	if (r->job.state == BS_JOB_CANCELLED) {
+		snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s was cancelled", r->index, sname);
+		out = OUT_CANCELLED;
+		goto done;
+	}
+	if (r->job.state == BS_JOB_FAILED) {
+		snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s failed: %s", r->index, sname, r->job.reason);
+		out = OUT_FAILED;
+		goto done;
+	}
+	if (r->job.state == BS_JOB_PAUSED) {
+		out = OUT_PAUSED;
+		goto done;
+	}
+	if (!got) {
+		out = OUT_BUSY;
+		goto done;
+	}
+	/* the index must still be the one the job was queued for */
+	if ((rc = bs_index_get(&idx, r->dst, r->index))) {
+		if (rc == BS_ENOTFOUND) {
+			snprintf(r->msg, sizeof r->msg, "backfill of %s: the index is gone", r->index);
+			out = OUT_CANCELLED;
+		} else {
+			out = fail_with(r, rc);
+		}
+		goto done;
+	}
+	if (idx.state == BS_INDEX_DISABLED || idx.created_us != r->index_created_us) {
+		buf_reset(&b);
+		buf_puts(&b, "UPDATE bagstore_jobs SET state='cancelled', reason='the index was disabled or re-created'"
+		             " WHERE index_name=");
+		buf_hex(&b, r->index, strlen(r->index));
+		src_exec(r, &b);
+		snprintf(r->msg, sizeof r->msg, "backfill of %s: the index was disabled or re-created", r->index);
+		out = OUT_CANCELLED;
+		goto done;
+	}
+	/* the high-water mark and total, fixed when the job first starts */
+	if (r->job.max_id < 0) {
+		static const char q[] = "SELECT COALESCE(MAX(added_id),0), COUNT(*) FROM entities";
+		if ((rc = shard_query(&res, r->src, r->shard, q, sizeof q - 1))) {
+			out = fail_with(r, rc);
+			goto done;
+		}
+		row = mysql_fetch_row(res);
+		r->job.max_id = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
+		r->job.rows_total = row && row[1] ? strtoll(row[1], NULL, 10) : 0;
+		mysql_free_result(res);
+		res = NULL;
+	}
+	buf_reset(&b);
+	buf_printf(&b, "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6),"
+	               " started=COALESCE(started,NOW(6)), max_id=%lld, rows_total=%lld, worker_pid=%d, worker_host=",
+	           (long long)r->job.max_id, (long long)r->job.rows_total, r->pid);
+	buf_hex(&b, r->host, strlen(r->host));
+	buf_puts(&b, " WHERE index_name=");
+	buf_hex(&b, r->index, strlen(r->index));
+	buf_puts(&b, " AND state IN ('queued','running','throttled')");
+	int64_t matched = 0;
+	if ((rc = src_count(r, &b, &matched))) {
+		out = fail_with(r, rc);
+		goto done;
+	}
+	if (matched == 0) {
+		out = why_not_mine(r);
+		goto done;
+	}
+	r->job.state = BS_JOB_RUNNING;
+	r->job.reason[0] = '\0';
+	r->nsamp = 0;
+	sample(r);
+	report(r);
+
+	bool slow = bs_fault("slow_chunk");
+	int64_t chunk = slow ? CHUNK_MIN : r->job.chunk > 0 ? r->job.chunk : CHUNK_START;
+	if ((rc = chunk_read(&cur, r->src, r->shard, &idx, r->job.cursor, r->job.max_id, chunk))) {
+		out = fail_with(r, rc);
+		goto done;
+	}
+	while (cur.scanned > 0) {
+		if (r->opts && r->opts->stop && *r->opts->stop) {
+			out = OUT_STOP;
+			goto done;
+		}
+		/* throttle: load on every shard this chunk touches */
+		for (int i = 0; i < r->src->n; i++)
+			which[i] = cur.rows[i] > 0 || i == r->shard;
+		int level;
+		char why[256];
+		if ((rc = throttle_check(&level, why, sizeof why, r->thr, r->dst, which))) {
+			char m[512];
+			snprintf(m, sizeof m, "waiting: %s", bs_last_error());
+			say_throttled(r, m);
+			out = fail_with(r, rc);
+			goto done;
+		}
+		if (level == 2) {
+			char m[256];
+			snprintf(m, sizeof m, "stopped: %.140s (resume with `bagstore backfill resume %.64s`)", why, r->index);
+			buf_reset(&b);
+			buf_puts(&b, "UPDATE bagstore_jobs SET state='failed', heartbeat=NOW(6), reason=");
+			buf_hex(&b, m, strlen(m));
+			where_mine(r, &b);
+			src_exec(r, &b);
+			r->job.state = BS_JOB_FAILED;
+			snprintf(r->job.reason, sizeof r->job.reason, "%s", m);
+			snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s %s", r->index, sname, m);
+			report(r);
+			out = OUT_FAILED;
+			goto done;
+		}
+		if (level == 1) {
+			if (say_throttled(r, why) == 0) {
+				out = why_not_mine(r);
+				goto done;
+			}
+			cleaner_sleep(0.5, r->opts ? r->opts->stop : NULL);
+			continue;
+		}
+
+		double t0 = bs_now_mono();
+		if (slow) /* fault point: small, slow chunks, for tests that interrupt a backfill */
+			cleaner_sleep(0.05, NULL);
+		writer_t w = { r->dst, &cur, which, 0, "" };
+		pthread_t tid;
+		bool threaded = pthread_create(&tid, NULL, writer_thread, &w) == 0;
+		if (!threaded)
+			writer_thread(&w);
+		int rrc = chunk_read(&next, r->src, r->shard, &idx, cur.last_id, r->job.max_id, chunk);
+		char rmsg[1024];
+		snprintf(rmsg, sizeof rmsg, "%s", bs_last_error());
+		if (threaded)
+			pthread_join(tid, NULL);
+		if (w.rc) {
+			bs_error(w.rc, "%s", w.msg);
+			char m[1100];
+			snprintf(m, sizeof m, "waiting for a shard: %s", w.msg);
+			if (cleaner_transient(w.rc))
+				say_throttled(r, m);
+			bs_error(w.rc, "%s", w.msg);
+			out = fail_with(r, w.rc);
+			goto done;
+		}
+		/* checkpoint */
+		r->job.cursor = cur.last_id;
+		r->job.rows_scanned += cur.scanned;
+		r->job.rows_written += cur.written;
+		sample(r);
+		double elapsed = bs_now_mono() - t0;
+		double target = r->cfg->cleaner.chunk_time > 0 ? r->cfg->cleaner.chunk_time : 0.5;
+		if (cur.scanned >= chunk && elapsed > 0) {
+			double f = target / elapsed;
+			f = f < 0.5 ? 0.5 : f > 2 ? 2 : f;
+			chunk = (int64_t)((double)chunk * f);
+			chunk = chunk < CHUNK_MIN ? CHUNK_MIN : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
+		}
+		if (slow)
+			chunk = CHUNK_MIN;
+		r->job.chunk = chunk;
+		buf_reset(&b);
+		buf_printf(&b, "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6), cursor_id=%lld,"
+		               " rows_scanned=%lld, rows_written=%lld, rate=%.3f, chunk=%lld",
+		           (long long)r->job.cursor, (long long)r->job.rows_scanned, (long long)r->job.rows_written,
+		           r->job.rate, (long long)chunk);
+		where_mine(r, &b);
+		if ((rc = src_count(r, &b, &matched))) {
+			out = fail_with(r, rc);
+			goto done;
+		}
+		if (matched == 0) {
+			out = why_not_mine(r);
+			goto done;
+		}
+		r->job.state = BS_JOB_RUNNING;
+		r->job.reason[0] = '\0';
+		report(r);
+		if (rrc) {
+			bs_error(rrc, "%s", rmsg);
+			out = fail_with(r, rrc);
+			goto done;
+		}
+		chunk_t t = cur;
+		cur = next;
+		next = t;
+	}
+	buf_reset(&b);
+	buf_printf(&b, "UPDATE bagstore_jobs SET state='done', reason='', heartbeat=NOW(6), finished=NOW(6),"
+	               " cursor_id=GREATEST(cursor_id,max_id), rows_scanned=%lld, rows_written=%lld, rate=%.3f",
+	           (long long)r->job.rows_scanned, (long long)r->job.rows_written, r->job.rate);
+	where_mine(r, &b);
+	if ((rc = src_count(r, &b, &matched))) {
+		out = fail_with(r, rc);
+		goto done;
+	}
+	if (matched == 0) {
+		out = why_not_mine(r);
+		goto done;
+	}
+	r->job.state = BS_JOB_DONE;
+	r->job.eta_s = 0;
+	report(r);
+	out = OUT_DONE;
+done:
+	if (out != OUT_WAIT || r->src->shards[r->shard].conn)
+		release_lock(r);
+	if (res)
+		mysql_free_result(res);
+	chunk_free(&cur, r->src->n);
+	chunk_free(&next, r->src->n);
+	free(which);
+	buf_free(&b);
+	return out;
+}
+
+/* Run a job until it ends (done, cancelled, failed) or, for the daemon,
+ * until someone else has it or it cannot go on now. */
+static void *runner_thread(void *p)
+{
+	runner_t *r = p;
+	int rc;
+	mysql_thread_init();
+	bs_error_clear();
+	cleaner_worker_id(r->host, &r->pid);
+	if ((rc = bs_store_open(&r->src, r->cfg)) || (rc = bs_store_open(&r->dst, r->cfg)) ||
+	    (rc = throttle_new(&r->thr, r->cfg))) {
+		r->out = OUT_FAILED;
+		r->rc = rc;
+		snprintf(r->msg, sizeof r->msg, "%s", bs_last_error());
+		goto done;
+	}
+	job_lock_name(r->lock, r->src, r->shard, r->index);
+	snprintf(r->job.index, sizeof r->job.index, "%s", r->index);
+	r->job.shard = r->shard;
+	for (;;) {
+		r->out = attempt(r);
+		if (r->out == OUT_DONE || r->out == OUT_CANCELLED || r->out == OUT_FAILED || r->out == OUT_STOP)
+			break;
+		if (r->opts && r->opts->stop && *r->opts->stop) {
+			r->out = OUT_STOP;
+			break;
+		}
+		if (r->out == OUT_PAUSED) {
+			r->job.state = BS_JOB_PAUSED;
+			report(r);
+		} else if (r->out == OUT_WAIT) {
+			r->job.state = BS_JOB_THROTTLED;
+			snprintf(r->job.reason, sizeof r->job.reason, "waiting: %.240s", r->msg);
+			report(r);
+		}
+		if (r->daemon)
+			break;
+		cleaner_sleep(r->out == OUT_WAIT ? 1.0 : 0.5, r->opts ? r->opts->stop : NULL);
+	}
+done:
+	throttle_free(r->thr);
+	bs_store_free(r->src);
+	bs_store_free(r->dst);
+	r->thr = NULL;
+	r->src = r->dst = NULL;
+	mysql_thread_end();
+	return NULL;
+}
+
+/* Run the jobs of index on the shards in which (NULL: all) at once. With
+ * daemon, each returns as soon as it cannot go on. *all_done tells whether
+ * every job ended done. */
+static int run_jobs(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts,
+                    bool daemon)
+{
+	int n = st->n, rc = 0;
+	runner_t *rs = calloc((size_t)n, sizeof *rs);
+	pthread_t *tids = calloc((size_t)n, sizeof *tids);
+	bool *started = calloc((size_t)n, sizeof *started);
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	*all_done = false;
+	if (!rs || !tids || !started) {
+		rc = bs_error(BS_ENOMEM, "out of memory starting backfill workers");
+		goto done;
+	}
+	for (int i = 0; i < n; i++) {
+		rs[i] = (runner_t){ .cfg = st->cfg, .index = index, .shard = i, .opts = opts,
+		                    .progress_lock = &lock, .daemon = daemon };
+		if (pthread_create(&tids[i], NULL, runner_thread, &rs[i]) == 0)
+			started[i] = true;
+		else
+			runner_thread(&rs[i]);
+	}
+	for (int i = 0; i < n; i++)
+		if (started[i])
+			pthread_join(tids[i], NULL);
+	*all_done = true;
+	for (int i = 0; i < n; i++) {
+		if (rs[i].out != OUT_DONE)
+			*all_done = false;
+		if (!rc && (rs[i].out == OUT_FAILED || rs[i].out == OUT_CANCELLED)) {
+			rc = rs[i].out == OUT_CANCELLED ? BS_ECONFLICT : (rs[i].rc ? rs[i].rc : BS_ERROR);
+			bs_error(rc, "%s", rs[i].msg[0] ? rs[i].msg : "backfill failed");
+		}
+	}
+done:
+	free(rs);
+	free(tids);
+	free(started);
+	return rc;
+}
+
+int backfill_run_pending(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts)
+{
+	return run_jobs(all_done, st, index, opts, true);
+}
+
+int bs_cleaner_backfill(bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts)
+{
+	bs_index_t idx;
+	bool all_done = false, promoted = false;
+	int rc;
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing to backfill %s", index);
+	if ((rc = bs_index_get(&idx, st, index)))
+		return rc;
+	if (idx.state == BS_INDEX_DISABLED)
+		return bs_error(BS_ECONFLICT, "index %s is disabled: nothing to backfill", index);
+	if (idx.state == BS_INDEX_READY)
+		return 0;
+	if ((rc = bs_backfill_queue(st, index)))
+		return rc;
+	if ((rc = run_jobs(&all_done, st, index, opts, false)))
+		return rc;
+	if (!all_done)
+		return opts && opts->stop && *opts->stop ? 0 : bs_error(BS_ERROR, "backfill of %s did not finish", index);
+	/* a shard that went away meanwhile: wait for it, as the jobs did */
+	for (int tries = 0;; tries++) {
+		rc = index_promote(&promoted, st, index);
+		if (rc != BS_EUNREACHABLE || tries >= 60 || (opts && opts->stop && *opts->stop))
+			break;
+		cleaner_sleep(1.0, opts ? opts->stop : NULL);
+	}
+	return rc;
+}

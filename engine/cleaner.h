@@ -1,0 +1,105 @@
+/*
+ * cleaner.h - what the cleaner's files (jobs.c, backfill.c, drift.c,
+ * repair.c, verify.c, lag.c, throttle.c) share and nobody else sees.
+ */
+#ifndef BS_CLEANER_H
+#define BS_CLEANER_H
+
+#include "internal.h"
+
+/* ------------------------------------------------------------ batches */
+
+/* Entities read from one shard, decoded. A body that does not decode
+ * leaves its bag NIL (it should have no index row). */
+typedef struct {
+	bs_id_t *ids;
+	bs_value_t *bags;
+	int64_t *added;    /* added_id */
+	int64_t *updated;  /* unix microseconds */
+	size_t len, cap;
+	size_t corrupt;    /* bodies that did not decode */
+} ebatch_t;
+
+void ebatch_reset(ebatch_t *b);
+void ebatch_free(ebatch_t *b);
+/* Append the rows of res: columns added_id, id, UNIX_TIMESTAMP(updated), body. */
+int ebatch_load(ebatch_t *b, MYSQL_RES *res);
+
+/* ------------------------------------------------------------ drift (drift.c) */
+
+typedef struct {
+	int64_t missing, stale, misfit, repaired;
+} drift_counts_t;
+
+/* Compare idx's rows for n entities (ids[k], bags[k]; a NIL bag means the
+ * entity should have no row) with what every shard holds, reading them with
+ * entity_id IN (...) on every shard at once. With fix, delete stale rows
+ * and upsert missing or wrong ones. Counts are added to *out. */
+int drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
+                const bs_id_t *ids, const bs_value_t *bags, size_t n, bool fix);
+
+/* Index rows on shard `shard` after *cursor (16 bytes, all zero to start)
+ * whose entity is gone: up to limit rows looked at; with fix, deleted.
+ * *cursor moves on; *wrapped is set when the end of the table was reached. */
+int drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs_index_t *idx,
+                  int shard, uint8_t cursor[16], size_t limit, bool fix, bool *wrapped);
+
+/* ------------------------------------------------------------ repair (repair.c) */
+
+/* Make every entity updated at or after since_us (on every shard) right in
+ * idx (NULL: every maintained index), newest first. */
+int repair_since(int64_t *rows, bs_store_t *st, const bs_index_t *idx, int64_t since_us);
+
+/* ------------------------------------------------------------ backfill (backfill.c) */
+
+/* Run the jobs of index that can run now, one thread per source shard,
+ * each returning as soon as it cannot go on (someone else holds it, it is
+ * paused, a shard is down). *all_done: every job is done. */
+int backfill_run_pending(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts);
+
+/* ------------------------------------------------------------ jobs (jobs.c) */
+
+/* The GET_LOCK name of a job (at most 64 characters) into buf[65]. */
+void job_lock_name(char buf[65], const bs_store_t *st, int shard, const char *index);
+/* The job row of index on shard; BS_ENOTFOUND when absent. */
+int job_read(bs_job_t *out, int64_t *index_created_us, bs_store_t *st, int shard, const char *index);
+int job_state_parse(bs_job_state_t *out, const char *s);
+/* Are all jobs of index done, on every shard? (*all_done false when any is
+ * not, or when there are none.) */
+int jobs_all_done(bool *all_done, bs_store_t *st, const char *index);
+
+/* ------------------------------------------------------------ throttle (throttle.c) */
+
+typedef struct throttle throttle_t;
+int throttle_new(throttle_t **out, const bs_config_t *cfg);
+void throttle_free(throttle_t *t);
+/* Check Threads_running on the shards in `which` (NULL: all) through st,
+ * and replica lag where replicas are configured. Returns 0 and sets
+ * *level: 0 go, 1 pause (reason says why), 2 stop (critical). A shard that
+ * does not answer is BS_EUNREACHABLE. */
+int throttle_check(int *level, char *reason, size_t size, throttle_t *t, bs_store_t *st,
+                   const bool *which);
+
+/* ------------------------------------------------------------ lag (lag.c) */
+
+/* After a repair pass on shard: record the watermark, rows, repairs and a
+ * lag sample (at most one per history step). */
+int lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t pass_rows,
+               int64_t repairs, double pass_seconds);
+/* The watermark of shard (0 when never recorded). */
+int lag_watermark(int64_t *out, bs_store_t *st, int shard);
+
+/* ------------------------------------------------------------ misc */
+
+/* Run one data-changing statement and return the rows it matched
+ * (ROW_COUNT(); the connection reports found rows, not changed ones). */
+int exec_count(int64_t *matched, bs_store_t *st, int shard, bs_buf_t *sql);
+
+/* Sleep up to s seconds, waking early when *stop is set. */
+void cleaner_sleep(double s, volatile int *stop);
+/* Is the error a shard that cannot be reached (wait and retry)? */
+bool cleaner_transient(int rc);
+/* "host" of this machine and our pid. */
+void cleaner_worker_id(char host[64], int *pid);
+
+#endif

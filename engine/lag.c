@@ -1,0 +1,118 @@
+/*
+ * lag.c - the repair loop's watermarks and lag: bagstore_watermarks row
+ * 'repair' and bagstore_lag_history on each shard, and bs_lag().
+ *
+ * Lag is now (the shard's clock) minus the watermark: every entity updated
+ * before the watermark has had its index rows made right.
+ */
+#include "cleaner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LAG_STEP_S 1.0 /* one history sample per second at most */
+
+int lag_watermark(int64_t *out, bs_store_t *st, int shard)
+{
+	static const char q[] = "SELECT watermark_us FROM bagstore_watermarks WHERE name='repair'";
+	MYSQL_RES *res;
+	int rc = shard_query(&res, st, shard, q, sizeof q - 1);
+	*out = 0;
+	if (rc)
+		return rc;
+	MYSQL_ROW row = mysql_fetch_row(res);
+	if (row && row[0])
+		*out = strtoll(row[0], NULL, 10);
+	mysql_free_result(res);
+	return 0;
+}
+
+int lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t pass_rows,
+               int64_t repairs, double pass_seconds)
+{
+	bs_buf_t b = {0};
+	int rc;
+	int64_t step = (int64_t)(LAG_STEP_S * 1e6);
+	double rps = pass_seconds > 0 ? (double)repairs / pass_seconds : 0;
+	buf_printf(&b,
+	           "SET @bs_now=CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED);"
+	           "INSERT INTO bagstore_watermarks (name, watermark_us, last_pass_us, last_pass_rows, repairs, repairs_per_s)"
+	           " VALUES ('repair',%lld,@bs_now,%lld,%lld,%.3f) ON DUPLICATE KEY UPDATE"
+	           " watermark_us=GREATEST(watermark_us,VALUES(watermark_us)), last_pass_us=VALUES(last_pass_us),"
+	           " last_pass_rows=VALUES(last_pass_rows), repairs=repairs+VALUES(repairs),"
+	           " repairs_per_s=VALUES(repairs_per_s);"
+	           "INSERT INTO bagstore_lag_history (at_us, lag_s) SELECT @bs_now, (@bs_now-%lld)/1e6 FROM DUAL"
+	           " WHERE NOT EXISTS (SELECT 1 FROM bagstore_lag_history WHERE at_us>@bs_now-%lld);"
+	           "DELETE FROM bagstore_lag_history WHERE at_us<@bs_now-%lld",
+	           (long long)watermark_us, (long long)pass_rows, (long long)repairs, rps,
+	           (long long)watermark_us, (long long)step, (long long)(step * BS_LAG_HISTORY * 2));
+	if (!(rc = buf_ok(&b)) && !(rc = shard_check_writable(st, shard)))
+		rc = shard_exec(st, shard, b.ptr, b.len);
+	buf_free(&b);
+	return rc;
+}
+
+static int lag_on(bs_store_t *st, int i, void *p)
+{
+	bs_lag_t *out = &((bs_lag_t *)p)[i];
+	static const char q[] =
+		"SELECT CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED), w.watermark_us, w.last_pass_us,"
+		" w.last_pass_rows, w.repairs_per_s FROM (SELECT 1) d"
+		" LEFT JOIN bagstore_watermarks w ON w.name='repair'";
+	MYSQL_RES *res = NULL;
+	bs_buf_t b = {0};
+	int rc;
+	if ((rc = shard_query(&res, st, i, q, sizeof q - 1)))
+		goto done;
+	MYSQL_ROW row = mysql_fetch_row(res);
+	int64_t now = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
+	out->watermark_us = row && row[1] ? strtoll(row[1], NULL, 10) : 0;
+	out->last_pass_us = row && row[2] ? strtoll(row[2], NULL, 10) : 0;
+	out->last_pass_rows = row && row[3] ? strtoll(row[3], NULL, 10) : 0;
+	out->repairs_per_s = row && row[4] ? strtod(row[4], NULL) : 0;
+	out->lag_s = out->watermark_us ? (double)(now - out->watermark_us) / 1e6 : -1;
+	out->reachable = true;
+	mysql_free_result(res);
+	res = NULL;
+	buf_printf(&b, "SELECT lag_s FROM (SELECT at_us, lag_s FROM bagstore_lag_history"
+	               " ORDER BY at_us DESC LIMIT %d) h ORDER BY at_us", BS_LAG_HISTORY);
+	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, i, b.ptr, b.len)))
+		goto done;
+	while ((row = mysql_fetch_row(res)) && out->nhistory < BS_LAG_HISTORY)
+		out->history[out->nhistory++] = row[0] ? strtod(row[0], NULL) : 0;
+done:
+	if (res)
+		mysql_free_result(res);
+	buf_free(&b);
+	return rc;
+}
+
+int bs_lag(bs_lag_t *out, bs_store_t *st)
+{
+	int *rcs = calloc((size_t)st->n, sizeof *rcs);
+	int rc = 0, down = 0;
+	if (!rcs)
+		return bs_error(BS_ENOMEM, "out of memory");
+	memset(out, 0, (size_t)st->n * sizeof *out);
+	for (int i = 0; i < st->n; i++) {
+		snprintf(out[i].shard, sizeof out[i].shard, "%s", st->shards[i].conf->name);
+		out[i].history_step_s = LAG_STEP_S;
+		out[i].lag_s = -1;
+	}
+	rc = shard_each(st, NULL, lag_on, out, rcs);
+	for (int i = 0; i < st->n; i++)
+		if (rcs[i] == BS_EUNREACHABLE)
+			down++;
+	/* unreachable shards are reported, not an error, unless all are */
+	if (rc == BS_EUNREACHABLE && down < st->n) {
+		rc = 0;
+		for (int i = 0; i < st->n; i++)
+			if (rcs[i] && rcs[i] != BS_EUNREACHABLE)
+				rc = rcs[i];
+		if (!rc)
+			bs_error_clear();
+	}
+	free(rcs);
+	return rc;
+}

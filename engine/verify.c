@@ -1,0 +1,169 @@
+/*
+ * verify.c - a full comparison of an index with the bodies: every entity
+ * on every shard (by added_id, keyset paging) against the rows it should
+ * have, then every index row against the entities that exist (orphans).
+ * Read-only unless asked to repair; the result is recorded in
+ * bagstore_verify on every shard for the console (bs_verify_last).
+ */
+#include "cleaner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VERIFY_BATCH 2000
+
+static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bool repair)
+{
+	ebatch_t eb = {0};
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	drift_counts_t d = {0};
+	int64_t orphans = 0, fixed = 0;
+	int rc = 0;
+
+	memset(out, 0, sizeof *out);
+	for (int s = 0; s < st->n; s++) {
+		int64_t after = 0;
+		for (;;) {
+			buf_reset(&b);
+			buf_printf(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities"
+			               " WHERE added_id>%lld ORDER BY added_id LIMIT %d", (long long)after, VERIFY_BATCH);
+			if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, s, b.ptr, b.len)))
+				goto done;
+			ebatch_reset(&eb);
+			rc = ebatch_load(&eb, res);
+			size_t got = (size_t)mysql_num_rows(res);
+			mysql_free_result(res);
+			res = NULL;
+			if (rc || eb.len == 0)
+				break;
+			out->checked += (int64_t)eb.len;
+			if ((rc = drift_check(&d, st, idx, eb.ids, eb.bags, eb.len, repair)))
+				goto done;
+			after = eb.added[eb.len - 1];
+			if (got < VERIFY_BATCH)
+				break;
+		}
+		if (rc)
+			goto done;
+	}
+	for (int j = 0; j < st->n; j++) {
+		uint8_t cursor[16] = {0};
+		bool wrapped = false;
+		while (!wrapped)
+			if ((rc = drift_orphans(&orphans, &fixed, st, idx, j, cursor, VERIFY_BATCH, repair, &wrapped)))
+				goto done;
+	}
+	out->missing = d.missing;
+	out->stale = d.stale;
+	out->misfit = d.misfit;
+	out->orphaned = orphans;
+	out->repaired = d.repaired + fixed;
+	out->at_us = bs_now_us();
+	if (!st->cfg->read_only) {
+		buf_reset(&b);
+		buf_puts(&b, "INSERT INTO bagstore_verify (index_name, checked, missing, stale, orphaned, misfit,"
+		             " repaired, at_us) VALUES (");
+		buf_hex(&b, idx->name, strlen(idx->name));
+		buf_printf(&b, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld) ON DUPLICATE KEY UPDATE checked=VALUES(checked),"
+		               " missing=VALUES(missing), stale=VALUES(stale), orphaned=VALUES(orphaned),"
+		               " misfit=VALUES(misfit), repaired=VALUES(repaired), at_us=VALUES(at_us)",
+		           (long long)out->checked, (long long)out->missing, (long long)out->stale,
+		           (long long)out->orphaned, (long long)out->misfit, (long long)out->repaired,
+		           (long long)out->at_us);
+		if (!(rc = buf_ok(&b)))
+			rc = exec_everywhere(st, b.ptr, b.len);
+	}
+done:
+	if (res)
+		mysql_free_result(res);
+	ebatch_free(&eb);
+	buf_free(&b);
+	return rc;
+}
+
+static void add(bs_drift_t *sum, const bs_drift_t *d)
+{
+	sum->checked += d->checked;
+	sum->missing += d->missing;
+	sum->stale += d->stale;
+	sum->orphaned += d->orphaned;
+	sum->misfit += d->misfit;
+	sum->repaired += d->repaired;
+	if (d->at_us > sum->at_us)
+		sum->at_us = d->at_us;
+}
+
+int bs_verify(bs_drift_t *out, bs_store_t *st, const char *index, bool repair)
+{
+	bs_index_list_t l = {0};
+	int rc;
+	memset(out, 0, sizeof *out);
+	if (repair && st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing verify --repair");
+	if ((rc = bs_index_list(&l, st)))
+		return rc;
+	if (index) {
+		const bs_index_t *ix = index_find(&l, index);
+		if (!ix) {
+			bs_index_t tmp;
+			rc = bs_index_get(&tmp, st, index); /* for its message */
+			if (!rc)
+				rc = bs_error(BS_ENOTFOUND, "no index named %s", index);
+		} else {
+			rc = verify_one(out, st, ix, repair);
+		}
+	} else {
+		for (int k = 0; k < l.len && !rc; k++) {
+			bs_drift_t d;
+			if (l.items[k].state == BS_INDEX_DISABLED)
+				continue;
+			if (!(rc = verify_one(&d, st, &l.items[k], repair)))
+				add(out, &d);
+		}
+	}
+	bs_index_list_free(&l);
+	return rc;
+}
+
+static int last_from(bs_drift_t *out, bs_store_t *st, int i, const char *index)
+{
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	int rc;
+	memset(out, 0, sizeof *out);
+	buf_puts(&b, "SELECT SUM(checked), SUM(missing), SUM(stale), SUM(orphaned), SUM(misfit), SUM(repaired),"
+	             " MAX(at_us), COUNT(*) FROM bagstore_verify");
+	if (index) {
+		buf_puts(&b, " WHERE index_name=");
+		buf_hex(&b, index, strlen(index));
+	}
+	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, i, b.ptr, b.len)))
+		goto done;
+	MYSQL_ROW row = mysql_fetch_row(res);
+	if (!row || !row[7] || !strcmp(row[7], "0")) {
+		rc = bs_error(BS_ENOTFOUND, "no verify recorded%s%s", index ? " for index " : "", index ? index : "");
+		goto done;
+	}
+	int64_t *f[] = { &out->checked, &out->missing, &out->stale, &out->orphaned, &out->misfit,
+	                 &out->repaired, &out->at_us };
+	for (int k = 0; k < 7; k++)
+		*f[k] = row[k] ? strtoll(row[k], NULL, 10) : 0;
+done:
+	if (res)
+		mysql_free_result(res);
+	buf_free(&b);
+	return rc;
+}
+
+int bs_verify_last(bs_drift_t *out, bs_store_t *st, const char *index)
+{
+	int rc = BS_EUNREACHABLE;
+	for (int i = 0; i < st->n; i++) {
+		rc = last_from(out, st, i, index);
+		if (rc != BS_EUNREACHABLE)
+			return rc;
+	}
+	return rc;
+}

@@ -1,0 +1,78 @@
+#!/bin/sh
+# test_console_backfills.sh - backfills live, headless against real shards:
+# a backfill launched from the console runs on its worker, throttled while
+# a shard is loaded (the reason shown), paused, resumed, cancelled after the
+# index name is typed; the jobs stay in the shards' jobs table; the cleaner
+# screen shows which worker holds which job. Each control is audited.
+. tests/lib.sh
+T=$(t_tmp)
+CFG=$BAGSTORE_TEST_CONFIG
+D=$T/dumps
+mkdir -p "$D"
+
+t_exit 0 "init" -- "$BAGSTORE" -c "$CFG" init
+i=0
+: >"$T/e.jsonl"
+while [ $i -lt 300 ]; do
+	printf '{"n": %d}\n' $i >>"$T/e.jsonl"
+	i=$((i + 1))
+done
+t_exit 0 "put 300 entities" -- "$BAGSTORE" -c "$CFG" put "$T/e.jsonl"
+t_exit 0 "a building index" -- "$BAGSTORE" -c "$CFG" index create index_n --on n:int --shard-on n
+
+# max_load 1: a second running thread on s0 throttles the backfill
+{ cat "$CFG"; echo "cleaner: {max_load: 1, critical_load: 1000}"; } >"$T/load.yaml"
+port=$(t_port 0)
+timeout 60 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$port" -u root -e "SELECT SLEEP(40)" >/dev/null 2>&1 &
+sleeper=$!
+sleep 0.5
+
+cat >"$T/bf.keys" <<KEYS
+keys 2
+wait-idle
+key B
+wait-for backfilling index_n
+keys 4
+wait-for throttled 20
+dump throttled
+keys 3
+wait-idle
+dump cleaner
+keys 4
+wait-idle
+keys p
+wait-for paused: paused by an operator 20
+dump paused
+keys r
+wait-for resume: every job 20
+wait-idle
+dump resumed
+keys x
+dump cancel_prompt
+keys index_n\n
+wait-for cancelled 20
+wait-idle
+dump cancelled
+keys :q\n
+KEYS
+T_TIMEOUT=120 t_exit 0 "headless backfill controls" -- \
+	"$BAGSTORE" -c "$T/load.yaml" --headless "$T/bf.keys" --dump-dir "$D"
+kill "$sleeper" 2>/dev/null
+d() { cat "$D/$1.txt" 2>/dev/null; }
+t_contains "$(d throttled)" "index_n@s0" "a job per source shard"
+t_contains "$(d throttled)" "Threads_running" "the throttle reason is shown"
+t_contains "$(d throttled)" "(here)" "the job runs on this console's worker"
+t_contains "$(d throttled)" "/ 1" "rows scanned of the total"
+t_contains "$(d cleaner)" "index_n" "cleaner: the worker's jobs"
+t_contains "$(d paused)" "paused" "p pauses"
+t_contains "$(d resumed)" "resume: every job of index_n" "r resumes"
+t_contains "$(d cancel_prompt)" "cancel backfill index_n: 2 jobs on 2 shards" "cancel names target and scale"
+t_contains "$(d cancel_prompt)" "Type index_n to confirm" "cancel asks for the name"
+t_contains "$(d cancelled)" "cancelled" "x cancels"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_jobs WHERE index_name='index_n'")" 1 "s0's job stays in the jobs table"
+audit=$(t_sql 0 "SELECT action, target FROM bagstore_audit"; t_sql 1 "SELECT action, target FROM bagstore_audit")
+t_contains "$audit" "backfill.pause	index_n" "audit: pause"
+t_contains "$audit" "backfill.resume	index_n" "audit: resume"
+t_contains "$audit" "backfill.cancel	index_n" "audit: cancel"
+t_contains "$audit" "index.backfill	index_n" "audit: launch"
+t_done test_console_backfills

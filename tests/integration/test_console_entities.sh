@@ -1,0 +1,188 @@
+#!/bin/sh
+# test_console_entities.sh - the entity browser, headless against real
+# shards: newest first across shards, paging by key and back, one shard,
+# jump to an id, a query through an index, an entity as a tree with its
+# index rows and raw bytes; edit in $EDITOR (saved with bs_put_if), a YAML
+# error that keeps the file, an edit conflict that writes nothing and shows
+# both versions, create and delete; every change in the audit table.
+. tests/lib.sh
+T=$(t_tmp)
+CFG=$BAGSTORE_TEST_CONFIG
+D=$T/dumps
+mkdir -p "$D"
+export BAGSTORE BAGSTORE_TEST_CONFIG
+TMPDIR=$T
+export TMPDIR
+
+t_exit 0 "init" -- "$BAGSTORE" -c "$CFG" init
+t_exit 0 "a ready index (empty store)" -- "$BAGSTORE" -c "$CFG" index create index_user_id --on user_id:uuid --shard-on user_id
+i=0
+: >"$T/e.jsonl"
+while [ $i -lt 60 ]; do
+	printf '{"user_id": {"$uuid": "f48b0000-0000-4000-8000-00000000000%d"}, "title": "post %d", "n": %d}\n' \
+		$((i % 3)) $i $i >>"$T/e.jsonl"
+	i=$((i + 1))
+done
+t_exit 0 "put 60 entities" -- "$BAGSTORE" -c "$CFG" put "$T/e.jsonl"
+first=$(printf '%s\n' "$T_OUT" | head -n 1)
+last=$(printf '%s\n' "$T_OUT" | tail -n 1)
+
+cat >"$T/browse.keys" <<KEYS
+keys 5
+wait-idle
+dump page1
+key PgDn
+wait-idle
+dump page2
+keys b
+wait-idle
+dump back1
+keys s
+wait-idle
+dump shard0
+keys s
+wait-idle
+keys s
+wait-idle
+dump merged
+keys :entity $first\n
+wait-idle
+dump jump
+keys x
+dump raw
+key q
+keys /user_id=f48b0000-0000-4000-8000-000000000001\n
+wait-idle
+dump query
+key Esc
+wait-idle
+dump unquery
+key Enter
+wait-idle
+dump opened
+keys :q\n
+KEYS
+t_exit 0 "browse headless" -- "$BAGSTORE" -c "$CFG" --headless "$T/browse.keys" --dump-dir "$D"
+d() { cat "$D/$1.txt" 2>/dev/null; }
+t_contains "$(d page1)" "all shards merged: page 1" "page 1, merged"
+t_contains "$(d page1)" "$last" "the newest entity first"
+t_contains "$(d page1)" 'title="post 59"' "a summary of the body"
+t_contains "$(d page2)" "page 2 (the end)" "page 2 is the end"
+t_contains "$(d page2)" "$first" "the oldest entity on the last page"
+t_contains "$(d back1)" "page 1" "b pages back"
+t_contains "$(d back1)" "$last" "back on the newest"
+t_contains "$(d shard0)" "newest first, s0: page 1" "s: one shard"
+t_eq "$(d shard0 | grep -c ' s1  ')" 0 "one shard: no s1 rows"
+t_contains "$(d merged)" "all shards merged" "s cycles back to merged"
+t_contains "$(d jump)" "Entity " "i opens an id"
+t_contains "$(d jump)" 'title: "post 0"' "decoded as a tree"
+t_contains "$(d jump)" "index rows (every shard read):" "index rows listed"
+t_contains "$(d jump)" "ok      index_user_id" "the index row is right"
+t_contains "$(d jump)" "has: user_id=f48b0000" "the row found, with its value"
+t_contains "$(d raw)" "raw stored bytes" "x shows raw bytes"
+t_contains "$(d raw)" "00000000  78" "a hex dump of the zlib body"
+t_contains "$(d query)" "matching user_id=f48b0000-0000-4000-8000-000000000001 (index query, 20 found" "a query through the index"
+t_contains "$(d unquery)" "all shards merged: page 1" "Esc leaves the query"
+t_contains "$(d opened)" 'title: "post 59"' "Enter opens the newest"
+
+# --- edit: saved only through bs_put_if, audited
+cat >"$T/edit.keys" <<KEYS
+keys :entity $first\n
+wait-idle
+keys e
+dump edit_diff
+keys y
+wait-for saved entity
+wait-idle
+dump edit_saved
+keys :q\n
+KEYS
+EDITOR="sh $TEST_ROOT/tests/console/edit_title.sh" t_exit 0 "edit headless" -- \
+	"$BAGSTORE" -c "$CFG" --headless "$T/edit.keys" --dump-dir "$D"
+t_contains "$(d edit_diff)" '- title: post 0' "the change shown: before"
+t_contains "$(d edit_diff)" "+ title: edited in the console" "the change shown: after"
+t_contains "$(d edit_diff)" "y: write it" "asks before writing"
+t_contains "$(d edit_saved)" "title: \"edited in the console\"" "saved and shown"
+t_exit 0 "get after edit" -- "$BAGSTORE" -c "$CFG" get "$first"
+t_contains "$T_OUT" "edited in the console" "the store has the edit"
+
+# --- a YAML error keeps the file
+cat >"$T/broken.keys" <<KEYS
+keys :entity $first\n
+wait-idle
+keys e
+dump broken
+keys :q\n
+KEYS
+EDITOR="sh $TEST_ROOT/tests/console/edit_broken.sh" t_exit 0 "broken edit headless" -- \
+	"$BAGSTORE" -c "$CFG" --headless "$T/broken.keys" --dump-dir "$D"
+t_contains "$(d broken)" "not saved;" "a YAML error is shown"
+t_contains "$(d broken)" "your edit is kept in $T/bagstore-edit-" "the file is kept, its path shown"
+
+# --- conflict: someone writes while the operator edits
+cat >"$T/race.keys" <<KEYS
+keys :entity $last\n
+wait-idle
+keys e
+keys y
+wait-for CONFLICT
+dump conflict
+keys :q\n
+KEYS
+EDITOR="sh $TEST_ROOT/tests/console/edit_race.sh" t_exit 0 "conflict headless" -- \
+	"$BAGSTORE" -c "$CFG" --headless "$T/race.keys" --dump-dir "$D"
+t_contains "$(d conflict)" "CONFLICT: entity $last changed since you opened it; nothing was written." "conflict: nothing written"
+t_contains "$(d conflict)" "Your edited version is kept in $T/bagstore-edit-" "conflict: the edit kept in a file"
+t_contains "$(d conflict)" '- title: changed elsewhere' "conflict: the store's version"
+t_contains "$(d conflict)" "+ title: my edit" "conflict: the operator's version"
+t_exit 0 "get after conflict" -- "$BAGSTORE" -c "$CFG" get "$last"
+t_contains "$T_OUT" "changed elsewhere" "conflict: the other write stands"
+kept=$(ls "$T"/bagstore-edit-* 2>/dev/null | xargs grep -l "my edit" 2>/dev/null | head -n 1)
+t_contains "$(cat "$kept" 2>/dev/null)" "title: my edit" "conflict: the kept file has the edit"
+
+# --- create and delete
+cat >"$T/create.keys" <<KEYS
+keys 5
+wait-idle
+keys n
+dump create_diff
+keys y
+wait-for created entity
+dump created
+keys /user_id=f48b0000-0000-4000-8000-000000000009\n
+wait-for 1 found
+dump created_query
+key Enter
+wait-idle
+keys d
+dump delete_prompt
+keys 0000\n
+dump delete_refused
+keys d
+KEYS
+EDITOR="sh $TEST_ROOT/tests/console/edit_add.sh" t_exit 0 "create headless" -- \
+	"$BAGSTORE" -c "$CFG" --headless "$T/create.keys" --dump-dir "$D"
+t_contains "$(d create_diff)" "+ title: created in the console" "create: the new entity shown"
+t_contains "$(d create_diff)" "y: create it" "create: asks"
+t_contains "$(d created_query)" 'title="created in the console"' "create: written and indexed"
+t_contains "$(d delete_prompt)" "(1 entity on s" "delete: the prompt names target and scale"
+t_contains "$(d delete_refused)" "not deleted" "delete: wrong digits refuse"
+newid=$(d created_query | sed -n 's/^\([0-9a-f]\{32\}\) .*/\1/p' | head -n 1)
+cat >"$T/delete.keys" <<KEYS
+keys :entity $newid\n
+wait-idle
+keys d
+keys $(printf %.8s "$newid")\n
+wait-for deleted entity
+dump deleted
+keys :q\n
+KEYS
+t_exit 0 "delete headless" -- "$BAGSTORE" -c "$CFG" --headless "$T/delete.keys" --dump-dir "$D"
+t_contains "$(d deleted)" "deleted entity $newid" "delete: done after the digits"
+t_exit 1 "the entity is gone" -- "$BAGSTORE" -c "$CFG" get "$newid"
+
+audit=$(t_sql 0 "SELECT action, target FROM bagstore_audit"; t_sql 1 "SELECT action, target FROM bagstore_audit")
+t_contains "$audit" "entity.edit	$first" "audit: edit"
+t_contains "$audit" "entity.create	$newid" "audit: create"
+t_contains "$audit" "entity.delete	$newid" "audit: delete"
+t_done test_console_entities

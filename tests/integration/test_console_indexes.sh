@@ -1,0 +1,49 @@
+#!/bin/sh
+# test_console_indexes.sh - the indexes screen's actions, headless against
+# real shards: create from the form with the DDL preview, backfill on a
+# console worker, verify, drop only after the name is typed (the prompt
+# naming rows and shards), each in the audit table.
+. tests/lib.sh
+T=$(t_tmp)
+CFG=$BAGSTORE_TEST_CONFIG
+D=$T/dumps
+mkdir -p "$D"
+
+t_exit 0 "init" -- "$BAGSTORE" -c "$CFG" init
+i=0
+: >"$T/e.jsonl"
+while [ $i -lt 200 ]; do
+	printf '{"title": "t%d", "n": %d}\n' $((i % 7)) $i >>"$T/e.jsonl"
+	i=$((i + 1))
+done
+t_exit 0 "put 200 entities" -- "$BAGSTORE" -c "$CFG" put "$T/e.jsonl"
+t_exit 0 "an index to keep" -- "$BAGSTORE" -c "$CFG" index create index_n --on n:int --shard-on n
+
+t_exit 0 "headless index actions" -- \
+	"$BAGSTORE" -c "$CFG" --headless tests/console/indexes.keys --dump-dir "$D"
+d() { cat "$D/$1.txt" 2>/dev/null; }
+
+t_contains "$(d create_form)" "create index: shard_on property" "create: the form asks shard_on"
+t_contains "$(d ddl)" "CREATE TABLE" "create: the DDL is previewed"
+t_contains "$(d ddl)" "index_title" "create: the DDL names the table"
+t_contains "$(d ddl)" "y: create this index" "create: asks before creating"
+t_contains "$(d created)" "index_title" "create: the new index is listed"
+t_contains "$(d backfilled)" "ready" "backfill: the index became ready"
+t_contains "$(d verified)" "verify index_title: checked 200, missing 0, stale 0, orphaned 0" "verify: counts shown"
+t_contains "$(d drop_prompt)" "drop index_title: 200 rows on 2 shards. Type index_title to confirm:" \
+	"drop: the confirmation names target and scale"
+t_contains "$(d drop_refused)" "not dropped: the name typed was not index_title" "drop: a wrong name refuses"
+t_contains "$(d dropped)" "dropped index index_title" "drop: done after the name is typed"
+t_eq "$(d dropped | grep -c '^index_title ')" 0 "drop: gone from the list"
+t_exit 0 "index list" -- "$BAGSTORE" -c "$CFG" index list
+case $T_OUT in
+*index_title*) t_fail "the engine no longer has index_title" "$T_OUT" ;;
+*) t_ok "the engine no longer has index_title" ;;
+esac
+t_contains "$T_OUT" "index_n" "the other index stays"
+
+audit=$(t_sql 0 "SELECT action, target FROM bagstore_audit ORDER BY 1"; t_sql 1 "SELECT action, target FROM bagstore_audit ORDER BY 1")
+t_contains "$audit" "index.create	index_title" "audit: create"
+t_contains "$audit" "index.backfill	index_title" "audit: backfill"
+t_contains "$audit" "index.drop	index_title" "audit: drop"
+t_done test_console_indexes

@@ -1,0 +1,67 @@
+#!/bin/sh
+# test_console_screens.sh - every console screen in headless mode against
+# the real shards: shards (totals row), indexes (rows per shard), cleaner,
+# backfills, entities, help generated from the key table, the : command
+# line, / filter, sort, refresh interval, pause, resize, mouse.
+. tests/lib.sh
+T=$(t_tmp)
+CFG=$BAGSTORE_TEST_CONFIG
+D=$T/dumps
+mkdir -p "$D"
+
+t_exit 0 "init" -- "$BAGSTORE" -c "$CFG" init
+i=0
+: >"$T/e.jsonl"
+while [ $i -lt 60 ]; do
+	printf '{"user_id": {"$uuid": "f48b0000-0000-4000-8000-00000000000%d"}, "title": "post %d — ünïcode"}\n' \
+		$((i % 3)) $i >>"$T/e.jsonl"
+	i=$((i + 1))
+done
+t_exit 0 "put 60 entities" -- "$BAGSTORE" -c "$CFG" put "$T/e.jsonl"
+t_exit 0 "create an index" -- "$BAGSTORE" -c "$CFG" index create index_user_id --on user_id:uuid --shard-on user_id
+
+t_exit 0 "headless run of every screen" -- \
+	"$BAGSTORE" -c "$CFG" --headless tests/console/screens.keys --dump-dir "$D"
+d() { cat "$D/$1.txt" 2>/dev/null; }
+
+t_eq "$(d shards | wc -l | tr -d ' ')" 40 "a dump is LINES lines"
+t_contains "$(d shards)" "[1 shards]" "the title names the screen"
+t_contains "$(d shards)" "SHARD  ADDRESS" "shards: header"
+t_contains "$(d shards)" "s0     127.0.0.1:" "shards: s0 with its address"
+t_contains "$(d shards)" "MariaDB" "shards: server version"
+t_contains "$(d shards)" "agrees" "shards: fingerprint agrees"
+t_contains "$(d shards)" "TOTAL  2 shards" "shards: totals row"
+t_contains "$(d shards)" "2/2 up" "shards: totals count the shards up"
+t_contains "$(d help_shards)" "help: shards" "help: for the screen"
+t_contains "$(d help_shards)" "q  Esc       back" "help: generated from the key table"
+t_contains "$(d help_shards)" ":refresh SECS" "help: the commands"
+t_contains "$(d indexes)" "index_user_id" "indexes: the index"
+t_contains "$(d indexes)" "building" "indexes: its state"
+t_contains "$(d indexes)" "user_id:uuid" "indexes: properties and types"
+t_contains "$(d indexes)" "never verified" "indexes: drift column"
+t_contains "$(d indexes)" "s0" "indexes: a column per shard"
+t_contains "$(d cleaner)" "WATERMARK" "cleaner: watermark column"
+t_contains "$(d cleaner)" "LAG, LAST MINUTES" "cleaner: sparkline column"
+t_contains "$(d cleaner)" "WORKER" "cleaner: workers and their jobs"
+t_contains "$(d backfills)" "index_user_id@s0" "backfills: a job per source shard"
+t_contains "$(d backfills)" "queued" "backfills: the job state"
+t_contains "$(d entities)" "Entities, newest first, all shards merged: page 1" "entities: merged, newest first"
+t_contains "$(d entities)" "post 59 — ünïcode" "entities: the newest first, UTF-8 intact"
+t_contains "$(d sorted)" "SHARD▲" "sort: > sorts by the next column"
+t_contains "$(d filtered)" "s1     127.0.0.1" "filter: the matching shard"
+case $(d filtered) in
+*"s0     127.0.0.1"*) t_fail "filter: s0 hidden" ;;
+*) t_ok "filter: s0 hidden" ;;
+esac
+t_contains "$(d filtered)" "TOTAL" "filter: totals row stays"
+t_contains "$(d faster)" "refresh 1s" "+ refreshes more often"
+t_contains "$(d paused)" "PAUSED" "z pauses the refresh"
+t_contains "$(d refresh7)" "refresh 7s" ":refresh 7"
+t_contains "$(d badcommand)" "unknown command ':nosuch'" "a bad command says so"
+t_eq "$(d resized | wc -l | tr -d ' ')" 30 "resize: 30 lines"
+t_contains "$(d resized)" "TOTAL" "resize: redrawn"
+t_contains "$(d mouse_sort)" "SHARD▼" "mouse: a click on a header sorts (again: the other way)"
+t_eq "$(d mouse_select | grep -c '^s0 ')" 1 "mouse: s0 still shown after a click on its row"
+t_contains "$(d shard_enter)" "Entities, newest first, s0: page 1" "Enter on a shard browses its entities"
+t_exit 0 "quit from the command line" -- "$BAGSTORE" -c "$CFG" --headless /dev/null --dump-dir "$D"
+t_done test_console_screens

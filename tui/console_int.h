@@ -1,0 +1,29 @@
+/*
+ * console_int.h - what the console's own files share (console.c, the
+ * headless driver, the table and drawing helpers). Screens use views.h.
+ */
+#ifndef BS_CONSOLE_INT_H
+#define BS_CONSOLE_INT_H
+
+#include <stdio.h>
+
+#include "views.h"
+
+/* One key through the prompt, the screen and the global actions. */
+void console_key(int key);
+/* Draw everything (the stack's top screen, title, status line). */
+void console_draw(void);
+/* Timer work: automatic reloads, expiring messages. */
+void console_tick(void);
+/* Has an action asked to leave? */
+bool console_done(void);
+/* Write the screen as a person sees it: LINES lines of text, trailing
+ * blanks removed. */
+void console_dump(FILE *f);
+/* Open the first screen. */
+void console_start(void);
+/* The headless driver: keys from a script, dumps into dir. Returns the
+ * exit status. */
+int headless_run(const char *script, const char *dumpdir);
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * worker.h - the console's engine calls, off the UI thread.
+ *
+ * Work runs on lanes: one thread each, each with its own bs_store_t (a store
+ * is single-threaded) opened over a copy of the configuration whose
+ * timeouts are capped, so that a hung shard costs a lane seconds, not the
+ * console. Lanes keep slow things apart: the periodic status reads, the
+ * entity browser, and operator actions (create, drop, verify, edits).
+ *
+ * A request is a function run on the lane's store. It builds its result and
+ * publishes it into the screen's snapshot under snap_lock(), then calls
+ * worker_published(): the UI thread redraws from the snapshot and never
+ * waits for a request.
+ *
+ * Backfills launched from the console get a thread and a store of their own
+ * (bs_cleaner_backfill); their jobs live in the shards' jobs table, so any
+ * cleaner resumes them if the console closes.
+ */
+#ifndef BS_WORKER_H
+#define BS_WORKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bagstore.h"
+
+enum { LANE_STATUS, LANE_BROWSE, LANE_ACTION, LANE_COUNT };
+
+typedef void (*work_fn)(bs_store_t *st, void *arg);
+
+/* timeout_s caps the connect, read and write timeouts of the lanes. */
+int worker_start(const bs_config_t *cfg, double timeout_s);
+/* Ask every thread to stop and wait up to wait_s; false when some thread is
+ * still stuck in a shard (the caller should then exit without freeing). */
+bool worker_stop(double wait_s);
+
+/* Queue fn(store, arg) on a lane. With a key, a queued request of the same
+ * key is replaced (its arg freed), and with skip_running a request whose key
+ * is running is dropped (periodic reloads). free_arg frees arg after the
+ * run (may be NULL). Returns 0, or 1 when dropped. */
+int worker_submit(int lane, const char *key, bool skip_running,
+                  work_fn fn, void *arg, void (*free_arg)(void *));
+/* Is a request of this key queued or running? *since_us: since when. */
+bool worker_pending(const char *key, int64_t *since_us);
+/* Nothing queued or running on any lane. */
+bool worker_idle(void);
+/* Wait until idle (or timeout); true when idle. */
+bool worker_wait_idle(double timeout_s);
+
+/* Snapshots: one lock for every screen's published data. */
+void snap_lock(void);
+void snap_unlock(void);
+/* A request published something: the UI redraws. */
+void worker_published(void);
+unsigned worker_generation(void);
+/* A descriptor that becomes readable on publication (drain with
+ * worker_drain_wake). */
+int worker_wake_fd(void);
+void worker_drain_wake(void);
+
+/* ------------------------------------------------------------ backfills */
+
+typedef struct {
+	char index[BS_NAME_MAX + 1];
+	bool running;        /* the thread is still working */
+	int rc;              /* its result once finished */
+	char error[256];
+	int64_t started_us, finished_us;
+	bs_job_t jobs[16];   /* last progress per source shard */
+	int njobs;
+} local_backfill_t;
+
+/* Start a backfill of index on a thread of its own (queues the jobs first).
+ * BS_ECONFLICT when this console already runs one for the index. */
+int worker_backfill_start(const char *index);
+/* Copy the console's backfills (under snap_lock inside); returns count. */
+int worker_backfills(local_backfill_t *out, int max);
+
+/* ------------------------------------------------------------ notices */
+
+/* From a request: a message for the status line (the UI shows it on its
+ * next tick). */
+void worker_notify(bool err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The UI takes the newest notice; false when none. */
+bool worker_take_notice(char *buf, size_t n, bool *err);
+/* From a request: a page of text for the UI to open (title and text are
+ * copied); the UI takes it on its next tick. */
+void worker_page(const char *title, const char *text);
+/* The UI takes the page; false when none. The caller frees both. */
+bool worker_take_page(char **title, char **text);
+/* Record an operator's change in the audit table (bs_audit). A failure is
+ * added to the lane's next worker_notify, as an error. */
+int worker_audit(bs_store_t *st, const char *action, const char *target, const char *detail);
+
+#endif

@@ -1,0 +1,279 @@
+/*
+ * backfills.c - backfills, live: per job (index, source shard) a progress
+ * bar, rows scanned of the total, recent rate, ETA, state with the throttle
+ * reason, and the worker holding it; pause, resume and cancel go through
+ * the jobs table, so any worker anywhere obeys. Backfills this console runs
+ * itself (B on the indexes screen) are marked "here".
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "views.h"
+
+#define KEY_SNAP "backfills"
+
+static struct {
+	bs_job_list_t jobs;
+	int rc, unreachable;
+	char err[256];
+	int64_t taken_us;
+} snap;
+
+static table_t tbl;
+
+static const col_t cols[] = {
+	{"JOB", 20, false}, {"STATE", 20, false}, {"PROGRESS", 23, false},
+	{"SCANNED / TOTAL", 19, true}, {"RATE/S", 7, true}, {"ETA", 6, true}, {"WORKER", 0, false},
+};
+
+static void work(bs_store_t *st, void *arg)
+{
+	bs_job_list_t jobs = {0};
+	int unr = 0, rc;
+
+	(void)arg;
+	rc = bs_job_list(&jobs, st, &unr);
+	snap_lock();
+	if (rc == 0) {
+		bs_job_list_free(&snap.jobs);
+		snap.jobs = jobs;
+	}
+	snap.rc = rc;
+	snap.unreachable = unr;
+	snprintf(snap.err, sizeof snap.err, "%s", rc < 0 ? bs_last_error() : "");
+	snap.taken_us = now_us();
+	snap_unlock();
+	worker_published();
+}
+
+static void bf_reload(void)
+{
+	worker_submit(LANE_STATUS, KEY_SNAP, true, work, NULL, NULL);
+}
+
+static void bf_open(void)
+{
+	static bool init;
+
+	if (!init) {
+		tbl_init(&tbl, cols, (int)(sizeof cols / sizeof cols[0]));
+		init = true;
+	}
+}
+
+static void bar(char *buf, size_t n, double frac, int width)
+{
+	int full = (int)(frac * width + 0.5), i;
+	size_t o = 0;
+
+	if (full > width)
+		full = width;
+	if (full < 0)
+		full = 0;
+	buf[o++] = '[';
+	for (i = 0; i < width && o + 4 < n; i++) {
+		if (ui.ascii)
+			buf[o++] = i < full ? '#' : '.';
+		else
+			o += (size_t)snprintf(buf + o, n - o, "%s", i < full ? "█" : "·");
+	}
+	if (o + 2 < n)
+		buf[o++] = ']';
+	buf[o] = 0;
+}
+
+static void add_job(const bs_job_t *j, bool here)
+{
+	char a[32], b[32], pb[256], eta[32], state[300];
+	double frac = j->rows_total > 0 ? (double)j->rows_scanned / (double)j->rows_total : 0;
+	int r, attr;
+
+	if (j->state == BS_JOB_DONE)
+		frac = 1;
+	if (frac > 1)
+		frac = 1;
+	attr = j->state == BS_JOB_FAILED ? C_BAD : j->state == BS_JOB_THROTTLED || j->state == BS_JOB_PAUSED ?
+	       C_WARN : j->state == BS_JOB_DONE ? C_DIM : C_NORMAL;
+	r = tbl_add(&tbl, attr);
+	tbl_set(&tbl, r, 0, NAN, "%s@%s", j->index, j->shard < ui.nshards ? ui.cfg->shards[j->shard].name : "?");
+	snprintf(state, sizeof state, "%s%s%s", bs_job_state_name(j->state), j->reason[0] ? ": " : "", j->reason);
+	tbl_set(&tbl, r, 1, j->state, "%s", state);
+	bar(pb, sizeof pb, frac, 14);
+	tbl_set(&tbl, r, 2, frac, "%s %5.1f%%", pb, frac * 100);
+	tbl_set(&tbl, r, 3, (double)j->rows_scanned, "%s / %s", fmt_count(a, sizeof a, j->rows_scanned),
+	        fmt_count(b, sizeof b, j->rows_total));
+	tbl_set(&tbl, r, 4, j->rate, "%.0f", j->rate);
+	tbl_set(&tbl, r, 5, j->eta_s, "%s", j->state == BS_JOB_DONE ? "-" : fmt_secs(eta, sizeof eta, j->eta_s));
+	if (j->worker_host[0])
+		tbl_set(&tbl, r, 6, NAN, "%s:%d%s", j->worker_host, j->worker_pid, here ? " (here)" : "");
+	else
+		tbl_set(&tbl, r, 6, NAN, "%s", here ? "(here)" : "-");
+}
+
+static void build(local_backfill_t *loc, int nloc)
+{
+	int i, k;
+
+	tbl_clear(&tbl);
+	for (i = 0; i < snap.jobs.len; i++) {
+		const bs_job_t *j = &snap.jobs.items[i];
+		bool here = false;
+
+		for (k = 0; k < nloc; k++)
+			if (loc[k].running && strcmp(loc[k].index, j->index) == 0 &&
+			    j->worker_pid == (int)getpid())
+				here = true;
+		add_job(j, here);
+	}
+	tbl_finish(&tbl, ui_filter());
+}
+
+static void bf_draw(int y, int h, int w)
+{
+	static local_backfill_t loc[16];
+	char stale[128], t[64];
+	int nloc = worker_backfills(loc, 16), i, line;
+
+	snap_lock();
+	build(loc, nloc);
+	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
+	ui_printf(y, 0, w, "Backfills: %d jobs (as of %s)  %s", snap.jobs.len,
+	          snap.taken_us ? fmt_time(t, sizeof t, snap.taken_us) : "-", stale);
+	tbl_draw(&tbl, y + 1, h - 4 - (nloc > 0 ? 1 : 0), w);
+	line = y + h - 3 - (nloc > 0 ? 1 : 0);
+	{
+		/* the selected job's state in full: the throttle reason is long */
+		int row = tbl_selected(&tbl);
+		if (row >= 0)
+			ui_printf(line, 0, w, "%s: %s", tbl_cell(&tbl, row, 0), tbl_cell(&tbl, row, 1));
+	}
+	line++;
+	if (snap.rc < 0) {
+		ui_color(C_BAD, true);
+		ui_printf(line, 0, w, "error: %s", snap.err);
+		ui_color(C_BAD, false);
+	} else if (snap.unreachable) {
+		ui_printf(line, 0, w, "%d shard(s) unreachable: their jobs are not listed", snap.unreachable);
+	}
+	line++;
+	for (i = 0; i < nloc && i < 1; i++) {
+		int k, running = 0;
+		for (k = 0; k < nloc; k++)
+			running += loc[k].running;
+		ui_printf(line++, 0, w, "this console runs %d backfill%s%s%s", running, running == 1 ? "" : "s",
+		          loc[nloc - 1].error[0] ? "; last error: " : "", loc[nloc - 1].error);
+	}
+	snap_unlock();
+	ui_color(C_DIM, true);
+	ui_put(y + h - 1, 0, w, ui.read_only ? "? help" : "p pause  r resume  x cancel  (every job of the index)  ? help");
+	ui_color(C_DIM, false);
+}
+
+typedef struct {
+	char index[BS_NAME_MAX + 1];
+	char action[16];
+} jreq_t;
+
+static void do_control(bs_store_t *st, void *arg)
+{
+	jreq_t *q = arg;
+
+	if (strcmp(q->action, "run") == 0) {
+		if (worker_backfill_start(q->index) < 0) {
+			worker_notify(true, "backfill %s: %s", q->index, bs_last_error());
+			return;
+		}
+		worker_audit(st, "index.backfill", q->index, "run from the console's backfills screen");
+		worker_notify(false, "this console now works the backfill of %s", q->index);
+		return;
+	}
+	if (bs_job_control(st, q->index, q->action) < 0) {
+		worker_notify(true, "%s %s failed: %s", q->action, q->index, bs_last_error());
+		return;
+	}
+	worker_audit(st, strcmp(q->action, "pause") == 0 ? "backfill.pause" :
+	             strcmp(q->action, "resume") == 0 ? "backfill.resume" : "backfill.cancel", q->index, "");
+	worker_notify(false, "%s: every job of %s (within one chunk)", q->action, q->index);
+	work(st, NULL);
+}
+
+static char cancel_index[BS_NAME_MAX + 1];
+
+static void submit_control(const char *index, const char *action)
+{
+	jreq_t *q = calloc(1, sizeof *q);
+
+	snprintf(q->index, sizeof q->index, "%s", index);
+	snprintf(q->action, sizeof q->action, "%s", action);
+	worker_submit(LANE_ACTION, NULL, false, do_control, q, free);
+}
+
+static reaction_t cancel_typed(const char *text, void *ctx)
+{
+	(void)ctx;
+	if (!text)
+		return R_REDRAW;
+	if (strcmp(text, cancel_index) != 0) {
+		ui_err("not cancelled: the name typed was not %s", cancel_index);
+		return R_REDRAW;
+	}
+	submit_control(cancel_index, "cancel");
+	return R_REDRAW;
+}
+
+static reaction_t bf_key(action_t a, int key)
+{
+	reaction_t r = tbl_key(&tbl, a, key);
+	int row, i, njobs = 0, nsh = 0;
+	char index[BS_NAME_MAX + 1], label[300], *at;
+	int64_t scanned = 0, total = 0;
+
+	if (r != R_UNHANDLED)
+		return r;
+	if (a != ACT_JOB_PAUSE && a != ACT_JOB_RESUME && a != ACT_JOB_CANCEL && a != ACT_INDEX_BACKFILL)
+		return R_UNHANDLED;
+	if ((row = tbl_selected(&tbl)) < 0) {
+		ui_err("no backfill selected");
+		return R_REDRAW;
+	}
+	snprintf(index, sizeof index, "%s", tbl_cell(&tbl, row, 0));
+	if ((at = strrchr(index, '@')))
+		*at = 0;
+	if (a == ACT_INDEX_BACKFILL) {
+		submit_control(index, "run");
+		ui_msg("running the backfill of %s on a console worker ...", index);
+		return R_REDRAW;
+	}
+	if (a == ACT_JOB_PAUSE || a == ACT_JOB_RESUME) {
+		submit_control(index, a == ACT_JOB_PAUSE ? "pause" : "resume");
+		ui_msg("%s %s ...", a == ACT_JOB_PAUSE ? "pausing" : "resuming", index);
+		return R_REDRAW;
+	}
+	snap_lock();
+	for (i = 0; i < snap.jobs.len; i++) {
+		if (strcmp(snap.jobs.items[i].index, index) != 0)
+			continue;
+		njobs++;
+		nsh++;
+		scanned += snap.jobs.items[i].rows_scanned;
+		total += snap.jobs.items[i].rows_total;
+	}
+	snap_unlock();
+	snprintf(cancel_index, sizeof cancel_index, "%s", index);
+	{
+		char a1[32], a2[32];
+		snprintf(label, sizeof label, "cancel backfill %s: %d job%s on %d shard%s, %s of %s rows scanned. Type %s to confirm: ",
+		         index, njobs, njobs == 1 ? "" : "s", nsh, nsh == 1 ? "" : "s",
+		         fmt_count(a1, sizeof a1, scanned), fmt_count(a2, sizeof a2, total), index);
+	}
+	ui_prompt(label, "", cancel_typed, NULL);
+	return R_REDRAW;
+}
+
+const struct view_ops view_backfills = {
+	.name = "backfills", .scope = 'B', .open = bf_open, .reload = bf_reload,
+	.draw = bf_draw, .key = bf_key,
+};

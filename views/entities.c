@@ -1,0 +1,557 @@
+/*
+ * entities.c - the entity browser: newest first, one shard or all merged,
+ * paged by key with bs_scan_* (a stack of positions pages back; never
+ * COUNT(*) or OFFSET); `/PROP=VALUE` queries a ready index (bs_query);
+ * `i` opens an id; create, edit and delete go through views/entity.c.
+ *
+ * The scan positions belong to the browse lane: only requests touch them.
+ * The UI draws the published page.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "views.h"
+
+#define KEY_SNAP "entities"
+
+enum { OP_FIRST, OP_NEXT, OP_PREV, OP_RELOAD, OP_QUERY };
+
+typedef struct {
+	int op;
+	int shard;
+	size_t limit;
+	bool reload;
+	char query[256];
+} ereq_t;
+
+/* browse lane only */
+static struct {
+	bs_scan_t *start, *pos;
+	bs_scan_t **back;
+	size_t nback, capback;
+	int shard;
+	long page_no;
+} lane;
+
+/* published */
+static struct {
+	bs_result_t page;
+	char **summary;
+	long page_no;
+	bool at_end;
+	bool query_mode;
+	char query[256];
+	int shard;
+	int64_t taken_us;
+	int rc;
+	char err[256];
+	unsigned seq;
+} snap;
+
+static table_t tbl;
+static int shard_sel = -1;     /* UI's choice: -1 all */
+static char query[256];        /* UI's current index query, "" when browsing */
+static int last_rows = 20;
+static bool select_last;       /* after paging back with Up */
+
+static const col_t cols[] = {
+	{"ID", 32, false}, {"SHARD", 5, false}, {"UPDATED (UTC)", 26, false}, {"BODY", 0, false},
+};
+
+static void lane_reset(void)
+{
+	size_t i;
+
+	bs_scan_free(lane.start);
+	bs_scan_free(lane.pos);
+	for (i = 0; i < lane.nback; i++)
+		bs_scan_free(lane.back[i]);
+	lane.nback = 0;
+	lane.start = lane.pos = NULL;
+	lane.page_no = 0;
+}
+
+/* One line per entity: key=value for the top-level properties but the id,
+ * 16-byte values as their first 8 hex digits, containers as their size. */
+static char *summarize(bs_value_t *bag)
+{
+	char *out = NULL;
+	size_t len = 0, k;
+	FILE *f;
+
+	if (bag->type != BS_MAP)
+		return strdup("(body does not decode)");
+	if (!(f = open_memstream(&out, &len)))
+		return NULL;
+	for (k = 0; k < bag->v.m.len && len < 400; k++) {
+		const bs_pair_t *p = &bag->v.m.items[k];
+		const bs_value_t *v = &p->val;
+
+		if (strcmp(p->key, "id") == 0)
+			continue;
+		fprintf(f, "%s%s=", ftell(f) ? "  " : "", p->key);
+		switch (v->type) {
+		case BS_NIL: fputs("null", f); break;
+		case BS_BOOL: fputs(v->v.b ? "true" : "false", f); break;
+		case BS_INT: fprintf(f, "%lld", (long long)v->v.i); break;
+		case BS_UINT: fprintf(f, "%llu", (unsigned long long)v->v.u); break;
+		case BS_FLOAT: fprintf(f, "%g", v->v.f); break;
+		case BS_STR: fprintf(f, "\"%.*s\"", (int)(v->v.s.len > 60 ? 60 : v->v.s.len), v->v.s.ptr); break;
+		case BS_BIN:
+			if (v->v.s.len == 16)
+				fprintf(f, "%02x%02x%02x%02x..", (unsigned char)v->v.s.ptr[0], (unsigned char)v->v.s.ptr[1],
+				        (unsigned char)v->v.s.ptr[2], (unsigned char)v->v.s.ptr[3]);
+			else
+				fprintf(f, "<%zu bytes>", v->v.s.len);
+			break;
+		case BS_ARRAY: fprintf(f, "[%zu]", v->v.a.len); break;
+		case BS_MAP: fprintf(f, "{%zu}", v->v.m.len); break;
+		}
+		fflush(f);
+	}
+	fclose(f);
+	return out;
+}
+
+static bool moved; /* the page changed position (not a reload) */
+
+static void publish(bs_result_t *page, int rc, bool at_end, bool query_mode, const char *q, int shard)
+{
+	char **sum = NULL;
+	size_t i, oldn;
+	char **oldsum;
+	bs_result_t old;
+
+	if (rc == 0 && page->len) {
+		sum = calloc(page->len, sizeof *sum);
+		for (i = 0; i < page->len; i++)
+			sum[i] = summarize(&page->items[i].bag);
+	}
+	snap_lock();
+	old = snap.page;
+	oldsum = snap.summary;
+	oldn = snap.page.len;
+	if (rc == 0) {
+		snap.page = *page;
+		snap.summary = sum;
+		snap.page_no = lane.page_no;
+		snap.at_end = at_end;
+		snap.query_mode = query_mode;
+		snprintf(snap.query, sizeof snap.query, "%s", q ? q : "");
+		snap.shard = shard;
+		memset(page, 0, sizeof *page);
+	}
+	snap.rc = rc;
+	snprintf(snap.err, sizeof snap.err, "%s", rc < 0 ? bs_last_error() : "");
+	snap.taken_us = now_us();
+	if (moved)
+		snap.seq++;
+	snap_unlock();
+	if (rc == 0) {
+		for (i = 0; i < oldn; i++)
+			free(oldsum[i]);
+		free(oldsum);
+		bs_result_free(&old);
+	} else {
+		bs_result_free(page);
+	}
+	worker_published();
+}
+
+/* "user_id=f48b..." or "INDEX: a=1 b=x": the first ready index holding
+ * every property named, or the one named. */
+static int run_query(bs_result_t *out, bs_store_t *st, const char *text, size_t limit)
+{
+	char buf[256], *p, *save = NULL, *idxname = NULL, *colon;
+	bs_cond_t conds[BS_INDEX_MAX_PROPS];
+	char *names[BS_INDEX_MAX_PROPS], *vals[BS_INDEX_MAX_PROPS];
+	int nc = 0, i, j, k, rc;
+	bs_index_list_t l = {0};
+	const bs_index_t *ix = NULL;
+
+	snprintf(buf, sizeof buf, "%s", text);
+	p = buf;
+	if ((colon = strchr(p, ':')) && (!strchr(p, '=') || colon < strchr(p, '='))) {
+		*colon = 0;
+		idxname = p;
+		p = colon + 1;
+	}
+	for (char *tok = strtok_r(p, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
+		char *eq = strchr(tok, '=');
+		if (!eq || nc == BS_INDEX_MAX_PROPS)
+			return bs_error(BS_EINVAL, "a query is PROP=VALUE [PROP=VALUE...]: '%s'", tok);
+		*eq = 0;
+		names[nc] = tok;
+		vals[nc] = eq + 1;
+		nc++;
+	}
+	if (nc == 0)
+		return bs_error(BS_EINVAL, "a query is PROP=VALUE");
+	if ((rc = bs_index_list(&l, st)) < 0)
+		return rc;
+	for (i = 0; i < l.len && !ix; i++) {
+		const bs_index_t *c = &l.items[i];
+		bool all = true;
+		if (idxname && strcmp(c->name, idxname) != 0)
+			continue;
+		if (!idxname && c->state != BS_INDEX_READY)
+			continue;
+		for (j = 0; j < nc && all; j++) {
+			bool has = false;
+			for (k = 0; k < c->nprops; k++)
+				has |= strcmp(c->props[k].name, names[j]) == 0;
+			all = has;
+		}
+		if (all)
+			ix = c;
+	}
+	if (!ix) {
+		rc = bs_error(BS_ENOTFOUND, "no ready index covers %s%s", names[0], nc > 1 ? " and the rest" : "");
+		goto done;
+	}
+	memset(conds, 0, sizeof conds);
+	for (j = 0; j < nc; j++) {
+		for (k = 0; k < ix->nprops; k++)
+			if (strcmp(ix->props[k].name, names[j]) == 0)
+				break;
+		snprintf(conds[j].prop, sizeof conds[j].prop, "%s", names[j]);
+		if ((rc = bs_value_from_text(&conds[j].value, &ix->props[k], vals[j])) < 0)
+			goto done;
+	}
+	rc = bs_query(out, st, ix->name, conds, nc, limit);
+done:
+	for (j = 0; j < nc; j++)
+		bs_value_clear(&conds[j].value);
+	bs_index_list_free(&l);
+	return rc;
+}
+
+static void work(bs_store_t *st, void *arg)
+{
+	ereq_t *q = arg;
+	bs_result_t page;
+	bs_scan_t *tmp = NULL;
+	int rc = 0;
+	bool at_end = false;
+
+	memset(&page, 0, sizeof page);
+	moved = !q->reload;
+	if (q->op == OP_QUERY) {
+		lane_reset();
+		lane.page_no = 1;
+		rc = run_query(&page, st, q->query, 1000);
+		publish(&page, rc, true, true, q->query, q->shard);
+		return;
+	}
+	if (q->op == OP_FIRST || !lane.pos || lane.shard != q->shard) {
+		lane_reset();
+		lane.shard = q->shard;
+		if ((rc = bs_scan_open(&lane.pos, st, q->shard)) < 0 ||
+		    (rc = bs_scan_clone(&lane.start, lane.pos)) < 0)
+			goto out;
+		lane.page_no = 1;
+		rc = bs_scan_next(&page, st, lane.pos, q->limit);
+		at_end = rc == 0 && page.len < q->limit;
+		goto out;
+	}
+	switch (q->op) {
+	case OP_NEXT:
+		if ((rc = bs_scan_clone(&tmp, lane.pos)) < 0)
+			goto out;
+		rc = bs_scan_next(&page, st, tmp, q->limit);
+		if (rc == 0 && page.len == 0) {
+			/* the end: stay on this page */
+			bs_scan_free(tmp);
+			worker_notify(false, "the oldest entity is on this page");
+			snap_lock();
+			snap.at_end = true;
+			snap_unlock();
+			worker_published();
+			return;
+		}
+		if (rc < 0) {
+			bs_scan_free(tmp);
+			goto out;
+		}
+		if (lane.nback == lane.capback) {
+			lane.capback = lane.capback ? lane.capback * 2 : 64;
+			lane.back = realloc(lane.back, lane.capback * sizeof *lane.back);
+		}
+		lane.back[lane.nback++] = lane.start;
+		lane.start = lane.pos;
+		lane.pos = tmp;
+		lane.page_no++;
+		at_end = page.len < q->limit;
+		break;
+	case OP_PREV:
+		if (lane.nback == 0) {
+			worker_notify(false, "this is the newest page");
+			return;
+		}
+		bs_scan_free(lane.start);
+		bs_scan_free(lane.pos);
+		lane.start = lane.back[--lane.nback];
+		lane.pos = NULL;
+		if ((rc = bs_scan_clone(&lane.pos, lane.start)) < 0)
+			goto out;
+		lane.page_no--;
+		rc = bs_scan_next(&page, st, lane.pos, q->limit);
+		break;
+	case OP_RELOAD:
+		bs_scan_free(lane.pos);
+		lane.pos = NULL;
+		if ((rc = bs_scan_clone(&lane.pos, lane.start)) < 0)
+			goto out;
+		rc = bs_scan_next(&page, st, lane.pos, q->limit);
+		at_end = rc == 0 && page.len < q->limit;
+		break;
+	}
+out:
+	publish(&page, rc, at_end, false, NULL, q->shard);
+}
+
+static void submit(int op)
+{
+	ereq_t *q = calloc(1, sizeof *q);
+
+	q->op = query[0] ? OP_QUERY : op;
+	q->reload = op == OP_RELOAD;
+	q->shard = shard_sel;
+	q->limit = (size_t)(LINES - 5 > 1 ? LINES - 5 : 1); /* the rows the table shows */
+	snprintf(q->query, sizeof q->query, "%s", query);
+	/* paging keys queue in order; reloads collapse */
+	worker_submit(LANE_BROWSE, op == OP_RELOAD ? KEY_SNAP ".reload" : NULL, op == OP_RELOAD,
+	              work, q, free);
+}
+
+static void en_reload(void)
+{
+	/* a query or the current page, read again */
+	submit(OP_RELOAD);
+}
+
+void entities_show_shard(int shard)
+{
+	shard_sel = shard;
+	query[0] = 0;
+	submit(OP_FIRST);
+}
+
+void entities_changed(void)
+{
+	submit(OP_RELOAD);
+}
+
+static void en_open(void)
+{
+	static bool init;
+
+	if (!init) {
+		tbl_init(&tbl, cols, 4);
+		init = true;
+		submit(OP_FIRST);
+	}
+}
+
+static void build(void)
+{
+	size_t i;
+	char t[64];
+
+	tbl_clear(&tbl);
+	for (i = 0; i < snap.page.len; i++) {
+		const bs_entity_t *e = &snap.page.items[i];
+		char hex[33];
+		int r = tbl_add(&tbl, C_NORMAL);
+		int64_t us = e->updated_us;
+
+		bs_id_hex(hex, &e->id);
+		tbl_set(&tbl, r, 0, NAN, "%s", hex);
+		tbl_set(&tbl, r, 1, e->shard, "%s", e->shard < ui.nshards ? ui.cfg->shards[e->shard].name : "?");
+		fmt_time(t, sizeof t, us);
+		tbl_set(&tbl, r, 2, (double)us, "%s.%06lld", t, (long long)(us % 1000000));
+		tbl_set(&tbl, r, 3, NAN, "%s", snap.summary && snap.summary[i] ? snap.summary[i] : "");
+	}
+	tbl_finish(&tbl, snap.query_mode ? "" : ui_filter());
+}
+
+static unsigned drawn_seq;
+
+static void en_draw(int y, int h, int w)
+{
+	char stale[128];
+	const char *where;
+	int rows = h - 3;
+
+	if (rows < 1)
+		rows = 1;
+	if (rows != last_rows) {
+		last_rows = rows;
+	}
+	snap_lock();
+	build();
+	if (snap.seq != drawn_seq) {
+		drawn_seq = snap.seq;
+		if (select_last) {
+			tbl.sel = tbl.nshown - 1;
+			select_last = false;
+		} else {
+			tbl.sel = 0;
+		}
+		tbl.top = 0;
+		tbl.selkey[0] = 0;
+	}
+	ui_stale(KEY_SNAP ".reload", snap.taken_us, stale, sizeof stale);
+	where = shard_sel < 0 ? "all shards merged" : ui.cfg->shards[shard_sel].name;
+	if (snap.query_mode)
+		ui_printf(y, 0, w, "Entities matching %s (index query, %zu found, newest first)  %s", snap.query,
+		          snap.page.len, stale);
+	else
+		ui_printf(y, 0, w, "Entities, newest first, %s: page %ld%s  %s", where, snap.page_no,
+		          snap.at_end ? " (the end)" : "", stale);
+	tbl_draw(&tbl, y + 1, h - 2, w);
+	if (snap.rc < 0) {
+		ui_color(C_BAD, true);
+		ui_printf(y + h - 1, 0, w, "error: %s", snap.err);
+		ui_color(C_BAD, false);
+	} else {
+		ui_color(C_DIM, true);
+		ui_put(y + h - 1, 0, w, ui.read_only ?
+		       "Enter open  Space/b page  s shard  i id  /PROP=VALUE query  ? help" :
+		       "Enter open  Space/b page  s shard  i id  /PROP=VALUE query  n new  e edit  d delete  ? help");
+		ui_color(C_DIM, false);
+	}
+	snap_unlock();
+}
+
+static reaction_t jump_done(const char *text, void *ctx)
+{
+	bs_id_t id;
+
+	(void)ctx;
+	if (!text || !*text)
+		return R_REDRAW;
+	if (bs_id_parse(&id, text) < 0) {
+		ui_err("%s", bs_last_error());
+		return R_REDRAW;
+	}
+	entity_open(&id);
+	return R_REDRAW;
+}
+
+static bool en_filter(const char *text)
+{
+	bs_id_t id;
+
+	if (strchr(text, '=')) {
+		snprintf(query, sizeof query, "%s", text);
+		ui_set_filter(text);
+		submit(OP_QUERY);
+		return true;
+	}
+	if (bs_id_parse(&id, text) == 0) {
+		entity_open(&id);
+		return true;
+	}
+	if (query[0]) {
+		/* leaving a query: back to browsing */
+		query[0] = 0;
+		ui_set_filter(text);
+		submit(OP_FIRST);
+		return true;
+	}
+	return false;
+}
+
+static reaction_t en_key(action_t a, int key)
+{
+	int r = tbl_selected(&tbl);
+	reaction_t rr;
+
+	switch (a) {
+	case ACT_PGDN:
+		if (!query[0])
+			submit(OP_NEXT);
+		return R_REDRAW;
+	case ACT_PGUP:
+		if (!query[0])
+			submit(OP_PREV);
+		return R_REDRAW;
+	case ACT_HOME:
+		if (!query[0])
+			submit(OP_FIRST);
+		tbl.sel = 0;
+		return R_REDRAW;
+	case ACT_DOWN:
+		if (!query[0] && tbl.sel >= tbl.nshown - 1 && !snap.at_end) {
+			submit(OP_NEXT);
+			return R_REDRAW;
+		}
+		break;
+	case ACT_UP:
+		if (!query[0] && tbl.sel == 0 && snap.page_no > 1) {
+			select_last = true;
+			submit(OP_PREV);
+			return R_REDRAW;
+		}
+		break;
+	case ACT_BACK:
+		if (query[0] || ui_filter()[0]) {
+			query[0] = 0;
+			ui_set_filter("");
+			submit(OP_FIRST);
+			return R_REDRAW;
+		}
+		return R_UNHANDLED;
+	case ACT_ENT_SHARD:
+		shard_sel = shard_sel + 1 >= ui.nshards ? -1 : shard_sel + 1;
+		query[0] = 0;
+		submit(OP_FIRST);
+		ui_msg("browsing %s", shard_sel < 0 ? "all shards merged" : ui.cfg->shards[shard_sel].name);
+		return R_REDRAW;
+	case ACT_ENT_JUMP:
+		ui_prompt("open entity id: ", "", jump_done, NULL);
+		return R_REDRAW;
+	case ACT_ENT_NEW:
+		return entity_create();
+	case ACT_OPEN:
+	case ACT_ENT_EDIT:
+	case ACT_ENT_DELETE: {
+		bs_id_t id;
+		int shard;
+		if (r < 0 || (size_t)r >= snap.page.len) {
+			ui_err("no entity selected");
+			return R_REDRAW;
+		}
+		snap_lock();
+		id = snap.page.items[r].id;
+		shard = snap.page.items[r].shard;
+		if (a == ACT_ENT_EDIT) {
+			bs_value_t bag;
+			int64_t up = snap.page.items[r].updated_us;
+			bs_value_copy(&bag, &snap.page.items[r].bag);
+			snap_unlock();
+			rr = entity_edit(&bag, up);
+			bs_value_clear(&bag);
+			return rr;
+		}
+		snap_unlock();
+		if (a == ACT_OPEN) {
+			entity_open(&id);
+			return R_REDRAW;
+		}
+		return entity_delete(&id, shard);
+	}
+	default:
+		break;
+	}
+	rr = tbl_key(&tbl, a, key);
+	return rr;
+}
+
+const struct view_ops view_entities = {
+	.name = "entities", .scope = 'E', .open = en_open, .reload = en_reload,
+	.draw = en_draw, .key = en_key, .filter = en_filter,
+};

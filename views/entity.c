@@ -1,0 +1,760 @@
+/*
+ * entity.c - one entity: its bag decoded as a tree, its shard and update
+ * time, its raw stored bytes on request (hex dump of bs_get_raw), and its
+ * rows in every index on every shard beside the rows it should have
+ * (bs_entity_index_rows). Also the entity changes made from the console:
+ *
+ *  - edit: the bag as YAML in $EDITOR; on save it is decoded (errors keep
+ *    the file and say where it is), the change is shown, and `y` writes it
+ *    with bs_put_if against the updated time read when it was opened. A
+ *    conflict writes nothing, keeps the edited YAML in its file, and shows
+ *    the store's version beside the operator's.
+ *  - create: the same with a new id, written only if absent.
+ *  - delete: after the first 8 hex digits of the id are typed.
+ * Every change goes to the audit table.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "views.h"
+
+#define KEY_SNAP "entity"
+
+static struct {
+	bs_id_t id;
+	unsigned want;      /* request generation the snapshot answers */
+	unsigned got;
+	int rc;
+	char err[256];
+	bs_value_t bag;
+	int64_t updated_us;
+	int shard;
+	bs_bytes_t raw;
+	char **tree;        /* lines */
+	int ntree;
+	char **rows;        /* index rows lines */
+	int nrows;
+	int rows_rc;
+	char rows_err[256];
+	int64_t taken_us;
+} snap;
+
+static bs_id_t cur_id;
+static unsigned cur_gen;
+static bool show_raw;
+static int top_line;
+static int last_h;
+
+typedef struct {
+	bs_id_t id;
+	unsigned gen;
+} dreq_t;
+
+/* ------------------------------------------------------------ lines */
+
+typedef struct {
+	char **v;
+	int n, cap;
+} lines_t;
+
+static void lines_add(lines_t *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void lines_add(lines_t *l, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	if (!s)
+		return;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 32;
+		l->v = realloc(l->v, sizeof(char *) * (size_t)l->cap);
+	}
+	l->v[l->n++] = s;
+}
+
+static void lines_free(char **v, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void scalar_text(char *buf, size_t n, const bs_value_t *v)
+{
+	char hex[37];
+	bs_id_t id;
+
+	switch (v->type) {
+	case BS_NIL: snprintf(buf, n, "null"); break;
+	case BS_BOOL: snprintf(buf, n, "%s", v->v.b ? "true" : "false"); break;
+	case BS_INT: snprintf(buf, n, "%lld", (long long)v->v.i); break;
+	case BS_UINT: snprintf(buf, n, "%llu", (unsigned long long)v->v.u); break;
+	case BS_FLOAT: snprintf(buf, n, "%.17g", v->v.f); break;
+	case BS_STR: snprintf(buf, n, "\"%.*s\"", (int)(v->v.s.len > 200 ? 200 : v->v.s.len), v->v.s.ptr); break;
+	case BS_BIN:
+		if (v->v.s.len == 16) {
+			memcpy(id.b, v->v.s.ptr, 16);
+			bs_id_dashed(hex, &id);
+			snprintf(buf, n, "%s  (uuid)", hex);
+		} else {
+			size_t i, o = 0;
+			for (i = 0; i < v->v.s.len && i < 32 && o + 3 < n; i++)
+				o += (size_t)snprintf(buf + o, n - o, "%02x", (unsigned char)v->v.s.ptr[i]);
+			snprintf(buf + o, n - o, "%s  (%zu bytes)", v->v.s.len > 32 ? "..." : "", v->v.s.len);
+		}
+		break;
+	default: buf[0] = 0;
+	}
+}
+
+static void tree(lines_t *l, const bs_value_t *v, int depth, const char *label)
+{
+	char text[512];
+	size_t i;
+	int ind = depth * 2;
+
+	if (v->type == BS_MAP) {
+		if (label)
+			lines_add(l, "%*s%s: {%zu}", ind, "", label, v->v.m.len);
+		for (i = 0; i < v->v.m.len; i++)
+			tree(l, &v->v.m.items[i].val, label ? depth + 1 : depth, v->v.m.items[i].key);
+	} else if (v->type == BS_ARRAY) {
+		lines_add(l, "%*s%s: [%zu]", ind, "", label ? label : "", v->v.a.len);
+		for (i = 0; i < v->v.a.len; i++) {
+			char idx[32];
+			snprintf(idx, sizeof idx, "[%zu]", i);
+			tree(l, &v->v.a.items[i], depth + 1, idx);
+		}
+	} else {
+		scalar_text(text, sizeof text, v);
+		lines_add(l, "%*s%s: %s", ind, "", label ? label : "", text);
+	}
+}
+
+/* ------------------------------------------------------------ loading */
+
+static void work(bs_store_t *st, void *arg)
+{
+	dreq_t *q = arg;
+	bs_value_t bag;
+	bs_bytes_t raw = {0};
+	int64_t up = 0, up2 = 0;
+	int shard = -1, rc, rrc = 0, n = 0, i, j;
+	lines_t tl = {0}, rl = {0};
+	bs_entity_rows_t *er = NULL;
+	char err[256] = "", rerr[256] = "";
+
+	bs_value_nil(&bag);
+	rc = bs_get(&bag, st, &q->id, &up, &shard);
+	if (rc == BS_ECORRUPT) {
+		snprintf(err, sizeof err, "%s", bs_last_error());
+		shard = bs_route_id(&q->id, bs_store_nshards(st));
+	} else if (rc < 0) {
+		snprintf(err, sizeof err, "%s", bs_last_error());
+	}
+	if (rc == 0 || rc == BS_ECORRUPT)
+		bs_get_raw(&raw, st, &q->id, &up2);
+	if (rc == 0) {
+		tree(&tl, &bag, 0, NULL);
+		rrc = bs_entity_index_rows(&er, &n, st, &bag);
+		if (rrc < 0)
+			snprintf(rerr, sizeof rerr, "%s", bs_last_error());
+		for (i = 0; rrc == 0 && i < n; i++) {
+			const bs_entity_rows_t *x = &er[i];
+			bool ok = x->expect_shard < 0 ? x->nfound == 0 : (x->nfound == 1 && x->found[0].right);
+
+			if (x->expect_shard >= 0)
+				lines_add(&rl, "%s %-20s should have: %s on %s", ok ? "ok     " : "DRIFT  ", x->index,
+				          x->expect, x->expect_shard < bs_store_nshards(st) ?
+				          bs_store_config(st)->shards[x->expect_shard].name : "?");
+			else
+				lines_add(&rl, "%s %-20s should have: no row%s", ok ? "ok     " : "DRIFT  ", x->index,
+				          x->misfit ? " (a value does not fit the index's type)" : "");
+			if (x->nfound == 0 && x->expect_shard >= 0)
+				lines_add(&rl, "          has: MISSING on every shard");
+			for (j = 0; j < x->nfound && j < 16; j++)
+				lines_add(&rl, "          has: %s on %s%s", x->found[j].values,
+				          bs_store_config(st)->shards[x->found[j].shard].name,
+				          x->found[j].right ? "" : "   <- STALE (wrong value or shard)");
+		}
+		if (rrc == 0 && n == 0)
+			lines_add(&rl, "(no index maintained by writers)");
+	}
+	free(er);
+	snap_lock();
+	if (q->gen == cur_gen) {
+		bs_value_clear(&snap.bag);
+		bs_bytes_free(&snap.raw);
+		lines_free(snap.tree, snap.ntree);
+		lines_free(snap.rows, snap.nrows);
+		snap.id = q->id;
+		snap.got = q->gen;
+		snap.rc = rc;
+		snprintf(snap.err, sizeof snap.err, "%s", err);
+		snap.bag = bag;
+		bs_value_nil(&bag);
+		snap.updated_us = up;
+		snap.shard = shard;
+		snap.raw = raw;
+		memset(&raw, 0, sizeof raw);
+		snap.tree = tl.v;
+		snap.ntree = tl.n;
+		tl.v = NULL;
+		tl.n = 0;
+		snap.rows = rl.v;
+		snap.nrows = rl.n;
+		rl.v = NULL;
+		rl.n = 0;
+		snap.rows_rc = rrc;
+		snprintf(snap.rows_err, sizeof snap.rows_err, "%s", rerr);
+		snap.taken_us = now_us();
+	}
+	snap_unlock();
+	bs_value_clear(&bag);
+	bs_bytes_free(&raw);
+	lines_free(tl.v, tl.n);
+	lines_free(rl.v, rl.n);
+	worker_published();
+}
+
+static void et_reload(void)
+{
+	dreq_t *q = calloc(1, sizeof *q);
+
+	q->id = cur_id;
+	q->gen = cur_gen;
+	worker_submit(LANE_BROWSE, KEY_SNAP, false, work, q, free);
+}
+
+void entity_open(const bs_id_t *id)
+{
+	snap_lock();
+	cur_id = *id;
+	cur_gen++;
+	snap_unlock();
+	show_raw = false;
+	top_line = 0;
+	ui_push(&view_entity);
+}
+
+/* ------------------------------------------------------------ drawing */
+
+static void et_draw(int y, int h, int w)
+{
+	char hex[37], t[64], stale[128], size[32];
+	lines_t body = {0};
+	int i, line = y;
+
+	bs_id_dashed(hex, &cur_id);
+	snap_lock();
+	if (snap.got != cur_gen) {
+		ui_printf(line, 0, w, "Entity %s: loading ...", hex);
+		snap_unlock();
+		return;
+	}
+	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
+	ui_color(C_HEADER, true);
+	ui_printf(line++, 0, w, "Entity %s  %s", hex, stale);
+	ui_color(C_HEADER, false);
+	if (snap.rc < 0 && snap.rc != BS_ECORRUPT) {
+		ui_color(C_BAD, true);
+		ui_printf(line++, 0, w, "%s: %s", bs_strerror(snap.rc), snap.err);
+		ui_color(C_BAD, false);
+		snap_unlock();
+		return;
+	}
+	fmt_time(t, sizeof t, snap.updated_us);
+	ui_printf(line++, 0, w, "shard %s   updated %s.%06lld UTC   stored body %s",
+	          snap.shard >= 0 && snap.shard < ui.nshards ? ui.cfg->shards[snap.shard].name : "?",
+	          t, (long long)(snap.updated_us % 1000000), fmt_bytes(size, sizeof size, (int64_t)snap.raw.len));
+	line++;
+	if (snap.rc == BS_ECORRUPT)
+		lines_add(&body, "the body does not decode: %s", snap.err);
+	if (show_raw || snap.rc == BS_ECORRUPT) {
+		size_t off;
+		lines_add(&body, "raw stored bytes (zlib of MessagePack), %zu bytes:", snap.raw.len);
+		for (off = 0; off < snap.raw.len; off += 16) {
+			char hx[64] = "", as[20] = "";
+			size_t k, o = 0;
+			for (k = 0; k < 16; k++) {
+				if (off + k < snap.raw.len) {
+					unsigned char c = snap.raw.ptr[off + k];
+					o += (size_t)snprintf(hx + o, sizeof hx - o, "%02x%s", c, k == 7 ? "  " : " ");
+					as[k] = c >= 32 && c < 127 ? (char)c : '.';
+				} else {
+					o += (size_t)snprintf(hx + o, sizeof hx - o, "   %s", k == 7 ? " " : "");
+				}
+			}
+			as[16] = 0;
+			lines_add(&body, "%08zx  %s |%s|", off, hx, as);
+		}
+	} else {
+		lines_add(&body, "decoded:");
+		for (i = 0; i < snap.ntree; i++)
+			lines_add(&body, "  %s", snap.tree[i]);
+	}
+	if (snap.rc == 0) {
+		lines_add(&body, "%s", "");
+		lines_add(&body, "index rows (every shard read):");
+		if (snap.rows_rc < 0)
+			lines_add(&body, "  error: %s", snap.rows_err);
+		for (i = 0; i < snap.nrows; i++)
+			lines_add(&body, "  %s", snap.rows[i]);
+	}
+	snap_unlock();
+	last_h = y + h - 1 - line;
+	if (top_line > body.n - last_h)
+		top_line = body.n - last_h;
+	if (top_line < 0)
+		top_line = 0;
+	for (i = top_line; i < body.n && line < y + h - 1; i++, line++) {
+		bool bad = strstr(body.v[i], "DRIFT") || strstr(body.v[i], "STALE") || strstr(body.v[i], "MISSING");
+		if (bad)
+			ui_color(C_BAD, true);
+		ui_put(line, 0, w, body.v[i]);
+		if (bad)
+			ui_color(C_BAD, false);
+	}
+	lines_free(body.v, body.n);
+	ui_color(C_DIM, true);
+	ui_put(y + h - 1, 0, w, ui.read_only ? "x raw bytes / tree   q back   ? help" :
+	       "x raw bytes / tree   e edit   d delete   q back   ? help");
+	ui_color(C_DIM, false);
+}
+
+/* ------------------------------------------------------------ changes */
+
+/* A line diff (longest common subsequence) of two texts, "-"/"+"/" ". */
+static char *diff_text(const char *a, const char *b)
+{
+	lines_t la = {0}, lb = {0};
+	char *out = NULL;
+	size_t outlen = 0;
+	FILE *f = open_memstream(&out, &outlen);
+	const char *p;
+	int i, j, *L;
+
+	for (p = a; *p;) {
+		const char *nl = strchr(p, '\n');
+		int len = nl ? (int)(nl - p) : (int)strlen(p);
+		lines_add(&la, "%.*s", len, p);
+		p += len + (nl ? 1 : 0);
+	}
+	for (p = b; *p;) {
+		const char *nl = strchr(p, '\n');
+		int len = nl ? (int)(nl - p) : (int)strlen(p);
+		lines_add(&lb, "%.*s", len, p);
+		p += len + (nl ? 1 : 0);
+	}
+	if ((long)la.n * lb.n > 4000000 || !(L = calloc((size_t)(la.n + 1) * (size_t)(lb.n + 1), sizeof(int)))) {
+		for (i = 0; i < la.n; i++)
+			fprintf(f, "- %s\n", la.v[i]);
+		for (j = 0; j < lb.n; j++)
+			fprintf(f, "+ %s\n", lb.v[j]);
+	} else {
+#define LL(x, y) L[(x) * (lb.n + 1) + (y)]
+		for (i = la.n - 1; i >= 0; i--)
+			for (j = lb.n - 1; j >= 0; j--)
+				LL(i, j) = strcmp(la.v[i], lb.v[j]) == 0 ? LL(i + 1, j + 1) + 1 :
+				           (LL(i + 1, j) > LL(i, j + 1) ? LL(i + 1, j) : LL(i, j + 1));
+		for (i = 0, j = 0; i < la.n || j < lb.n;) {
+			if (i < la.n && j < lb.n && strcmp(la.v[i], lb.v[j]) == 0) {
+				fprintf(f, "  %s\n", la.v[i]);
+				i++, j++;
+			} else if (i < la.n && (j == lb.n || LL(i + 1, j) >= LL(i, j + 1))) {
+				fprintf(f, "- %s\n", la.v[i++]);
+			} else {
+				fprintf(f, "+ %s\n", lb.v[j++]);
+			}
+		}
+#undef LL
+		free(L);
+	}
+	fclose(f);
+	lines_free(la.v, la.n);
+	lines_free(lb.v, lb.n);
+	return out;
+}
+
+static char *read_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+
+	if (!f)
+		return NULL;
+	for (;;) {
+		if (cap - len < 4096) {
+			cap = cap ? cap * 2 : 8192;
+			buf = realloc(buf, cap + 1);
+		}
+		n = fread(buf + len, 1, cap - len, f);
+		if (n == 0)
+			break;
+		len += n;
+	}
+	fclose(f);
+	buf[len] = 0;
+	return buf;
+}
+
+/* What is being edited: one at a time. */
+static struct {
+	bool active;
+	bs_id_t id;
+	int64_t expect_us;       /* updated time read at open; 0: create */
+	char path[256];
+	char *orig_yaml;         /* as it was opened */
+	char *new_yaml;
+	bs_value_t bag;          /* decoded edit */
+} ed;
+
+static void ed_reset(void)
+{
+	free(ed.orig_yaml);
+	free(ed.new_yaml);
+	bs_value_clear(&ed.bag);
+	memset(&ed, 0, sizeof ed);
+	bs_value_nil(&ed.bag);
+}
+
+typedef struct {
+	bs_id_t id;
+	int64_t expect_us;
+	bs_value_t bag;
+	char path[256];
+	char *new_yaml;
+	char detail[512];
+	int shard;
+} wreq_t;
+
+static void wreq_free(void *p)
+{
+	wreq_t *w = p;
+
+	bs_value_clear(&w->bag);
+	free(w->new_yaml);
+	free(w);
+}
+
+static void do_write(bs_store_t *st, void *arg)
+{
+	wreq_t *w = arg;
+	char hex[33];
+	int rc;
+
+	bs_id_hex(hex, &w->id);
+	rc = bs_put_if(st, &w->bag, w->expect_us);
+	if (rc == BS_ECONFLICT) {
+		bs_value_t cur;
+		int64_t up = 0;
+		char *cur_yaml = NULL, *page = NULL, *d = NULL, t1[64], t2[64], us2[16];
+		int grc;
+
+		bs_value_nil(&cur);
+		grc = bs_get(&cur, st, &w->id, &up, NULL);
+		if (grc == 0)
+			bs_yaml_encode(&cur_yaml, &cur);
+		d = diff_text(cur_yaml ? cur_yaml : "", w->new_yaml);
+		fmt_time(t1, sizeof t1, w->expect_us);
+		fmt_time(t2, sizeof t2, up);
+		snprintf(us2, sizeof us2, ".%06lld", (long long)(up % 1000000));
+		if (asprintf(&page,
+		             "CONFLICT: entity %s changed since you opened it; nothing was written.\n"
+		             "  opened at version updated %s.%06lld, the store now has %s%s%s\n"
+		             "Your edited version is kept in %s\n"
+		             "(edit it from there, or open the entity again and redo the change).\n\n"
+		             "Both versions (- in the store now, + yours):\n\n%s\n"
+		             "--- in the store now:\n%s\n+++ yours:\n%s",
+		             hex, w->expect_us ? t1 : "(absent)", (long long)(w->expect_us % 1000000),
+		             grc == 0 ? "updated " : "", grc == 0 ? t2 : "no such entity (deleted)", grc == 0 ? us2 : "",
+		             w->path, d ? d : "", cur_yaml ? cur_yaml : "(absent)\n", w->new_yaml) < 0)
+			page = NULL;
+		worker_page("edit conflict", page ? page : "conflict");
+		worker_notify(true, "not written: %s changed since it was opened; your edit is in %s", hex, w->path);
+		free(page);
+		free(d);
+		free(cur_yaml);
+		bs_value_clear(&cur);
+		return;
+	}
+	if (rc < 0) {
+		worker_notify(true, "not written (%s); your edit is in %s", bs_last_error(), w->path);
+		return;
+	}
+	worker_audit(st, w->expect_us ? "entity.edit" : "entity.create", hex, w->detail);
+	unlink(w->path);
+	worker_notify(false, "%s entity %s", w->expect_us ? "saved" : "created", hex);
+	{
+		dreq_t *q = calloc(1, sizeof *q);
+		snap_lock();
+		q->id = cur_id;
+		q->gen = ++cur_gen;
+		snap_unlock();
+		worker_submit(LANE_BROWSE, KEY_SNAP, false, work, q, free);
+	}
+}
+
+static reaction_t confirm_write(void *ctx)
+{
+	wreq_t *w = calloc(1, sizeof *w);
+	char *d;
+
+	(void)ctx;
+	if (!ed.active)
+		return R_POP;
+	w->id = ed.id;
+	w->expect_us = ed.expect_us;
+	w->bag = ed.bag;
+	bs_value_nil(&ed.bag);
+	snprintf(w->path, sizeof w->path, "%s", ed.path);
+	w->new_yaml = strdup(ed.new_yaml);
+	/* the audit detail: the changed lines, short */
+	d = diff_text(ed.orig_yaml ? ed.orig_yaml : "", ed.new_yaml);
+	if (d) {
+		size_t o = 0;
+		char *p = d, *nl;
+		for (; *p && o < sizeof w->detail - 2; p = nl ? nl + 1 : p + strlen(p)) {
+			nl = strchr(p, '\n');
+			if (*p == '+' || *p == '-') {
+				int len = nl ? (int)(nl - p) : (int)strlen(p);
+				o += (size_t)snprintf(w->detail + o, sizeof w->detail - o, "%s%.*s", o ? "; " : "", len, p);
+			}
+			if (!nl)
+				break;
+		}
+		free(d);
+	}
+	ed_reset();
+	worker_submit(LANE_ACTION, NULL, false, do_write, w, wreq_free);
+	ui_msg("writing ...");
+	entities_changed();
+	return R_POP;
+}
+
+/* After the editor: decode, check, show the change. */
+static reaction_t after_edit(void)
+{
+	char *text = read_file(ed.path), *d, *page = NULL, hex[33];
+	bs_id_t id;
+
+	if (!text) {
+		ui_err("cannot read %s: %s", ed.path, strerror(errno));
+		return R_REDRAW;
+	}
+	if (ed.expect_us && strcmp(text, ed.orig_yaml) == 0) {
+		ui_msg("no change; nothing written");
+		unlink(ed.path);
+		free(text);
+		ed_reset();
+		return R_REDRAW;
+	}
+	bs_value_clear(&ed.bag);
+	if (bs_yaml_decode(&ed.bag, text, strlen(text), ed.path) < 0) {
+		ui_err("not saved; your edit is kept in %s (e edits it again): %s", ed.path, bs_last_error());
+		free(text);
+		return R_REDRAW;
+	}
+	if (bs_bag_id(&id, &ed.bag) < 0 || memcmp(id.b, ed.id.b, 16) != 0) {
+		ui_err("not saved; your edit is kept in %s (e edits it again): the id must stay %s",
+		       ed.path, (bs_id_hex(hex, &ed.id), hex));
+		free(text);
+		return R_REDRAW;
+	}
+	free(ed.new_yaml);
+	ed.new_yaml = text;
+	d = diff_text(ed.orig_yaml ? ed.orig_yaml : "", text);
+	bs_id_hex(hex, &ed.id);
+	if (asprintf(&page, "%s entity %s -- the change (- before, + after):\n\n%s\n"
+	             "Written only if the entity has not changed since it was opened%s.\n"
+	             "Your edit stays in %s until it is written.\n",
+	             ed.expect_us ? "Edit" : "Create", hex, d ? d : "",
+	             ed.expect_us ? "" : " (only if absent)", ed.path) < 0)
+		page = NULL;
+	text_open(ed.expect_us ? "edit: the change" : "create: the new entity", page ? page : "",
+	          confirm_write, NULL, ed.expect_us ? "write it" : "create it");
+	free(page);
+	free(d);
+	return R_REDRAW;
+}
+
+static reaction_t start_edit(const bs_id_t *id, int64_t expect_us, const char *yaml)
+{
+	char hex[33];
+	int fd;
+	FILE *f;
+
+	/* an edit of the same entity that failed to decode: reopen its file */
+	if (ed.active && memcmp(ed.id.b, id->b, 16) == 0 && ed.path[0] && access(ed.path, R_OK) == 0) {
+		if (ui_edit_file(ed.path) != 0)
+			ui_err("the editor failed; your edit is kept in %s", ed.path);
+		return after_edit();
+	}
+	ed_reset();
+	ed.active = true;
+	ed.id = *id;
+	ed.expect_us = expect_us;
+	ed.orig_yaml = strdup(yaml);
+	bs_id_hex(hex, id);
+	snprintf(ed.path, sizeof ed.path, "%s/bagstore-edit-%.8s-XXXXXX.yaml",
+	         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", hex);
+	if ((fd = mkstemps(ed.path, 5)) < 0 || !(f = fdopen(fd, "w"))) {
+		ui_err("cannot create a file to edit: %s", strerror(errno));
+		ed_reset();
+		return R_REDRAW;
+	}
+	fputs(yaml, f);
+	fclose(f);
+	if (ui_edit_file(ed.path) != 0) {
+		ui_err("the editor failed; nothing written (your text is in %s)", ed.path);
+		return R_REDRAW;
+	}
+	return after_edit();
+}
+
+reaction_t entity_edit(const bs_value_t *bag, int64_t updated_us)
+{
+	char *yaml = NULL;
+	bs_id_t id;
+	reaction_t r;
+
+	if (bs_bag_id(&id, bag) < 0 || bs_yaml_encode(&yaml, bag) < 0) {
+		ui_err("cannot edit: %s", bs_last_error());
+		return R_REDRAW;
+	}
+	r = start_edit(&id, updated_us, yaml);
+	free(yaml);
+	return r;
+}
+
+reaction_t entity_create(void)
+{
+	bs_id_t id;
+	char hex[37], *yaml = NULL;
+	reaction_t r;
+
+	bs_id_generate(&id);
+	bs_id_dashed(hex, &id);
+	if (asprintf(&yaml, "id: !uuid %s\n", hex) < 0)
+		return R_REDRAW;
+	r = start_edit(&id, 0, yaml);
+	free(yaml);
+	return r;
+}
+
+static struct {
+	bs_id_t id;
+	int shard;
+} del;
+
+static void do_delete(bs_store_t *st, void *arg)
+{
+	char hex[33];
+	int rc;
+
+	(void)arg;
+	bs_id_hex(hex, &del.id);
+	rc = bs_delete(st, &del.id);
+	if (rc < 0) {
+		worker_notify(true, "delete %s failed: %s", hex, bs_last_error());
+		return;
+	}
+	worker_audit(st, "entity.delete", hex, del.shard >= 0 && del.shard < bs_store_nshards(st) ?
+	             bs_store_config(st)->shards[del.shard].name : "");
+	worker_notify(false, "deleted entity %s", hex);
+}
+
+static reaction_t delete_typed(const char *text, void *ctx)
+{
+	char hex[33];
+
+	(void)ctx;
+	if (!text)
+		return R_REDRAW;
+	bs_id_hex(hex, &del.id);
+	if (strlen(text) < 8 || strncasecmp(text, hex, 8) != 0) {
+		ui_err("not deleted: %s does not start the id", text);
+		return R_REDRAW;
+	}
+	worker_submit(LANE_ACTION, NULL, false, do_delete, NULL, NULL);
+	entities_changed();
+	ui_msg("deleting %s ...", hex);
+	return R_REDRAW;
+}
+
+reaction_t entity_delete(const bs_id_t *id, int shard)
+{
+	char hex[33], label[256];
+
+	del.id = *id;
+	del.shard = shard;
+	bs_id_hex(hex, id);
+	snprintf(label, sizeof label, "delete entity %s (1 entity on %s, with its index rows). Type %.8s to confirm: ",
+	         hex, shard >= 0 && shard < ui.nshards ? ui.cfg->shards[shard].name : "?", hex);
+	ui_prompt(label, "", delete_typed, NULL);
+	return R_REDRAW;
+}
+
+/* ------------------------------------------------------------ keys */
+
+static reaction_t et_key(action_t a, int key)
+{
+	reaction_t r;
+
+	switch (a) {
+	case ACT_DOWN: top_line++; return R_REDRAW;
+	case ACT_UP: top_line--; return R_REDRAW;
+	case ACT_PGDN: top_line += last_h > 1 ? last_h - 1 : 1; return R_REDRAW;
+	case ACT_PGUP: top_line -= last_h > 1 ? last_h - 1 : 1; return R_REDRAW;
+	case ACT_HOME: top_line = 0; return R_REDRAW;
+	case ACT_END: top_line = 1 << 20; return R_REDRAW;
+	case ACT_ENT_RAW: show_raw = !show_raw; top_line = 0; return R_REDRAW;
+	case ACT_ENT_EDIT:
+	case ACT_ENT_DELETE: {
+		bs_value_t bag;
+		int64_t up;
+		int shard;
+
+		snap_lock();
+		if (snap.got != cur_gen || snap.rc < 0) {
+			snap_unlock();
+			ui_err("the entity is not loaded");
+			return R_REDRAW;
+		}
+		bs_value_copy(&bag, &snap.bag);
+		up = snap.updated_us;
+		shard = snap.shard;
+		snap_unlock();
+		if (a == ACT_ENT_DELETE)
+			r = entity_delete(&cur_id, shard);
+		else
+			r = entity_edit(&bag, up);
+		bs_value_clear(&bag);
+		return r;
+	}
+	default:
+		if (key == KEY_MOUSE) {
+			if (ui_mouse.bstate & BUTTON4_PRESSED)
+				top_line -= 3;
+			else if (ui_mouse.bstate & BUTTON5_PRESSED)
+				top_line += 3;
+			return R_REDRAW;
+		}
+		return R_UNHANDLED;
+	}
+}
+
+const struct view_ops view_entity = {
+	.name = "entity", .scope = 'D', .reload = et_reload, .draw = et_draw, .key = et_key,
+};

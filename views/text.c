@@ -1,0 +1,180 @@
+/*
+ * text.c - a page of text: the help screen (generated from the action
+ * table), DDL previews, change diffs, edit conflicts, verify results. A page
+ * may offer one confirmation, run by `y`.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "views.h"
+
+static struct {
+	char title[256];
+	char **lines;
+	int n;
+	int top;
+	reaction_t (*confirm)(void *ctx);
+	void *ctx;
+	char confirm_label[256];
+	int last_h;
+} tv;
+
+static void tv_clear(void)
+{
+	int i;
+
+	for (i = 0; i < tv.n; i++)
+		free(tv.lines[i]);
+	free(tv.lines);
+	tv.lines = NULL;
+	tv.n = 0;
+	tv.top = 0;
+}
+
+void text_open(const char *title, const char *text,
+               reaction_t (*confirm)(void *ctx), void *ctx, const char *confirm_label)
+{
+	const char *p = text, *nl;
+
+	tv_clear();
+	snprintf(tv.title, sizeof tv.title, "%s", title);
+	for (;;) {
+		size_t len;
+
+		nl = strchr(p, '\n');
+		len = nl ? (size_t)(nl - p) : strlen(p);
+		if (!nl && len == 0)
+			break;
+		tv.lines = realloc(tv.lines, sizeof(char *) * (size_t)(tv.n + 1));
+		tv.lines[tv.n++] = strndup(p, len);
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	tv.confirm = ui.read_only ? NULL : confirm;
+	tv.ctx = ctx;
+	snprintf(tv.confirm_label, sizeof tv.confirm_label, "%s", confirm_label ? confirm_label : "");
+	ui_push(&view_text);
+}
+
+static void add_action_lines(char **buf, size_t *len, FILE *f, char scope, bool global)
+{
+	int i;
+
+	(void)buf;
+	(void)len;
+	for (i = 1; i < ACT_COUNT; i++) {
+		const action_info_t *ai = &bs_action_info[i];
+		bool is_global = strcmp(ai->scope, "*") == 0;
+
+		if (global != is_global || (!global && !strchr(ai->scope, scope)))
+			continue;
+		if (!action_enabled((action_t)i))
+			continue;
+		fprintf(f, "  %-12s %s%s\n", ai->keyname, ai->help, ai->dangerous ? "  (changes data)" : "");
+	}
+}
+
+void text_open_help(const struct view_ops *v)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	char title[128];
+
+	if (!f)
+		return;
+	if (ui.read_only)
+		fprintf(f, "READ-ONLY: the keys that change data are removed.\n\n");
+	if (v && v != &view_text) {
+		fprintf(f, "Keys of the %s screen:\n", v->name);
+		add_action_lines(&buf, &len, f, v->scope, false);
+		fprintf(f, "\n");
+	}
+	fprintf(f, "Everywhere:\n");
+	add_action_lines(&buf, &len, f, 0, true);
+	fprintf(f, "\nCommands after ':':\n"
+	           "  :shards :indexes :cleaner :backfills :entities   switch screen (a prefix will do)\n"
+	           "  :entity ID         open an entity\n"
+	           "  :refresh SECS      the refresh interval\n"
+	           "  :filter TEXT       the same as /\n"
+	           "  :pause             pause the refresh\n"
+	           "  :q                 quit\n");
+	fclose(f);
+	snprintf(title, sizeof title, "help%s%s", v && v != &view_text ? ": " : "",
+	         v && v != &view_text ? v->name : "");
+	text_open(title, buf, NULL, NULL, NULL);
+	free(buf);
+}
+
+static void tv_draw(int y, int h, int w)
+{
+	int i, body = h - 1 - (tv.confirm ? 2 : 0);
+
+	tv.last_h = body;
+	ui_color(C_HEADER, true);
+	ui_put(y, 0, w, tv.title);
+	ui_color(C_HEADER, false);
+	if (tv.top > tv.n - body)
+		tv.top = tv.n - body;
+	if (tv.top < 0)
+		tv.top = 0;
+	for (i = 0; i < body && tv.top + i < tv.n; i++) {
+		const char *l = tv.lines[tv.top + i];
+		int attr = l[0] == '+' ? C_GOOD : l[0] == '-' ? C_BAD : C_NORMAL;
+
+		if (attr != C_NORMAL)
+			ui_color(attr, true);
+		ui_put(y + 1 + i, 0, w, l);
+		if (attr != C_NORMAL)
+			ui_color(attr, false);
+	}
+	if (tv.confirm) {
+		ui_color(C_WARN, true);
+		ui_printf(y + h - 1, 0, w, "y: %s    q/Esc: cancel", tv.confirm_label);
+		ui_color(C_WARN, false);
+	}
+}
+
+static reaction_t tv_key(action_t a, int key)
+{
+	reaction_t r;
+
+	switch (a) {
+	case ACT_DOWN: tv.top++; return R_REDRAW;
+	case ACT_UP: tv.top--; return R_REDRAW;
+	case ACT_PGDN: tv.top += tv.last_h > 1 ? tv.last_h - 1 : 1; return R_REDRAW;
+	case ACT_PGUP: tv.top -= tv.last_h > 1 ? tv.last_h - 1 : 1; return R_REDRAW;
+	case ACT_HOME: tv.top = 0; return R_REDRAW;
+	case ACT_END: tv.top = tv.n; return R_REDRAW;
+	case ACT_CONFIRM:
+		if (!tv.confirm)
+			return R_NONE;
+		{
+			reaction_t (*fn)(void *) = tv.confirm;
+			void *ctx = tv.ctx;
+			tv.confirm = NULL;
+			r = fn(ctx);
+			return r;
+		}
+	default:
+		if (key == KEY_MOUSE) {
+			if (ui_mouse.bstate & BUTTON4_PRESSED)
+				tv.top -= 3;
+			else if (ui_mouse.bstate & BUTTON5_PRESSED)
+				tv.top += 3;
+			return R_REDRAW;
+		}
+		return R_UNHANDLED;
+	}
+}
+
+static void tv_close(void)
+{
+	tv.confirm = NULL;
+}
+
+const struct view_ops view_text = {
+	.name = "text", .scope = 'T', .draw = tv_draw, .key = tv_key, .close = tv_close,
+};

@@ -1,0 +1,169 @@
+/*
+ * views.h - what a console screen is, and the console services it may use.
+ *
+ * A screen is a struct view_ops: hooks with private state kept in its own
+ * file (views/NAME.c). It never speaks SQL and never waits on a shard: it asks
+ * the worker (tui/worker.h) for a snapshot and draws the latest one.
+ * Key handlers get a named action (tui/actions.h) and return a reaction;
+ * the loop in tui/console.c acts on it.
+ */
+#ifndef BS_VIEWS_H
+#define BS_VIEWS_H
+
+#ifndef NCURSES_WIDECHAR
+#define NCURSES_WIDECHAR 1
+#endif
+#include <curses.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "actions.h"
+#include "bagstore.h"
+#include "worker.h"
+
+typedef enum {
+	R_NONE,    /* nothing changed */
+	R_REDRAW,  /* draw again */
+	R_RELOAD,  /* ask the worker for fresh data, then draw */
+	R_POP,     /* close this screen, back to the one below */
+	R_QUIT,    /* leave the console */
+	R_UNHANDLED /* not this screen's key: let the console try */
+} reaction_t;
+
+struct view_ops {
+	const char *name;  /* as typed after ':' */
+	char scope;        /* its letter in the action table */
+	void (*open)(void);
+	void (*reload)(void);                   /* ask for fresh data; never blocks */
+	void (*draw)(int y, int h, int w);      /* rows y..y+h-1 of stdscr */
+	reaction_t (*key)(action_t a, int key); /* a == ACT_NONE: a key of no action */
+	void (*close)(void);
+	/* Optional: take over `/` (return true when handled). */
+	bool (*filter)(const char *text);
+};
+
+extern const struct view_ops view_shards, view_indexes, view_cleaner,
+	view_backfills, view_entities, view_entity, view_text;
+
+/* One entity (views/entity.c): open it, edit it in $EDITOR (bag and
+ * updated_us as read; updated_us 0 creates), delete it after its first 8
+ * hex digits are typed. */
+void entity_open(const bs_id_t *id);
+reaction_t entity_edit(const bs_value_t *bag, int64_t updated_us);
+reaction_t entity_create(void);
+reaction_t entity_delete(const bs_id_t *id, int shard);
+/* The entities screen reloads its page (after a change). */
+void entities_changed(void);
+/* Browse one shard (-1: all merged) on the entities screen. */
+void entities_show_shard(int shard);
+
+/* ------------------------------------------------------------ the console */
+
+typedef struct {
+	const bs_config_t *cfg;
+	bool read_only;
+	bool headless;
+	bool ascii;          /* no UTF-8 in the locale: draw ASCII */
+	bool color;          /* colors allowed (NO_COLOR unset, terminal has them) */
+	double refresh_s;    /* automatic refresh interval */
+	bool paused;
+	int nshards;
+	char **shard_names;  /* borrowed from cfg */
+} ui_t;
+extern ui_t ui;
+
+/* Open a screen above the current one. */
+void ui_push(const struct view_ops *v);
+/* Replace the whole stack by a top-level screen. */
+void ui_switch(const struct view_ops *v);
+/* A message on the status line (kept a few seconds). */
+void ui_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ui_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The `/` filter of the current screen ("" when none). */
+const char *ui_filter(void);
+void ui_set_filter(const char *text);
+/* A line of input on the bottom row; done(text) runs on Enter, with
+ * text NULL on Esc. The prompt names the target and the scale itself. */
+typedef reaction_t (*ui_prompt_fn)(const char *text, void *ctx);
+void ui_prompt(const char *label, const char *initial, ui_prompt_fn done, void *ctx);
+/* Run $EDITOR (else vi) on a file, leaving and restoring the screen.
+ * Returns the editor's exit status, or -1 when it could not run. */
+int ui_edit_file(const char *path);
+/* Timestamp of the last worker publication that a screen should redraw for. */
+void ui_wake(void);
+
+/* A text page (help, DDL previews, diffs, conflicts, results). Lines are
+ * copied. With confirm set, `y` runs it (and the page closes). */
+void text_open(const char *title, const char *text,
+               reaction_t (*confirm)(void *ctx), void *ctx, const char *confirm_label);
+void text_open_help(const struct view_ops *for_view);
+
+/* ------------------------------------------------------------ drawing */
+
+enum { C_NORMAL, C_HEADER, C_SELECT, C_TITLE, C_GOOD, C_WARN, C_BAD, C_DIM, C_STATUS };
+void ui_color(int pair, bool on);
+/* Print UTF-8 text at (y, x), clipped to w terminal columns; returns the
+ * columns used. */
+int ui_put(int y, int x, int w, const char *s);
+int ui_printf(int y, int x, int w, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Display width of UTF-8 text. */
+int ui_width(const char *s);
+
+/* Formatting helpers, into caller buffers. */
+char *fmt_count(char *buf, size_t n, int64_t v);    /* 1,204,331 */
+char *fmt_bytes(char *buf, size_t n, int64_t v);    /* 12.3 MiB */
+char *fmt_age(char *buf, size_t n, int64_t then_us); /* 3s ago */
+char *fmt_time(char *buf, size_t n, int64_t us);    /* 2024-05-01 12:00:00 */
+char *fmt_secs(char *buf, size_t n, double s);      /* 1h02m, 12.3s */
+int64_t now_us(void);
+
+/* "stale" note for a snapshot taken at taken_us whose reload under `key`
+ * may be in flight; "" when fresh. */
+const char *ui_stale(const char *key, int64_t taken_us, char *buf, size_t n);
+
+/* ------------------------------------------------------------ tables */
+
+typedef struct {
+	const char *title;
+	int width;   /* columns; 0: what is left */
+	bool right;  /* right-aligned (numbers) */
+} col_t;
+
+typedef struct {
+	const col_t *cols;
+	int ncols;
+	char **cells;   /* nrows * ncols, owned */
+	double *keys;   /* numeric sort keys (NaN: sort as text) */
+	int *attr;      /* per row color pair */
+	int nrows, cap;
+	int npinned;    /* rows at the end that never sort or filter (totals) */
+	int *order;     /* shown rows */
+	int nshown;
+	int sel, top;
+	int sort_col;   /* -1: as given */
+	bool sort_desc;
+	char selkey[128];
+	int last_h;
+	int last_y;     /* where the header was drawn (for the mouse) */
+} table_t;
+
+void tbl_init(table_t *t, const col_t *cols, int ncols);
+void tbl_clear(table_t *t);   /* drop the rows, keep selection and sort */
+void tbl_free(table_t *t);
+int tbl_add(table_t *t, int attr);
+void tbl_set(table_t *t, int row, int col, double key, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+void tbl_pin_last(table_t *t); /* the last row added is a totals row */
+void tbl_finish(table_t *t, const char *filter);
+void tbl_draw(table_t *t, int y, int h, int w);
+/* Navigation, sorting and mouse; R_UNHANDLED for other actions. */
+reaction_t tbl_key(table_t *t, action_t a, int key);
+/* The selected row's index into the rows added, -1 when none. */
+int tbl_selected(const table_t *t);
+const char *tbl_cell(const table_t *t, int row, int col);
+
+/* The mouse event being handled (valid while handling KEY_MOUSE). */
+extern MEVENT ui_mouse;
+
+#endif
