@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/console/capture.sh - the text captures of doc/console.md: loads a
+# tests/console/capture.sh - the text captures in README.md (The console): loads a
 # small demo data set into the (empty, initialised here) shards of CONFIG and
 # dumps every screen headless at 100x24, into OUTDIR.
 #
