@@ -230,15 +230,30 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 	/* Always building first: writers that cached the catalog do not know
 	 * the index yet. The cleaner's backfill jobs are queued here; it marks
 	 * the index ready by the one rule of index_promote. */
+	/* One creation time on every shard (the first shard's clock): the
+	 * cleaner's jobs name the index they build by it. */
+	char created[40] = "NOW(6)";
+	for (int i = 0; i < st->n; i++) {
+		MYSQL_RES *res;
+		static const char q[] = "SELECT UNIX_TIMESTAMP(NOW(6))";
+		if (shard_query(&res, st, i, q, sizeof q - 1))
+			continue;
+		MYSQL_ROW row = mysql_fetch_row(res);
+		if (row && row[0])
+			snprintf(created, sizeof created, "FROM_UNIXTIME(%.20s)", row[0]);
+		mysql_free_result(res);
+		break;
+	}
+	bs_error_clear();
 	bs_index_format_on(on, sizeof on, def);
 	buf_reset(&b);
-	buf_puts(&b, "INSERT INTO bagstore_indexes (name, on_spec, shard_on, state) VALUES ('");
+	buf_puts(&b, "INSERT INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed) VALUES ('");
 	buf_puts(&b, def->name);
 	buf_puts(&b, "','");
 	buf_puts(&b, on);
 	buf_puts(&b, "','");
 	buf_puts(&b, def->props[def->shard_on].name);
-	buf_puts(&b, "','building')");
+	buf_printf(&b, "','building',%s,%s)", created, created);
 	if ((rc = buf_ok(&b)) || (rc = exec_everywhere(st, b.ptr, b.len)))
 		goto done;
 	catalog_invalidate(st);
@@ -280,6 +295,10 @@ int bs_index_drop(bs_store_t *st, const char *name)
 	buf_puts(&b, "DROP TABLE IF EXISTS ");
 	buf_ident(&b, name);
 	buf_printf(&b, "; DELETE FROM bagstore_indexes WHERE name='%s'", name);
+	/* and the cleaner's bookkeeping of it: jobs, last verify, sweep cursor */
+	buf_printf(&b, "; DELETE FROM bagstore_jobs WHERE index_name='%s'; DELETE FROM bagstore_verify"
+	               " WHERE index_name='%s'; DELETE FROM bagstore_watermarks WHERE name='sweep:%s'",
+	           name, name, name);
 	if ((rc = buf_ok(&b)) || (rc = exec_everywhere(st, b.ptr, b.len)))
 		goto done;
 	catalog_invalidate(st);

@@ -46,6 +46,12 @@ int drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs_ind
 
 /* ------------------------------------------------------------ repair (repair.c) */
 
+/* After drift_check(fix) over eb (read from shard): redo the entities a
+ * writer changed or deleted meanwhile from their new bodies (a few rounds),
+ * so that no fix made from an old body outlives a writer's newer rows. */
+int drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_t *idx, int nidx,
+                 const ebatch_t *eb);
+
 /* Make every entity updated at or after since_us (on every shard) right in
  * idx (NULL: every maintained index), newest first. */
 int repair_since(int64_t *rows, bs_store_t *st, const bs_index_t *idx, int64_t since_us);

@@ -120,13 +120,14 @@ static void job_from_row(bs_job_t *j, int64_t *created_us, MYSQL_ROW row, int sh
 	j->finished_us = parse_unix_us(row[15]);
 	if (created_us)
 		*created_us = row[16] ? strtoll(row[16], NULL, 10) : 0;
+	/* a rate is only current while a worker runs the job (done keeps its last) */
+	if (j->state != BS_JOB_RUNNING && j->state != BS_JOB_THROTTLED && j->state != BS_JOB_DONE)
+		j->rate = 0;
 	j->eta_s = -1;
 	if (j->state == BS_JOB_DONE)
 		j->eta_s = 0;
 	else if (j->rate > 0 && j->rows_total > 0)
 		j->eta_s = (double)(j->rows_total > j->rows_scanned ? j->rows_total - j->rows_scanned : 0) / j->rate;
-	if (j->state != BS_JOB_RUNNING && j->state != BS_JOB_THROTTLED)
-		j->rate = j->state == BS_JOB_DONE ? j->rate : 0;
 }
 
 int job_read(bs_job_t *out, int64_t *index_created_us, bs_store_t *st, int shard, const char *index)

@@ -37,6 +37,110 @@ static int db_now(int64_t *out, bs_store_t *st, int shard)
 	return 0;
 }
 
+/* After fixing rows for the entities of eb (read from shard), look at
+ * them again: any a writer changed or deleted meanwhile is done again from
+ * its new body, so that a fix made from an old body never stands in front
+ * of a writer's newer rows. (A writer writes its entity first, then its
+ * rows: a change not yet visible here is followed by the writer's own
+ * index writes, after ours.) A few rounds at most. */
+/* Index of id in b, whose ids are in ascending order; -1 when absent. */
+static long find_sorted(const ebatch_t *b, const uint8_t *id)
+{
+	size_t lo = 0, hi = b->len;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int r = memcmp(b->ids[mid].b, id, 16);
+		if (r == 0)
+			return (long)mid;
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+int drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_t *idx, int nidx,
+                 const ebatch_t *eb)
+{
+	ebatch_t again = {0};
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	bs_id_t *ids = NULL;
+	int64_t *upd = NULL;
+	size_t n = eb->len;
+	int rc = 0;
+	if (!n)
+		return 0;
+	ids = malloc(n * sizeof *ids);
+	upd = malloc(n * sizeof *upd);
+	if (!ids || !upd) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	memcpy(ids, eb->ids, n * sizeof *ids);
+	memcpy(upd, eb->updated, n * sizeof *upd);
+	for (int round = 0; round < 3 && n; round++) {
+		buf_reset(&b);
+		buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities WHERE id IN (");
+		for (size_t k = 0; k < n; k++) {
+			buf_puts(&b, k ? "," : "");
+			buf_hex(&b, ids[k].b, 16);
+		}
+		buf_puts(&b, ") ORDER BY id");
+		if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, shard, b.ptr, b.len)))
+			goto done;
+		ebatch_reset(&again);
+		rc = ebatch_load(&again, res);
+		mysql_free_result(res);
+		res = NULL;
+		if (rc)
+			goto done;
+		/* keep what changed; what is gone should have no row (NIL bag) */
+		size_t m = 0;
+		for (size_t k = 0; k < n; k++) {
+			long found = find_sorted(&again, ids[k].b);
+			if (found >= 0 && again.updated[found] == upd[k])
+				continue;
+			ids[m] = ids[k];
+			upd[m] = found >= 0 ? again.updated[found] : -1;
+			m++;
+		}
+		n = m;
+		if (!n)
+			break;
+		/* their current bodies, in ids[] order */
+		bs_value_t *bags = calloc(n, sizeof *bags);
+		if (!bags) {
+			rc = bs_error(BS_ENOMEM, "out of memory");
+			goto done;
+		}
+		for (size_t k = 0; k < n; k++) {
+			long j = find_sorted(&again, ids[k].b);
+			bs_value_nil(&bags[k]);
+			if (j >= 0) {
+				bags[k] = again.bags[j];
+				bs_value_nil(&again.bags[j]); /* moved */
+			}
+		}
+		for (int x = 0; x < nidx && !rc; x++)
+			rc = drift_check(out, st, &idx[x], ids, bags, n, true);
+		for (size_t k = 0; k < n; k++)
+			bs_value_clear(&bags[k]);
+		free(bags);
+		if (rc)
+			goto done;
+	}
+done:
+	if (res)
+		mysql_free_result(res);
+	ebatch_free(&again);
+	buf_free(&b);
+	free(ids);
+	free(upd);
+	return rc;
+}
+
 /* Entities of shard updated in [since, until] (until 0: no bound), newest
  * first, made right in each of idx[nidx]. */
 static int repair_shard(int64_t *rows, int64_t *repaired, bs_store_t *st, int shard,
@@ -75,12 +179,13 @@ static int repair_shard(int64_t *rows, int64_t *repaired, bs_store_t *st, int sh
 		res = NULL;
 		if (rc || eb.len == 0)
 			goto done;
-		for (int k = 0; k < nidx; k++) {
-			drift_counts_t d = {0};
+		drift_counts_t d = {0};
+		for (int k = 0; k < nidx; k++)
 			if ((rc = drift_check(&d, st, &idx[k], eb.ids, eb.bags, eb.len, true)))
 				goto done;
-			*repaired += d.repaired;
-		}
+		if ((rc = drift_settle(&d, st, shard, idx, nidx, &eb)))
+			goto done;
+		*repaired += d.repaired;
 		*rows += (int64_t)eb.len;
 		first = false;
 		cu = eb.updated[eb.len - 1];

@@ -41,6 +41,12 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 			out->checked += (int64_t)eb.len;
 			if ((rc = drift_check(&d, st, idx, eb.ids, eb.bags, eb.len, repair)))
 				goto done;
+			if (repair) { /* writers may have moved on meanwhile: not counted again */
+				drift_counts_t again = {0};
+				if ((rc = drift_settle(&again, st, s, idx, 1, &eb)))
+					goto done;
+				d.repaired += again.repaired;
+			}
 			after = eb.added[eb.len - 1];
 			if (got < VERIFY_BATCH)
 				break;

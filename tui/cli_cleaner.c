@@ -7,6 +7,7 @@
 #include "cli_cleaner.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,15 +122,27 @@ static void on_signal(int sig)
 }
 
 typedef struct {
-	bool tty;
+	pthread_mutex_t lock; /* progress comes from the cleaner's threads */
+	bool tty, daemon;
 	int n;
 	bs_job_t *last; /* per shard */
+	bs_job_t seen[64]; /* the daemon: per index and shard */
+	int nseen;
 	char last_err[512];
 } progress_t;
+
+static void progress_locked(progress_t *pr, const bs_job_t *job);
 
 static void on_progress(void *p, const bs_job_t *job)
 {
 	progress_t *pr = p;
+	pthread_mutex_lock(&pr->lock);
+	progress_locked(pr, job);
+	pthread_mutex_unlock(&pr->lock);
+}
+
+static void progress_locked(progress_t *pr, const bs_job_t *job)
+{
 	if (job->shard < 0) { /* a daemon error, logged when it changes */
 		if (strcmp(pr->last_err, job->reason)) {
 			snprintf(pr->last_err, sizeof pr->last_err, "%s", job->reason);
@@ -139,6 +152,22 @@ static void on_progress(void *p, const bs_job_t *job)
 	}
 	if (job->shard >= pr->n)
 		return;
+	if (pr->daemon) { /* the daemon logs what changes, one line each */
+		int k;
+		for (k = 0; k < pr->nseen; k++)
+			if (pr->seen[k].shard == job->shard && !strcmp(pr->seen[k].index, job->index))
+				break;
+		if (k == pr->nseen && pr->nseen < (int)(sizeof pr->seen / sizeof *pr->seen))
+			pr->nseen++;
+		else if (k == pr->nseen)
+			k = 0;
+		bs_job_t *was = &pr->seen[k];
+		if (strcmp(was->index, job->index) || was->state != job->state || strcmp(was->reason, job->reason))
+			fprintf(stderr, "bagstore: cleaner: backfill of %s on shard %d: %s%s%s\n", job->index, job->shard,
+			        bs_job_state_name(job->state), job->reason[0] ? ": " : "", job->reason);
+		*was = *job;
+		return;
+	}
 	pr->last[job->shard] = *job;
 	if (!pr->tty)
 		return;
@@ -181,8 +210,10 @@ int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 		return cli_usage_error(ctx, "--index and --once do not go together");
 	if ((rc = cli_open(ctx)))
 		return rc;
+	pthread_mutex_init(&pr.lock, NULL);
 	pr.n = bs_store_nshards(ctx->st);
 	pr.tty = isatty(STDERR_FILENO);
+	pr.daemon = !index;
 	if (!(pr.last = calloc((size_t)pr.n, sizeof *pr.last)))
 		return bs_error(BS_ENOMEM, "out of memory");
 	struct sigaction sa;
@@ -213,6 +244,7 @@ int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 		rc = bs_cleaner_run(ctx->st, &o);
 	}
 	free(pr.last);
+	pthread_mutex_destroy(&pr.lock);
 	return rc;
 }
 

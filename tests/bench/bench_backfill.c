@@ -551,12 +551,18 @@ latency:
 	backfill_done = 0;
 	pthread_create(&btid, NULL, backfill_thread, &bf);
 	usleep(200000);
-	long long lw0 = 0, lw1 = 0;
-	for (int i = 0; i < nshards; i++)
+	long long lw0 = 0, lw1 = 0, wf0 = 0, wf1 = 0, lg0 = 0, lg1 = 0;
+	for (int i = 0; i < nshards; i++) {
 		lw0 += raw_int(raw[i], "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='INNODB_ROW_LOCK_WAITS'");
+		wf0 += raw_int(raw[i], "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='INNODB_BUFFER_POOL_WAIT_FREE'");
+		lg0 += raw_int(raw[i], "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='INNODB_LOG_WAITS'");
+	}
 	int n1 = puts_timed(st, lat1, np, 3000000, &backfill_done);
-	for (int i = 0; i < nshards; i++)
+	for (int i = 0; i < nshards; i++) {
 		lw1 += raw_int(raw[i], "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='INNODB_ROW_LOCK_WAITS'");
+		wf1 += raw_int(raw[i], "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='INNODB_BUFFER_POOL_WAIT_FREE'");
+		lg1 += raw_int(raw[i], "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='INNODB_LOG_WAITS'");
+	}
 	pthread_join(btid, NULL);
 	if (bf.rc)
 		die("backfill by_n", bf.msg);
@@ -567,7 +573,8 @@ latency:
 	       pct(lat0, n0, 0.99) * 1e6);
 	printf("  %-30s %6d puts  p50 %7.0f us  p99 %7.0f us  p99 %.2fx (target <= 1.5x)\n", "with a backfill running", n1,
 	       pct(lat1, n1, 0.5) * 1e6, pct(lat1, n1, 0.99) * 1e6, pct(lat1, n1, 0.99) / pct(lat0, n0, 0.99));
-	printf("  (the concurrent backfill of by_n took %.1f s; InnoDB row lock waits meanwhile: %lld)\n", bf.secs, lw1 - lw0);
+	printf("  (the concurrent backfill of by_n took %.1f s; meanwhile InnoDB row lock waits %lld,"
+	       " buffer pool free-page waits %lld, log waits %lld)\n", bf.secs, lw1 - lw0, wf1 - wf0, lg1 - lg0);
 	free(lat0);
 	free(lat1);
 
@@ -624,6 +631,14 @@ lag:
 	printf("  p50 %.3f s  p99 %.3f s  max %.3f s (target p99 < 1 s)\n", pct(lag, nfault, 0.5),
 	       pct(lag, nfault, 0.99), lag[nfault - 1]);
 	free(lag);
+	{
+		bs_cleaner_opts_t once = { .once = true };
+		bs_drift_t d;
+		if (bs_cleaner_run(st, &once) || bs_verify(&d, st, NULL, false))
+			die("verify", bs_last_error());
+		printf("  verify after the run (load stopped, one more pass): %lld missing, %lld stale, %lld orphaned\n",
+		       (long long)d.missing, (long long)d.stale, (long long)d.orphaned);
+	}
 done:
 	for (int i = 0; i < nshards; i++)
 		mysql_close(raw[i]);

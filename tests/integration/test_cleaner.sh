@@ -156,6 +156,22 @@ t_eq "$(state by_k)" ready "by_k ready"
 t_eq "$(rows by_k)" "$N" "by_k complete"
 bs 0 "verify by_k" verify --index by_k
 
+# the first shard (where the catalog is read first) stopped, then back
+bs 0 "create by_k2" index create by_k2 --on k:int --shard-on k
+bg s0 cleaner --index by_k2
+wait_until 30 started by_k2
+sh "$SHARDS_SH" stop-one s0 --dir "$SHARDS_DIR" >/dev/null 2>&1
+sleep 2
+if kill -0 "$(cat "$TMP/s0.pid")" 2>/dev/null; then t_ok "the job waits for the stopped first shard"; else t_fail "the job waits for the stopped first shard" "$(cat "$TMP/s0.err")"; fi
+bs 1 "backfill list with a shard down exits 1" backfill list
+t_contains "$T_OUT" "by_k2" "it still lists the other shard's job"
+sh "$SHARDS_SH" start-one s0 --dir "$SHARDS_DIR" >/dev/null 2>&1
+bg_wait s0
+t_eq "$?" 0 "the backfill finishes once the first shard is back"
+t_eq "$(state by_k2)" ready "by_k2 ready"
+t_eq "$(rows by_k2)" "$N" "by_k2 complete"
+bs 0 "drop by_k2" index drop by_k2 --yes
+
 # ------------------------------------------------------------ repair
 
 printf '{"id":{"$uuid":"0000000a-0000-4000-8000-00000000aaaa"},"user_id":{"$uuid":"0000000a-1111-4000-8000-00000000aaaa"},"n":-1,"m":1,"k":-1}\n' >"$TMP/one.json"
@@ -186,6 +202,17 @@ t_contains "$T_OUT" "repaired" "verify --repair says what it repaired"
 bs 0 "verify after --repair: no drift" verify
 bs 0 "verify --json" verify --json --index by_user
 t_contains "$T_OUT" '"missing": 0' "JSON counts"
+
+# ------------------------------------------------------------ a job that fails says why
+
+bs 0 "create broken" index create broken --on n:int --shard-on n
+t_sql 1 "DROP TABLE broken"
+bs 1 "a backfill whose table is gone fails" cleaner --index broken
+t_contains "$T_ERR" "broken" "the error names the table"
+bs 0 "backfill list" backfill list
+t_contains "$T_OUT" "failed" "the job is listed as failed"
+t_contains "$T_OUT" "doesn't exist" "with MySQL's message"
+bs 0 "drop the broken index" index drop broken --yes
 
 # ------------------------------------------------------------ the daemon
 
