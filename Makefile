@@ -124,4 +124,4 @@ uninstall:
 clean:
 	rm -rf build build-asan
 
--include $(ENGINE_OBJ:.o=.d) $(APP_OBJ:.o=.d)
+-include $(ENGINE_OBJ:.o=.d) $(APP_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d) $(BENCH_SRC:%.c=$(BUILD)/%.d)

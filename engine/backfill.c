@@ -667,6 +667,9 @@ static enum outcome attempt(runner_t *r)
 		if (slow)
 			chunk = CHUNK_MIN;
 		r->job.chunk = chunk;
+		/* pacing: leave the servers (and the writers) time between chunks */
+		if (r->cfg->cleaner.sleep_coef > 0)
+			cleaner_sleep(elapsed * r->cfg->cleaner.sleep_coef, r->opts ? r->opts->stop : NULL);
 		buf_reset(&b);
 		buf_printf(&b, "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6), cursor_id=%lld,"
 		               " rows_scanned=%lld, rows_written=%lld, rate=%.3f, chunk=%lld",

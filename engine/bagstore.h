@@ -228,6 +228,9 @@ typedef struct {
 	double max_replica_lag; /* seconds (1.0) */
 	double repair_overlap;  /* seconds subtracted from the watermark (1.0) */
 	double repair_interval; /* seconds between repair passes (0.2) */
+	double sleep_coef;      /* after each backfill chunk, sleep this many times
+	                         * its duration (0: full speed), as pt-archiver's
+	                         * --sleep-coef: trades backfill time for writers' latency */
 } bs_cleaner_conf_t;
 
 typedef struct {

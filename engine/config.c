@@ -643,7 +643,7 @@ static const char *const timeout_keys[] = { "connect", "read", "write", NULL };
 static const char *const index_keys[] = { "name", "on", "shard_on", NULL };
 static const char *const cleaner_keys[] = {
 	"chunk_time", "max_load", "critical_load", "max_replica_lag", "repair_overlap",
-	"repair_interval", NULL
+	"repair_interval", "sleep_coef", NULL
 };
 
 static int missing(const ctx *c, const node *map, const char *where, const char *key)
@@ -995,6 +995,9 @@ static int parse_cleaner(bs_config_t *cfg, const ctx *c, const node *root)
 		return error;
 	if ((v = get(n, "repair_interval")) &&
 	    (error = get_seconds(&cl->repair_interval, c, v, "cleaner.repair_interval", false)) < 0)
+		return error;
+	if ((v = get(n, "sleep_coef")) &&
+	    (error = get_seconds(&cl->sleep_coef, c, v, "cleaner.sleep_coef", true)) < 0)
 		return error;
 	return 0;
 }

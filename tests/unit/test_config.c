@@ -87,7 +87,8 @@ static const char good_yaml[] =
 	"  critical_load: 20\n"
 	"  max_replica_lag: 2.5\n"
 	"  repair_overlap: 0\n"
-	"  repair_interval: 1e-1\n";
+	"  repair_interval: 1e-1\n"
+	"  sleep_coef: 1.5\n";
 
 static void test_good(void)
 {
@@ -155,6 +156,7 @@ static void test_good(void)
 	CHECK(cfg->cleaner.max_replica_lag == 2.5, "lag %g", cfg->cleaner.max_replica_lag);
 	CHECK(cfg->cleaner.repair_overlap == 0, "overlap %g", cfg->cleaner.repair_overlap);
 	CHECK(cfg->cleaner.repair_interval == 0.1, "interval %g", cfg->cleaner.repair_interval);
+	CHECK(cfg->cleaner.sleep_coef == 1.5, "sleep_coef %g", cfg->cleaner.sleep_coef);
 	bs_config_free(cfg);
 }
 
@@ -180,6 +182,7 @@ static void test_defaults(void)
 	CHECK(cfg->cleaner.max_load == 25 && cfg->cleaner.critical_load == 50, "loads");
 	CHECK(cfg->cleaner.max_replica_lag == 1.0 && cfg->cleaner.repair_overlap == 1.0, "lag/overlap");
 	CHECK(cfg->cleaner.repair_interval == 0.2, "interval");
+	CHECK(cfg->cleaner.sleep_coef == 0, "sleep_coef defaults to full speed");
 	bs_config_free(cfg);
 	bs_config_free(NULL);
 }
