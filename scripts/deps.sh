@@ -2,9 +2,10 @@
 # Install the Debian packages bagstore needs, when any is missing.
 # Building needs the -dev packages; the tests and the demo need mariadb-server.
 set -e
+# Extra packages may be named as arguments (make bench adds percona-toolkit).
 pkgs="build-essential pkg-config libmariadb-dev libmariadb-dev-compat libncurses-dev
       zlib1g-dev libyaml-dev uuid-dev libmsgpack-dev libjansson-dev
-      mariadb-server mariadb-client tmux valgrind"
+      mariadb-server mariadb-client tmux valgrind $*"
 [ -n "$BAGSTORE_NO_DEPS" ] && exit 0
 missing=""
 for p in $pkgs; do

@@ -5,6 +5,8 @@ set -e
 BUILD=${BUILD:-build}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
+# pt-online-schema-change is one of the backfill's references
+[ -n "$BAGSTORE_NO_DEPS" ] || sh scripts/deps.sh percona-toolkit
 dir=$BUILD/bench-shards
 port=38707
 trap 'sh conf/shards.sh stop --dir "$dir" >/dev/null 2>&1 || true' EXIT INT TERM

@@ -4,57 +4,13 @@
  * checked with plain SQL on the shards, through connections of our own.
  */
 #include "bagstore.h"
+#include "rawsql.h"
 #include "t.h"
 
 #include <mysql.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static bs_config_t *cfg;
-static MYSQL *raw[8];
-
-static MYSQL *rawconn(int i)
-{
-	if (!raw[i]) {
-		raw[i] = mysql_init(NULL);
-		if (!mysql_real_connect(raw[i], cfg->shards[i].host, cfg->shards[i].user, NULL,
-		                        cfg->shards[i].database, cfg->shards[i].port, NULL, CLIENT_MULTI_STATEMENTS)) {
-			fprintf(stderr, "raw connect to shard %d: %s\n", i, mysql_error(raw[i]));
-			exit(1);
-		}
-	}
-	return raw[i];
-}
-
-static void sql(int i, const char *q)
-{
-	MYSQL *m = rawconn(i);
-	if (mysql_query(m, q)) {
-		fprintf(stderr, "sql on shard %d: %s: %s\n", i, q, mysql_error(m));
-		exit(1);
-	}
-	MYSQL_RES *r = mysql_store_result(m);
-	if (r)
-		mysql_free_result(r);
-}
-
-static long long sql_int(int i, const char *q)
-{
-	MYSQL *m = rawconn(i);
-	long long v = -1;
-	if (mysql_query(m, q)) {
-		fprintf(stderr, "sql on shard %d: %s: %s\n", i, q, mysql_error(m));
-		exit(1);
-	}
-	MYSQL_RES *r = mysql_store_result(m);
-	MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
-	if (row && row[0])
-		v = atoll(row[0]);
-	if (r)
-		mysql_free_result(r);
-	return v;
-}
 
 static const char *seed_json =
 	"{\"id\":{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},"
@@ -336,9 +292,7 @@ int main(void)
 	test_unreachable();
 	test_status_and_drop(st);
 	bs_store_free(st);
-	for (int i = 0; i < 8; i++)
-		if (raw[i])
-			mysql_close(raw[i]);
+	raw_close_all();
 	bs_config_free(cfg);
 	mysql_library_end();
 	return t_done("store");
