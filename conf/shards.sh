@@ -17,6 +17,9 @@
 # is resumed, a stale pid file is removed. config prints (or writes) a
 # bagstore configuration for the shards: from DIR's shards when they exist
 # and neither --count nor --port is given, else from N and P.
+#
+# SHARDS_LOG_BIN=1 at start gives each server a binary log and a server id
+# (its port), so tests can make one a replication primary or a replica.
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -172,15 +175,22 @@ init_shard() {
 
 # Launch mariadbd for shard $1 on port $2 in its own session, detached.
 launch_shard() {
-	d=$(sdir "$1")
+	d=$(sdir "$1") lport=$2
 	set -- --no-defaults \
 		--datadir="$d/data" --tmpdir="$d/tmp" --port="$2" --socket="$(sock_path "$1")" \
 		--pid-file="$d/mariadbd.pid" --log-error="$d/error.log" \
 		--bind-address=127.0.0.1 --skip-name-resolve \
 		--innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
-		--skip-log-bin --max-connections=500 --performance-schema=OFF \
+		--max-connections=500 --performance-schema=OFF \
 		--max-allowed-packet=64M \
 		--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci
+	# SHARDS_LOG_BIN=1: a binary log and a server id (the port, unique here),
+	# so the shard can be a replication primary or replica in tests.
+	if [ "${SHARDS_LOG_BIN:-0}" = 1 ]; then
+		set -- "$@" --log-bin="$d/binlog" --server-id="$lport" --relay-log="$d/relay"
+	else
+		set -- "$@" --skip-log-bin
+	fi
 	[ "$(id -u)" = 0 ] && set -- "$@" --user=root
 	mkdir -p "$d/tmp"
 	TMPDIR="$d/tmp" setsid mariadbd "$@" </dev/null >>"$d/error.log" 2>&1 &

@@ -358,7 +358,8 @@ typedef struct {
 	int64_t entities_est;       /* InnoDB's estimate */
 	int64_t data_bytes;         /* data + index length of bagstore's tables */
 	int64_t threads_running;
-	double replica_lag;         /* seconds, -1 when no replicas configured */
+	double replica_lag;         /* seconds behind, the largest over the shard's replicas;
+	                             * -1 none configured, -2 unknown (see error) */
 	int fingerprint_ok;         /* 1 agrees, 0 disagrees, -1 uninitialised */
 } bs_shard_status_t;
 

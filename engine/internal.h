@@ -127,6 +127,12 @@ int index_row_decode(bs_value_t *vals, const bs_index_t *idx, MYSQL_ROW row, con
 /* A value as an operator reads it: uuids dashed, bytes in hex. */
 void index_value_text(char *buf, size_t size, const bs_value_t *v);
 
+/* Seconds behind of one of a shard's replicas (throttle.c): through the
+ * connection cached in *conn, opened when NULL; -1 with err set when the
+ * lag is unknown (unreachable, or not replicating). */
+double replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc,
+                              unsigned timeout, char *err, size_t size);
+
 /* ------------------------------------------------------------ cleaner */
 
 /* The one promotion rule of DESIGN.md's index lifecycle (repair.c): a

@@ -11,6 +11,32 @@
 
 #define SLOW_MS 250.0
 
+/* The largest Seconds_Behind_Master over the shard's replicas; a replica
+ * whose lag is unknown makes the whole unknown (-2), with its reason. */
+static void replicas_lag(bs_shard_status_t *s, bs_store_t *st, int i)
+{
+	const bs_shard_conf_t *sc = &st->cfg->shards[i];
+	if (sc->nreplicas == 0)
+		return; /* -1: none configured */
+	s->replica_lag = 0;
+	for (int r = 0; r < sc->nreplicas; r++) {
+		MYSQL *m = NULL;
+		char err[200];
+		double lag = replica_seconds_behind(&m, &sc->replicas[r], sc, st->connect_timeout, err, sizeof err);
+		if (m)
+			mysql_close(m);
+		if (lag < 0) {
+			s->replica_lag = -2;
+			snprintf(s->error, sizeof s->error, "replica %s:%u: %s",
+			         sc->replicas[r].host ? sc->replicas[r].host : sc->replicas[r].socket ? sc->replicas[r].socket : "localhost",
+			         sc->replicas[r].port, err);
+			return;
+		}
+		if (lag > s->replica_lag)
+			s->replica_lag = lag;
+	}
+}
+
 static int status_one(bs_store_t *st, int i, void *p)
 {
 	bs_shard_status_t *s = &((bs_shard_status_t *)p)[i];
@@ -67,6 +93,7 @@ static int status_one(bs_store_t *st, int i, void *p)
 	}
 	if (res)
 		mysql_free_result(res);
+	replicas_lag(s, st, i);
 	return 0;
 fail:
 	if (res)

@@ -69,30 +69,36 @@ static int load_on(bs_store_t *st, int i, void *p)
 	return 0;
 }
 
-/* Seconds behind of one replica; -1 when it does not answer or is not
- * replicating (which pauses the job too: the lag is unknown). */
-static double replica_lag(throttle_t *t, int slot, const bs_replica_conf_t *r, char *err, size_t size)
+/* Seconds behind of one replica, through the connection cached in *conn
+ * (opened when NULL, closed and cleared when it fails); -1 with err set
+ * when it does not answer or is not replicating (unknown lag). A replica
+ * without a login of its own uses its shard's. */
+double replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc,
+                              unsigned timeout, char *err, size_t size)
 {
-	MYSQL *m = t->replicas[slot];
+	MYSQL *m = *conn;
 	double lag = -1;
 	if (!m) {
-		const char *pw = r->password_env ? getenv(r->password_env) : NULL;
-		unsigned to = 2;
-		if (!(m = mysql_init(NULL)))
+		const char *user = r->user ? r->user : sc->user;
+		const char *penv = r->user || r->password_env ? r->password_env : sc->password_env;
+		const char *pw = penv ? getenv(penv) : NULL;
+		if (!(m = mysql_init(NULL))) {
+			snprintf(err, size, "out of memory");
 			return -1;
-		mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &to);
-		mysql_optionsv(m, MYSQL_OPT_READ_TIMEOUT, &to);
-		if (!mysql_real_connect(m, r->host, r->user, pw, NULL, r->port, r->socket, 0)) {
+		}
+		mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+		mysql_optionsv(m, MYSQL_OPT_READ_TIMEOUT, &timeout);
+		if (!mysql_real_connect(m, r->host, user, pw, NULL, r->port, r->socket, 0)) {
 			snprintf(err, size, "%s", mysql_error(m));
 			mysql_close(m);
 			return -1;
 		}
-		t->replicas[slot] = m;
+		*conn = m;
 	}
 	if (mysql_query(m, "SHOW SLAVE STATUS")) {
 		snprintf(err, size, "%s", mysql_error(m));
 		mysql_close(m);
-		t->replicas[slot] = NULL;
+		*conn = NULL;
 		return -1;
 	}
 	MYSQL_RES *res = mysql_store_result(m);
@@ -147,7 +153,7 @@ int throttle_check(int *level, char *reason, size_t size, throttle_t *t, bs_stor
 		const bs_shard_conf_t *sc = &st->cfg->shards[i];
 		for (int r = 0; r < sc->nreplicas; r++) {
 			char err[256] = "";
-			double lag = replica_lag(t, t->offset[i] + r, &sc->replicas[r], err, sizeof err);
+			double lag = replica_seconds_behind(&t->replicas[t->offset[i] + r], &sc->replicas[r], sc, 2, err, sizeof err);
 			if (lag < 0) {
 				*level = 1;
 				snprintf(reason, size, "shard %s: replica %s:%u lag unknown (%s)", sc->name,

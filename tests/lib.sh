@@ -9,6 +9,7 @@
 # t_ok DESC / t_fail DESC      record a pass / a failure
 # t_eq ACTUAL EXPECTED DESC    pass when the strings are equal
 # t_contains HAYSTACK NEEDLE DESC   pass when NEEDLE occurs in HAYSTACK
+# t_match TEXT ERE DESC        pass when a line of TEXT matches the regex
 # t_exit CODE DESC -- CMD...   run CMD (stdin from $T_IN, else /dev/null;
 #                              at most $T_TIMEOUT s, default 60); its stdout goes
 #                              to $T_OUT and stderr to $T_ERR (the text, trailing
@@ -82,6 +83,15 @@ t_contains() {
 	*"$2"*) t_ok "$3" ;;
 	*) t_fail "$3" "expected to contain: $2" "actual: $1" ;;
 	esac
+}
+
+# t_match TEXT ERE DESC: pass when a line of TEXT matches the extended regex
+t_match() {
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		t_ok "$3"
+	else
+		t_fail "$3" "expected to match: $2" "actual: $1"
+	fi
 }
 
 t_exit() {

@@ -260,7 +260,7 @@ done:
 
 /* A text table: left-aligned columns two spaces apart, right-aligned where
  * the `right` bit is set, and an optional tail after a row's last cell. */
-#define TABLE_MAX_COLS 8
+#define TABLE_MAX_COLS 16
 
 typedef struct {
 	int ncols;
@@ -273,6 +273,9 @@ typedef struct {
 static int table_add(cli_table_t *t, const char *const *cells, const char *tail)
 {
 	int c;
+
+	if (t->ncols < 1 || t->ncols > TABLE_MAX_COLS)
+		return bs_error(BS_ERROR, "internal: a table of %d columns (at most %d)", t->ncols, TABLE_MAX_COLS);
 
 	if (t->nrows == t->cap) {
 		size_t ncap = t->cap ? t->cap * 2 : 16;
@@ -472,8 +475,8 @@ done:
 static int shards_table(const bs_shard_status_t *ss, int n)
 {
 	static const char *head[] = {"NAME", "ADDRESS", "STATE", "VERSION", "RTT_MS",
-	                             "ENTITIES", "DATA", "FINGERPRINT"};
-	cli_table_t t = {.ncols = 8, .right = (1u << 4) | (1u << 5) | (1u << 6)};
+	                             "ENTITIES", "DATA", "THREADS", "REPL_LAG", "FINGERPRINT"};
+	cli_table_t t = {.ncols = 10, .right = (1u << 4) | (1u << 5) | (1u << 6) | (1u << 7) | (1u << 8)};
 	int i, rc;
 
 	if ((rc = table_add(&t, head, NULL)) < 0)
@@ -481,15 +484,21 @@ static int shards_table(const bs_shard_status_t *ss, int n)
 	for (i = 0; i < n; i++) {
 		const bs_shard_status_t *s = &ss[i];
 		bool down = s->state == BS_SHARD_DOWN;
-		char rtt[32] = "-", ents[32] = "-", data[32] = "-";
+		char rtt[32] = "-", ents[32] = "-", data[32] = "-", thr[32] = "-", lag[32] = "-";
 		const char *fp = "-";
-		const char *cells[8];
+		const char *cells[10];
 
 		if (!down) {
 			snprintf(rtt, sizeof rtt, "%.2f", s->rtt_ms);
 			if (s->entities_est >= 0)
 				snprintf(ents, sizeof ents, "%" PRId64, s->entities_est);
 			human_bytes(data, sizeof data, s->data_bytes);
+			if (s->threads_running >= 0)
+				snprintf(thr, sizeof thr, "%" PRId64, s->threads_running);
+			if (s->replica_lag >= 0)
+				snprintf(lag, sizeof lag, "%.0fs", s->replica_lag);
+			else if (s->replica_lag == -2)
+				snprintf(lag, sizeof lag, "unknown");
 			fp = s->fingerprint_ok > 0 ? "ok" :
 			     s->fingerprint_ok == 0 ? "MISMATCH" : "uninitialised";
 		}
@@ -500,8 +509,12 @@ static int shards_table(const bs_shard_status_t *ss, int n)
 		cells[4] = rtt;
 		cells[5] = ents;
 		cells[6] = data;
-		cells[7] = fp;
-		if ((rc = table_add(&t, cells, down ? s->error : NULL)) < 0)
+		cells[7] = thr;
+		cells[8] = lag;
+		cells[9] = fp;
+		/* the reason under the row: MySQL's message when down, else why a
+		 * replica's lag or the fingerprint is off */
+		if ((rc = table_add(&t, cells, s->error[0] ? s->error : NULL)) < 0)
 			goto done;
 	}
 	table_print(stdout, &t);

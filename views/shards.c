@@ -102,7 +102,9 @@ static void build(void)
 			tbl_set(&tbl, r, 5, (double)s->entities_est, "%s", fmt_count(a, sizeof a, s->entities_est));
 			tbl_set(&tbl, r, 6, (double)s->data_bytes, "%s", fmt_bytes(b, sizeof b, s->data_bytes));
 			tbl_set(&tbl, r, 7, (double)s->threads_running, "%lld", (long long)s->threads_running);
-			if (s->replica_lag < 0)
+			if (s->replica_lag == -2)
+				tbl_set(&tbl, r, 8, -2, "unknown");
+			else if (s->replica_lag < 0)
 				tbl_set(&tbl, r, 8, -1, "-");
 			else
 				tbl_set(&tbl, r, 8, s->replica_lag, "%.1fs", s->replica_lag);

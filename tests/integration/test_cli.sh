@@ -26,14 +26,6 @@ bs() {
 	# shellcheck disable=SC2086
 	t_exit "$want" "$desc" -- $VG "$BAGSTORE" -c "$CFG" "$@"
 }
-# t_match TEXT ERE DESC
-t_match() {
-	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
-		t_ok "$3"
-	else
-		t_fail "$3" "expected to match: $2" "actual: $1"
-	fi
-}
 lines() { if [ -z "$1" ]; then echo 0; else printf '%s\n' "$1" | wc -l | tr -d ' '; fi; }
 
 # ------------------------------------------------------------ usage
@@ -101,7 +93,7 @@ bs 0 "init" init
 t_contains "$T_OUT" "initialised 2 shards" "init reports the shards"
 bs 0 "init again (idempotent)" init
 bs 0 "shards" shards
-t_match "$T_OUT" '^NAME +ADDRESS +STATE +VERSION +RTT_MS +ENTITIES +DATA +FINGERPRINT$' "shards header"
+t_match "$T_OUT" '^NAME +ADDRESS +STATE +VERSION +RTT_MS +ENTITIES +DATA +THREADS +REPL_LAG +FINGERPRINT$' "shards header"
 t_match "$T_OUT" '^s0 +127\.0\.0\.1:[0-9]+ +up ' "s0 is up"
 t_match "$T_OUT" '^s1 .* ok$' "s1 fingerprint ok"
 bs 0 "shards --json" shards --json

@@ -1,0 +1,103 @@
+#!/bin/sh
+# test_replica.sh - replica lag, for real: a primary shard with a binary log
+# and a replica of it delayed by MASTER_DELAY. `bagstore shards` reports the
+# replica's Seconds_Behind_Master (the console's shards screen draws the
+# same status), a replica that does not replicate reads "unknown" with its
+# reason, and a backfill waits, throttled, saying which replica lags.
+# Its own shards (ports 33801-33802, or BAGSTORE_REPLICA_PORT), stopped at
+# the end.
+. tests/lib.sh
+T=$(t_tmp)
+B=$BAGSTORE
+P=${BAGSTORE_REPLICA_PORT:-33801}
+R=$((P + 1))
+# not under $T: t_done removes $T before the EXIT trap could stop them
+DP=${BUILD:-build}/replica-shards/primary
+DR=${BUILD:-build}/replica-shards/replica
+stop_all() {
+	sh "$SHARDS_SH" stop --dir "$DP" >/dev/null 2>&1
+	sh "$SHARDS_SH" stop --dir "$DR" >/dev/null 2>&1
+}
+trap stop_all EXIT
+stop_all
+rm -rf "$DP" "$DR"
+
+SHARDS_LOG_BIN=1 t_exit 0 "start a primary with a binary log" -- sh "$SHARDS_SH" start --count 1 --port $P --dir "$DP"
+SHARDS_LOG_BIN=1 t_exit 0 "start its replica" -- sh "$SHARDS_SH" start --count 1 --port $R --dir "$DR"
+# nothing below means anything without both servers
+[ "$T_FAILED" = 0 ] || t_done test_replica
+rsql() { mariadb --no-defaults --protocol=tcp -h127.0.0.1 -P"$1" -uroot -N -B -e "$2"; }
+# the replica starts from the primary's current binlog position (both were
+# set up alike), then applies every event 60 s late
+pos=$(rsql $P "SHOW MASTER STATUS" | awk '{print $1 " " $2}')
+t_exit 0 "point the replica at the primary, delayed 60 s" -- rsql $R \
+	"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$P, MASTER_USER='root',
+	 MASTER_LOG_FILE='${pos% *}', MASTER_LOG_POS=${pos#* }, MASTER_DELAY=60; START SLAVE"
+
+cat >"$T/cfg.yaml" <<CFG
+shards:
+  - {name: s0, host: 127.0.0.1, port: $P, database: bagstore, user: root,
+     replicas: [{host: 127.0.0.1, port: $R}]}
+timeouts: {connect: 2, read: 10, write: 10}
+catalog_ttl: 1
+cleaner: {max_replica_lag: 2}
+CFG
+# the same primary, but its "replica" is the primary itself: not replicating
+sed "s/port: $R}/port: $P}/" "$T/cfg.yaml" >"$T/notrep.yaml"
+
+t_exit 0 "init the primary" -- "$B" -c "$T/cfg.yaml" init
+printf '{"user_id":{"$uuid":"f48b0440-ca0c-4f66-991c-4d5f6a078eaf"},"n":%d}\n' 1 2 3 4 5 6 7 8 9 10 >"$T/e.jsonl"
+t_exit 0 "put entities" -- "$B" -c "$T/cfg.yaml" put "$T/e.jsonl"
+
+# Seconds_Behind_Master grows while the replica holds the events back
+lag=0
+n=0
+while [ $n -lt 40 ]; do
+	"$B" -c "$T/cfg.yaml" shards --json >"$T/s.json" 2>/dev/null
+	lag=$(sed -n 's/.*"replica_lag": *\([0-9.]*\).*/\1/p' "$T/s.json" | cut -d. -f1)
+	[ -n "$lag" ] && [ "$lag" -ge 3 ] && break
+	sleep 0.5
+	n=$((n + 1))
+done
+if [ -n "$lag" ] && [ "$lag" -ge 3 ]; then
+	t_ok "shards --json reports the replica 3 s or more behind"
+else
+	t_fail "shards --json reports the replica 3 s or more behind" "got: ${lag:-none}" "$(cat "$T/s.json")"
+fi
+t_exit 0 "shards table" -- "$B" -c "$T/cfg.yaml" shards
+t_match "$T_OUT" 's0 .* [0-9]+s +ok$' "the table's REPL_LAG column shows seconds"
+
+# the console's shards screen draws the same status
+mkdir -p "$T/dumps"
+t_exit 0 "console, headless, shards screen" -- \
+	"$B" -c "$T/cfg.yaml" --headless tests/console/replica.keys --dump-dir "$T/dumps"
+t_match "$(cat "$T/dumps/shards"* 2>/dev/null)" 's0 .* [0-9]+\.[0-9]s +agrees' "the console shows the replica's lag in seconds"
+
+t_exit 0 "shards with a replica that does not replicate" -- "$B" -c "$T/notrep.yaml" shards
+t_contains "$T_OUT" "unknown" "its lag reads unknown"
+t_contains "$T_OUT" "not replicating" "with the reason"
+t_exit 0 "shards --json, not replicating" -- "$B" -c "$T/notrep.yaml" shards --json
+t_contains "$T_OUT" '"replica_lag": null' "lag is null in JSON"
+
+# a backfill waits for the lagging replica and says so
+t_exit 0 "create an index over existing entities" -- "$B" -c "$T/cfg.yaml" index create index_n --on n:int --shard-on n
+"$B" -c "$T/cfg.yaml" cleaner --index index_n >"$T/cleaner.out" 2>&1 &
+cpid=$!
+seen=""
+n=0
+while [ $n -lt 60 ]; do
+	"$B" -c "$T/cfg.yaml" backfill list >"$T/jobs.txt" 2>&1
+	grep -q "throttled.*replica 127.0.0.1:$R" "$T/jobs.txt" && { seen=1; break; }
+	sleep 0.25
+	n=$((n + 1))
+done
+t_eq "$seen" 1 "the running backfill is throttled, naming the lagging replica"
+t_contains "$(cat "$T/jobs.txt")" "behind, above max_replica_lag" "and by how much"
+kill -0 $cpid 2>/dev/null
+t_eq $? 0 "the backfill waits rather than finishing or failing"
+kill -TERM $cpid 2>/dev/null
+wait $cpid
+t_exit 0 "index still building" -- "$B" -c "$T/cfg.yaml" index list
+t_contains "$T_OUT" "building" "not ready while throttled"
+
+t_done test_replica
