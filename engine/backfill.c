@@ -642,7 +642,6 @@ static enum outcome attempt(runner_t *r)
 		if (threaded)
 			pthread_join(tid, NULL);
 		if (w.rc) {
-			bs_error(w.rc, "%s", w.msg);
 			char m[1100];
 			snprintf(m, sizeof m, "waiting for a shard: %s", w.msg);
 			if (cleaner_transient(w.rc))

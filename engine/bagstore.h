@@ -341,7 +341,9 @@ int bs_query(bs_result_t *out, bs_store_t *st, const char *index,
 /* Fault points (SQLite's sqlite3FaultSim, by name): BAGSTORE_FAULT=NAME in
  * the environment makes bs_fault(NAME) true. The engine's points:
  *   after_entity_write   put exits the process after the entity is written,
- *                        before any index row. */
+ *                        before any index row.
+ *   slow_chunk           backfills take the smallest chunks and sleep 50 ms
+ *                        each, so tests can interrupt one midway. */
 bool bs_fault(const char *name);
 
 /* ------------------------------------------------------------------ shards */
