@@ -77,4 +77,8 @@ char *bs__memdup0(const void *p, size_t n);
 /* The value of one hex digit, or -1 (id.c). */
 int bs__hexval(int c);
 
+/* An integer given as sign and magnitude: INT, or UINT above INT64_MAX;
+ * -1 when it fits neither (value.c). */
+int bs__value_signed(bs_value_t *out, bool neg, uint64_t u);
+
 #endif

@@ -194,18 +194,8 @@ static int special_decimal(ctx_t *c, bs_value_t *out, json_t *arg)
 			goto bad;
 		u = u * 10 + d;
 	}
-	if (neg) {
-		if (u > (uint64_t)INT64_MAX + 1)
-			goto bad;
-		bs_value_int(out, u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u);
-	} else if (u > INT64_MAX) {
-		bs_value_nil(out);
-		out->type = BS_UINT;
-		out->v.u = u;
-	} else {
-		bs_value_int(out, (int64_t)u);
-	}
-	return 0;
+	if (bs__value_signed(out, neg, u) == 0)
+		return 0;
 bad:
 	return fail(c, BS_EINVAL, "\"$numberDecimal\" wants an integer that fits 64 bits");
 }

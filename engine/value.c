@@ -548,3 +548,19 @@ void bs_value_clear(bs_value_t *v)
 	}
 	bs_value_nil(v);
 }
+
+int bs__value_signed(bs_value_t *out, bool neg, uint64_t u)
+{
+	if (neg) {
+		if (u > (uint64_t)INT64_MAX + 1)
+			return -1;
+		bs_value_int(out, u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u);
+	} else if (u > INT64_MAX) {
+		bs_value_nil(out);
+		out->type = BS_UINT;
+		out->v.u = u;
+	} else {
+		bs_value_int(out, (int64_t)u);
+	}
+	return 0;
+}

@@ -185,18 +185,7 @@ static int int_value(bs_value_t *out, const char *s, size_t n)
 			return -1;
 		u = u * base + d;
 	}
-	if (neg) {
-		if (u > (uint64_t)INT64_MAX + 1)
-			return -1;
-		bs_value_int(out, u == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)u);
-	} else if (u > INT64_MAX) {
-		bs_value_nil(out);
-		out->type = BS_UINT;
-		out->v.u = u;
-	} else {
-		bs_value_int(out, (int64_t)u);
-	}
-	return 0;
+	return bs__value_signed(out, neg, u);
 }
 
 /* Float text (is_float_text or is_int_text), NUL-terminated, to FLOAT. */
