@@ -8,6 +8,8 @@
  */
 #include "internal.h"
 
+#include <mysqld_error.h>
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,7 +60,7 @@ static int read_catalog(bs_index_list_t *out, bs_store_t *st, int i)
 	out->items = NULL;
 	out->len = 0;
 	if ((rc = shard_query(&res, st, i, q, sizeof q - 1))) {
-		if (strstr(bs_last_error(), "(MySQL error 1146)"))
+		if (shard_last_errno(st, i) == ER_NO_SUCH_TABLE)
 			rc = bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`",
 			              shard_label(label, sizeof label, &st->shards[i]));
 		return rc;
@@ -229,9 +231,9 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 			empty = false;
 	/* Always building first: writers that cached the catalog do not know
 	 * the index yet. The cleaner's backfill jobs are queued here; it marks
-	 * the index ready by the one rule of index_promote. */
-	/* One creation time on every shard (the first shard's clock): the
-	 * cleaner's jobs name the index they build by it. */
+	 * the index ready by the one rule of index_promote. One creation time
+	 * on every shard (the first answering shard's clock): the jobs name the
+	 * index they build by it. */
 	char created[40] = "NOW(6)";
 	for (int i = 0; i < st->n; i++) {
 		MYSQL_RES *res;
@@ -245,7 +247,6 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 		break;
 	}
 	bs_error_clear();
-	bs_index_format_on(on, sizeof on, def);
 	buf_reset(&b);
 	buf_puts(&b, "INSERT INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed) VALUES ('");
 	buf_puts(&b, def->name);

@@ -17,12 +17,22 @@
 
 static void id_lit(bs_buf_t *b, const bs_id_t *id) { buf_hex(b, id->b, 16); }
 
-/* Statements that make idx's rows for one entity right, appended per shard:
- * old is the bag before (NULL when absent or undecodable), bag the new one
- * (NULL on delete). */
-static void index_sql(bs_buf_t *per_shard, const bs_index_t *idx, const bs_id_t *id,
-                      const bs_value_t *old, const bs_value_t *bag, int n)
+static void append_delete(bs_buf_t *b, const bs_index_t *idx, const bs_id_t *id)
 {
+	buf_puts(b, b->len ? ";DELETE FROM " : "DELETE FROM ");
+	buf_ident(b, idx->name);
+	buf_puts(b, " WHERE entity_id=");
+	id_lit(b, id);
+}
+
+/* Statements that make idx's rows for one entity right, appended per shard.
+ * old is the bag before, NULL when there was none; old_unknown when there
+ * was one but its body does not decode, so its rows could be on any shard.
+ * bag is the new bag, NULL on delete. */
+static void index_sql(bs_buf_t *per_shard, const bs_index_t *idx, const bs_id_t *id,
+                      const bs_value_t *old, bool old_unknown, const bs_value_t *bag, int n)
+{
+	/* the temporaries only ever hold floats (ints widened): nothing to free */
 	const bs_value_t *nv[BS_INDEX_MAX_PROPS], *ov[BS_INDEX_MAX_PROPS];
 	bs_value_t nt[BS_INDEX_MAX_PROPS], ot[BS_INDEX_MAX_PROPS];
 	int ns = bag ? index_row_for(nv, nt, idx, bag, n, NULL) : -1;
@@ -35,12 +45,14 @@ static void index_sql(bs_buf_t *per_shard, const bs_index_t *idx, const bs_id_t 
 		if (same)
 			return; /* the row is already right (or the cleaner's to fix) */
 	}
-	if (os >= 0 && os != ns) {
-		bs_buf_t *b = &per_shard[os];
-		buf_puts(b, b->len ? ";DELETE FROM " : "DELETE FROM ");
-		buf_ident(b, idx->name);
-		buf_puts(b, " WHERE entity_id=");
-		id_lit(b, id);
+	if (old_unknown) {
+		/* the old row could be anywhere: everywhere but where the upsert
+		 * below replaces it (entity_id is unique per table) */
+		for (int i = 0; i < n; i++)
+			if (i != ns)
+				append_delete(&per_shard[i], idx, id);
+	} else if (os >= 0 && os != ns) {
+		append_delete(&per_shard[os], idx, id);
 	}
 	if (ns >= 0) {
 		bs_buf_t *b = &per_shard[ns];
@@ -66,24 +78,6 @@ static void index_sql(bs_buf_t *per_shard, const bs_index_t *idx, const bs_id_t 
 			buf_ident(b, idx->props[k].name);
 			buf_puts(b, ")");
 		}
-	}
-	/* without an old row we cannot know where a stale one sits: the
-	 * cleaner's repair pass sweeps those */
-	if (os < 0 && old == NULL && bag == NULL) {
-		/* delete of an undecodable body: look on every shard */
-		for (int i = 0; i < n; i++) {
-			bs_buf_t *b = &per_shard[i];
-			buf_puts(b, b->len ? ";DELETE FROM " : "DELETE FROM ");
-			buf_ident(b, idx->name);
-			buf_puts(b, " WHERE entity_id=");
-			id_lit(b, id);
-		}
-	}
-	for (int k = 0; k < idx->nprops; k++) {
-		if (bag && ns >= 0 && nv[k] == &nt[k])
-			bs_value_clear(&nt[k]);
-		if (old && os >= 0 && ov[k] == &ot[k])
-			bs_value_clear(&ot[k]);
 	}
 }
 
@@ -138,6 +132,14 @@ static void per_shard_free(bs_buf_t *p, int n)
 	free(p);
 }
 
+/* The old bag from a row whose first column is its body; left NIL when
+ * the body does not decode (index_sql then clears its rows everywhere). */
+static void old_from_row(bs_value_t *old, MYSQL_ROW row, const unsigned long *lens)
+{
+	if (!row[0] || bs_body_decode(old, (const uint8_t *)row[0], lens[0]))
+		bs_value_nil(old);
+}
+
 /* Read the current row FOR UPDATE inside a new transaction. *found tells
  * whether it exists; old is left NIL when its body does not decode. */
 static int read_for_update(bs_value_t *old, bool *found, int64_t *updated_us, bs_store_t *st,
@@ -154,12 +156,10 @@ static int read_for_update(bs_value_t *old, bool *found, int64_t *updated_us, bs
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	if (row) {
-		unsigned long *lens = mysql_fetch_lengths(res);
 		*found = true;
 		if (updated_us)
 			*updated_us = parse_unix_us(row[1]);
-		if (!row[0] || bs_body_decode(old, (const uint8_t *)row[0], lens[0]))
-			bs_value_nil(old); /* undecodable: its old rows are the cleaner's */
+		old_from_row(old, row, mysql_fetch_lengths(res));
 	}
 done:
 	if (res)
@@ -242,10 +242,8 @@ static int put_impl(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out, bool
 			goto done;
 		MYSQL_ROW row = mysql_fetch_row(res);
 		if (row) {
-			unsigned long *lens = mysql_fetch_lengths(res);
 			found = true;
-			if (!row[0] || bs_body_decode(&old, (const uint8_t *)row[0], lens[0]))
-				bs_value_nil(&old); /* undecodable: its old rows are the cleaner's */
+			old_from_row(&old, row, mysql_fetch_lengths(res));
 		}
 		mysql_free_result(res);
 	} else if ((rc = shard_exec(st, s, b.ptr, b.len))) {
@@ -266,7 +264,8 @@ static int put_impl(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out, bool
 		}
 		for (int k = 0; k < cat->len; k++)
 			if (cat->items[k].state != BS_INDEX_DISABLED)
-				index_sql(per, &cat->items[k], &id, found && old.type == BS_MAP ? &old : NULL, bag, st->n);
+				index_sql(per, &cat->items[k], &id, old.type == BS_MAP ? &old : NULL,
+				          found && old.type != BS_MAP, bag, st->n);
 		if ((rc = index_flush(st, per, &id)))
 			goto done;
 	}
@@ -381,7 +380,8 @@ int bs_delete(bs_store_t *st, const bs_id_t *id)
 		}
 		for (int k = 0; k < cat->len; k++)
 			if (cat->items[k].state != BS_INDEX_DISABLED)
-				index_sql(per, &cat->items[k], id, old.type == BS_MAP ? &old : NULL, NULL, st->n);
+				index_sql(per, &cat->items[k], id, old.type == BS_MAP ? &old : NULL,
+				          old.type != BS_MAP, NULL, st->n);
 		rc = index_flush(st, per, id);
 	}
 done:

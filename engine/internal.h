@@ -42,6 +42,7 @@ typedef struct {
 	int index;
 	MYSQL *conn;        /* NULL until first use, or after a lost connection */
 	int fp_state;       /* 1 checked and agrees, 0 not checked yet */
+	unsigned last_errno;/* MySQL's number for the last failure (shard_fail) */
 } bs_shard_t;
 
 struct bs_store {
@@ -76,6 +77,9 @@ int shard_query(MYSQL_RES **res, bs_store_t *st, int i, const char *sql, size_t 
 /* Set the error from the shard's connection after a failed call; closes the
  * connection when it was lost. Returns the code. */
 int shard_fail(bs_store_t *st, int i, const char *what);
+/* MySQL's error number of the shard's last failure, for callers that act on
+ * one (ER_NO_SUCH_TABLE: not initialised, or an index table gone). */
+unsigned shard_last_errno(const bs_store_t *st, int i);
 /* Refuse writes when the shard's recorded fingerprint disagrees with ours
  * or the shard was never initialised. Checked once per connection. */
 int shard_check_writable(bs_store_t *st, int i);
@@ -111,8 +115,9 @@ const bs_index_t *index_find(const bs_index_list_t *l, const char *name);
 
 /* The value an entity gives an index's property, normalised to what the
  * column stores (ints widened to float for float columns). Returns 1 and
- * fills *out (borrowing or copying into tmp) when the property is present
- * and fits, 0 when absent, -1 when present but not fitting. */
+ * fills *out (borrowing, or widening into tmp, which then holds a float and
+ * owns nothing) when the property is present and fits, 0 when absent, -1
+ * when present but not fitting. */
 int index_prop_value(const bs_value_t **out, bs_value_t *tmp,
                      const bs_value_t *bag, const bs_prop_t *prop);
 /* The index row a bag should have: fills vals[nprops] (borrowed or in

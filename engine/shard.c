@@ -86,6 +86,7 @@ int shard_fail(bs_store_t *st, int i, const char *what)
 	unsigned err = sh->conn ? mysql_errno(sh->conn) : 0;
 	const char *msg = sh->conn ? mysql_error(sh->conn) : "not connected";
 	int code = BS_ESQL;
+	sh->last_errno = err;
 	if (lost_connection(err) || err == 0)
 		code = BS_EUNREACHABLE;
 	else if (err == ER_LOCK_DEADLOCK || err == ER_LOCK_WAIT_TIMEOUT || err == ER_DUP_ENTRY)
@@ -96,6 +97,8 @@ int shard_fail(bs_store_t *st, int i, const char *what)
 		shard_close(st, i);
 	return code;
 }
+
+unsigned shard_last_errno(const bs_store_t *st, int i) { return st->shards[i].last_errno; }
 
 void shard_close(bs_store_t *st, int i)
 {
@@ -141,6 +144,7 @@ int shard_conn(MYSQL **out, bs_store_t *st, int i)
 	                        CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS)) {
 		int code = BS_EUNREACHABLE;
 		unsigned err = mysql_errno(m);
+		sh->last_errno = err;
 		if (err == ER_ACCESS_DENIED_ERROR || err == ER_BAD_DB_ERROR || err == ER_DBACCESS_DENIED_ERROR)
 			code = BS_ECONFIG;
 		bs_error(code, "%s: cannot connect: %s (MySQL error %u)",

@@ -44,13 +44,11 @@ static int status_one(bs_store_t *st, int i, void *p)
 	MYSQL *m;
 	int rc;
 
-	double t0 = bs_now_mono();
 	if ((rc = shard_conn(&m, st, i)) == 0) {
-		double t1 = bs_now_mono();
+		double t0 = bs_now_mono();
 		if (mysql_ping(m))
 			rc = shard_fail(st, i, "ping failed");
-		s->rtt_ms = (bs_now_mono() - t1) * 1000.0;
-		(void)t0;
+		s->rtt_ms = (bs_now_mono() - t0) * 1000.0;
 	}
 	if (rc) {
 		s->state = BS_SHARD_DOWN;
