@@ -4,6 +4,7 @@
  */
 #include "codec_internal.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 static const char alphabet[] =
@@ -126,4 +127,30 @@ int bs__base64_decode(uint8_t **out, size_t *outlen, const char *src, size_t n)
 done:
 	free(buf);
 	return rc;
+}
+
+char *bs__base64_dup(const uint8_t *src, size_t n, size_t *len)
+{
+	char *dst;
+
+	*len = bs__base64_len(n);
+	if (n > (SIZE_MAX - 3) / 4 * 3 || !(dst = malloc(*len + 1)))
+		return NULL;
+	bs__base64_encode(dst, src, n);
+	return dst;
+}
+
+int bs__base64_value(bs_value_t *out, const char *src, size_t n)
+{
+	uint8_t *bytes;
+	size_t len;
+	int rc;
+
+	if ((rc = bs__base64_decode(&bytes, &len, src, n)) < 0)
+		return rc;
+	bs_value_nil(out);
+	out->type = BS_BIN;
+	out->v.s.ptr = (char *)bytes;
+	out->v.s.len = len;
+	return 0;
 }

@@ -40,9 +40,11 @@ typedef struct {
 	uint8_t *buf;
 	size_t cap;
 	/* encode's deflate state, kept too: deflateInit allocates ~256 KiB,
-	 * which cost a put more than its compression did */
+	 * which cost a put more than its compression did; and its MessagePack
+	 * buffer (kept while no larger than BUF_KEEP) */
 	z_stream ds;
 	bool dinit;
+	bs_bytes_t mp;
 } inflater_t;
 
 static pthread_key_t inflater_key;
@@ -60,6 +62,7 @@ static void inflater_free(void *p)
 	if (in->dinit)
 		deflateEnd(&in->ds);
 	free(in->buf);
+	bs_bytes_free(&in->mp);
 	free(in);
 }
 
@@ -122,12 +125,9 @@ static int inflate_body(inflater_t *in, size_t *outlen, const uint8_t *p, size_t
 	for (;;) {
 		uInt give;
 
-		if (total == in->cap) {
-			if (in->cap > BS_BODY_MAX_INFLATED)
-				goto bomb;
-			if ((rc = grow(in)) < 0)
-				return rc;
-		}
+		/* total <= BS_BODY_MAX_INFLATED < the largest cap, checked below */
+		if (total == in->cap && (rc = grow(in)) < 0)
+			return rc;
 		if (zs->avail_in == 0 && in_left) {
 			give = in_left > UINT_MAX ? UINT_MAX : (uInt)in_left;
 			zs->avail_in = give;
@@ -138,7 +138,7 @@ static int inflate_body(inflater_t *in, size_t *outlen, const uint8_t *p, size_t
 		zrc = inflate(zs, Z_NO_FLUSH);
 		total = in->cap - zs->avail_out;
 		if (total > BS_BODY_MAX_INFLATED)
-			goto bomb;
+			return bs_error(BS_ECORRUPT, "body inflates past %u MiB", BS_BODY_MAX_INFLATED >> 20);
 		switch (zrc) {
 		case Z_STREAM_END:
 			if (zs->avail_in || in_left)
@@ -165,8 +165,6 @@ static int inflate_body(inflater_t *in, size_t *outlen, const uint8_t *p, size_t
 		if (zs->avail_in == 0 && in_left == 0 && zs->avail_out != 0)
 			return bs_error(BS_ECORRUPT, "truncated zlib stream");
 	}
-bomb:
-	return bs_error(BS_ECORRUPT, "body inflates past %u MiB", BS_BODY_MAX_INFLATED >> 20);
 }
 
 /* ------------------------------------------------------------ api */
@@ -214,23 +212,25 @@ int bs_body_encode(bs_bytes_t *out, const bs_value_t *bag)
 {
 	inflater_t *zt = NULL;
 	bool owned = false;
-	bs_bytes_t mp = { 0 };
+	bs_bytes_t *mp;
 	bs_id_t id;
 	uLongf zlen;
 	int rc, zrc;
 
 	memset(out, 0, sizeof *out);
 	if ((rc = bs_bag_id(&id, bag)) < 0)
+		return rc;
+	if ((rc = inflater_get(&zt, &owned)) < 0)
+		return rc;
+	mp = &zt->mp;
+	mp->len = 0;
+	if ((rc = bs__msgpack_append(mp, bag)) < 0)
 		goto done;
-	if ((rc = bs__msgpack_append(&mp, bag)) < 0)
-		goto done;
-	if (mp.len > BS_BODY_MAX_INFLATED) {
+	if (mp->len > BS_BODY_MAX_INFLATED) {
 		rc = bs_error(BS_EINVAL, "body is %zu bytes of MessagePack, past the %u MiB limit",
-		              mp.len, BS_BODY_MAX_INFLATED >> 20);
+		              mp->len, BS_BODY_MAX_INFLATED >> 20);
 		goto done;
 	}
-	if ((rc = inflater_get(&zt, &owned)) < 0)
-		goto done;
 	if (!zt->dinit) {
 		if (deflateInit(&zt->ds, BODY_ZLIB_LEVEL) != Z_OK) {
 			rc = bs_error(BS_ENOMEM, "deflateInit failed");
@@ -241,14 +241,14 @@ int bs_body_encode(bs_bytes_t *out, const bs_value_t *bag)
 		rc = bs_error(BS_ERROR, "deflateReset failed");
 		goto done;
 	}
-	zlen = deflateBound(&zt->ds, (uLong)mp.len);
+	zlen = deflateBound(&zt->ds, (uLong)mp->len);
 	if (!(out->ptr = malloc(zlen))) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
 	out->cap = zlen;
-	zt->ds.next_in = mp.ptr;
-	zt->ds.avail_in = (uInt)mp.len;
+	zt->ds.next_in = mp->ptr;
+	zt->ds.avail_in = (uInt)mp->len;
 	zt->ds.next_out = out->ptr;
 	zt->ds.avail_out = (uInt)zlen;
 	zrc = deflate(&zt->ds, Z_FINISH);
@@ -258,9 +258,10 @@ int bs_body_encode(bs_bytes_t *out, const bs_value_t *bag)
 	}
 	out->len = zlen - zt->ds.avail_out;
 done:
+	if (mp->cap > BUF_KEEP)
+		bs_bytes_free(mp);
 	if (owned)
 		inflater_free(zt);
-	bs_bytes_free(&mp);
 	if (rc < 0)
 		bs_bytes_free(out);
 	return rc;

@@ -9,6 +9,7 @@
 
 #include "bagstore.h"
 
+#include <locale.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +30,11 @@ void bs__base64_encode(char *dst, const uint8_t *src, size_t n);
  * malloc'd (NUL-terminated, *outlen excludes it) and 0 is returned; -1 for
  * bad input, BS_ENOMEM when allocation fails. */
 int bs__base64_decode(uint8_t **out, size_t *outlen, const char *src, size_t n);
+/* A malloc'd, NUL-terminated encoding of n bytes (*len its length), or NULL. */
+char *bs__base64_dup(const uint8_t *src, size_t n, size_t *len);
+/* Decode base64 text into a BS_BIN value: 0, -1 for bad input (nothing set),
+ * or BS_ENOMEM. */
+int bs__base64_value(bs_value_t *out, const char *src, size_t n);
 
 /* ------------------------------------------------------------ text */
 
@@ -44,6 +50,10 @@ const char *bs__type_name(bs_type_t t);
 
 /* bs_id_parse without the error message: 0 or -1. */
 int bs__id_parse_n(bs_id_t *out, const char *s, size_t n);
+/* What a malformed id should have been, for every codec's message. */
+#define BS__ID_FORMS "expected 32 hex digits or the dashed UUID form"
+/* The dashed form of 16 bytes (a BS_BIN's ptr) + NUL into buf[37]. */
+void bs__dashed(char buf[37], const void *bytes16);
 
 /* ------------------------------------------------------------ maps */
 
@@ -76,6 +86,21 @@ char *bs__memdup0(const void *p, size_t n);
 
 /* The value of one hex digit, or -1 (id.c). */
 int bs__hexval(int c);
+
+/* ------------------------------------------------------------ numbers */
+
+/* The C locale (numbers are read and written in it whatever the program's),
+ * or (locale_t)0 when it cannot be made (value.c). */
+locale_t bs__c_locale(void);
+/* strtod in the C locale. */
+double bs__strtod_c(const char *s, char **end);
+/* "%.*g" of finite d with the fewest digits (15..17) that read back as d,
+ * in the C locale, into buf[40]; returns the digits used. */
+int bs__float_format(char buf[40], double d);
+/* YAML 1.2 core schema words (also used by the configuration):
+ * null is "", ~, null, Null, NULL; bool 1 true, 0 false, -1 neither. */
+bool bs__yaml_null(const char *s, size_t n);
+int bs__yaml_bool(const char *s, size_t n);
 
 /* An integer given as sign and magnitude: INT, or UINT above INT64_MAX;
  * -1 when it fits neither (value.c). */

@@ -8,10 +8,9 @@
  * line and column, so that every message can point at the offending spot:
  * "FILE:LINE:COL: what is wrong". Passwords are refused, never echoed.
  */
-#include "bagstore.h"
+#include "codec_internal.h"
 
 #include <errno.h>
-#include <locale.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -99,26 +98,6 @@ static int perr(const ctx *c, int line, int col, const char *fmt, ...)
 	rc = errv(c, line, col, fmt, ap);
 	va_end(ap);
 	return rc;
-}
-
-/* A printable, bounded rendering of s[0..len) for messages. */
-static const char *show(char *buf, size_t size, const char *s, size_t len)
-{
-	size_t i, o = 0;
-
-	for (i = 0; i < len && o + 5 < size; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch < 0x20 || ch == 0x7f || ch == '"' || ch == '\\')
-			o += (size_t)snprintf(buf + o, size - o, "\\x%02x", ch);
-		else
-			buf[o++] = (char)ch;
-	}
-	if (i < len && o + 4 <= size) {
-		memcpy(buf + o, "...", 3);
-		o += 3;
-	}
-	buf[o] = '\0';
-	return buf;
 }
 
 /* libyaml's own complaint, at its own position. */
@@ -294,9 +273,7 @@ done:
 
 static bool is_null(const node *n)
 {
-	return n->kind == N_SCALAR && n->plain &&
-	       (n->len == 0 || strcmp(n->str, "~") == 0 || strcmp(n->str, "null") == 0 ||
-	        strcmp(n->str, "Null") == 0 || strcmp(n->str, "NULL") == 0);
+	return n->kind == N_SCALAR && n->plain && bs__yaml_null(n->str, n->len);
 }
 
 static const char *kind_name(const node *n)
@@ -314,7 +291,7 @@ static int refuse_passwords(const ctx *c, const node *n)
 	size_t i;
 	int error;
 
-	for (i = 0; n->kind != N_SCALAR && i < n->n; i++) {
+	for (i = 0; i < n->n; i++) { /* scalars have no kids */
 		const node *k = n->kids[i];
 		if (n->kind == N_MAP && i % 2 == 0 && k->kind == N_SCALAR && strcasecmp(k->str, "password") == 0)
 			return nerr(c, k, "passwords do not belong in the configuration: use password_env or defaults_file");
@@ -337,6 +314,11 @@ static int cmp_keys(const void *a, const void *b)
 	if (x->line != y->line)
 		return x->line < y->line ? -1 : 1;
 	return x->col < y->col ? -1 : (x->col > y->col);
+}
+
+static bool same_key(const node *a, const node *b)
+{
+	return a->len == b->len && memcmp(a->str, b->str, a->len) == 0;
 }
 
 static bool before(const node *a, const node *b)
@@ -367,9 +349,11 @@ static int check_keys_shape(const ctx *c, const node *n)
 		}
 		for (i = 0; i < n->n; i += 2)
 			keys[nk++] = n->kids[i];
+		/* Sorted by text then position, equal keys form runs whose
+		 * first is the declaration and second the earliest repeat. */
 		qsort(keys, nk, sizeof *keys, cmp_keys);
 		for (i = 1; i < nk; i++) {
-			if (keys[i]->len == keys[i - 1]->len && memcmp(keys[i]->str, keys[i - 1]->str, keys[i]->len) == 0 &&
+			if (same_key(keys[i], keys[i - 1]) && (i == 1 || !same_key(keys[i - 1], keys[i - 2])) &&
 			    (dup == NULL || before(keys[i], dup))) {
 				dup = keys[i];
 				first = keys[i - 1];
@@ -377,13 +361,8 @@ static int check_keys_shape(const ctx *c, const node *n)
 		}
 		if (dup != NULL) {
 			char shown[96];
-			/* the earliest of equal keys is the first declaration */
-			for (i = 0; i < nk; i++)
-				if (keys[i]->len == dup->len && memcmp(keys[i]->str, dup->str, dup->len) == 0 &&
-				    before(keys[i], first))
-					first = keys[i];
 			error = nerr(c, dup, "duplicate key \"%s\" (first at line %d, column %d)",
-			             show(shown, sizeof shown, dup->str, dup->len), first->line, first->col);
+			             bs__quote(shown, sizeof shown, dup->str, dup->len), first->line, first->col);
 			goto done;
 		}
 	}
@@ -451,7 +430,7 @@ static int check_known(const ctx *c, const node *map, const char *where, const c
 		if (guess && best <= 2 && best < k->len)
 			snprintf(hint, sizeof hint, "; did you mean \"%s\"?", guess);
 		return nerr(c, k, "unknown key \"%s\" in %s (valid keys: %s)%s",
-		            show(shown, sizeof shown, k->str, k->len), where, list, hint);
+		            bs__quote(shown, sizeof shown, k->str, k->len), where, list, hint);
 	}
 	return 0;
 }
@@ -519,7 +498,7 @@ static int get_uint(unsigned *dst, const ctx *c, const node *n, const char *wher
 	}
 	if (n->len == 0 || i != n->len || v < min || v > max)
 		return nerr(c, n, "%s: expected %s from %lu to %lu, got \"%s\"", where, what, min, max,
-		            show(shown, sizeof shown, n->str, n->len));
+		            bs__quote(shown, sizeof shown, n->str, n->len));
 	*dst = (unsigned)v;
 	return 0;
 }
@@ -552,21 +531,6 @@ static bool is_decimal(const char *s)
 	return *s == '\0';
 }
 
-/* strtod in the C locale, whatever the program's LC_NUMERIC. */
-static double c_strtod(const char *s)
-{
-	locale_t c_loc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0), old;
-	double v;
-
-	if (c_loc == (locale_t)0)
-		return strtod(s, NULL);
-	old = uselocale(c_loc);
-	v = strtod(s, NULL);
-	uselocale(old);
-	freelocale(c_loc);
-	return v;
-}
-
 /* Seconds: > 0, or >= 0 when zero_ok, and at most MAX_SECONDS. */
 static int get_seconds(double *dst, const ctx *c, const node *n, const char *where, bool zero_ok)
 {
@@ -578,14 +542,14 @@ static int get_seconds(double *dst, const ctx *c, const node *n, const char *whe
 		return error;
 	if (memchr(n->str, '\0', n->len) != NULL || !is_decimal(n->str))
 		return nerr(c, n, "%s: expected a number of seconds, got \"%s\"", where,
-		            show(shown, sizeof shown, n->str, n->len));
-	v = c_strtod(n->str);
+		            bs__quote(shown, sizeof shown, n->str, n->len));
+	v = bs__strtod_c(n->str, NULL);
 	if (!isfinite(v) || v > MAX_SECONDS)
 		return nerr(c, n, "%s: expected at most %.0f seconds, got %s", where, MAX_SECONDS,
-		            show(shown, sizeof shown, n->str, n->len));
+		            bs__quote(shown, sizeof shown, n->str, n->len));
 	if (zero_ok ? v < 0 : v <= 0)
 		return nerr(c, n, "%s: expected a number of seconds %s, got %s", where,
-		            zero_ok ? "0 or more" : "greater than 0", show(shown, sizeof shown, n->str, n->len));
+		            zero_ok ? "0 or more" : "greater than 0", bs__quote(shown, sizeof shown, n->str, n->len));
 	*dst = v;
 	return 0;
 }
@@ -593,17 +557,14 @@ static int get_seconds(double *dst, const ctx *c, const node *n, const char *whe
 static int get_bool(bool *dst, const ctx *c, const node *n, const char *where)
 {
 	char shown[96];
-	int error;
+	int error, b;
 
 	if ((error = want_scalar(c, n, where, "true or false")) < 0)
 		return error;
-	if (!strcmp(n->str, "true") || !strcmp(n->str, "True") || !strcmp(n->str, "TRUE"))
-		*dst = true;
-	else if (!strcmp(n->str, "false") || !strcmp(n->str, "False") || !strcmp(n->str, "FALSE"))
-		*dst = false;
-	else
+	if ((b = bs__yaml_bool(n->str, n->len)) < 0)
 		return nerr(c, n, "%s: expected true or false, got \"%s\"", where,
-		            show(shown, sizeof shown, n->str, n->len));
+		            bs__quote(shown, sizeof shown, n->str, n->len));
+	*dst = b == 1;
 	return 0;
 }
 
@@ -623,6 +584,36 @@ static int get_env_name(char **dst, const ctx *c, const node *n, const char *whe
 		if (!ok)
 			return nerr(c, n, "%s: expected the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*); "
 			            "the value is not shown in case it is a password", where);
+	}
+	return 0;
+}
+
+/* How an optional key's value is read. */
+typedef enum { K_STR, K_ENV, K_PORT, K_THREADS, K_SECONDS, K_SECONDS0 } keykind;
+
+/* Read map's optional `key` (named "where.key" in messages) into *dst,
+ * whose type follows kind: char * for K_STR and K_ENV, unsigned for K_PORT
+ * and K_THREADS, double for K_SECONDS (> 0) and K_SECONDS0 (>= 0). An
+ * absent key leaves *dst as it is. */
+static int opt_key(void *dst, const ctx *c, const node *map, const char *where, const char *key,
+                   keykind kind)
+{
+	const node *v = get(map, key);
+	char w[192];
+
+	if (v == NULL)
+		return 0;
+	if (where)
+		snprintf(w, sizeof w, "%s.%s", where, key);
+	else
+		snprintf(w, sizeof w, "%s", key);
+	switch (kind) {
+	case K_STR: return get_str(dst, c, v, w);
+	case K_ENV: return get_env_name(dst, c, v, w);
+	case K_PORT: return get_uint(dst, c, v, w, 1, 65535, "a port number");
+	case K_THREADS: return get_uint(dst, c, v, w, 1, 1000000, "a number of running threads");
+	case K_SECONDS: return get_seconds(dst, c, v, w, false);
+	case K_SECONDS0: return get_seconds(dst, c, v, w, true);
 	}
 	return 0;
 }
@@ -684,37 +675,15 @@ static bool valid_database(const char *s, size_t len)
 
 static int parse_replica(bs_replica_conf_t *r, const ctx *c, const node *n, const char *where)
 {
-	char w[192];
-	const node *v;
 	int error;
 
-	if ((error = want(c, n, N_MAP, where)) < 0 || (error = check_known(c, n, where, replica_keys)) < 0)
+	if ((error = want(c, n, N_MAP, where)) < 0 || (error = check_known(c, n, where, replica_keys)) < 0 ||
+	    (error = opt_key(&r->host, c, n, where, "host", K_STR)) < 0 ||
+	    (error = opt_key(&r->port, c, n, where, "port", K_PORT)) < 0 ||
+	    (error = opt_key(&r->socket, c, n, where, "socket", K_STR)) < 0 ||
+	    (error = opt_key(&r->user, c, n, where, "user", K_STR)) < 0 ||
+	    (error = opt_key(&r->password_env, c, n, where, "password_env", K_ENV)) < 0)
 		return error;
-	if ((v = get(n, "host"))) {
-		snprintf(w, sizeof w, "%s.host", where);
-		if ((error = get_str(&r->host, c, v, w)) < 0)
-			return error;
-	}
-	if ((v = get(n, "port"))) {
-		snprintf(w, sizeof w, "%s.port", where);
-		if ((error = get_uint(&r->port, c, v, w, 1, 65535, "a port number")) < 0)
-			return error;
-	}
-	if ((v = get(n, "socket"))) {
-		snprintf(w, sizeof w, "%s.socket", where);
-		if ((error = get_str(&r->socket, c, v, w)) < 0)
-			return error;
-	}
-	if ((v = get(n, "user"))) {
-		snprintf(w, sizeof w, "%s.user", where);
-		if ((error = get_str(&r->user, c, v, w)) < 0)
-			return error;
-	}
-	if ((v = get(n, "password_env"))) {
-		snprintf(w, sizeof w, "%s.password_env", where);
-		if ((error = get_env_name(&r->password_env, c, v, w)) < 0)
-			return error;
-	}
 	if (r->host == NULL && r->socket == NULL)
 		return nerr(c, n, "%s: a replica needs host or socket", where);
 	return 0;
@@ -741,7 +710,7 @@ static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
 	if (!valid_shard_name(v->str, v->len)) {
 		char shown[96];
 		return nerr(c, v, "%s: shard name \"%s\" is not valid: expected 1 to %d of A-Z a-z 0-9 _ -", w,
-		            show(shown, sizeof shown, v->str, v->len), SHARD_NAME_MAX);
+		            bs__quote(shown, sizeof shown, v->str, v->len), SHARD_NAME_MAX);
 	}
 	for (j = 0; j < idx; j++)
 		if (strcmp(cfg->shards[j].name, v->str) == 0)
@@ -750,21 +719,10 @@ static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
 	if ((error = get_str(&s->name, c, v, w)) < 0)
 		return error;
 
-	if ((v = get(n, "host"))) {
-		snprintf(w, sizeof w, "%s.host", where);
-		if ((error = get_str(&s->host, c, v, w)) < 0)
-			return error;
-	}
-	if ((v = get(n, "port"))) {
-		snprintf(w, sizeof w, "%s.port", where);
-		if ((error = get_uint(&s->port, c, v, w, 1, 65535, "a port number")) < 0)
-			return error;
-	}
-	if ((v = get(n, "socket"))) {
-		snprintf(w, sizeof w, "%s.socket", where);
-		if ((error = get_str(&s->socket, c, v, w)) < 0)
-			return error;
-	}
+	if ((error = opt_key(&s->host, c, n, where, "host", K_STR)) < 0 ||
+	    (error = opt_key(&s->port, c, n, where, "port", K_PORT)) < 0 ||
+	    (error = opt_key(&s->socket, c, n, where, "socket", K_STR)) < 0)
+		return error;
 	if ((v = get(n, "database"))) {
 		snprintf(w, sizeof w, "%s.database", where);
 		if ((error = want_scalar(c, v, w, "a database name")) < 0)
@@ -772,33 +730,18 @@ static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
 		if (!valid_database(v->str, v->len)) {
 			char shown[96];
 			return nerr(c, v, "%s: database name \"%s\" is not valid: expected 1 to 64 of A-Z a-z 0-9 _ $ -",
-			            w, show(shown, sizeof shown, v->str, v->len));
+			            w, bs__quote(shown, sizeof shown, v->str, v->len));
 		}
 		if ((error = get_str(&s->database, c, v, w)) < 0)
 			return error;
 	} else if ((s->database = strdup("bagstore")) == NULL) {
 		return nomem();
 	}
-	if ((v = get(n, "user"))) {
-		snprintf(w, sizeof w, "%s.user", where);
-		if ((error = get_str(&s->user, c, v, w)) < 0)
-			return error;
-	}
-	if ((v = get(n, "password_env"))) {
-		snprintf(w, sizeof w, "%s.password_env", where);
-		if ((error = get_env_name(&s->password_env, c, v, w)) < 0)
-			return error;
-	}
-	if ((v = get(n, "defaults_file"))) {
-		snprintf(w, sizeof w, "%s.defaults_file", where);
-		if ((error = get_str(&s->defaults_file, c, v, w)) < 0)
-			return error;
-	}
-	if ((v = get(n, "option_group"))) {
-		snprintf(w, sizeof w, "%s.option_group", where);
-		if ((error = get_str(&s->option_group, c, v, w)) < 0)
-			return error;
-	}
+	if ((error = opt_key(&s->user, c, n, where, "user", K_STR)) < 0 ||
+	    (error = opt_key(&s->password_env, c, n, where, "password_env", K_ENV)) < 0 ||
+	    (error = opt_key(&s->defaults_file, c, n, where, "defaults_file", K_STR)) < 0 ||
+	    (error = opt_key(&s->option_group, c, n, where, "option_group", K_STR)) < 0)
+		return error;
 	if ((v = get(n, "replicas")) && !is_null(v)) {
 		snprintf(w, sizeof w, "%s.replicas", where);
 		if ((error = want(c, v, N_SEQ, w)) < 0)
@@ -843,18 +786,15 @@ static int parse_shards(bs_config_t *cfg, const ctx *c, const node *root)
 
 static int parse_timeouts(bs_config_t *cfg, const ctx *c, const node *root)
 {
-	const node *n = get(root, "timeouts"), *v;
+	const node *n = get(root, "timeouts");
 	int error;
 
 	if (n == NULL || is_null(n))
 		return 0;
-	if ((error = want(c, n, N_MAP, "timeouts")) < 0 || (error = check_known(c, n, "timeouts", timeout_keys)) < 0)
-		return error;
-	if ((v = get(n, "connect")) && (error = get_seconds(&cfg->connect_timeout, c, v, "timeouts.connect", false)) < 0)
-		return error;
-	if ((v = get(n, "read")) && (error = get_seconds(&cfg->read_timeout, c, v, "timeouts.read", false)) < 0)
-		return error;
-	if ((v = get(n, "write")) && (error = get_seconds(&cfg->write_timeout, c, v, "timeouts.write", false)) < 0)
+	if ((error = want(c, n, N_MAP, "timeouts")) < 0 || (error = check_known(c, n, "timeouts", timeout_keys)) < 0 ||
+	    (error = opt_key(&cfg->connect_timeout, c, n, "timeouts", "connect", K_SECONDS)) < 0 ||
+	    (error = opt_key(&cfg->read_timeout, c, n, "timeouts", "read", K_SECONDS)) < 0 ||
+	    (error = opt_key(&cfg->write_timeout, c, n, "timeouts", "write", K_SECONDS)) < 0)
 		return error;
 	return 0;
 }
@@ -880,12 +820,13 @@ static int index_on(char **dst, const ctx *c, const node *v, const char *where)
 	}
 	if ((s = malloc(total)) == NULL)
 		return nomem();
-	s[0] = '\0';
-	for (i = 0; i < v->n; i++) {
-		if (i)
-			strcat(s, ",");
-		strcat(s, v->kids[i]->str);
+	for (i = 0, total = 0; i < v->n; i++) {
+		const node *k = v->kids[i];
+		memcpy(s + total, k->str, k->len);
+		total += k->len;
+		s[total++] = ',';
 	}
+	s[total - 1] = '\0';
 	free(*dst);
 	*dst = s;
 	return 0;
@@ -926,7 +867,7 @@ static int parse_index(bs_index_t *def, const bs_config_t *cfg, const ctx *c, co
 	if ((error = bs_index_parse(def, name, on, shard_on)) < 0) {
 		/* bs_error writes the slot it would read from: copy first */
 		snprintf(msg, sizeof msg, "%s", bs_last_error());
-		error = nerr(c, n, "%s", msg);
+		error = nerr(c, n, "%s: %s", where, msg);
 		goto done;
 	}
 	for (j = 0; j < idx; j++) {
@@ -968,36 +909,25 @@ static int parse_indexes(bs_config_t *cfg, const ctx *c, const node *root)
 static int parse_cleaner(bs_config_t *cfg, const ctx *c, const node *root)
 {
 	bs_cleaner_conf_t *cl = &cfg->cleaner;
-	const node *n = get(root, "cleaner"), *v, *crit;
+	const node *n = get(root, "cleaner"), *crit;
 	int error;
 
 	if (n == NULL || is_null(n))
 		return 0;
-	if ((error = want(c, n, N_MAP, "cleaner")) < 0 || (error = check_known(c, n, "cleaner", cleaner_keys)) < 0)
+	if ((error = want(c, n, N_MAP, "cleaner")) < 0 || (error = check_known(c, n, "cleaner", cleaner_keys)) < 0 ||
+	    (error = opt_key(&cl->chunk_time, c, n, "cleaner", "chunk_time", K_SECONDS)) < 0 ||
+	    (error = opt_key(&cl->max_load, c, n, "cleaner", "max_load", K_THREADS)) < 0 ||
+	    (error = opt_key(&cl->critical_load, c, n, "cleaner", "critical_load", K_THREADS)) < 0)
 		return error;
-	if ((v = get(n, "chunk_time")) && (error = get_seconds(&cl->chunk_time, c, v, "cleaner.chunk_time", false)) < 0)
-		return error;
-	if ((v = get(n, "max_load")) &&
-	    (error = get_uint(&cl->max_load, c, v, "cleaner.max_load", 1, 1000000, "a number of running threads")) < 0)
-		return error;
-	if ((crit = get(n, "critical_load")) &&
-	    (error = get_uint(&cl->critical_load, c, crit, "cleaner.critical_load", 1, 1000000,
-	                      "a number of running threads")) < 0)
-		return error;
-	if (cl->critical_load < cl->max_load)
+	if (cl->critical_load < cl->max_load) {
+		crit = get(n, "critical_load");
 		return nerr(c, crit ? crit : get(n, "max_load"),
 		            "cleaner: critical_load (%u) must not be below max_load (%u)", cl->critical_load, cl->max_load);
-	if ((v = get(n, "max_replica_lag")) &&
-	    (error = get_seconds(&cl->max_replica_lag, c, v, "cleaner.max_replica_lag", false)) < 0)
-		return error;
-	if ((v = get(n, "repair_overlap")) &&
-	    (error = get_seconds(&cl->repair_overlap, c, v, "cleaner.repair_overlap", true)) < 0)
-		return error;
-	if ((v = get(n, "repair_interval")) &&
-	    (error = get_seconds(&cl->repair_interval, c, v, "cleaner.repair_interval", false)) < 0)
-		return error;
-	if ((v = get(n, "sleep_coef")) &&
-	    (error = get_seconds(&cl->sleep_coef, c, v, "cleaner.sleep_coef", true)) < 0)
+	}
+	if ((error = opt_key(&cl->max_replica_lag, c, n, "cleaner", "max_replica_lag", K_SECONDS)) < 0 ||
+	    (error = opt_key(&cl->repair_overlap, c, n, "cleaner", "repair_overlap", K_SECONDS0)) < 0 ||
+	    (error = opt_key(&cl->repair_interval, c, n, "cleaner", "repair_interval", K_SECONDS)) < 0 ||
+	    (error = opt_key(&cl->sleep_coef, c, n, "cleaner", "sleep_coef", K_SECONDS0)) < 0)
 		return error;
 	return 0;
 }
@@ -1016,7 +946,7 @@ static int parse_root(bs_config_t *cfg, const ctx *c, const node *root)
 		return error;
 	if ((error = parse_shards(cfg, c, root)) < 0 || (error = parse_timeouts(cfg, c, root)) < 0)
 		return error;
-	if ((v = get(root, "catalog_ttl")) && (error = get_seconds(&cfg->catalog_ttl, c, v, "catalog_ttl", true)) < 0)
+	if ((error = opt_key(&cfg->catalog_ttl, c, root, NULL, "catalog_ttl", K_SECONDS0)) < 0)
 		return error;
 	if ((v = get(root, "read_only")) && (error = get_bool(&cfg->read_only, c, v, "read_only")) < 0)
 		return error;

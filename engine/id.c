@@ -65,11 +65,10 @@ int bs_id_parse(bs_id_t *out, const char *text)
 	size_t n;
 
 	if (!text)
-		return bs_error(BS_EINVAL, "malformed id (null): expected 32 hex digits or the dashed UUID form");
+		return bs_error(BS_EINVAL, "malformed id (null): " BS__ID_FORMS);
 	n = strlen(text);
 	if (bs__id_parse_n(out, text, n) < 0)
-		return bs_error(BS_EINVAL,
-		                "malformed id \"%s\": expected 32 hex digits or the dashed UUID form",
+		return bs_error(BS_EINVAL, "malformed id \"%s\": " BS__ID_FORMS,
 		                bs__quote(q, sizeof q, text, n));
 	return 0;
 }
@@ -83,17 +82,23 @@ void bs_id_hex(char buf[33], const bs_id_t *id)
 	buf[32] = '\0';
 }
 
-void bs_id_dashed(char buf[37], const bs_id_t *id)
+void bs__dashed(char buf[37], const void *bytes16)
 {
+	const uint8_t *b = bytes16;
 	size_t o = 0;
 
 	for (int k = 0; k < 16; k++) {
 		if (k == 4 || k == 6 || k == 8 || k == 10)
 			buf[o++] = '-';
-		buf[o++] = hexdigits[id->b[k] >> 4];
-		buf[o++] = hexdigits[id->b[k] & 15];
+		buf[o++] = hexdigits[b[k] >> 4];
+		buf[o++] = hexdigits[b[k] & 15];
 	}
 	buf[36] = '\0';
+}
+
+void bs_id_dashed(char buf[37], const bs_id_t *id)
+{
+	bs__dashed(buf, id->b);
 }
 
 int bs_bag_id(bs_id_t *out, const bs_value_t *bag)

@@ -5,10 +5,9 @@
  *
  * Nothing here talks to a shard; the DDL is only built.
  */
-#include "bagstore.h"
+#include "codec_internal.h"
+#include "internal.h"
 
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,26 +63,6 @@ static unsigned key_bytes(const bs_prop_t *p)
 	return 0;
 }
 
-/* A printable, bounded rendering of s[0..len) for messages. */
-static const char *show(char *buf, size_t size, const char *s, size_t len)
-{
-	size_t i, o = 0;
-
-	for (i = 0; i < len && o + 5 < size; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c < 0x20 || c == 0x7f || c == '"' || c == '\\')
-			o += (size_t)snprintf(buf + o, size - o, "\\x%02x", c);
-		else
-			buf[o++] = (char)c;
-	}
-	if (i < len && o + 4 <= size) {
-		memcpy(buf + o, "...", 3);
-		o += 3;
-	}
-	buf[o] = '\0';
-	return buf;
-}
-
 static int check_index_name(const char *name)
 {
 	char shown[96];
@@ -93,7 +72,7 @@ static int check_index_name(const char *name)
 	if (!is_ident(name, strlen(name)))
 		return bs_error(BS_EINVAL,
 		                "index name \"%s\" is not valid: expected [A-Za-z_][A-Za-z0-9_]* of at most %d characters",
-		                show(shown, sizeof shown, name, strlen(name)), BS_NAME_MAX);
+		                bs__quote(shown, sizeof shown, name, strlen(name)), BS_NAME_MAX);
 	/* Compared without case: with lower_case_table_names the server would
 	 * fold them onto bagstore's own tables. */
 	if (strcasecmp(name, "entities") == 0 || strncasecmp(name, "bagstore_", 9) == 0)
@@ -142,14 +121,14 @@ static int parse_prop(bs_prop_t *prop, const char *s, size_t len, int item)
 
 	if (colon == NULL)
 		return bs_error(BS_EINVAL, "property %d (\"%s\"): expected PROP:TYPE", item,
-		                show(shown, sizeof shown, s, len));
+		                bs__quote(shown, sizeof shown, s, len));
 	nlen = (size_t)(colon - s);
 	while (nlen > 0 && is_space(s[nlen - 1]))
 		nlen--;
 	if (!is_ident(s, nlen))
 		return bs_error(BS_EINVAL,
 		                "property %d: name \"%s\" is not valid: expected [A-Za-z_][A-Za-z0-9_]* of at most %d characters",
-		                item, show(shown, sizeof shown, s, nlen), BS_NAME_MAX);
+		                item, bs__quote(shown, sizeof shown, s, nlen), BS_NAME_MAX);
 	if (nlen == 9 && memcmp(s, "entity_id", 9) == 0)
 		return bs_error(BS_EINVAL, "property %d: \"entity_id\" is reserved for the index table's own column", item);
 	memcpy(prop->name, s, nlen);
@@ -187,7 +166,7 @@ static int parse_prop(bs_prop_t *prop, const char *s, size_t len, int item)
 	} else {
 		return bs_error(BS_EINVAL,
 		                "property %d (\"%s\"): unknown type \"%s\": expected uuid, string, string(N), int, float, bool or binary(N)",
-		                item, prop->name, show(shown, sizeof shown, t, tlen));
+		                item, prop->name, bs__quote(shown, sizeof shown, t, tlen));
 	}
 	return 0;
 }
@@ -272,7 +251,7 @@ int bs_index_parse(bs_index_t *def, const char *name, const char *on, const char
 	if (def->shard_on < 0) {
 		char shown[96];
 		error = bs_error(BS_EINVAL, "shard_on \"%s\" is not one of the index's properties (%s)",
-		                 show(shown, sizeof shown, shard_on, strlen(shard_on)), list);
+		                 bs__quote(shown, sizeof shown, shard_on, strlen(shard_on)), list);
 		goto done;
 	}
 
@@ -341,46 +320,6 @@ const char *bs_index_state_name(bs_index_state_t s)
 	return "unknown";
 }
 
-/* A growing string for the DDL. */
-typedef struct {
-	char *ptr;
-	size_t len, cap;
-	bool failed;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->failed)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(b->ptr ? b->ptr + b->len : NULL, b->ptr ? b->cap - b->len : 0, fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		b->failed = true;
-		return;
-	}
-	if (b->ptr == NULL || b->len + (size_t)n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		char *p;
-		while (cap < b->len + (size_t)n + 1)
-			cap *= 2;
-		if ((p = realloc(b->ptr, cap)) == NULL) {
-			b->failed = true;
-			return;
-		}
-		b->ptr = p;
-		b->cap = cap;
-		va_start(ap, fmt);
-		vsnprintf(b->ptr + b->len, b->cap - b->len, fmt, ap);
-		va_end(ap);
-	}
-	b->len += (size_t)n;
-}
-
 /* The column type of one property, as MariaDB spells it. */
 static void column_sql(char *buf, size_t size, const bs_prop_t *p)
 {
@@ -398,7 +337,7 @@ static void column_sql(char *buf, size_t size, const bs_prop_t *p)
 
 int bs_index_ddl(char **out, const bs_index_t *def)
 {
-	sbuf b = { 0 };
+	bs_buf_t b = { 0 };
 	int error = 0, i;
 
 	if (out == NULL)
@@ -432,18 +371,18 @@ int bs_index_ddl(char **out, const bs_index_t *def)
 		}
 	}
 
-	sb_printf(&b, "CREATE TABLE IF NOT EXISTS `%s` (\n", def->name);
+	buf_printf(&b, "CREATE TABLE IF NOT EXISTS `%s` (\n", def->name);
 	for (i = 0; i < def->nprops; i++) {
 		char col[96];
 		column_sql(col, sizeof col, &def->props[i]);
-		sb_printf(&b, "  `%s` %s NOT NULL,\n", def->props[i].name, col);
+		buf_printf(&b, "  `%s` %s NOT NULL,\n", def->props[i].name, col);
 	}
-	sb_printf(&b, "  `entity_id` BINARY(16) NOT NULL,\n  PRIMARY KEY (");
+	buf_puts(&b, "  `entity_id` BINARY(16) NOT NULL,\n  PRIMARY KEY (");
 	for (i = 0; i < def->nprops; i++)
-		sb_printf(&b, "`%s`, ", def->props[i].name);
-	sb_printf(&b, "`entity_id`),\n  UNIQUE KEY `entity_id` (`entity_id`)\n"
-	              ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin");
-	if (b.failed) {
+		buf_printf(&b, "`%s`, ", def->props[i].name);
+	buf_puts(&b, "`entity_id`),\n  UNIQUE KEY `entity_id` (`entity_id`)\n"
+	             ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin");
+	if (b.oom) {
 		error = bs_error(BS_ENOMEM, "out of memory building the DDL of index \"%s\"", def->name);
 		goto done;
 	}
@@ -451,6 +390,6 @@ int bs_index_ddl(char **out, const bs_index_t *def)
 	b.ptr = NULL;
 
 done:
-	free(b.ptr);
+	buf_free(&b);
 	return error;
 }

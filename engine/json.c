@@ -70,16 +70,6 @@ static int fail(ctx_t *c, int code, const char *fmt, ...)
 	return bs_error(code, "%s: %s", c->where, msg);
 }
 
-static bool is_special_key(const char *k, size_t n)
-{
-	static const char *const names[] = { "$uuid", "$binary", "$numberDouble", "$numberDecimal" };
-
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (strlen(names[i]) == n && memcmp(names[i], k, n) == 0)
-			return true;
-	return false;
-}
-
 /* ------------------------------------------------------------ decode */
 
 static int from_json(ctx_t *c, bs_value_t *out, json_t *j, int depth);
@@ -92,7 +82,7 @@ static int special_uuid(ctx_t *c, bs_value_t *out, json_t *arg)
 	if (!json_is_string(arg))
 		return fail(c, BS_EINVAL, "\"$uuid\" wants a string");
 	if (bs__id_parse_n(&id, json_string_value(arg), json_string_length(arg)) < 0)
-		return fail(c, BS_EINVAL, "malformed id \"%s\": expected 32 hex digits or the dashed UUID form",
+		return fail(c, BS_EINVAL, "malformed id \"%s\": " BS__ID_FORMS,
 		            bs__quote(q, sizeof q, json_string_value(arg), json_string_length(arg)));
 	return bs_value_bin(out, id.b, sizeof id.b);
 }
@@ -102,8 +92,7 @@ static bool is_subtype(const char *s, size_t n)
 	if (n < 1 || n > 2)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
-		      (s[i] >= 'A' && s[i] <= 'F')))
+		if (bs__hexval((unsigned char)s[i]) < 0)
 			return false;
 	return true;
 }
@@ -112,8 +101,6 @@ static int special_binary(ctx_t *c, bs_value_t *out, json_t *arg)
 {
 	json_t *b64 = NULL, *sub = NULL, *v;
 	const char *k;
-	uint8_t *bytes;
-	size_t n;
 	int rc;
 
 	if (!json_is_object(arg))
@@ -130,13 +117,8 @@ static int special_binary(ctx_t *c, bs_value_t *out, json_t *arg)
 		return fail(c, BS_EINVAL, "\"$binary\" wants a \"base64\" string");
 	if (sub && !(json_is_string(sub) && is_subtype(json_string_value(sub), json_string_length(sub))))
 		return fail(c, BS_EINVAL, "\"$binary\" wants \"subType\" as 1 or 2 hex digits");
-	rc = bs__base64_decode(&bytes, &n, json_string_value(b64), json_string_length(b64));
-	if (rc < 0)
-		return rc == BS_ENOMEM ? rc : fail(c, BS_EINVAL, "\"$binary\" has malformed base64");
-	out->type = BS_BIN;
-	out->v.s.ptr = (char *)bytes;
-	out->v.s.len = n;
-	return 0;
+	rc = bs__base64_value(out, json_string_value(b64), json_string_length(b64));
+	return rc == -1 ? fail(c, BS_EINVAL, "\"$binary\" has malformed base64") : rc;
 }
 
 static int special_double(ctx_t *c, bs_value_t *out, json_t *arg)
@@ -200,6 +182,26 @@ bad:
 	return fail(c, BS_EINVAL, "\"$numberDecimal\" wants an integer that fits 64 bits");
 }
 
+/* The one-key objects that stand for values JSON has no type for. */
+static const struct {
+	const char *name;
+	int (*decode)(ctx_t *c, bs_value_t *out, json_t *arg);
+} specials[] = {
+	{ "$uuid", special_uuid },
+	{ "$binary", special_binary },
+	{ "$numberDouble", special_double },
+	{ "$numberDecimal", special_decimal },
+};
+
+/* specials[] index of key, or -1. */
+static int special_index(const char *k, size_t n)
+{
+	for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++)
+		if (strlen(specials[i].name) == n && memcmp(specials[i].name, k, n) == 0)
+			return (int)i;
+	return -1;
+}
+
 static int from_object(ctx_t *c, bs_value_t *out, json_t *j, int depth)
 {
 	const char *key;
@@ -209,19 +211,10 @@ static int from_object(ctx_t *c, bs_value_t *out, json_t *j, int depth)
 
 	if (json_object_size(j) == 1) {
 		void *it = json_object_iter(j);
+		int sp = special_index(json_object_iter_key(it), json_object_iter_key_len(it));
 
-		key = json_object_iter_key(it);
-		klen = json_object_iter_key_len(it);
-		v = json_object_iter_value(it);
-		if (is_special_key(key, klen)) {
-			if (strcmp(key, "$uuid") == 0)
-				return special_uuid(c, out, v);
-			if (strcmp(key, "$binary") == 0)
-				return special_binary(c, out, v);
-			if (strcmp(key, "$numberDouble") == 0)
-				return special_double(c, out, v);
-			return special_decimal(c, out, v);
-		}
+		if (sp >= 0)
+			return specials[sp].decode(c, out, json_object_iter_value(it));
 	}
 	bs_value_map(out);
 	if (depth >= BS_BODY_MAX_DEPTH)
@@ -333,19 +326,6 @@ fail:
 	return NULL;
 }
 
-/* Digits (15..17) that make "%.*g" of d read back as d. */
-static int float_precision(double d)
-{
-	char buf[40];
-
-	for (int p = 15; p < 17; p++) {
-		snprintf(buf, sizeof buf, "%.*g", p, d);
-		if (strtod(buf, NULL) == d)
-			return p;
-	}
-	return 17;
-}
-
 static int to_json(ctx_t *c, json_t **out, const bs_value_t *v, int depth)
 {
 	json_t *j = NULL;
@@ -376,7 +356,8 @@ static int to_json(ctx_t *c, json_t **out, const bs_value_t *v, int depth)
 		} else if (isinf(v->v.f)) {
 			j = special("$numberDouble", json_string(v->v.f > 0 ? "Infinity" : "-Infinity"));
 		} else {
-			int p = float_precision(v->v.f);
+			char buf[40];
+			int p = bs__float_format(buf, v->v.f);
 
 			if (p > c->precision)
 				c->precision = p;
@@ -391,20 +372,17 @@ static int to_json(ctx_t *c, json_t **out, const bs_value_t *v, int depth)
 		break;
 	case BS_BIN:
 		if (v->v.s.len == 16) {
-			bs_id_t id;
 			char buf[37];
 
-			memcpy(id.b, v->v.s.ptr, 16);
-			bs_id_dashed(buf, &id);
+			bs__dashed(buf, v->v.s.ptr);
 			j = special("$uuid", json_string(buf));
 		} else {
-			size_t n = bs__base64_len(v->v.s.len);
-			char *b64 = malloc(n + 1);
+			size_t n;
+			char *b64 = bs__base64_dup((const uint8_t *)v->v.s.ptr, v->v.s.len, &n);
 			json_t *inner;
 
 			if (!b64)
 				return bs_error(BS_ENOMEM, "out of memory");
-			bs__base64_encode(b64, (const uint8_t *)v->v.s.ptr, v->v.s.len);
 			inner = json_object();
 			if (inner && (json_object_set_new(inner, "base64", json_stringn(b64, n)) < 0 ||
 			              json_object_set_new(inner, "subType", json_string("00")) < 0)) {
@@ -436,7 +414,7 @@ static int to_json(ctx_t *c, json_t **out, const bs_value_t *v, int depth)
 	case BS_MAP:
 		if (depth >= BS_BODY_MAX_DEPTH)
 			return fail(c, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
-		if (v->v.m.len == 1 && is_special_key(v->v.m.items[0].key, v->v.m.items[0].klen))
+		if (v->v.m.len == 1 && special_index(v->v.m.items[0].key, v->v.m.items[0].klen) >= 0)
 			return fail(c, BS_EINVAL,
 			            "a map whose only key is \"%s\" cannot be written as JSON: it would read back as a special value",
 			            v->v.m.items[0].key);

@@ -356,13 +356,7 @@ static int read_value(reader_t *r, bs_value_t *out, int depth)
 	case 0xcc: case 0xcd: case 0xce: case 0xcf:
 		if ((rc = read_be(r, (size_t)1 << (b - 0xcc), &n)) < 0)
 			return rc;
-		if (n > INT64_MAX) {
-			out->type = BS_UINT;
-			out->v.u = n;
-		} else {
-			bs_value_int(out, (int64_t)n);
-		}
-		return 0;
+		return bs__value_signed(out, false, n); /* never fails unsigned */
 	case 0xd0: case 0xd1: case 0xd2: case 0xd3: {
 		size_t w = (size_t)1 << (b - 0xd0);
 		int64_t i;

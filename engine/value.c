@@ -6,6 +6,7 @@
 #include "codec_internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +156,46 @@ const char *bs__type_name(bs_type_t t)
 	case BS_MAP: return "map";
 	}
 	return "unknown";
+}
+
+/* ------------------------------------------------------------ numbers */
+
+static locale_t c_loc;
+static pthread_once_t c_loc_once = PTHREAD_ONCE_INIT;
+
+static void c_loc_make(void)
+{
+	c_loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
+
+locale_t bs__c_locale(void)
+{
+	pthread_once(&c_loc_once, c_loc_make);
+	return c_loc;
+}
+
+double bs__strtod_c(const char *s, char **end)
+{
+	locale_t l = bs__c_locale();
+
+	return l ? strtod_l(s, end, l) : strtod(s, end);
+}
+
+int bs__float_format(char buf[40], double d)
+{
+	locale_t l = bs__c_locale(), old = l ? uselocale(l) : (locale_t)0;
+	int p;
+
+	for (p = 15; p < 17; p++) {
+		snprintf(buf, 40, "%.*g", p, d);
+		if (strtod(buf, NULL) == d)
+			break;
+	}
+	if (p == 17)
+		snprintf(buf, 40, "%.17g", d);
+	if (old)
+		uselocale(old);
+	return p;
 }
 
 /* ------------------------------------------------------------ keyset */

@@ -13,9 +13,7 @@
 #include "codec_internal.h"
 
 #include <limits.h>
-#include <locale.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,43 +24,12 @@
 #define TAG_PREFIX "tag:yaml.org,2002:"
 #define TAG(name) TAG_PREFIX name
 
-/* ------------------------------------------------------------ numbers */
-
-/* Numbers are read and written in the C locale whatever the program's. */
-static locale_t c_loc;
-static pthread_once_t c_loc_once = PTHREAD_ONCE_INIT;
-
-static void c_loc_make(void)
-{
-	c_loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-}
-
-static locale_t c_locale(void)
-{
-	pthread_once(&c_loc_once, c_loc_make);
-	return c_loc;
-}
-
-static double strtod_c(const char *s, char **end)
-{
-	locale_t l = c_locale();
-
-	return l ? strtod_l(s, end, l) : strtod(s, end);
-}
-
-/* Shortest "%.*g" (15..17 digits) that reads back as d, with ".0" added
- * when it would otherwise read as an integer. d is finite. */
+/* Numbers are read and written in the C locale whatever the program's. The
+ * shortest "%.*g" that reads back as d (finite), with ".0" added when it
+ * would otherwise read as an integer. */
 static void format_float(char buf[40], double d)
 {
-	locale_t l = c_locale(), old = l ? uselocale(l) : (locale_t)0;
-
-	for (int p = 15; p <= 17; p++) {
-		snprintf(buf, 40, "%.*g", p, d);
-		if (p == 17 || strtod_c(buf, NULL) == d)
-			break;
-	}
-	if (old)
-		uselocale(old);
+	bs__float_format(buf, d);
 	if (!strpbrk(buf, ".eEn"))
 		strcat(buf, ".0");
 }
@@ -72,23 +39,18 @@ static void format_float(char buf[40], double d)
 typedef enum { R_NULL, R_BOOL, R_INT, R_FLOAT, R_STR } kind_t;
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-static bool is_xdigit_(char c)
-{
-	return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
 
 static bool eq(const char *s, size_t n, const char *lit)
 {
 	return strlen(lit) == n && memcmp(s, lit, n) == 0;
 }
 
-static bool is_null_text(const char *s, size_t n)
+bool bs__yaml_null(const char *s, size_t n)
 {
 	return n == 0 || eq(s, n, "~") || eq(s, n, "null") || eq(s, n, "Null") || eq(s, n, "NULL");
 }
 
-/* 1 true, 0 false, -1 neither. */
-static int bool_text(const char *s, size_t n)
+int bs__yaml_bool(const char *s, size_t n)
 {
 	if (eq(s, n, "true") || eq(s, n, "True") || eq(s, n, "TRUE"))
 		return 1;
@@ -103,7 +65,7 @@ static bool is_int_text(const char *s, size_t n)
 
 	if (n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) {
 		for (i = 2; i < n; i++)
-			if (s[1] == 'x' ? !is_xdigit_(s[i]) : !(s[i] >= '0' && s[i] <= '7'))
+			if (s[1] == 'x' ? bs__hexval((unsigned char)s[i]) < 0 : !(s[i] >= '0' && s[i] <= '7'))
 				return false;
 		return true;
 	}
@@ -152,9 +114,9 @@ static bool is_float_text(const char *s, size_t n)
 
 static kind_t resolve_plain(const char *s, size_t n)
 {
-	if (is_null_text(s, n))
+	if (bs__yaml_null(s, n))
 		return R_NULL;
-	if (bool_text(s, n) >= 0)
+	if (bs__yaml_bool(s, n) >= 0)
 		return R_BOOL;
 	if (is_int_text(s, n))
 		return R_INT;
@@ -178,8 +140,7 @@ static int int_value(bs_value_t *out, const char *s, size_t n)
 		i = 1;
 	}
 	for (; i < n; i++) {
-		unsigned d = is_digit(s[i]) ? (unsigned)(s[i] - '0')
-		                            : (unsigned)((s[i] | 0x20) - 'a' + 10);
+		unsigned d = (unsigned)bs__hexval((unsigned char)s[i]);
 
 		if (u > (UINT64_MAX - d) / base)
 			return -1;
@@ -205,7 +166,7 @@ static void float_value(bs_value_t *out, const char *s, size_t n)
 		else
 			bs_value_float(out, INFINITY);
 	} else
-		bs_value_float(out, strtod_c(s, NULL));
+		bs_value_float(out, bs__strtod_c(s, NULL));
 }
 
 /* ------------------------------------------------------------ decode */
@@ -294,22 +255,12 @@ static int scalar_value(dec_t *d, yaml_event_t *ev, bs_value_t *out)
 		bs_id_t id;
 
 		if (bs__id_parse_n(&id, s, n) < 0)
-			return fail_at(d, BS_EINVAL, ev->start_mark,
-			               "malformed id \"%s\": expected 32 hex digits or the dashed UUID form",
+			return fail_at(d, BS_EINVAL, ev->start_mark, "malformed id \"%s\": " BS__ID_FORMS,
 			               bs__quote(q, sizeof q, s, n));
 		return bs_value_bin(out, id.b, sizeof id.b);
 	} else if (strcmp(tag, TAG("binary")) == 0) {
-		uint8_t *bytes;
-		size_t blen;
-
-		rc = bs__base64_decode(&bytes, &blen, s, n);
-		if (rc < 0)
-			return rc == BS_ENOMEM ? rc
-			                       : fail_at(d, BS_EINVAL, ev->start_mark, "!!binary: malformed base64");
-		out->type = BS_BIN;
-		out->v.s.ptr = (char *)bytes;
-		out->v.s.len = blen;
-		return 0;
+		rc = bs__base64_value(out, s, n);
+		return rc == -1 ? fail_at(d, BS_EINVAL, ev->start_mark, "!!binary: malformed base64") : rc;
 	} else if (strcmp(tag, TAG("int")) == 0) {
 		if (!is_int_text(s, n))
 			return fail_at(d, BS_EINVAL, ev->start_mark, "!!int: \"%s\" is not an integer",
@@ -321,12 +272,12 @@ static int scalar_value(dec_t *d, yaml_event_t *ev, bs_value_t *out)
 			               bs__quote(q, sizeof q, s, n));
 		k = R_FLOAT;
 	} else if (strcmp(tag, TAG("bool")) == 0) {
-		if (bool_text(s, n) < 0)
+		if (bs__yaml_bool(s, n) < 0)
 			return fail_at(d, BS_EINVAL, ev->start_mark, "!!bool: \"%s\" is not true or false",
 			               bs__quote(q, sizeof q, s, n));
 		k = R_BOOL;
 	} else if (strcmp(tag, TAG("null")) == 0) {
-		if (!is_null_text(s, n))
+		if (!bs__yaml_null(s, n))
 			return fail_at(d, BS_EINVAL, ev->start_mark, "!!null: \"%s\" is not null",
 			               bs__quote(q, sizeof q, s, n));
 		k = R_NULL;
@@ -339,7 +290,7 @@ static int scalar_value(dec_t *d, yaml_event_t *ev, bs_value_t *out)
 	case R_NULL:
 		return 0;
 	case R_BOOL:
-		bs_value_bool(out, bool_text(s, n) == 1);
+		bs_value_bool(out, bs__yaml_bool(s, n) == 1);
 		return 0;
 	case R_INT:
 		if (int_value(out, s, n) < 0)
@@ -643,19 +594,16 @@ static int emit_value(yaml_emitter_t *em, const bs_value_t *v, int depth)
 		return emit_string(em, v->v.s.ptr, v->v.s.len);
 	case BS_BIN:
 		if (v->v.s.len == 16) {
-			bs_id_t id;
 			char dashed[37];
 
-			memcpy(id.b, v->v.s.ptr, 16);
-			bs_id_dashed(dashed, &id);
+			bs__dashed(dashed, v->v.s.ptr);
 			return emit_scalar(em, TAG_UUID, dashed, 36, YAML_PLAIN_SCALAR_STYLE);
 		} else {
-			size_t n = bs__base64_len(v->v.s.len);
-			char *b64 = malloc(n + 1);
+			size_t n;
+			char *b64 = bs__base64_dup((const uint8_t *)v->v.s.ptr, v->v.s.len, &n);
 
 			if (!b64)
 				return bs_error(BS_ENOMEM, "out of memory");
-			bs__base64_encode(b64, (const uint8_t *)v->v.s.ptr, v->v.s.len);
 			rc = emit_scalar(em, TAG("binary"), b64, n, YAML_PLAIN_SCALAR_STYLE);
 			free(b64);
 			return rc;
