@@ -470,6 +470,34 @@ static enum outcome fail_with(runner_t *r, int rc)
 	return cleaner_transient(rc) ? OUT_WAIT : OUT_FAILED;
 }
 
+/* Run a job-row UPDATE that only matches while the job is ours to run.
+ * Returns true when it matched; otherwise *out says why not. */
+static bool job_update(runner_t *r, bs_buf_t *b, enum outcome *out)
+{
+	int64_t matched = 0;
+	int rc = src_count(r, b, &matched);
+	if (rc)
+		*out = fail_with(r, rc);
+	else if (matched == 0)
+		*out = why_not_mine(r);
+	return !rc && matched > 0;
+}
+
+/* Mark the job failed with reason m (best effort) and report it. */
+static void job_fail(runner_t *r, const char *m)
+{
+	bs_buf_t b = {0};
+	buf_puts(&b, "UPDATE bagstore_jobs SET state='failed', heartbeat=NOW(6), reason=");
+	buf_hex(&b, m, strlen(m));
+	where_mine(r, &b);
+	src_exec(r, &b);
+	buf_free(&b);
+	bs_error_clear();
+	r->job.state = BS_JOB_FAILED;
+	snprintf(r->job.reason, sizeof r->job.reason, "%s", m);
+	report(r);
+}
+
 static enum outcome attempt(runner_t *r)
 {
 	bs_buf_t b = {0};
@@ -566,15 +594,8 @@ static enum outcome attempt(runner_t *r)
 	buf_puts(&b, " WHERE index_name=");
 	buf_hex(&b, r->index, strlen(r->index));
 	buf_puts(&b, " AND state IN ('queued','running','throttled')");
-	int64_t matched = 0;
-	if ((rc = src_count(r, &b, &matched))) {
-		out = fail_with(r, rc);
+	if (!job_update(r, &b, &out))
 		goto done;
-	}
-	if (matched == 0) {
-		out = why_not_mine(r);
-		goto done;
-	}
 	r->job.state = BS_JOB_RUNNING;
 	r->job.reason[0] = '\0';
 	r->nsamp = 0;
@@ -607,15 +628,8 @@ static enum outcome attempt(runner_t *r)
 		if (level == 2) {
 			char m[256];
 			snprintf(m, sizeof m, "stopped: %.140s (resume with `bagstore backfill resume %.64s`)", why, r->index);
-			buf_reset(&b);
-			buf_puts(&b, "UPDATE bagstore_jobs SET state='failed', heartbeat=NOW(6), reason=");
-			buf_hex(&b, m, strlen(m));
-			where_mine(r, &b);
-			src_exec(r, &b);
-			r->job.state = BS_JOB_FAILED;
-			snprintf(r->job.reason, sizeof r->job.reason, "%s", m);
 			snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s %s", r->index, sname, m);
-			report(r);
+			job_fail(r, m);
 			out = OUT_FAILED;
 			goto done;
 		}
@@ -666,31 +680,26 @@ static enum outcome attempt(runner_t *r)
 		if (slow)
 			chunk = CHUNK_MIN;
 		r->job.chunk = chunk;
-		/* pacing: leave the servers (and the writers) time between chunks */
-		if (r->cfg->cleaner.sleep_coef > 0)
-			cleaner_sleep(elapsed * r->cfg->cleaner.sleep_coef, r->opts ? r->opts->stop : NULL);
 		buf_reset(&b);
 		buf_printf(&b, "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6), cursor_id=%lld,"
 		               " rows_scanned=%lld, rows_written=%lld, rate=%.3f, chunk=%lld",
 		           (long long)r->job.cursor, (long long)r->job.rows_scanned, (long long)r->job.rows_written,
 		           r->job.rate, (long long)chunk);
 		where_mine(r, &b);
-		if ((rc = src_count(r, &b, &matched))) {
-			out = fail_with(r, rc);
+		if (!job_update(r, &b, &out))
 			goto done;
-		}
-		if (matched == 0) {
-			out = why_not_mine(r);
-			goto done;
-		}
 		r->job.state = BS_JOB_RUNNING;
 		r->job.reason[0] = '\0';
 		report(r);
+		/* pacing, once the chunk is recorded: leave the servers (and the
+		 * writers) time between chunks */
 		if (rrc) {
 			bs_error(rrc, "%s", rmsg);
 			out = fail_with(r, rrc);
 			goto done;
 		}
+		if (r->cfg->cleaner.sleep_coef > 0)
+			cleaner_sleep(elapsed * r->cfg->cleaner.sleep_coef, r->opts ? r->opts->stop : NULL);
 		chunk_t t = cur;
 		cur = next;
 		next = t;
@@ -700,14 +709,8 @@ static enum outcome attempt(runner_t *r)
 	               " cursor_id=GREATEST(cursor_id,max_id), rows_scanned=%lld, rows_written=%lld, rate=%.3f",
 	           (long long)r->job.rows_scanned, (long long)r->job.rows_written, r->job.rate);
 	where_mine(r, &b);
-	if ((rc = src_count(r, &b, &matched))) {
-		out = fail_with(r, rc);
+	if (!job_update(r, &b, &out))
 		goto done;
-	}
-	if (matched == 0) {
-		out = why_not_mine(r);
-		goto done;
-	}
 	r->job.state = BS_JOB_DONE;
 	r->job.eta_s = 0;
 	report(r);
@@ -716,15 +719,7 @@ done:
 	if (out == OUT_FAILED && r->rc) { /* an error no wait cures: the job says it */
 		char m[256];
 		snprintf(m, sizeof m, "%.255s", r->msg);
-		buf_reset(&b);
-		buf_puts(&b, "UPDATE bagstore_jobs SET state='failed', heartbeat=NOW(6), reason=");
-		buf_hex(&b, m, strlen(m));
-		where_mine(r, &b);
-		src_exec(r, &b);
-		bs_error_clear();
-		r->job.state = BS_JOB_FAILED;
-		snprintf(r->job.reason, sizeof r->job.reason, "%s", m);
-		report(r);
+		job_fail(r, m);
 	}
 	if (out == OUT_STOP) { /* asked to stop: the job waits for any worker */
 		buf_reset(&b);
@@ -830,7 +825,12 @@ static int run_jobs(bool *all_done, bs_store_t *st, const char *index, const bs_
 			*all_done = false;
 		if (!rc && (rs[i].out == OUT_FAILED || rs[i].out == OUT_CANCELLED)) {
 			rc = rs[i].out == OUT_CANCELLED ? BS_ECONFLICT : (rs[i].rc ? rs[i].rc : BS_ERROR);
-			bs_error(rc, "%s", rs[i].msg[0] ? rs[i].msg : "backfill failed");
+			/* an error from below names its shard, not the job: say which */
+			if (!strncmp(rs[i].msg, "backfill of ", 12))
+				bs_error(rc, "%s", rs[i].msg);
+			else
+				bs_error(rc, "backfill of %s on shard %s: %s", index, st->shards[i].conf->name,
+				         rs[i].msg[0] ? rs[i].msg : "failed");
 		}
 	}
 done:

@@ -24,6 +24,11 @@ void ebatch_reset(ebatch_t *b);
 void ebatch_free(ebatch_t *b);
 /* Append the rows of res: columns added_id, id, UNIX_TIMESTAMP(updated), body. */
 int ebatch_load(ebatch_t *b, MYSQL_RES *res);
+/* Reset b and fill it with the rows sql (selecting those columns) returns on
+ * shard; *got (optional) gets the rows returned, undecodable ids included. */
+int ebatch_fetch(ebatch_t *b, size_t *got, bs_store_t *st, int shard, const bs_buf_t *sql);
+/* Position of id in ids[n] (16-byte ids in ascending order); -1 when absent. */
+long ids_find(const void *ids, size_t n, const void *id);
 
 /* ------------------------------------------------------------ drift (drift.c) */
 

@@ -86,6 +86,41 @@ int ebatch_load(ebatch_t *b, MYSQL_RES *res)
 	return 0;
 }
 
+int ebatch_fetch(ebatch_t *b, size_t *got, bs_store_t *st, int shard, const bs_buf_t *sql)
+{
+	MYSQL_RES *res = NULL;
+	int rc;
+	ebatch_reset(b);
+	if (got)
+		*got = 0;
+	if ((rc = buf_ok(sql)) || (rc = shard_query(&res, st, shard, sql->ptr, sql->len)))
+		return rc;
+	if (got)
+		*got = (size_t)mysql_num_rows(res);
+	rc = ebatch_load(b, res);
+	mysql_free_result(res);
+	return rc;
+}
+
+_Static_assert(sizeof(bs_id_t) == 16, "ids_find walks bs_id_t arrays as 16-byte ids");
+
+long ids_find(const void *ids, size_t n, const void *id)
+{
+	const uint8_t *base = ids;
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int r = memcmp(base + 16 * mid, id, 16);
+		if (r == 0)
+			return (long)mid;
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
 /* ------------------------------------------------------------ canonical values */
 
 static void canon_float(bs_buf_t *b, double f)
@@ -431,19 +466,9 @@ static int exist_on(bs_store_t *st, int i, void *p)
 		if (!row[0] || mysql_fetch_lengths(res)[0] != 16)
 			continue;
 		/* ids are in entity_id order (the index walk's ORDER BY) */
-		size_t lo = 0, hi = e->n;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			int r = memcmp(e->ids[mid], row[0], 16);
-			if (r == 0) {
-				e->present[mid] = true;
-				break;
-			}
-			if (r < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		long k = ids_find(e->ids, e->n, row[0]);
+		if (k >= 0)
+			e->present[k] = true;
 	}
 done:
 	if (res)

@@ -77,8 +77,9 @@ int shard_query(MYSQL_RES **res, bs_store_t *st, int i, const char *sql, size_t 
 /* Set the error from the shard's connection after a failed call; closes the
  * connection when it was lost. Returns the code. */
 int shard_fail(bs_store_t *st, int i, const char *what);
-/* MySQL's error number of the shard's last failure, for callers that act on
- * one (ER_NO_SUCH_TABLE: not initialised, or an index table gone). */
+/* MySQL's error number of the shard's last statement (0 when it succeeded),
+ * for callers that act on one (ER_NO_SUCH_TABLE: not initialised, or an
+ * index table gone). */
 unsigned shard_last_errno(const bs_store_t *st, int i);
 /* Refuse writes when the shard's recorded fingerprint disagrees with ours
  * or the shard was never initialised. Checked once per connection. */

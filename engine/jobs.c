@@ -165,11 +165,11 @@ void bs_job_list_free(bs_job_list_t *l)
 
 struct list_arg {
 	bs_job_list_t *per; /* per shard */
+	char (*err)[512];   /* per shard: the message of a failure */
 };
 
-static int list_on(bs_store_t *st, int i, void *p)
+static int list_rows(bs_store_t *st, int i, struct list_arg *a)
 {
-	struct list_arg *a = p;
 	static const char q[] = "SELECT " JOB_COLS ", UNIX_TIMESTAMP(NOW(6)) FROM bagstore_jobs ORDER BY index_name";
 	MYSQL_RES *res = NULL;
 	int rc;
@@ -196,34 +196,39 @@ done:
 	return rc;
 }
 
+static int list_on(bs_store_t *st, int i, void *p)
+{
+	struct list_arg *a = p;
+	int rc = list_rows(st, i, a);
+	if (rc) /* shard_each keeps only the first shard's message */
+		snprintf(a->err[i], sizeof a->err[i], "%s", bs_last_error());
+	return rc;
+}
+
 int bs_job_list(bs_job_list_t *out, bs_store_t *st, int *unreachable)
 {
-	struct list_arg a;
+	struct list_arg a = {0};
 	int *rcs = calloc((size_t)st->n, sizeof *rcs);
-	int rc = 0, down = 0, total = 0;
-	char first[1024] = "";
-	int first_rc = 0;
+	int rc = 0, down = 0, total = 0, first = -1;
 
 	out->items = NULL;
 	out->len = 0;
 	a.per = calloc((size_t)st->n, sizeof *a.per);
-	if (!rcs || !a.per) {
+	a.err = calloc((size_t)st->n, sizeof *a.err);
+	if (!rcs || !a.per || !a.err) {
 		rc = bs_error(BS_ENOMEM, "out of memory listing jobs");
 		goto done;
 	}
 	shard_each(st, NULL, list_on, &a, rcs);
 	for (int i = 0; i < st->n; i++) {
-		if (rcs[i] == BS_EUNREACHABLE) {
+		if (rcs[i] == BS_EUNREACHABLE)
 			down++;
-		} else if (rcs[i] && !first_rc) {
-			first_rc = rcs[i];
-			/* the message of the first failure is gone: say which */
-			snprintf(first, sizeof first, "shard %s: listing jobs failed", st->shards[i].conf->name);
-		}
+		else if (rcs[i] && first < 0)
+			first = i;
 		total += a.per[i].len;
 	}
-	if (first_rc) {
-		rc = bs_error(first_rc, "%s", first);
+	if (first >= 0) { /* its message names the shard and carries MySQL's */
+		rc = bs_error(rcs[first], "listing backfill jobs: %s", a.err[first]);
 		goto done;
 	}
 	if (down == st->n) {
@@ -255,6 +260,7 @@ done:
 		for (int i = 0; i < st->n; i++)
 			bs_job_list_free(&a.per[i]);
 	free(a.per);
+	free(a.err);
 	free(rcs);
 	return rc;
 }

@@ -9,6 +9,9 @@
  */
 #include "cleaner.h"
 
+#include <mysqld_error.h>
+
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,29 +46,11 @@ static int db_now(int64_t *out, bs_store_t *st, int shard)
  * of a writer's newer rows. (A writer writes its entity first, then its
  * rows: a change not yet visible here is followed by the writer's own
  * index writes, after ours.) A few rounds at most. */
-/* Index of id in b, whose ids are in ascending order; -1 when absent. */
-static long find_sorted(const ebatch_t *b, const uint8_t *id)
-{
-	size_t lo = 0, hi = b->len;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int r = memcmp(b->ids[mid].b, id, 16);
-		if (r == 0)
-			return (long)mid;
-		if (r < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
-}
-
 int drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_t *idx, int nidx,
                  const ebatch_t *eb)
 {
 	ebatch_t again = {0};
 	bs_buf_t b = {0};
-	MYSQL_RES *res = NULL;
 	bs_id_t *ids = NULL;
 	int64_t *upd = NULL;
 	size_t n = eb->len;
@@ -88,18 +73,12 @@ int drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_
 			buf_hex(&b, ids[k].b, 16);
 		}
 		buf_puts(&b, ") ORDER BY id");
-		if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, shard, b.ptr, b.len)))
-			goto done;
-		ebatch_reset(&again);
-		rc = ebatch_load(&again, res);
-		mysql_free_result(res);
-		res = NULL;
-		if (rc)
+		if ((rc = ebatch_fetch(&again, NULL, st, shard, &b)))
 			goto done;
 		/* keep what changed; what is gone should have no row (NIL bag) */
 		size_t m = 0;
 		for (size_t k = 0; k < n; k++) {
-			long found = find_sorted(&again, ids[k].b);
+			long found = ids_find(again.ids, again.len, ids[k].b);
 			if (found >= 0 && again.updated[found] == upd[k])
 				continue;
 			ids[m] = ids[k];
@@ -116,7 +95,7 @@ int drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_
 			goto done;
 		}
 		for (size_t k = 0; k < n; k++) {
-			long j = find_sorted(&again, ids[k].b);
+			long j = ids_find(again.ids, again.len, ids[k].b);
 			bs_value_nil(&bags[k]);
 			if (j >= 0) {
 				bags[k] = again.bags[j];
@@ -132,8 +111,6 @@ int drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_
 			goto done;
 	}
 done:
-	if (res)
-		mysql_free_result(res);
 	ebatch_free(&again);
 	buf_free(&b);
 	free(ids);
@@ -148,7 +125,6 @@ static int repair_shard(int64_t *rows, int64_t *repaired, bs_store_t *st, int sh
 {
 	ebatch_t eb = {0};
 	bs_buf_t b = {0};
-	MYSQL_RES *res = NULL;
 	int64_t cu = 0, ca = 0;
 	bool first = true;
 	int rc = 0;
@@ -170,14 +146,8 @@ static int repair_shard(int64_t *rows, int64_t *repaired, bs_store_t *st, int sh
 			buf_printf(&b, " OR added_id<%lld)", (long long)ca);
 		}
 		buf_printf(&b, " ORDER BY updated DESC, added_id DESC LIMIT %d", REPAIR_BATCH);
-		if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, shard, b.ptr, b.len)))
-			goto done;
-		ebatch_reset(&eb);
-		rc = ebatch_load(&eb, res);
-		size_t got = (size_t)mysql_num_rows(res);
-		mysql_free_result(res);
-		res = NULL;
-		if (rc || eb.len == 0)
+		size_t got;
+		if ((rc = ebatch_fetch(&eb, &got, st, shard, &b)) || eb.len == 0)
 			goto done;
 		drift_counts_t d = {0};
 		for (int k = 0; k < nidx; k++)
@@ -194,8 +164,6 @@ static int repair_shard(int64_t *rows, int64_t *repaired, bs_store_t *st, int sh
 			break;
 	}
 done:
-	if (res)
-		mysql_free_result(res);
 	ebatch_free(&eb);
 	buf_free(&b);
 	return rc;
@@ -297,7 +265,7 @@ typedef struct {
 	char name[BS_NAME_MAX + 1];
 	int64_t created_us;
 	uint8_t (*cursor)[16]; /* per shard */
-	bool loaded;
+	bool *loaded;          /* per shard: cursor read from the shard */
 } sweep_t;
 
 static int sweep_cursor_io(bs_store_t *st, int shard, const char *index, uint8_t cursor[16], bool save)
@@ -347,8 +315,15 @@ static sweep_t *sweep_for(daemon_t *d, bs_store_t *st, const bs_index_t *idx)
 	if (d->nsw == 64)
 		return NULL;
 	sweep_t *s = &d->sw[d->nsw];
-	if (!(s->cursor = calloc((size_t)st->n, 16)))
+	s->cursor = calloc((size_t)st->n, 16);
+	s->loaded = calloc((size_t)st->n, sizeof *s->loaded);
+	if (!s->cursor || !s->loaded) {
+		free(s->cursor);
+		free(s->loaded);
+		s->cursor = NULL;
+		s->loaded = NULL;
 		return NULL;
+	}
 	snprintf(s->name, sizeof s->name, "%s", idx->name);
 	s->created_us = idx->created_us;
 	d->nsw++;
@@ -403,13 +378,13 @@ static int repair_pass(daemon_t *d, bs_store_t *st, int shard, const bs_index_li
 		bool wrapped;
 		if (!s)
 			continue;
-		if (!s->loaded && !sweep_cursor_io(st, shard, live[k].name, s->cursor[shard], false))
-			s->loaded = true;
+		if (!s->loaded[shard] && !sweep_cursor_io(st, shard, live[k].name, s->cursor[shard], false))
+			s->loaded[shard] = true;
 		uint8_t before[16];
 		memcpy(before, s->cursor[shard], 16);
 		if ((rc = drift_orphans(&orphans, &fixed, st, &live[k], shard, s->cursor[shard], SWEEP_BATCH,
 		                        true, &wrapped))) {
-			if (bs_last_error_code() == BS_ESQL && strstr(bs_last_error(), "(MySQL error 1146)")) {
+			if (rc == BS_ESQL && shard_last_errno(st, shard) == ER_NO_SUCH_TABLE) {
 				rc = 0; /* the table went away (dropped meanwhile) */
 				bs_error_clear();
 				continue;
@@ -429,7 +404,23 @@ done:
 	return rc;
 }
 
-static void bg_reap(daemon_t *d, bs_store_t *st)
+/* A daemon error for the caller to log (progress with shard -1). */
+static void daemon_say(const bs_cleaner_opts_t *opts, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void daemon_say(const bs_cleaner_opts_t *opts, const char *fmt, ...)
+{
+	if (!opts || !opts->progress)
+		return;
+	bs_job_t j = { .state = BS_JOB_FAILED, .shard = -1, .eta_s = -1 };
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(j.reason, sizeof j.reason, fmt, ap);
+	va_end(ap);
+	opts->progress(opts->ctx, &j);
+}
+
+/* Finished backfills: promote what is done; say what failed (a failed
+ * promotion is retried with the next run of its jobs). */
+static void bg_reap(daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts)
 {
 	for (int k = 0; k < d->nbg; k++) {
 		bgjob_t *g = &d->bg[k];
@@ -437,9 +428,12 @@ static void bg_reap(daemon_t *d, bs_store_t *st)
 			pthread_join(g->tid, NULL);
 			g->running = false;
 			g->ended = bs_now_mono();
+			if (g->rc)
+				daemon_say(opts, "backfill of %s: %s", g->index, g->msg);
 			if (g->all_done) {
 				bool promoted;
-				index_promote(&promoted, st, g->index);
+				if (index_promote(&promoted, st, g->index))
+					daemon_say(opts, "promoting %s: %s", g->index, bs_last_error());
 				bs_error_clear();
 			}
 		}
@@ -514,19 +508,15 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 			if (r && !prc)
 				prc = r;
 		}
-		bg_reap(d, st);
+		bg_reap(d, st, opts);
 	pass_done:
 		bs_index_list_free(&cat);
 		if (opts && opts->once) {
 			rc = prc;
 			break;
 		}
-		if (prc && opts && opts->progress) {
-			/* the daemon goes on; the error is the caller's to log */
-			bs_job_t j = { .state = BS_JOB_FAILED, .shard = -1, .eta_s = -1 };
-			snprintf(j.reason, sizeof j.reason, "repair: %s", bs_last_error());
-			opts->progress(opts->ctx, &j);
-		}
+		if (prc) /* the daemon goes on; the error is the caller's to log */
+			daemon_say(opts, "repair: %s", bs_last_error());
 		if (opts && opts->stop && *opts->stop)
 			break;
 		cleaner_sleep(st->cfg->cleaner.repair_interval, opts ? opts->stop : NULL);
@@ -537,8 +527,10 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 	for (int k = 0; k < d->nbg; k++)
 		if (d->bg[k].running)
 			pthread_join(d->bg[k].tid, NULL);
-	for (int k = 0; k < d->nsw; k++)
+	for (int k = 0; k < d->nsw; k++) {
 		free(d->sw[k].cursor);
+		free(d->sw[k].loaded);
+	}
 	free(d);
 	return rc;
 }

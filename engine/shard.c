@@ -177,6 +177,7 @@ static int drain(bs_store_t *st, int i, MYSQL *m)
 int shard_exec(bs_store_t *st, int i, const char *sql, size_t len)
 {
 	MYSQL *m;
+	st->shards[i].last_errno = 0;
 	int rc = shard_conn(&m, st, i);
 	if (rc)
 		return rc;
@@ -195,6 +196,7 @@ int shard_query(MYSQL_RES **out, bs_store_t *st, int i, const char *sql, size_t 
 	MYSQL *m;
 	int rc;
 	*out = NULL;
+	st->shards[i].last_errno = 0;
 	if ((rc = shard_conn(&m, st, i)))
 		return rc;
 	if (mysql_real_query(m, sql, len))

@@ -17,7 +17,6 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 {
 	ebatch_t eb = {0};
 	bs_buf_t b = {0};
-	MYSQL_RES *res = NULL;
 	drift_counts_t d = {0};
 	int64_t orphans = 0, fixed = 0;
 	int rc = 0;
@@ -29,14 +28,10 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 			buf_reset(&b);
 			buf_printf(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities"
 			               " WHERE added_id>%lld ORDER BY added_id LIMIT %d", (long long)after, VERIFY_BATCH);
-			if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, s, b.ptr, b.len)))
+			size_t got;
+			if ((rc = ebatch_fetch(&eb, &got, st, s, &b)))
 				goto done;
-			ebatch_reset(&eb);
-			rc = ebatch_load(&eb, res);
-			size_t got = (size_t)mysql_num_rows(res);
-			mysql_free_result(res);
-			res = NULL;
-			if (rc || eb.len == 0)
+			if (eb.len == 0)
 				break;
 			out->checked += (int64_t)eb.len;
 			if ((rc = drift_check(&d, st, idx, eb.ids, eb.bags, eb.len, repair)))
@@ -51,8 +46,6 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 			if (got < VERIFY_BATCH)
 				break;
 		}
-		if (rc)
-			goto done;
 	}
 	for (int j = 0; j < st->n; j++) {
 		uint8_t cursor[16] = {0};
@@ -82,8 +75,6 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 			rc = exec_everywhere(st, b.ptr, b.len);
 	}
 done:
-	if (res)
-		mysql_free_result(res);
 	ebatch_free(&eb);
 	buf_free(&b);
 	return rc;
@@ -108,19 +99,13 @@ int bs_verify(bs_drift_t *out, bs_store_t *st, const char *index, bool repair)
 	memset(out, 0, sizeof *out);
 	if (repair && st->cfg->read_only)
 		return bs_error(BS_EREADONLY, "read-only: refusing verify --repair");
-	if ((rc = bs_index_list(&l, st)))
-		return rc;
 	if (index) {
-		const bs_index_t *ix = index_find(&l, index);
-		if (!ix) {
-			bs_index_t tmp;
-			rc = bs_index_get(&tmp, st, index); /* for its message */
-			if (!rc)
-				rc = bs_error(BS_ENOTFOUND, "no index named %s", index);
-		} else {
-			rc = verify_one(out, st, ix, repair);
-		}
+		bs_index_t ix;
+		if (!(rc = bs_index_get(&ix, st, index)))
+			rc = verify_one(out, st, &ix, repair);
 	} else {
+		if ((rc = bs_index_list(&l, st)))
+			return rc;
 		for (int k = 0; k < l.len && !rc; k++) {
 			bs_drift_t d;
 			if (l.items[k].state == BS_INDEX_DISABLED)

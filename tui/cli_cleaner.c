@@ -125,6 +125,7 @@ typedef struct {
 	pthread_mutex_t lock; /* progress comes from the cleaner's threads */
 	bool tty, daemon;
 	int n;
+	const bs_config_t *cfg;
 	bs_job_t *last; /* per shard */
 	bs_job_t seen[64]; /* the daemon: per index and shard */
 	int nseen;
@@ -163,8 +164,9 @@ static void progress_locked(progress_t *pr, const bs_job_t *job)
 			k = 0;
 		bs_job_t *was = &pr->seen[k];
 		if (strcmp(was->index, job->index) || was->state != job->state || strcmp(was->reason, job->reason))
-			fprintf(stderr, "bagstore: cleaner: backfill of %s on shard %d: %s%s%s\n", job->index, job->shard,
-			        bs_job_state_name(job->state), job->reason[0] ? ": " : "", job->reason);
+			fprintf(stderr, "bagstore: cleaner: backfill of %s on shard %s: %s%s%s\n", job->index,
+			        pr->cfg->shards[job->shard].name, bs_job_state_name(job->state), job->reason[0] ? ": " : "",
+			        job->reason);
 		*was = *job;
 		return;
 	}
@@ -190,7 +192,7 @@ static void progress_locked(progress_t *pr, const bs_job_t *job)
 	for (int i = 0; i < pr->n && len < sizeof line - 64; i++) {
 		const bs_job_t *j = &pr->last[i];
 		if (j->state == BS_JOB_THROTTLED || j->state == BS_JOB_PAUSED)
-			len += (size_t)snprintf(line + len, sizeof line - len, "; shard %d %s%s%.60s", i,
+			len += (size_t)snprintf(line + len, sizeof line - len, "; shard %s %s%s%.60s", pr->cfg->shards[i].name,
 			                        bs_job_state_name(j->state), j->reason[0] ? ": " : "", j->reason);
 	}
 	fprintf(stderr, "%s\033[K", line);
@@ -212,6 +214,7 @@ int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 		return rc;
 	pthread_mutex_init(&pr.lock, NULL);
 	pr.n = bs_store_nshards(ctx->st);
+	pr.cfg = bs_store_config(ctx->st);
 	pr.tty = isatty(STDERR_FILENO);
 	pr.daemon = !index;
 	if (!(pr.last = calloc((size_t)pr.n, sizeof *pr.last)))
@@ -263,6 +266,14 @@ static json_t *drift_json(const char *name, const bs_drift_t *d)
 	return o;
 }
 
+static bool index_named(const bs_index_list_t *l, const char *name)
+{
+	for (int k = 0; k < l->len; k++)
+		if (!strcmp(l->items[k].name, name))
+			return true;
+	return false;
+}
+
 int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *index = NULL;
@@ -279,9 +290,9 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 		return rc;
 	if ((rc = bs_index_list(&l, ctx->st)))
 		return rc;
-	if (index) {
+	if (index && !index_named(&l, index)) {
 		bs_index_t one;
-		if ((rc = bs_index_get(&one, ctx->st, index)))
+		if ((rc = bs_index_get(&one, ctx->st, index))) /* for its message */
 			goto done;
 	}
 	arr = json_array();

@@ -209,6 +209,7 @@ bs 0 "create broken" index create broken --on n:int --shard-on n
 t_sql 1 "DROP TABLE broken"
 bs 1 "a backfill whose table is gone fails" cleaner --index broken
 t_contains "$T_ERR" "broken" "the error names the table"
+t_contains "$T_ERR" "backfill of broken on shard" "the error names the job (index and source shard)"
 bs 0 "backfill list" backfill list
 t_contains "$T_OUT" "failed" "the job is listed as failed"
 t_contains "$T_OUT" "doesn't exist" "with MySQL's message"
