@@ -472,6 +472,7 @@ void console_tick(void)
 	}
 	{
 		char *pt, *px;
+
 		if (worker_take_page(&pt, &px))
 			text_open(pt, px, NULL, NULL, NULL);
 		free(pt);
@@ -531,11 +532,10 @@ static void draw_status(void)
 		move(y, x < COLS ? x : COLS - 1);
 		return;
 	}
-	snprintf(right, sizeof right, "%s%s refresh %gs%s%s ",
+	snprintf(right, sizeof right, "%s%s refresh %gs%s ",
 	         ui.read_only ? " READ-ONLY |" : "",
 	         ui_filter()[0] ? " filtered |" : "",
-	         ui.refresh_s, ui.paused ? " PAUSED" : "",
-	         top() ? "" : "");
+	         ui.refresh_s, ui.paused ? " PAUSED" : "");
 	rw = ui_width(right);
 	ui_color(C_STATUS, true);
 	hline(' ', COLS);
@@ -713,7 +713,7 @@ int bs_console_main(bs_store_t *st, const bs_config_t *cfg, int argc, char **arg
 	const char *v;
 	double timeout = 3;
 	const char *loc;
-	int status, i;
+	int status;
 
 	(void)st; /* the UI thread never touches a shard: the lanes have stores */
 	memset(&ui, 0, sizeof ui);
@@ -723,10 +723,7 @@ int bs_console_main(bs_store_t *st, const bs_config_t *cfg, int argc, char **arg
 		ui.refresh_s = atof(v);
 	if ((v = opt_value(argc, argv, "--timeout")) && atof(v) > 0)
 		timeout = atof(v);
-	for (i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--read-only") == 0)
-			ui.read_only = true;
-	ui.read_only = ui.read_only || cfg->read_only;
+	ui.read_only = cfg->read_only; /* main.c folds --read-only into it */
 	ui.headless = script != NULL;
 	ui.nshards = cfg->nshards;
 	actions_init();

@@ -12,12 +12,9 @@
 
 #include "console_int.h"
 
-int64_t now_us(void)
+const char *shard_name(int shard)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return shard >= 0 && shard < ui.nshards ? ui.cfg->shards[shard].name : "?";
 }
 
 void ui_color(int pair, bool on)

@@ -45,7 +45,9 @@ static bs_config_t wcfg; /* shallow copy of the caller's, timeouts capped */
 static unsigned generation;
 static int wake_pipe[2] = {-1, -1};
 
-static int64_t mono_us(void)
+/* Wall-clock microseconds: the screens compare these times with the
+ * shards' and show them as dates. */
+int64_t now_us(void)
 {
 	struct timespec ts;
 
@@ -107,7 +109,7 @@ static void *lane_main(void *p)
 		if (!l->head)
 			l->tail = NULL;
 		l->running = r;
-		l->running_since = mono_us();
+		l->running_since = now_us();
 		pthread_mutex_unlock(&q_mu);
 
 		bs_error_clear();
@@ -192,7 +194,7 @@ int worker_submit(int lane, const char *key, bool skip_running,
 	r->fn = fn;
 	r->arg = arg;
 	r->free_arg = free_arg;
-	r->queued_us = mono_us();
+	r->queued_us = now_us();
 	if (l->tail)
 		l->tail->next = r;
 	else
@@ -293,7 +295,7 @@ static void bf_progress(void *ctx, const bs_job_t *job)
 	for (i = 0; i < s->info.njobs; i++)
 		if (s->info.jobs[i].shard == job->shard)
 			break;
-	if (i < 16) {
+	if (i < (int)(sizeof s->info.jobs / sizeof s->info.jobs[0])) {
 		s->info.jobs[i] = *job;
 		if (i == s->info.njobs)
 			s->info.njobs++;
@@ -320,17 +322,20 @@ static void *bf_main(void *p)
 	if (rc < 0)
 		snprintf(s->info.error, sizeof s->info.error, "%s", bs_last_error());
 	s->info.running = false;
-	s->info.finished_us = mono_us();
+	s->info.finished_us = now_us();
 	snap_unlock();
 	worker_published();
 	return NULL;
 }
 
+/* Called from the action lane only (one at a time). */
 int worker_backfill_start(const char *index)
 {
 	bf_slot_t *s = NULL;
 	int i, rc;
 
+	if (bf_stop)
+		return bs_error(BS_ERROR, "the console is closing");
 	snap_lock();
 	for (i = 0; i < MAX_LOCAL; i++) {
 		if (bf[i].used && bf[i].info.running && strcmp(bf[i].info.index, index) == 0) {
@@ -338,12 +343,22 @@ int worker_backfill_start(const char *index)
 			return bs_error(BS_ECONFLICT, "this console already backfills %s", index);
 		}
 	}
+	/* a free slot, else the one of the oldest finished backfill */
 	for (i = 0; i < MAX_LOCAL && !s; i++)
-		if (!bf[i].used || (!bf[i].info.running && bf[i].joined))
+		if (!bf[i].used)
 			s = &bf[i];
+	if (!s)
+		for (i = 0; i < MAX_LOCAL; i++)
+			if (!bf[i].info.running && (!s || bf[i].info.finished_us < s->info.finished_us))
+				s = &bf[i];
 	snap_unlock();
 	if (!s)
 		return bs_error(BS_ERROR, "too many backfills in this console");
+	if (s->used && !s->joined) {
+		/* finished: its thread has published its end and is returning */
+		pthread_join(s->thread, NULL);
+		s->joined = true;
+	}
 	if (s->st) {
 		bs_store_free(s->st);
 		s->st = NULL;
@@ -354,7 +369,7 @@ int worker_backfill_start(const char *index)
 	memset(&s->info, 0, sizeof s->info);
 	snprintf(s->info.index, sizeof s->info.index, "%s", index);
 	s->info.running = true;
-	s->info.started_us = mono_us();
+	s->info.started_us = now_us();
 	s->used = true;
 	s->joined = false;
 	snap_unlock();
@@ -382,7 +397,7 @@ int worker_backfills(local_backfill_t *out, int max)
 
 bool worker_stop(double wait_s)
 {
-	int64_t deadline = mono_us() + (int64_t)(wait_s * 1e6);
+	int64_t deadline = now_us() + (int64_t)(wait_s * 1e6);
 	bool all = true;
 	int i;
 
@@ -401,7 +416,7 @@ bool worker_stop(double wait_s)
 			snap_lock();
 			running = bf[i].info.running;
 			snap_unlock();
-			if (!running || mono_us() > deadline)
+			if (!running || now_us() > deadline)
 				break;
 			usleep(20000);
 		}
@@ -423,7 +438,7 @@ bool worker_stop(double wait_s)
 			pthread_mutex_lock(&q_mu);
 			done = lanes[i].finished;
 			pthread_mutex_unlock(&q_mu);
-			if (done || mono_us() > deadline)
+			if (done || now_us() > deadline)
 				break;
 			usleep(10000);
 		}

@@ -98,7 +98,7 @@ static void add_job(const bs_job_t *j, bool here)
 	attr = j->state == BS_JOB_FAILED ? C_BAD : j->state == BS_JOB_THROTTLED || j->state == BS_JOB_PAUSED ?
 	       C_WARN : j->state == BS_JOB_DONE ? C_DIM : C_NORMAL;
 	r = tbl_add(&tbl, attr);
-	tbl_set(&tbl, r, 0, NAN, "%s@%s", j->index, j->shard < ui.nshards ? ui.cfg->shards[j->shard].name : "?");
+	tbl_set(&tbl, r, 0, NAN, "%s@%s", j->index, shard_name(j->shard));
 	snprintf(state, sizeof state, "%s%s%s", bs_job_state_name(j->state), j->reason[0] ? ": " : "", j->reason);
 	tbl_set(&tbl, r, 1, j->state, "%s", state);
 	bar(pb, sizeof pb, frac, 14);
@@ -145,8 +145,16 @@ static void bf_draw(int y, int h, int w)
 	tbl_draw(&tbl, y + 1, h - 4 - (nloc > 0 ? 1 : 0), w);
 	line = y + h - 3 - (nloc > 0 ? 1 : 0);
 	{
-		/* the selected job's state in full: the throttle reason is long */
+		/* a state in full (the STATE column cuts reasons short): the
+		 * selected job's, or when it has no reason, the first job's that
+		 * has one, so a throttled or failed job always says why */
 		int row = tbl_selected(&tbl);
+		if (row < 0 || !strchr(tbl_cell(&tbl, row, 1), ':'))
+			for (i = 0; i < tbl.nrows; i++)
+				if (strchr(tbl_cell(&tbl, i, 1), ':')) {
+					row = i;
+					break;
+				}
 		if (row >= 0)
 			ui_printf(line, 0, w, "%s: %s", tbl_cell(&tbl, row, 0), tbl_cell(&tbl, row, 1));
 	}
@@ -159,12 +167,18 @@ static void bf_draw(int y, int h, int w)
 		ui_printf(line, 0, w, "%d shard(s) unreachable: their jobs are not listed", snap.unreachable);
 	}
 	line++;
-	for (i = 0; i < nloc && i < 1; i++) {
-		int k, running = 0;
-		for (k = 0; k < nloc; k++)
-			running += loc[k].running;
-		ui_printf(line++, 0, w, "this console runs %d backfill%s%s%s", running, running == 1 ? "" : "s",
-		          loc[nloc - 1].error[0] ? "; last error: " : "", loc[nloc - 1].error);
+	if (nloc > 0) {
+		int running = 0;
+		const local_backfill_t *failed = NULL;
+
+		for (i = 0; i < nloc; i++) {
+			running += loc[i].running;
+			if (loc[i].error[0] && (!failed || loc[i].finished_us > failed->finished_us))
+				failed = &loc[i];
+		}
+		ui_printf(line++, 0, w, "this console runs %d backfill%s%s%s%s%s", running, running == 1 ? "" : "s",
+		          failed ? "; last error (" : "", failed ? failed->index : "", failed ? "): " : "",
+		          failed ? failed->error : "");
 	}
 	snap_unlock();
 	ui_color(C_DIM, true);
@@ -206,6 +220,8 @@ static void submit_control(const char *index, const char *action)
 {
 	jreq_t *q = calloc(1, sizeof *q);
 
+	if (!q)
+		return;
 	snprintf(q->index, sizeof q->index, "%s", index);
 	snprintf(q->action, sizeof q->action, "%s", action);
 	worker_submit(LANE_ACTION, NULL, false, do_control, q, free);
@@ -227,7 +243,7 @@ static reaction_t cancel_typed(const char *text, void *ctx)
 static reaction_t bf_key(action_t a, int key)
 {
 	reaction_t r = tbl_key(&tbl, a, key);
-	int row, i, njobs = 0, nsh = 0;
+	int row, i, njobs = 0; /* one job per source shard */
 	char index[BS_NAME_MAX + 1], label[300], *at;
 	int64_t scanned = 0, total = 0;
 
@@ -257,7 +273,6 @@ static reaction_t bf_key(action_t a, int key)
 		if (strcmp(snap.jobs.items[i].index, index) != 0)
 			continue;
 		njobs++;
-		nsh++;
 		scanned += snap.jobs.items[i].rows_scanned;
 		total += snap.jobs.items[i].rows_total;
 	}
@@ -266,7 +281,7 @@ static reaction_t bf_key(action_t a, int key)
 	{
 		char a1[32], a2[32];
 		snprintf(label, sizeof label, "cancel backfill %s: %d job%s on %d shard%s, %s of %s rows scanned. Type %s to confirm: ",
-		         index, njobs, njobs == 1 ? "" : "s", nsh, nsh == 1 ? "" : "s",
+		         index, njobs, njobs == 1 ? "" : "s", njobs, njobs == 1 ? "" : "s",
 		         fmt_count(a1, sizeof a1, scanned), fmt_count(a2, sizeof a2, total), index);
 	}
 	ui_prompt(label, "", cancel_typed, NULL);

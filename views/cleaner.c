@@ -19,6 +19,7 @@ static struct {
 	char lag_err[256];
 	bs_job_list_t jobs;
 	int jobs_rc, unreachable;
+	char jobs_err[256];
 	int64_t taken_us;
 } snap;
 
@@ -34,21 +35,26 @@ static void work(bs_store_t *st, void *arg)
 	int n = bs_store_nshards(st), rc, jrc, unr = 0;
 	bs_lag_t *lag = calloc((size_t)n, sizeof *lag);
 	bs_job_list_t jobs = {0};
+	char lag_err[256], jobs_err[256];
 
 	(void)arg;
 	if (!lag)
 		return;
+	/* each message taken before the next call replaces it */
 	rc = bs_lag(lag, st);
+	snprintf(lag_err, sizeof lag_err, "%s", rc < 0 ? bs_last_error() : "");
 	jrc = bs_job_list(&jobs, st, &unr);
+	snprintf(jobs_err, sizeof jobs_err, "%s", jrc < 0 ? bs_last_error() : "");
 	snap_lock();
 	free(snap.lag);
 	snap.lag = lag;
 	snap.n = n;
 	snap.lag_rc = rc;
-	snprintf(snap.lag_err, sizeof snap.lag_err, "%s", rc < 0 ? bs_last_error() : "");
+	memcpy(snap.lag_err, lag_err, sizeof lag_err);
 	bs_job_list_free(&snap.jobs);
 	snap.jobs = jobs;
 	snap.jobs_rc = jrc;
+	memcpy(snap.jobs_err, jobs_err, sizeof jobs_err);
 	snap.unreachable = unr;
 	snap.taken_us = now_us();
 	snap_unlock();
@@ -148,7 +154,7 @@ static void cl_draw(int y, int h, int w)
 		rows = h / 2;
 	tbl_draw(&tbl, y + 1, rows, w);
 	line = y + rows + 2;
-	if (snap.lag_rc < 0)
+	if (snap.lag_rc < 0 && line < y + h)
 		ui_printf(line++, 0, w, "error: %s", snap.lag_err);
 	ui_color(C_HEADER, true);
 	ui_printf(line++, 0, w, "%-24s %-22s %-8s %-10s %s", "WORKER", "INDEX", "SHARD", "STATE", "HEARTBEAT");
@@ -168,12 +174,17 @@ static void cl_draw(int y, int h, int w)
 				break;
 		}
 		ui_printf(line++, 0, w, "%-24s %-22s %-8s %-10s %s", j < i ? "" : who, jb->index,
-		          jb->shard < ui.nshards ? ui.cfg->shards[jb->shard].name : "?",
+		          shard_name(jb->shard),
 		          bs_job_state_name(jb->state), fmt_age(age, sizeof age, jb->heartbeat_us));
 		any = true;
 	}
-	if (!any && line < y + h)
+	if (snap.jobs_rc < 0 && line < y + h) {
+		ui_color(C_BAD, true);
+		ui_printf(line++, 0, w, "jobs not read: %s", snap.jobs_err);
+		ui_color(C_BAD, false);
+	} else if (!any && line < y + h) {
 		ui_put(line++, 0, w, "(no worker holds a job)");
+	}
 	if (snap.unreachable && line < y + h)
 		ui_printf(line++, 0, w, "%d shard(s) unreachable: their jobs are not listed", snap.unreachable);
 	snap_unlock();

@@ -53,8 +53,8 @@ static struct {
 static table_t tbl;
 static int shard_sel = -1;     /* UI's choice: -1 all */
 static char query[256];        /* UI's current index query, "" when browsing */
-static int last_rows = 20;
 static bool select_last;       /* after paging back with Up */
+static int page_changed;       /* entities_changed(), from any thread */
 
 static const col_t cols[] = {
 	{"ID", 32, false}, {"SHARD", 5, false}, {"UPDATED (UTC)", 26, false}, {"BODY", 0, false},
@@ -115,9 +115,9 @@ static char *summarize(bs_value_t *bag)
 	return out;
 }
 
-static bool moved; /* the page changed position (not a reload) */
-
-static void publish(bs_result_t *page, int rc, bool at_end, bool query_mode, const char *q, int shard)
+/* moved: the page changed position (not a reload): the selection restarts. */
+static void publish(bs_result_t *page, int rc, bool moved, bool at_end, bool query_mode, const char *q,
+                    int shard)
 {
 	char **sum = NULL;
 	size_t i, oldn;
@@ -126,7 +126,7 @@ static void publish(bs_result_t *page, int rc, bool at_end, bool query_mode, con
 
 	if (rc == 0 && page->len) {
 		sum = calloc(page->len, sizeof *sum);
-		for (i = 0; i < page->len; i++)
+		for (i = 0; sum && i < page->len; i++)
 			sum[i] = summarize(&page->items[i].bag);
 	}
 	snap_lock();
@@ -150,7 +150,7 @@ static void publish(bs_result_t *page, int rc, bool at_end, bool query_mode, con
 		snap.seq++;
 	snap_unlock();
 	if (rc == 0) {
-		for (i = 0; i < oldn; i++)
+		for (i = 0; oldsum && i < oldn; i++)
 			free(oldsum[i]);
 		free(oldsum);
 		bs_result_free(&old);
@@ -237,12 +237,11 @@ static void work(bs_store_t *st, void *arg)
 	bool at_end = false;
 
 	memset(&page, 0, sizeof page);
-	moved = !q->reload;
 	if (q->op == OP_QUERY) {
 		lane_reset();
 		lane.page_no = 1;
 		rc = run_query(&page, st, q->query, 1000);
-		publish(&page, rc, true, true, q->query, q->shard);
+		publish(&page, rc, !q->reload, true, true, q->query, q->shard);
 		return;
 	}
 	if (q->op == OP_FIRST || !lane.pos || lane.shard != q->shard) {
@@ -276,8 +275,16 @@ static void work(bs_store_t *st, void *arg)
 			goto out;
 		}
 		if (lane.nback == lane.capback) {
-			lane.capback = lane.capback ? lane.capback * 2 : 64;
-			lane.back = realloc(lane.back, lane.capback * sizeof *lane.back);
+			size_t cap = lane.capback ? lane.capback * 2 : 64;
+			bs_scan_t **back = realloc(lane.back, cap * sizeof *back);
+
+			if (!back) {
+				bs_scan_free(tmp);
+				rc = bs_error(BS_ENOMEM, "out of memory");
+				goto out;
+			}
+			lane.back = back;
+			lane.capback = cap;
 		}
 		lane.back[lane.nback++] = lane.start;
 		lane.start = lane.pos;
@@ -309,13 +316,15 @@ static void work(bs_store_t *st, void *arg)
 		break;
 	}
 out:
-	publish(&page, rc, at_end, false, NULL, q->shard);
+	publish(&page, rc, !q->reload, at_end, false, NULL, q->shard);
 }
 
 static void submit(int op)
 {
 	ereq_t *q = calloc(1, sizeof *q);
 
+	if (!q)
+		return;
 	q->op = query[0] ? OP_QUERY : op;
 	q->reload = op == OP_RELOAD;
 	q->shard = shard_sel;
@@ -341,7 +350,8 @@ void entities_show_shard(int shard)
 
 void entities_changed(void)
 {
-	submit(OP_RELOAD);
+	__atomic_store_n(&page_changed, 1, __ATOMIC_SEQ_CST);
+	worker_published();
 }
 
 static void en_open(void)
@@ -369,7 +379,7 @@ static void build(void)
 
 		bs_id_hex(hex, &e->id);
 		tbl_set(&tbl, r, 0, NAN, "%s", hex);
-		tbl_set(&tbl, r, 1, e->shard, "%s", e->shard < ui.nshards ? ui.cfg->shards[e->shard].name : "?");
+		tbl_set(&tbl, r, 1, e->shard, "%s", shard_name(e->shard));
 		fmt_time(t, sizeof t, us);
 		tbl_set(&tbl, r, 2, (double)us, "%s.%06lld", t, (long long)(us % 1000000));
 		tbl_set(&tbl, r, 3, NAN, "%s", snap.summary && snap.summary[i] ? snap.summary[i] : "");
@@ -383,13 +393,8 @@ static void en_draw(int y, int h, int w)
 {
 	char stale[128];
 	const char *where;
-	int rows = h - 3;
-
-	if (rows < 1)
-		rows = 1;
-	if (rows != last_rows) {
-		last_rows = rows;
-	}
+	if (__atomic_exchange_n(&page_changed, 0, __ATOMIC_SEQ_CST))
+		submit(OP_RELOAD);
 	snap_lock();
 	build();
 	if (snap.seq != drawn_seq) {
@@ -404,7 +409,7 @@ static void en_draw(int y, int h, int w)
 		tbl.selkey[0] = 0;
 	}
 	ui_stale(KEY_SNAP ".reload", snap.taken_us, stale, sizeof stale);
-	where = shard_sel < 0 ? "all shards merged" : ui.cfg->shards[shard_sel].name;
+	where = shard_sel < 0 ? "all shards merged" : shard_name(shard_sel);
 	if (snap.query_mode)
 		ui_printf(y, 0, w, "Entities matching %s (index query, %zu found, newest first)  %s", snap.query,
 		          snap.page.len, stale);
@@ -465,11 +470,31 @@ static bool en_filter(const char *text)
 	return false;
 }
 
-static reaction_t en_key(action_t a, int key)
+/* The published entity the selected row shows (by its id: the page may have
+ * been replaced since the table was drawn); NULL when gone. snap_lock held. */
+static const bs_entity_t *selected_locked(void)
 {
 	int r = tbl_selected(&tbl);
-	reaction_t rr;
+	bs_id_t id;
+	size_t i;
 
+	if (r < 0 || bs_id_parse(&id, tbl_cell(&tbl, r, 0)) < 0)
+		return NULL;
+	for (i = 0; i < snap.page.len; i++)
+		if (memcmp(snap.page.items[i].id.b, id.b, sizeof id.b) == 0)
+			return &snap.page.items[i];
+	return NULL;
+}
+
+static reaction_t en_key(action_t a, int key)
+{
+	bool at_end;
+	long page_no;
+
+	snap_lock();
+	at_end = snap.at_end;
+	page_no = snap.page_no;
+	snap_unlock();
 	switch (a) {
 	case ACT_PGDN:
 		if (!query[0])
@@ -485,13 +510,13 @@ static reaction_t en_key(action_t a, int key)
 		tbl.sel = 0;
 		return R_REDRAW;
 	case ACT_DOWN:
-		if (!query[0] && tbl.sel >= tbl.nshown - 1 && !snap.at_end) {
+		if (!query[0] && tbl.sel >= tbl.nshown - 1 && !at_end) {
 			submit(OP_NEXT);
 			return R_REDRAW;
 		}
 		break;
 	case ACT_UP:
-		if (!query[0] && tbl.sel == 0 && snap.page_no > 1) {
+		if (!query[0] && tbl.sel == 0 && page_no > 1) {
 			select_last = true;
 			submit(OP_PREV);
 			return R_REDRAW;
@@ -509,7 +534,7 @@ static reaction_t en_key(action_t a, int key)
 		shard_sel = shard_sel + 1 >= ui.nshards ? -1 : shard_sel + 1;
 		query[0] = 0;
 		submit(OP_FIRST);
-		ui_msg("browsing %s", shard_sel < 0 ? "all shards merged" : ui.cfg->shards[shard_sel].name);
+		ui_msg("browsing %s", shard_sel < 0 ? "all shards merged" : shard_name(shard_sel));
 		return R_REDRAW;
 	case ACT_ENT_JUMP:
 		ui_prompt("open entity id: ", "", jump_done, NULL);
@@ -519,25 +544,33 @@ static reaction_t en_key(action_t a, int key)
 	case ACT_OPEN:
 	case ACT_ENT_EDIT:
 	case ACT_ENT_DELETE: {
+		const bs_entity_t *e;
+		bs_value_t bag;
 		bs_id_t id;
-		int shard;
-		if (r < 0 || (size_t)r >= snap.page.len) {
+		int64_t up;
+		int shard, rc;
+		reaction_t rr;
+
+		snap_lock();
+		if (!(e = selected_locked())) {
+			snap_unlock();
 			ui_err("no entity selected");
 			return R_REDRAW;
 		}
-		snap_lock();
-		id = snap.page.items[r].id;
-		shard = snap.page.items[r].shard;
+		id = e->id;
+		shard = e->shard;
+		up = e->updated_us;
+		rc = a == ACT_ENT_EDIT ? bs_value_copy(&bag, &e->bag) : 0;
+		snap_unlock();
 		if (a == ACT_ENT_EDIT) {
-			bs_value_t bag;
-			int64_t up = snap.page.items[r].updated_us;
-			bs_value_copy(&bag, &snap.page.items[r].bag);
-			snap_unlock();
+			if (rc < 0) {
+				ui_err("cannot edit: %s", bs_last_error());
+				return R_REDRAW;
+			}
 			rr = entity_edit(&bag, up);
 			bs_value_clear(&bag);
 			return rr;
 		}
-		snap_unlock();
 		if (a == ACT_OPEN) {
 			entity_open(&id);
 			return R_REDRAW;
@@ -547,8 +580,7 @@ static reaction_t en_key(action_t a, int key)
 	default:
 		break;
 	}
-	rr = tbl_key(&tbl, a, key);
-	return rr;
+	return tbl_key(&tbl, a, key);
 }
 
 const struct view_ops view_entities = {

@@ -175,8 +175,7 @@ static void work(bs_store_t *st, void *arg)
 
 			if (x->expect_shard >= 0)
 				lines_add(&rl, "%s %-20s should have: %s on %s", ok ? "ok     " : "DRIFT  ", x->index,
-				          x->expect, x->expect_shard < bs_store_nshards(st) ?
-				          bs_store_config(st)->shards[x->expect_shard].name : "?");
+				          x->expect, shard_name(x->expect_shard));
 			else
 				lines_add(&rl, "%s %-20s should have: no row%s", ok ? "ok     " : "DRIFT  ", x->index,
 				          x->misfit ? " (a value does not fit the index's type)" : "");
@@ -184,7 +183,7 @@ static void work(bs_store_t *st, void *arg)
 				lines_add(&rl, "          has: MISSING on every shard");
 			for (j = 0; j < x->nfound && j < 16; j++)
 				lines_add(&rl, "          has: %s on %s%s", x->found[j].values,
-				          bs_store_config(st)->shards[x->found[j].shard].name,
+				          shard_name(x->found[j].shard),
 				          x->found[j].right ? "" : "   <- STALE (wrong value or shard)");
 		}
 		if (rrc == 0 && n == 0)
@@ -231,8 +230,12 @@ static void et_reload(void)
 {
 	dreq_t *q = calloc(1, sizeof *q);
 
+	if (!q)
+		return;
+	snap_lock(); /* cur_gen is also bumped by the action lane (do_write) */
 	q->id = cur_id;
 	q->gen = cur_gen;
+	snap_unlock();
 	worker_submit(LANE_BROWSE, KEY_SNAP, false, work, q, free);
 }
 
@@ -275,7 +278,7 @@ static void et_draw(int y, int h, int w)
 	}
 	fmt_time(t, sizeof t, snap.updated_us);
 	ui_printf(line++, 0, w, "shard %s   updated %s.%06lld UTC   stored body %s",
-	          snap.shard >= 0 && snap.shard < ui.nshards ? ui.cfg->shards[snap.shard].name : "?",
+	          shard_name(snap.shard),
 	          t, (long long)(snap.updated_us % 1000000), fmt_bytes(size, sizeof size, (int64_t)snap.raw.len));
 	line++;
 	if (snap.rc == BS_ECORRUPT)
@@ -496,8 +499,11 @@ static void do_write(bs_store_t *st, void *arg)
 	worker_audit(st, w->expect_us ? "entity.edit" : "entity.create", hex, w->detail);
 	unlink(w->path);
 	worker_notify(false, "%s entity %s", w->expect_us ? "saved" : "created", hex);
+	entities_changed();
 	{
 		dreq_t *q = calloc(1, sizeof *q);
+		if (!q)
+			return;
 		snap_lock();
 		q->id = cur_id;
 		q->gen = ++cur_gen;
@@ -539,7 +545,6 @@ static reaction_t confirm_write(void *ctx)
 	ed_reset();
 	worker_submit(LANE_ACTION, NULL, false, do_write, w, wreq_free);
 	ui_msg("writing ...");
-	entities_changed();
 	return R_POP;
 }
 
@@ -653,31 +658,35 @@ reaction_t entity_create(void)
 	return r;
 }
 
-static struct {
+/* The entity the delete prompt is about (UI thread only); the request gets
+ * its own copy, so a later prompt cannot change what a queued delete does. */
+typedef struct {
 	bs_id_t id;
 	int shard;
-} del;
+} delreq_t;
+static delreq_t del;
 
 static void do_delete(bs_store_t *st, void *arg)
 {
+	const delreq_t *q = arg;
 	char hex[33];
 	int rc;
 
-	(void)arg;
-	bs_id_hex(hex, &del.id);
-	rc = bs_delete(st, &del.id);
+	bs_id_hex(hex, &q->id);
+	rc = bs_delete(st, &q->id);
 	if (rc < 0) {
 		worker_notify(true, "delete %s failed: %s", hex, bs_last_error());
 		return;
 	}
-	worker_audit(st, "entity.delete", hex, del.shard >= 0 && del.shard < bs_store_nshards(st) ?
-	             bs_store_config(st)->shards[del.shard].name : "");
+	worker_audit(st, "entity.delete", hex, q->shard >= 0 ? shard_name(q->shard) : "");
 	worker_notify(false, "deleted entity %s", hex);
+	entities_changed();
 }
 
 static reaction_t delete_typed(const char *text, void *ctx)
 {
 	char hex[33];
+	delreq_t *q;
 
 	(void)ctx;
 	if (!text)
@@ -687,8 +696,12 @@ static reaction_t delete_typed(const char *text, void *ctx)
 		ui_err("not deleted: %s does not start the id", text);
 		return R_REDRAW;
 	}
-	worker_submit(LANE_ACTION, NULL, false, do_delete, NULL, NULL);
-	entities_changed();
+	if (!(q = malloc(sizeof *q))) {
+		ui_err("not deleted: out of memory");
+		return R_REDRAW;
+	}
+	*q = del;
+	worker_submit(LANE_ACTION, NULL, false, do_delete, q, free);
 	ui_msg("deleting %s ...", hex);
 	return R_REDRAW;
 }
@@ -701,7 +714,7 @@ reaction_t entity_delete(const bs_id_t *id, int shard)
 	del.shard = shard;
 	bs_id_hex(hex, id);
 	snprintf(label, sizeof label, "delete entity %s (1 entity on %s, with its index rows). Type %.8s to confirm: ",
-	         hex, shard >= 0 && shard < ui.nshards ? ui.cfg->shards[shard].name : "?", hex);
+	         hex, shard_name(shard), hex);
 	ui_prompt(label, "", delete_typed, NULL);
 	return R_REDRAW;
 }

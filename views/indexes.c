@@ -66,15 +66,15 @@ static void work(bs_store_t *st, void *arg)
 
 		it->def = l.items[i];
 		it->rows = calloc((size_t)ns, sizeof(int64_t));
-		if (bs_index_rows(it->rows, st, it->def.name, false) < 0) {
-			for (j = 0; j < ns; j++)
+		if (!it->rows || bs_index_rows(it->rows, st, it->def.name, false) < 0) {
+			for (j = 0; it->rows && j < ns; j++)
 				it->rows[j] = -1;
 			it->total = -1;
 		} else {
 			for (j = 0; j < ns; j++)
 				it->total += it->rows[j];
 		}
-			it->have_drift = bs_verify_last(&it->drift, st, it->def.name) == 0;
+		it->have_drift = bs_verify_last(&it->drift, st, it->def.name) == 0;
 		for (j = 0; have_jobs && j < jobs.len; j++) {
 			const bs_job_t *jb = &jobs.items[j];
 			if (strcmp(jb->index, it->def.name) != 0)
@@ -150,7 +150,7 @@ static void build(void)
 		tbl_set(&tbl, r, 2, NAN, "%s", bs_index_format_on(on, sizeof on, &it->def));
 		tbl_set(&tbl, r, 3, NAN, "%s", it->def.props[it->def.shard_on].name);
 		for (j = 0; j < ns; j++) {
-			if (j < snap.nshards && it->rows[j] >= 0)
+			if (j < snap.nshards && it->rows && it->rows[j] >= 0)
 				tbl_set(&tbl, r, 4 + j, (double)it->rows[j], "%s", fmt_count(a, sizeof a, it->rows[j]));
 			else
 				tbl_set(&tbl, r, 4 + j, -1, "?");
@@ -299,6 +299,10 @@ static reaction_t create_confirm(void *ctx)
 	ixreq_t *q = calloc(1, sizeof *q);
 
 	(void)ctx;
+	if (!q) {
+		ui_err("not created: out of memory");
+		return R_REDRAW;
+	}
 	q->def = form.def;
 	snprintf(q->detail, sizeof q->detail, "on %s shard_on %s", form.on, form.shard_on);
 	worker_submit(LANE_ACTION, NULL, false, do_create, q, free_req);
@@ -371,7 +375,10 @@ static reaction_t drop_typed(const char *text, void *ctx)
 		ui_err("not dropped: the name typed was not %s", drop_name);
 		return R_REDRAW;
 	}
-	q = calloc(1, sizeof *q);
+	if (!(q = calloc(1, sizeof *q))) {
+		ui_err("not dropped: out of memory");
+		return R_REDRAW;
+	}
 	snprintf(q->name, sizeof q->name, "%s", drop_name);
 	snprintf(q->detail, sizeof q->detail, "%s", drop_what);
 	worker_submit(LANE_ACTION, NULL, false, do_drop, q, free_req);
@@ -398,8 +405,7 @@ static reaction_t ix_key(action_t a, int key)
 	reaction_t r = tbl_key(&tbl, a, key);
 	const irow_t *it;
 	ixreq_t *q;
-	char label[512], cnt[64];
-	int nsh = 0, i;
+	char label[512], cnt[64], name[BS_NAME_MAX + 1];
 
 	if (r != R_UNHANDLED)
 		return r;
@@ -424,29 +430,29 @@ static reaction_t ix_key(action_t a, int key)
 		ui_err("no index selected");
 		return R_REDRAW;
 	}
-	q = calloc(1, sizeof *q);
-	snprintf(q->name, sizeof q->name, "%s", it->def.name);
+	snprintf(name, sizeof name, "%s", it->def.name);
 	if (a == ACT_INDEX_DROP) {
-		for (i = 0; i < snap.nshards; i++)
-			if (it->rows[i] > 0)
-				nsh++;
 		snprintf(drop_name, sizeof drop_name, "%s", it->def.name);
+		/* an unknown count (a shard did not answer) is not shown as 0 */
 		snprintf(drop_what, sizeof drop_what, "drop %s: %s rows on %d shard%s", it->def.name,
-		         fmt_count(cnt, sizeof cnt, it->total < 0 ? 0 : it->total), snap.nshards,
-		         snap.nshards == 1 ? "" : "s");
+		         it->total < 0 ? "? (not counted: a shard did not answer)" : fmt_count(cnt, sizeof cnt, it->total),
+		         snap.nshards, snap.nshards == 1 ? "" : "s");
 		snprintf(label, sizeof label, "%s. Type %s to confirm: ", drop_what, it->def.name);
 		snap_unlock();
-		free(q);
 		ui_prompt(label, "", drop_typed, NULL);
 		return R_REDRAW;
 	}
 	snap_unlock();
 	if (a == ACT_OPEN) {
 		ui_switch(&view_backfills);
-		ui_set_filter(q->name);
-		free(q);
+		ui_set_filter(name);
 		return R_RELOAD;
 	}
+	if (!(q = calloc(1, sizeof *q))) {
+		ui_err("%s: out of memory", name);
+		return R_REDRAW;
+	}
+	snprintf(q->name, sizeof q->name, "%s", name);
 	if (a == ACT_INDEX_VERIFY || a == ACT_INDEX_REPAIR) {
 		q->repair = a == ACT_INDEX_REPAIR;
 		/* the message first: the request is the lane's once submitted */

@@ -161,7 +161,9 @@ static reaction_t sh_key(action_t a, int key)
 		return r;
 	if (a == ACT_OPEN) {
 		int row = tbl_selected(&tbl);
-		if (row >= 0 && row < snap.n) {
+		/* a shard's row, not the totals (the table's rows, not the
+		 * snapshot, which a lane may be replacing) */
+		if (row >= 0 && row < tbl.nrows - tbl.npinned) {
 			ui_switch(&view_entities);
 			entities_show_shard(row);
 			ui_msg("entities of %s (s: all shards merged)", tbl_cell(&tbl, row, 0));

@@ -41,13 +41,18 @@ void text_open(const char *title, const char *text,
 	snprintf(tv.title, sizeof tv.title, "%s", title);
 	for (;;) {
 		size_t len;
+		char **lines;
 
 		nl = strchr(p, '\n');
 		len = nl ? (size_t)(nl - p) : strlen(p);
 		if (!nl && len == 0)
 			break;
-		tv.lines = realloc(tv.lines, sizeof(char *) * (size_t)(tv.n + 1));
-		tv.lines[tv.n++] = strndup(p, len);
+		if (!(lines = realloc(tv.lines, sizeof(char *) * (size_t)(tv.n + 1))))
+			break;
+		tv.lines = lines;
+		if (!(lines[tv.n] = strndup(p, len)))
+			break;
+		tv.n++;
 		if (!nl)
 			break;
 		p = nl + 1;
@@ -58,12 +63,10 @@ void text_open(const char *title, const char *text,
 	ui_push(&view_text);
 }
 
-static void add_action_lines(char **buf, size_t *len, FILE *f, char scope, bool global)
+static void add_action_lines(FILE *f, char scope, bool global)
 {
 	int i;
 
-	(void)buf;
-	(void)len;
 	for (i = 1; i < ACT_COUNT; i++) {
 		const action_info_t *ai = &bs_action_info[i];
 		bool is_global = strcmp(ai->scope, "*") == 0;
@@ -89,11 +92,11 @@ void text_open_help(const struct view_ops *v)
 		fprintf(f, "READ-ONLY: the keys that change data are removed.\n\n");
 	if (v && v != &view_text) {
 		fprintf(f, "Keys of the %s screen:\n", v->name);
-		add_action_lines(&buf, &len, f, v->scope, false);
+		add_action_lines(f, v->scope, false);
 		fprintf(f, "\n");
 	}
 	fprintf(f, "Everywhere:\n");
-	add_action_lines(&buf, &len, f, 0, true);
+	add_action_lines(f, 0, true);
 	fprintf(f, "\nCommands after ':':\n"
 	           "  :shards :indexes :cleaner :backfills :entities   switch screen (a prefix will do)\n"
 	           "  :entity ID         open an entity\n"
@@ -139,8 +142,6 @@ static void tv_draw(int y, int h, int w)
 
 static reaction_t tv_key(action_t a, int key)
 {
-	reaction_t r;
-
 	switch (a) {
 	case ACT_DOWN: tv.top++; return R_REDRAW;
 	case ACT_UP: tv.top--; return R_REDRAW;
@@ -153,10 +154,9 @@ static reaction_t tv_key(action_t a, int key)
 			return R_NONE;
 		{
 			reaction_t (*fn)(void *) = tv.confirm;
-			void *ctx = tv.ctx;
-			tv.confirm = NULL;
-			r = fn(ctx);
-			return r;
+
+			tv.confirm = NULL; /* runs once */
+			return fn(tv.ctx);
 		}
 	default:
 		if (key == KEY_MOUSE) {

@@ -53,7 +53,8 @@ void entity_open(const bs_id_t *id);
 reaction_t entity_edit(const bs_value_t *bag, int64_t updated_us);
 reaction_t entity_create(void);
 reaction_t entity_delete(const bs_id_t *id, int shard);
-/* The entities screen reloads its page (after a change). */
+/* The entities screen reloads its page (after a change). Any thread: the
+ * UI sends the reload when it next draws the screen. */
 void entities_changed(void);
 /* Browse one shard (-1: all merged) on the entities screen. */
 void entities_show_shard(int shard);
@@ -69,7 +70,6 @@ typedef struct {
 	double refresh_s;    /* automatic refresh interval */
 	bool paused;
 	int nshards;
-	char **shard_names;  /* borrowed from cfg */
 } ui_t;
 extern ui_t ui;
 
@@ -77,6 +77,9 @@ extern ui_t ui;
 void ui_push(const struct view_ops *v);
 /* Replace the whole stack by a top-level screen. */
 void ui_switch(const struct view_ops *v);
+/* A shard's name from the configuration, "?" out of range. Any thread (cfg
+ * does not change while the console runs). */
+const char *shard_name(int shard);
 /* A message on the status line (kept a few seconds). */
 void ui_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ui_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -116,7 +119,7 @@ char *fmt_bytes(char *buf, size_t n, int64_t v);    /* 12.3 MiB */
 char *fmt_age(char *buf, size_t n, int64_t then_us); /* 3s ago */
 char *fmt_time(char *buf, size_t n, int64_t us);    /* 2024-05-01 12:00:00 */
 char *fmt_secs(char *buf, size_t n, double s);      /* 1h02m, 12.3s */
-int64_t now_us(void);
+/* now_us(): worker.h */
 
 /* "stale" note for a snapshot taken at taken_us whose reload under `key`
  * may be in flight; "" when fresh. */

@@ -4,20 +4,11 @@
 # a shard is loaded (the reason shown), paused, resumed, cancelled after the
 # index name is typed; the jobs stay in the shards' jobs table; the cleaner
 # screen shows which worker holds which job. Each control is audited.
-. tests/lib.sh
-T=$(t_tmp)
-CFG=$BAGSTORE_TEST_CONFIG
-D=$T/dumps
-mkdir -p "$D"
+. tests/console/lib.sh
 
-t_exit 0 "init" -- "$BAGSTORE" -c "$CFG" init
-i=0
-: >"$T/e.jsonl"
-while [ $i -lt 300 ]; do
-	printf '{"n": %d}\n' $i >>"$T/e.jsonl"
-	i=$((i + 1))
-done
-t_exit 0 "put 300 entities" -- "$BAGSTORE" -c "$CFG" put "$T/e.jsonl"
+c_init
+numbered() { printf '{"n": %d}\n' "$1"; }
+c_put 300 numbered
 t_exit 0 "a building index" -- "$BAGSTORE" -c "$CFG" index create index_n --on n:int --shard-on n
 
 # max_load 1: a second running thread on s0 throttles the backfill
@@ -33,7 +24,7 @@ wait-idle
 key B
 wait-for backfilling index_n
 keys 4
-wait-for throttled 20
+wait-for Threads_running 20
 dump throttled
 keys 3
 wait-idle
@@ -58,7 +49,6 @@ KEYS
 T_TIMEOUT=120 t_exit 0 "headless backfill controls" -- \
 	"$BAGSTORE" -c "$T/load.yaml" --headless "$T/bf.keys" --dump-dir "$D"
 kill "$sleeper" 2>/dev/null
-d() { cat "$D/$1.txt" 2>/dev/null; }
 t_contains "$(d throttled)" "index_n@s0" "a job per source shard"
 t_contains "$(d throttled)" "Threads_running" "the throttle reason is shown"
 t_contains "$(d throttled)" "(here)" "the job runs on this console's worker"

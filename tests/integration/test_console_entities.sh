@@ -5,25 +5,18 @@
 # index rows and raw bytes; edit in $EDITOR (saved with bs_put_if), a YAML
 # error that keeps the file, an edit conflict that writes nothing and shows
 # both versions, create and delete; every change in the audit table.
-. tests/lib.sh
-T=$(t_tmp)
-CFG=$BAGSTORE_TEST_CONFIG
-D=$T/dumps
-mkdir -p "$D"
+. tests/console/lib.sh
 export BAGSTORE BAGSTORE_TEST_CONFIG
 TMPDIR=$T
 export TMPDIR
 
-t_exit 0 "init" -- "$BAGSTORE" -c "$CFG" init
+c_init
 t_exit 0 "a ready index (empty store)" -- "$BAGSTORE" -c "$CFG" index create index_user_id --on user_id:uuid --shard-on user_id
-i=0
-: >"$T/e.jsonl"
-while [ $i -lt 60 ]; do
+post() {
 	printf '{"user_id": {"$uuid": "f48b0000-0000-4000-8000-00000000000%d"}, "title": "post %d", "n": %d}\n' \
-		$((i % 3)) $i $i >>"$T/e.jsonl"
-	i=$((i + 1))
-done
-t_exit 0 "put 60 entities" -- "$BAGSTORE" -c "$CFG" put "$T/e.jsonl"
+		$(($1 % 3)) "$1" "$1"
+}
+c_put 60 post
 first=$(printf '%s\n' "$T_OUT" | head -n 1)
 last=$(printf '%s\n' "$T_OUT" | tail -n 1)
 
@@ -62,8 +55,7 @@ wait-idle
 dump opened
 keys :q\n
 KEYS
-t_exit 0 "browse headless" -- "$BAGSTORE" -c "$CFG" --headless "$T/browse.keys" --dump-dir "$D"
-d() { cat "$D/$1.txt" 2>/dev/null; }
+c_headless "browse headless" "$T/browse.keys"
 t_contains "$(d page1)" "all shards merged: page 1" "page 1, merged"
 t_contains "$(d page1)" "$last" "the newest entity first"
 t_contains "$(d page1)" 'title="post 59"' "a summary of the body"
@@ -97,8 +89,7 @@ wait-idle
 dump edit_saved
 keys :q\n
 KEYS
-EDITOR="sh $TEST_ROOT/tests/console/edit_title.sh" t_exit 0 "edit headless" -- \
-	"$BAGSTORE" -c "$CFG" --headless "$T/edit.keys" --dump-dir "$D"
+EDITOR="sh $TEST_ROOT/tests/console/edit_title.sh" c_headless "edit headless" "$T/edit.keys"
 t_contains "$(d edit_diff)" '- title: post 0' "the change shown: before"
 t_contains "$(d edit_diff)" "+ title: edited in the console" "the change shown: after"
 t_contains "$(d edit_diff)" "y: write it" "asks before writing"
@@ -114,8 +105,7 @@ keys e
 dump broken
 keys :q\n
 KEYS
-EDITOR="sh $TEST_ROOT/tests/console/edit_broken.sh" t_exit 0 "broken edit headless" -- \
-	"$BAGSTORE" -c "$CFG" --headless "$T/broken.keys" --dump-dir "$D"
+EDITOR="sh $TEST_ROOT/tests/console/edit_broken.sh" c_headless "broken edit headless" "$T/broken.keys"
 t_contains "$(d broken)" "not saved;" "a YAML error is shown"
 t_contains "$(d broken)" "your edit is kept in $T/bagstore-edit-" "the file is kept, its path shown"
 
@@ -129,8 +119,7 @@ wait-for CONFLICT
 dump conflict
 keys :q\n
 KEYS
-EDITOR="sh $TEST_ROOT/tests/console/edit_race.sh" t_exit 0 "conflict headless" -- \
-	"$BAGSTORE" -c "$CFG" --headless "$T/race.keys" --dump-dir "$D"
+EDITOR="sh $TEST_ROOT/tests/console/edit_race.sh" c_headless "conflict headless" "$T/race.keys"
 t_contains "$(d conflict)" "CONFLICT: entity $last changed since you opened it; nothing was written." "conflict: nothing written"
 t_contains "$(d conflict)" "Your edited version is kept in $T/bagstore-edit-" "conflict: the edit kept in a file"
 t_contains "$(d conflict)" '- title: changed elsewhere' "conflict: the store's version"
@@ -160,8 +149,7 @@ keys 0000\n
 dump delete_refused
 keys d
 KEYS
-EDITOR="sh $TEST_ROOT/tests/console/edit_add.sh" t_exit 0 "create headless" -- \
-	"$BAGSTORE" -c "$CFG" --headless "$T/create.keys" --dump-dir "$D"
+EDITOR="sh $TEST_ROOT/tests/console/edit_add.sh" c_headless "create headless" "$T/create.keys"
 t_contains "$(d create_diff)" "+ title: created in the console" "create: the new entity shown"
 t_contains "$(d create_diff)" "y: create it" "create: asks"
 t_contains "$(d created_query)" 'title="created in the console"' "create: written and indexed"
@@ -177,7 +165,7 @@ wait-for deleted entity
 dump deleted
 keys :q\n
 KEYS
-t_exit 0 "delete headless" -- "$BAGSTORE" -c "$CFG" --headless "$T/delete.keys" --dump-dir "$D"
+c_headless "delete headless" "$T/delete.keys"
 t_contains "$(d deleted)" "deleted entity $newid" "delete: done after the digits"
 t_exit 1 "the entity is gone" -- "$BAGSTORE" -c "$CFG" get "$newid"
 

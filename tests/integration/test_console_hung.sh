@@ -2,26 +2,15 @@
 # test_console_hung.sh - with one shard's mariadbd stopped (SIGSTOP), the
 # console keeps answering keys (measured), marks the shard unreachable with
 # MySQL's message, marks stale data, and the other shard stays browsable.
-. tests/lib.sh
-T=$(t_tmp)
-CFG=$BAGSTORE_TEST_CONFIG
-D=$T/dumps
-mkdir -p "$D"
+. tests/console/lib.sh
 
-t_exit 0 "init" -- "$BAGSTORE" -c "$CFG" init
-i=0
-: >"$T/e.jsonl"
-while [ $i -lt 40 ]; do
-	printf '{"title": "post %d"}\n' $i >>"$T/e.jsonl"
-	i=$((i + 1))
-done
-t_exit 0 "put 40 entities" -- "$BAGSTORE" -c "$CFG" put "$T/e.jsonl"
+c_init
+post() { printf '{"title": "post %d"}\n' "$1"; }
+c_put 40 post
 
 t_exit 0 "pause s1" -- sh "$SHARDS_SH" pause s1 --dir "$SHARDS_DIR"
-T_TIMEOUT=120 t_exit 0 "headless run with s1 hung" -- \
-	"$BAGSTORE" -c "$CFG" --timeout 2 --headless tests/console/hung.keys --dump-dir "$D"
+T_TIMEOUT=120 c_headless "headless run with s1 hung" tests/console/hung.keys --timeout 2
 sh "$SHARDS_SH" resume s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
-d() { cat "$D/$1.txt" 2>/dev/null; }
 
 t_contains "$(d start)" "[1 shards]" "the first screen draws at once"
 t_contains "$(d help)" "help: shards" "keys are answered while a shard hangs"

@@ -3,25 +3,14 @@
 # real shards: create from the form with the DDL preview, backfill on a
 # console worker, verify, drop only after the name is typed (the prompt
 # naming rows and shards), each in the audit table.
-. tests/lib.sh
-T=$(t_tmp)
-CFG=$BAGSTORE_TEST_CONFIG
-D=$T/dumps
-mkdir -p "$D"
+. tests/console/lib.sh
 
-t_exit 0 "init" -- "$BAGSTORE" -c "$CFG" init
-i=0
-: >"$T/e.jsonl"
-while [ $i -lt 200 ]; do
-	printf '{"title": "t%d", "n": %d}\n' $((i % 7)) $i >>"$T/e.jsonl"
-	i=$((i + 1))
-done
-t_exit 0 "put 200 entities" -- "$BAGSTORE" -c "$CFG" put "$T/e.jsonl"
+c_init
+titled() { printf '{"title": "t%d", "n": %d}\n' $(($1 % 7)) "$1"; }
+c_put 200 titled
 t_exit 0 "an index to keep" -- "$BAGSTORE" -c "$CFG" index create index_n --on n:int --shard-on n
 
-t_exit 0 "headless index actions" -- \
-	"$BAGSTORE" -c "$CFG" --headless tests/console/indexes.keys --dump-dir "$D"
-d() { cat "$D/$1.txt" 2>/dev/null; }
+c_headless "headless index actions" tests/console/indexes.keys
 
 t_contains "$(d create_form)" "create index: shard_on property" "create: the form asks shard_on"
 t_contains "$(d ddl)" "CREATE TABLE" "create: the DDL is previewed"

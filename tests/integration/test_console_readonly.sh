@@ -2,24 +2,18 @@
 # test_console_readonly.sh - with --read-only (and with read_only: true in
 # the configuration) the keys that change data do nothing, help does not
 # offer them, the status line says READ-ONLY, and the shards are unchanged.
-. tests/lib.sh
-T=$(t_tmp)
-CFG=$BAGSTORE_TEST_CONFIG
-D=$T/dumps
-mkdir -p "$D"
+. tests/console/lib.sh
 EDITOR=false
 export EDITOR
 
-t_exit 0 "init" -- "$BAGSTORE" -c "$CFG" init
+c_init
 t_exit 0 "an index" -- "$BAGSTORE" -c "$CFG" index create index_n --on n:int --shard-on n
 printf '{"n": %d}\n' 1 2 3 4 5 6 7 8 >"$T/e.jsonl"
 t_exit 0 "put 8 entities" -- "$BAGSTORE" -c "$CFG" put "$T/e.jsonl"
 before=$(t_sql 0 "SELECT COUNT(*) FROM entities"; t_sql 1 "SELECT COUNT(*) FROM entities";
 	t_sql 0 "SELECT COUNT(*), MAX(updated) FROM entities"; t_sql 0 "SELECT state FROM bagstore_jobs ORDER BY 1")
 
-t_exit 0 "read-only headless run" -- \
-	"$BAGSTORE" -c "$CFG" --read-only --headless tests/console/readonly.keys --dump-dir "$D"
-d() { cat "$D/$1.txt" 2>/dev/null; }
+c_headless "read-only headless run" tests/console/readonly.keys --read-only
 t_contains "$(d shards)" "READ-ONLY" "the status line says read-only"
 t_contains "$(d create)" "read-only: this key changes data and is disabled" "c does nothing"
 case $(d create) in *"create index: name"*) t_fail "no create form" ;; *) t_ok "no create form" ;; esac

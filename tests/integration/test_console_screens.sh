@@ -3,26 +3,17 @@
 # the real shards: shards (totals row), indexes (rows per shard), cleaner,
 # backfills, entities, help generated from the key table, the : command
 # line, / filter, sort, refresh interval, pause, resize, mouse.
-. tests/lib.sh
-T=$(t_tmp)
-CFG=$BAGSTORE_TEST_CONFIG
-D=$T/dumps
-mkdir -p "$D"
+. tests/console/lib.sh
 
-t_exit 0 "init" -- "$BAGSTORE" -c "$CFG" init
-i=0
-: >"$T/e.jsonl"
-while [ $i -lt 60 ]; do
+c_init
+post() {
 	printf '{"user_id": {"$uuid": "f48b0000-0000-4000-8000-00000000000%d"}, "title": "post %d — ünïcode"}\n' \
-		$((i % 3)) $i >>"$T/e.jsonl"
-	i=$((i + 1))
-done
-t_exit 0 "put 60 entities" -- "$BAGSTORE" -c "$CFG" put "$T/e.jsonl"
+		$(($1 % 3)) "$1"
+}
+c_put 60 post
 t_exit 0 "create an index" -- "$BAGSTORE" -c "$CFG" index create index_user_id --on user_id:uuid --shard-on user_id
 
-t_exit 0 "headless run of every screen" -- \
-	"$BAGSTORE" -c "$CFG" --headless tests/console/screens.keys --dump-dir "$D"
-d() { cat "$D/$1.txt" 2>/dev/null; }
+c_headless "headless run of every screen" tests/console/screens.keys
 
 t_eq "$(d shards | wc -l | tr -d ' ')" 40 "a dump is LINES lines"
 t_contains "$(d shards)" "[1 shards]" "the title names the screen"
@@ -63,5 +54,5 @@ t_contains "$(d resized)" "TOTAL" "resize: redrawn"
 t_contains "$(d mouse_sort)" "SHARD▼" "mouse: a click on a header sorts (again: the other way)"
 t_eq "$(d mouse_select | grep -c '^s0 ')" 1 "mouse: s0 still shown after a click on its row"
 t_contains "$(d shard_enter)" "Entities, newest first, s0: page 1" "Enter on a shard browses its entities"
-t_exit 0 "quit from the command line" -- "$BAGSTORE" -c "$CFG" --headless /dev/null --dump-dir "$D"
+c_headless "quit from the command line" /dev/null
 t_done test_console_screens

@@ -1,0 +1,46 @@
+# tests/console/lib.sh - what the console's integration tests share
+# (tests/integration/test_console_*.sh). Source it instead of tests/lib.sh:
+#
+#   . tests/console/lib.sh
+#
+# It sources tests/lib.sh and sets T (the test's scratch folder), CFG (the
+# shards' configuration) and D (where headless dumps go, created). Then:
+#
+# c_init                  `bagstore init` on CFG, as a test step
+# c_put N FN              FN I prints entity I's JSON line (I = 0..N-1); the
+#                         N entities go into $T/e.jsonl and are put on CFG
+# c_headless DESC KEYS [OPTION...]   the console headless on the key script
+#                         KEYS with OPTIONs (--timeout 2, ...), dumping into D,
+#                         as a test step that must exit 0
+# d NAME                  the text of dump NAME ("" when absent)
+# shellcheck shell=sh
+
+. tests/lib.sh
+T=$(t_tmp)
+CFG=$BAGSTORE_TEST_CONFIG
+D=$T/dumps
+mkdir -p "$D"
+
+c_init() {
+	t_exit 0 "init" -- "$BAGSTORE" -c "$CFG" init
+}
+
+c_put() {
+	c_n=$1
+	c_i=0
+	: >"$T/e.jsonl"
+	while [ $c_i -lt "$c_n" ]; do
+		"$2" $c_i >>"$T/e.jsonl"
+		c_i=$((c_i + 1))
+	done
+	t_exit 0 "put $c_n entities" -- "$BAGSTORE" -c "$CFG" put "$T/e.jsonl"
+}
+
+c_headless() {
+	c_desc=$1
+	c_keys=$2
+	shift 2
+	t_exit 0 "$c_desc" -- "$BAGSTORE" -c "$CFG" "$@" --headless "$c_keys" --dump-dir "$D"
+}
+
+d() { cat "$D/$1.txt" 2>/dev/null; }
