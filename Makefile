@@ -53,16 +53,20 @@ BIN := $(BUILD)/bagstore
 
 all: deps-ok $(LIB) $(BIN) $(UNIT_BIN) $(BENCH_BIN)
 
-# The deps step: installs what is missing, once per build folder.
+# The deps step: installs what is missing, once per build folder (every
+# time under BAGSTORE_NO_DEPS, which checks nothing), before any compiling,
+# even under -j; then says which pkg-config module is still missing, rather
+# than letting the compiler fail for want of a header.
 deps-ok: $(BUILD)/.deps-ok
 $(BUILD)/.deps-ok: scripts/deps.sh
 	$(Q)mkdir -p $(BUILD)
 	$(Q)sh scripts/deps.sh
-	$(Q)touch $@
+	$(Q)pkg-config --exists $(PKGS) || { pkg-config --print-errors --exists $(PKGS); exit 1; }
+	$(Q)[ -n "$$BAGSTORE_NO_DEPS" ] || touch $@
 deps:
 	$(Q)sh scripts/deps.sh
 
-$(BUILD)/%.o: %.c
+$(BUILD)/%.o: %.c | $(BUILD)/.deps-ok
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
@@ -122,6 +126,6 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/include/bagstore.h $(DESTDIR)$(PREFIX)/share/man/man1/bagstore.1
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan $(BUILD)
 
 -include $(ENGINE_OBJ:.o=.d) $(APP_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d) $(BENCH_SRC:%.c=$(BUILD)/%.d)

@@ -50,7 +50,7 @@ gen() {
 
 if [ -n "$OUT" ]; then
 	mkdir -p "$(dirname "$OUT")"
-	gen >"$OUT.tmp.$$" && mv -f "$OUT.tmp.$$" "$OUT"
+	gen >"$OUT.tmp.$$" && mv -f "$OUT.tmp.$$" "$OUT" || { rm -f "$OUT.tmp.$$"; exit 1; }
 else
 	gen
 fi

@@ -7,6 +7,7 @@
 #   sh conf/shards.sh config [--count N] [--port P] [--dir DIR] [--out FILE]
 #                            [--catalog-ttl S]
 #   sh conf/shards.sh start-one|stop-one|pause|resume|kill NAME [--dir DIR]
+#   sh conf/shards.sh reset  [--count N] [--dir DIR]
 #
 # Shard sI listens on 127.0.0.1:P+I and keeps everything (datadir, socket,
 # pid file, error log, port) under DIR/sI. Defaults: N=2, P=3307,
@@ -16,7 +17,9 @@
 # start is idempotent: a shard that answers ping is left alone, a paused one
 # is resumed, a stale pid file is removed. config prints (or writes) a
 # bagstore configuration for the shards: from DIR's shards when they exist
-# and neither --count nor --port is given, else from N and P.
+# and neither --count nor --port is given, else from N and P. reset cuts off
+# every client and empties database bagstore on DIR's shards (s0..sN-1 with
+# --count): each test and benchmark starts from nothing.
 #
 # SHARDS_LOG_BIN=1 at start gives each server a binary log and a server id
 # (its port), so tests can make one a replication primary or a replica.
@@ -37,7 +40,7 @@ WAIT_UP=${SHARDS_WAIT:-60}
 
 die() { echo "$PROG: $*" >&2; exit 1; }
 usage() {
-	sed -n '2,9s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,10s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 }
 
@@ -129,10 +132,11 @@ is_mariadbd() {
 	[ "$comm" = mariadbd ]
 }
 
-is_paused() {
-	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
-	[ "$st" = T ] || [ "$st" = t ]
-}
+# The state letter of process $1 (R, S, T, Z, ...), empty when it is gone.
+proc_state() { sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1; }
+
+is_paused() { case $(proc_state "$1") in T|t) return 0 ;; *) return 1 ;; esac; }
+is_zombie() { [ "$(proc_state "$1")" = Z ]; }
 
 ping_shard() {
 	timeout 5 mariadb-admin --no-defaults --protocol=socket -S "$(sock_path "$1")" \
@@ -293,10 +297,6 @@ wait_gone() { # pid, quarter-seconds
 	[ -d "/proc/$1" ] && ! is_zombie "$1" && return 1
 	return 0
 }
-is_zombie() {
-	st=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)
-	[ "$st" = Z ]
-}
 
 stop_shard() {
 	name=$1
@@ -313,6 +313,20 @@ stop_shard() {
 		fi
 	fi
 	rm -f "$DIR/$name/mariadbd.pid" "$(sock_path "$name")"
+}
+
+# Cut off every client but ourselves (replication threads excepted), then
+# drop and create database bagstore.
+reset_shard() {
+	ids=$(sql_shard "$1" "SELECT id FROM information_schema.processlist
+		WHERE id <> CONNECTION_ID() AND command NOT IN ('Daemon', 'Binlog Dump')
+		AND user NOT IN ('system user', 'event_scheduler')") ||
+		{ echo "$PROG: $1 does not answer" >&2; return 1; }
+	for id in $ids; do
+		sql_shard "$1" "KILL $id" >/dev/null 2>&1
+	done
+	sql_shard "$1" "DROP DATABASE IF EXISTS bagstore; CREATE DATABASE bagstore" ||
+		{ echo "$PROG: cannot reset database bagstore on $1" >&2; return 1; }
 }
 
 need_name() {
@@ -393,6 +407,19 @@ cmd_config() {
 	fi
 }
 
+cmd_reset() {
+	if [ -n "$COUNT_SET" ]; then
+		names="" i=0
+		while [ "$i" -lt "$COUNT" ]; do names="$names s$i"; i=$((i + 1)); done
+	else
+		names=$(shard_names)
+	fi
+	[ -n "$names" ] || die "no shards under $DIR"
+	fail=0
+	for n in $names; do reset_shard "$n" || fail=1; done
+	[ "$fail" = 0 ] || exit 1
+}
+
 cmd_start_one() {
 	need_name start-one
 	COUNT=1
@@ -417,7 +444,7 @@ CMD=$1
 shift
 parse_opts "$@"
 case $CMD in
-start|stop|status|config|start-one|stop-one|pause|resume|kill) ;;
+start|stop|status|config|reset|start-one|stop-one|pause|resume|kill) ;;
 *) usage ;;
 esac
 case $CMD in
@@ -434,6 +461,7 @@ start) [ -z "$NAME" ] || usage; cmd_start ;;
 stop) [ -z "$NAME" ] || die "stop takes no NAME; use stop-one $NAME"; cmd_stop ;;
 status) cmd_status ;;
 config) cmd_config ;;
+reset) [ -z "$NAME" ] || usage; cmd_reset ;;
 start-one) cmd_start_one ;;
 stop-one) need_name stop-one; stop_shard "$NAME"; status_line "$NAME" ;;
 pause) cmd_signal STOP ;;

@@ -94,11 +94,6 @@ on_signal() {
 trap cleanup EXIT
 trap on_signal INT TERM HUP
 
-mysql_port() { # port, sql
-	timeout 30 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$1" -u root \
-		--connect-timeout=5 -N -B -e "$2"
-}
-
 shards_up() {
 	sh "$SHARDS_SH" start --count "$NSHARDS" --port "$PORT" --dir "$SHARDS_DIR"
 }
@@ -106,23 +101,11 @@ shards_up() {
 # Bring the shards back (a test may have stopped, killed or paused one), cut
 # off connections left by the last test, and empty database bagstore.
 reset_shards() {
-	if ! out=$(shards_up 2>&1); then
+	if ! out=$(shards_up 2>&1 &&
+		sh "$SHARDS_SH" reset --count "$NSHARDS" --dir "$SHARDS_DIR" 2>&1); then
 		echo "$out"
 		return 1
 	fi
-	i=0
-	while [ "$i" -lt "$NSHARDS" ]; do
-		p=$((PORT + i))
-		ids=$(mysql_port "$p" "SELECT id FROM information_schema.processlist
-			WHERE id <> CONNECTION_ID() AND command NOT IN ('Daemon', 'Binlog Dump')
-			AND user NOT IN ('system user', 'event_scheduler')") || return 1
-		for id in $ids; do
-			mysql_port "$p" "KILL $id" >/dev/null 2>&1
-		done
-		mysql_port "$p" "DROP DATABASE IF EXISTS bagstore; CREATE DATABASE bagstore" ||
-			{ echo "run.sh: cannot reset database bagstore on port $p"; return 1; }
-		i=$((i + 1))
-	done
 }
 
 picked() { # name

@@ -139,6 +139,18 @@ void cli_ctx_clear(cli_ctx_t *ctx)
 	ctx->cfg = NULL;
 }
 
+/* A zeroed array of one item of `size` bytes per shard of the open store;
+ * NULL, with the error set, when out of memory. */
+static void *per_shard_alloc(cli_ctx_t *ctx, size_t size)
+{
+	int n = bs_store_nshards(ctx->st);
+	void *p = calloc((size_t)(n > 0 ? n : 1), size);
+
+	if (!p)
+		bs_error(BS_ENOMEM, "out of memory");
+	return p;
+}
+
 /* ------------------------------------------------------------ options */
 
 /* One option of a subcommand: --name, or --name VALUE / --name=VALUE when
@@ -272,6 +284,7 @@ typedef struct {
 
 static int table_add(cli_table_t *t, const char *const *cells, const char *tail)
 {
+	char **row;
 	int c;
 
 	if (t->ncols < 1 || t->ncols > TABLE_MAX_COLS)
@@ -289,10 +302,16 @@ static int table_add(cli_table_t *t, const char *const *cells, const char *tail)
 		t->tails = nc;
 		t->cap = ncap;
 	}
+	row = t->cells + t->nrows * (size_t)t->ncols;
 	for (c = 0; c < t->ncols; c++)
-		t->cells[t->nrows * (size_t)t->ncols + (size_t)c] = strdup(cells[c] ? cells[c] : "-");
+		row[c] = strdup(cells[c] ? cells[c] : "-");
 	t->tails[t->nrows] = tail && tail[0] ? strdup(tail) : NULL;
-	t->nrows++;
+	t->nrows++; /* whatever was copied is table_free's from here */
+	for (c = 0; c < t->ncols; c++)
+		if (!row[c])
+			return bs_error(BS_ENOMEM, "out of memory");
+	if (tail && tail[0] && !t->tails[t->nrows - 1])
+		return bs_error(BS_ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -433,6 +452,12 @@ static const char *shard_state_name(bs_shard_state_t s)
 	return "?";
 }
 
+/* A shard's figure, null when it is down or the figure unknown (< 0). */
+static json_t *jcount(bool down, int64_t v)
+{
+	return down || v < 0 ? json_null() : json_integer(v);
+}
+
 static int shards_json(const bs_shard_status_t *ss, int n)
 {
 	json_t *arr = json_array();
@@ -455,12 +480,9 @@ static int shards_json(const bs_shard_status_t *ss, int n)
 		json_object_set_new(o, "error", jstr(s->error));
 		json_object_set_new(o, "version", jstr(s->version));
 		json_object_set_new(o, "rtt_ms", down ? json_null() : json_real(round(s->rtt_ms * 1000) / 1000));
-		json_object_set_new(o, "entities_est", down || s->entities_est < 0 ?
-		                    json_null() : json_integer(s->entities_est));
-		json_object_set_new(o, "data_bytes", down || s->data_bytes < 0 ?
-		                    json_null() : json_integer(s->data_bytes));
-		json_object_set_new(o, "threads_running", down || s->threads_running < 0 ?
-		                    json_null() : json_integer(s->threads_running));
+		json_object_set_new(o, "entities_est", jcount(down, s->entities_est));
+		json_object_set_new(o, "data_bytes", jcount(down, s->data_bytes));
+		json_object_set_new(o, "threads_running", jcount(down, s->threads_running));
 		json_object_set_new(o, "replica_lag", down || s->replica_lag < 0 ?
 		                    json_null() : json_real(s->replica_lag));
 		json_object_set_new(o, "fingerprint_ok", down || s->fingerprint_ok < 0 ?
@@ -536,8 +558,8 @@ static int cmd_shards(cli_ctx_t *ctx, int argc, char **argv)
 	if ((rc = cli_open(ctx)) < 0)
 		goto done;
 	n = bs_store_nshards(ctx->st);
-	if (!(ss = calloc((size_t)(n > 0 ? n : 1), sizeof *ss))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+	if (!(ss = per_shard_alloc(ctx, sizeof *ss))) {
+		rc = BS_ENOMEM;
 		goto done;
 	}
 	if ((rc = bs_shard_status(ss, ctx->st)) < 0)
@@ -806,28 +828,43 @@ done:
 
 /* ------------------------------------------------------------ get, delete */
 
+/* The arguments of get and delete: one ID (into *id and hex), options, then
+ * the store. Returns CLI_HELP_SHOWN, 0 or a BS_E* code. */
+static int open_with_id(cli_ctx_t *ctx, int argc, char **argv, const cli_opt_t *opts,
+                        bs_id_t *id, char hex[33])
+{
+	char **pos = NULL;
+	int npos, rc;
+
+	if ((rc = cli_parse(ctx, argc, argv, opts, &pos, &npos, 1, 1)) == 0 &&
+	    (rc = bs_id_parse(id, pos[0])) == 0 && (rc = cli_open(ctx)) == 0)
+		bs_id_hex(hex, id);
+	free(pos);
+	return rc;
+}
+
+/* Name the entity in a not-found error; returns rc. */
+static int entity_error(int rc, const char *hex)
+{
+	if (rc == BS_ENOTFOUND)
+		bs_error(rc, "entity %s not found", hex);
+	return rc;
+}
+
 static int cmd_get(cli_ctx_t *ctx, int argc, char **argv)
 {
 	bool yaml = false;
 	const cli_opt_t opts[] = {{"yaml", NULL, &yaml}, {NULL, NULL, NULL}};
-	char **pos = NULL, *out = NULL, hex[33];
+	char *out = NULL, hex[33];
 	bs_value_t bag;
 	bs_id_t id;
-	int npos, rc;
+	int rc;
 
 	bs_value_nil(&bag);
-	if ((rc = cli_parse(ctx, argc, argv, opts, &pos, &npos, 1, 1)) != 0)
+	if ((rc = open_with_id(ctx, argc, argv, opts, &id, hex)) != 0)
 		goto done;
-	if ((rc = bs_id_parse(&id, pos[0])) < 0)
+	if ((rc = entity_error(bs_get(&bag, ctx->st, &id, NULL, NULL), hex)) < 0)
 		goto done;
-	if ((rc = cli_open(ctx)) < 0)
-		goto done;
-	bs_id_hex(hex, &id);
-	if ((rc = bs_get(&bag, ctx->st, &id, NULL, NULL)) < 0) {
-		if (rc == BS_ENOTFOUND)
-			bs_error(rc, "entity %s not found", hex);
-		goto done;
-	}
 	if (yaml) {
 		size_t len;
 		if ((rc = bs_yaml_encode(&out, &bag)) < 0)
@@ -844,32 +881,21 @@ static int cmd_get(cli_ctx_t *ctx, int argc, char **argv)
 done:
 	free(out);
 	bs_value_clear(&bag);
-	free(pos);
 	return rc < 0 ? rc : 0;
 }
 
 static int cmd_delete(cli_ctx_t *ctx, int argc, char **argv)
 {
-	char **pos = NULL, hex[33];
+	char hex[33];
 	bs_id_t id;
-	int npos, rc;
+	int rc;
 
-	if ((rc = cli_parse(ctx, argc, argv, NULL, &pos, &npos, 1, 1)) != 0)
-		goto done;
-	if ((rc = bs_id_parse(&id, pos[0])) < 0)
-		goto done;
-	if ((rc = cli_open(ctx)) < 0)
-		goto done;
-	bs_id_hex(hex, &id);
-	if ((rc = bs_delete(ctx->st, &id)) < 0) {
-		if (rc == BS_ENOTFOUND)
-			bs_error(rc, "entity %s not found", hex);
-		goto done;
-	}
+	if ((rc = open_with_id(ctx, argc, argv, NULL, &id, hex)) != 0)
+		return rc < 0 ? rc : 0;
+	if ((rc = entity_error(bs_delete(ctx->st, &id), hex)) < 0)
+		return rc;
 	printf("deleted %s\n", hex);
-done:
-	free(pos);
-	return rc < 0 ? rc : 0;
+	return 0;
 }
 
 /* ------------------------------------------------------------ query */
@@ -972,7 +998,7 @@ static int cmd_query(cli_ctx_t *ctx, int argc, char **argv)
 			goto done;
 done:
 	bs_result_free(&res);
-	for (i = 0; conds && i < nconds; i++)
+	for (i = 0; conds && i < npos; i++) /* calloc'd: NIL when unused */
 		bs_value_clear(&conds[i].value);
 	free(conds);
 	free(pos);
@@ -1023,8 +1049,11 @@ static int cmd_index_list(cli_ctx_t *ctx, int argc, char **argv)
 	if ((rc = cli_open(ctx)) < 0)
 		goto done;
 	nshards = bs_store_nshards(ctx->st);
-	if (!(counts = calloc((size_t)(nshards > 0 ? nshards : 1), sizeof *counts)) ||
-	    !(arr = json_array())) {
+	if (!(counts = per_shard_alloc(ctx, sizeof *counts))) {
+		rc = BS_ENOMEM;
+		goto done;
+	}
+	if (json && !(arr = json_array())) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -1135,8 +1164,8 @@ static int cmd_index_drop(cli_ctx_t *ctx, int argc, char **argv)
 
 		cfg = bs_store_config(ctx->st);
 		n = bs_store_nshards(ctx->st);
-		if (!(counts = calloc((size_t)(n > 0 ? n : 1), sizeof *counts))) {
-			rc = bs_error(BS_ENOMEM, "out of memory");
+		if (!(counts = per_shard_alloc(ctx, sizeof *counts))) {
+			rc = BS_ENOMEM;
 			goto done;
 		}
 		if (index_rows(counts, &total, ctx, idx.name)) {

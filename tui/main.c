@@ -7,6 +7,7 @@
  * MESSAGE being the engine's last error, unchanged.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,10 +27,17 @@ static void report(int rc)
 	fprintf(stderr, "bagstore: %s\n", msg[0] ? msg : bs_strerror(rc));
 }
 
-static int usage_error(const char *group, const char *fmt, const char *arg)
+/* "bagstore: MESSAGE" and the usage of group (NULL: every command) on
+ * stderr; returns the exit status of a usage error. */
+__attribute__((format(printf, 2, 3)))
+static int usage_error(const char *group, const char *fmt, ...)
 {
+	va_list ap;
+
 	fputs("bagstore: ", stderr);
-	fprintf(stderr, fmt, arg);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
 	fputc('\n', stderr);
 	cli_print_usage(stderr, group);
 	return 2;
@@ -43,11 +51,8 @@ static int run_console(cli_ctx_t *ctx, int argc, char **argv)
 {
 	int rc;
 
-	if (!console_headless && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
-		fputs("bagstore: no command given\n", stderr);
-		cli_print_usage(stderr, NULL);
-		return 2;
-	}
+	if (!console_headless && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
+		return usage_error(NULL, "no command given");
 	if ((rc = cli_open(ctx)) < 0) {
 		report(rc);
 		return cli_exit_code(rc);
@@ -108,11 +113,8 @@ int main(int argc, char **argv)
 			cli_print_usage(stdout, group);
 			return 0;
 		}
-		if (!(cmd = cli_find(group, argv[i + 1]))) {
-			fprintf(stderr, "bagstore: %s: unknown subcommand '%s'\n", group, argv[i + 1]);
-			cli_print_usage(stderr, group);
-			return 2;
-		}
+		if (!(cmd = cli_find(group, argv[i + 1])))
+			return usage_error(group, "%s: unknown subcommand '%s'", group, argv[i + 1]);
 		i += 2;
 	} else {
 		if (!(cmd = cli_find(NULL, argv[i])))

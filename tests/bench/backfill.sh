@@ -14,11 +14,9 @@ cd "$top"
 dir=$BUILD/bench-backfill-shards
 port=${BENCH_BACKFILL_PORT:-36707}
 [ -x "$BUILD/bench/bench_backfill" ] || make --no-print-directory BAGSTORE_NO_DEPS=1 "$BUILD/bench/bench_backfill"
-trap 'sh conf/shards.sh stop --dir "$dir" >/dev/null 2>&1 || true' EXIT INT TERM
+trap 'sh conf/shards.sh stop --dir "$dir" >/dev/null 2>&1 || true' EXIT
+trap 'exit 130' INT TERM
 sh conf/shards.sh start --count 2 --port "$port" --dir "$dir" >/dev/null
 sh conf/shards.sh config --count 2 --port "$port" --dir "$dir" --out "$BUILD/bench-backfill.yaml" >/dev/null
-for p in $port $((port + 1)); do
-	mariadb --no-defaults --protocol=tcp -h127.0.0.1 -P"$p" -uroot \
-		-e "DROP DATABASE IF EXISTS bagstore; CREATE DATABASE bagstore"
-done
+sh conf/shards.sh reset --count 2 --dir "$dir"
 "$BUILD/bench/bench_backfill" "$BUILD/bench-backfill.yaml" "${1:-${BENCH_BACKFILL_N:-1000000}}"

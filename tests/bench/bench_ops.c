@@ -9,6 +9,7 @@
 #include "bagstore.h"
 
 #include <mysql.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,8 @@ static void raw_exec(MYSQL *m, const char *q, size_t len)
 		mysql_free_result(r);
 }
 
-static void hex(char *o, const uint8_t *p, size_t n)
+/* 2n lowercase hex digits of p at o; returns 2n. */
+static size_t hex(char *o, const uint8_t *p, size_t n)
 {
 	static const char d[] = "0123456789abcdef";
 	for (size_t i = 0; i < n; i++) {
@@ -75,6 +77,7 @@ static void hex(char *o, const uint8_t *p, size_t n)
 		o[2 * i + 1] = d[p[i] & 15];
 	}
 	o[2 * n] = '\0';
+	return 2 * n;
 }
 
 static void make_bag(bs_value_t *bag, const bs_id_t *id, const bs_id_t *user, int i)
@@ -97,6 +100,118 @@ static void make_bag(bs_value_t *bag, const bs_id_t *id, const bs_id_t *user, in
 	bs_map_set(bag, "updated", 7, &v);
 }
 
+/* What every timed operation may use. */
+typedef struct {
+	const bs_config_t *cfg;
+	bs_store_t *st;
+	MYSQL **raw;           /* one plain connection per shard */
+	const bs_id_t *ids, *users;
+	int nusers;
+	const bs_bytes_t *bodies;
+	char *q;               /* statement buffer, big enough for any body */
+	size_t found;          /* entities returned by the queries */
+} bench_t;
+
+/* One operation on entity i. */
+typedef void (*op_fn)(bench_t *b, int i);
+
+/* Times op on entities [from, to), in order, or on (to - from) entities
+ * picked at random from [0, to) when random; prints and returns the figures. */
+static stat_t timed(const char *name, bench_t *b, double *lat, int from, int to, bool random, op_fn op)
+{
+	double t0 = now();
+	for (int k = from; k < to; k++) {
+		int i = random ? rand() % to : k;
+		double a = now();
+		op(b, i);
+		lat[k - from] = now() - a;
+	}
+	return summarize(name, lat, to - from, now() - t0);
+}
+
+/* The plain-SQL statements: one row by id, on the id's shard. `what` goes
+ * before the id's hex, `tail` after it; with body, the body's hex follows in
+ * a second X'...' after `mid`. */
+static void raw_by_id(bench_t *b, int i, const char *what, const char *mid, const char *tail)
+{
+	char *q = b->q;
+	size_t len = (size_t)sprintf(q, "%sX'", what);
+	len += hex(q + len, b->ids[i].b, 16);
+	if (mid) {
+		len += (size_t)sprintf(q + len, "'%sX'", mid);
+		len += hex(q + len, b->bodies[i].ptr, b->bodies[i].len);
+	}
+	len += (size_t)sprintf(q + len, "'%s", tail);
+	raw_exec(b->raw[bs_route_id(&b->ids[i], b->cfg->nshards)], q, len);
+}
+
+static void op_insert_plain(bench_t *b, int i)
+{
+	raw_by_id(b, i, "INSERT INTO bench_plain (id, body) VALUES (", ", ", ")");
+}
+
+static void op_insert_layout(bench_t *b, int i)
+{
+	raw_by_id(b, i, "INSERT INTO bench_layout (id, updated, body) VALUES (", ", NOW(6), ", ")");
+}
+
+static void op_select_plain(bench_t *b, int i)
+{
+	raw_by_id(b, i, "SELECT body FROM bench_plain WHERE id=", NULL, "");
+}
+
+static void op_select_layout(bench_t *b, int i)
+{
+	raw_by_id(b, i, "SELECT body, updated FROM bench_layout WHERE id=", NULL, "");
+}
+
+static void op_put(bench_t *b, int i)
+{
+	bs_value_t bag;
+	make_bag(&bag, &b->ids[i], &b->users[i % b->nusers], i);
+	if (bs_put(b->st, &bag, NULL))
+		die("put");
+	bs_value_clear(&bag);
+}
+
+static void op_get(bench_t *b, int i)
+{
+	bs_value_t got;
+	if (bs_get(&got, b->st, &b->ids[i], NULL, NULL))
+		die("get");
+	bs_value_clear(&got);
+}
+
+/* The entities of entity i's user, through index_user_id. */
+static void op_query(bench_t *b, int i)
+{
+	bs_cond_t c = { "user_id", {0} };
+	bs_result_t r;
+	bs_value_bin(&c.value, b->users[i % b->nusers].b, 16);
+	if (bs_query(&r, b->st, "index_user_id", &c, 1, 0))
+		die("query");
+	b->found += r.len;
+	bs_result_free(&r);
+	bs_value_clear(&c.value);
+}
+
+/* On every shard: drop the reference table, create it anew. */
+static void raw_table(bench_t *b, const char *name, const char *ddl)
+{
+	char drop[128];
+	int len = snprintf(drop, sizeof drop, "DROP TABLE IF EXISTS %s", name);
+	for (int s = 0; s < b->cfg->nshards; s++) {
+		raw_exec(b->raw[s], drop, (size_t)len);
+		raw_exec(b->raw[s], ddl, strlen(ddl));
+	}
+}
+
+static void ratio(const char *what, const stat_t *x, const stat_t *ref)
+{
+	printf("  %s : p50 %.2fx  p99 %.2fx  throughput %.2fx\n", what,
+	       x->p50_us / ref->p50_us, x->p99_us / ref->p99_us, x->ops_s / ref->ops_s);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -104,6 +219,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int n = argc > 2 ? atoi(argv[2]) : 20000;
+	if (n < 2) {
+		fprintf(stderr, "bench_ops: N wants a number of at least 2, got '%s'\n", argv[2]);
+		return 2;
+	}
 	int nusers = n / 20 > 0 ? n / 20 : 1;
 	bs_config_t *cfg;
 	bs_store_t *st;
@@ -113,6 +232,11 @@ int main(int argc, char **argv)
 	bs_id_t *ids = malloc((size_t)n * sizeof *ids), *users = malloc((size_t)nusers * sizeof *users);
 	double *lat = malloc((size_t)n * sizeof *lat);
 	bs_bytes_t *bodies = calloc((size_t)n, sizeof *bodies);
+	MYSQL **raw = calloc((size_t)cfg->nshards, sizeof *raw);
+	if (!ids || !users || !lat || !bodies || !raw) {
+		fprintf(stderr, "bench_ops: out of memory\n");
+		return 1;
+	}
 	for (int i = 0; i < n; i++)
 		bs_id_generate(&ids[i]);
 	for (int u = 0; u < nusers; u++)
@@ -120,182 +244,78 @@ int main(int argc, char **argv)
 
 	printf("bench_ops: %d entities, %d users, %d shards\n", n, nusers, cfg->nshards);
 
-	/* plain SQL reference tables, one per shard, same body bytes */
-	MYSQL **raw = calloc((size_t)cfg->nshards, sizeof *raw);
-	for (int s = 0; s < cfg->nshards; s++) {
-		raw[s] = raw_connect(&cfg->shards[s]);
-		static const char ddl[] = "CREATE TABLE IF NOT EXISTS bench_plain (id BINARY(16) NOT NULL PRIMARY KEY,"
-		                          " body MEDIUMBLOB) ENGINE=InnoDB";
-		raw_exec(raw[s], "DROP TABLE IF EXISTS bench_plain", 32);
-		raw_exec(raw[s], ddl, sizeof ddl - 1);
-	}
+	size_t max_body = 0;
 	for (int i = 0; i < n; i++) {
 		bs_value_t bag;
 		make_bag(&bag, &ids[i], &users[i % nusers], i);
 		if (bs_body_encode(&bodies[i], &bag))
 			die("encode");
 		bs_value_clear(&bag);
+		if (bodies[i].len > max_body)
+			max_body = bodies[i].len;
 	}
-	char *q = malloc(1 << 20);
+	for (int s = 0; s < cfg->nshards; s++)
+		raw[s] = raw_connect(&cfg->shards[s]);
+	bench_t b = { cfg, st, raw, ids, users, nusers, bodies, malloc(2 * max_body + 256), 0 };
+	if (!b.q) {
+		fprintf(stderr, "bench_ops: out of memory\n");
+		return 1;
+	}
 
 	printf("\nwrites (sequential, one client):\n");
-	double t0 = now();
-	for (int i = 0; i < n; i++) {
-		int s = bs_route_id(&ids[i], cfg->nshards);
-		double a = now();
-		int len = sprintf(q, "INSERT INTO bench_plain (id, body) VALUES (X'");
-		hex(q + len, ids[i].b, 16);
-		len += 32;
-		len += sprintf(q + len, "', X'");
-		hex(q + len, bodies[i].ptr, bodies[i].len);
-		len += (int)(2 * bodies[i].len);
-		len += sprintf(q + len, "')");
-		raw_exec(raw[s], q, (size_t)len);
-		lat[i] = now() - a;
-	}
-	stat_t plain_ins = summarize("plain SQL single-row INSERT", lat, n, now() - t0);
-
+	/* plain SQL reference tables, one per shard, same body bytes */
+	raw_table(&b, "bench_plain", "CREATE TABLE bench_plain (id BINARY(16) NOT NULL PRIMARY KEY,"
+	                             " body MEDIUMBLOB) ENGINE=InnoDB");
+	stat_t plain_ins = timed("plain SQL single-row INSERT", &b, lat, 0, n, false, op_insert_plain);
 	/* the same INSERT into a table shaped like `entities` (three B-trees:
 	 * added_id, unique id, updated), to tell the layout's cost from ours */
-	for (int s = 0; s < cfg->nshards; s++) {
-		static const char ddl[] = "CREATE TABLE bench_layout (added_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
-		                          " id BINARY(16) NOT NULL, updated TIMESTAMP(6) NOT NULL, body MEDIUMBLOB,"
-		                          " UNIQUE KEY (id), KEY (updated)) ENGINE=InnoDB";
-		raw_exec(raw[s], "DROP TABLE IF EXISTS bench_layout", 33);
-		raw_exec(raw[s], ddl, sizeof ddl - 1);
-	}
-	t0 = now();
-	for (int i = 0; i < n; i++) {
-		int s = bs_route_id(&ids[i], cfg->nshards);
-		double a = now();
-		int len = sprintf(q, "INSERT INTO bench_layout (id, updated, body) VALUES (X'");
-		hex(q + len, ids[i].b, 16);
-		len += 32;
-		len += sprintf(q + len, "', NOW(6), X'");
-		hex(q + len, bodies[i].ptr, bodies[i].len);
-		len += (int)(2 * bodies[i].len);
-		len += sprintf(q + len, "')");
-		raw_exec(raw[s], q, (size_t)len);
-		lat[i] = now() - a;
-	}
-	stat_t plain_lay = summarize("plain SQL INSERT, entities layout", lat, n, now() - t0);
+	raw_table(&b, "bench_layout", "CREATE TABLE bench_layout (added_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+	                              " id BINARY(16) NOT NULL, updated TIMESTAMP(6) NOT NULL, body MEDIUMBLOB,"
+	                              " UNIQUE KEY (id), KEY (updated)) ENGINE=InnoDB");
+	stat_t plain_lay = timed("plain SQL INSERT, entities layout", &b, lat, 0, n, false, op_insert_layout);
 
 	/* put with no index: half the entities */
 	int half = n / 2;
-	t0 = now();
-	for (int i = 0; i < half; i++) {
-		bs_value_t bag;
-		make_bag(&bag, &ids[i], &users[i % nusers], i);
-		double a = now();
-		if (bs_put(st, &bag, NULL))
-			die("put");
-		lat[i] = now() - a;
-		bs_value_clear(&bag);
-	}
-	stat_t put0 = summarize("bs_put, no index", lat, half, now() - t0);
-
+	stat_t put0 = timed("bs_put, no index", &b, lat, 0, half, false, op_put);
+	/* The store is not empty now, so the index starts building and the
+	 * cleaner would backfill it; this bench measures only the write path
+	 * with it maintained. */
 	bs_index_t def;
 	if (bs_index_parse(&def, "index_user_id", "user_id:uuid", "user_id"))
 		die("index parse");
-	/* the store is not empty now: build the index by hand-free path, i.e.
-	 * create it on an empty copy is not possible; create it and, since the
-	 * cleaner is what builds it, only measure the write path from here */
 	if (bs_index_create(st, &def))
 		die("index create");
-	t0 = now();
-	for (int i = half; i < n; i++) {
-		bs_value_t bag;
-		make_bag(&bag, &ids[i], &users[i % nusers], i);
-		double a = now();
-		if (bs_put(st, &bag, NULL))
-			die("put");
-		lat[i - half] = now() - a;
-		bs_value_clear(&bag);
-	}
-	stat_t put1 = summarize("bs_put, one index (index_user_id)", lat, n - half, now() - t0);
+	stat_t put1 = timed("bs_put, one index (index_user_id)", &b, lat, half, n, false, op_put);
 
 	printf("\nreads (sequential, one client, random order):\n");
 	srand(42);
-	t0 = now();
-	for (int k = 0; k < n; k++) {
-		int i = rand() % n;
-		int s = bs_route_id(&ids[i], cfg->nshards);
-		double a = now();
-		int len = sprintf(q, "SELECT body FROM bench_plain WHERE id=X'");
-		hex(q + len, ids[i].b, 16);
-		len += 32;
-		len += sprintf(q + len, "'");
-		raw_exec(raw[s], q, (size_t)len);
-		lat[k] = now() - a;
-	}
-	stat_t plain_sel = summarize("plain SQL primary-key SELECT", lat, n, now() - t0);
-	t0 = now();
-	for (int k = 0; k < n; k++) {
-		int i = rand() % n;
-		int s = bs_route_id(&ids[i], cfg->nshards);
-		double a = now();
-		int len = sprintf(q, "SELECT body, updated FROM bench_layout WHERE id=X'");
-		hex(q + len, ids[i].b, 16);
-		len += 32;
-		len += sprintf(q + len, "'");
-		raw_exec(raw[s], q, (size_t)len);
-		lat[k] = now() - a;
-	}
-	stat_t plain_lsel = summarize("plain SQL SELECT, entities layout", lat, n, now() - t0);
-	t0 = now();
-	for (int k = 0; k < n; k++) {
-		int i = rand() % n;
-		bs_value_t got;
-		double a = now();
-		if (bs_get(&got, st, &ids[i], NULL, NULL))
-			die("get");
-		lat[k] = now() - a;
-		bs_value_clear(&got);
-	}
-	stat_t get = summarize("bs_get (select + inflate + decode)", lat, n, now() - t0);
+	stat_t plain_sel = timed("plain SQL primary-key SELECT", &b, lat, 0, n, true, op_select_plain);
+	stat_t plain_lsel = timed("plain SQL SELECT, entities layout", &b, lat, 0, n, true, op_select_layout);
+	stat_t get = timed("bs_get (select + inflate + decode)", &b, lat, 0, n, true, op_get);
 
-	/* queries need a ready index: the index above is building because the
-	 * store was not empty. Mark it ready by hand only if the cleaner has not
-	 * (this bench measures the read path, not the lifecycle) and only for
-	 * users whose entities were all written through the index. */
-	int nq = n / 10 > 0 ? n / 10 : 1;
+	/* Queries need a ready index: the one above is building, as the store
+	 * was not empty. Mark it ready by hand (this bench measures the read
+	 * path, not the lifecycle); with no backfill, each query finds only the
+	 * user's entities written after the index was created, about half. */
 	bs_index_t cur;
 	if (bs_index_get(&cur, st, "index_user_id"))
 		die("index get");
-	if (cur.state != BS_INDEX_READY)
+	if (cur.state != BS_INDEX_READY) {
+		static const char ready[] = "UPDATE bagstore_indexes SET state='ready' WHERE name='index_user_id'";
 		for (int s = 0; s < cfg->nshards; s++)
-			raw_exec(raw[s], "UPDATE bagstore_indexes SET state='ready' WHERE name='index_user_id'", 68);
-	size_t found = 0;
-	t0 = now();
-	for (int k = 0; k < nq; k++) {
-		int u = rand() % nusers;
-		bs_cond_t c = { "user_id", {0} };
-		bs_result_t r;
-		bs_value_bin(&c.value, users[u].b, 16);
-		double a = now();
-		if (bs_query(&r, st, "index_user_id", &c, 1, 0))
-			die("query");
-		lat[k] = now() - a;
-		found += r.len;
-		bs_result_free(&r);
-		bs_value_clear(&c.value);
+			raw_exec(raw[s], ready, sizeof ready - 1);
 	}
-	stat_t qs = summarize("bs_query user_id=U (one shard)", lat, nq, now() - t0);
-	printf("    (%.1f entities per query on average)\n", (double)found / nq);
+	int nq = n / 10 > 0 ? n / 10 : 1;
+	stat_t qs = timed("bs_query user_id=U (one shard)", &b, lat, 0, nq, true, op_query);
+	printf("    (%.1f entities per query on average)\n", (double)b.found / nq);
 
 	printf("\nratios (bagstore / plain SQL; latency p50, throughput):\n");
-	printf("  put, no index   / INSERT : p50 %.2fx  p99 %.2fx  throughput %.2fx\n", put0.p50_us / plain_ins.p50_us,
-	       put0.p99_us / plain_ins.p99_us, put0.ops_s / plain_ins.ops_s);
-	printf("  put, no index   / INSERT into the entities layout : p50 %.2fx  p99 %.2fx  throughput %.2fx\n",
-	       put0.p50_us / plain_lay.p50_us, put0.p99_us / plain_lay.p99_us, put0.ops_s / plain_lay.ops_s);
-	printf("  put, one index  / INSERT : p50 %.2fx  p99 %.2fx  throughput %.2fx\n", put1.p50_us / plain_ins.p50_us,
-	       put1.p99_us / plain_ins.p99_us, put1.ops_s / plain_ins.ops_s);
-	printf("  get             / SELECT : p50 %.2fx  p99 %.2fx  throughput %.2fx\n", get.p50_us / plain_sel.p50_us,
-	       get.p99_us / plain_sel.p99_us, get.ops_s / plain_sel.ops_s);
-	printf("  get             / SELECT on the entities layout   : p50 %.2fx  p99 %.2fx  throughput %.2fx\n",
-	       get.p50_us / plain_lsel.p50_us, get.p99_us / plain_lsel.p99_us, get.ops_s / plain_lsel.ops_s);
-	printf("  query           / SELECT : p50 %.2fx  p99 %.2fx  throughput %.2fx\n", qs.p50_us / plain_sel.p50_us,
-	       qs.p99_us / plain_sel.p99_us, qs.ops_s / plain_sel.ops_s);
+	ratio("put, no index   / INSERT", &put0, &plain_ins);
+	ratio("put, no index   / INSERT into the entities layout", &put0, &plain_lay);
+	ratio("put, one index  / INSERT", &put1, &plain_ins);
+	ratio("get             / SELECT", &get, &plain_sel);
+	ratio("get             / SELECT on the entities layout  ", &get, &plain_lsel);
+	ratio("query           / SELECT", &qs, &plain_sel);
 
 	for (int s = 0; s < cfg->nshards; s++)
 		mysql_close(raw[s]);
@@ -303,7 +323,7 @@ int main(int argc, char **argv)
 		bs_bytes_free(&bodies[i]);
 	free(raw);
 	free(bodies);
-	free(q);
+	free(b.q);
 	free(lat);
 	free(ids);
 	free(users);

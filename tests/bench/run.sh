@@ -9,16 +9,12 @@ cd "$top"
 [ -n "$BAGSTORE_NO_DEPS" ] || sh scripts/deps.sh percona-toolkit
 dir=$BUILD/bench-shards
 port=38707
-trap 'sh conf/shards.sh stop --dir "$dir" >/dev/null 2>&1 || true' EXIT INT TERM
-reset() {
-	for p in $port $((port + 1)); do
-		mariadb -h127.0.0.1 -P"$p" -uroot -e "DROP DATABASE IF EXISTS bagstore; CREATE DATABASE bagstore"
-	done
-}
+trap 'sh conf/shards.sh stop --dir "$dir" >/dev/null 2>&1 || true' EXIT
+trap 'exit 130' INT TERM
 sh conf/shards.sh start --count 2 --port $port --dir "$dir"
 sh conf/shards.sh config --count 2 --port $port --dir "$dir" --out "$BUILD/bench.yaml" >/dev/null
 echo "== put / get / query against plain SQL"
-reset
+sh conf/shards.sh reset --count 2 --dir "$dir"
 "$BUILD/bench/bench_ops" "$BUILD/bench.yaml" "${BENCH_OPS_N:-20000}"
 for extra in tests/bench/backfill.sh tests/bench/console.sh; do
 	if [ -f "$extra" ]; then
