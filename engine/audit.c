@@ -19,28 +19,28 @@ int bs_audit(bs_store_t *st, const char *action, const char *target, const char 
 	struct passwd *pw = getpwuid(getuid());
 	if (pw && pw->pw_name)
 		snprintf(user, sizeof user, "%s", pw->pw_name);
-	buf_puts(&b, "INSERT INTO bagstore_audit (os_user, host, action, target, detail) VALUES (");
-	buf_hex(&b, user, strlen(user));
-	buf_puts(&b, ",");
-	buf_hex(&b, host, strlen(host));
-	buf_puts(&b, ",");
-	buf_hex(&b, action, strlen(action));
-	buf_puts(&b, ",");
-	buf_hex(&b, target, strlen(target));
-	buf_puts(&b, ",");
+	bs__buf_puts(&b, "INSERT INTO bagstore_audit (os_user, host, action, target, detail) VALUES (");
+	bs__buf_hex(&b, user, strlen(user));
+	bs__buf_puts(&b, ",");
+	bs__buf_hex(&b, host, strlen(host));
+	bs__buf_puts(&b, ",");
+	bs__buf_hex(&b, action, strlen(action));
+	bs__buf_puts(&b, ",");
+	bs__buf_hex(&b, target, strlen(target));
+	bs__buf_puts(&b, ",");
 	if (detail)
-		buf_hex(&b, detail, strlen(detail));
+		bs__buf_hex(&b, detail, strlen(detail));
 	else
-		buf_puts(&b, "NULL");
-	buf_puts(&b, ")");
-	if ((rc = buf_ok(&b)))
+		bs__buf_puts(&b, "NULL");
+	bs__buf_puts(&b, ")");
+	if ((rc = bs__buf_ok(&b)))
 		goto done;
 	for (int i = 0; i < st->n; i++) {
-		rc = shard_exec(st, i, b.ptr, b.len);
+		rc = bs__shard_exec(st, i, b.ptr, b.len);
 		if (rc != BS_EUNREACHABLE)
 			break;
 	}
 done:
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }

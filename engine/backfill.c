@@ -55,9 +55,9 @@ static void chunk_free(chunk_t *c, int n)
 {
 	for (int i = 0; i < n; i++) {
 		if (c->sql)
-			buf_free(&c->sql[i]);
+			bs__buf_free(&c->sql[i]);
 		if (c->text)
-			buf_free(&c->text[i]);
+			bs__buf_free(&c->text[i]);
 		if (c->rowv)
 			free(c->rowv[i]);
 	}
@@ -87,8 +87,8 @@ static int chunk_init(chunk_t *c, int n)
 static void chunk_reset(chunk_t *c, int n)
 {
 	for (int i = 0; i < n; i++) {
-		buf_reset(&c->sql[i]);
-		buf_reset(&c->text[i]);
+		bs__buf_reset(&c->sql[i]);
+		bs__buf_reset(&c->text[i]);
 		c->rows[i] = 0;
 	}
 	c->scanned = c->written = 0;
@@ -141,13 +141,13 @@ static int chunk_add(chunk_t *c, int t, const bs_index_t *idx, const bs_value_t 
 	sort_key(r->key, vals[0]);
 	memcpy(r->key + 24, id, 16);
 	r->off = (uint32_t)b->len;
-	buf_puts(b, "(");
+	bs__buf_puts(b, "(");
 	for (int k = 0; k < idx->nprops; k++) {
-		buf_value(b, vals[k], &idx->props[k]);
-		buf_puts(b, ",");
+		bs__buf_value(b, vals[k], &idx->props[k]);
+		bs__buf_puts(b, ",");
 	}
-	buf_hex(b, id, 16);
-	buf_puts(b, ")");
+	bs__buf_hex(b, id, 16);
+	bs__buf_puts(b, ")");
 	r->len = (uint32_t)(b->len - r->off);
 	c->written++;
 	return 0;
@@ -171,21 +171,21 @@ static void chunk_emit(chunk_t *c, int n, const bs_index_t *idx)
 			const crow_t *r = &c->rowv[t][k];
 			if (k % ROWS_PER_INSERT == 0) {
 				if (k)
-					buf_puts(b, " ON DUPLICATE KEY UPDATE entity_id=entity_id;");
-				buf_puts(b, "INSERT INTO ");
-				buf_ident(b, idx->name);
-				buf_puts(b, " (");
+					bs__buf_puts(b, " ON DUPLICATE KEY UPDATE entity_id=entity_id;");
+				bs__buf_puts(b, "INSERT INTO ");
+				bs__buf_ident(b, idx->name);
+				bs__buf_puts(b, " (");
 				for (int p = 0; p < idx->nprops; p++) {
-					buf_ident(b, idx->props[p].name);
-					buf_puts(b, ",");
+					bs__buf_ident(b, idx->props[p].name);
+					bs__buf_puts(b, ",");
 				}
-				buf_puts(b, "entity_id) VALUES ");
+				bs__buf_puts(b, "entity_id) VALUES ");
 			} else {
-				buf_puts(b, ",");
+				bs__buf_puts(b, ",");
 			}
-			buf_putn(b, c->text[t].ptr + r->off, r->len);
+			bs__buf_putn(b, c->text[t].ptr + r->off, r->len);
 		}
-		buf_puts(b, " ON DUPLICATE KEY UPDATE entity_id=entity_id");
+		bs__buf_puts(b, " ON DUPLICATE KEY UPDATE entity_id=entity_id");
 	}
 }
 
@@ -200,9 +200,9 @@ static int chunk_read(chunk_t *c, bs_store_t *st, int shard, const bs_index_t *i
 	c->last_id = after;
 	if (after >= max_id)
 		return 0;
-	buf_printf(&q, "SELECT added_id, id, body FROM entities WHERE added_id>%lld AND added_id<=%lld"
+	bs__buf_printf(&q, "SELECT added_id, id, body FROM entities WHERE added_id>%lld AND added_id<=%lld"
 	               " ORDER BY added_id LIMIT %lld", (long long)after, (long long)max_id, (long long)limit);
-	if ((rc = buf_ok(&q)) || (rc = shard_query(&res, st, shard, q.ptr, q.len)))
+	if ((rc = bs__buf_ok(&q)) || (rc = bs__shard_query(&res, st, shard, q.ptr, q.len)))
 		goto done;
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res))) {
@@ -215,7 +215,7 @@ static int chunk_read(chunk_t *c, bs_store_t *st, int shard, const bs_index_t *i
 		if (!row[1] || lens[1] != 16 || !row[2] ||
 		    bs_body_decode(&bag, (const uint8_t *)row[2], lens[2]))
 			continue; /* corrupt: no row; verify reports it */
-		int t = index_row_for(vals, tmps, idx, &bag, st->n, NULL);
+		int t = bs__index_row_for(vals, tmps, idx, &bag, st->n, NULL);
 		if (t >= 0 && !rc)
 			rc = chunk_add(c, t, idx, vals, row[1]);
 		for (int k = 0; t >= 0 && k < idx->nprops; k++)
@@ -224,15 +224,15 @@ static int chunk_read(chunk_t *c, bs_store_t *st, int shard, const bs_index_t *i
 		bs_value_clear(&bag);
 	}
 	for (int i = 0; i < st->n && !rc; i++)
-		rc = buf_ok(&c->text[i]);
+		rc = bs__buf_ok(&c->text[i]);
 	if (!rc)
 		chunk_emit(c, st->n, idx);
 	for (int i = 0; i < st->n && !rc; i++)
-		rc = buf_ok(&c->sql[i]);
+		rc = bs__buf_ok(&c->sql[i]);
 done:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&q);
+	bs__buf_free(&q);
 	return rc;
 }
 
@@ -242,9 +242,9 @@ static int write_on(bs_store_t *st, int i, void *p)
 	int rc;
 	if (!c->sql[i].len)
 		return 0;
-	if ((rc = shard_check_writable(st, i)))
+	if ((rc = bs__shard_check_writable(st, i)))
 		return rc;
-	return shard_exec(st, i, c->sql[i].ptr, c->sql[i].len);
+	return bs__shard_exec(st, i, c->sql[i].ptr, c->sql[i].len);
 }
 
 typedef struct {
@@ -268,7 +268,7 @@ static void *writer_thread(void *p)
 	mysql_thread_init();
 	lower_priority();
 	bs_error_clear();
-	w->rc = shard_each(w->st, w->which, write_on, w->c, NULL);
+	w->rc = bs__shard_each(w->st, w->which, write_on, w->c, NULL);
 	if (w->rc)
 		snprintf(w->msg, sizeof w->msg, "%s", bs_last_error());
 	mysql_thread_end();
@@ -285,10 +285,10 @@ typedef struct {
 	int free;
 } slots_t;
 
-static void slot_take(slots_t *s, volatile int *stop)
+static void slot_take(slots_t *s, atomic_int *stop)
 {
 	pthread_mutex_lock(&s->lock);
-	while (s->free == 0 && !(stop && *stop)) {
+	while (s->free == 0 && !(stop && atomic_load(stop))) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += 100000000;
@@ -340,25 +340,25 @@ typedef struct {
 
 static int src_exec(runner_t *r, bs_buf_t *b)
 {
-	int rc = buf_ok(b);
+	int rc = bs__buf_ok(b);
 	if (!rc)
-		rc = shard_exec(r->src, r->shard, b->ptr, b->len);
+		rc = bs__shard_exec(r->src, r->shard, b->ptr, b->len);
 	return rc;
 }
 
 /* Run a job-row UPDATE; *matched gets the rows it matched. */
 static int src_count(runner_t *r, bs_buf_t *b, int64_t *matched)
 {
-	return exec_count(matched, r->src, r->shard, b);
+	return bs__exec_count(matched, r->src, r->shard, b);
 }
 
 static void where_mine(runner_t *r, bs_buf_t *b)
 {
-	buf_puts(b, " WHERE index_name=");
-	buf_hex(b, r->index, strlen(r->index));
-	buf_puts(b, " AND state IN ('running','throttled') AND IS_USED_LOCK('");
-	buf_puts(b, r->lock);
-	buf_puts(b, "')=CONNECTION_ID()");
+	bs__buf_puts(b, " WHERE index_name=");
+	bs__buf_hex(b, r->index, strlen(r->index));
+	bs__buf_puts(b, " AND state IN ('running','throttled') AND IS_USED_LOCK('");
+	bs__buf_puts(b, r->lock);
+	bs__buf_puts(b, "')=CONNECTION_ID()");
 }
 
 static double rate_now(runner_t *r, double now)
@@ -411,11 +411,11 @@ static int64_t say_throttled(runner_t *r, const char *why)
 	int64_t matched = 0;
 	r->job.state = BS_JOB_THROTTLED;
 	snprintf(r->job.reason, sizeof r->job.reason, "%s", why);
-	buf_puts(&b, "UPDATE bagstore_jobs SET state='throttled', heartbeat=NOW(6), reason=");
-	buf_hex(&b, r->job.reason, strlen(r->job.reason));
+	bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='throttled', heartbeat=NOW(6), reason=");
+	bs__buf_hex(&b, r->job.reason, strlen(r->job.reason));
 	where_mine(r, &b);
 	src_count(r, &b, &matched);
-	buf_free(&b);
+	bs__buf_free(&b);
 	bs_error_clear();
 	report(r);
 	return matched;
@@ -425,7 +425,7 @@ static int64_t say_throttled(runner_t *r, const char *why)
 static enum outcome why_not_mine(runner_t *r)
 {
 	bs_job_t j;
-	if (job_read(&j, NULL, r->src, r->shard, r->index)) {
+	if (bs__job_read(&j, NULL, r->src, r->shard, r->index)) {
 		if (bs_last_error_code() == BS_ENOTFOUND) {
 			snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s: job removed",
 			         r->index, r->src->shards[r->shard].conf->name);
@@ -454,10 +454,10 @@ static void release_lock(runner_t *r)
 {
 	bs_buf_t b = {0};
 	if (r->src->shards[r->shard].conn) {
-		buf_printf(&b, "DO RELEASE_LOCK('%s')", r->lock);
+		bs__buf_printf(&b, "DO RELEASE_LOCK('%s')", r->lock);
 		src_exec(r, &b);
 	}
-	buf_free(&b);
+	bs__buf_free(&b);
 	bs_error_clear();
 }
 
@@ -467,7 +467,7 @@ static enum outcome fail_with(runner_t *r, int rc)
 {
 	r->rc = rc;
 	snprintf(r->msg, sizeof r->msg, "%s", bs_last_error());
-	return cleaner_transient(rc) ? OUT_WAIT : OUT_FAILED;
+	return bs__cleaner_transient(rc) ? OUT_WAIT : OUT_FAILED;
 }
 
 /* Run a job-row UPDATE that only matches while the job is ours to run.
@@ -487,11 +487,11 @@ static bool job_update(runner_t *r, bs_buf_t *b, enum outcome *out)
 static void job_fail(runner_t *r, const char *m)
 {
 	bs_buf_t b = {0};
-	buf_puts(&b, "UPDATE bagstore_jobs SET state='failed', heartbeat=NOW(6), reason=");
-	buf_hex(&b, m, strlen(m));
+	bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='failed', heartbeat=NOW(6), reason=");
+	bs__buf_hex(&b, m, strlen(m));
 	where_mine(r, &b);
 	src_exec(r, &b);
-	buf_free(&b);
+	bs__buf_free(&b);
 	bs_error_clear();
 	r->job.state = BS_JOB_FAILED;
 	snprintf(r->job.reason, sizeof r->job.reason, "%s", m);
@@ -518,8 +518,8 @@ static enum outcome attempt(runner_t *r)
 	}
 
 	/* claim */
-	buf_printf(&b, "SELECT IF(IS_USED_LOCK('%s')=CONNECTION_ID(),1,GET_LOCK('%s',0))", r->lock, r->lock);
-	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, r->src, r->shard, b.ptr, b.len))) {
+	bs__buf_printf(&b, "SELECT IF(IS_USED_LOCK('%s')=CONNECTION_ID(),1,GET_LOCK('%s',0))", r->lock, r->lock);
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, r->src, r->shard, b.ptr, b.len))) {
 		out = fail_with(r, rc);
 		goto done;
 	}
@@ -527,7 +527,7 @@ static enum outcome attempt(runner_t *r)
 	bool got = row && row[0] && !strcmp(row[0], "1");
 	mysql_free_result(res);
 	res = NULL;
-	if ((rc = job_read(&r->job, &r->index_created_us, r->src, r->shard, r->index))) {
+	if ((rc = bs__job_read(&r->job, &r->index_created_us, r->src, r->shard, r->index))) {
 		out = fail_with(r, rc);
 		goto done;
 	}
@@ -564,10 +564,10 @@ static enum outcome attempt(runner_t *r)
 		goto done;
 	}
 	if (idx.state == BS_INDEX_DISABLED || idx.created_us != r->index_created_us) {
-		buf_reset(&b);
-		buf_puts(&b, "UPDATE bagstore_jobs SET state='cancelled', reason='the index was disabled or re-created'"
+		bs__buf_reset(&b);
+		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='cancelled', reason='the index was disabled or re-created'"
 		             " WHERE index_name=");
-		buf_hex(&b, r->index, strlen(r->index));
+		bs__buf_hex(&b, r->index, strlen(r->index));
 		src_exec(r, &b);
 		snprintf(r->msg, sizeof r->msg, "backfill of %s: the index was disabled or re-created", r->index);
 		out = OUT_CANCELLED;
@@ -576,7 +576,7 @@ static enum outcome attempt(runner_t *r)
 	/* the high-water mark and total, fixed when the job first starts */
 	if (r->job.max_id < 0) {
 		static const char q[] = "SELECT COALESCE(MAX(added_id),0), COUNT(*) FROM entities";
-		if ((rc = shard_query(&res, r->src, r->shard, q, sizeof q - 1))) {
+		if ((rc = bs__shard_query(&res, r->src, r->shard, q, sizeof q - 1))) {
 			out = fail_with(r, rc);
 			goto done;
 		}
@@ -586,14 +586,14 @@ static enum outcome attempt(runner_t *r)
 		mysql_free_result(res);
 		res = NULL;
 	}
-	buf_reset(&b);
-	buf_printf(&b, "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6),"
+	bs__buf_reset(&b);
+	bs__buf_printf(&b, "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6),"
 	               " started=COALESCE(started,NOW(6)), max_id=%lld, rows_total=%lld, worker_pid=%d, worker_host=",
 	           (long long)r->job.max_id, (long long)r->job.rows_total, r->pid);
-	buf_hex(&b, r->host, strlen(r->host));
-	buf_puts(&b, " WHERE index_name=");
-	buf_hex(&b, r->index, strlen(r->index));
-	buf_puts(&b, " AND state IN ('queued','running','throttled')");
+	bs__buf_hex(&b, r->host, strlen(r->host));
+	bs__buf_puts(&b, " WHERE index_name=");
+	bs__buf_hex(&b, r->index, strlen(r->index));
+	bs__buf_puts(&b, " AND state IN ('queued','running','throttled')");
 	if (!job_update(r, &b, &out))
 		goto done;
 	r->job.state = BS_JOB_RUNNING;
@@ -609,7 +609,7 @@ static enum outcome attempt(runner_t *r)
 		goto done;
 	}
 	while (cur.scanned > 0) {
-		if (r->opts && r->opts->stop && *r->opts->stop) {
+		if (bs__stopping(r->opts)) {
 			out = OUT_STOP;
 			goto done;
 		}
@@ -618,7 +618,7 @@ static enum outcome attempt(runner_t *r)
 			which[i] = cur.rows[i] > 0 || i == r->shard;
 		int level;
 		char why[256];
-		if ((rc = throttle_check(&level, why, sizeof why, r->thr, r->dst, which))) {
+		if ((rc = bs__throttle_check(&level, why, sizeof why, r->thr, r->dst, which))) {
 			char m[512];
 			snprintf(m, sizeof m, "waiting: %s", bs_last_error());
 			say_throttled(r, m);
@@ -638,13 +638,13 @@ static enum outcome attempt(runner_t *r)
 				out = why_not_mine(r);
 				goto done;
 			}
-			cleaner_sleep(0.5, r->opts ? r->opts->stop : NULL);
+			bs__cleaner_sleep(0.5, bs__stop_flag(r->opts));
 			continue;
 		}
 
 		double t0 = bs_now_mono();
 		if (slow) /* fault point: small, slow chunks, for tests that interrupt a backfill */
-			cleaner_sleep(0.05, NULL);
+			bs__cleaner_sleep(0.05, NULL);
 		writer_t w = { r->dst, &cur, which, 0, "" };
 		pthread_t tid;
 		bool threaded = pthread_create(&tid, NULL, writer_thread, &w) == 0;
@@ -658,7 +658,7 @@ static enum outcome attempt(runner_t *r)
 		if (w.rc) {
 			char m[1100];
 			snprintf(m, sizeof m, "waiting for a shard: %s", w.msg);
-			if (cleaner_transient(w.rc))
+			if (bs__cleaner_transient(w.rc))
 				say_throttled(r, m);
 			bs_error(w.rc, "%s", w.msg);
 			out = fail_with(r, w.rc);
@@ -680,8 +680,8 @@ static enum outcome attempt(runner_t *r)
 		if (slow)
 			chunk = CHUNK_MIN;
 		r->job.chunk = chunk;
-		buf_reset(&b);
-		buf_printf(&b, "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6), cursor_id=%lld,"
+		bs__buf_reset(&b);
+		bs__buf_printf(&b, "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6), cursor_id=%lld,"
 		               " rows_scanned=%lld, rows_written=%lld, rate=%.3f, chunk=%lld",
 		           (long long)r->job.cursor, (long long)r->job.rows_scanned, (long long)r->job.rows_written,
 		           r->job.rate, (long long)chunk);
@@ -699,13 +699,13 @@ static enum outcome attempt(runner_t *r)
 			goto done;
 		}
 		if (r->cfg->cleaner.sleep_coef > 0)
-			cleaner_sleep(elapsed * r->cfg->cleaner.sleep_coef, r->opts ? r->opts->stop : NULL);
+			bs__cleaner_sleep(elapsed * r->cfg->cleaner.sleep_coef, bs__stop_flag(r->opts));
 		chunk_t t = cur;
 		cur = next;
 		next = t;
 	}
-	buf_reset(&b);
-	buf_printf(&b, "UPDATE bagstore_jobs SET state='done', reason='', heartbeat=NOW(6), finished=NOW(6),"
+	bs__buf_reset(&b);
+	bs__buf_printf(&b, "UPDATE bagstore_jobs SET state='done', reason='', heartbeat=NOW(6), finished=NOW(6),"
 	               " cursor_id=GREATEST(cursor_id,max_id), rows_scanned=%lld, rows_written=%lld, rate=%.3f",
 	           (long long)r->job.rows_scanned, (long long)r->job.rows_written, r->job.rate);
 	where_mine(r, &b);
@@ -722,8 +722,8 @@ done:
 		job_fail(r, m);
 	}
 	if (out == OUT_STOP) { /* asked to stop: the job waits for any worker */
-		buf_reset(&b);
-		buf_puts(&b, "UPDATE bagstore_jobs SET state='queued', reason='its worker stopped; it resumes from its checkpoint'");
+		bs__buf_reset(&b);
+		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='queued', reason='its worker stopped; it resumes from its checkpoint'");
 		where_mine(r, &b);
 		src_exec(r, &b);
 		bs_error_clear();
@@ -735,7 +735,7 @@ done:
 	chunk_free(&cur, r->src->n);
 	chunk_free(&next, r->src->n);
 	free(which);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return out;
 }
 
@@ -748,24 +748,24 @@ static void *runner_thread(void *p)
 	mysql_thread_init();
 	lower_priority();
 	bs_error_clear();
-	cleaner_worker_id(r->host, &r->pid);
+	bs__cleaner_worker_id(r->host, &r->pid);
 	if ((rc = bs_store_open(&r->src, r->cfg)) || (rc = bs_store_open(&r->dst, r->cfg)) ||
-	    (rc = throttle_new(&r->thr, r->cfg))) {
+	    (rc = bs__throttle_new(&r->thr, r->cfg))) {
 		r->out = OUT_FAILED;
 		r->rc = rc;
 		snprintf(r->msg, sizeof r->msg, "%s", bs_last_error());
 		goto done;
 	}
-	job_lock_name(r->lock, r->src, r->shard, r->index);
+	bs__job_lock_name(r->lock, r->src, r->shard, r->index);
 	snprintf(r->job.index, sizeof r->job.index, "%s", r->index);
 	r->job.shard = r->shard;
 	for (;;) {
-		slot_take(r->slots, r->opts ? r->opts->stop : NULL);
+		slot_take(r->slots, bs__stop_flag(r->opts));
 		r->out = attempt(r);
 		slot_give(r->slots);
 		if (r->out == OUT_DONE || r->out == OUT_CANCELLED || r->out == OUT_FAILED || r->out == OUT_STOP)
 			break;
-		if (r->opts && r->opts->stop && *r->opts->stop) {
+		if (bs__stopping(r->opts)) {
 			r->out = OUT_STOP;
 			break;
 		}
@@ -779,10 +779,10 @@ static void *runner_thread(void *p)
 		}
 		if (r->daemon)
 			break;
-		cleaner_sleep(r->out == OUT_WAIT ? 1.0 : 0.5, r->opts ? r->opts->stop : NULL);
+		bs__cleaner_sleep(r->out == OUT_WAIT ? 1.0 : 0.5, bs__stop_flag(r->opts));
 	}
 done:
-	throttle_free(r->thr);
+	bs__throttle_free(r->thr);
 	bs_store_free(r->src);
 	bs_store_free(r->dst);
 	r->thr = NULL;
@@ -840,7 +840,7 @@ done:
 	return rc;
 }
 
-int backfill_run_pending(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts)
+int bs__backfill_run_pending(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts)
 {
 	return run_jobs(all_done, st, index, opts, true);
 }
@@ -863,13 +863,13 @@ int bs_cleaner_backfill(bs_store_t *st, const char *index, const bs_cleaner_opts
 	if ((rc = run_jobs(&all_done, st, index, opts, false)))
 		return rc;
 	if (!all_done)
-		return opts && opts->stop && *opts->stop ? 0 : bs_error(BS_ERROR, "backfill of %s did not finish", index);
+		return bs__stopping(opts) ? 0 : bs_error(BS_ERROR, "backfill of %s did not finish", index);
 	/* a shard that went away meanwhile: wait for it, as the jobs did */
 	for (int tries = 0;; tries++) {
-		rc = index_promote(&promoted, st, index);
-		if (rc != BS_EUNREACHABLE || tries >= 60 || (opts && opts->stop && *opts->stop))
+		rc = bs__index_promote(&promoted, st, index);
+		if (rc != BS_EUNREACHABLE || tries >= 60 || (bs__stopping(opts)))
 			break;
-		cleaner_sleep(1.0, opts ? opts->stop : NULL);
+		bs__cleaner_sleep(1.0, bs__stop_flag(opts));
 	}
 	return rc;
 }

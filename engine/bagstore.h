@@ -19,6 +19,7 @@
 #ifndef BAGSTORE_H
 #define BAGSTORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,11 +37,11 @@ enum {
 	BS_EUNREACHABLE = -3,/* a shard could not be reached or timed out */
 	BS_ECONFLICT = -4,   /* changed since read, already exists, wrong state */
 	BS_EINVAL = -5,      /* bad input from the caller: ids, JSON, arguments */
-	BS_ECONFIG = -6,     /* configuration file or shard list problem */
+	BS_ECONFIG = -6,     /* configuration file, or a shard list the shards disagree with */
 	BS_ESQL = -7,        /* the server answered with an error */
 	BS_ENOMEM = -8,
 	BS_ECORRUPT = -9,    /* a stored body does not decode */
-	BS_EREADONLY = -10,  /* refused: read-only mode or fingerprint mismatch */
+	BS_EREADONLY = -10,  /* refused: read-only mode */
 };
 
 /* The last error's message on this thread, never NULL ("" when none). */
@@ -338,6 +339,30 @@ void bs_result_free(bs_result_t *r);
 int bs_query(bs_result_t *out, bs_store_t *st, const char *index,
              const bs_cond_t *conds, int nconds, size_t limit);
 
+/* Query text, read by one set of rules for every front end (the command
+ * line's `query INDEX PROP=VALUE...`, the console's `/PROP=VALUE`). */
+typedef struct {
+	char index[BS_NAME_MAX + 1]; /* the index the conditions go through */
+	bs_cond_t conds[BS_INDEX_MAX_PROPS];
+	int nconds;
+} bs_query_spec_t;
+/* Frees the conditions' values; the spec is empty afterwards. */
+void bs_query_spec_clear(bs_query_spec_t *q);
+/* Conditions "PROP=VALUE" (texts[ntexts], one condition each) against the
+ * catalog l. index names the index; NULL picks the ready index that holds
+ * every property named (the one with the fewest properties, then the first
+ * by name). A property the index does not hold, a property given twice, a
+ * value that does not read as its type, an unknown index and (with index
+ * NULL) a property no ready index holds are BS_EINVAL or BS_ENOTFOUND, the
+ * message naming the indexes that exist. VALUE is read as
+ * bs_value_from_text does. */
+int bs_query_parse(bs_query_spec_t *out, const bs_index_list_t *l, const char *index,
+                   const char *const *texts, int ntexts);
+/* The console's form in one line: "[INDEX:] PROP=VALUE [PROP=VALUE...]",
+ * conditions separated by blanks or commas; a VALUE may be double-quoted
+ * ("a b", with \" and \\ inside) to hold blanks, commas or quotes. */
+int bs_query_parse_text(bs_query_spec_t *out, const bs_index_list_t *l, const char *text);
+
 /* Fault points (SQLite's sqlite3FaultSim, by name): BAGSTORE_FAULT=NAME in
  * the environment makes bs_fault(NAME) true. The engine's points:
  *   after_entity_write   put exits the process after the entity is written,
@@ -349,6 +374,8 @@ bool bs_fault(const char *name);
 /* ------------------------------------------------------------------ shards */
 
 typedef enum { BS_SHARD_UP, BS_SHARD_SLOW, BS_SHARD_DOWN } bs_shard_state_t;
+/* "up", "slow", "unreachable": the one spelling every front end shows. */
+const char *bs_shard_state_name(bs_shard_state_t s);
 
 typedef struct {
 	char name[BS_NAME_MAX + 1];
@@ -447,11 +474,24 @@ int bs_backfill_queue(bs_store_t *st, const char *index);
  * honoured by whichever worker holds the job within one chunk. */
 int bs_job_control(bs_store_t *st, const char *index, const char *action);
 
+/*
+ * How a caller runs the cleaner. The callbacks are called from the
+ * cleaner's own threads, possibly from several at once (the callee locks
+ * what it shares), and must not use the store they were given.
+ *
+ * stop may be set from any thread, or from a signal handler: atomic_int is
+ * lock-free on every platform bagstore builds on (a static assertion in
+ * engine/daemon.c checks it), which is what C11 requires of an object a
+ * handler writes.
+ */
 typedef struct {
-	volatile int *stop;      /* when non-NULL and set, return soon */
+	atomic_int *stop;        /* when non-NULL and set, return soon */
 	bool once;               /* one pass (cleaner --once) */
-	/* called after every chunk or pass; may be NULL */
+	/* after every chunk or pass; may be NULL */
 	void (*progress)(void *ctx, const bs_job_t *job);
+	/* an error the daemon survives (it retries later): its code and its
+	 * message, which names the shard and carries MySQL's own; may be NULL */
+	void (*error)(void *ctx, int code, const char *msg);
 	void *ctx;
 } bs_cleaner_opts_t;
 

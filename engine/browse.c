@@ -85,16 +85,16 @@ static int scan_shard(bs_store_t *st, int i, void *p)
 	MYSQL_RES *res = NULL;
 	int rc;
 
-	buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities");
+	bs__buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities");
 	if (pos->started) {
 		char ts[40];
 		snprintf(ts, sizeof ts, "%lld.%06lld", (long long)(pos->updated_us / 1000000),
 		         (long long)(pos->updated_us % 1000000));
-		buf_printf(&b, " WHERE updated <= FROM_UNIXTIME(%s) AND (updated < FROM_UNIXTIME(%s) OR added_id < %lld)",
+		bs__buf_printf(&b, " WHERE updated <= FROM_UNIXTIME(%s) AND (updated < FROM_UNIXTIME(%s) OR added_id < %lld)",
 		           ts, ts, (long long)pos->added_id);
 	}
-	buf_printf(&b, " ORDER BY updated DESC, added_id DESC LIMIT %zu", a->limit);
-	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, i, b.ptr, b.len)))
+	bs__buf_printf(&b, " ORDER BY updated DESC, added_id DESC LIMIT %zu", a->limit);
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 		goto done;
 	size_t n = (size_t)mysql_num_rows(res);
 	if (n && !(a->rows[i] = calloc(n, sizeof *a->rows[i]))) {
@@ -109,7 +109,7 @@ static int scan_shard(bs_store_t *st, int i, void *p)
 			continue;
 		r->added_id = strtoll(row[0], NULL, 10);
 		memcpy(r->e.id.b, row[1], 16);
-		r->e.updated_us = parse_unix_us(row[2]);
+		r->e.updated_us = bs__parse_unix_us(row[2]);
 		r->e.shard = i;
 		/* an undecodable body is shown as such (NIL), not hidden */
 		if (!row[3] || bs_body_decode(&r->e.bag, (const uint8_t *)row[3], lens[3]))
@@ -119,7 +119,7 @@ static int scan_shard(bs_store_t *st, int i, void *p)
 done:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -150,7 +150,7 @@ int bs_scan_next(bs_result_t *out, bs_store_t *st, bs_scan_t *sc, size_t limit)
 	}
 	if (!any)
 		goto done;
-	if ((rc = shard_each(st, which, scan_shard, &a, NULL)))
+	if ((rc = bs__shard_each(st, which, scan_shard, &a, NULL)))
 		goto done;
 	if (!(out->items = calloc(limit, sizeof *out->items))) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
@@ -195,7 +195,7 @@ done:
 
 /* ------------------------------------------------------------ index rows */
 
-void index_value_text(char *buf, size_t size, const bs_value_t *v)
+void bs__index_value_text(char *buf, size_t size, const bs_value_t *v)
 {
 	switch (v ? v->type : BS_NIL) {
 	case BS_BIN:
@@ -233,7 +233,7 @@ void index_value_text(char *buf, size_t size, const bs_value_t *v)
 	}
 }
 
-int index_row_decode(bs_value_t *vals, const bs_index_t *idx, MYSQL_ROW row, const unsigned long *lens)
+int bs__index_row_decode(bs_value_t *vals, const bs_index_t *idx, MYSQL_ROW row, const unsigned long *lens)
 {
 	for (int k = 0; k < idx->nprops; k++) {
 		const char *c = row[k];
@@ -281,17 +281,17 @@ static int rows_on_shard(bs_store_t *st, int i, void *p)
 		if (idx->state == BS_INDEX_DISABLED)
 			continue;
 		bs_entity_rows_t *er = &a->out[slot];
-		buf_reset(&b);
-		buf_puts(&b, "SELECT ");
+		bs__buf_reset(&b);
+		bs__buf_puts(&b, "SELECT ");
 		for (int k = 0; k < idx->nprops; k++) {
-			buf_ident(&b, idx->props[k].name);
-			buf_puts(&b, ",");
+			bs__buf_ident(&b, idx->props[k].name);
+			bs__buf_puts(&b, ",");
 		}
-		buf_puts(&b, "entity_id FROM ");
-		buf_ident(&b, idx->name);
-		buf_puts(&b, " WHERE entity_id=");
-		buf_hex(&b, a->id->b, 16);
-		if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, i, b.ptr, b.len)))
+		bs__buf_puts(&b, "entity_id FROM ");
+		bs__buf_ident(&b, idx->name);
+		bs__buf_puts(&b, " WHERE entity_id=");
+		bs__buf_hex(&b, a->id->b, 16);
+		if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 			goto done;
 		MYSQL_ROW row;
 		while ((row = mysql_fetch_row(res))) {
@@ -299,10 +299,10 @@ static int rows_on_shard(bs_store_t *st, int i, void *p)
 			char text[256] = "";
 			size_t o = 0;
 			bool right = er->expect_shard == i;
-			index_row_decode(vals, idx, row, mysql_fetch_lengths(res));
+			bs__index_row_decode(vals, idx, row, mysql_fetch_lengths(res));
 			for (int k = 0; k < idx->nprops; k++) {
 				char one[200];
-				index_value_text(one, sizeof one, &vals[k]);
+				bs__index_value_text(one, sizeof one, &vals[k]);
 				o += (size_t)snprintf(text + o, o < sizeof text ? sizeof text - o : 0, "%s%s=%s",
 				                      k ? " " : "", idx->props[k].name, one);
 				if (o >= sizeof text)
@@ -327,7 +327,7 @@ static int rows_on_shard(bs_store_t *st, int i, void *p)
 done:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -343,8 +343,8 @@ int bs_entity_index_rows(bs_entity_rows_t **out, int *n, bs_store_t *st, const b
 	*n = 0;
 	if ((rc = bs_bag_id(&id, bag)))
 		return rc;
-	catalog_invalidate(st);
-	if ((rc = catalog_cached(&cat, st)))
+	bs__catalog_invalidate(st);
+	if ((rc = bs__catalog_cached(&cat, st)))
 		return rc;
 	for (int x = 0; x < cat->len; x++)
 		if (cat->items[x].state != BS_INDEX_DISABLED)
@@ -366,12 +366,12 @@ int bs_entity_index_rows(bs_entity_rows_t **out, int *n, bs_store_t *st, const b
 			continue;
 		bs_entity_rows_t *er = &a.out[slot];
 		snprintf(er->index, sizeof er->index, "%s", idx->name);
-		er->expect_shard = index_row_for(a.expect[slot], tmps[slot], idx, bag, st->n, &er->misfit);
+		er->expect_shard = bs__index_row_for(a.expect[slot], tmps[slot], idx, bag, st->n, &er->misfit);
 		if (er->expect_shard >= 0) {
 			size_t o = 0;
 			for (int k = 0; k < idx->nprops; k++) {
 				char one[200];
-				index_value_text(one, sizeof one, a.expect[slot][k]);
+				bs__index_value_text(one, sizeof one, a.expect[slot][k]);
 				o += (size_t)snprintf(er->expect + o, o < sizeof er->expect ? sizeof er->expect - o : 0,
 				                      "%s%s=%s", k ? " " : "", idx->props[k].name, one);
 				if (o >= sizeof er->expect)
@@ -380,7 +380,7 @@ int bs_entity_index_rows(bs_entity_rows_t **out, int *n, bs_store_t *st, const b
 		}
 		slot++;
 	}
-	rc = shard_each(st, NULL, rows_on_shard, &a, NULL);
+	rc = bs__shard_each(st, NULL, rows_on_shard, &a, NULL);
 	pthread_mutex_destroy(&a.lock);
 	if (!rc) {
 		*out = a.out;

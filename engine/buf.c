@@ -12,20 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-void buf_free(bs_buf_t *b)
+void bs__buf_free(bs_buf_t *b)
 {
 	free(b->ptr);
 	memset(b, 0, sizeof *b);
 }
 
-void buf_reset(bs_buf_t *b)
+void bs__buf_reset(bs_buf_t *b)
 {
 	b->len = 0;
 	if (b->ptr)
 		b->ptr[0] = '\0';
 }
 
-int buf_ok(const bs_buf_t *b)
+int bs__buf_ok(const bs_buf_t *b)
 {
 	return b->oom ? bs_error(BS_ENOMEM, "out of memory building SQL") : 0;
 }
@@ -49,7 +49,7 @@ static bool buf_reserve(bs_buf_t *b, size_t extra)
 	return true;
 }
 
-void buf_putn(bs_buf_t *b, const char *s, size_t n)
+void bs__buf_putn(bs_buf_t *b, const char *s, size_t n)
 {
 	if (!buf_reserve(b, n))
 		return;
@@ -58,9 +58,9 @@ void buf_putn(bs_buf_t *b, const char *s, size_t n)
 	b->ptr[b->len] = '\0';
 }
 
-void buf_puts(bs_buf_t *b, const char *s) { buf_putn(b, s, strlen(s)); }
+void bs__buf_puts(bs_buf_t *b, const char *s) { bs__buf_putn(b, s, strlen(s)); }
 
-void buf_printf(bs_buf_t *b, const char *fmt, ...)
+void bs__buf_printf(bs_buf_t *b, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -74,7 +74,7 @@ void buf_printf(bs_buf_t *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
-void buf_hex(bs_buf_t *b, const void *p, size_t n)
+void bs__buf_hex(bs_buf_t *b, const void *p, size_t n)
 {
 	static const char digits[] = "0123456789abcdef";
 	const unsigned char *s = p;
@@ -92,38 +92,38 @@ void buf_hex(bs_buf_t *b, const void *p, size_t n)
 	b->len += 2 * n + 3;
 }
 
-void buf_ident(bs_buf_t *b, const char *name)
+void bs__buf_ident(bs_buf_t *b, const char *name)
 {
-	buf_putn(b, "`", 1);
-	buf_puts(b, name);
-	buf_putn(b, "`", 1);
+	bs__buf_putn(b, "`", 1);
+	bs__buf_puts(b, name);
+	bs__buf_putn(b, "`", 1);
 }
 
-void buf_value(bs_buf_t *b, const bs_value_t *v, const bs_prop_t *prop)
+void bs__buf_value(bs_buf_t *b, const bs_value_t *v, const bs_prop_t *prop)
 {
 	switch (v->type) {
 	case BS_STR:
 		if (prop->type == BS_COL_STRING)
-			buf_puts(b, "_utf8mb4 ");
-		buf_hex(b, v->v.s.ptr, v->v.s.len);
+			bs__buf_puts(b, "_utf8mb4 ");
+		bs__buf_hex(b, v->v.s.ptr, v->v.s.len);
 		break;
 	case BS_BIN:
-		buf_hex(b, v->v.s.ptr, v->v.s.len);
+		bs__buf_hex(b, v->v.s.ptr, v->v.s.len);
 		break;
 	case BS_INT:
-		buf_printf(b, "%lld", (long long)v->v.i);
+		bs__buf_printf(b, "%lld", (long long)v->v.i);
 		break;
 	case BS_UINT:
-		buf_printf(b, "%llu", (unsigned long long)v->v.u);
+		bs__buf_printf(b, "%llu", (unsigned long long)v->v.u);
 		break;
 	case BS_FLOAT:
-		buf_printf(b, "%.17g", v->v.f);
+		bs__buf_printf(b, "%.17g", v->v.f);
 		break;
 	case BS_BOOL:
-		buf_puts(b, v->v.b ? "1" : "0");
+		bs__buf_puts(b, v->v.b ? "1" : "0");
 		break;
 	default:
-		buf_puts(b, "NULL");
+		bs__buf_puts(b, "NULL");
 		break;
 	}
 }

@@ -25,7 +25,7 @@ void bs_index_list_free(bs_index_list_t *l)
 	l->len = 0;
 }
 
-const bs_index_t *index_find(const bs_index_list_t *l, const char *name)
+const bs_index_t *bs__index_find(const bs_index_list_t *l, const char *name)
 {
 	for (int i = 0; i < l->len; i++)
 		if (!strcmp(l->items[i].name, name))
@@ -59,10 +59,10 @@ static int read_catalog(bs_index_list_t *out, bs_store_t *st, int i)
 
 	out->items = NULL;
 	out->len = 0;
-	if ((rc = shard_query(&res, st, i, q, sizeof q - 1))) {
-		if (shard_last_errno(st, i) == ER_NO_SUCH_TABLE)
+	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1))) {
+		if (bs__shard_last_errno(st, i) == ER_NO_SUCH_TABLE)
 			rc = bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`",
-			              shard_label(label, sizeof label, &st->shards[i]));
+			              bs__shard_label(label, sizeof label, &st->shards[i]));
 		return rc;
 	}
 	my_ulonglong rows = mysql_num_rows(res);
@@ -75,12 +75,12 @@ static int read_catalog(bs_index_list_t *out, bs_store_t *st, int i)
 		bs_index_t *ix = &out->items[out->len];
 		if (bs_index_parse(ix, row[0], row[1], row[2]) || parse_state(&ix->state, row[3])) {
 			rc = bs_error(BS_ECORRUPT, "%s: catalog row for index %s does not parse: %s",
-			              shard_label(label, sizeof label, &st->shards[i]), row[0] ? row[0] : "?",
+			              bs__shard_label(label, sizeof label, &st->shards[i]), row[0] ? row[0] : "?",
 			              bs_last_error());
 			goto done;
 		}
-		ix->created_us = parse_unix_us(row[4]);
-		ix->changed_us = parse_unix_us(row[5]);
+		ix->created_us = bs__parse_unix_us(row[4]);
+		ix->changed_us = bs__parse_unix_us(row[5]);
 		out->len++;
 	}
 done:
@@ -112,24 +112,24 @@ int bs_index_get(bs_index_t *out, bs_store_t *st, const char *name)
 	int rc = bs_index_list(&l, st);
 	if (rc)
 		return rc;
-	const bs_index_t *ix = index_find(&l, name);
+	const bs_index_t *ix = bs__index_find(&l, name);
 	if (ix) {
 		*out = *ix;
 	} else {
 		bs_buf_t names = {0};
 		for (int i = 0; i < l.len; i++) {
-			buf_puts(&names, i ? ", " : "");
-			buf_puts(&names, l.items[i].name);
+			bs__buf_puts(&names, i ? ", " : "");
+			bs__buf_puts(&names, l.items[i].name);
 		}
 		rc = bs_error(BS_ENOTFOUND, "no index named %s (indexes: %s)", name,
 		              names.len ? names.ptr : "none");
-		buf_free(&names);
+		bs__buf_free(&names);
 	}
 	bs_index_list_free(&l);
 	return rc;
 }
 
-int catalog_cached(const bs_index_list_t **out, bs_store_t *st)
+int bs__catalog_cached(const bs_index_list_t **out, bs_store_t *st)
 {
 	double now = bs_now_mono();
 	if (st->cat_loaded < 0 || now - st->cat_loaded >= st->cfg->catalog_ttl) {
@@ -145,7 +145,7 @@ int catalog_cached(const bs_index_list_t **out, bs_store_t *st)
 	return 0;
 }
 
-void catalog_invalidate(bs_store_t *st) { st->cat_loaded = -1; }
+void bs__catalog_invalidate(bs_store_t *st) { st->cat_loaded = -1; }
 
 /* ------------------------------------------------------------ create/drop */
 
@@ -159,15 +159,15 @@ static int exec_on(bs_store_t *st, int i, void *p)
 {
 	struct sql_arg *a = p;
 	int rc;
-	if (a->writable && (rc = shard_check_writable(st, i)))
+	if (a->writable && (rc = bs__shard_check_writable(st, i)))
 		return rc;
-	return shard_exec(st, i, a->sql, a->len);
+	return bs__shard_exec(st, i, a->sql, a->len);
 }
 
-int exec_everywhere(bs_store_t *st, const char *sql, size_t len)
+int bs__exec_everywhere(bs_store_t *st, const char *sql, size_t len)
 {
 	struct sql_arg a = { sql, len, true };
-	return shard_each(st, NULL, exec_on, &a, NULL);
+	return bs__shard_each(st, NULL, exec_on, &a, NULL);
 }
 
 static int has_entities(bs_store_t *st, int i, void *p)
@@ -175,7 +175,7 @@ static int has_entities(bs_store_t *st, int i, void *p)
 	bool *any = p;
 	MYSQL_RES *res;
 	static const char q[] = "SELECT 1 FROM entities LIMIT 1";
-	int rc = shard_query(&res, st, i, q, sizeof q - 1);
+	int rc = bs__shard_query(&res, st, i, q, sizeof q - 1);
 	if (rc)
 		return rc;
 	if (mysql_num_rows(res))
@@ -212,18 +212,18 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 	 * removed only after they are dropped.) */
 	if ((rc = bs_index_ddl(&ddl, def)))
 		goto done;
-	buf_puts(&b, "DROP TABLE IF EXISTS ");
-	buf_ident(&b, def->name);
-	buf_puts(&b, "; ");
-	buf_puts(&b, ddl);
-	if ((rc = buf_ok(&b)) || (rc = exec_everywhere(st, b.ptr, b.len)))
+	bs__buf_puts(&b, "DROP TABLE IF EXISTS ");
+	bs__buf_ident(&b, def->name);
+	bs__buf_puts(&b, "; ");
+	bs__buf_puts(&b, ddl);
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__exec_everywhere(st, b.ptr, b.len)))
 		goto done;
 
 	if (!(any = calloc((size_t)st->n, sizeof *any))) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((rc = shard_each(st, NULL, has_entities, any, NULL)))
+	if ((rc = bs__shard_each(st, NULL, has_entities, any, NULL)))
 		goto done;
 	bool empty = true;
 	for (int i = 0; i < st->n; i++)
@@ -231,14 +231,14 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 			empty = false;
 	/* Always building first: writers that cached the catalog do not know
 	 * the index yet. The cleaner's backfill jobs are queued here; it marks
-	 * the index ready by the one rule of index_promote. One creation time
+	 * the index ready by the one rule of bs__index_promote. One creation time
 	 * on every shard (the first answering shard's clock): the jobs name the
 	 * index they build by it. */
 	char created[40] = "NOW(6)";
 	for (int i = 0; i < st->n; i++) {
 		MYSQL_RES *res;
 		static const char q[] = "SELECT UNIX_TIMESTAMP(NOW(6))";
-		if (shard_query(&res, st, i, q, sizeof q - 1))
+		if (bs__shard_query(&res, st, i, q, sizeof q - 1))
 			continue;
 		MYSQL_ROW row = mysql_fetch_row(res);
 		if (row && row[0])
@@ -247,17 +247,17 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 		break;
 	}
 	bs_error_clear();
-	buf_reset(&b);
-	buf_puts(&b, "INSERT INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed) VALUES ('");
-	buf_puts(&b, def->name);
-	buf_puts(&b, "','");
-	buf_puts(&b, on);
-	buf_puts(&b, "','");
-	buf_puts(&b, def->props[def->shard_on].name);
-	buf_printf(&b, "','building',%s,%s)", created, created);
-	if ((rc = buf_ok(&b)) || (rc = exec_everywhere(st, b.ptr, b.len)))
+	bs__buf_reset(&b);
+	bs__buf_puts(&b, "INSERT INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed) VALUES ('");
+	bs__buf_puts(&b, def->name);
+	bs__buf_puts(&b, "','");
+	bs__buf_puts(&b, on);
+	bs__buf_puts(&b, "','");
+	bs__buf_puts(&b, def->props[def->shard_on].name);
+	bs__buf_printf(&b, "','building',%s,%s)", created, created);
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__exec_everywhere(st, b.ptr, b.len)))
 		goto done;
-	catalog_invalidate(st);
+	bs__catalog_invalidate(st);
 	if ((rc = bs_backfill_queue(st, def->name)))
 		goto done;
 	/* On an empty store the backfill is instant: build it here, which waits
@@ -267,7 +267,7 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 done:
 	free(any);
 	free(ddl);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -282,29 +282,29 @@ int bs_index_drop(bs_store_t *st, const char *name)
 	if ((rc = bs_index_get(&ix, st, name)))
 		return rc;
 	if (ix.state != BS_INDEX_DISABLED) {
-		buf_printf(&b, "UPDATE bagstore_indexes SET state='disabled', changed=NOW(6) WHERE name='%s'", name);
-		if ((rc = buf_ok(&b)) || (rc = exec_everywhere(st, b.ptr, b.len)))
+		bs__buf_printf(&b, "UPDATE bagstore_indexes SET state='disabled', changed=NOW(6) WHERE name='%s'", name);
+		if ((rc = bs__buf_ok(&b)) || (rc = bs__exec_everywhere(st, b.ptr, b.len)))
 			goto done;
-		catalog_invalidate(st);
+		bs__catalog_invalidate(st);
 		/* writers that cached the catalog stop maintaining it within a TTL */
 		double wait = st->cfg->catalog_ttl;
 		struct timespec ts = { (time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9) };
 		while (nanosleep(&ts, &ts) && errno == EINTR)
 			;
 	}
-	buf_reset(&b);
-	buf_puts(&b, "DROP TABLE IF EXISTS ");
-	buf_ident(&b, name);
-	buf_printf(&b, "; DELETE FROM bagstore_indexes WHERE name='%s'", name);
+	bs__buf_reset(&b);
+	bs__buf_puts(&b, "DROP TABLE IF EXISTS ");
+	bs__buf_ident(&b, name);
+	bs__buf_printf(&b, "; DELETE FROM bagstore_indexes WHERE name='%s'", name);
 	/* and the cleaner's bookkeeping of it: jobs, last verify, sweep cursor */
-	buf_printf(&b, "; DELETE FROM bagstore_jobs WHERE index_name='%s'; DELETE FROM bagstore_verify"
+	bs__buf_printf(&b, "; DELETE FROM bagstore_jobs WHERE index_name='%s'; DELETE FROM bagstore_verify"
 	               " WHERE index_name='%s'; DELETE FROM bagstore_watermarks WHERE name='sweep:%s'",
 	           name, name, name);
-	if ((rc = buf_ok(&b)) || (rc = exec_everywhere(st, b.ptr, b.len)))
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__exec_everywhere(st, b.ptr, b.len)))
 		goto done;
-	catalog_invalidate(st);
+	bs__catalog_invalidate(st);
 done:
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -321,20 +321,20 @@ static int rows_on(bs_store_t *st, int i, void *p)
 	MYSQL_RES *res = NULL;
 	int rc;
 	if (a->exact) {
-		buf_puts(&b, "SELECT COUNT(*) FROM ");
-		buf_ident(&b, a->name);
+		bs__buf_puts(&b, "SELECT COUNT(*) FROM ");
+		bs__buf_ident(&b, a->name);
 	} else {
-		buf_printf(&b, "SELECT TABLE_ROWS FROM information_schema.TABLES"
+		bs__buf_printf(&b, "SELECT TABLE_ROWS FROM information_schema.TABLES"
 		               " WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME='%s'", a->name);
 	}
-	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, i, b.ptr, b.len)))
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	a->counts[i] = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
 done:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -343,5 +343,5 @@ int bs_index_rows(int64_t *counts, bs_store_t *st, const char *name, bool exact)
 	struct rows_arg a = { name, exact, counts };
 	for (int i = 0; i < st->n; i++)
 		counts[i] = -1;
-	return shard_each(st, NULL, rows_on, &a, NULL);
+	return bs__shard_each(st, NULL, rows_on, &a, NULL);
 }

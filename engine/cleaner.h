@@ -20,15 +20,15 @@ typedef struct {
 	size_t corrupt;    /* bodies that did not decode */
 } ebatch_t;
 
-void ebatch_reset(ebatch_t *b);
-void ebatch_free(ebatch_t *b);
+void bs__ebatch_reset(ebatch_t *b);
+void bs__ebatch_free(ebatch_t *b);
 /* Append the rows of res: columns added_id, id, UNIX_TIMESTAMP(updated), body. */
-int ebatch_load(ebatch_t *b, MYSQL_RES *res);
+int bs__ebatch_load(ebatch_t *b, MYSQL_RES *res);
 /* Reset b and fill it with the rows sql (selecting those columns) returns on
  * shard; *got (optional) gets the rows returned, undecodable ids included. */
-int ebatch_fetch(ebatch_t *b, size_t *got, bs_store_t *st, int shard, const bs_buf_t *sql);
+int bs__ebatch_fetch(ebatch_t *b, size_t *got, bs_store_t *st, int shard, const bs_buf_t *sql);
 /* Position of id in ids[n] (16-byte ids in ascending order); -1 when absent. */
-long ids_find(const void *ids, size_t n, const void *id);
+long bs__ids_find(const void *ids, size_t n, const void *id);
 
 /* ------------------------------------------------------------ drift (drift.c) */
 
@@ -40,77 +40,83 @@ typedef struct {
  * entity should have no row) with what every shard holds, reading them with
  * entity_id IN (...) on every shard at once. With fix, delete stale rows
  * and upsert missing or wrong ones. Counts are added to *out. */
-int drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
+int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
                 const bs_id_t *ids, const bs_value_t *bags, size_t n, bool fix);
 
 /* Index rows on shard `shard` after *cursor (16 bytes, all zero to start)
  * whose entity is gone: up to limit rows looked at; with fix, deleted.
  * *cursor moves on; *wrapped is set when the end of the table was reached. */
-int drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs_index_t *idx,
+int bs__drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs_index_t *idx,
                   int shard, uint8_t cursor[16], size_t limit, bool fix, bool *wrapped);
 
 /* ------------------------------------------------------------ repair (repair.c) */
 
-/* After drift_check(fix) over eb (read from shard): redo the entities a
+/* After bs__drift_check(fix) over eb (read from shard): redo the entities a
  * writer changed or deleted meanwhile from their new bodies (a few rounds),
  * so that no fix made from an old body outlives a writer's newer rows. */
-int drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_t *idx, int nidx,
+int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_t *idx, int nidx,
                  const ebatch_t *eb);
 
 /* Make every entity updated at or after since_us (on every shard) right in
  * idx (NULL: every maintained index), newest first. */
-int repair_since(int64_t *rows, bs_store_t *st, const bs_index_t *idx, int64_t since_us);
+int bs__repair_since(int64_t *rows, bs_store_t *st, const bs_index_t *idx, int64_t since_us);
 
 /* ------------------------------------------------------------ backfill (backfill.c) */
 
 /* Run the jobs of index that can run now, one thread per source shard,
  * each returning as soon as it cannot go on (someone else holds it, it is
  * paused, a shard is down). *all_done: every job is done. */
-int backfill_run_pending(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts);
+int bs__backfill_run_pending(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts);
 
 /* ------------------------------------------------------------ jobs (jobs.c) */
 
 /* The GET_LOCK name of a job (at most 64 characters) into buf[65]. */
-void job_lock_name(char buf[65], const bs_store_t *st, int shard, const char *index);
+void bs__job_lock_name(char buf[65], const bs_store_t *st, int shard, const char *index);
 /* The job row of index on shard; BS_ENOTFOUND when absent. */
-int job_read(bs_job_t *out, int64_t *index_created_us, bs_store_t *st, int shard, const char *index);
-int job_state_parse(bs_job_state_t *out, const char *s);
+int bs__job_read(bs_job_t *out, int64_t *index_created_us, bs_store_t *st, int shard, const char *index);
+int bs__job_state_parse(bs_job_state_t *out, const char *s);
 /* Are all jobs of index done, on every shard? (*all_done false when any is
  * not, or when there are none.) */
-int jobs_all_done(bool *all_done, bs_store_t *st, const char *index);
+int bs__jobs_all_done(bool *all_done, bs_store_t *st, const char *index);
 
 /* ------------------------------------------------------------ throttle (throttle.c) */
 
 typedef struct throttle throttle_t;
-int throttle_new(throttle_t **out, const bs_config_t *cfg);
-void throttle_free(throttle_t *t);
+int bs__throttle_new(throttle_t **out, const bs_config_t *cfg);
+void bs__throttle_free(throttle_t *t);
 /* Check Threads_running on the shards in `which` (NULL: all) through st,
  * and replica lag where replicas are configured. Returns 0 and sets
  * *level: 0 go, 1 pause (reason says why), 2 stop (critical). A shard that
  * does not answer is BS_EUNREACHABLE. */
-int throttle_check(int *level, char *reason, size_t size, throttle_t *t, bs_store_t *st,
+int bs__throttle_check(int *level, char *reason, size_t size, throttle_t *t, bs_store_t *st,
                    const bool *which);
 
 /* ------------------------------------------------------------ lag (lag.c) */
 
 /* After a repair pass on shard: record the watermark, rows, repairs and a
  * lag sample (at most one per history step). */
-int lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t pass_rows,
+int bs__lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t pass_rows,
                int64_t repairs, double pass_seconds);
 /* The watermark of shard (0 when never recorded). */
-int lag_watermark(int64_t *out, bs_store_t *st, int shard);
+int bs__lag_watermark(int64_t *out, bs_store_t *st, int shard);
 
 /* ------------------------------------------------------------ misc */
 
 /* Run one data-changing statement and return the rows it matched
  * (ROW_COUNT(); the connection reports found rows, not changed ones). */
-int exec_count(int64_t *matched, bs_store_t *st, int shard, bs_buf_t *sql);
+int bs__exec_count(int64_t *matched, bs_store_t *st, int shard, bs_buf_t *sql);
 
 /* Sleep up to s seconds, waking early when *stop is set. */
-void cleaner_sleep(double s, volatile int *stop);
+void bs__cleaner_sleep(double s, atomic_int *stop);
+/* Has the caller asked the cleaner to stop? (opts or its flag may be NULL) */
+static inline atomic_int *bs__stop_flag(const bs_cleaner_opts_t *opts) { return opts ? opts->stop : NULL; }
+static inline bool bs__stopping(const bs_cleaner_opts_t *opts)
+{
+	return opts && opts->stop && atomic_load_explicit(opts->stop, memory_order_relaxed);
+}
 /* Is the error a shard that cannot be reached (wait and retry)? */
-bool cleaner_transient(int rc);
+bool bs__cleaner_transient(int rc);
 /* "host" of this machine and our pid. */
-void cleaner_worker_id(char host[64], int *pid);
+void bs__cleaner_worker_id(char host[64], int *pid);
 
 #endif

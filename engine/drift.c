@@ -3,7 +3,7 @@
  * the one routine under repair, verify and promotion.
  *
  * For a batch of entities, the rows they should have are computed from
- * their bodies (index_row_for), the rows they do have are read with
+ * their bodies (bs__index_row_for), the rows they do have are read with
  * `entity_id IN (...)` on every shard at once, and values are compared in a
  * canonical text form (hex for bytes and strings, decimal for ints and
  * bools, %.17g for floats), so no comparison depends on a collation.
@@ -21,7 +21,7 @@
 
 /* ------------------------------------------------------------ batches */
 
-void ebatch_reset(ebatch_t *b)
+void bs__ebatch_reset(ebatch_t *b)
 {
 	for (size_t i = 0; i < b->len; i++)
 		bs_value_clear(&b->bags[i]);
@@ -29,9 +29,9 @@ void ebatch_reset(ebatch_t *b)
 	b->corrupt = 0;
 }
 
-void ebatch_free(ebatch_t *b)
+void bs__ebatch_free(ebatch_t *b)
 {
-	ebatch_reset(b);
+	bs__ebatch_reset(b);
 	free(b->ids);
 	free(b->bags);
 	free(b->added);
@@ -64,7 +64,7 @@ static int ebatch_grow(ebatch_t *b, size_t need)
 	return 0;
 }
 
-int ebatch_load(ebatch_t *b, MYSQL_RES *res)
+int bs__ebatch_load(ebatch_t *b, MYSQL_RES *res)
 {
 	int rc;
 	if ((rc = ebatch_grow(b, b->len + (size_t)mysql_num_rows(res))))
@@ -77,7 +77,7 @@ int ebatch_load(ebatch_t *b, MYSQL_RES *res)
 		size_t k = b->len++;
 		b->added[k] = row[0] ? strtoll(row[0], NULL, 10) : 0;
 		memcpy(b->ids[k].b, row[1], 16);
-		b->updated[k] = parse_unix_us(row[2]);
+		b->updated[k] = bs__parse_unix_us(row[2]);
 		if (!row[3] || bs_body_decode(&b->bags[k], (const uint8_t *)row[3], lens[3])) {
 			bs_value_nil(&b->bags[k]);
 			b->corrupt++;
@@ -86,25 +86,25 @@ int ebatch_load(ebatch_t *b, MYSQL_RES *res)
 	return 0;
 }
 
-int ebatch_fetch(ebatch_t *b, size_t *got, bs_store_t *st, int shard, const bs_buf_t *sql)
+int bs__ebatch_fetch(ebatch_t *b, size_t *got, bs_store_t *st, int shard, const bs_buf_t *sql)
 {
 	MYSQL_RES *res = NULL;
 	int rc;
-	ebatch_reset(b);
+	bs__ebatch_reset(b);
 	if (got)
 		*got = 0;
-	if ((rc = buf_ok(sql)) || (rc = shard_query(&res, st, shard, sql->ptr, sql->len)))
+	if ((rc = bs__buf_ok(sql)) || (rc = bs__shard_query(&res, st, shard, sql->ptr, sql->len)))
 		return rc;
 	if (got)
 		*got = (size_t)mysql_num_rows(res);
-	rc = ebatch_load(b, res);
+	rc = bs__ebatch_load(b, res);
 	mysql_free_result(res);
 	return rc;
 }
 
-_Static_assert(sizeof(bs_id_t) == 16, "ids_find walks bs_id_t arrays as 16-byte ids");
+_Static_assert(sizeof(bs_id_t) == 16, "bs__ids_find walks bs_id_t arrays as 16-byte ids");
 
-long ids_find(const void *ids, size_t n, const void *id)
+long bs__ids_find(const void *ids, size_t n, const void *id)
 {
 	const uint8_t *base = ids;
 	size_t lo = 0, hi = n;
@@ -127,7 +127,7 @@ static void canon_float(bs_buf_t *b, double f)
 {
 	if (f == 0)
 		f = 0; /* -0 and 0 are one value */
-	buf_printf(b, "%.17g", f);
+	bs__buf_printf(b, "%.17g", f);
 }
 
 /* The expected value of prop, canonical. */
@@ -140,14 +140,14 @@ static void canon_value(bs_buf_t *b, const bs_value_t *v, const bs_prop_t *prop)
 	case BS_COL_STRING:
 		for (size_t i = 0; i < v->v.s.len; i++) {
 			char two[2] = { hx[(uint8_t)v->v.s.ptr[i] >> 4], hx[(uint8_t)v->v.s.ptr[i] & 15] };
-			buf_putn(b, two, 2);
+			bs__buf_putn(b, two, 2);
 		}
 		break;
 	case BS_COL_INT:
-		buf_printf(b, "%lld", (long long)v->v.i);
+		bs__buf_printf(b, "%lld", (long long)v->v.i);
 		break;
 	case BS_COL_BOOL:
-		buf_puts(b, v->v.b ? "1" : "0");
+		bs__buf_puts(b, v->v.b ? "1" : "0");
 		break;
 	case BS_COL_FLOAT:
 		canon_float(b, v->type == BS_INT ? (double)v->v.i : v->v.f);
@@ -159,26 +159,26 @@ static void canon_value(bs_buf_t *b, const bs_value_t *v, const bs_prop_t *prop)
 static void canon_select(bs_buf_t *b, const bs_prop_t *prop)
 {
 	if (prop->type == BS_COL_UUID || prop->type == BS_COL_BINARY || prop->type == BS_COL_STRING) {
-		buf_puts(b, "HEX(");
-		buf_ident(b, prop->name);
-		buf_puts(b, ")");
+		bs__buf_puts(b, "HEX(");
+		bs__buf_ident(b, prop->name);
+		bs__buf_puts(b, ")");
 	} else {
-		buf_ident(b, prop->name);
+		bs__buf_ident(b, prop->name);
 	}
 }
 
 static void canon_db(bs_buf_t *b, const char *text, const bs_prop_t *prop)
 {
 	if (!text) {
-		buf_puts(b, "NULL");
+		bs__buf_puts(b, "NULL");
 		return;
 	}
 	if (prop->type == BS_COL_FLOAT)
 		canon_float(b, strtod(text, NULL));
 	else if (prop->type == BS_COL_BOOL)
-		buf_puts(b, strcmp(text, "0") ? "1" : "0");
+		bs__buf_puts(b, strcmp(text, "0") ? "1" : "0");
 	else
-		buf_puts(b, text);
+		bs__buf_puts(b, text);
 }
 
 /* ------------------------------------------------------------ check */
@@ -226,23 +226,23 @@ static int read_rows_on(bs_store_t *st, int i, void *p)
 	check_t *c = p;
 	bs_buf_t b = {0};
 	int rc;
-	buf_puts(&b, "SELECT entity_id");
+	bs__buf_puts(&b, "SELECT entity_id");
 	for (int k = 0; k < c->idx->nprops; k++) {
-		buf_puts(&b, ",");
+		bs__buf_puts(&b, ",");
 		canon_select(&b, &c->idx->props[k]);
 	}
-	buf_puts(&b, " FROM ");
-	buf_ident(&b, c->idx->name);
-	buf_puts(&b, " WHERE entity_id IN (");
+	bs__buf_puts(&b, " FROM ");
+	bs__buf_ident(&b, c->idx->name);
+	bs__buf_puts(&b, " WHERE entity_id IN (");
 	for (size_t k = 0; k < c->n; k++) {
 		if (k)
-			buf_puts(&b, ",");
-		buf_hex(&b, c->ids[k].b, 16);
+			bs__buf_puts(&b, ",");
+		bs__buf_hex(&b, c->ids[k].b, 16);
 	}
-	buf_puts(&b, ")");
-	if (!(rc = buf_ok(&b)))
-		rc = shard_query(&c->res[i], st, i, b.ptr, b.len);
-	buf_free(&b);
+	bs__buf_puts(&b, ")");
+	if (!(rc = bs__buf_ok(&b)))
+		rc = bs__shard_query(&c->res[i], st, i, b.ptr, b.len);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -253,42 +253,42 @@ static int fix_on(bs_store_t *st, int i, void *p)
 	int rc;
 	if (!c->ndel[i] && !c->nins[i])
 		return 0;
-	if ((rc = shard_check_writable(st, i)))
+	if ((rc = bs__shard_check_writable(st, i)))
 		return rc;
 	if (c->ndel[i]) {
-		buf_puts(&b, "DELETE FROM ");
-		buf_ident(&b, c->idx->name);
-		buf_puts(&b, " WHERE entity_id IN (");
-		buf_putn(&b, c->del[i].ptr, c->del[i].len);
-		buf_puts(&b, ")");
+		bs__buf_puts(&b, "DELETE FROM ");
+		bs__buf_ident(&b, c->idx->name);
+		bs__buf_puts(&b, " WHERE entity_id IN (");
+		bs__buf_putn(&b, c->del[i].ptr, c->del[i].len);
+		bs__buf_puts(&b, ")");
 	}
 	if (c->nins[i]) {
-		buf_puts(&b, b.len ? ";INSERT INTO " : "INSERT INTO ");
-		buf_ident(&b, c->idx->name);
-		buf_puts(&b, " (");
+		bs__buf_puts(&b, b.len ? ";INSERT INTO " : "INSERT INTO ");
+		bs__buf_ident(&b, c->idx->name);
+		bs__buf_puts(&b, " (");
 		for (int k = 0; k < c->idx->nprops; k++) {
-			buf_ident(&b, c->idx->props[k].name);
-			buf_puts(&b, ",");
+			bs__buf_ident(&b, c->idx->props[k].name);
+			bs__buf_puts(&b, ",");
 		}
-		buf_puts(&b, "entity_id) VALUES ");
-		buf_putn(&b, c->ins[i].ptr, c->ins[i].len);
-		buf_puts(&b, " ON DUPLICATE KEY UPDATE ");
+		bs__buf_puts(&b, "entity_id) VALUES ");
+		bs__buf_putn(&b, c->ins[i].ptr, c->ins[i].len);
+		bs__buf_puts(&b, " ON DUPLICATE KEY UPDATE ");
 		for (int k = 0; k < c->idx->nprops; k++) {
 			if (k)
-				buf_puts(&b, ",");
-			buf_ident(&b, c->idx->props[k].name);
-			buf_puts(&b, "=VALUES(");
-			buf_ident(&b, c->idx->props[k].name);
-			buf_puts(&b, ")");
+				bs__buf_puts(&b, ",");
+			bs__buf_ident(&b, c->idx->props[k].name);
+			bs__buf_puts(&b, "=VALUES(");
+			bs__buf_ident(&b, c->idx->props[k].name);
+			bs__buf_puts(&b, ")");
 		}
 	}
-	if (!(rc = buf_ok(&b)))
-		rc = shard_exec(st, i, b.ptr, b.len);
-	buf_free(&b);
+	if (!(rc = bs__buf_ok(&b)))
+		rc = bs__shard_exec(st, i, b.ptr, b.len);
+	bs__buf_free(&b);
 	return rc;
 }
 
-int drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
+int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
                 const bs_id_t *ids, const bs_value_t *bags, size_t n, bool fix)
 {
 	check_t c = { .idx = idx, .ids = ids, .n = n };
@@ -317,28 +317,28 @@ int drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
 		bs_value_t tmps[BS_INDEX_MAX_PROPS];
 		bool misfit = false;
 		c.order[k] = k;
-		c.expect[k] = bags[k].type == BS_MAP ? index_row_for(vals, tmps, idx, &bags[k], ns, &misfit) : -1;
+		c.expect[k] = bags[k].type == BS_MAP ? bs__index_row_for(vals, tmps, idx, &bags[k], ns, &misfit) : -1;
 		if (misfit)
 			out->misfit++;
 		c.expect_off[k] = c.expect_text.len;
 		if (c.expect[k] >= 0) {
 			for (int p = 0; p < idx->nprops; p++) {
 				if (p)
-					buf_puts(&c.expect_text, "\x1f");
+					bs__buf_puts(&c.expect_text, "\x1f");
 				canon_value(&c.expect_text, vals[p], &idx->props[p]);
 			}
 			for (int p = 0; p < idx->nprops; p++)
 				if (vals[p] == &tmps[p])
 					bs_value_clear(&tmps[p]);
 		}
-		buf_putn(&c.expect_text, "", 1); /* the NUL separator */
+		bs__buf_putn(&c.expect_text, "", 1); /* the NUL separator */
 	}
-	if ((rc = buf_ok(&c.expect_text)))
+	if ((rc = bs__buf_ok(&c.expect_text)))
 		goto done;
 	qsort_r(c.order, n, sizeof *c.order, cmp_order, (void *)ids);
 
 	/* what they have, on every shard */
-	if ((rc = shard_each(st, NULL, read_rows_on, &c, NULL)))
+	if ((rc = bs__shard_each(st, NULL, read_rows_on, &c, NULL)))
 		goto done;
 	for (int j = 0; j < ns; j++) {
 		MYSQL_ROW r;
@@ -349,13 +349,13 @@ int drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
 			long k = find_id(&c, r[0]);
 			if (k < 0)
 				continue;
-			buf_reset(&row);
+			bs__buf_reset(&row);
 			for (int p = 0; p < idx->nprops; p++) {
 				if (p)
-					buf_puts(&row, "\x1f");
+					bs__buf_puts(&row, "\x1f");
 				canon_db(&row, r[1 + p], &idx->props[p]);
 			}
-			if ((rc = buf_ok(&row)))
+			if ((rc = bs__buf_ok(&row)))
 				goto done;
 			const char *want = c.expect_text.ptr + c.expect_off[k];
 			if (c.expect[k] == j && !strcmp(row.ptr, want) && !c.ok[k]) {
@@ -366,8 +366,8 @@ int drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
 			if (c.expect[k] == j) {
 				c.upsert[k] = true; /* wrong values on the right shard: overwrite */
 			} else {
-				buf_puts(&c.del[j], c.ndel[j] ? "," : "");
-				buf_hex(&c.del[j], r[0], 16);
+				bs__buf_puts(&c.del[j], c.ndel[j] ? "," : "");
+				bs__buf_hex(&c.del[j], r[0], 16);
 				c.ndel[j]++;
 			}
 		}
@@ -386,23 +386,23 @@ int drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
 			continue;
 		const bs_value_t *vals[BS_INDEX_MAX_PROPS];
 		bs_value_t tmps[BS_INDEX_MAX_PROPS];
-		int t = index_row_for(vals, tmps, idx, &bags[k], ns, NULL);
+		int t = bs__index_row_for(vals, tmps, idx, &bags[k], ns, NULL);
 		bs_buf_t *b = &c.ins[t];
-		buf_puts(b, c.nins[t] ? ",(" : "(");
+		bs__buf_puts(b, c.nins[t] ? ",(" : "(");
 		for (int p = 0; p < idx->nprops; p++) {
-			buf_value(b, vals[p], &idx->props[p]);
-			buf_puts(b, ",");
+			bs__buf_value(b, vals[p], &idx->props[p]);
+			bs__buf_puts(b, ",");
 			if (vals[p] == &tmps[p])
 				bs_value_clear(&tmps[p]);
 		}
-		buf_hex(b, ids[k].b, 16);
-		buf_puts(b, ")");
+		bs__buf_hex(b, ids[k].b, 16);
+		bs__buf_puts(b, ")");
 		c.nins[t]++;
 	}
 	for (int j = 0; j < ns; j++)
-		if ((rc = buf_ok(&c.del[j])) || (rc = buf_ok(&c.ins[j])))
+		if ((rc = bs__buf_ok(&c.del[j])) || (rc = bs__buf_ok(&c.ins[j])))
 			goto done;
-	if ((rc = shard_each(st, NULL, fix_on, &c, NULL)))
+	if ((rc = bs__shard_each(st, NULL, fix_on, &c, NULL)))
 		goto done;
 	for (int j = 0; j < ns; j++)
 		out->repaired += c.ndel[j] + c.nins[j];
@@ -413,12 +413,12 @@ done:
 				mysql_free_result(c.res[j]);
 	if (c.del)
 		for (int j = 0; j < ns; j++)
-			buf_free(&c.del[j]);
+			bs__buf_free(&c.del[j]);
 	if (c.ins)
 		for (int j = 0; j < ns; j++)
-			buf_free(&c.ins[j]);
-	buf_free(&c.expect_text);
-	buf_free(&row);
+			bs__buf_free(&c.ins[j]);
+	bs__buf_free(&c.expect_text);
+	bs__buf_free(&row);
 	free(c.expect);
 	free(c.expect_off);
 	free(c.order);
@@ -447,37 +447,37 @@ static int exist_on(bs_store_t *st, int i, void *p)
 	MYSQL_RES *res = NULL;
 	size_t count = 0;
 	int rc = 0;
-	buf_puts(&b, "SELECT id FROM entities WHERE id IN (");
+	bs__buf_puts(&b, "SELECT id FROM entities WHERE id IN (");
 	for (size_t k = 0; k < e->n; k++) {
 		bs_id_t id;
 		memcpy(id.b, e->ids[k], 16);
 		if (bs_route_id(&id, st->n) != i)
 			continue;
-		buf_puts(&b, count++ ? "," : "");
-		buf_hex(&b, e->ids[k], 16);
+		bs__buf_puts(&b, count++ ? "," : "");
+		bs__buf_hex(&b, e->ids[k], 16);
 	}
-	buf_puts(&b, ")");
+	bs__buf_puts(&b, ")");
 	if (!count)
 		goto done;
-	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, i, b.ptr, b.len)))
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res))) {
 		if (!row[0] || mysql_fetch_lengths(res)[0] != 16)
 			continue;
 		/* ids are in entity_id order (the index walk's ORDER BY) */
-		long k = ids_find(e->ids, e->n, row[0]);
+		long k = bs__ids_find(e->ids, e->n, row[0]);
 		if (k >= 0)
 			e->present[k] = true;
 	}
 done:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
-int drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs_index_t *idx,
+int bs__drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs_index_t *idx,
                   int shard, uint8_t cursor[16], size_t limit, bool fix, bool *wrapped)
 {
 	bs_buf_t b = {0};
@@ -485,12 +485,12 @@ int drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs_ind
 	exist_t e = {0};
 	int rc;
 	*wrapped = false;
-	buf_puts(&b, "SELECT entity_id FROM ");
-	buf_ident(&b, idx->name);
-	buf_puts(&b, " WHERE entity_id>");
-	buf_hex(&b, cursor, 16);
-	buf_printf(&b, " ORDER BY entity_id LIMIT %zu", limit);
-	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, shard, b.ptr, b.len)))
+	bs__buf_puts(&b, "SELECT entity_id FROM ");
+	bs__buf_ident(&b, idx->name);
+	bs__buf_puts(&b, " WHERE entity_id>");
+	bs__buf_hex(&b, cursor, 16);
+	bs__buf_printf(&b, " ORDER BY entity_id LIMIT %zu", limit);
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, shard, b.ptr, b.len)))
 		goto done;
 	size_t rows = (size_t)mysql_num_rows(res);
 	if (rows < limit)
@@ -509,32 +509,32 @@ int drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs_ind
 	while ((row = mysql_fetch_row(res)))
 		if (row[0] && mysql_fetch_lengths(res)[0] == 16)
 			memcpy(e.ids[e.n++], row[0], 16);
-	if ((rc = shard_each(st, NULL, exist_on, &e, NULL)))
+	if ((rc = bs__shard_each(st, NULL, exist_on, &e, NULL)))
 		goto done;
 	if (e.n)
 		memcpy(cursor, e.ids[e.n - 1], 16);
 	if (*wrapped)
 		memset(cursor, 0, 16);
-	buf_reset(&b);
+	bs__buf_reset(&b);
 	size_t gone = 0;
 	for (size_t k = 0; k < e.n; k++) {
 		if (e.present[k])
 			continue;
-		buf_puts(&b, gone++ ? "," : "");
-		buf_hex(&b, e.ids[k], 16);
+		bs__buf_puts(&b, gone++ ? "," : "");
+		bs__buf_hex(&b, e.ids[k], 16);
 	}
 	*orphans += (int64_t)gone;
 	if (!gone || !fix)
 		goto done;
 	bs_buf_t d = {0};
-	buf_puts(&d, "DELETE FROM ");
-	buf_ident(&d, idx->name);
-	buf_puts(&d, " WHERE entity_id IN (");
-	buf_putn(&d, b.ptr, b.len);
-	buf_puts(&d, ")");
-	if (!(rc = buf_ok(&d)) && !(rc = shard_check_writable(st, shard)))
-		rc = shard_exec(st, shard, d.ptr, d.len);
-	buf_free(&d);
+	bs__buf_puts(&d, "DELETE FROM ");
+	bs__buf_ident(&d, idx->name);
+	bs__buf_puts(&d, " WHERE entity_id IN (");
+	bs__buf_putn(&d, b.ptr, b.len);
+	bs__buf_puts(&d, ")");
+	if (!(rc = bs__buf_ok(&d)) && !(rc = bs__shard_check_writable(st, shard)))
+		rc = bs__shard_exec(st, shard, d.ptr, d.len);
+	bs__buf_free(&d);
 	if (!rc)
 		*fixed += (int64_t)gone;
 done:
@@ -542,6 +542,6 @@ done:
 		mysql_free_result(res);
 	free(e.ids);
 	free(e.present);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }

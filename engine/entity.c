@@ -15,13 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
-static void id_lit(bs_buf_t *b, const bs_id_t *id) { buf_hex(b, id->b, 16); }
+static void id_lit(bs_buf_t *b, const bs_id_t *id) { bs__buf_hex(b, id->b, 16); }
 
 static void append_delete(bs_buf_t *b, const bs_index_t *idx, const bs_id_t *id)
 {
-	buf_puts(b, b->len ? ";DELETE FROM " : "DELETE FROM ");
-	buf_ident(b, idx->name);
-	buf_puts(b, " WHERE entity_id=");
+	bs__buf_puts(b, b->len ? ";DELETE FROM " : "DELETE FROM ");
+	bs__buf_ident(b, idx->name);
+	bs__buf_puts(b, " WHERE entity_id=");
 	id_lit(b, id);
 }
 
@@ -35,8 +35,8 @@ static void index_sql(bs_buf_t *per_shard, const bs_index_t *idx, const bs_id_t 
 	/* the temporaries only ever hold floats (ints widened): nothing to free */
 	const bs_value_t *nv[BS_INDEX_MAX_PROPS], *ov[BS_INDEX_MAX_PROPS];
 	bs_value_t nt[BS_INDEX_MAX_PROPS], ot[BS_INDEX_MAX_PROPS];
-	int ns = bag ? index_row_for(nv, nt, idx, bag, n, NULL) : -1;
-	int os = old ? index_row_for(ov, ot, idx, old, n, NULL) : -1;
+	int ns = bag ? bs__index_row_for(nv, nt, idx, bag, n, NULL) : -1;
+	int os = old ? bs__index_row_for(ov, ot, idx, old, n, NULL) : -1;
 
 	if (os >= 0 && ns == os && idx->state == BS_INDEX_READY) {
 		bool same = true;
@@ -56,27 +56,27 @@ static void index_sql(bs_buf_t *per_shard, const bs_index_t *idx, const bs_id_t 
 	}
 	if (ns >= 0) {
 		bs_buf_t *b = &per_shard[ns];
-		buf_puts(b, b->len ? ";INSERT INTO " : "INSERT INTO ");
-		buf_ident(b, idx->name);
-		buf_puts(b, " (");
+		bs__buf_puts(b, b->len ? ";INSERT INTO " : "INSERT INTO ");
+		bs__buf_ident(b, idx->name);
+		bs__buf_puts(b, " (");
 		for (int k = 0; k < idx->nprops; k++) {
-			buf_ident(b, idx->props[k].name);
-			buf_puts(b, ",");
+			bs__buf_ident(b, idx->props[k].name);
+			bs__buf_puts(b, ",");
 		}
-		buf_puts(b, "entity_id) VALUES (");
+		bs__buf_puts(b, "entity_id) VALUES (");
 		for (int k = 0; k < idx->nprops; k++) {
-			buf_value(b, nv[k], &idx->props[k]);
-			buf_puts(b, ",");
+			bs__buf_value(b, nv[k], &idx->props[k]);
+			bs__buf_puts(b, ",");
 		}
 		id_lit(b, id);
-		buf_puts(b, ") ON DUPLICATE KEY UPDATE ");
+		bs__buf_puts(b, ") ON DUPLICATE KEY UPDATE ");
 		for (int k = 0; k < idx->nprops; k++) {
 			if (k)
-				buf_puts(b, ",");
-			buf_ident(b, idx->props[k].name);
-			buf_puts(b, "=VALUES(");
-			buf_ident(b, idx->props[k].name);
-			buf_puts(b, ")");
+				bs__buf_puts(b, ",");
+			bs__buf_ident(b, idx->props[k].name);
+			bs__buf_puts(b, "=VALUES(");
+			bs__buf_ident(b, idx->props[k].name);
+			bs__buf_puts(b, ")");
 		}
 	}
 }
@@ -90,11 +90,11 @@ static int index_flush(bs_store_t *st, bs_buf_t *per_shard, const bs_id_t *id)
 		bs_buf_t *b = &per_shard[i];
 		if (!b->len)
 			continue;
-		int r = buf_ok(b);
+		int r = bs__buf_ok(b);
 		if (!r)
-			r = shard_check_writable(st, i);
+			r = bs__shard_check_writable(st, i);
 		if (!r)
-			r = shard_exec(st, i, b->ptr, b->len);
+			r = bs__shard_exec(st, i, b->ptr, b->len);
 		if (r && !rc) {
 			char hex[33], msg[1024];
 			bs_id_hex(hex, id);
@@ -128,7 +128,7 @@ static void per_shard_free(bs_buf_t *p, int n)
 	if (!p)
 		return;
 	for (int i = 0; i < n; i++)
-		buf_free(&p[i]);
+		bs__buf_free(&p[i]);
 	free(p);
 }
 
@@ -149,22 +149,22 @@ static int read_for_update(bs_value_t *old, bool *found, int64_t *updated_us, bs
 	MYSQL_RES *res = NULL;
 	int rc;
 	*found = false;
-	buf_puts(&b, "START TRANSACTION;SELECT body, UNIX_TIMESTAMP(updated) FROM entities WHERE id=");
+	bs__buf_puts(&b, "START TRANSACTION;SELECT body, UNIX_TIMESTAMP(updated) FROM entities WHERE id=");
 	id_lit(&b, id);
-	buf_puts(&b, " FOR UPDATE");
-	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, s, b.ptr, b.len)))
+	bs__buf_puts(&b, " FOR UPDATE");
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, s, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	if (row) {
 		*found = true;
 		if (updated_us)
-			*updated_us = parse_unix_us(row[1]);
+			*updated_us = bs__parse_unix_us(row[1]);
 		old_from_row(old, row, mysql_fetch_lengths(res));
 	}
 done:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -174,7 +174,7 @@ static void rollback(bs_store_t *st, int s)
 	int code = bs_last_error_code();
 	snprintf(msg, sizeof msg, "%s", bs_last_error());
 	if (st->shards[s].conn)
-		shard_exec(st, s, "ROLLBACK", 8);
+		bs__shard_exec(st, s, "ROLLBACK", 8);
 	bs_error(code, "%s", msg);
 }
 
@@ -195,10 +195,10 @@ static int put_impl(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out, bool
 		return bs_error(BS_EREADONLY, "read-only: refusing to write");
 	if ((rc = bs_bag_id(&id, bag)) || (rc = bs_body_encode(&body, bag)))
 		goto done;
-	if ((rc = catalog_cached(&cat, st)))
+	if ((rc = bs__catalog_cached(&cat, st)))
 		goto done;
 	s = bs_route_id(&id, st->n);
-	if ((rc = shard_check_writable(st, s)))
+	if ((rc = bs__shard_check_writable(st, s)))
 		goto done;
 	int maintained = maintained_count(cat);
 
@@ -222,23 +222,23 @@ static int put_impl(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out, bool
 	 * SELECT's rows are those before the INSERT. */
 	bool read_old = maintained && !conditional;
 	if (read_old) {
-		buf_puts(&b, "START TRANSACTION;SELECT body FROM entities WHERE id=");
+		bs__buf_puts(&b, "START TRANSACTION;SELECT body FROM entities WHERE id=");
 		id_lit(&b, &id);
-		buf_puts(&b, " FOR UPDATE;");
+		bs__buf_puts(&b, " FOR UPDATE;");
 	}
-	buf_puts(&b, "INSERT INTO entities (id, updated, body) VALUES (");
+	bs__buf_puts(&b, "INSERT INTO entities (id, updated, body) VALUES (");
 	id_lit(&b, &id);
-	buf_puts(&b, ", NOW(6), ");
-	buf_hex(&b, body.ptr, body.len);
-	buf_puts(&b, ") ON DUPLICATE KEY UPDATE updated=VALUES(updated), body=VALUES(body)");
+	bs__buf_puts(&b, ", NOW(6), ");
+	bs__buf_hex(&b, body.ptr, body.len);
+	bs__buf_puts(&b, ") ON DUPLICATE KEY UPDATE updated=VALUES(updated), body=VALUES(body)");
 	if (in_tx || read_old)
-		buf_puts(&b, ";COMMIT");
-	if ((rc = buf_ok(&b)))
+		bs__buf_puts(&b, ";COMMIT");
+	if ((rc = bs__buf_ok(&b)))
 		goto done;
 	if (read_old) {
 		MYSQL_RES *res = NULL;
 		in_tx = true;
-		if ((rc = shard_query(&res, st, s, b.ptr, b.len)))
+		if ((rc = bs__shard_query(&res, st, s, b.ptr, b.len)))
 			goto done;
 		MYSQL_ROW row = mysql_fetch_row(res);
 		if (row) {
@@ -246,7 +246,7 @@ static int put_impl(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out, bool
 			old_from_row(&old, row, mysql_fetch_lengths(res));
 		}
 		mysql_free_result(res);
-	} else if ((rc = shard_exec(st, s, b.ptr, b.len))) {
+	} else if ((rc = bs__shard_exec(st, s, b.ptr, b.len))) {
 		goto done;
 	}
 	in_tx = false;
@@ -277,7 +277,7 @@ done:
 	per_shard_free(per, st->n);
 	bs_value_clear(&old);
 	bs_bytes_free(&body);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -297,9 +297,9 @@ int bs_get_raw(bs_bytes_t *body, bs_store_t *st, const bs_id_t *id, int64_t *upd
 	MYSQL_RES *res = NULL;
 	int s = bs_route_id(id, st->n), rc;
 	memset(body, 0, sizeof *body);
-	buf_puts(&b, "SELECT body, UNIX_TIMESTAMP(updated) FROM entities WHERE id=");
+	bs__buf_puts(&b, "SELECT body, UNIX_TIMESTAMP(updated) FROM entities WHERE id=");
 	id_lit(&b, id);
-	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, s, b.ptr, b.len)))
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, s, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	if (!row) {
@@ -317,11 +317,11 @@ int bs_get_raw(bs_bytes_t *body, bs_store_t *st, const bs_id_t *id, int64_t *upd
 		memcpy(body->ptr, row[0], len);
 	body->len = body->cap = len;
 	if (updated_us)
-		*updated_us = parse_unix_us(row[1]);
+		*updated_us = bs__parse_unix_us(row[1]);
 done:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -356,7 +356,7 @@ int bs_delete(bs_store_t *st, const bs_id_t *id)
 	bs_value_nil(&old);
 	if (st->cfg->read_only)
 		return bs_error(BS_EREADONLY, "read-only: refusing to delete");
-	if ((rc = catalog_cached(&cat, st)) || (rc = shard_check_writable(st, s)))
+	if ((rc = bs__catalog_cached(&cat, st)) || (rc = bs__shard_check_writable(st, s)))
 		goto done;
 	in_tx = true;
 	if ((rc = read_for_update(&old, &found, NULL, st, s, id)))
@@ -367,10 +367,10 @@ int bs_delete(bs_store_t *st, const bs_id_t *id)
 		rc = bs_error(BS_ENOTFOUND, "entity %s not found (looked on shard %s)", hex, st->shards[s].conf->name);
 		goto done;
 	}
-	buf_puts(&b, "DELETE FROM entities WHERE id=");
+	bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
 	id_lit(&b, id);
-	buf_puts(&b, ";COMMIT");
-	if ((rc = buf_ok(&b)) || (rc = shard_exec(st, s, b.ptr, b.len)))
+	bs__buf_puts(&b, ";COMMIT");
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_exec(st, s, b.ptr, b.len)))
 		goto done;
 	in_tx = false;
 	if (maintained_count(cat)) {
@@ -389,6 +389,6 @@ done:
 		rollback(st, s);
 	per_shard_free(per, st->n);
 	bs_value_clear(&old);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }

@@ -371,16 +371,16 @@ int bs_index_ddl(char **out, const bs_index_t *def)
 		}
 	}
 
-	buf_printf(&b, "CREATE TABLE IF NOT EXISTS `%s` (\n", def->name);
+	bs__buf_printf(&b, "CREATE TABLE IF NOT EXISTS `%s` (\n", def->name);
 	for (i = 0; i < def->nprops; i++) {
 		char col[96];
 		column_sql(col, sizeof col, &def->props[i]);
-		buf_printf(&b, "  `%s` %s NOT NULL,\n", def->props[i].name, col);
+		bs__buf_printf(&b, "  `%s` %s NOT NULL,\n", def->props[i].name, col);
 	}
-	buf_puts(&b, "  `entity_id` BINARY(16) NOT NULL,\n  PRIMARY KEY (");
+	bs__buf_puts(&b, "  `entity_id` BINARY(16) NOT NULL,\n  PRIMARY KEY (");
 	for (i = 0; i < def->nprops; i++)
-		buf_printf(&b, "`%s`, ", def->props[i].name);
-	buf_puts(&b, "`entity_id`),\n  UNIQUE KEY `entity_id` (`entity_id`)\n"
+		bs__buf_printf(&b, "`%s`, ", def->props[i].name);
+	bs__buf_puts(&b, "`entity_id`),\n  UNIQUE KEY `entity_id` (`entity_id`)\n"
 	             ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin");
 	if (b.oom) {
 		error = bs_error(BS_ENOMEM, "out of memory building the DDL of index \"%s\"", def->name);
@@ -390,6 +390,6 @@ int bs_index_ddl(char **out, const bs_index_t *def)
 	b.ptr = NULL;
 
 done:
-	buf_free(&b);
+	bs__buf_free(&b);
 	return error;
 }

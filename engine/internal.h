@@ -15,25 +15,25 @@
 /* ------------------------------------------------------------ SQL text */
 
 /* A growable NUL-terminated string for building SQL. On allocation failure
- * it latches `oom` and later appends are no-ops; check with buf_ok(). */
+ * it latches `oom` and later appends are no-ops; check with bs__buf_ok(). */
 typedef struct {
 	char *ptr;
 	size_t len, cap;
 	bool oom;
 } bs_buf_t;
 
-void buf_free(bs_buf_t *b);
-void buf_reset(bs_buf_t *b);
-int buf_ok(const bs_buf_t *b); /* 0 or BS_ENOMEM (with message) */
-void buf_putn(bs_buf_t *b, const char *s, size_t n);
-void buf_puts(bs_buf_t *b, const char *s);
-void buf_printf(bs_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void bs__buf_free(bs_buf_t *b);
+void bs__buf_reset(bs_buf_t *b);
+int bs__buf_ok(const bs_buf_t *b); /* 0 or BS_ENOMEM (with message) */
+void bs__buf_putn(bs_buf_t *b, const char *s, size_t n);
+void bs__buf_puts(bs_buf_t *b, const char *s);
+void bs__buf_printf(bs_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* X'hex' (binary literal); empty input gives X'' */
-void buf_hex(bs_buf_t *b, const void *p, size_t n);
+void bs__buf_hex(bs_buf_t *b, const void *p, size_t n);
 /* `name` quoted as an identifier (names are validated elsewhere) */
-void buf_ident(bs_buf_t *b, const char *name);
+void bs__buf_ident(bs_buf_t *b, const char *name);
 /* A bag value as an SQL literal for prop's column; the value must fit. */
-void buf_value(bs_buf_t *b, const bs_value_t *v, const bs_prop_t *prop);
+void bs__buf_value(bs_buf_t *b, const bs_value_t *v, const bs_prop_t *prop);
 
 /* ------------------------------------------------------------ shards */
 
@@ -42,7 +42,7 @@ typedef struct {
 	int index;
 	MYSQL *conn;        /* NULL until first use, or after a lost connection */
 	int fp_state;       /* 1 checked and agrees, 0 not checked yet */
-	unsigned last_errno;/* MySQL's number for the last failure (shard_fail) */
+	unsigned last_errno;/* MySQL's number for the last failure (bs__shard_fail) */
 } bs_shard_t;
 
 struct bs_store {
@@ -61,36 +61,36 @@ double bs_now_mono(void);   /* monotonic seconds */
 int64_t bs_now_us(void);    /* wall clock, unix microseconds */
 
 /* "s0 (127.0.0.1:3307)" into buf */
-const char *shard_label(char *buf, size_t size, const bs_shard_t *sh);
-void shard_address(char *buf, size_t size, const bs_shard_conf_t *c);
+const char *bs__shard_label(char *buf, size_t size, const bs_shard_t *sh);
+void bs__shard_address(char *buf, size_t size, const bs_shard_conf_t *c);
 
 /* The shard's connection, connecting if needed. */
-int shard_conn(MYSQL **out, bs_store_t *st, int i);
-void shard_close(bs_store_t *st, int i);
+int bs__shard_conn(MYSQL **out, bs_store_t *st, int i);
+void bs__shard_close(bs_store_t *st, int i);
 /* Run one statement (or several, separated by ';'); results are discarded.
  * Errors name the shard and carry MySQL's message. */
-int shard_exec(bs_store_t *st, int i, const char *sql, size_t len);
+int bs__shard_exec(bs_store_t *st, int i, const char *sql, size_t len);
 /* Run a statement that returns rows; *res is stored (mysql_store_result).
  * For multi-statements, the first result set is returned and the rest
  * (which must be row-less) are drained. */
-int shard_query(MYSQL_RES **res, bs_store_t *st, int i, const char *sql, size_t len);
+int bs__shard_query(MYSQL_RES **res, bs_store_t *st, int i, const char *sql, size_t len);
 /* Set the error from the shard's connection after a failed call; closes the
  * connection when it was lost. Returns the code. */
-int shard_fail(bs_store_t *st, int i, const char *what);
+int bs__shard_fail(bs_store_t *st, int i, const char *what);
 /* MySQL's error number of the shard's last statement (0 when it succeeded),
  * for callers that act on one (ER_NO_SUCH_TABLE: not initialised, or an
  * index table gone). */
-unsigned shard_last_errno(const bs_store_t *st, int i);
+unsigned bs__shard_last_errno(const bs_store_t *st, int i);
 /* Refuse writes when the shard's recorded fingerprint disagrees with ours
  * or the shard was never initialised. Checked once per connection. */
-int shard_check_writable(bs_store_t *st, int i);
+int bs__shard_check_writable(bs_store_t *st, int i);
 /* The identity a shard records in bagstore_meta (all zero when it records
  * none; BS_ECONFIG when bagstore_meta does not exist). */
 typedef struct {
 	char fingerprint[64];
 	int index, count;
 } shard_meta_t;
-int shard_meta(shard_meta_t *out, bs_store_t *st, int i);
+int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i);
 
 /* Run fn(st, shard, arg) for each shard in `which` (NULL: all shards) at
  * once, each on its own thread using only its own shard's connection.
@@ -98,45 +98,45 @@ int shard_meta(shard_meta_t *out, bs_store_t *st, int i);
  * with its message (by shard order). rcs[] (optional, nshards long) gets
  * every shard's result. */
 typedef int (*shard_fn)(bs_store_t *st, int shard, void *arg);
-int shard_each(bs_store_t *st, const bool *which, shard_fn fn, void *arg, int *rcs);
+int bs__shard_each(bs_store_t *st, const bool *which, shard_fn fn, void *arg, int *rcs);
 /* Run sql on every shard at once, after checking each is writable. */
-int exec_everywhere(bs_store_t *st, const char *sql, size_t len);
+int bs__exec_everywhere(bs_store_t *st, const char *sql, size_t len);
 
 /* Parse a MySQL UNIX_TIMESTAMP(x) text ("1700000000.123456") to microseconds. */
-int64_t parse_unix_us(const char *s);
+int64_t bs__parse_unix_us(const char *s);
 
 /* ------------------------------------------------------------ catalog */
 
 /* The catalog as writers see it: cached for cfg->catalog_ttl seconds.
  * The pointer is borrowed from the store until the next call. */
-int catalog_cached(const bs_index_list_t **out, bs_store_t *st);
-void catalog_invalidate(bs_store_t *st);
+int bs__catalog_cached(const bs_index_list_t **out, bs_store_t *st);
+void bs__catalog_invalidate(bs_store_t *st);
 /* Borrowed lookup in a list. */
-const bs_index_t *index_find(const bs_index_list_t *l, const char *name);
+const bs_index_t *bs__index_find(const bs_index_list_t *l, const char *name);
 
 /* The value an entity gives an index's property, normalised to what the
  * column stores (ints widened to float for float columns). Returns 1 and
  * fills *out (borrowing, or widening into tmp, which then holds a float and
  * owns nothing) when the property is present and fits, 0 when absent, -1
  * when present but not fitting. */
-int index_prop_value(const bs_value_t **out, bs_value_t *tmp,
+int bs__index_prop_value(const bs_value_t **out, bs_value_t *tmp,
                      const bs_value_t *bag, const bs_prop_t *prop);
 /* The index row a bag should have: fills vals[nprops] (borrowed or in
  * tmps[]) and returns the owning shard, or -1 when the entity has no row
  * (a property absent or not fitting; *misfit set when not fitting). */
-int index_row_for(const bs_value_t **vals, bs_value_t *tmps, const bs_index_t *idx,
+int bs__index_row_for(const bs_value_t **vals, bs_value_t *tmps, const bs_index_t *idx,
                   const bs_value_t *bag, int nshards, bool *misfit);
 
 /* An index row as read back by SELECT cols..., in the index's column
  * order, into vals[nprops] (owned: clear each). */
-int index_row_decode(bs_value_t *vals, const bs_index_t *idx, MYSQL_ROW row, const unsigned long *lens);
+int bs__index_row_decode(bs_value_t *vals, const bs_index_t *idx, MYSQL_ROW row, const unsigned long *lens);
 /* A value as an operator reads it: uuids dashed, bytes in hex. */
-void index_value_text(char *buf, size_t size, const bs_value_t *v);
+void bs__index_value_text(char *buf, size_t size, const bs_value_t *v);
 
 /* Seconds behind of one of a shard's replicas (throttle.c): through the
  * connection cached in *conn, opened when NULL; -1 with err set when the
  * lag is unknown (unreachable, or not replicating). */
-double replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc,
+double bs__replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc,
                               unsigned timeout, char *err, size_t size);
 
 /* ------------------------------------------------------------ cleaner */
@@ -147,6 +147,6 @@ double replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs
  * has covered every entity updated since its creation minus that TTL.
  * Waits out the rest of the TTL when needed. *promoted tells whether it is
  * ready now (false, without error, while jobs are not done). */
-int index_promote(bool *promoted, bs_store_t *st, const char *name);
+int bs__index_promote(bool *promoted, bs_store_t *st, const char *name);
 
 #endif

@@ -29,7 +29,7 @@ const char *bs_job_state_name(bs_job_state_t s)
 	return "unknown";
 }
 
-int job_state_parse(bs_job_state_t *out, const char *s)
+int bs__job_state_parse(bs_job_state_t *out, const char *s)
 {
 	for (size_t i = 0; s && i < sizeof state_names / sizeof *state_names; i++)
 		if (!strcmp(s, state_names[i])) {
@@ -39,11 +39,11 @@ int job_state_parse(bs_job_state_t *out, const char *s)
 	return -1;
 }
 
-void cleaner_sleep(double s, volatile int *stop)
+void bs__cleaner_sleep(double s, atomic_int *stop)
 {
 	double end = bs_now_mono() + s;
 	for (;;) {
-		if (stop && *stop)
+		if (stop && atomic_load_explicit(stop, memory_order_relaxed))
 			return;
 		double left = end - bs_now_mono();
 		if (left <= 0)
@@ -55,12 +55,12 @@ void cleaner_sleep(double s, volatile int *stop)
 	}
 }
 
-bool cleaner_transient(int rc)
+bool bs__cleaner_transient(int rc)
 {
 	return rc == BS_EUNREACHABLE || rc == BS_ECONFLICT;
 }
 
-void cleaner_worker_id(char host[64], int *pid)
+void bs__cleaner_worker_id(char host[64], int *pid)
 {
 	if (gethostname(host, 64) != 0)
 		snprintf(host, 64, "unknown");
@@ -68,13 +68,13 @@ void cleaner_worker_id(char host[64], int *pid)
 	*pid = (int)getpid();
 }
 
-int exec_count(int64_t *matched, bs_store_t *st, int shard, bs_buf_t *sql)
+int bs__exec_count(int64_t *matched, bs_store_t *st, int shard, bs_buf_t *sql)
 {
 	MYSQL_RES *res = NULL;
 	int rc;
 	*matched = 0;
-	buf_puts(sql, ";SELECT ROW_COUNT()");
-	if ((rc = buf_ok(sql)) || (rc = shard_query(&res, st, shard, sql->ptr, sql->len)))
+	bs__buf_puts(sql, ";SELECT ROW_COUNT()");
+	if ((rc = bs__buf_ok(sql)) || (rc = bs__shard_query(&res, st, shard, sql->ptr, sql->len)))
 		return rc;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	*matched = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
@@ -82,7 +82,7 @@ int exec_count(int64_t *matched, bs_store_t *st, int shard, bs_buf_t *sql)
 	return 0;
 }
 
-void job_lock_name(char buf[65], const bs_store_t *st, int shard, const char *index)
+void bs__job_lock_name(char buf[65], const bs_store_t *st, int shard, const char *index)
 {
 	/* locks are per server: the database and index make it unique */
 	const char *db = st->shards[shard].conf->database ? st->shards[shard].conf->database : "";
@@ -102,7 +102,7 @@ static void job_from_row(bs_job_t *j, int64_t *created_us, MYSQL_ROW row, int sh
 	memset(j, 0, sizeof *j);
 	snprintf(j->index, sizeof j->index, "%s", row[0] ? row[0] : "");
 	j->shard = shard;
-	if (job_state_parse(&j->state, row[1]))
+	if (bs__job_state_parse(&j->state, row[1]))
 		j->state = BS_JOB_FAILED;
 	snprintf(j->reason, sizeof j->reason, "%s", row[2] ? row[2] : "");
 	j->cursor = row[3] ? strtoll(row[3], NULL, 10) : 0;
@@ -114,10 +114,10 @@ static void job_from_row(bs_job_t *j, int64_t *created_us, MYSQL_ROW row, int sh
 	j->chunk = row[9] ? strtoll(row[9], NULL, 10) : 0;
 	snprintf(j->worker_host, sizeof j->worker_host, "%s", row[10] ? row[10] : "");
 	j->worker_pid = row[11] ? atoi(row[11]) : 0;
-	j->heartbeat_us = parse_unix_us(row[12]);
-	j->created_us = parse_unix_us(row[13]);
-	j->started_us = parse_unix_us(row[14]);
-	j->finished_us = parse_unix_us(row[15]);
+	j->heartbeat_us = bs__parse_unix_us(row[12]);
+	j->created_us = bs__parse_unix_us(row[13]);
+	j->started_us = bs__parse_unix_us(row[14]);
+	j->finished_us = bs__parse_unix_us(row[15]);
 	if (created_us)
 		*created_us = row[16] ? strtoll(row[16], NULL, 10) : 0;
 	/* a rate is only current while a worker runs the job (done keeps its last) */
@@ -130,27 +130,27 @@ static void job_from_row(bs_job_t *j, int64_t *created_us, MYSQL_ROW row, int sh
 		j->eta_s = (double)(j->rows_total > j->rows_scanned ? j->rows_total - j->rows_scanned : 0) / j->rate;
 }
 
-int job_read(bs_job_t *out, int64_t *index_created_us, bs_store_t *st, int shard, const char *index)
+int bs__job_read(bs_job_t *out, int64_t *index_created_us, bs_store_t *st, int shard, const char *index)
 {
 	bs_buf_t b = {0};
 	MYSQL_RES *res = NULL;
 	char label[192];
 	int rc;
-	buf_puts(&b, "SELECT " JOB_COLS " FROM bagstore_jobs WHERE index_name=");
-	buf_hex(&b, index, strlen(index));
-	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, shard, b.ptr, b.len)))
+	bs__buf_puts(&b, "SELECT " JOB_COLS " FROM bagstore_jobs WHERE index_name=");
+	bs__buf_hex(&b, index, strlen(index));
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, shard, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	if (!row) {
 		rc = bs_error(BS_ENOTFOUND, "%s: no backfill job for index %s",
-		              shard_label(label, sizeof label, &st->shards[shard]), index);
+		              bs__shard_label(label, sizeof label, &st->shards[shard]), index);
 		goto done;
 	}
 	job_from_row(out, index_created_us, row, shard);
 done:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -173,7 +173,7 @@ static int list_rows(bs_store_t *st, int i, struct list_arg *a)
 	static const char q[] = "SELECT " JOB_COLS ", UNIX_TIMESTAMP(NOW(6)) FROM bagstore_jobs ORDER BY index_name";
 	MYSQL_RES *res = NULL;
 	int rc;
-	if ((rc = shard_query(&res, st, i, q, sizeof q - 1)))
+	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
 		return rc;
 	size_t n = (size_t)mysql_num_rows(res);
 	bs_job_list_t *l = &a->per[i];
@@ -185,7 +185,7 @@ static int list_rows(bs_store_t *st, int i, struct list_arg *a)
 	while ((row = mysql_fetch_row(res))) {
 		bs_job_t *j = &l->items[l->len++];
 		job_from_row(j, NULL, row, i);
-		int64_t now = parse_unix_us(row[17]);
+		int64_t now = bs__parse_unix_us(row[17]);
 		if ((j->state == BS_JOB_RUNNING || j->state == BS_JOB_THROTTLED) && j->heartbeat_us &&
 		    now - j->heartbeat_us > 10000000)
 			snprintf(j->reason, sizeof j->reason, "no heartbeat for %.0f s: worker %s:%d gone?",
@@ -200,7 +200,7 @@ static int list_on(bs_store_t *st, int i, void *p)
 {
 	struct list_arg *a = p;
 	int rc = list_rows(st, i, a);
-	if (rc) /* shard_each keeps only the first shard's message */
+	if (rc) /* bs__shard_each keeps only the first shard's message */
 		snprintf(a->err[i], sizeof a->err[i], "%s", bs_last_error());
 	return rc;
 }
@@ -219,7 +219,7 @@ int bs_job_list(bs_job_list_t *out, bs_store_t *st, int *unreachable)
 		rc = bs_error(BS_ENOMEM, "out of memory listing jobs");
 		goto done;
 	}
-	shard_each(st, NULL, list_on, &a, rcs);
+	bs__shard_each(st, NULL, list_on, &a, rcs);
 	for (int i = 0; i < st->n; i++) {
 		if (rcs[i] == BS_EUNREACHABLE)
 			down++;
@@ -274,18 +274,18 @@ static int queue_on(bs_store_t *st, int i, void *p)
 	struct queue_arg *a = p;
 	bs_buf_t b = {0};
 	int rc;
-	if ((rc = shard_check_writable(st, i)))
+	if ((rc = bs__shard_check_writable(st, i)))
 		return rc;
 	/* a job left by an earlier index of the same name is replaced */
-	buf_puts(&b, "DELETE FROM bagstore_jobs WHERE index_name=");
-	buf_hex(&b, a->idx->name, strlen(a->idx->name));
-	buf_printf(&b, " AND index_created_us<>%lld;INSERT IGNORE INTO bagstore_jobs"
+	bs__buf_puts(&b, "DELETE FROM bagstore_jobs WHERE index_name=");
+	bs__buf_hex(&b, a->idx->name, strlen(a->idx->name));
+	bs__buf_printf(&b, " AND index_created_us<>%lld;INSERT IGNORE INTO bagstore_jobs"
 	               " (index_name, index_created_us, state) VALUES (", (long long)a->idx->created_us);
-	buf_hex(&b, a->idx->name, strlen(a->idx->name));
-	buf_printf(&b, ",%lld,'queued')", (long long)a->idx->created_us);
-	if (!(rc = buf_ok(&b)))
-		rc = shard_exec(st, i, b.ptr, b.len);
-	buf_free(&b);
+	bs__buf_hex(&b, a->idx->name, strlen(a->idx->name));
+	bs__buf_printf(&b, ",%lld,'queued')", (long long)a->idx->created_us);
+	if (!(rc = bs__buf_ok(&b)))
+		rc = bs__shard_exec(st, i, b.ptr, b.len);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -300,7 +300,7 @@ int bs_backfill_queue(bs_store_t *st, const char *index)
 	if (idx.state == BS_INDEX_DISABLED)
 		return bs_error(BS_ECONFLICT, "index %s is disabled: nothing to backfill", index);
 	struct queue_arg a = { &idx };
-	return shard_each(st, NULL, queue_on, &a, NULL);
+	return bs__shard_each(st, NULL, queue_on, &a, NULL);
 }
 
 struct control_arg {
@@ -316,31 +316,31 @@ static int control_on(bs_store_t *st, int i, void *p)
 	bs_buf_t b = {0};
 	MYSQL_RES *res = NULL;
 	int rc;
-	if ((rc = shard_check_writable(st, i)))
+	if ((rc = bs__shard_check_writable(st, i)))
 		goto done;
 	if (!strcmp(a->action, "pause"))
-		buf_puts(&b, "UPDATE bagstore_jobs SET state='paused', reason='paused by an operator'"
+		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='paused', reason='paused by an operator'"
 		             " WHERE state IN ('queued','running','throttled') AND index_name=");
 	else if (!strcmp(a->action, "resume"))
-		buf_puts(&b, "UPDATE bagstore_jobs SET state='queued', reason=''"
+		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='queued', reason=''"
 		             " WHERE state IN ('paused','failed','cancelled') AND index_name=");
 	else
-		buf_puts(&b, "UPDATE bagstore_jobs SET state='cancelled', reason='cancelled by an operator'"
+		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='cancelled', reason='cancelled by an operator'"
 		             " WHERE state NOT IN ('done','cancelled') AND index_name=");
-	buf_hex(&b, a->index, strlen(a->index));
-	if ((rc = exec_count(&a->matched[i], st, i, &b)))
+	bs__buf_hex(&b, a->index, strlen(a->index));
+	if ((rc = bs__exec_count(&a->matched[i], st, i, &b)))
 		goto done;
-	buf_reset(&b);
-	buf_puts(&b, "SELECT COUNT(*) FROM bagstore_jobs WHERE index_name=");
-	buf_hex(&b, a->index, strlen(a->index));
-	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, i, b.ptr, b.len)))
+	bs__buf_reset(&b);
+	bs__buf_puts(&b, "SELECT COUNT(*) FROM bagstore_jobs WHERE index_name=");
+	bs__buf_hex(&b, a->index, strlen(a->index));
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	a->jobs[i] = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
 done:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -359,7 +359,7 @@ int bs_job_control(bs_store_t *st, const char *index, const char *action)
 		goto done;
 	}
 	struct control_arg a = { index, action, matched, jobs };
-	if ((rc = shard_each(st, NULL, control_on, &a, NULL)))
+	if ((rc = bs__shard_each(st, NULL, control_on, &a, NULL)))
 		goto done;
 	int64_t m = 0, j = 0;
 	for (int i = 0; i < st->n; i++) {
@@ -397,20 +397,20 @@ static int done_on(bs_store_t *st, int i, void *p)
 	bs_buf_t b = {0};
 	MYSQL_RES *res = NULL;
 	int rc;
-	buf_puts(&b, "SELECT state FROM bagstore_jobs WHERE index_name=");
-	buf_hex(&b, a->index, strlen(a->index));
-	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, i, b.ptr, b.len)))
+	bs__buf_puts(&b, "SELECT state FROM bagstore_jobs WHERE index_name=");
+	bs__buf_hex(&b, a->index, strlen(a->index));
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	a->done[i] = row && row[0] && !strcmp(row[0], "done");
 done:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
-int jobs_all_done(bool *all_done, bs_store_t *st, const char *index)
+int bs__jobs_all_done(bool *all_done, bs_store_t *st, const char *index)
 {
 	bool *done = calloc((size_t)st->n, sizeof *done);
 	int rc;
@@ -418,7 +418,7 @@ int jobs_all_done(bool *all_done, bs_store_t *st, const char *index)
 	if (!done)
 		return bs_error(BS_ENOMEM, "out of memory");
 	struct done_arg a = { index, done };
-	if (!(rc = shard_each(st, NULL, done_on, &a, NULL))) {
+	if (!(rc = bs__shard_each(st, NULL, done_on, &a, NULL))) {
 		*all_done = true;
 		for (int i = 0; i < st->n; i++)
 			if (!done[i])

@@ -13,11 +13,11 @@
 
 #define LAG_STEP_S 1.0 /* one history sample per second at most */
 
-int lag_watermark(int64_t *out, bs_store_t *st, int shard)
+int bs__lag_watermark(int64_t *out, bs_store_t *st, int shard)
 {
 	static const char q[] = "SELECT watermark_us FROM bagstore_watermarks WHERE name='repair'";
 	MYSQL_RES *res;
-	int rc = shard_query(&res, st, shard, q, sizeof q - 1);
+	int rc = bs__shard_query(&res, st, shard, q, sizeof q - 1);
 	*out = 0;
 	if (rc)
 		return rc;
@@ -28,14 +28,14 @@ int lag_watermark(int64_t *out, bs_store_t *st, int shard)
 	return 0;
 }
 
-int lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t pass_rows,
+int bs__lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t pass_rows,
                int64_t repairs, double pass_seconds)
 {
 	bs_buf_t b = {0};
 	int rc;
 	int64_t step = (int64_t)(LAG_STEP_S * 1e6);
 	double rps = pass_seconds > 0 ? (double)repairs / pass_seconds : 0;
-	buf_printf(&b,
+	bs__buf_printf(&b,
 	           "SET @bs_now=CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED);"
 	           "INSERT INTO bagstore_watermarks (name, watermark_us, last_pass_us, last_pass_rows, repairs, repairs_per_s)"
 	           " VALUES ('repair',%lld,@bs_now,%lld,%lld,%.3f) ON DUPLICATE KEY UPDATE"
@@ -47,9 +47,9 @@ int lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t pass_row
 	           "DELETE FROM bagstore_lag_history WHERE at_us<@bs_now-%lld",
 	           (long long)watermark_us, (long long)pass_rows, (long long)repairs, rps,
 	           (long long)watermark_us, (long long)step, (long long)(step * BS_LAG_HISTORY * 2));
-	if (!(rc = buf_ok(&b)) && !(rc = shard_check_writable(st, shard)))
-		rc = shard_exec(st, shard, b.ptr, b.len);
-	buf_free(&b);
+	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_check_writable(st, shard)))
+		rc = bs__shard_exec(st, shard, b.ptr, b.len);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -63,7 +63,7 @@ static int lag_on(bs_store_t *st, int i, void *p)
 	MYSQL_RES *res = NULL;
 	bs_buf_t b = {0};
 	int rc;
-	if ((rc = shard_query(&res, st, i, q, sizeof q - 1)))
+	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	int64_t now = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
@@ -75,16 +75,16 @@ static int lag_on(bs_store_t *st, int i, void *p)
 	out->reachable = true;
 	mysql_free_result(res);
 	res = NULL;
-	buf_printf(&b, "SELECT lag_s FROM (SELECT at_us, lag_s FROM bagstore_lag_history"
+	bs__buf_printf(&b, "SELECT lag_s FROM (SELECT at_us, lag_s FROM bagstore_lag_history"
 	               " ORDER BY at_us DESC LIMIT %d) h ORDER BY at_us", BS_LAG_HISTORY);
-	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, i, b.ptr, b.len)))
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 		goto done;
 	while ((row = mysql_fetch_row(res)) && out->nhistory < BS_LAG_HISTORY)
 		out->history[out->nhistory++] = row[0] ? strtod(row[0], NULL) : 0;
 done:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -100,7 +100,7 @@ int bs_lag(bs_lag_t *out, bs_store_t *st)
 		out[i].history_step_s = LAG_STEP_S;
 		out[i].lag_s = -1;
 	}
-	rc = shard_each(st, NULL, lag_on, out, rcs);
+	rc = bs__shard_each(st, NULL, lag_on, out, rcs);
 	for (int i = 0; i < st->n; i++)
 		if (rcs[i] == BS_EUNREACHABLE)
 			down++;

@@ -61,15 +61,15 @@ static int scan_index(bs_store_t *st, int i, void *p)
 	bs_buf_t b = {0};
 	MYSQL_RES *res = NULL;
 	int rc;
-	buf_puts(&b, "SELECT entity_id FROM ");
-	buf_ident(&b, q->idx->name);
+	bs__buf_puts(&b, "SELECT entity_id FROM ");
+	bs__buf_ident(&b, q->idx->name);
 	for (int k = 0; k < q->nconds; k++) {
-		buf_puts(&b, k ? " AND " : " WHERE ");
-		buf_ident(&b, q->conds[k].prop);
-		buf_puts(&b, "=");
-		buf_value(&b, &q->conds[k].value, q->cprops[k]);
+		bs__buf_puts(&b, k ? " AND " : " WHERE ");
+		bs__buf_ident(&b, q->conds[k].prop);
+		bs__buf_puts(&b, "=");
+		bs__buf_value(&b, &q->conds[k].value, q->cprops[k]);
 	}
-	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, i, b.ptr, b.len)))
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res)))
@@ -78,7 +78,7 @@ static int scan_index(bs_store_t *st, int i, void *p)
 done:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -87,7 +87,7 @@ static bool still_matches(const struct qctx *q, const bs_value_t *bag)
 	for (int k = 0; k < q->nconds; k++) {
 		const bs_value_t *v;
 		bs_value_t tmp;
-		if (index_prop_value(&v, &tmp, bag, q->cprops[k]) != 1 || !bs_value_equal(v, &q->conds[k].value))
+		if (bs__index_prop_value(&v, &tmp, bag, q->cprops[k]) != 1 || !bs_value_equal(v, &q->conds[k].value))
 			return false;
 	}
 	return true;
@@ -130,15 +130,15 @@ static int fetch_entities(bs_store_t *st, int i, void *p)
 
 	for (size_t off = 0; off < want->len; off += FETCH_BATCH) {
 		size_t end = off + FETCH_BATCH < want->len ? off + FETCH_BATCH : want->len;
-		buf_reset(&b);
-		buf_puts(&b, "SELECT id, UNIX_TIMESTAMP(updated), body FROM entities WHERE id IN (");
+		bs__buf_reset(&b);
+		bs__buf_puts(&b, "SELECT id, UNIX_TIMESTAMP(updated), body FROM entities WHERE id IN (");
 		for (size_t k = off; k < end; k++) {
 			if (k > off)
-				buf_puts(&b, ",");
-			buf_hex(&b, want->ids[k].b, 16);
+				bs__buf_puts(&b, ",");
+			bs__buf_hex(&b, want->ids[k].b, 16);
 		}
-		buf_puts(&b, ")");
-		if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, i, b.ptr, b.len)))
+		bs__buf_puts(&b, ")");
+		if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 			goto done;
 		size_t got = 0;
 		MYSQL_ROW row;
@@ -149,7 +149,7 @@ static int fetch_entities(bs_store_t *st, int i, void *p)
 			if (!row[0] || lens[0] != 16 || !row[2])
 				continue;
 			memcpy(e.id.b, row[0], 16);
-			e.updated_us = parse_unix_us(row[1]);
+			e.updated_us = bs__parse_unix_us(row[1]);
 			/* an undecodable body cannot match: dropped, like a stale row */
 			if (bs_body_decode(&e.bag, (const uint8_t *)row[2], lens[2])) {
 				out->dropped++;
@@ -172,7 +172,7 @@ static int fetch_entities(bs_store_t *st, int i, void *p)
 done:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -196,9 +196,9 @@ int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_
 	memset(out, 0, sizeof *out);
 	/* the writers' cached catalog will do: results are re-checked against
 	 * the bodies, so a catalog a TTL old cannot return a wrong entity */
-	if ((rc = catalog_cached(&cat, st)))
+	if ((rc = bs__catalog_cached(&cat, st)))
 		return rc;
-	const bs_index_t *idx = index_find(cat, index);
+	const bs_index_t *idx = bs__index_find(cat, index);
 	if (!idx) {
 		bs_index_t tmp;
 		return bs_index_get(&tmp, st, index); /* for its message */
@@ -234,7 +234,7 @@ int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_
 	}
 	if (route >= 0)
 		which[route] = true;
-	if ((rc = shard_each(st, route >= 0 ? which : NULL, scan_index, &q, NULL)))
+	if ((rc = bs__shard_each(st, route >= 0 ? which : NULL, scan_index, &q, NULL)))
 		goto done;
 
 	memset(which, 0, (size_t)n * sizeof *which);
@@ -246,7 +246,7 @@ int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_
 			if ((rc = idvec_push(&q.byshard[s], q.found[i].ids[k].b)))
 				goto done;
 		}
-	if (out->candidates && (rc = shard_each(st, which, fetch_entities, &q, NULL)))
+	if (out->candidates && (rc = bs__shard_each(st, which, fetch_entities, &q, NULL)))
 		goto done;
 
 	size_t total = 0;

@@ -4,7 +4,7 @@
  * their index rows made right on every shard (drift.c); index rows whose
  * entity is gone are swept a bounded batch per pass; the watermark and lag
  * are recorded (lag.c). Also the index lifecycle's promotion rule
- * (index_promote) and bs_cleaner_run, which runs pending backfills beside
+ * (bs__index_promote) and bs_cleaner_run, which runs pending backfills beside
  * the repair loop.
  */
 #include "cleaner.h"
@@ -24,14 +24,14 @@ static void ts_lit(bs_buf_t *b, int64_t us)
 {
 	if (us < 0)
 		us = 0;
-	buf_printf(b, "FROM_UNIXTIME(%lld.%06lld)", (long long)(us / 1000000), (long long)(us % 1000000));
+	bs__buf_printf(b, "FROM_UNIXTIME(%lld.%06lld)", (long long)(us / 1000000), (long long)(us % 1000000));
 }
 
 static int db_now(int64_t *out, bs_store_t *st, int shard)
 {
 	static const char q[] = "SELECT CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED)";
 	MYSQL_RES *res;
-	int rc = shard_query(&res, st, shard, q, sizeof q - 1);
+	int rc = bs__shard_query(&res, st, shard, q, sizeof q - 1);
 	if (rc)
 		return rc;
 	MYSQL_ROW row = mysql_fetch_row(res);
@@ -46,7 +46,7 @@ static int db_now(int64_t *out, bs_store_t *st, int shard)
  * of a writer's newer rows. (A writer writes its entity first, then its
  * rows: a change not yet visible here is followed by the writer's own
  * index writes, after ours.) A few rounds at most. */
-int drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_t *idx, int nidx,
+int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_t *idx, int nidx,
                  const ebatch_t *eb)
 {
 	ebatch_t again = {0};
@@ -66,19 +66,19 @@ int drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_
 	memcpy(ids, eb->ids, n * sizeof *ids);
 	memcpy(upd, eb->updated, n * sizeof *upd);
 	for (int round = 0; round < 3 && n; round++) {
-		buf_reset(&b);
-		buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities WHERE id IN (");
+		bs__buf_reset(&b);
+		bs__buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities WHERE id IN (");
 		for (size_t k = 0; k < n; k++) {
-			buf_puts(&b, k ? "," : "");
-			buf_hex(&b, ids[k].b, 16);
+			bs__buf_puts(&b, k ? "," : "");
+			bs__buf_hex(&b, ids[k].b, 16);
 		}
-		buf_puts(&b, ") ORDER BY id");
-		if ((rc = ebatch_fetch(&again, NULL, st, shard, &b)))
+		bs__buf_puts(&b, ") ORDER BY id");
+		if ((rc = bs__ebatch_fetch(&again, NULL, st, shard, &b)))
 			goto done;
 		/* keep what changed; what is gone should have no row (NIL bag) */
 		size_t m = 0;
 		for (size_t k = 0; k < n; k++) {
-			long found = ids_find(again.ids, again.len, ids[k].b);
+			long found = bs__ids_find(again.ids, again.len, ids[k].b);
 			if (found >= 0 && again.updated[found] == upd[k])
 				continue;
 			ids[m] = ids[k];
@@ -95,7 +95,7 @@ int drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_
 			goto done;
 		}
 		for (size_t k = 0; k < n; k++) {
-			long j = ids_find(again.ids, again.len, ids[k].b);
+			long j = bs__ids_find(again.ids, again.len, ids[k].b);
 			bs_value_nil(&bags[k]);
 			if (j >= 0) {
 				bags[k] = again.bags[j];
@@ -103,7 +103,7 @@ int drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_
 			}
 		}
 		for (int x = 0; x < nidx && !rc; x++)
-			rc = drift_check(out, st, &idx[x], ids, bags, n, true);
+			rc = bs__drift_check(out, st, &idx[x], ids, bags, n, true);
 		for (size_t k = 0; k < n; k++)
 			bs_value_clear(&bags[k]);
 		free(bags);
@@ -111,8 +111,8 @@ int drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_
 			goto done;
 	}
 done:
-	ebatch_free(&again);
-	buf_free(&b);
+	bs__ebatch_free(&again);
+	bs__buf_free(&b);
 	free(ids);
 	free(upd);
 	return rc;
@@ -131,29 +131,29 @@ static int repair_shard(int64_t *rows, int64_t *repaired, bs_store_t *st, int sh
 	if (nidx == 0)
 		return 0;
 	for (;;) {
-		buf_reset(&b);
-		buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities WHERE updated>=");
+		bs__buf_reset(&b);
+		bs__buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities WHERE updated>=");
 		ts_lit(&b, since_us);
 		if (until_us) {
-			buf_puts(&b, " AND updated<=");
+			bs__buf_puts(&b, " AND updated<=");
 			ts_lit(&b, until_us);
 		}
 		if (!first) {
-			buf_puts(&b, " AND updated<=");
+			bs__buf_puts(&b, " AND updated<=");
 			ts_lit(&b, cu);
-			buf_puts(&b, " AND (updated<");
+			bs__buf_puts(&b, " AND (updated<");
 			ts_lit(&b, cu);
-			buf_printf(&b, " OR added_id<%lld)", (long long)ca);
+			bs__buf_printf(&b, " OR added_id<%lld)", (long long)ca);
 		}
-		buf_printf(&b, " ORDER BY updated DESC, added_id DESC LIMIT %d", REPAIR_BATCH);
+		bs__buf_printf(&b, " ORDER BY updated DESC, added_id DESC LIMIT %d", REPAIR_BATCH);
 		size_t got;
-		if ((rc = ebatch_fetch(&eb, &got, st, shard, &b)) || eb.len == 0)
+		if ((rc = bs__ebatch_fetch(&eb, &got, st, shard, &b)) || eb.len == 0)
 			goto done;
 		drift_counts_t d = {0};
 		for (int k = 0; k < nidx; k++)
-			if ((rc = drift_check(&d, st, &idx[k], eb.ids, eb.bags, eb.len, true)))
+			if ((rc = bs__drift_check(&d, st, &idx[k], eb.ids, eb.bags, eb.len, true)))
 				goto done;
-		if ((rc = drift_settle(&d, st, shard, idx, nidx, &eb)))
+		if ((rc = bs__drift_settle(&d, st, shard, idx, nidx, &eb)))
 			goto done;
 		*repaired += d.repaired;
 		*rows += (int64_t)eb.len;
@@ -164,12 +164,12 @@ static int repair_shard(int64_t *rows, int64_t *repaired, bs_store_t *st, int sh
 			break;
 	}
 done:
-	ebatch_free(&eb);
-	buf_free(&b);
+	bs__ebatch_free(&eb);
+	bs__buf_free(&b);
 	return rc;
 }
 
-int repair_since(int64_t *rows, bs_store_t *st, const bs_index_t *idx, int64_t since_us)
+int bs__repair_since(int64_t *rows, bs_store_t *st, const bs_index_t *idx, int64_t since_us)
 {
 	bs_index_list_t l = {0};
 	int64_t r = 0, fixed = 0;
@@ -194,7 +194,7 @@ int repair_since(int64_t *rows, bs_store_t *st, const bs_index_t *idx, int64_t s
 
 /* ------------------------------------------------------------ promotion */
 
-int index_promote(bool *promoted, bs_store_t *st, const char *name)
+int bs__index_promote(bool *promoted, bs_store_t *st, const char *name)
 {
 	bs_index_t idx;
 	bs_buf_t b = {0};
@@ -211,7 +211,7 @@ int index_promote(bool *promoted, bs_store_t *st, const char *name)
 	if (idx.state == BS_INDEX_DISABLED)
 		return bs_error(BS_ECONFLICT, "index %s is disabled", name);
 	/* 1. every shard's backfill is done */
-	if ((rc = jobs_all_done(&done, st, name)) || !done)
+	if ((rc = bs__jobs_all_done(&done, st, name)) || !done)
 		return rc;
 	/* 2. every writer has seen the index: its creation plus the TTL is past */
 	int64_t ttl_us = (int64_t)(st->cfg->catalog_ttl * 1e6);
@@ -219,18 +219,18 @@ int index_promote(bool *promoted, bs_store_t *st, const char *name)
 		if ((rc = db_now(&now, st, s)))
 			return rc;
 		if (now < idx.created_us + ttl_us)
-			cleaner_sleep((double)(idx.created_us + ttl_us - now) / 1e6, NULL);
+			bs__cleaner_sleep((double)(idx.created_us + ttl_us - now) / 1e6, NULL);
 	}
 	/* 3. a repair pass over every entity updated since creation minus the TTL */
-	if ((rc = repair_since(NULL, st, &idx, idx.created_us - ttl_us)))
+	if ((rc = bs__repair_since(NULL, st, &idx, idx.created_us - ttl_us)))
 		return rc;
-	buf_puts(&b, "UPDATE bagstore_indexes SET state='ready', changed=NOW(6) WHERE state='building' AND name=");
-	buf_hex(&b, name, strlen(name));
-	if (!(rc = buf_ok(&b)) && !(rc = exec_everywhere(st, b.ptr, b.len))) {
-		catalog_invalidate(st);
+	bs__buf_puts(&b, "UPDATE bagstore_indexes SET state='ready', changed=NOW(6) WHERE state='building' AND name=");
+	bs__buf_hex(&b, name, strlen(name));
+	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__exec_everywhere(st, b.ptr, b.len))) {
+		bs__catalog_invalidate(st);
 		*promoted = true;
 	}
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -242,7 +242,7 @@ typedef struct {
 	const bs_cleaner_opts_t *opts;
 	pthread_t tid;
 	bool running;
-	volatile int finished;
+	atomic_bool finished;
 	bool all_done;
 	int rc;
 	char msg[1024];
@@ -253,11 +253,11 @@ static void *bg_thread(void *p)
 {
 	bgjob_t *g = p;
 	mysql_thread_init();
-	g->rc = backfill_run_pending(&g->all_done, g->st, g->index, g->opts);
+	g->rc = bs__backfill_run_pending(&g->all_done, g->st, g->index, g->opts);
 	if (g->rc)
 		snprintf(g->msg, sizeof g->msg, "%s", bs_last_error());
 	mysql_thread_end();
-	g->finished = 1;
+	atomic_store(&g->finished, true);
 	return NULL;
 }
 
@@ -276,18 +276,18 @@ static int sweep_cursor_io(bs_store_t *st, int shard, const char *index, uint8_t
 	char key[80];
 	snprintf(key, sizeof key, "sweep:%s", index);
 	if (save) {
-		buf_puts(&b, "INSERT INTO bagstore_watermarks (name, cursor_bin) VALUES (");
-		buf_hex(&b, key, strlen(key));
-		buf_puts(&b, ",");
-		buf_hex(&b, cursor, 16);
-		buf_puts(&b, ") ON DUPLICATE KEY UPDATE cursor_bin=VALUES(cursor_bin)");
-		if (!(rc = buf_ok(&b)))
-			rc = shard_exec(st, shard, b.ptr, b.len);
+		bs__buf_puts(&b, "INSERT INTO bagstore_watermarks (name, cursor_bin) VALUES (");
+		bs__buf_hex(&b, key, strlen(key));
+		bs__buf_puts(&b, ",");
+		bs__buf_hex(&b, cursor, 16);
+		bs__buf_puts(&b, ") ON DUPLICATE KEY UPDATE cursor_bin=VALUES(cursor_bin)");
+		if (!(rc = bs__buf_ok(&b)))
+			rc = bs__shard_exec(st, shard, b.ptr, b.len);
 	} else {
 		memset(cursor, 0, 16);
-		buf_puts(&b, "SELECT cursor_bin FROM bagstore_watermarks WHERE name=");
-		buf_hex(&b, key, strlen(key));
-		if (!(rc = buf_ok(&b)) && !(rc = shard_query(&res, st, shard, b.ptr, b.len))) {
+		bs__buf_puts(&b, "SELECT cursor_bin FROM bagstore_watermarks WHERE name=");
+		bs__buf_hex(&b, key, strlen(key));
+		if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_query(&res, st, shard, b.ptr, b.len))) {
 			MYSQL_ROW row = mysql_fetch_row(res);
 			if (row && row[0] && mysql_fetch_lengths(res)[0] == 16)
 				memcpy(cursor, row[0], 16);
@@ -295,7 +295,7 @@ static int sweep_cursor_io(bs_store_t *st, int shard, const char *index, uint8_t
 	}
 	if (res)
 		mysql_free_result(res);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -342,9 +342,9 @@ static int repair_pass(daemon_t *d, bs_store_t *st, int shard, const bs_index_li
 	double t0 = bs_now_mono();
 
 	/* one repairer per shard, among any number of cleaners */
-	buf_printf(&b, "SELECT IF(IS_USED_LOCK('%s')=CONNECTION_ID(),1,GET_LOCK('%s',0))",
+	bs__buf_printf(&b, "SELECT IF(IS_USED_LOCK('%s')=CONNECTION_ID(),1,GET_LOCK('%s',0))",
 	           d->repair_lock, d->repair_lock);
-	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, shard, b.ptr, b.len)))
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, shard, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	bool mine = row && row[0] && !strcmp(row[0], "1");
@@ -363,7 +363,7 @@ static int repair_pass(daemon_t *d, bs_store_t *st, int shard, const bs_index_li
 			if (!oldest || cat->items[k].created_us < oldest)
 				oldest = cat->items[k].created_us;
 		}
-	if ((rc = db_now(&start, st, shard)) || (rc = lag_watermark(&wm, st, shard)))
+	if ((rc = db_now(&start, st, shard)) || (rc = bs__lag_watermark(&wm, st, shard)))
 		goto done;
 	int64_t ttl_us = (int64_t)(st->cfg->catalog_ttl * 1e6);
 	if (!wm) /* never ran: what backfills do not cover starts at the oldest index's creation */
@@ -382,9 +382,9 @@ static int repair_pass(daemon_t *d, bs_store_t *st, int shard, const bs_index_li
 			s->loaded[shard] = true;
 		uint8_t before[16];
 		memcpy(before, s->cursor[shard], 16);
-		if ((rc = drift_orphans(&orphans, &fixed, st, &live[k], shard, s->cursor[shard], SWEEP_BATCH,
+		if ((rc = bs__drift_orphans(&orphans, &fixed, st, &live[k], shard, s->cursor[shard], SWEEP_BATCH,
 		                        true, &wrapped))) {
-			if (rc == BS_ESQL && shard_last_errno(st, shard) == ER_NO_SUCH_TABLE) {
+			if (rc == BS_ESQL && bs__shard_last_errno(st, shard) == ER_NO_SUCH_TABLE) {
 				rc = 0; /* the table went away (dropped meanwhile) */
 				bs_error_clear();
 				continue;
@@ -395,27 +395,27 @@ static int repair_pass(daemon_t *d, bs_store_t *st, int shard, const bs_index_li
 		if (memcmp(before, s->cursor[shard], 16))
 			sweep_cursor_io(st, shard, live[k].name, s->cursor[shard], true);
 	}
-	rc = lag_record(st, shard, start, rows, repaired, bs_now_mono() - t0);
+	rc = bs__lag_record(st, shard, start, rows, repaired, bs_now_mono() - t0);
 done:
 	if (res)
 		mysql_free_result(res);
 	free(live);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
-/* A daemon error for the caller to log (progress with shard -1). */
-static void daemon_say(const bs_cleaner_opts_t *opts, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void daemon_say(const bs_cleaner_opts_t *opts, const char *fmt, ...)
+/* An error the daemon survives, for the caller to log (opts->error). */
+static void daemon_say(const bs_cleaner_opts_t *opts, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void daemon_say(const bs_cleaner_opts_t *opts, int code, const char *fmt, ...)
 {
-	if (!opts || !opts->progress)
-		return;
-	bs_job_t j = { .state = BS_JOB_FAILED, .shard = -1, .eta_s = -1 };
+	char msg[1280];
 	va_list ap;
+	if (!opts || !opts->error)
+		return;
 	va_start(ap, fmt);
-	vsnprintf(j.reason, sizeof j.reason, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	opts->progress(opts->ctx, &j);
+	opts->error(opts->ctx, code, msg);
 }
 
 /* Finished backfills: promote what is done; say what failed (a failed
@@ -424,16 +424,17 @@ static void bg_reap(daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts)
 {
 	for (int k = 0; k < d->nbg; k++) {
 		bgjob_t *g = &d->bg[k];
-		if (g->running && g->finished) {
+		if (g->running && atomic_load(&g->finished)) {
 			pthread_join(g->tid, NULL);
 			g->running = false;
 			g->ended = bs_now_mono();
 			if (g->rc)
-				daemon_say(opts, "backfill of %s: %s", g->index, g->msg);
+				daemon_say(opts, g->rc, "backfill of %s: %s", g->index, g->msg);
 			if (g->all_done) {
 				bool promoted;
-				if (index_promote(&promoted, st, g->index))
-					daemon_say(opts, "promoting %s: %s", g->index, bs_last_error());
+				int prc = bs__index_promote(&promoted, st, g->index);
+				if (prc)
+					daemon_say(opts, prc, "promoting %s: %s", g->index, bs_last_error());
 				bs_error_clear();
 			}
 		}
@@ -482,9 +483,9 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 				bool all_done = false, promoted;
 				int r = bs_backfill_queue(st, ix->name);
 				if (!r)
-					r = backfill_run_pending(&all_done, st, ix->name, opts);
+					r = bs__backfill_run_pending(&all_done, st, ix->name, opts);
 				if (!r && all_done)
-					r = index_promote(&promoted, st, ix->name);
+					r = bs__index_promote(&promoted, st, ix->name);
 				if (r && !prc)
 					prc = r;
 				continue;
@@ -516,11 +517,11 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 			break;
 		}
 		if (prc) /* the daemon goes on; the error is the caller's to log */
-			daemon_say(opts, "repair: %s", bs_last_error());
-		if (opts && opts->stop && *opts->stop)
+			daemon_say(opts, prc, "repair: %s", bs_last_error());
+		if (bs__stopping(opts))
 			break;
-		cleaner_sleep(st->cfg->cleaner.repair_interval, opts ? opts->stop : NULL);
-		if (opts && opts->stop && *opts->stop)
+		bs__cleaner_sleep(st->cfg->cleaner.repair_interval, bs__stop_flag(opts));
+		if (bs__stopping(opts))
 			break;
 	}
 	/* background backfills end at their next chunk */

@@ -131,7 +131,7 @@ bool bs_value_fits(const bs_value_t *v, const bs_prop_t *prop)
 	return false;
 }
 
-int index_prop_value(const bs_value_t **out, bs_value_t *tmp, const bs_value_t *bag,
+int bs__index_prop_value(const bs_value_t **out, bs_value_t *tmp, const bs_value_t *bag,
                      const bs_prop_t *prop)
 {
 	const bs_value_t *v = bs_map_get(bag, prop->name);
@@ -149,12 +149,12 @@ int index_prop_value(const bs_value_t **out, bs_value_t *tmp, const bs_value_t *
 	return 1;
 }
 
-int index_row_for(const bs_value_t **vals, bs_value_t *tmps, const bs_index_t *idx,
+int bs__index_row_for(const bs_value_t **vals, bs_value_t *tmps, const bs_index_t *idx,
                   const bs_value_t *bag, int nshards, bool *misfit)
 {
 	bool bad = false, absent = false;
 	for (int k = 0; k < idx->nprops; k++) {
-		int r = index_prop_value(&vals[k], &tmps[k], bag, &idx->props[k]);
+		int r = bs__index_prop_value(&vals[k], &tmps[k], bag, &idx->props[k]);
 		if (r < 0)
 			bad = true;
 		else if (r == 0)

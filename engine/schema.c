@@ -66,14 +66,14 @@ static int init_shard(bs_store_t *st, int i, void *p)
 	int rc = 0;
 
 	for (size_t k = 0; k < sizeof schema / sizeof *schema; k++)
-		if ((rc = shard_exec(st, i, schema[k], strlen(schema[k]))))
+		if ((rc = bs__shard_exec(st, i, schema[k], strlen(schema[k]))))
 			goto done;
 	for (int k = 0; k < bs_schema_nextra; k++)
-		if ((rc = shard_exec(st, i, bs_schema_extra[k], strlen(bs_schema_extra[k]))))
+		if ((rc = bs__shard_exec(st, i, bs_schema_extra[k], strlen(bs_schema_extra[k]))))
 			goto done;
 
 	shard_meta_t meta;
-	if ((rc = shard_meta(&meta, st, i)))
+	if ((rc = bs__shard_meta(&meta, st, i)))
 		goto done;
 	if (meta.fingerprint[0]) {
 		if (strcmp(meta.fingerprint, a->fingerprint) != 0 || meta.index != i) {
@@ -81,21 +81,21 @@ static int init_shard(bs_store_t *st, int i, void *p)
 			              "%s already belongs to another shard list (fingerprint %s, position %d of %d); "
 			              "this configuration's list is %s with it at position %d of %d: refusing to "
 			              "initialise it (resharding is not supported)",
-			              shard_label(label, sizeof label, &st->shards[i]), meta.fingerprint, meta.index,
+			              bs__shard_label(label, sizeof label, &st->shards[i]), meta.fingerprint, meta.index,
 			              meta.count, a->fingerprint, i, a->n);
 		}
 		goto done;
 	}
-	buf_printf(&b, "INSERT INTO bagstore_meta (k, v) VALUES ('fingerprint','%s'),"
+	bs__buf_printf(&b, "INSERT INTO bagstore_meta (k, v) VALUES ('fingerprint','%s'),"
 	               "('shard_index','%d'),('shard_count','%d'),('shard_name',",
 	           a->fingerprint, i, a->n);
-	buf_hex(&b, st->shards[i].conf->name, strlen(st->shards[i].conf->name));
-	buf_puts(&b, "),('schema_version','1')");
-	if ((rc = buf_ok(&b)))
+	bs__buf_hex(&b, st->shards[i].conf->name, strlen(st->shards[i].conf->name));
+	bs__buf_puts(&b, "),('schema_version','1')");
+	if ((rc = bs__buf_ok(&b)))
 		goto done;
-	rc = shard_exec(st, i, b.ptr, b.len);
+	rc = bs__shard_exec(st, i, b.ptr, b.len);
 done:
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -105,7 +105,7 @@ int bs_init(bs_store_t *st)
 	int rc;
 	if (st->cfg->read_only)
 		return bs_error(BS_EREADONLY, "read-only: refusing init");
-	if ((rc = shard_each(st, NULL, init_shard, &a, NULL)))
+	if ((rc = bs__shard_each(st, NULL, init_shard, &a, NULL)))
 		return rc;
 	for (int i = 0; i < st->n; i++)
 		st->shards[i].fp_state = 0;

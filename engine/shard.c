@@ -30,7 +30,7 @@ int64_t bs_now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int64_t parse_unix_us(const char *s)
+int64_t bs__parse_unix_us(const char *s)
 {
 	if (!s)
 		return 0;
@@ -50,7 +50,7 @@ int64_t parse_unix_us(const char *s)
 	return neg ? -us : us;
 }
 
-void shard_address(char *buf, size_t size, const bs_shard_conf_t *c)
+void bs__shard_address(char *buf, size_t size, const bs_shard_conf_t *c)
 {
 	if (c->host)
 		snprintf(buf, size, "%s:%u", c->host, c->port ? c->port : 3306);
@@ -62,10 +62,10 @@ void shard_address(char *buf, size_t size, const bs_shard_conf_t *c)
 		snprintf(buf, size, "localhost");
 }
 
-const char *shard_label(char *buf, size_t size, const bs_shard_t *sh)
+const char *bs__shard_label(char *buf, size_t size, const bs_shard_t *sh)
 {
 	char addr[128];
-	shard_address(addr, sizeof addr, sh->conf);
+	bs__shard_address(addr, sizeof addr, sh->conf);
 	snprintf(buf, size, "shard %s (%s)", sh->conf->name, addr);
 	return buf;
 }
@@ -79,7 +79,7 @@ static bool lost_connection(unsigned err)
 	       err == 4031 /* ER_CLIENT_INTERACTION_TIMEOUT */;
 }
 
-int shard_fail(bs_store_t *st, int i, const char *what)
+int bs__shard_fail(bs_store_t *st, int i, const char *what)
 {
 	bs_shard_t *sh = &st->shards[i];
 	char label[192];
@@ -91,16 +91,16 @@ int shard_fail(bs_store_t *st, int i, const char *what)
 		code = BS_EUNREACHABLE;
 	else if (err == ER_LOCK_DEADLOCK || err == ER_LOCK_WAIT_TIMEOUT || err == ER_DUP_ENTRY)
 		code = BS_ECONFLICT;
-	bs_error(code, "%s: %s: %s (MySQL error %u)", shard_label(label, sizeof label, sh),
+	bs_error(code, "%s: %s: %s (MySQL error %u)", bs__shard_label(label, sizeof label, sh),
 	         what, msg, err);
 	if (code == BS_EUNREACHABLE)
-		shard_close(st, i);
+		bs__shard_close(st, i);
 	return code;
 }
 
-unsigned shard_last_errno(const bs_store_t *st, int i) { return st->shards[i].last_errno; }
+unsigned bs__shard_last_errno(const bs_store_t *st, int i) { return st->shards[i].last_errno; }
 
-void shard_close(bs_store_t *st, int i)
+void bs__shard_close(bs_store_t *st, int i)
 {
 	bs_shard_t *sh = &st->shards[i];
 	if (sh->conn) {
@@ -110,7 +110,7 @@ void shard_close(bs_store_t *st, int i)
 	sh->fp_state = 0;
 }
 
-int shard_conn(MYSQL **out, bs_store_t *st, int i)
+int bs__shard_conn(MYSQL **out, bs_store_t *st, int i)
 {
 	bs_shard_t *sh = &st->shards[i];
 	const bs_shard_conf_t *c = sh->conf;
@@ -125,7 +125,7 @@ int shard_conn(MYSQL **out, bs_store_t *st, int i)
 		password = getenv(c->password_env);
 		if (!password)
 			return bs_error(BS_ECONFIG, "%s: environment variable %s (password_env) is not set",
-			                shard_label(label, sizeof label, sh), c->password_env);
+			                bs__shard_label(label, sizeof label, sh), c->password_env);
 	}
 	MYSQL *m = mysql_init(NULL);
 	if (!m)
@@ -148,7 +148,7 @@ int shard_conn(MYSQL **out, bs_store_t *st, int i)
 		if (err == ER_ACCESS_DENIED_ERROR || err == ER_BAD_DB_ERROR || err == ER_DBACCESS_DENIED_ERROR)
 			code = BS_ECONFIG;
 		bs_error(code, "%s: cannot connect: %s (MySQL error %u)",
-		         shard_label(label, sizeof label, sh), mysql_error(m), err);
+		         bs__shard_label(label, sizeof label, sh), mysql_error(m), err);
 		mysql_close(m);
 		return code;
 	}
@@ -167,52 +167,52 @@ static int drain(bs_store_t *st, int i, MYSQL *m)
 		if (res)
 			mysql_free_result(res);
 		else if (mysql_field_count(m) != 0)
-			return shard_fail(st, i, "reading a result");
+			return bs__shard_fail(st, i, "reading a result");
 	}
 	if (r > 0)
-		return shard_fail(st, i, "statement failed");
+		return bs__shard_fail(st, i, "statement failed");
 	return 0;
 }
 
-int shard_exec(bs_store_t *st, int i, const char *sql, size_t len)
+int bs__shard_exec(bs_store_t *st, int i, const char *sql, size_t len)
 {
 	MYSQL *m;
 	st->shards[i].last_errno = 0;
-	int rc = shard_conn(&m, st, i);
+	int rc = bs__shard_conn(&m, st, i);
 	if (rc)
 		return rc;
 	if (mysql_real_query(m, sql, len))
-		return shard_fail(st, i, "statement failed");
+		return bs__shard_fail(st, i, "statement failed");
 	MYSQL_RES *res = mysql_store_result(m);
 	if (res)
 		mysql_free_result(res);
 	else if (mysql_field_count(m) != 0)
-		return shard_fail(st, i, "reading a result");
+		return bs__shard_fail(st, i, "reading a result");
 	return drain(st, i, m);
 }
 
-int shard_query(MYSQL_RES **out, bs_store_t *st, int i, const char *sql, size_t len)
+int bs__shard_query(MYSQL_RES **out, bs_store_t *st, int i, const char *sql, size_t len)
 {
 	MYSQL *m;
 	int rc;
 	*out = NULL;
 	st->shards[i].last_errno = 0;
-	if ((rc = shard_conn(&m, st, i)))
+	if ((rc = bs__shard_conn(&m, st, i)))
 		return rc;
 	if (mysql_real_query(m, sql, len))
-		return shard_fail(st, i, "query failed");
+		return bs__shard_fail(st, i, "query failed");
 	/* skip leading row-less statements (START TRANSACTION; SELECT ...) */
 	MYSQL_RES *res;
 	while (!(res = mysql_store_result(m))) {
 		if (mysql_field_count(m) != 0)
-			return shard_fail(st, i, "reading rows");
+			return bs__shard_fail(st, i, "reading rows");
 		int r = mysql_next_result(m);
 		if (r > 0)
-			return shard_fail(st, i, "query failed");
+			return bs__shard_fail(st, i, "query failed");
 		if (r < 0) {
 			char label[192];
 			return bs_error(BS_ERROR, "%s: statement returned no rows",
-			                shard_label(label, sizeof label, &st->shards[i]));
+			                bs__shard_label(label, sizeof label, &st->shards[i]));
 		}
 	}
 	if ((rc = drain(st, i, m))) {
@@ -223,7 +223,7 @@ int shard_query(MYSQL_RES **out, bs_store_t *st, int i, const char *sql, size_t 
 	return 0;
 }
 
-int shard_meta(shard_meta_t *out, bs_store_t *st, int i)
+int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 {
 	static const char q[] = "SELECT k, v FROM bagstore_meta WHERE k IN ('fingerprint','shard_index','shard_count')";
 	MYSQL_RES *res = NULL;
@@ -232,16 +232,16 @@ int shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 	int rc;
 
 	memset(out, 0, sizeof *out);
-	if ((rc = shard_conn(&m, st, i)))
+	if ((rc = bs__shard_conn(&m, st, i)))
 		return rc;
 	if (mysql_real_query(m, q, sizeof q - 1)) {
 		if (mysql_errno(m) == ER_NO_SUCH_TABLE)
 			return bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`",
-			                shard_label(label, sizeof label, &st->shards[i]));
-		return shard_fail(st, i, "reading bagstore_meta");
+			                bs__shard_label(label, sizeof label, &st->shards[i]));
+		return bs__shard_fail(st, i, "reading bagstore_meta");
 	}
 	if (!(res = mysql_store_result(m)))
-		return shard_fail(st, i, "reading bagstore_meta");
+		return bs__shard_fail(st, i, "reading bagstore_meta");
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res))) {
 		if (!row[0] || !row[1])
@@ -257,7 +257,7 @@ int shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 	return 0;
 }
 
-int shard_check_writable(bs_store_t *st, int i)
+int bs__shard_check_writable(bs_store_t *st, int i)
 {
 	bs_shard_t *sh = &st->shards[i];
 	shard_meta_t meta;
@@ -266,17 +266,17 @@ int shard_check_writable(bs_store_t *st, int i)
 
 	if (sh->conn && sh->fp_state == 1)
 		return 0;
-	if ((rc = shard_meta(&meta, st, i)))
+	if ((rc = bs__shard_meta(&meta, st, i)))
 		return rc;
 	if (!meta.fingerprint[0])
 		return bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`",
-		                shard_label(label, sizeof label, sh));
+		                bs__shard_label(label, sizeof label, sh));
 	if (strcmp(meta.fingerprint, st->fingerprint) != 0 || meta.index != i)
 		return bs_error(BS_ECONFIG,
 		                "%s belongs to another shard list (fingerprint %s, position %d of %d), "
 		                "but this configuration's list is %s with it at position %d of %d: "
 		                "refusing to write (the order of shards is part of the data's identity)",
-		                shard_label(label, sizeof label, sh), meta.fingerprint, meta.index, meta.count,
+		                bs__shard_label(label, sizeof label, sh), meta.fingerprint, meta.index, meta.count,
 		                st->fingerprint, i, st->n);
 	sh->fp_state = 1;
 	return 0;
@@ -305,7 +305,7 @@ static void *each_thread(void *p)
 	return NULL;
 }
 
-int shard_each(bs_store_t *st, const bool *which, shard_fn fn, void *arg, int *rcs)
+int bs__shard_each(bs_store_t *st, const bool *which, shard_fn fn, void *arg, int *rcs)
 {
 	int n = st->n, count = 0, rc = 0;
 	struct each_job *jobs = calloc((size_t)n, sizeof *jobs);

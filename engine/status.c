@@ -22,7 +22,7 @@ static void replicas_lag(bs_shard_status_t *s, bs_store_t *st, int i)
 	for (int r = 0; r < sc->nreplicas; r++) {
 		MYSQL *m = NULL;
 		char err[200];
-		double lag = replica_seconds_behind(&m, &sc->replicas[r], sc, st->connect_timeout, err, sizeof err);
+		double lag = bs__replica_seconds_behind(&m, &sc->replicas[r], sc, st->connect_timeout, err, sizeof err);
 		if (m)
 			mysql_close(m);
 		if (lag < 0) {
@@ -44,10 +44,10 @@ static int status_one(bs_store_t *st, int i, void *p)
 	MYSQL *m;
 	int rc;
 
-	if ((rc = shard_conn(&m, st, i)) == 0) {
+	if ((rc = bs__shard_conn(&m, st, i)) == 0) {
 		double t0 = bs_now_mono();
 		if (mysql_ping(m))
-			rc = shard_fail(st, i, "ping failed");
+			rc = bs__shard_fail(st, i, "ping failed");
 		s->rtt_ms = (bs_now_mono() - t0) * 1000.0;
 	}
 	if (rc) {
@@ -67,7 +67,7 @@ static int status_one(bs_store_t *st, int i, void *p)
 		"  WHERE TABLE_SCHEMA=DATABASE()),"
 		" (SELECT COUNT(*) FROM information_schema.TABLES"
 		"  WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME='bagstore_meta')";
-	if ((rc = shard_query(&res, st, i, q, sizeof q - 1)))
+	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
 		goto fail;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	if (row) {
@@ -80,7 +80,7 @@ static int status_one(bs_store_t *st, int i, void *p)
 		if (!initialised) {
 			s->fingerprint_ok = -1;
 		} else {
-			rc = shard_check_writable(st, i);
+			rc = bs__shard_check_writable(st, i);
 			s->fingerprint_ok = rc == 0;
 			if (rc == BS_ECONFIG)
 				snprintf(s->error, sizeof s->error, "%s", bs_last_error());
@@ -106,11 +106,21 @@ int bs_shard_status(bs_shard_status_t *out, bs_store_t *st)
 	for (int i = 0; i < st->n; i++) {
 		memset(&out[i], 0, sizeof out[i]);
 		snprintf(out[i].name, sizeof out[i].name, "%s", st->shards[i].conf->name);
-		shard_address(out[i].address, sizeof out[i].address, st->shards[i].conf);
+		bs__shard_address(out[i].address, sizeof out[i].address, st->shards[i].conf);
 		out[i].replica_lag = -1;
 		out[i].entities_est = -1;
 		out[i].threads_running = -1;
 		out[i].fingerprint_ok = -1;
 	}
-	return shard_each(st, NULL, status_one, out, NULL);
+	return bs__shard_each(st, NULL, status_one, out, NULL);
+}
+
+const char *bs_shard_state_name(bs_shard_state_t s)
+{
+	switch (s) {
+	case BS_SHARD_UP: return "up";
+	case BS_SHARD_SLOW: return "slow";
+	case BS_SHARD_DOWN: return "unreachable";
+	}
+	return "unknown";
 }

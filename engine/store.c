@@ -46,7 +46,7 @@ void bs_store_free(bs_store_t *st)
 	if (!st)
 		return;
 	for (int i = 0; i < st->n; i++)
-		shard_close(st, i);
+		bs__shard_close(st, i);
 	bs_index_list_free(&st->cat);
 	free(st->shards);
 	free(st);

@@ -17,7 +17,7 @@ struct throttle {
 	int total;
 };
 
-int throttle_new(throttle_t **out, const bs_config_t *cfg)
+int bs__throttle_new(throttle_t **out, const bs_config_t *cfg)
 {
 	throttle_t *t = calloc(1, sizeof *t);
 	*out = NULL;
@@ -32,14 +32,14 @@ int throttle_new(throttle_t **out, const bs_config_t *cfg)
 	}
 	t->offset[cfg->nshards] = t->total;
 	if (t->total && !(t->replicas = calloc((size_t)t->total, sizeof *t->replicas))) {
-		throttle_free(t);
+		bs__throttle_free(t);
 		return bs_error(BS_ENOMEM, "out of memory");
 	}
 	*out = t;
 	return 0;
 }
 
-void throttle_free(throttle_t *t)
+void bs__throttle_free(throttle_t *t)
 {
 	if (!t)
 		return;
@@ -60,7 +60,7 @@ static int load_on(bs_store_t *st, int i, void *p)
 	struct load_arg *a = p;
 	static const char q[] = "SHOW GLOBAL STATUS LIKE 'Threads_running'";
 	MYSQL_RES *res;
-	int rc = shard_query(&res, st, i, q, sizeof q - 1);
+	int rc = bs__shard_query(&res, st, i, q, sizeof q - 1);
 	if (rc)
 		return rc;
 	MYSQL_ROW row = mysql_fetch_row(res);
@@ -73,7 +73,7 @@ static int load_on(bs_store_t *st, int i, void *p)
  * (opened when NULL, closed and cleared when it fails); -1 with err set
  * when it does not answer or is not replicating (unknown lag). A replica
  * without a login of its own uses its shard's. */
-double replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc,
+double bs__replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc,
                               unsigned timeout, char *err, size_t size)
 {
 	MYSQL *m = *conn;
@@ -117,7 +117,7 @@ double replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs
 	return lag;
 }
 
-int throttle_check(int *level, char *reason, size_t size, throttle_t *t, bs_store_t *st,
+int bs__throttle_check(int *level, char *reason, size_t size, throttle_t *t, bs_store_t *st,
                    const bool *which)
 {
 	const bs_cleaner_conf_t *cl = &st->cfg->cleaner;
@@ -128,7 +128,7 @@ int throttle_check(int *level, char *reason, size_t size, throttle_t *t, bs_stor
 	if (!running)
 		return bs_error(BS_ENOMEM, "out of memory");
 	struct load_arg a = { running };
-	if ((rc = shard_each(st, which, load_on, &a, NULL)))
+	if ((rc = bs__shard_each(st, which, load_on, &a, NULL)))
 		goto done;
 	for (int i = 0; i < st->n; i++) {
 		if (which && !which[i])
@@ -153,7 +153,7 @@ int throttle_check(int *level, char *reason, size_t size, throttle_t *t, bs_stor
 		const bs_shard_conf_t *sc = &st->cfg->shards[i];
 		for (int r = 0; r < sc->nreplicas; r++) {
 			char err[256] = "";
-			double lag = replica_seconds_behind(&t->replicas[t->offset[i] + r], &sc->replicas[r], sc, 2, err, sizeof err);
+			double lag = bs__replica_seconds_behind(&t->replicas[t->offset[i] + r], &sc->replicas[r], sc, 2, err, sizeof err);
 			if (lag < 0) {
 				*level = 1;
 				snprintf(reason, size, "shard %s: replica %s:%u lag unknown (%s)", sc->name,

@@ -25,20 +25,20 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 	for (int s = 0; s < st->n; s++) {
 		int64_t after = 0;
 		for (;;) {
-			buf_reset(&b);
-			buf_printf(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities"
+			bs__buf_reset(&b);
+			bs__buf_printf(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities"
 			               " WHERE added_id>%lld ORDER BY added_id LIMIT %d", (long long)after, VERIFY_BATCH);
 			size_t got;
-			if ((rc = ebatch_fetch(&eb, &got, st, s, &b)))
+			if ((rc = bs__ebatch_fetch(&eb, &got, st, s, &b)))
 				goto done;
 			if (eb.len == 0)
 				break;
 			out->checked += (int64_t)eb.len;
-			if ((rc = drift_check(&d, st, idx, eb.ids, eb.bags, eb.len, repair)))
+			if ((rc = bs__drift_check(&d, st, idx, eb.ids, eb.bags, eb.len, repair)))
 				goto done;
 			if (repair) { /* writers may have moved on meanwhile: not counted again */
 				drift_counts_t again = {0};
-				if ((rc = drift_settle(&again, st, s, idx, 1, &eb)))
+				if ((rc = bs__drift_settle(&again, st, s, idx, 1, &eb)))
 					goto done;
 				d.repaired += again.repaired;
 			}
@@ -51,7 +51,7 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 		uint8_t cursor[16] = {0};
 		bool wrapped = false;
 		while (!wrapped)
-			if ((rc = drift_orphans(&orphans, &fixed, st, idx, j, cursor, VERIFY_BATCH, repair, &wrapped)))
+			if ((rc = bs__drift_orphans(&orphans, &fixed, st, idx, j, cursor, VERIFY_BATCH, repair, &wrapped)))
 				goto done;
 	}
 	out->missing = d.missing;
@@ -61,22 +61,22 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 	out->repaired = d.repaired + fixed;
 	out->at_us = bs_now_us();
 	if (!st->cfg->read_only) {
-		buf_reset(&b);
-		buf_puts(&b, "INSERT INTO bagstore_verify (index_name, checked, missing, stale, orphaned, misfit,"
+		bs__buf_reset(&b);
+		bs__buf_puts(&b, "INSERT INTO bagstore_verify (index_name, checked, missing, stale, orphaned, misfit,"
 		             " repaired, at_us) VALUES (");
-		buf_hex(&b, idx->name, strlen(idx->name));
-		buf_printf(&b, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld) ON DUPLICATE KEY UPDATE checked=VALUES(checked),"
+		bs__buf_hex(&b, idx->name, strlen(idx->name));
+		bs__buf_printf(&b, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld) ON DUPLICATE KEY UPDATE checked=VALUES(checked),"
 		               " missing=VALUES(missing), stale=VALUES(stale), orphaned=VALUES(orphaned),"
 		               " misfit=VALUES(misfit), repaired=VALUES(repaired), at_us=VALUES(at_us)",
 		           (long long)out->checked, (long long)out->missing, (long long)out->stale,
 		           (long long)out->orphaned, (long long)out->misfit, (long long)out->repaired,
 		           (long long)out->at_us);
-		if (!(rc = buf_ok(&b)))
-			rc = exec_everywhere(st, b.ptr, b.len);
+		if (!(rc = bs__buf_ok(&b)))
+			rc = bs__exec_everywhere(st, b.ptr, b.len);
 	}
 done:
-	ebatch_free(&eb);
-	buf_free(&b);
+	bs__ebatch_free(&eb);
+	bs__buf_free(&b);
 	return rc;
 }
 
@@ -124,13 +124,13 @@ static int last_from(bs_drift_t *out, bs_store_t *st, int i, const char *index)
 	MYSQL_RES *res = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
-	buf_puts(&b, "SELECT SUM(checked), SUM(missing), SUM(stale), SUM(orphaned), SUM(misfit), SUM(repaired),"
+	bs__buf_puts(&b, "SELECT SUM(checked), SUM(missing), SUM(stale), SUM(orphaned), SUM(misfit), SUM(repaired),"
 	             " MAX(at_us), COUNT(*) FROM bagstore_verify");
 	if (index) {
-		buf_puts(&b, " WHERE index_name=");
-		buf_hex(&b, index, strlen(index));
+		bs__buf_puts(&b, " WHERE index_name=");
+		bs__buf_hex(&b, index, strlen(index));
 	}
-	if ((rc = buf_ok(&b)) || (rc = shard_query(&res, st, i, b.ptr, b.len)))
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	if (!row || !row[7] || !strcmp(row[7], "0")) {
@@ -144,7 +144,7 @@ static int last_from(bs_drift_t *out, bs_store_t *st, int i, const char *index)
 done:
 	if (res)
 		mysql_free_result(res);
-	buf_free(&b);
+	bs__buf_free(&b);
 	return rc;
 }
 

@@ -442,16 +442,6 @@ done:
 
 /* ------------------------------------------------------------ shards */
 
-static const char *shard_state_name(bs_shard_state_t s)
-{
-	switch (s) {
-	case BS_SHARD_UP: return "up";
-	case BS_SHARD_SLOW: return "slow";
-	case BS_SHARD_DOWN: return "unreachable";
-	}
-	return "?";
-}
-
 /* A shard's figure, null when it is down or the figure unknown (< 0). */
 static json_t *jcount(bool down, int64_t v)
 {
@@ -476,7 +466,7 @@ static int shards_json(const bs_shard_status_t *ss, int n)
 		}
 		json_object_set_new(o, "name", jstr(s->name));
 		json_object_set_new(o, "address", jstr(s->address));
-		json_object_set_new(o, "state", json_string(shard_state_name(s->state)));
+		json_object_set_new(o, "state", json_string(bs_shard_state_name(s->state)));
 		json_object_set_new(o, "error", jstr(s->error));
 		json_object_set_new(o, "version", jstr(s->version));
 		json_object_set_new(o, "rtt_ms", down ? json_null() : json_real(round(s->rtt_ms * 1000) / 1000));
@@ -526,7 +516,7 @@ static int shards_table(const bs_shard_status_t *ss, int n)
 		}
 		cells[0] = s->name;
 		cells[1] = s->address[0] ? s->address : "-";
-		cells[2] = shard_state_name(s->state);
+		cells[2] = bs_shard_state_name(s->state);
 		cells[3] = s->version[0] && !down ? s->version : "-";
 		cells[4] = rtt;
 		cells[5] = ents;
@@ -909,17 +899,6 @@ static int index_get(bs_index_t *out, cli_ctx_t *ctx, const char *name)
 	return rc;
 }
 
-static void prop_names(char *buf, size_t size, const bs_index_t *idx)
-{
-	size_t off = 0;
-	int i;
-
-	buf[0] = '\0';
-	for (i = 0; i < idx->nprops && off < size; i++)
-		off += (size_t)snprintf(buf + off, size - off, "%s%s", i ? ", " : "",
-		                        idx->props[i].name);
-}
-
 static int parse_limit(cli_ctx_t *ctx, size_t *out, const char *text)
 {
 	char *end;
@@ -937,12 +916,12 @@ static int cmd_query(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *limit_text = NULL;
 	const cli_opt_t opts[] = {{"limit", &limit_text, NULL}, {NULL, NULL, NULL}};
-	char **pos = NULL, names[BS_INDEX_MAX_PROPS * (BS_NAME_MAX + 2) + 1];
-	bs_cond_t *conds = NULL;
+	char **pos = NULL;
+	bs_query_spec_t q = {0};
+	bs_index_list_t l = {0};
 	bs_result_t res = {0};
-	bs_index_t idx;
 	size_t limit = 0, k;
-	int npos, nconds = 0, i, j, rc;
+	int npos, i, rc;
 
 	if ((rc = cli_parse(ctx, argc, argv, opts, &pos, &npos, 2, -1)) != 0)
 		goto done;
@@ -953,54 +932,20 @@ static int cmd_query(cli_ctx_t *ctx, int argc, char **argv)
 			rc = cli_usage_error(ctx, "expected PROP=VALUE, got '%s'", pos[i]);
 			goto done;
 		}
-	if ((rc = cli_open(ctx)) < 0)
+	if ((rc = cli_open(ctx)) < 0 || (rc = bs_index_list(&l, ctx->st)) < 0)
 		goto done;
-	if ((rc = index_get(&idx, ctx, pos[0])) < 0)
+	/* the engine's rules: unknown or repeated properties, values per type */
+	if ((rc = bs_query_parse(&q, &l, pos[0], (const char *const *)pos + 1, npos - 1)) < 0)
 		goto done;
-	prop_names(names, sizeof names, &idx);
-
-	if (!(conds = calloc((size_t)npos, sizeof *conds))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
-		goto done;
-	}
-	for (i = 1; i < npos; i++) {
-		const char *eq = strchr(pos[i], '=');
-		size_t plen = (size_t)(eq - pos[i]);
-		const bs_prop_t *prop = NULL;
-
-		for (j = 0; j < idx.nprops; j++)
-			if (strlen(idx.props[j].name) == plen &&
-			    strncmp(idx.props[j].name, pos[i], plen) == 0)
-				prop = &idx.props[j];
-		if (!prop) {
-			rc = bs_error(BS_EINVAL, "index %s has no property '%.*s' (its properties: %s)",
-			              idx.name, (int)plen, pos[i], names);
-			goto done;
-		}
-		for (j = 0; j < nconds; j++)
-			if (strcmp(conds[j].prop, prop->name) == 0) {
-				rc = bs_error(BS_EINVAL, "property %s given twice", prop->name);
-				goto done;
-			}
-		snprintf(conds[nconds].prop, sizeof conds[nconds].prop, "%s", prop->name);
-		bs_value_nil(&conds[nconds].value);
-		if ((rc = bs_value_from_text(&conds[nconds].value, prop, eq + 1)) < 0) {
-			rc = error_at(rc, prop->name);
-			goto done;
-		}
-		nconds++;
-	}
-
-	if ((rc = bs_query(&res, ctx->st, idx.name, conds, nconds, limit)) < 0)
+	if ((rc = bs_query(&res, ctx->st, q.index, q.conds, q.nconds, limit)) < 0)
 		goto done;
 	for (k = 0; k < res.len; k++)
 		if ((rc = print_bag_json(&res.items[k].bag)) < 0)
 			goto done;
 done:
 	bs_result_free(&res);
-	for (i = 0; conds && i < npos; i++) /* calloc'd: NIL when unused */
-		bs_value_clear(&conds[i].value);
-	free(conds);
+	bs_query_spec_clear(&q);
+	bs_index_list_free(&l);
 	free(pos);
 	return rc < 0 ? rc : 0;
 }

@@ -113,12 +113,12 @@ static void duration(char *buf, size_t size, double s)
 
 /* ------------------------------------------------------------ cleaner */
 
-static volatile int stop_flag;
+static atomic_int stop_flag;
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	stop_flag = 1;
+	atomic_store(&stop_flag, 1);
 }
 
 typedef struct {
@@ -142,16 +142,22 @@ static void on_progress(void *p, const bs_job_t *job)
 	pthread_mutex_unlock(&pr->lock);
 }
 
+/* An error the daemon survives: logged when it changes. */
+static void on_error(void *p, int code, const char *msg)
+{
+	progress_t *pr = p;
+	(void)code;
+	pthread_mutex_lock(&pr->lock);
+	if (strcmp(pr->last_err, msg)) {
+		snprintf(pr->last_err, sizeof pr->last_err, "%s", msg);
+		fprintf(stderr, "bagstore: cleaner: %s\n", msg);
+	}
+	pthread_mutex_unlock(&pr->lock);
+}
+
 static void progress_locked(progress_t *pr, const bs_job_t *job)
 {
-	if (job->shard < 0) { /* a daemon error, logged when it changes */
-		if (strcmp(pr->last_err, job->reason)) {
-			snprintf(pr->last_err, sizeof pr->last_err, "%s", job->reason);
-			fprintf(stderr, "bagstore: cleaner: %s\n", job->reason);
-		}
-		return;
-	}
-	if (job->shard >= pr->n)
+	if (job->shard < 0 || job->shard >= pr->n)
 		return;
 	if (pr->daemon) { /* the daemon logs what changes, one line each */
 		int k;
@@ -224,12 +230,13 @@ int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	bs_cleaner_opts_t o = { .stop = &stop_flag, .once = once, .progress = on_progress, .ctx = &pr };
+	bs_cleaner_opts_t o = { .stop = &stop_flag, .once = once, .progress = on_progress,
+	                       .error = on_error, .ctx = &pr };
 	if (index) {
 		rc = bs_cleaner_backfill(ctx->st, index, &o);
 		if (pr.tty)
 			fputc('\n', stderr);
-		if (!rc && !stop_flag) {
+		if (!rc && !atomic_load(&stop_flag)) {
 			int64_t scanned = 0, written = 0;
 			for (int i = 0; i < pr.n; i++) {
 				scanned += pr.last[i].rows_scanned;

@@ -284,7 +284,7 @@ typedef struct {
 } bf_slot_t;
 
 static bf_slot_t bf[MAX_LOCAL];
-static volatile int bf_stop;
+static atomic_int bf_stop;
 
 static void bf_progress(void *ctx, const bs_job_t *job)
 {
@@ -334,7 +334,7 @@ int worker_backfill_start(const char *index)
 	bf_slot_t *s = NULL;
 	int i, rc;
 
-	if (bf_stop)
+	if (atomic_load(&bf_stop))
 		return bs_error(BS_ERROR, "the console is closing");
 	snap_lock();
 	for (i = 0; i < MAX_LOCAL; i++) {
@@ -401,7 +401,7 @@ bool worker_stop(double wait_s)
 	bool all = true;
 	int i;
 
-	bf_stop = 1;
+	atomic_store(&bf_stop, 1);
 	pthread_mutex_lock(&q_mu);
 	stopping = 1;
 	pthread_cond_broadcast(&q_cv);

@@ -160,70 +160,20 @@ static void publish(bs_result_t *page, int rc, bool moved, bool at_end, bool que
 	worker_published();
 }
 
-/* "user_id=f48b..." or "INDEX: a=1 b=x": the first ready index holding
- * every property named, or the one named. */
+/* "user_id=f48b..." or "INDEX: a=1 b=x", read by the engine's rules
+ * (bs_query_parse_text): the ready index holding every property named, or
+ * the one named. */
 static int run_query(bs_result_t *out, bs_store_t *st, const char *text, size_t limit)
 {
-	char buf[256], *p, *save = NULL, *idxname = NULL, *colon;
-	bs_cond_t conds[BS_INDEX_MAX_PROPS];
-	char *names[BS_INDEX_MAX_PROPS], *vals[BS_INDEX_MAX_PROPS];
-	int nc = 0, i, j, k, rc;
 	bs_index_list_t l = {0};
-	const bs_index_t *ix = NULL;
+	bs_query_spec_t q = {0};
+	int rc;
 
-	snprintf(buf, sizeof buf, "%s", text);
-	p = buf;
-	if ((colon = strchr(p, ':')) && (!strchr(p, '=') || colon < strchr(p, '='))) {
-		*colon = 0;
-		idxname = p;
-		p = colon + 1;
-	}
-	for (char *tok = strtok_r(p, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
-		char *eq = strchr(tok, '=');
-		if (!eq || nc == BS_INDEX_MAX_PROPS)
-			return bs_error(BS_EINVAL, "a query is PROP=VALUE [PROP=VALUE...]: '%s'", tok);
-		*eq = 0;
-		names[nc] = tok;
-		vals[nc] = eq + 1;
-		nc++;
-	}
-	if (nc == 0)
-		return bs_error(BS_EINVAL, "a query is PROP=VALUE");
 	if ((rc = bs_index_list(&l, st)) < 0)
 		return rc;
-	for (i = 0; i < l.len && !ix; i++) {
-		const bs_index_t *c = &l.items[i];
-		bool all = true;
-		if (idxname && strcmp(c->name, idxname) != 0)
-			continue;
-		if (!idxname && c->state != BS_INDEX_READY)
-			continue;
-		for (j = 0; j < nc && all; j++) {
-			bool has = false;
-			for (k = 0; k < c->nprops; k++)
-				has |= strcmp(c->props[k].name, names[j]) == 0;
-			all = has;
-		}
-		if (all)
-			ix = c;
-	}
-	if (!ix) {
-		rc = bs_error(BS_ENOTFOUND, "no ready index covers %s%s", names[0], nc > 1 ? " and the rest" : "");
-		goto done;
-	}
-	memset(conds, 0, sizeof conds);
-	for (j = 0; j < nc; j++) {
-		for (k = 0; k < ix->nprops; k++)
-			if (strcmp(ix->props[k].name, names[j]) == 0)
-				break;
-		snprintf(conds[j].prop, sizeof conds[j].prop, "%s", names[j]);
-		if ((rc = bs_value_from_text(&conds[j].value, &ix->props[k], vals[j])) < 0)
-			goto done;
-	}
-	rc = bs_query(out, st, ix->name, conds, nc, limit);
-done:
-	for (j = 0; j < nc; j++)
-		bs_value_clear(&conds[j].value);
+	if ((rc = bs_query_parse_text(&q, &l, text)) == 0)
+		rc = bs_query(out, st, q.index, q.conds, q.nconds, limit);
+	bs_query_spec_clear(&q);
 	bs_index_list_free(&l);
 	return rc;
 }

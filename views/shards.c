@@ -65,15 +65,6 @@ static void sh_open(void)
 	}
 }
 
-static const char *state_name(const bs_shard_status_t *s)
-{
-	switch (s->state) {
-	case BS_SHARD_UP: return "up";
-	case BS_SHARD_SLOW: return "slow";
-	default: return "unreachable";
-	}
-}
-
 static void build(void)
 {
 	int i, r, up = 0;
@@ -88,7 +79,7 @@ static void build(void)
 		r = tbl_add(&tbl, down ? C_BAD : s->state == BS_SHARD_SLOW ? C_WARN : C_NORMAL);
 		tbl_set(&tbl, r, 0, NAN, "%s", s->name);
 		tbl_set(&tbl, r, 1, NAN, "%s", s->address);
-		tbl_set(&tbl, r, 2, NAN, "%s", state_name(s));
+		tbl_set(&tbl, r, 2, NAN, "%s", bs_shard_state_name(s->state));
 		tbl_set(&tbl, r, 3, NAN, "%s", down ? "-" : s->version);
 		if (down) {
 			for (int c = 4; c < 9; c++)
@@ -146,7 +137,7 @@ static void sh_draw(int y, int h, int w)
 	for (i = 0; i < snap.n && line < y + h; i++) {
 		if (snap.st[i].state != BS_SHARD_UP && snap.st[i].error[0]) {
 			ui_color(C_BAD, true);
-			ui_printf(line++, 0, w, "%s %s: %s", snap.st[i].name, state_name(&snap.st[i]), snap.st[i].error);
+			ui_printf(line++, 0, w, "%s %s: %s", snap.st[i].name, bs_shard_state_name(snap.st[i].state), snap.st[i].error);
 			ui_color(C_BAD, false);
 		}
 	}

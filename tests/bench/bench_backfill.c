@@ -352,7 +352,7 @@ static int puts_timed(bs_store_t *st, double *lat, int n, long base, volatile in
 
 /* ------------------------------------------------------------ repair lag */
 
-static volatile int stop_daemon;
+static atomic_int stop_daemon;
 
 static void *daemon_thread(void *p)
 {
@@ -647,7 +647,7 @@ lag:
 	}
 	stop_load = 1;
 	pthread_join(ltid, NULL);
-	stop_daemon = 1;
+	atomic_store(&stop_daemon, 1);
 	pthread_join(dtid, NULL);
 	qsort(lag, (size_t)nfault, sizeof *lag, cmp_d);
 	printf("\nrepair lag, fault to repaired row, cleaner daemon running (repair_interval %.2f s),\n"
