@@ -1,15 +1,20 @@
 # bagstore - schemaless store on sharded MariaDB, and its console.
 #
-#   make            build/libbagstore.a and build/bagstore
-#   make check      every test, against throwaway MariaDB shards
+#   make            build/libbagstore.a and build/bagstore (installs nothing)
+#   make deps       install missing Debian packages (scripts/deps.sh)
+#   make check      deps, then every test, against throwaway MariaDB shards
 #   make asan       the same tests under AddressSanitizer + UBSan
+#   make tsan       engine unit tests and console tests under ThreadSanitizer
 #   make valgrind   the engine's unit tests under valgrind (leaks are errors)
+#   make layers     the layering check alone (make check runs it too)
 #   make bench      the benchmarks under tests/bench (prints figures)
-#   make demo       local shards, sample entities, then the console
+#   make demo       deps, local shards, sample entities, then the console
 #   make install    PREFIX=/usr/local DESTDIR=
 #
-# V=1 shows full command lines. Missing Debian packages are installed first
-# (scripts/deps.sh); set BAGSTORE_NO_DEPS=1 to skip that step.
+# V=1 shows full command lines. `make deps`, `check`, `demo`, `asan`, `tsan`,
+# `valgrind` and `bench` install missing packages first (through apt-get, as
+# root or with sudo); set BAGSTORE_NO_DEPS=1 to skip that step. A plain `make`
+# only says which package is missing.
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -49,24 +54,24 @@ BIN := $(BUILD)/bagstore
 
 .SECONDARY:
 
-.PHONY: all deps check asan valgrind bench demo install uninstall clean shards-stop fuzz
+.PHONY: all deps pkgs-ok check asan tsan valgrind layers bench demo install uninstall clean shards-stop fuzz
 
-all: deps-ok $(LIB) $(BIN) $(UNIT_BIN) $(BENCH_BIN)
+all: $(LIB) $(BIN) $(UNIT_BIN) $(BENCH_BIN)
 
-# The deps step: installs what is missing, once per build folder (every
-# time under BAGSTORE_NO_DEPS, which checks nothing), before any compiling,
-# even under -j; then says which pkg-config module is still missing, rather
-# than letting the compiler fail for want of a header.
-deps-ok: $(BUILD)/.deps-ok
-$(BUILD)/.deps-ok: scripts/deps.sh
+# Before any compiling (even under -j): say which pkg-config module is
+# missing and how to get it, rather than let the compiler fail for want of a
+# header. Installing is `make deps`'s job, never a plain `make`'s.
+pkgs-ok: $(BUILD)/.pkgs-ok
+$(BUILD)/.pkgs-ok:
 	$(Q)mkdir -p $(BUILD)
-	$(Q)sh scripts/deps.sh
-	$(Q)pkg-config --exists $(PKGS) || { pkg-config --print-errors --exists $(PKGS); exit 1; }
-	$(Q)[ -n "$$BAGSTORE_NO_DEPS" ] || touch $@
+	$(Q)pkg-config --exists $(PKGS) 2>/dev/null || { \
+	  echo "bagstore: missing build packages: run \`make deps\` (or scripts/deps.sh)" >&2; \
+	  pkg-config --print-errors --exists $(PKGS); exit 1; }
+	$(Q)touch $@
 deps:
 	$(Q)sh scripts/deps.sh
 
-$(BUILD)/%.o: %.c | $(BUILD)/.deps-ok
+$(BUILD)/%.o: %.c | $(BUILD)/.pkgs-ok
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
@@ -89,8 +94,15 @@ $(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(ALL_LIBS) $(LDFLAGS)
 
-check: all
+# The targets that run things install what is missing first, then build
+# (a sub-make, so that nothing compiles before the packages are there).
+check: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)sh tests/layers.sh $(BUILD)
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
+
+layers: all
+	$(Q)sh tests/layers.sh $(BUILD)
 
 # Sanitizers: a build folder of their own, the same test run.
 asan:
@@ -98,13 +110,25 @@ asan:
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" check
 
-valgrind: all
+# ThreadSanitizer: the engine's unit tests (the cleaner's threads, the
+# fan-out) and the console's tests (its lanes and backfill threads).
+TSAN_TESTS = unit test_console_screens test_console_indexes test_console_entities \
+	test_console_backfills test_console_hung test_console_readonly
+tsan: deps
+	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan \
+	  CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" LDFLAGS="-fsanitize=thread" all
+	$(Q)BUILD=build-tsan BAGSTORE_TSAN=1 sh tests/run.sh $(TSAN_TESTS)
+
+valgrind: deps
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)BUILD=$(BUILD) BAGSTORE_VALGRIND=1 sh tests/run.sh unit
 
-bench: all
+bench: deps
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)BUILD=$(BUILD) sh tests/bench/run.sh
 
-demo: all
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)BUILD=$(BUILD) sh conf/demo.sh
 
 shards-stop:
@@ -126,6 +150,6 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/include/bagstore.h $(DESTDIR)$(PREFIX)/share/man/man1/bagstore.1
 
 clean:
-	rm -rf build build-asan $(BUILD)
+	rm -rf build build-asan build-tsan $(BUILD)
 
 -include $(ENGINE_OBJ:.o=.d) $(APP_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d) $(BENCH_SRC:%.c=$(BUILD)/%.d)

@@ -21,6 +21,8 @@
 # stop-one/start-one/pause/resume NAME --dir "$SHARDS_DIR"), BUILD, TEST_ROOT.
 #
 # Knobs: BAGSTORE_VALGRIND=1 runs the unit binaries under valgrind;
+# BAGSTORE_TSAN=1 (make tsan) writes ThreadSanitizer's reports under
+# $BUILD/test-logs/tsan and counts each test that left one as a failure;
 # BAGSTORE_TEST_TIMEOUT (seconds per test, default 300, 900 under valgrind);
 # BAGSTORE_TEST_PORT (first shard port); BAGSTORE_KEEP_SHARDS=1 leaves the
 # shards running afterwards (stop them with conf/shards.sh stop --dir ...).
@@ -41,6 +43,7 @@ case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
 B=${B%/}
 case $B in
 */build-asan) PORT=33507 ;;
+*/build-tsan) PORT=33607 ;;
 *) PORT=33407 ;;
 esac
 PORT=${BAGSTORE_TEST_PORT:-$PORT}
@@ -64,6 +67,13 @@ fi
 
 LOGDIR=$B/test-logs
 mkdir -p "$LOGDIR" || exit 1
+TSAN=${BAGSTORE_TSAN:-0}
+if [ "$TSAN" = 1 ]; then
+	rm -rf "$LOGDIR/tsan"
+	mkdir -p "$LOGDIR/tsan" || exit 1
+	TSAN_OPTIONS="log_path=$LOGDIR/tsan/report second_deadlock_stack=1 suppressions=$ROOT/tests/tsan.supp ${TSAN_OPTIONS:-}"
+	export TSAN_OPTIONS
+fi
 
 PASSED=0
 FAILED=0
@@ -108,10 +118,11 @@ reset_shards() {
 	fi
 }
 
-picked() { # name
+picked() { # name [unit]
 	[ -z "$FILTER" ] && return 0
 	for f in $FILTER; do
 		[ "$f" = "$1" ] && return 0
+		[ "$f" = unit ] && [ "${2:-}" = unit ] && return 0
 	done
 	return 1
 }
@@ -156,7 +167,13 @@ run_test() {
 	elif [ -n "$why" ] && [ "$nf" = 0 ]; then
 		why="$why with no failed checks"
 	fi
-	if [ -n "$why" ] && { [ -z "$line" ] || [ "$nf" = 0 ]; }; then
+	if [ "$TSAN" = 1 ] && ls "$LOGDIR/tsan"/report.* >/dev/null 2>&1; then
+		mkdir -p "$LOGDIR/tsan/$name"
+		mv "$LOGDIR/tsan"/report.* "$LOGDIR/tsan/$name/"
+		cat "$LOGDIR/tsan/$name"/report.*
+		why="${why:+$why, }ThreadSanitizer reports in $LOGDIR/tsan/$name"
+		FAILED=$((FAILED + 1))
+	elif [ -n "$why" ] && { [ -z "$line" ] || [ "$nf" = 0 ]; }; then
 		FAILED=$((FAILED + 1))
 	fi
 	if [ -n "$why" ]; then
@@ -182,7 +199,7 @@ if [ "$MODE" != integration ]; then
 		if [ ! -f "$t" ] || [ ! -x "$t" ]; then continue; fi
 		case $t in *.o|*.d) continue ;; esac
 		n=${t##*/}
-		picked "$n" || continue
+		picked "$n" unit || continue
 		ran=$((ran + 1))
 		if [ "$VALGRIND" = 1 ]; then
 			run_test "$n" valgrind -q --leak-check=full --show-leak-kinds=definite,indirect \
