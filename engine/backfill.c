@@ -356,9 +356,8 @@ static void where_mine(runner_t *r, bs_buf_t *b)
 {
 	bs__buf_puts(b, " WHERE index_name=");
 	bs__buf_hex(b, r->index, strlen(r->index));
-	bs__buf_puts(b, " AND state IN ('running','throttled') AND IS_USED_LOCK('");
-	bs__buf_puts(b, r->lock);
-	bs__buf_puts(b, "')=CONNECTION_ID()");
+	bs__buf_puts(b, " AND state IN ('running','throttled') AND ");
+	bs__lock_held_sql(b, r->lock);
 }
 
 static double rate_now(runner_t *r, double now)
@@ -452,13 +451,7 @@ static enum outcome why_not_mine(runner_t *r)
 
 static void release_lock(runner_t *r)
 {
-	bs_buf_t b = {0};
-	if (r->src->shards[r->shard].conn) {
-		bs__buf_printf(&b, "DO RELEASE_LOCK('%s')", r->lock);
-		src_exec(r, &b);
-	}
-	bs__buf_free(&b);
-	bs_error_clear();
+	bs__lock_release(r->src, r->shard, r->lock);
 }
 
 /* ------------------------------------------------------------ one attempt */
@@ -498,245 +491,291 @@ static void job_fail(runner_t *r, const char *m)
 	report(r);
 }
 
-static enum outcome attempt(runner_t *r)
+/* An attempt's working state: two chunks (one written while the next is
+ * read), the shards the current one touches, the chunk size. */
+typedef struct {
+	chunk_t cur, next;
+	bool *which;
+	bs_index_t idx;
+	int64_t chunk;
+	bool slow;
+} attempt_t;
+
+/* Step 1, claim: take the job's lock and read its row; OUT_* when it is
+ * not ours to run now, -1 when it is. */
+static int claim(runner_t *r)
+{
+	const char *sname = r->src->shards[r->shard].conf->name;
+	bool got = false;
+	int rc;
+	if ((rc = bs__lock_try(&got, r->src, r->shard, r->lock)) ||
+	    (rc = bs__job_read(&r->job, &r->index_created_us, r->src, r->shard, r->index)))
+		return fail_with(r, rc);
+	switch (r->job.state) {
+	case BS_JOB_DONE:
+		return OUT_DONE;
+	case BS_JOB_CANCELLED:
+		snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s was cancelled", r->index, sname);
+		return OUT_CANCELLED;
+	case BS_JOB_FAILED:
+		snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s failed: %s", r->index, sname, r->job.reason);
+		return OUT_FAILED;
+	case BS_JOB_PAUSED:
+		return OUT_PAUSED;
+	default:
+		return got ? -1 : OUT_BUSY;
+	}
+}
+
+/* Step 2, validate: the index must still be the one the job was queued
+ * for; fix the high-water mark and total when the job first starts; mark
+ * the job running. -1 when it may go on, else the outcome. */
+static int validate(runner_t *r, bs_index_t *idx)
 {
 	bs_buf_t b = {0};
 	MYSQL_RES *res = NULL;
-	chunk_t cur = {0}, next = {0};
-	bs_index_t idx;
-	bool *which = NULL;
-	enum outcome out = OUT_FAILED;
-	int rc;
-	const char *sname = r->src->shards[r->shard].conf->name;
-
-	r->rc = 0;
-	r->msg[0] = '\0';
-	if ((rc = chunk_init(&cur, r->src->n)) || (rc = chunk_init(&next, r->src->n)) ||
-	    !(which = calloc((size_t)r->src->n, sizeof *which))) {
-		out = fail_with(r, rc ? rc : bs_error(BS_ENOMEM, "out of memory"));
-		goto done;
+	enum outcome out;
+	int rc, ret = -1;
+	if ((rc = bs_index_get(idx, r->dst, r->index))) {
+		if (rc != BS_ENOTFOUND)
+			return fail_with(r, rc);
+		snprintf(r->msg, sizeof r->msg, "backfill of %s: the index is gone", r->index);
+		return OUT_CANCELLED;
 	}
-
-	/* claim */
-	bs__buf_printf(&b, "SELECT IF(IS_USED_LOCK('%s')=CONNECTION_ID(),1,GET_LOCK('%s',0))", r->lock, r->lock);
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, r->src, r->shard, b.ptr, b.len))) {
-		out = fail_with(r, rc);
-		goto done;
-	}
-	MYSQL_ROW row = mysql_fetch_row(res);
-	bool got = row && row[0] && !strcmp(row[0], "1");
-	mysql_free_result(res);
-	res = NULL;
-	if ((rc = bs__job_read(&r->job, &r->index_created_us, r->src, r->shard, r->index))) {
-		out = fail_with(r, rc);
-		goto done;
-	}
-	if (r->job.state == BS_JOB_DONE) {
-		out = OUT_DONE;
-		goto done;
-	}
-	if (r->job.state == BS_JOB_CANCELLED) {
-		snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s was cancelled", r->index, sname);
-		out = OUT_CANCELLED;
-		goto done;
-	}
-	if (r->job.state == BS_JOB_FAILED) {
-		snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s failed: %s", r->index, sname, r->job.reason);
-		out = OUT_FAILED;
-		goto done;
-	}
-	if (r->job.state == BS_JOB_PAUSED) {
-		out = OUT_PAUSED;
-		goto done;
-	}
-	if (!got) {
-		out = OUT_BUSY;
-		goto done;
-	}
-	/* the index must still be the one the job was queued for */
-	if ((rc = bs_index_get(&idx, r->dst, r->index))) {
-		if (rc == BS_ENOTFOUND) {
-			snprintf(r->msg, sizeof r->msg, "backfill of %s: the index is gone", r->index);
-			out = OUT_CANCELLED;
-		} else {
-			out = fail_with(r, rc);
-		}
-		goto done;
-	}
-	if (idx.state == BS_INDEX_DISABLED || idx.created_us != r->index_created_us) {
-		bs__buf_reset(&b);
+	if (idx->state == BS_INDEX_DISABLED || idx->created_us != r->index_created_us) {
 		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='cancelled', reason='the index was disabled or re-created'"
-		             " WHERE index_name=");
+		                 " WHERE index_name=");
 		bs__buf_hex(&b, r->index, strlen(r->index));
 		src_exec(r, &b);
 		snprintf(r->msg, sizeof r->msg, "backfill of %s: the index was disabled or re-created", r->index);
-		out = OUT_CANCELLED;
+		ret = OUT_CANCELLED;
 		goto done;
 	}
-	/* the high-water mark and total, fixed when the job first starts */
 	if (r->job.max_id < 0) {
 		static const char q[] = "SELECT COALESCE(MAX(added_id),0), COUNT(*) FROM entities";
 		if ((rc = bs__shard_query(&res, r->src, r->shard, q, sizeof q - 1))) {
-			out = fail_with(r, rc);
+			ret = fail_with(r, rc);
 			goto done;
 		}
-		row = mysql_fetch_row(res);
+		MYSQL_ROW row = mysql_fetch_row(res);
 		r->job.max_id = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
 		r->job.rows_total = row && row[1] ? strtoll(row[1], NULL, 10) : 0;
-		mysql_free_result(res);
-		res = NULL;
 	}
-	bs__buf_reset(&b);
 	bs__buf_printf(&b, "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6),"
-	               " started=COALESCE(started,NOW(6)), max_id=%lld, rows_total=%lld, worker_pid=%d, worker_host=",
-	           (long long)r->job.max_id, (long long)r->job.rows_total, r->pid);
+	                   " started=COALESCE(started,NOW(6)), max_id=%lld, rows_total=%lld, worker_pid=%d, worker_host=",
+	               (long long)r->job.max_id, (long long)r->job.rows_total, r->pid);
 	bs__buf_hex(&b, r->host, strlen(r->host));
 	bs__buf_puts(&b, " WHERE index_name=");
 	bs__buf_hex(&b, r->index, strlen(r->index));
 	bs__buf_puts(&b, " AND state IN ('queued','running','throttled')");
-	if (!job_update(r, &b, &out))
+	if (!job_update(r, &b, &out)) {
+		ret = out;
 		goto done;
+	}
 	r->job.state = BS_JOB_RUNNING;
 	r->job.reason[0] = '\0';
 	r->nsamp = 0;
 	sample(r);
 	report(r);
-
-	bool slow = bs_fault("slow_chunk");
-	int64_t chunk = slow ? CHUNK_MIN : r->job.chunk > 0 ? r->job.chunk : CHUNK_START;
-	if ((rc = chunk_read(&cur, r->src, r->shard, &idx, r->job.cursor, r->job.max_id, chunk))) {
-		out = fail_with(r, rc);
-		goto done;
-	}
-	while (cur.scanned > 0) {
-		if (bs__stopping(r->opts)) {
-			out = OUT_STOP;
-			goto done;
-		}
-		/* throttle: load on every shard this chunk touches */
-		for (int i = 0; i < r->src->n; i++)
-			which[i] = cur.rows[i] > 0 || i == r->shard;
-		int level;
-		char why[256];
-		if ((rc = bs__throttle_check(&level, why, sizeof why, r->thr, r->dst, which))) {
-			char m[512];
-			snprintf(m, sizeof m, "waiting: %s", bs_last_error());
-			say_throttled(r, m);
-			out = fail_with(r, rc);
-			goto done;
-		}
-		if (level == 2) {
-			char m[256];
-			snprintf(m, sizeof m, "stopped: %.140s (resume with `bagstore backfill resume %.64s`)", why, r->index);
-			snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s %s", r->index, sname, m);
-			job_fail(r, m);
-			out = OUT_FAILED;
-			goto done;
-		}
-		if (level == 1) {
-			if (say_throttled(r, why) == 0) {
-				out = why_not_mine(r);
-				goto done;
-			}
-			bs__cleaner_sleep(0.5, bs__stop_flag(r->opts));
-			continue;
-		}
-
-		double t0 = bs_now_mono();
-		if (slow) /* fault point: small, slow chunks, for tests that interrupt a backfill */
-			bs__cleaner_sleep(0.05, NULL);
-		writer_t w = { r->dst, &cur, which, 0, "" };
-		pthread_t tid;
-		bool threaded = pthread_create(&tid, NULL, writer_thread, &w) == 0;
-		if (!threaded)
-			writer_thread(&w);
-		int rrc = chunk_read(&next, r->src, r->shard, &idx, cur.last_id, r->job.max_id, chunk);
-		char rmsg[1024];
-		snprintf(rmsg, sizeof rmsg, "%s", bs_last_error());
-		if (threaded)
-			pthread_join(tid, NULL);
-		if (w.rc) {
-			char m[1100];
-			snprintf(m, sizeof m, "waiting for a shard: %s", w.msg);
-			if (bs__cleaner_transient(w.rc))
-				say_throttled(r, m);
-			bs_error(w.rc, "%s", w.msg);
-			out = fail_with(r, w.rc);
-			goto done;
-		}
-		/* checkpoint */
-		r->job.cursor = cur.last_id;
-		r->job.rows_scanned += cur.scanned;
-		r->job.rows_written += cur.written;
-		sample(r);
-		double elapsed = bs_now_mono() - t0;
-		double target = r->cfg->cleaner.chunk_time > 0 ? r->cfg->cleaner.chunk_time : 0.5;
-		if (cur.scanned >= chunk && elapsed > 0) {
-			double f = target / elapsed;
-			f = f < 0.5 ? 0.5 : f > 2 ? 2 : f;
-			chunk = (int64_t)((double)chunk * f);
-			chunk = chunk < CHUNK_MIN ? CHUNK_MIN : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
-		}
-		if (slow)
-			chunk = CHUNK_MIN;
-		r->job.chunk = chunk;
-		bs__buf_reset(&b);
-		bs__buf_printf(&b, "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6), cursor_id=%lld,"
-		               " rows_scanned=%lld, rows_written=%lld, rate=%.3f, chunk=%lld",
-		           (long long)r->job.cursor, (long long)r->job.rows_scanned, (long long)r->job.rows_written,
-		           r->job.rate, (long long)chunk);
-		where_mine(r, &b);
-		if (!job_update(r, &b, &out))
-			goto done;
-		r->job.state = BS_JOB_RUNNING;
-		r->job.reason[0] = '\0';
-		report(r);
-		/* pacing, once the chunk is recorded: leave the servers (and the
-		 * writers) time between chunks */
-		if (rrc) {
-			bs_error(rrc, "%s", rmsg);
-			out = fail_with(r, rrc);
-			goto done;
-		}
-		if (r->cfg->cleaner.sleep_coef > 0)
-			bs__cleaner_sleep(elapsed * r->cfg->cleaner.sleep_coef, bs__stop_flag(r->opts));
-		chunk_t t = cur;
-		cur = next;
-		next = t;
-	}
-	bs__buf_reset(&b);
-	bs__buf_printf(&b, "UPDATE bagstore_jobs SET state='done', reason='', heartbeat=NOW(6), finished=NOW(6),"
-	               " cursor_id=GREATEST(cursor_id,max_id), rows_scanned=%lld, rows_written=%lld, rate=%.3f",
-	           (long long)r->job.rows_scanned, (long long)r->job.rows_written, r->job.rate);
-	where_mine(r, &b);
-	if (!job_update(r, &b, &out))
-		goto done;
-	r->job.state = BS_JOB_DONE;
-	r->job.eta_s = 0;
-	report(r);
-	out = OUT_DONE;
 done:
+	if (res)
+		mysql_free_result(res);
+	bs__buf_free(&b);
+	return ret;
+}
+
+/* The throttle, before a chunk: -1 go; -2 wait and look again; else the
+ * outcome that ends the attempt. */
+static int throttle_gate(runner_t *r, attempt_t *a)
+{
+	const char *sname = r->src->shards[r->shard].conf->name;
+	char why[256];
+	int level, rc;
+	for (int i = 0; i < r->src->n; i++)
+		a->which[i] = a->cur.rows[i] > 0 || i == r->shard;
+	if ((rc = bs__throttle_check(&level, why, sizeof why, r->thr, r->dst, a->which))) {
+		char m[512];
+		snprintf(m, sizeof m, "waiting: %s", bs_last_error());
+		say_throttled(r, m);
+		return fail_with(r, rc);
+	}
+	if (level == 2) {
+		char m[256];
+		snprintf(m, sizeof m, "stopped: %.140s (resume with `bagstore backfill resume %.64s`)", why, r->index);
+		snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s %s", r->index, sname, m);
+		job_fail(r, m);
+		return OUT_FAILED;
+	}
+	if (level == 1) {
+		if (say_throttled(r, why) == 0)
+			return why_not_mine(r);
+		bs__cleaner_sleep(0.5, bs__stop_flag(r->opts));
+		return -2;
+	}
+	return -1;
+}
+
+/* The next chunk size: aim at cleaner.chunk_time per chunk. */
+static int64_t next_chunk_size(runner_t *r, const attempt_t *a, double elapsed)
+{
+	int64_t chunk = a->chunk;
+	double target = r->cfg->cleaner.chunk_time > 0 ? r->cfg->cleaner.chunk_time : 0.5;
+	if (a->slow)
+		return CHUNK_MIN;
+	if (a->cur.scanned >= chunk && elapsed > 0) {
+		double f = target / elapsed;
+		f = f < 0.5 ? 0.5 : f > 2 ? 2 : f;
+		chunk = (int64_t)((double)chunk * f);
+		chunk = chunk < CHUNK_MIN ? CHUNK_MIN : chunk > CHUNK_MAX ? CHUNK_MAX : chunk;
+	}
+	return chunk;
+}
+
+/* Step 3, one chunk: write the current chunk's rows (a thread per target
+ * shard) while reading the next, then checkpoint. -1 to go on, else the
+ * outcome. */
+static int chunk_step(runner_t *r, attempt_t *a)
+{
+	bs_buf_t b = {0};
+	enum outcome out;
+	int ret = -1;
+	double t0 = bs_now_mono();
+	if (a->slow) /* fault point: small, slow chunks, for tests that interrupt a backfill */
+		bs__cleaner_sleep(0.05, NULL);
+	writer_t w = { r->dst, &a->cur, a->which, 0, "" };
+	pthread_t tid;
+	bool threaded = pthread_create(&tid, NULL, writer_thread, &w) == 0;
+	if (!threaded)
+		writer_thread(&w);
+	int rrc = chunk_read(&a->next, r->src, r->shard, &a->idx, a->cur.last_id, r->job.max_id, a->chunk);
+	char rmsg[1024];
+	snprintf(rmsg, sizeof rmsg, "%s", bs_last_error());
+	if (threaded)
+		pthread_join(tid, NULL);
+	if (w.rc) {
+		char m[1100];
+		snprintf(m, sizeof m, "waiting for a shard: %s", w.msg);
+		if (bs__cleaner_transient(w.rc))
+			say_throttled(r, m);
+		bs_error(w.rc, "%s", w.msg);
+		return fail_with(r, w.rc);
+	}
+	/* checkpoint */
+	r->job.cursor = a->cur.last_id;
+	r->job.rows_scanned += a->cur.scanned;
+	r->job.rows_written += a->cur.written;
+	sample(r);
+	double elapsed = bs_now_mono() - t0;
+	a->chunk = next_chunk_size(r, a, elapsed);
+	r->job.chunk = a->chunk;
+	bs__buf_printf(&b, "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6), cursor_id=%lld,"
+	                   " rows_scanned=%lld, rows_written=%lld, rate=%.3f, chunk=%lld",
+	               (long long)r->job.cursor, (long long)r->job.rows_scanned, (long long)r->job.rows_written,
+	               r->job.rate, (long long)a->chunk);
+	where_mine(r, &b);
+	if (!job_update(r, &b, &out)) {
+		ret = out;
+		goto done;
+	}
+	r->job.state = BS_JOB_RUNNING;
+	r->job.reason[0] = '\0';
+	report(r);
+	if (rrc) {
+		bs_error(rrc, "%s", rmsg);
+		ret = fail_with(r, rrc);
+		goto done;
+	}
+	/* pacing, once the chunk is recorded: leave the servers (and the
+	 * writers) time between chunks */
+	if (r->cfg->cleaner.sleep_coef > 0)
+		bs__cleaner_sleep(elapsed * r->cfg->cleaner.sleep_coef, bs__stop_flag(r->opts));
+	chunk_t t = a->cur;
+	a->cur = a->next;
+	a->next = t;
+done:
+	bs__buf_free(&b);
+	return ret;
+}
+
+/* Step 4, finish: every chunk done; the job row says so. */
+static enum outcome finish(runner_t *r)
+{
+	bs_buf_t b = {0};
+	enum outcome out = OUT_DONE;
+	bs__buf_printf(&b, "UPDATE bagstore_jobs SET state='done', reason='', heartbeat=NOW(6), finished=NOW(6),"
+	                   " cursor_id=GREATEST(cursor_id,max_id), rows_scanned=%lld, rows_written=%lld, rate=%.3f",
+	               (long long)r->job.rows_scanned, (long long)r->job.rows_written, r->job.rate);
+	where_mine(r, &b);
+	if (job_update(r, &b, &out)) {
+		r->job.state = BS_JOB_DONE;
+		r->job.eta_s = 0;
+		report(r);
+		out = OUT_DONE;
+	}
+	bs__buf_free(&b);
+	return out;
+}
+
+/* How an attempt ends, whatever the outcome: a failure the job row should
+ * show, a stop that leaves it for any worker, the lock released. */
+static void wind_up(runner_t *r, enum outcome out)
+{
 	if (out == OUT_FAILED && r->rc) { /* an error no wait cures: the job says it */
 		char m[256];
 		snprintf(m, sizeof m, "%.255s", r->msg);
 		job_fail(r, m);
 	}
 	if (out == OUT_STOP) { /* asked to stop: the job waits for any worker */
-		bs__buf_reset(&b);
+		bs_buf_t b = {0};
 		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='queued', reason='its worker stopped; it resumes from its checkpoint'");
 		where_mine(r, &b);
 		src_exec(r, &b);
+		bs__buf_free(&b);
 		bs_error_clear();
 	}
 	if (out != OUT_WAIT || r->src->shards[r->shard].conn)
 		release_lock(r);
-	if (res)
-		mysql_free_result(res);
-	chunk_free(&cur, r->src->n);
-	chunk_free(&next, r->src->n);
-	free(which);
-	bs__buf_free(&b);
-	return out;
+}
+
+/* One attempt at the job: claim, validate, chunks until the end (or until
+ * it cannot go on), finish. */
+static enum outcome attempt(runner_t *r)
+{
+	attempt_t a = {0};
+	int out, rc;
+
+	r->rc = 0;
+	r->msg[0] = '\0';
+	if ((rc = chunk_init(&a.cur, r->src->n)) || (rc = chunk_init(&a.next, r->src->n)) ||
+	    !(a.which = calloc((size_t)r->src->n, sizeof *a.which))) {
+		out = fail_with(r, rc ? rc : bs_error(BS_ENOMEM, "out of memory"));
+		goto done;
+	}
+	if ((out = claim(r)) >= 0 || (out = validate(r, &a.idx)) >= 0)
+		goto done;
+	a.slow = bs_fault("slow_chunk");
+	a.chunk = a.slow ? CHUNK_MIN : r->job.chunk > 0 ? r->job.chunk : CHUNK_START;
+	if ((rc = chunk_read(&a.cur, r->src, r->shard, &a.idx, r->job.cursor, r->job.max_id, a.chunk))) {
+		out = fail_with(r, rc);
+		goto done;
+	}
+	while (a.cur.scanned > 0) {
+		if (bs__stopping(r->opts)) {
+			out = OUT_STOP;
+			goto done;
+		}
+		if ((out = throttle_gate(r, &a)) == -2)
+			continue;
+		if (out >= 0 || (out = chunk_step(r, &a)) >= 0)
+			goto done;
+	}
+	out = finish(r);
+done:
+	wind_up(r, (enum outcome)out);
+	chunk_free(&a.cur, r->src->n);
+	chunk_free(&a.next, r->src->n);
+	free(a.which);
+	return (enum outcome)out;
 }
 
 /* Run a job until it ends (done, cancelled, failed) or, for the daemon,
@@ -840,36 +879,8 @@ done:
 	return rc;
 }
 
-int bs__backfill_run_pending(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts)
+int bs__backfill_run(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts,
+                     bool until_done)
 {
-	return run_jobs(all_done, st, index, opts, true);
-}
-
-int bs_cleaner_backfill(bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts)
-{
-	bs_index_t idx;
-	bool all_done = false, promoted = false;
-	int rc;
-	if (st->cfg->read_only)
-		return bs_error(BS_EREADONLY, "read-only: refusing to backfill %s", index);
-	if ((rc = bs_index_get(&idx, st, index)))
-		return rc;
-	if (idx.state == BS_INDEX_DISABLED)
-		return bs_error(BS_ECONFLICT, "index %s is disabled: nothing to backfill", index);
-	if (idx.state == BS_INDEX_READY)
-		return 0;
-	if ((rc = bs_backfill_queue(st, index)))
-		return rc;
-	if ((rc = run_jobs(&all_done, st, index, opts, false)))
-		return rc;
-	if (!all_done)
-		return bs__stopping(opts) ? 0 : bs_error(BS_ERROR, "backfill of %s did not finish", index);
-	/* a shard that went away meanwhile: wait for it, as the jobs did */
-	for (int tries = 0;; tries++) {
-		rc = bs__index_promote(&promoted, st, index);
-		if (rc != BS_EUNREACHABLE || tries >= 60 || (bs__stopping(opts)))
-			break;
-		bs__cleaner_sleep(1.0, bs__stop_flag(opts));
-	}
-	return rc;
+	return run_jobs(all_done, st, index, opts, !until_done);
 }

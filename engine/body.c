@@ -1,6 +1,6 @@
 /*
  * body.c - stored bodies: zlib(MessagePack map with a 16-byte "id")
- * (bs_body_encode, bs_body_decode) and bs_bytes_free.
+ * (bs_body_encode, bs_body_decode).
  *
  * Decode is on the hot path of backfills, so each thread keeps one inflate
  * stream and one output buffer and reuses them; the MessagePack decoder
@@ -23,14 +23,6 @@
  * is no larger than BUF_KEEP; a rare big body does not pin 16 MiB. */
 #define BUF_START (64u << 10)
 #define BUF_KEEP (1u << 20)
-
-void bs_bytes_free(bs_bytes_t *b)
-{
-	if (!b)
-		return;
-	free(b->ptr);
-	memset(b, 0, sizeof *b);
-}
 
 /* ------------------------------------------------------------ per thread */
 

@@ -1,6 +1,8 @@
 /*
  * catalog.c - the index catalog: bagstore_indexes, kept alike on every
- * shard, and the index tables it names.
+ * shard, the writers' cache of it, and the DDL of the index tables it
+ * names. Rows, cache and DDL only: when an index is created, promoted or
+ * dropped is lifecycle.c's to say.
  *
  * The catalog is read from the first shard that answers, in list order;
  * writes go to every shard. Writers cache it for catalog_ttl seconds, which
@@ -15,23 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-void bs_index_list_free(bs_index_list_t *l)
-{
-	if (!l)
-		return;
-	free(l->items);
-	l->items = NULL;
-	l->len = 0;
-}
-
-const bs_index_t *bs__index_find(const bs_index_list_t *l, const char *name)
-{
-	for (int i = 0; i < l->len; i++)
-		if (!strcmp(l->items[i].name, name))
-			return &l->items[i];
-	return NULL;
-}
 
 static int parse_state(bs_index_state_t *out, const char *s)
 {
@@ -149,161 +134,103 @@ void bs__catalog_invalidate(bs_store_t *st) { st->cat_loaded = -1; }
 
 /* ------------------------------------------------------------ create/drop */
 
-struct sql_arg {
-	const char *sql;
-	size_t len;
-	bool writable; /* check the fingerprint first */
-};
+/* ------------------------------------------------------------ DDL */
 
-static int exec_on(bs_store_t *st, int i, void *p)
-{
-	struct sql_arg *a = p;
-	int rc;
-	if (a->writable && (rc = bs__shard_check_writable(st, i)))
-		return rc;
-	return bs__shard_exec(st, i, a->sql, a->len);
-}
-
-int bs__exec_everywhere(bs_store_t *st, const char *sql, size_t len)
-{
-	struct sql_arg a = { sql, len, true };
-	return bs__shard_each(st, NULL, exec_on, &a, NULL);
-}
-
-static int has_entities(bs_store_t *st, int i, void *p)
-{
-	bool *any = p;
-	MYSQL_RES *res;
-	static const char q[] = "SELECT 1 FROM entities LIMIT 1";
-	int rc = bs__shard_query(&res, st, i, q, sizeof q - 1);
-	if (rc)
-		return rc;
-	if (mysql_num_rows(res))
-		any[i] = true;
-	mysql_free_result(res);
-	return 0;
-}
-
-int bs_index_create(bs_store_t *st, const bs_index_t *def)
+int bs__catalog_create_tables(bs_store_t *st, const bs_index_t *def)
 {
 	bs_buf_t b = {0};
-	char *ddl = NULL, on[1024];
-	bool *any = NULL;
-	bs_index_t cur;
+	char *ddl = NULL;
 	int rc;
-
-	if (st->cfg->read_only)
-		return bs_error(BS_EREADONLY, "read-only: refusing to create index %s", def->name);
-	/* the definition reaches SQL as names: check it as if it were typed */
-	bs_index_format_on(on, sizeof on, def);
-	if (def->shard_on < 0 || def->shard_on >= def->nprops)
-		return bs_error(BS_EINVAL, "index %s: shard_on is not one of its properties", def->name);
-	if ((rc = bs_index_parse(&cur, def->name, on, def->props[def->shard_on].name)))
-		return rc;
-	rc = bs_index_get(&cur, st, def->name);
-	if (rc == 0)
-		return bs_error(BS_ECONFLICT, "index %s already exists (%s)", def->name,
-		                bs_index_state_name(cur.state));
-	if (rc != BS_ENOTFOUND)
-		return rc;
-
 	/* A table with no catalog row is what an interrupted create leaves:
 	 * replace it. (The catalog row is written only once tables exist, and
 	 * removed only after they are dropped.) */
 	if ((rc = bs_index_ddl(&ddl, def)))
-		goto done;
+		return rc;
 	bs__buf_puts(&b, "DROP TABLE IF EXISTS ");
 	bs__buf_ident(&b, def->name);
 	bs__buf_puts(&b, "; ");
 	bs__buf_puts(&b, ddl);
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__exec_everywhere(st, b.ptr, b.len)))
-		goto done;
-
-	if (!(any = calloc((size_t)st->n, sizeof *any))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
-		goto done;
-	}
-	if ((rc = bs__shard_each(st, NULL, has_entities, any, NULL)))
-		goto done;
-	bool empty = true;
-	for (int i = 0; i < st->n; i++)
-		if (any[i])
-			empty = false;
-	/* Always building first: writers that cached the catalog do not know
-	 * the index yet. The cleaner's backfill jobs are queued here; it marks
-	 * the index ready by the one rule of bs__index_promote. One creation time
-	 * on every shard (the first answering shard's clock): the jobs name the
-	 * index they build by it. */
-	char created[40] = "NOW(6)";
-	for (int i = 0; i < st->n; i++) {
-		MYSQL_RES *res;
-		static const char q[] = "SELECT UNIX_TIMESTAMP(NOW(6))";
-		if (bs__shard_query(&res, st, i, q, sizeof q - 1))
-			continue;
-		MYSQL_ROW row = mysql_fetch_row(res);
-		if (row && row[0])
-			snprintf(created, sizeof created, "FROM_UNIXTIME(%.20s)", row[0]);
-		mysql_free_result(res);
-		break;
-	}
-	bs_error_clear();
-	bs__buf_reset(&b);
-	bs__buf_puts(&b, "INSERT INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed) VALUES ('");
-	bs__buf_puts(&b, def->name);
-	bs__buf_puts(&b, "','");
-	bs__buf_puts(&b, on);
-	bs__buf_puts(&b, "','");
-	bs__buf_puts(&b, def->props[def->shard_on].name);
-	bs__buf_printf(&b, "','building',%s,%s)", created, created);
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__exec_everywhere(st, b.ptr, b.len)))
-		goto done;
-	bs__catalog_invalidate(st);
-	if ((rc = bs_backfill_queue(st, def->name)))
-		goto done;
-	/* On an empty store the backfill is instant: build it here, which waits
-	 * out the catalog TTL and repairs what writers wrote meanwhile. */
-	if (empty)
-		rc = bs_cleaner_backfill(st, def->name, NULL);
-done:
-	free(any);
+	if (!(rc = bs__buf_ok(&b)))
+		rc = bs__exec_everywhere(st, b.ptr, b.len);
 	free(ddl);
 	bs__buf_free(&b);
 	return rc;
 }
 
-int bs_index_drop(bs_store_t *st, const char *name)
+/* One creation time for every shard's row, the first answering shard's
+ * clock as an SQL expression into buf: the cleaner's jobs name the index
+ * they build by it. */
+static void creation_time(char *buf, size_t size, bs_store_t *st)
+{
+	static const char q[] = "SELECT UNIX_TIMESTAMP(NOW(6))";
+	snprintf(buf, size, "NOW(6)");
+	for (int i = 0; i < st->n; i++) {
+		MYSQL_RES *res;
+		if (bs__shard_query(&res, st, i, q, sizeof q - 1))
+			continue;
+		MYSQL_ROW row = mysql_fetch_row(res);
+		/* digits and a point: MySQL's own text, checked before use */
+		if (row && row[0] && strspn(row[0], "0123456789.") == strlen(row[0]) && strlen(row[0]) <= 20)
+			snprintf(buf, size, "FROM_UNIXTIME(%s)", row[0]);
+		mysql_free_result(res);
+		break;
+	}
+	bs_error_clear();
+}
+
+int bs__catalog_insert(bs_store_t *st, const bs_index_t *def)
 {
 	bs_buf_t b = {0};
-	bs_index_t ix;
+	char on[1024], created[40];
 	int rc;
-
-	if (st->cfg->read_only)
-		return bs_error(BS_EREADONLY, "read-only: refusing to drop index %s", name);
-	if ((rc = bs_index_get(&ix, st, name)))
-		return rc;
-	if (ix.state != BS_INDEX_DISABLED) {
-		bs__buf_printf(&b, "UPDATE bagstore_indexes SET state='disabled', changed=NOW(6) WHERE name='%s'", name);
-		if ((rc = bs__buf_ok(&b)) || (rc = bs__exec_everywhere(st, b.ptr, b.len)))
-			goto done;
+	bs_index_format_on(on, sizeof on, def);
+	creation_time(created, sizeof created, st);
+	const char *shard_on = def->props[def->shard_on].name;
+	bs__buf_puts(&b, "INSERT INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed) VALUES (");
+	bs__buf_hex(&b, def->name, strlen(def->name));
+	bs__buf_puts(&b, ",");
+	bs__buf_hex(&b, on, strlen(on));
+	bs__buf_puts(&b, ",");
+	bs__buf_hex(&b, shard_on, strlen(shard_on));
+	bs__buf_printf(&b, ",'building',%s,%s)", created, created);
+	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__exec_everywhere(st, b.ptr, b.len)))
 		bs__catalog_invalidate(st);
-		/* writers that cached the catalog stop maintaining it within a TTL */
-		double wait = st->cfg->catalog_ttl;
-		struct timespec ts = { (time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9) };
-		while (nanosleep(&ts, &ts) && errno == EINTR)
-			;
+	bs__buf_free(&b);
+	return rc;
+}
+
+int bs__catalog_set_state(bs_store_t *st, const char *name, int from, bs_index_state_t to)
+{
+	bs_buf_t b = {0};
+	int rc;
+	const char *t = bs_index_state_name(to);
+	bs__buf_puts(&b, "UPDATE bagstore_indexes SET changed=NOW(6), state=");
+	bs__buf_hex(&b, t, strlen(t));
+	if (from >= 0) {
+		const char *f = bs_index_state_name((bs_index_state_t)from);
+		bs__buf_puts(&b, " WHERE state=");
+		bs__buf_hex(&b, f, strlen(f));
+		bs__buf_puts(&b, " AND name=");
+	} else {
+		bs__buf_puts(&b, " WHERE name=");
 	}
-	bs__buf_reset(&b);
+	bs__buf_hex(&b, name, strlen(name));
+	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__exec_everywhere(st, b.ptr, b.len)))
+		bs__catalog_invalidate(st);
+	bs__buf_free(&b);
+	return rc;
+}
+
+int bs__catalog_remove(bs_store_t *st, const char *name)
+{
+	bs_buf_t b = {0};
+	int rc;
 	bs__buf_puts(&b, "DROP TABLE IF EXISTS ");
 	bs__buf_ident(&b, name);
-	bs__buf_printf(&b, "; DELETE FROM bagstore_indexes WHERE name='%s'", name);
-	/* and the cleaner's bookkeeping of it: jobs, last verify, sweep cursor */
-	bs__buf_printf(&b, "; DELETE FROM bagstore_jobs WHERE index_name='%s'; DELETE FROM bagstore_verify"
-	               " WHERE index_name='%s'; DELETE FROM bagstore_watermarks WHERE name='sweep:%s'",
-	           name, name, name);
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__exec_everywhere(st, b.ptr, b.len)))
-		goto done;
-	bs__catalog_invalidate(st);
-done:
+	bs__buf_puts(&b, "; DELETE FROM bagstore_indexes WHERE name=");
+	bs__buf_hex(&b, name, strlen(name));
+	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__exec_everywhere(st, b.ptr, b.len)))
+		bs__catalog_invalidate(st);
 	bs__buf_free(&b);
 	return rc;
 }
@@ -324,8 +251,9 @@ static int rows_on(bs_store_t *st, int i, void *p)
 		bs__buf_puts(&b, "SELECT COUNT(*) FROM ");
 		bs__buf_ident(&b, a->name);
 	} else {
-		bs__buf_printf(&b, "SELECT TABLE_ROWS FROM information_schema.TABLES"
-		               " WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME='%s'", a->name);
+		bs__buf_puts(&b, "SELECT TABLE_ROWS FROM information_schema.TABLES"
+		                 " WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME=");
+		bs__buf_hex(&b, a->name, strlen(a->name));
 	}
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 		goto done;

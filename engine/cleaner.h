@@ -1,6 +1,7 @@
 /*
- * cleaner.h - what the cleaner's files (jobs.c, backfill.c, drift.c,
- * repair.c, verify.c, lag.c, throttle.c) share and nobody else sees.
+ * cleaner.h - what the cleaner's files (layer L4 of internal.h: jobs.c,
+ * throttle.c, lag.c, drift.c, repair.c, backfill.c, verify.c, lifecycle.c)
+ * and the daemon (daemon.c) share, and nobody else sees.
  */
 #ifndef BS_CLEANER_H
 #define BS_CLEANER_H
@@ -61,12 +62,29 @@ int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_in
  * idx (NULL: every maintained index), newest first. */
 int bs__repair_since(int64_t *rows, bs_store_t *st, const bs_index_t *idx, int64_t since_us);
 
+/* The repair loop's state across passes (the orphan sweeps' cursors). */
+typedef struct bs__repairer bs__repairer_t;
+int bs__repairer_new(bs__repairer_t **out);
+void bs__repairer_free(bs__repairer_t *r);
+/* One repair pass on one shard, under the shard's repair lock (a pass
+ * another cleaner holds the lock for is skipped): entities since its
+ * watermark minus cleaner.repair_overlap, newest first, then one bounded
+ * orphan sweep batch of every maintained index's table on it; records the
+ * watermark and lag (lag.c). */
+int bs__repair_pass(bs__repairer_t *r, bs_store_t *st, int shard, const bs_index_list_t *cat);
+/* Forget an index's sweep cursors on every shard (index drop). */
+int bs__repair_forget(bs_store_t *st, const char *index);
+
 /* ------------------------------------------------------------ backfill (backfill.c) */
 
-/* Run the jobs of index that can run now, one thread per source shard,
- * each returning as soon as it cannot go on (someone else holds it, it is
- * paused, a shard is down). *all_done: every job is done. */
-int bs__backfill_run_pending(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts);
+/* Run the jobs of index, one thread per source shard (st is only read for
+ * its configuration: each thread opens stores of its own). until_done:
+ * each job is waited for and retried until it ends (done, cancelled,
+ * failed) or opts->stop; otherwise each returns as soon as it cannot go on
+ * (someone else holds it, it is paused, a shard is down), as the daemon
+ * wants. *all_done: every job is done. */
+int bs__backfill_run(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts,
+                     bool until_done);
 
 /* ------------------------------------------------------------ jobs (jobs.c) */
 
@@ -78,6 +96,8 @@ int bs__job_state_parse(bs_job_state_t *out, const char *s);
 /* Are all jobs of index done, on every shard? (*all_done false when any is
  * not, or when there are none.) */
 int bs__jobs_all_done(bool *all_done, bs_store_t *st, const char *index);
+/* Remove the index's jobs on every shard (index drop). */
+int bs__jobs_forget(bs_store_t *st, const char *index);
 
 /* ------------------------------------------------------------ throttle (throttle.c) */
 
@@ -99,6 +119,21 @@ int bs__lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t pass
                int64_t repairs, double pass_seconds);
 /* The watermark of shard (0 when never recorded). */
 int bs__lag_watermark(int64_t *out, bs_store_t *st, int shard);
+
+/* ------------------------------------------------------------ verify (verify.c) */
+
+/* Remove the index's recorded verify on every shard (index drop). */
+int bs__verify_forget(bs_store_t *st, const char *index);
+
+/* ------------------------------------------------------------ lifecycle (lifecycle.c) */
+
+/* The one promotion rule of doc/DESIGN.md's index lifecycle: a building
+ * index becomes ready once every shard's backfill job is done, the
+ * writers' catalog TTL has passed since its creation, and a repair pass
+ * has covered every entity updated since its creation minus that TTL.
+ * Waits out the rest of the TTL when needed. *promoted tells whether it is
+ * ready now (false, without error, while jobs are not done). */
+int bs__index_promote(bool *promoted, bs_store_t *st, const char *name);
 
 /* ------------------------------------------------------------ misc */
 

@@ -17,8 +17,8 @@
 /* ------------------------------------------------------------ byte buffer */
 
 /* Make room for `extra` more bytes after len; BS_ENOMEM on failure. */
-int bs__buf_reserve(bs_bytes_t *b, size_t extra);
-int bs__buf_append(bs_bytes_t *b, const void *p, size_t n);
+int bs__bytes_reserve(bs_bytes_t *b, size_t extra);
+int bs__bytes_append(bs_bytes_t *b, const void *p, size_t n);
 
 /* ------------------------------------------------------------ base64 */
 

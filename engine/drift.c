@@ -288,65 +288,90 @@ static int fix_on(bs_store_t *st, int i, void *p)
 	return rc;
 }
 
-int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
-                const bs_id_t *ids, const bs_value_t *bags, size_t n, bool fix)
+static void check_free(check_t *c, int ns)
 {
-	check_t c = { .idx = idx, .ids = ids, .n = n };
-	bs_buf_t row = {0};
-	int ns = st->n, rc = 0;
-	if (n == 0)
-		return 0;
-	c.expect = calloc(n, sizeof *c.expect);
-	c.expect_off = calloc(n, sizeof *c.expect_off);
-	c.order = calloc(n, sizeof *c.order);
-	c.ok = calloc(n, sizeof *c.ok);
-	c.upsert = calloc(n, sizeof *c.upsert);
-	c.del = calloc((size_t)ns, sizeof *c.del);
-	c.ins = calloc((size_t)ns, sizeof *c.ins);
-	c.ndel = calloc((size_t)ns, sizeof *c.ndel);
-	c.nins = calloc((size_t)ns, sizeof *c.nins);
-	c.res = calloc((size_t)ns, sizeof *c.res);
-	if (!c.expect || !c.expect_off || !c.order || !c.ok || !c.upsert || !c.del || !c.ins ||
-	    !c.ndel || !c.nins || !c.res) {
-		rc = bs_error(BS_ENOMEM, "out of memory checking index rows");
-		goto done;
-	}
-	/* what each entity should have */
-	for (size_t k = 0; k < n; k++) {
+	for (int j = 0; c->res && j < ns; j++)
+		if (c->res[j])
+			mysql_free_result(c->res[j]);
+	for (int j = 0; c->del && j < ns; j++)
+		bs__buf_free(&c->del[j]);
+	for (int j = 0; c->ins && j < ns; j++)
+		bs__buf_free(&c->ins[j]);
+	bs__buf_free(&c->expect_text);
+	free(c->expect);
+	free(c->expect_off);
+	free(c->order);
+	free(c->ok);
+	free(c->upsert);
+	free(c->del);
+	free(c->ins);
+	free(c->ndel);
+	free(c->nins);
+	free(c->res);
+}
+
+static int check_alloc(check_t *c, size_t n, int ns)
+{
+	c->expect = calloc(n, sizeof *c->expect);
+	c->expect_off = calloc(n, sizeof *c->expect_off);
+	c->order = calloc(n, sizeof *c->order);
+	c->ok = calloc(n, sizeof *c->ok);
+	c->upsert = calloc(n, sizeof *c->upsert);
+	c->del = calloc((size_t)ns, sizeof *c->del);
+	c->ins = calloc((size_t)ns, sizeof *c->ins);
+	c->ndel = calloc((size_t)ns, sizeof *c->ndel);
+	c->nins = calloc((size_t)ns, sizeof *c->nins);
+	c->res = calloc((size_t)ns, sizeof *c->res);
+	if (!c->expect || !c->expect_off || !c->order || !c->ok || !c->upsert || !c->del || !c->ins ||
+	    !c->ndel || !c->nins || !c->res)
+		return bs_error(BS_ENOMEM, "out of memory checking index rows");
+	return 0;
+}
+
+/* What each entity should have: its shard (-1 none) and canonical row. */
+static int expect_rows(drift_counts_t *out, check_t *c, const bs_value_t *bags, int ns)
+{
+	const bs_index_t *idx = c->idx;
+	for (size_t k = 0; k < c->n; k++) {
 		const bs_value_t *vals[BS_INDEX_MAX_PROPS];
 		bs_value_t tmps[BS_INDEX_MAX_PROPS];
 		bool misfit = false;
-		c.order[k] = k;
-		c.expect[k] = bags[k].type == BS_MAP ? bs__index_row_for(vals, tmps, idx, &bags[k], ns, &misfit) : -1;
+		c->order[k] = k;
+		c->expect[k] = bags[k].type == BS_MAP ? bs__index_row_for(vals, tmps, idx, &bags[k], ns, &misfit) : -1;
 		if (misfit)
 			out->misfit++;
-		c.expect_off[k] = c.expect_text.len;
-		if (c.expect[k] >= 0) {
+		c->expect_off[k] = c->expect_text.len;
+		if (c->expect[k] >= 0) {
 			for (int p = 0; p < idx->nprops; p++) {
 				if (p)
-					bs__buf_puts(&c.expect_text, "\x1f");
-				canon_value(&c.expect_text, vals[p], &idx->props[p]);
+					bs__buf_puts(&c->expect_text, "\x1f");
+				canon_value(&c->expect_text, vals[p], &idx->props[p]);
 			}
 			for (int p = 0; p < idx->nprops; p++)
 				if (vals[p] == &tmps[p])
 					bs_value_clear(&tmps[p]);
 		}
-		bs__buf_putn(&c.expect_text, "", 1); /* the NUL separator */
+		bs__buf_putn(&c->expect_text, "", 1); /* the NUL separator */
 	}
-	if ((rc = bs__buf_ok(&c.expect_text)))
-		goto done;
-	qsort_r(c.order, n, sizeof *c.order, cmp_order, (void *)ids);
+	qsort_r(c->order, c->n, sizeof *c->order, cmp_order, (void *)c->ids);
+	return bs__buf_ok(&c->expect_text);
+}
 
-	/* what they have, on every shard */
-	if ((rc = bs__shard_each(st, NULL, read_rows_on, &c, NULL)))
-		goto done;
+/* The rows every shard has (read by read_rows_on) against the expected:
+ * right ones marked ok, wrong ones on the right shard to overwrite, rows
+ * on a wrong shard to delete; then what is missing. */
+static int compare_rows(drift_counts_t *out, check_t *c, int ns)
+{
+	const bs_index_t *idx = c->idx;
+	bs_buf_t row = {0};
+	int rc = 0;
 	for (int j = 0; j < ns; j++) {
 		MYSQL_ROW r;
-		while ((r = mysql_fetch_row(c.res[j]))) {
-			unsigned long *lens = mysql_fetch_lengths(c.res[j]);
+		while ((r = mysql_fetch_row(c->res[j]))) {
+			unsigned long *lens = mysql_fetch_lengths(c->res[j]);
 			if (!r[0] || lens[0] != 16)
 				continue;
-			long k = find_id(&c, r[0]);
+			long k = find_id(c, r[0]);
 			if (k < 0)
 				continue;
 			bs__buf_reset(&row);
@@ -357,78 +382,78 @@ int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
 			}
 			if ((rc = bs__buf_ok(&row)))
 				goto done;
-			const char *want = c.expect_text.ptr + c.expect_off[k];
-			if (c.expect[k] == j && !strcmp(row.ptr, want) && !c.ok[k]) {
-				c.ok[k] = true;
+			const char *want = c->expect_text.ptr + c->expect_off[k];
+			if (c->expect[k] == j && !strcmp(row.ptr, want) && !c->ok[k]) {
+				c->ok[k] = true;
 				continue;
 			}
 			out->stale++;
-			if (c.expect[k] == j) {
-				c.upsert[k] = true; /* wrong values on the right shard: overwrite */
+			if (c->expect[k] == j) {
+				c->upsert[k] = true; /* wrong values on the right shard: overwrite */
 			} else {
-				bs__buf_puts(&c.del[j], c.ndel[j] ? "," : "");
-				bs__buf_hex(&c.del[j], r[0], 16);
-				c.ndel[j]++;
+				bs__buf_puts(&c->del[j], c->ndel[j] ? "," : "");
+				bs__buf_hex(&c->del[j], r[0], 16);
+				c->ndel[j]++;
 			}
 		}
 	}
-	for (size_t k = 0; k < n; k++) {
-		if (c.expect[k] < 0 || c.ok[k])
+	for (size_t k = 0; k < c->n; k++) {
+		if (c->expect[k] < 0 || c->ok[k])
 			continue;
-		if (!c.upsert[k])
+		if (!c->upsert[k])
 			out->missing++;
-		c.upsert[k] = true;
+		c->upsert[k] = true;
 	}
-	if (!fix)
-		goto done;
-	for (size_t k = 0; k < n; k++) {
-		if (!c.upsert[k] || c.ok[k])
+done:
+	bs__buf_free(&row);
+	return rc;
+}
+
+/* The upserts of what is missing or wrong, per target shard, then the
+ * deletes and upserts on every shard at once. */
+static int fix_rows(drift_counts_t *out, check_t *c, bs_store_t *st, const bs_value_t *bags)
+{
+	const bs_index_t *idx = c->idx;
+	int ns = st->n, rc;
+	for (size_t k = 0; k < c->n; k++) {
+		if (!c->upsert[k] || c->ok[k])
 			continue;
 		const bs_value_t *vals[BS_INDEX_MAX_PROPS];
 		bs_value_t tmps[BS_INDEX_MAX_PROPS];
 		int t = bs__index_row_for(vals, tmps, idx, &bags[k], ns, NULL);
-		bs_buf_t *b = &c.ins[t];
-		bs__buf_puts(b, c.nins[t] ? ",(" : "(");
+		bs_buf_t *b = &c->ins[t];
+		bs__buf_puts(b, c->nins[t] ? ",(" : "(");
 		for (int p = 0; p < idx->nprops; p++) {
 			bs__buf_value(b, vals[p], &idx->props[p]);
 			bs__buf_puts(b, ",");
 			if (vals[p] == &tmps[p])
 				bs_value_clear(&tmps[p]);
 		}
-		bs__buf_hex(b, ids[k].b, 16);
+		bs__buf_hex(b, c->ids[k].b, 16);
 		bs__buf_puts(b, ")");
-		c.nins[t]++;
+		c->nins[t]++;
 	}
 	for (int j = 0; j < ns; j++)
-		if ((rc = bs__buf_ok(&c.del[j])) || (rc = bs__buf_ok(&c.ins[j])))
-			goto done;
-	if ((rc = bs__shard_each(st, NULL, fix_on, &c, NULL)))
-		goto done;
+		if ((rc = bs__buf_ok(&c->del[j])) || (rc = bs__buf_ok(&c->ins[j])))
+			return rc;
+	if ((rc = bs__shard_each(st, NULL, fix_on, c, NULL)))
+		return rc;
 	for (int j = 0; j < ns; j++)
-		out->repaired += c.ndel[j] + c.nins[j];
-done:
-	if (c.res)
-		for (int j = 0; j < ns; j++)
-			if (c.res[j])
-				mysql_free_result(c.res[j]);
-	if (c.del)
-		for (int j = 0; j < ns; j++)
-			bs__buf_free(&c.del[j]);
-	if (c.ins)
-		for (int j = 0; j < ns; j++)
-			bs__buf_free(&c.ins[j]);
-	bs__buf_free(&c.expect_text);
-	bs__buf_free(&row);
-	free(c.expect);
-	free(c.expect_off);
-	free(c.order);
-	free(c.ok);
-	free(c.upsert);
-	free(c.del);
-	free(c.ins);
-	free(c.ndel);
-	free(c.nins);
-	free(c.res);
+		out->repaired += c->ndel[j] + c->nins[j];
+	return 0;
+}
+
+int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
+                    const bs_id_t *ids, const bs_value_t *bags, size_t n, bool fix)
+{
+	check_t c = { .idx = idx, .ids = ids, .n = n };
+	int rc;
+	if (n == 0)
+		return 0;
+	if (!(rc = check_alloc(&c, n, st->n)) && !(rc = expect_rows(out, &c, bags, st->n)) &&
+	    !(rc = bs__shard_each(st, NULL, read_rows_on, &c, NULL)) && !(rc = compare_rows(out, &c, st->n)) && fix)
+		rc = fix_rows(out, &c, st, bags);
+	check_free(&c, st->n);
 	return rc;
 }
 

@@ -1,5 +1,5 @@
 /*
- * entity.c - put, get and delete: the write path of DESIGN.md.
+ * entity.c - put, get and delete: the write path of doc/DESIGN.md.
  *
  * put reads the current body FOR UPDATE and writes the new one in one
  * InnoDB transaction on the entity's shard, then fixes the rows of every
@@ -178,12 +178,47 @@ static void rollback(bs_store_t *st, int s)
 	bs_error(code, "%s", msg);
 }
 
+/* The condition of bs_put_if against what the row holds. */
+static int check_expected(const bs_id_t *id, bool found, int64_t old_us, int64_t expect_us)
+{
+	char hex[33];
+	if ((expect_us == 0 && !found) || (expect_us != 0 && found && old_us == expect_us))
+		return 0;
+	bs_id_hex(hex, id);
+	if (found)
+		return bs_error(BS_ECONFLICT, "entity %s changed since it was read (updated %lld, expected %lld): not written",
+		                hex, (long long)old_us, (long long)expect_us);
+	return bs_error(BS_ECONFLICT, "entity %s %s: not written", hex,
+	                expect_us ? "was deleted since it was read" : "already exists");
+}
+
+/* Make every maintained index's rows right for one entity: old is the
+ * stored bag before (NIL when absent or undecodable; found tells which),
+ * bag the new one (NULL on delete). */
+static int write_rows(bs_store_t *st, const bs_index_list_t *cat, const bs_id_t *id,
+                      const bs_value_t *old, bool found, const bs_value_t *bag)
+{
+	bs_buf_t *per;
+	int rc;
+	if (!maintained_count(cat))
+		return 0;
+	if (!(per = per_shard_new(st->n)))
+		return BS_ENOMEM;
+	for (int k = 0; k < cat->len; k++)
+		if (cat->items[k].state != BS_INDEX_DISABLED)
+			index_sql(per, &cat->items[k], id, old->type == BS_MAP ? old : NULL,
+			          found && old->type != BS_MAP, bag, st->n);
+	rc = index_flush(st, per, id);
+	per_shard_free(per, st->n);
+	return rc;
+}
+
 static int put_impl(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out, bool conditional,
                     int64_t expect_us)
 {
 	bs_id_t id;
 	bs_bytes_t body = {0};
-	bs_buf_t b = {0}, *per = NULL;
+	bs_buf_t b = {0};
 	bs_value_t old;
 	const bs_index_list_t *cat;
 	bool found = false, in_tx = false;
@@ -204,18 +239,9 @@ static int put_impl(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out, bool
 
 	if (conditional) {
 		in_tx = true;
-		if ((rc = read_for_update(&old, &found, &old_us, st, s, &id)))
+		if ((rc = read_for_update(&old, &found, &old_us, st, s, &id)) ||
+		    (rc = check_expected(&id, found, old_us, expect_us)))
 			goto done;
-		if (conditional && ((expect_us == 0 && found) || (expect_us != 0 && (!found || old_us != expect_us)))) {
-			char hex[33];
-			bs_id_hex(hex, &id);
-			rc = found ? bs_error(BS_ECONFLICT, "entity %s changed since it was read "
-			                                    "(updated %lld, expected %lld): not written",
-			                      hex, (long long)old_us, (long long)expect_us)
-			           : bs_error(BS_ECONFLICT, "entity %s %s: not written", hex,
-			                      expect_us ? "was deleted since it was read" : "already exists");
-			goto done;
-		}
 	}
 	/* With indexes to maintain and no condition, the old body is read and
 	 * the new one written in one transaction sent as one round trip: the
@@ -257,24 +283,13 @@ static int put_impl(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out, bool
 		fprintf(stderr, "bagstore: fault after_entity_write: entity %s written, exiting before its index rows\n", hex);
 		_exit(75);
 	}
-	if (maintained) {
-		if (!(per = per_shard_new(st->n))) {
-			rc = BS_ENOMEM;
-			goto done;
-		}
-		for (int k = 0; k < cat->len; k++)
-			if (cat->items[k].state != BS_INDEX_DISABLED)
-				index_sql(per, &cat->items[k], &id, old.type == BS_MAP ? &old : NULL,
-				          found && old.type != BS_MAP, bag, st->n);
-		if ((rc = index_flush(st, per, &id)))
-			goto done;
-	}
+	if ((rc = write_rows(st, cat, &id, &old, found, bag)))
+		goto done;
 	if (id_out)
 		*id_out = id;
 done:
 	if (in_tx && rc)
 		rollback(st, s);
-	per_shard_free(per, st->n);
 	bs_value_clear(&old);
 	bs_bytes_free(&body);
 	bs__buf_free(&b);
@@ -347,7 +362,7 @@ int bs_get(bs_value_t *out, bs_store_t *st, const bs_id_t *id, int64_t *updated_
 
 int bs_delete(bs_store_t *st, const bs_id_t *id)
 {
-	bs_buf_t b = {0}, *per = NULL;
+	bs_buf_t b = {0};
 	bs_value_t old;
 	const bs_index_list_t *cat;
 	bool found = false, in_tx = false;
@@ -373,21 +388,10 @@ int bs_delete(bs_store_t *st, const bs_id_t *id)
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_exec(st, s, b.ptr, b.len)))
 		goto done;
 	in_tx = false;
-	if (maintained_count(cat)) {
-		if (!(per = per_shard_new(st->n))) {
-			rc = BS_ENOMEM;
-			goto done;
-		}
-		for (int k = 0; k < cat->len; k++)
-			if (cat->items[k].state != BS_INDEX_DISABLED)
-				index_sql(per, &cat->items[k], id, old.type == BS_MAP ? &old : NULL,
-				          old.type != BS_MAP, NULL, st->n);
-		rc = index_flush(st, per, id);
-	}
+	rc = write_rows(st, cat, id, &old, true, NULL);
 done:
 	if (in_tx && rc)
 		rollback(st, s);
-	per_shard_free(per, st->n);
 	bs_value_clear(&old);
 	bs__buf_free(&b);
 	return rc;

@@ -171,90 +171,80 @@ static int parse_prop(bs_prop_t *prop, const char *s, size_t len, int item)
 	return 0;
 }
 
-int bs_index_parse(bs_index_t *def, const char *name, const char *on, const char *shard_on)
+/* The comma-separated PROP:TYPE list into def->props. */
+static int parse_props(bs_index_t *def, const char *on)
 {
-	const char *p, *end;
-	char list[BS_INDEX_MAX_PROPS * (BS_NAME_MAX + 2) + 1];
+	const char *p = on, *end = on + strlen(on);
 	unsigned bytes = ENTITY_ID_BYTES;
-	int error = 0, i, j;
-
-	if (def == NULL)
-		return bs_error(BS_EINVAL, "bs_index_parse: no definition to fill");
-	memset(def, 0, sizeof *def);
-	def->state = BS_INDEX_BUILDING;
-	def->shard_on = -1;
-
-	if ((error = check_index_name(name)) < 0)
-		goto done;
-	memcpy(def->name, name, strlen(name) + 1);
-
-	if (on == NULL)
-		on = "";
-	p = on;
-	end = on + strlen(on);
+	int error;
 	for (;;) {
 		const char *comma = memchr(p, ',', (size_t)(end - p));
 		const char *s = p, *e = comma ? comma : end;
-
 		while (s < e && is_space(*s))
 			s++;
 		while (e > s && is_space(e[-1]))
 			e--;
 		if (s == e) {
 			if (def->nprops == 0 && comma == NULL)
-				error = bs_error(BS_EINVAL, "index has no properties: expected PROP:TYPE[,PROP:TYPE...]");
-			else
-				error = bs_error(BS_EINVAL, "property %d is empty (stray comma?)", def->nprops + 1);
-			goto done;
+				return bs_error(BS_EINVAL, "index has no properties: expected PROP:TYPE[,PROP:TYPE...]");
+			return bs_error(BS_EINVAL, "property %d is empty (stray comma?)", def->nprops + 1);
 		}
-		if (def->nprops == BS_INDEX_MAX_PROPS) {
-			error = bs_error(BS_EINVAL, "too many properties: an index covers at most %d",
-			                 BS_INDEX_MAX_PROPS);
-			goto done;
-		}
+		if (def->nprops == BS_INDEX_MAX_PROPS)
+			return bs_error(BS_EINVAL, "too many properties: an index covers at most %d", BS_INDEX_MAX_PROPS);
 		if ((error = parse_prop(&def->props[def->nprops], s, (size_t)(e - s), def->nprops + 1)) < 0)
-			goto done;
-		for (j = 0; j < def->nprops; j++) {
-			if (strcmp(def->props[j].name, def->props[def->nprops].name) == 0) {
-				error = bs_error(BS_EINVAL, "property %d: \"%s\" is listed twice",
-				                 def->nprops + 1, def->props[j].name);
-				goto done;
-			}
-		}
+			return error;
+		for (int j = 0; j < def->nprops; j++)
+			if (strcmp(def->props[j].name, def->props[def->nprops].name) == 0)
+				return bs_error(BS_EINVAL, "property %d: \"%s\" is listed twice",
+				                def->nprops + 1, def->props[j].name);
 		bytes += key_bytes(&def->props[def->nprops]);
 		def->nprops++;
 		if (comma == NULL)
 			break;
 		p = comma + 1;
 	}
+	if (bytes > INNODB_MAX_KEY_BYTES)
+		return bs_error(BS_EINVAL,
+		                "properties too wide for one key: %u bytes with entity_id, InnoDB allows %u (string(N) takes 4 bytes per character)",
+		                bytes, INNODB_MAX_KEY_BYTES);
+	return 0;
+}
 
-	if (bytes > INNODB_MAX_KEY_BYTES) {
-		error = bs_error(BS_EINVAL,
-		                 "properties too wide for one key: %u bytes with entity_id, InnoDB allows %u (string(N) takes 4 bytes per character)",
-		                 bytes, INNODB_MAX_KEY_BYTES);
-		goto done;
-	}
-
+/* Which of def's properties is shard_on. */
+static int parse_shard_on(bs_index_t *def, const char *shard_on)
+{
+	char list[BS_INDEX_MAX_PROPS * (BS_NAME_MAX + 2) + 1], shown[96];
 	list[0] = '\0';
-	for (i = 0; i < def->nprops; i++) {
+	for (int i = 0; i < def->nprops; i++) {
 		if (i > 0)
 			strcat(list, ", ");
 		strcat(list, def->props[i].name);
 	}
-	if (shard_on == NULL || shard_on[0] == '\0') {
-		error = bs_error(BS_EINVAL, "shard_on is missing: name one of the index's properties (%s)", list);
-		goto done;
-	}
-	for (i = 0; i < def->nprops; i++)
+	if (shard_on == NULL || shard_on[0] == '\0')
+		return bs_error(BS_EINVAL, "shard_on is missing: name one of the index's properties (%s)", list);
+	for (int i = 0; i < def->nprops; i++)
 		if (strcmp(def->props[i].name, shard_on) == 0)
 			def->shard_on = i;
-	if (def->shard_on < 0) {
-		char shown[96];
-		error = bs_error(BS_EINVAL, "shard_on \"%s\" is not one of the index's properties (%s)",
-		                 bs__quote(shown, sizeof shown, shard_on, strlen(shard_on)), list);
-		goto done;
-	}
+	if (def->shard_on < 0)
+		return bs_error(BS_EINVAL, "shard_on \"%s\" is not one of the index's properties (%s)",
+		                bs__quote(shown, sizeof shown, shard_on, strlen(shard_on)), list);
+	return 0;
+}
 
+int bs_index_parse(bs_index_t *def, const char *name, const char *on, const char *shard_on)
+{
+	int error;
+
+	if (def == NULL)
+		return bs_error(BS_EINVAL, "bs_index_parse: no definition to fill");
+	memset(def, 0, sizeof *def);
+	def->state = BS_INDEX_BUILDING;
+	def->shard_on = -1;
+	if ((error = check_index_name(name)) < 0)
+		goto done;
+	memcpy(def->name, name, strlen(name) + 1);
+	if ((error = parse_props(def, on ? on : "")) < 0 || (error = parse_shard_on(def, shard_on)) < 0)
+		goto done;
 done:
 	if (error < 0) {
 		memset(def, 0, sizeof *def);
@@ -392,4 +382,23 @@ int bs_index_ddl(char **out, const bs_index_t *def)
 done:
 	bs__buf_free(&b);
 	return error;
+}
+
+/* ------------------------------------------------------------ lists */
+
+void bs_index_list_free(bs_index_list_t *l)
+{
+	if (!l)
+		return;
+	free(l->items);
+	l->items = NULL;
+	l->len = 0;
+}
+
+const bs_index_t *bs__index_find(const bs_index_list_t *l, const char *name)
+{
+	for (int i = 0; i < l->len; i++)
+		if (!strcmp(l->items[i].name, name))
+			return &l->items[i];
+	return NULL;
 }

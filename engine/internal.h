@@ -1,7 +1,26 @@
 /*
  * internal.h - what the engine's files share and nobody else sees:
  * the store and shard structs, the SQL text builder, shard connections,
- * the parallel fan-out over shards, and the catalog cache.
+ * the parallel fan-out over shards, the catalog and its cache. Names
+ * shared between engine files start with bs__ (bs_ is the public API).
+ *
+ * The engine's layers. A file calls files of its own layer or lower ones,
+ * never a higher one, and no two files call each other round a cycle;
+ * tests/layers.sh checks both from the objects' symbols (make check):
+ *
+ *   L0  base      error buf bytes value id base64
+ *   L1  text      msgpack body json yaml config indexdef route querytext
+ *   L2  shards    shard store replica schema catalog audit
+ *   L3  data      entity query browse status
+ *   L4  cleaner   jobs throttle lag drift repair backfill verify lifecycle
+ *   L5  top       init daemon
+ *
+ * L0 knows bytes and values; L1 turns them into text and back and reads
+ * definitions, with no shard in sight; L2 talks to shards and keeps each
+ * shard's tables, identity and catalog rows; L3 reads and writes entities;
+ * L4 is the cleaner and the index lifecycle (lifecycle.c alone decides
+ * when an index changes state); L5 composes them into `init` and the
+ * daemon. codec_internal.h is the L0/L1 codecs' own; cleaner.h is L4's.
  */
 #ifndef BS_INTERNAL_H
 #define BS_INTERNAL_H
@@ -53,7 +72,8 @@ struct bs_store {
 	/* the writers' catalog cache */
 	bs_index_list_t cat;
 	double cat_loaded;  /* monotonic seconds; <0 when never loaded */
-	/* connect/read timeouts in effect (may be lowered by the console) */
+	/* connect/read/write timeouts, whole seconds, from the configuration (the
+	 * console caps them by opening its stores over a copy of it) */
 	unsigned connect_timeout, read_timeout, write_timeout;
 };
 
@@ -63,6 +83,18 @@ int64_t bs_now_us(void);    /* wall clock, unix microseconds */
 /* "s0 (127.0.0.1:3307)" into buf */
 const char *bs__shard_label(char *buf, size_t size, const bs_shard_t *sh);
 void bs__shard_address(char *buf, size_t size, const bs_shard_conf_t *c);
+
+/* Now on the shard's clock, unix microseconds. */
+int bs__shard_now_us(int64_t *out, bs_store_t *st, int shard);
+
+/* Named locks (GET_LOCK) on a shard's connection, the name sent as a hex
+ * literal. try: *mine when this connection holds it now (taken, or held
+ * already); never waits. held_sql appends the SQL condition "this
+ * connection holds it" (for UPDATEs that only match while it does).
+ * release is best effort and clears the error. */
+int bs__lock_try(bool *mine, bs_store_t *st, int shard, const char *name);
+void bs__lock_held_sql(bs_buf_t *b, const char *name);
+void bs__lock_release(bs_store_t *st, int shard, const char *name);
 
 /* The shard's connection, connecting if needed. */
 int bs__shard_conn(MYSQL **out, bs_store_t *st, int i);
@@ -107,12 +139,26 @@ int64_t bs__parse_unix_us(const char *s);
 
 /* ------------------------------------------------------------ catalog */
 
+/* The tables of every shard and each shard's identity row (init). */
+int bs__schema_init(bs_store_t *st);
+
 /* The catalog as writers see it: cached for cfg->catalog_ttl seconds.
  * The pointer is borrowed from the store until the next call. */
 int bs__catalog_cached(const bs_index_list_t **out, bs_store_t *st);
 void bs__catalog_invalidate(bs_store_t *st);
-/* Borrowed lookup in a list. */
+/* Borrowed lookup in a list (indexdef.c). */
 const bs_index_t *bs__index_find(const bs_index_list_t *l, const char *name);
+
+/* The catalog's DDL and rows, on every shard (lifecycle.c decides when):
+ * create_tables makes the index's tables (replacing a table left by an
+ * interrupted create); insert writes the catalog row, building, with one
+ * creation time for every shard; set_state moves name from state `from`
+ * (-1: any) to `to`; remove drops the tables and the row. Each invalidates
+ * the store's cache. */
+int bs__catalog_create_tables(bs_store_t *st, const bs_index_t *def);
+int bs__catalog_insert(bs_store_t *st, const bs_index_t *def);
+int bs__catalog_set_state(bs_store_t *st, const char *name, int from, bs_index_state_t to);
+int bs__catalog_remove(bs_store_t *st, const char *name);
 
 /* The value an entity gives an index's property, normalised to what the
  * column stores (ints widened to float for float columns). Returns 1 and
@@ -133,20 +179,10 @@ int bs__index_row_decode(bs_value_t *vals, const bs_index_t *idx, MYSQL_ROW row,
 /* A value as an operator reads it: uuids dashed, bytes in hex. */
 void bs__index_value_text(char *buf, size_t size, const bs_value_t *v);
 
-/* Seconds behind of one of a shard's replicas (throttle.c): through the
+/* Seconds behind of one of a shard's replicas (replica.c): through the
  * connection cached in *conn, opened when NULL; -1 with err set when the
  * lag is unknown (unreachable, or not replicating). */
 double bs__replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc,
                               unsigned timeout, char *err, size_t size);
-
-/* ------------------------------------------------------------ cleaner */
-
-/* The one promotion rule of DESIGN.md's index lifecycle (repair.c): a
- * building index becomes ready once every shard's backfill job is done,
- * the writers' catalog TTL has passed since its creation, and a repair pass
- * has covered every entity updated since its creation minus that TTL.
- * Waits out the rest of the TTL when needed. *promoted tells whether it is
- * ready now (false, without error, while jobs are not done). */
-int bs__index_promote(bool *promoted, bs_store_t *st, const char *name);
 
 #endif

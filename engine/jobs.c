@@ -427,3 +427,15 @@ int bs__jobs_all_done(bool *all_done, bs_store_t *st, const char *index)
 	free(done);
 	return rc;
 }
+
+int bs__jobs_forget(bs_store_t *st, const char *index)
+{
+	bs_buf_t b = {0};
+	int rc;
+	bs__buf_puts(&b, "DELETE FROM bagstore_jobs WHERE index_name=");
+	bs__buf_hex(&b, index, strlen(index));
+	if (!(rc = bs__buf_ok(&b)))
+		rc = bs__exec_everywhere(st, b.ptr, b.len);
+	bs__buf_free(&b);
+	return rc;
+}

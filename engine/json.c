@@ -326,10 +326,82 @@ fail:
 	return NULL;
 }
 
+static int to_json(ctx_t *c, json_t **out, const bs_value_t *v, int depth);
+
+static json_t *float_json(ctx_t *c, double f)
+{
+	if (isnan(f))
+		return special("$numberDouble", json_string("NaN"));
+	if (isinf(f))
+		return special("$numberDouble", json_string(f > 0 ? "Infinity" : "-Infinity"));
+	char buf[40];
+	int p = bs__float_format(buf, f);
+	if (p > c->precision)
+		c->precision = p;
+	return json_real(f);
+}
+
+/* 16 bytes as {"$uuid"}, other bytes as {"$binary"}; NULL when out of memory. */
+static json_t *bytes_json(const bs_value_t *v)
+{
+	if (v->v.s.len == 16) {
+		char buf[37];
+		bs__dashed(buf, v->v.s.ptr);
+		return special("$uuid", json_string(buf));
+	}
+	size_t n;
+	char *b64 = bs__base64_dup((const uint8_t *)v->v.s.ptr, v->v.s.len, &n);
+	if (!b64)
+		return NULL;
+	json_t *inner = json_object();
+	if (inner && (json_object_set_new(inner, "base64", json_stringn(b64, n)) < 0 ||
+	              json_object_set_new(inner, "subType", json_string("00")) < 0)) {
+		json_decref(inner);
+		inner = NULL;
+	}
+	free(b64);
+	return special("$binary", inner);
+}
+
+static int array_json(ctx_t *c, json_t *j, const bs_value_t *v, int depth)
+{
+	for (size_t i = 0; i < v->v.a.len; i++) {
+		size_t old = path_push_index(c, i);
+		json_t *item;
+		int rc;
+		if ((rc = to_json(c, &item, &v->v.a.items[i], depth + 1)) < 0)
+			return rc;
+		if (json_array_append_new(j, item) < 0)
+			return bs_error(BS_ENOMEM, "out of memory");
+		path_pop(c, old);
+	}
+	return 0;
+}
+
+static int map_json(ctx_t *c, json_t *j, const bs_value_t *v, int depth)
+{
+	for (size_t i = 0; i < v->v.m.len; i++) {
+		const bs_pair_t *p = &v->v.m.items[i];
+		size_t old = path_push_key(c, p->key, p->klen);
+		json_t *item;
+		int rc;
+		if (!bs__utf8_valid(p->key, p->klen))
+			return fail(c, BS_EINVAL, "key is not valid UTF-8");
+		if (memchr(p->key, '\0', p->klen)) /* jansson cannot read it back */
+			return fail(c, BS_EINVAL, "key contains a NUL byte");
+		if ((rc = to_json(c, &item, &p->val, depth + 1)) < 0)
+			return rc;
+		if (json_object_setn_new(j, p->key, p->klen, item) < 0)
+			return bs_error(BS_ENOMEM, "out of memory");
+		path_pop(c, old);
+	}
+	return 0;
+}
+
 static int to_json(ctx_t *c, json_t **out, const bs_value_t *v, int depth)
 {
 	json_t *j = NULL;
-	char q[64];
+	char q[64], buf[24];
 	int rc = 0;
 
 	*out = NULL;
@@ -343,26 +415,12 @@ static int to_json(ctx_t *c, json_t **out, const bs_value_t *v, int depth)
 	case BS_INT:
 		j = json_integer((json_int_t)v->v.i);
 		break;
-	case BS_UINT: {
-		char buf[24];
-
+	case BS_UINT:
 		snprintf(buf, sizeof buf, "%llu", (unsigned long long)v->v.u);
 		j = special("$numberDecimal", json_string(buf));
 		break;
-	}
 	case BS_FLOAT:
-		if (isnan(v->v.f)) {
-			j = special("$numberDouble", json_string("NaN"));
-		} else if (isinf(v->v.f)) {
-			j = special("$numberDouble", json_string(v->v.f > 0 ? "Infinity" : "-Infinity"));
-		} else {
-			char buf[40];
-			int p = bs__float_format(buf, v->v.f);
-
-			if (p > c->precision)
-				c->precision = p;
-			j = json_real(v->v.f);
-		}
+		j = float_json(c, v->v.f);
 		break;
 	case BS_STR:
 		if (!bs__utf8_valid(v->v.s.ptr, v->v.s.len))
@@ -371,45 +429,13 @@ static int to_json(ctx_t *c, json_t **out, const bs_value_t *v, int depth)
 		j = json_stringn(v->v.s.ptr, v->v.s.len);
 		break;
 	case BS_BIN:
-		if (v->v.s.len == 16) {
-			char buf[37];
-
-			bs__dashed(buf, v->v.s.ptr);
-			j = special("$uuid", json_string(buf));
-		} else {
-			size_t n;
-			char *b64 = bs__base64_dup((const uint8_t *)v->v.s.ptr, v->v.s.len, &n);
-			json_t *inner;
-
-			if (!b64)
-				return bs_error(BS_ENOMEM, "out of memory");
-			inner = json_object();
-			if (inner && (json_object_set_new(inner, "base64", json_stringn(b64, n)) < 0 ||
-			              json_object_set_new(inner, "subType", json_string("00")) < 0)) {
-				json_decref(inner);
-				inner = NULL;
-			}
-			free(b64);
-			j = special("$binary", inner);
-		}
+		j = bytes_json(v);
 		break;
 	case BS_ARRAY:
 		if (depth >= BS_BODY_MAX_DEPTH)
 			return fail(c, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
-		if (!(j = json_array()))
-			break;
-		for (size_t i = 0; i < v->v.a.len; i++) {
-			size_t old = path_push_index(c, i);
-			json_t *item;
-
-			if ((rc = to_json(c, &item, &v->v.a.items[i], depth + 1)) < 0)
-				goto fail;
-			if (json_array_append_new(j, item) < 0) {
-				rc = bs_error(BS_ENOMEM, "out of memory");
-				goto fail;
-			}
-			path_pop(c, old);
-		}
+		if ((j = json_array()) && (rc = array_json(c, j, v, depth)) < 0)
+			goto fail;
 		break;
 	case BS_MAP:
 		if (depth >= BS_BODY_MAX_DEPTH)
@@ -418,29 +444,8 @@ static int to_json(ctx_t *c, json_t **out, const bs_value_t *v, int depth)
 			return fail(c, BS_EINVAL,
 			            "a map whose only key is \"%s\" cannot be written as JSON: it would read back as a special value",
 			            v->v.m.items[0].key);
-		if (!(j = json_object()))
-			break;
-		for (size_t i = 0; i < v->v.m.len; i++) {
-			const bs_pair_t *p = &v->v.m.items[i];
-			size_t old = path_push_key(c, p->key, p->klen);
-			json_t *item;
-
-			if (!bs__utf8_valid(p->key, p->klen)) {
-				rc = fail(c, BS_EINVAL, "key is not valid UTF-8");
-				goto fail;
-			}
-			if (memchr(p->key, '\0', p->klen)) { /* jansson cannot read it back */
-				rc = fail(c, BS_EINVAL, "key contains a NUL byte");
-				goto fail;
-			}
-			if ((rc = to_json(c, &item, &p->val, depth + 1)) < 0)
-				goto fail;
-			if (json_object_setn_new(j, p->key, p->klen, item) < 0) {
-				rc = bs_error(BS_ENOMEM, "out of memory");
-				goto fail;
-			}
-			path_pop(c, old);
-		}
+		if ((j = json_object()) && (rc = map_json(c, j, v, depth)) < 0)
+			goto fail;
 		break;
 	default:
 		return fail(c, BS_EINVAL, "bad value type %d", (int)v->type);

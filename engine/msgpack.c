@@ -19,7 +19,7 @@
 
 static int write_cb(void *data, const char *buf, size_t len)
 {
-	return bs__buf_append(data, buf, len) < 0 ? -1 : 0;
+	return bs__bytes_append(data, buf, len) < 0 ? -1 : 0;
 }
 
 static int pack_str(msgpack_packer *pk, const char *s, size_t n, const char *what)
@@ -292,6 +292,10 @@ done:
 	return rc;
 }
 
+/* One value at r. This is one case per MessagePack format byte, in the
+ * order of the specification's format table; it is longer than this
+ * project's 80 lines on purpose: split up, the table would no longer read
+ * against the specification. */
 static int read_value(reader_t *r, bs_value_t *out, int depth)
 {
 	uint64_t n = 0; /* set by read_be before any use; silences -Wmaybe-uninitialized at -O2 */

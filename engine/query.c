@@ -184,16 +184,13 @@ static int newest_first(const void *a, const void *b)
 	return memcmp(x->id.b, y->id.b, 16);
 }
 
-int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds,
-             size_t limit)
+/* The index and each condition's property; *route the one shard to read
+ * when the conditions fix the shard_on value, else -1. */
+static int resolve(struct qctx *q, int *route, bs_store_t *st, const char *index)
 {
 	const bs_index_list_t *cat;
-	const bs_prop_t *cprops[BS_INDEX_MAX_PROPS];
-	struct qctx q = { .conds = conds, .nconds = nconds, .cprops = cprops };
-	bool *which = NULL;
-	int n = st->n, rc;
-
-	memset(out, 0, sizeof *out);
+	int rc;
+	*route = -1;
 	/* the writers' cached catalog will do: results are re-checked against
 	 * the bodies, so a catalog a TTL old cannot return a wrong entity */
 	if ((rc = bs__catalog_cached(&cat, st)))
@@ -206,24 +203,62 @@ int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_
 	if (idx->state != BS_INDEX_READY)
 		return bs_error(BS_ECONFLICT, "index %s is %s: queries use an index once it is ready", index,
 		                bs_index_state_name(idx->state));
-	if (nconds < 1 || nconds > idx->nprops)
+	if (q->nconds < 1 || q->nconds > idx->nprops)
 		return bs_error(BS_EINVAL, "query on %s needs 1 to %d conditions", index, idx->nprops);
-	q.idx = idx;
-	int route = -1;
-	for (int k = 0; k < nconds; k++) {
-		cprops[k] = NULL;
+	q->idx = idx;
+	for (int k = 0; k < q->nconds; k++) {
+		const bs_cond_t *c = &q->conds[k];
+		q->cprops[k] = NULL;
 		for (int j = 0; j < idx->nprops; j++)
-			if (!strcmp(idx->props[j].name, conds[k].prop))
-				cprops[k] = &idx->props[j];
-		if (!cprops[k])
-			return bs_error(BS_EINVAL, "index %s has no property %s", index, conds[k].prop);
-		if (!bs_value_fits(&conds[k].value, cprops[k]))
-			return bs_error(BS_EINVAL, "value for %s does not fit the index's type %s", conds[k].prop,
-			                bs_coltype_name(cprops[k]->type));
-		if (cprops[k] == &idx->props[idx->shard_on])
-			route = bs_route_value(&conds[k].value, cprops[k], n);
+			if (!strcmp(idx->props[j].name, c->prop))
+				q->cprops[k] = &idx->props[j];
+		if (!q->cprops[k])
+			return bs_error(BS_EINVAL, "index %s has no property %s", index, c->prop);
+		if (!bs_value_fits(&c->value, q->cprops[k]))
+			return bs_error(BS_EINVAL, "value for %s does not fit the index's type %s", c->prop,
+			                bs_coltype_name(q->cprops[k]->type));
+		if (q->cprops[k] == &idx->props[idx->shard_on])
+			*route = bs_route_value(&c->value, q->cprops[k], st->n);
 	}
+	return 0;
+}
 
+/* Every shard's kept entities into out, newest first, cut at limit. */
+static int merge(bs_result_t *out, struct qctx *q, int n, size_t limit)
+{
+	size_t total = 0;
+	for (int i = 0; i < n; i++) {
+		total += q->part[i].len;
+		out->dropped += q->part[i].dropped;
+	}
+	if (!total)
+		return 0;
+	if (!(out->items = malloc(total * sizeof *out->items)))
+		return bs_error(BS_ENOMEM, "out of memory");
+	for (int i = 0; i < n; i++) {
+		if (q->part[i].len)
+			memcpy(out->items + out->len, q->part[i].items, q->part[i].len * sizeof *out->items);
+		out->len += q->part[i].len;
+		q->part[i].len = 0;
+	}
+	out->cap = total;
+	qsort(out->items, out->len, sizeof *out->items, newest_first);
+	while (limit && out->len > limit)
+		bs_value_clear(&out->items[--out->len].bag);
+	return 0;
+}
+
+int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds,
+             size_t limit)
+{
+	const bs_prop_t *cprops[BS_INDEX_MAX_PROPS];
+	struct qctx q = { .conds = conds, .nconds = nconds, .cprops = cprops };
+	bool *which = NULL;
+	int n = st->n, route, rc;
+
+	memset(out, 0, sizeof *out);
+	if ((rc = resolve(&q, &route, st, index)))
+		return rc;
 	q.found = calloc((size_t)n, sizeof *q.found);
 	q.byshard = calloc((size_t)n, sizeof *q.byshard);
 	q.part = calloc((size_t)n, sizeof *q.part);
@@ -232,11 +267,11 @@ int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
+	/* 1. matching entity_ids from the index, 2. their entities by shard */
 	if (route >= 0)
 		which[route] = true;
 	if ((rc = bs__shard_each(st, route >= 0 ? which : NULL, scan_index, &q, NULL)))
 		goto done;
-
 	memset(which, 0, (size_t)n * sizeof *which);
 	for (int i = 0; i < n; i++)
 		for (size_t k = 0; k < q.found[i].len; k++) {
@@ -248,28 +283,8 @@ int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_
 		}
 	if (out->candidates && (rc = bs__shard_each(st, which, fetch_entities, &q, NULL)))
 		goto done;
-
-	size_t total = 0;
-	for (int i = 0; i < n; i++) {
-		total += q.part[i].len;
-		out->dropped += q.part[i].dropped;
-	}
-	if (total) {
-		if (!(out->items = malloc(total * sizeof *out->items))) {
-			rc = bs_error(BS_ENOMEM, "out of memory");
-			goto done;
-		}
-		for (int i = 0; i < n; i++) {
-			if (q.part[i].len)
-				memcpy(out->items + out->len, q.part[i].items, q.part[i].len * sizeof *out->items);
-			out->len += q.part[i].len;
-			q.part[i].len = 0;
-		}
-		out->cap = total;
-		qsort(out->items, out->len, sizeof *out->items, newest_first);
-		while (limit && out->len > limit)
-			bs_value_clear(&out->items[--out->len].bag);
-	}
+	/* 3. newest first, at most limit */
+	rc = merge(out, &q, n, limit);
 done:
 	for (int i = 0; q.found && i < n; i++)
 		free(q.found[i].ids);

@@ -1,11 +1,10 @@
 /*
- * repair.c - the repair loop and the daemon: per shard, entities updated
+ * repair.c - the repair loop: per shard, entities updated
  * since the watermark (minus cleaner.repair_overlap), newest first, get
  * their index rows made right on every shard (drift.c); index rows whose
  * entity is gone are swept a bounded batch per pass; the watermark and lag
- * are recorded (lag.c). Also the index lifecycle's promotion rule
- * (bs__index_promote) and bs_cleaner_run, which runs pending backfills beside
- * the repair loop.
+ * are recorded (lag.c). The daemon's loop that runs the passes is
+ * daemon.c's.
  */
 #include "cleaner.h"
 
@@ -27,18 +26,6 @@ static void ts_lit(bs_buf_t *b, int64_t us)
 	bs__buf_printf(b, "FROM_UNIXTIME(%lld.%06lld)", (long long)(us / 1000000), (long long)(us % 1000000));
 }
 
-static int db_now(int64_t *out, bs_store_t *st, int shard)
-{
-	static const char q[] = "SELECT CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED)";
-	MYSQL_RES *res;
-	int rc = bs__shard_query(&res, st, shard, q, sizeof q - 1);
-	if (rc)
-		return rc;
-	MYSQL_ROW row = mysql_fetch_row(res);
-	*out = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
-	mysql_free_result(res);
-	return 0;
-}
 
 /* After fixing rows for the entities of eb (read from shard), look at
  * them again: any a writer changed or deleted meanwhile is done again from
@@ -192,74 +179,7 @@ int bs__repair_since(int64_t *rows, bs_store_t *st, const bs_index_t *idx, int64
 	return rc;
 }
 
-/* ------------------------------------------------------------ promotion */
-
-int bs__index_promote(bool *promoted, bs_store_t *st, const char *name)
-{
-	bs_index_t idx;
-	bs_buf_t b = {0};
-	bool done = false;
-	int64_t now = 0;
-	int rc;
-	*promoted = false;
-	if ((rc = bs_index_get(&idx, st, name)))
-		return rc;
-	if (idx.state == BS_INDEX_READY) {
-		*promoted = true;
-		return 0;
-	}
-	if (idx.state == BS_INDEX_DISABLED)
-		return bs_error(BS_ECONFLICT, "index %s is disabled", name);
-	/* 1. every shard's backfill is done */
-	if ((rc = bs__jobs_all_done(&done, st, name)) || !done)
-		return rc;
-	/* 2. every writer has seen the index: its creation plus the TTL is past */
-	int64_t ttl_us = (int64_t)(st->cfg->catalog_ttl * 1e6);
-	for (int s = 0; s < st->n; s++) {
-		if ((rc = db_now(&now, st, s)))
-			return rc;
-		if (now < idx.created_us + ttl_us)
-			bs__cleaner_sleep((double)(idx.created_us + ttl_us - now) / 1e6, NULL);
-	}
-	/* 3. a repair pass over every entity updated since creation minus the TTL */
-	if ((rc = bs__repair_since(NULL, st, &idx, idx.created_us - ttl_us)))
-		return rc;
-	bs__buf_puts(&b, "UPDATE bagstore_indexes SET state='ready', changed=NOW(6) WHERE state='building' AND name=");
-	bs__buf_hex(&b, name, strlen(name));
-	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__exec_everywhere(st, b.ptr, b.len))) {
-		bs__catalog_invalidate(st);
-		*promoted = true;
-	}
-	bs__buf_free(&b);
-	return rc;
-}
-
-/* ------------------------------------------------------------ the daemon */
-
-typedef struct {
-	char index[BS_NAME_MAX + 1];
-	bs_store_t *st;
-	const bs_cleaner_opts_t *opts;
-	pthread_t tid;
-	bool running;
-	atomic_bool finished;
-	bool all_done;
-	int rc;
-	char msg[1024];
-	double ended;     /* monotonic, when it last finished */
-} bgjob_t;
-
-static void *bg_thread(void *p)
-{
-	bgjob_t *g = p;
-	mysql_thread_init();
-	g->rc = bs__backfill_run_pending(&g->all_done, g->st, g->index, g->opts);
-	if (g->rc)
-		snprintf(g->msg, sizeof g->msg, "%s", bs_last_error());
-	mysql_thread_end();
-	atomic_store(&g->finished, true);
-	return NULL;
-}
+/* ------------------------------------------------------------ the repair loop */
 
 typedef struct {
 	char name[BS_NAME_MAX + 1];
@@ -267,6 +187,52 @@ typedef struct {
 	uint8_t (*cursor)[16]; /* per shard */
 	bool *loaded;          /* per shard: cursor read from the shard */
 } sweep_t;
+
+struct bs__repairer {
+	sweep_t sw[64];
+	int nsw;
+};
+
+int bs__repairer_new(bs__repairer_t **out)
+{
+	if (!(*out = calloc(1, sizeof **out)))
+		return bs_error(BS_ENOMEM, "out of memory");
+	return 0;
+}
+
+void bs__repairer_free(bs__repairer_t *d)
+{
+	if (!d)
+		return;
+	for (int k = 0; k < d->nsw; k++) {
+		free(d->sw[k].cursor);
+		free(d->sw[k].loaded);
+	}
+	free(d);
+}
+
+/* The repair lock of a shard: GET_LOCK names are per server, so the name
+ * comes from the shard's own database (two shards on one server each get
+ * their own). */
+static void repair_lock_name(char buf[65], const bs_store_t *st, int shard)
+{
+	const char *db = st->cfg->shards[shard].database ? st->cfg->shards[shard].database : "";
+	snprintf(buf, 65, "bagstore.repair.%08lx", (unsigned long)crc32(0, (const Bytef *)db, (uInt)strlen(db)));
+}
+
+int bs__repair_forget(bs_store_t *st, const char *index)
+{
+	bs_buf_t b = {0};
+	char key[80];
+	int rc;
+	snprintf(key, sizeof key, "sweep:%s", index);
+	bs__buf_puts(&b, "DELETE FROM bagstore_watermarks WHERE name=");
+	bs__buf_hex(&b, key, strlen(key));
+	if (!(rc = bs__buf_ok(&b)))
+		rc = bs__exec_everywhere(st, b.ptr, b.len);
+	bs__buf_free(&b);
+	return rc;
+}
 
 static int sweep_cursor_io(bs_store_t *st, int shard, const char *index, uint8_t cursor[16], bool save)
 {
@@ -299,15 +265,7 @@ static int sweep_cursor_io(bs_store_t *st, int shard, const char *index, uint8_t
 	return rc;
 }
 
-typedef struct {
-	bgjob_t bg[32];
-	int nbg;
-	sweep_t sw[64];
-	int nsw;
-	char repair_lock[65];
-} daemon_t;
-
-static sweep_t *sweep_for(daemon_t *d, bs_store_t *st, const bs_index_t *idx)
+static sweep_t *sweep_for(bs__repairer_t *d, bs_store_t *st, const bs_index_t *idx)
 {
 	for (int k = 0; k < d->nsw; k++)
 		if (!strcmp(d->sw[k].name, idx->name) && d->sw[k].created_us == idx->created_us)
@@ -332,25 +290,19 @@ static sweep_t *sweep_for(daemon_t *d, bs_store_t *st, const bs_index_t *idx)
 
 /* One repair pass on one shard: entities since its watermark, then one
  * bounded sweep batch of every maintained index's table on it. */
-static int repair_pass(daemon_t *d, bs_store_t *st, int shard, const bs_index_list_t *cat)
+int bs__repair_pass(bs__repairer_t *d, bs_store_t *st, int shard, const bs_index_list_t *cat)
 {
 	bs_buf_t b = {0};
-	MYSQL_RES *res = NULL;
 	bs_index_t *live = NULL;
 	int nlive = 0, rc;
 	int64_t wm = 0, start = 0, rows = 0, repaired = 0;
 	double t0 = bs_now_mono();
 
 	/* one repairer per shard, among any number of cleaners */
-	bs__buf_printf(&b, "SELECT IF(IS_USED_LOCK('%s')=CONNECTION_ID(),1,GET_LOCK('%s',0))",
-	           d->repair_lock, d->repair_lock);
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, shard, b.ptr, b.len)))
-		goto done;
-	MYSQL_ROW row = mysql_fetch_row(res);
-	bool mine = row && row[0] && !strcmp(row[0], "1");
-	mysql_free_result(res);
-	res = NULL;
-	if (!mine)
+	bool mine = false;
+	char lock[65];
+	repair_lock_name(lock, st, shard);
+	if ((rc = bs__lock_try(&mine, st, shard, lock)) || !mine)
 		goto done;
 	if (!(live = calloc((size_t)cat->len + 1, sizeof *live))) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
@@ -363,7 +315,7 @@ static int repair_pass(daemon_t *d, bs_store_t *st, int shard, const bs_index_li
 			if (!oldest || cat->items[k].created_us < oldest)
 				oldest = cat->items[k].created_us;
 		}
-	if ((rc = db_now(&start, st, shard)) || (rc = bs__lag_watermark(&wm, st, shard)))
+	if ((rc = bs__shard_now_us(&start, st, shard)) || (rc = bs__lag_watermark(&wm, st, shard)))
 		goto done;
 	int64_t ttl_us = (int64_t)(st->cfg->catalog_ttl * 1e6);
 	if (!wm) /* never ran: what backfills do not cover starts at the oldest index's creation */
@@ -397,141 +349,7 @@ static int repair_pass(daemon_t *d, bs_store_t *st, int shard, const bs_index_li
 	}
 	rc = bs__lag_record(st, shard, start, rows, repaired, bs_now_mono() - t0);
 done:
-	if (res)
-		mysql_free_result(res);
 	free(live);
 	bs__buf_free(&b);
-	return rc;
-}
-
-/* An error the daemon survives, for the caller to log (opts->error). */
-static void daemon_say(const bs_cleaner_opts_t *opts, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void daemon_say(const bs_cleaner_opts_t *opts, int code, const char *fmt, ...)
-{
-	char msg[1280];
-	va_list ap;
-	if (!opts || !opts->error)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	opts->error(opts->ctx, code, msg);
-}
-
-/* Finished backfills: promote what is done; say what failed (a failed
- * promotion is retried with the next run of its jobs). */
-static void bg_reap(daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts)
-{
-	for (int k = 0; k < d->nbg; k++) {
-		bgjob_t *g = &d->bg[k];
-		if (g->running && atomic_load(&g->finished)) {
-			pthread_join(g->tid, NULL);
-			g->running = false;
-			g->ended = bs_now_mono();
-			if (g->rc)
-				daemon_say(opts, g->rc, "backfill of %s: %s", g->index, g->msg);
-			if (g->all_done) {
-				bool promoted;
-				int prc = bs__index_promote(&promoted, st, g->index);
-				if (prc)
-					daemon_say(opts, prc, "promoting %s: %s", g->index, bs_last_error());
-				bs_error_clear();
-			}
-		}
-	}
-}
-
-static bgjob_t *bg_for(daemon_t *d, const char *index)
-{
-	for (int k = 0; k < d->nbg; k++)
-		if (!strcmp(d->bg[k].index, index))
-			return &d->bg[k];
-	if (d->nbg == 32)
-		return NULL;
-	bgjob_t *g = &d->bg[d->nbg++];
-	memset(g, 0, sizeof *g);
-	snprintf(g->index, sizeof g->index, "%s", index);
-	return g;
-}
-
-int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
-{
-	daemon_t *d = calloc(1, sizeof *d);
-	int rc = 0;
-	if (!d)
-		return bs_error(BS_ENOMEM, "out of memory");
-	if (st->cfg->read_only) {
-		free(d);
-		return bs_error(BS_EREADONLY, "read-only: refusing to run the cleaner");
-	}
-	{
-		const char *db = st->cfg->shards[0].database ? st->cfg->shards[0].database : "";
-		snprintf(d->repair_lock, sizeof d->repair_lock, "bagstore.repair.%08lx",
-		         (unsigned long)crc32(0, (const Bytef *)db, (uInt)strlen(db)));
-	}
-	for (;;) {
-		bs_index_list_t cat = {0};
-		int prc = 0;
-		if ((prc = bs_index_list(&cat, st)))
-			goto pass_done;
-		/* backfills: building indexes */
-		for (int k = 0; k < cat.len; k++) {
-			const bs_index_t *ix = &cat.items[k];
-			if (ix->state != BS_INDEX_BUILDING)
-				continue;
-			if (opts && opts->once) {
-				bool all_done = false, promoted;
-				int r = bs_backfill_queue(st, ix->name);
-				if (!r)
-					r = bs__backfill_run_pending(&all_done, st, ix->name, opts);
-				if (!r && all_done)
-					r = bs__index_promote(&promoted, st, ix->name);
-				if (r && !prc)
-					prc = r;
-				continue;
-			}
-			bgjob_t *g = bg_for(d, ix->name);
-			if (!g || g->running || (g->ended > 0 && bs_now_mono() - g->ended < 2.0))
-				continue;
-			/* jobs exist for every building index, whoever created it */
-			if (bs_backfill_queue(st, ix->name)) {
-				bs_error_clear();
-				continue;
-			}
-			*g = (bgjob_t){ .st = st, .opts = opts };
-			snprintf(g->index, sizeof g->index, "%s", ix->name);
-			if (pthread_create(&g->tid, NULL, bg_thread, g) == 0)
-				g->running = true;
-		}
-		/* repair, shard by shard */
-		for (int s = 0; s < st->n; s++) {
-			int r = repair_pass(d, st, s, &cat);
-			if (r && !prc)
-				prc = r;
-		}
-		bg_reap(d, st, opts);
-	pass_done:
-		bs_index_list_free(&cat);
-		if (opts && opts->once) {
-			rc = prc;
-			break;
-		}
-		if (prc) /* the daemon goes on; the error is the caller's to log */
-			daemon_say(opts, prc, "repair: %s", bs_last_error());
-		if (bs__stopping(opts))
-			break;
-		bs__cleaner_sleep(st->cfg->cleaner.repair_interval, bs__stop_flag(opts));
-		if (bs__stopping(opts))
-			break;
-	}
-	/* background backfills end at their next chunk */
-	for (int k = 0; k < d->nbg; k++)
-		if (d->bg[k].running)
-			pthread_join(d->bg[k].tid, NULL);
-	for (int k = 0; k < d->nsw; k++) {
-		free(d->sw[k].cursor);
-		free(d->sw[k].loaded);
-	}
-	free(d);
 	return rc;
 }

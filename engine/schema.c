@@ -1,6 +1,7 @@
 /*
- * schema.c - the per-shard tables of DESIGN.md, `init`, and the shard
- * list's fingerprint.
+ * schema.c - the per-shard tables of doc/DESIGN.md (entities, the catalog,
+ * the audit log, the cleaner's bookkeeping) and each shard's identity in
+ * bagstore_meta: the shard list's fingerprint and the shard's position.
  *
  * Every statement is idempotent: init can run again at any time. A shard
  * that records another list's fingerprint, or another position in it, is
@@ -47,11 +48,60 @@ static const char *const schema[] = {
 	" target VARCHAR(255) NOT NULL,"
 	" detail TEXT"
 	") ENGINE=InnoDB",
-};
 
-/* More tables, registered by the cleaner's files (see bs_schema_extra). */
-extern const char *const bs_schema_extra[];
-extern const int bs_schema_nextra;
+	/* ------------------------------------------------ the cleaner's */
+
+	/* one backfill job per index on this (source) shard */
+	"CREATE TABLE IF NOT EXISTS bagstore_jobs ("
+	" index_name VARCHAR(64) NOT NULL PRIMARY KEY,"
+	" index_created_us BIGINT NOT NULL,"
+	" state ENUM('queued','running','throttled','paused','done','failed','cancelled') NOT NULL,"
+	" reason VARCHAR(255) NOT NULL DEFAULT '',"
+	" cursor_id BIGINT NOT NULL DEFAULT 0,"
+	" max_id BIGINT NOT NULL DEFAULT -1,"
+	" rows_scanned BIGINT NOT NULL DEFAULT 0,"
+	" rows_total BIGINT NOT NULL DEFAULT 0,"
+	" rows_written BIGINT NOT NULL DEFAULT 0,"
+	" rate DOUBLE NOT NULL DEFAULT 0,"
+	" chunk INT NOT NULL DEFAULT 0,"
+	" worker_host VARCHAR(64) NOT NULL DEFAULT '',"
+	" worker_pid INT NOT NULL DEFAULT 0,"
+	" heartbeat TIMESTAMP(6) NULL DEFAULT NULL,"
+	" created TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),"
+	" started TIMESTAMP(6) NULL DEFAULT NULL,"
+	" finished TIMESTAMP(6) NULL DEFAULT NULL"
+	") ENGINE=InnoDB",
+
+	/* 'repair': this shard's repair watermark; 'sweep:INDEX': the orphan
+	 * sweep's cursor over INDEX's table on this shard */
+	"CREATE TABLE IF NOT EXISTS bagstore_watermarks ("
+	" name VARCHAR(80) NOT NULL PRIMARY KEY,"
+	" watermark_us BIGINT NOT NULL DEFAULT 0,"
+	" cursor_bin VARBINARY(16) NOT NULL DEFAULT '',"
+	" last_pass_us BIGINT NOT NULL DEFAULT 0,"
+	" last_pass_rows BIGINT NOT NULL DEFAULT 0,"
+	" repairs BIGINT NOT NULL DEFAULT 0,"
+	" repairs_per_s DOUBLE NOT NULL DEFAULT 0"
+	") ENGINE=InnoDB",
+
+	/* lag samples of this shard's repair loop, one per step */
+	"CREATE TABLE IF NOT EXISTS bagstore_lag_history ("
+	" at_us BIGINT NOT NULL PRIMARY KEY,"
+	" lag_s DOUBLE NOT NULL"
+	") ENGINE=InnoDB",
+
+	/* the last verify of each index */
+	"CREATE TABLE IF NOT EXISTS bagstore_verify ("
+	" index_name VARCHAR(64) NOT NULL PRIMARY KEY,"
+	" checked BIGINT NOT NULL,"
+	" missing BIGINT NOT NULL,"
+	" stale BIGINT NOT NULL,"
+	" orphaned BIGINT NOT NULL,"
+	" misfit BIGINT NOT NULL,"
+	" repaired BIGINT NOT NULL,"
+	" at_us BIGINT NOT NULL"
+	") ENGINE=InnoDB",
+};
 
 struct init_arg {
 	const char *fingerprint;
@@ -68,9 +118,6 @@ static int init_shard(bs_store_t *st, int i, void *p)
 	for (size_t k = 0; k < sizeof schema / sizeof *schema; k++)
 		if ((rc = bs__shard_exec(st, i, schema[k], strlen(schema[k]))))
 			goto done;
-	for (int k = 0; k < bs_schema_nextra; k++)
-		if ((rc = bs__shard_exec(st, i, bs_schema_extra[k], strlen(bs_schema_extra[k]))))
-			goto done;
 
 	shard_meta_t meta;
 	if ((rc = bs__shard_meta(&meta, st, i)))
@@ -86,11 +133,21 @@ static int init_shard(bs_store_t *st, int i, void *p)
 		}
 		goto done;
 	}
-	bs__buf_printf(&b, "INSERT INTO bagstore_meta (k, v) VALUES ('fingerprint','%s'),"
-	               "('shard_index','%d'),('shard_count','%d'),('shard_name',",
-	           a->fingerprint, i, a->n);
-	bs__buf_hex(&b, st->shards[i].conf->name, strlen(st->shards[i].conf->name));
-	bs__buf_puts(&b, "),('schema_version','1')");
+	/* values as hex literals, like every value bagstore sends */
+	char idx[16], count[16];
+	snprintf(idx, sizeof idx, "%d", i);
+	snprintf(count, sizeof count, "%d", a->n);
+	const char *kv[][2] = { { "fingerprint", a->fingerprint }, { "shard_index", idx },
+	                        { "shard_count", count }, { "shard_name", st->shards[i].conf->name },
+	                        { "schema_version", "1" } };
+	bs__buf_puts(&b, "INSERT INTO bagstore_meta (k, v) VALUES ");
+	for (size_t k = 0; k < sizeof kv / sizeof *kv; k++) {
+		bs__buf_puts(&b, k ? ",(" : "(");
+		bs__buf_hex(&b, kv[k][0], strlen(kv[k][0]));
+		bs__buf_puts(&b, ",");
+		bs__buf_hex(&b, kv[k][1], strlen(kv[k][1]));
+		bs__buf_puts(&b, ")");
+	}
 	if ((rc = bs__buf_ok(&b)))
 		goto done;
 	rc = bs__shard_exec(st, i, b.ptr, b.len);
@@ -99,24 +156,11 @@ done:
 	return rc;
 }
 
-int bs_init(bs_store_t *st)
+int bs__schema_init(bs_store_t *st)
 {
 	struct init_arg a = { st->fingerprint, st->n };
-	int rc;
-	if (st->cfg->read_only)
-		return bs_error(BS_EREADONLY, "read-only: refusing init");
-	if ((rc = bs__shard_each(st, NULL, init_shard, &a, NULL)))
-		return rc;
+	int rc = bs__shard_each(st, NULL, init_shard, &a, NULL);
 	for (int i = 0; i < st->n; i++)
 		st->shards[i].fp_state = 0;
-	/* the configuration's indexes, created when absent */
-	for (int k = 0; k < st->cfg->nindexes; k++) {
-		bs_index_t cur;
-		rc = bs_index_get(&cur, st, st->cfg->indexes[k].name);
-		if (rc == BS_ENOTFOUND)
-			rc = bs_index_create(st, &st->cfg->indexes[k]);
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return rc;
 }

@@ -223,6 +223,19 @@ int bs__shard_query(MYSQL_RES **out, bs_store_t *st, int i, const char *sql, siz
 	return 0;
 }
 
+int bs__shard_now_us(int64_t *out, bs_store_t *st, int shard)
+{
+	static const char q[] = "SELECT CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED)";
+	MYSQL_RES *res;
+	int rc = bs__shard_query(&res, st, shard, q, sizeof q - 1);
+	if (rc)
+		return rc;
+	MYSQL_ROW row = mysql_fetch_row(res);
+	*out = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
+	mysql_free_result(res);
+	return 0;
+}
+
 int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 {
 	static const char q[] = "SELECT k, v FROM bagstore_meta WHERE k IN ('fingerprint','shard_index','shard_count')";
@@ -357,4 +370,74 @@ done:
 	free(tids);
 	free(started);
 	return rc;
+}
+
+struct sql_arg {
+	const char *sql;
+	size_t len;
+	bool writable; /* check the fingerprint first */
+};
+
+static int exec_on(bs_store_t *st, int i, void *p)
+{
+	struct sql_arg *a = p;
+	int rc;
+	if (a->writable && (rc = bs__shard_check_writable(st, i)))
+		return rc;
+	return bs__shard_exec(st, i, a->sql, a->len);
+}
+
+int bs__exec_everywhere(bs_store_t *st, const char *sql, size_t len)
+{
+	struct sql_arg a = { sql, len, true };
+	return bs__shard_each(st, NULL, exec_on, &a, NULL);
+}
+
+/* ------------------------------------------------------------ named locks */
+
+/* The lock name as a hex literal: names never reach SQL as text. */
+static void lock_lit(bs_buf_t *b, const char *name)
+{
+	bs__buf_hex(b, name, strlen(name));
+}
+
+int bs__lock_try(bool *mine, bs_store_t *st, int shard, const char *name)
+{
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	int rc;
+	*mine = false;
+	bs__buf_puts(&b, "SELECT IF(IS_USED_LOCK(");
+	lock_lit(&b, name);
+	bs__buf_puts(&b, ")=CONNECTION_ID(),1,GET_LOCK(");
+	lock_lit(&b, name);
+	bs__buf_puts(&b, ",0))");
+	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_query(&res, st, shard, b.ptr, b.len))) {
+		MYSQL_ROW row = mysql_fetch_row(res);
+		*mine = row && row[0] && !strcmp(row[0], "1");
+		mysql_free_result(res);
+	}
+	bs__buf_free(&b);
+	return rc;
+}
+
+void bs__lock_held_sql(bs_buf_t *b, const char *name)
+{
+	bs__buf_puts(b, "IS_USED_LOCK(");
+	lock_lit(b, name);
+	bs__buf_puts(b, ")=CONNECTION_ID()");
+}
+
+void bs__lock_release(bs_store_t *st, int shard, const char *name)
+{
+	bs_buf_t b = {0};
+	if (st->shards[shard].conn) {
+		bs__buf_puts(&b, "DO RELEASE_LOCK(");
+		lock_lit(&b, name);
+		bs__buf_puts(&b, ")");
+		if (!bs__buf_ok(&b))
+			bs__shard_exec(st, shard, b.ptr, b.len);
+	}
+	bs__buf_free(&b);
+	bs_error_clear();
 }

@@ -1,7 +1,7 @@
 /*
  * value.c - bs_value_t: constructors, containers, copy, equality, clear;
- * plus the small private helpers the codecs share (growable byte buffer,
- * UTF-8 check, message quoting, the duplicate-key index for decoders).
+ * plus the small private helpers the codecs share (UTF-8 check, message
+ * quoting, float text, the duplicate-key index for decoders).
  */
 #include "codec_internal.h"
 
@@ -26,40 +26,6 @@ char *bs__memdup0(const void *p, size_t n)
 		memcpy(s, p, n);
 	s[n] = '\0';
 	return s;
-}
-
-int bs__buf_reserve(bs_bytes_t *b, size_t extra)
-{
-	size_t want, cap;
-	uint8_t *p;
-
-	if (extra > SIZE_MAX - b->len)
-		return bs_error(BS_ENOMEM, "buffer size overflow");
-	want = b->len + extra;
-	if (want <= b->cap)
-		return 0;
-	cap = b->cap ? b->cap : 256;
-	while (cap < want)
-		cap = cap > SIZE_MAX / 2 ? want : cap * 2;
-	p = realloc(b->ptr, cap);
-	if (!p)
-		return bs_error(BS_ENOMEM, "out of memory (%zu bytes)", cap);
-	b->ptr = p;
-	b->cap = cap;
-	return 0;
-}
-
-int bs__buf_append(bs_bytes_t *b, const void *p, size_t n)
-{
-	int rc;
-
-	if (n == 0)
-		return 0;
-	if ((rc = bs__buf_reserve(b, n)) < 0)
-		return rc;
-	memcpy(b->ptr + b->len, p, n);
-	b->len += n;
-	return 0;
 }
 
 bool bs__utf8_valid(const char *str, size_t n)

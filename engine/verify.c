@@ -158,3 +158,15 @@ int bs_verify_last(bs_drift_t *out, bs_store_t *st, const char *index)
 	}
 	return rc;
 }
+
+int bs__verify_forget(bs_store_t *st, const char *index)
+{
+	bs_buf_t b = {0};
+	int rc;
+	bs__buf_puts(&b, "DELETE FROM bagstore_verify WHERE index_name=");
+	bs__buf_hex(&b, index, strlen(index));
+	if (!(rc = bs__buf_ok(&b)))
+		rc = bs__exec_everywhere(st, b.ptr, b.len);
+	bs__buf_free(&b);
+	return rc;
+}

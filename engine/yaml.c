@@ -500,7 +500,7 @@ done:
 
 static int write_cb(void *data, unsigned char *buf, size_t size)
 {
-	return bs__buf_append(data, buf, size) == 0;
+	return bs__bytes_append(data, buf, size) == 0;
 }
 
 static int emitter_error(yaml_emitter_t *em)
@@ -682,7 +682,7 @@ int bs_yaml_encode(char **out, const bs_value_t *v)
 		rc = emitter_error(&em);
 		goto done;
 	}
-	if ((rc = bs__buf_append(&buf, "", 1)) < 0)
+	if ((rc = bs__bytes_append(&buf, "", 1)) < 0)
 		goto done;
 	*out = (char *)buf.ptr;
 	buf.ptr = NULL;

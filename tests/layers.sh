@@ -45,8 +45,13 @@ syms() { # DIR... -> appends to $TMP/defs and $TMP/uses
 }
 : >"$TMP/defs"
 : >"$TMP/uses"
-# shellcheck disable=SC2046
-syms "$B"/engine/*.o $(find "$B/tui" "$B/views" -name '*.o' 2>/dev/null)
+# The objects of today's sources (a stale object of a removed file is not).
+objs=""
+for c in engine/*.c tui/*.c tui/*/*.c views/*.c; do
+	[ -f "$c" ] && objs="$objs $B/${c%.c}.o"
+done
+# shellcheck disable=SC2086
+syms $objs
 
 # "CALLER CALLEE" file edges, one per pair.
 awk 'NR == FNR { def[$1] = $2; next }
@@ -59,9 +64,9 @@ awk 'NR == FNR { def[$1] = $2; next }
 sed -n 's/^ \*   L\([0-9]\)  *[a-z]*  *\(.*\)$/\1 \2/p' engine/internal.h |
 	awk '{ for (i = 2; i <= NF; i++) print "engine/" $i, $1 }' >"$TMP/layer"
 [ -s "$TMP/layer" ] || bad "no layer table found at the top of engine/internal.h"
-for o in "$B"/engine/*.o; do
-	f=engine/$(basename "$o" .o)
-	grep -q "^$f " "$TMP/layer" || bad "$f.c has no layer: add it to the table in engine/internal.h"
+for c in engine/*.c; do
+	f=${c%.c}
+	grep -q "^$f " "$TMP/layer" || bad "$c has no layer: add it to the table in engine/internal.h"
 done
 awk 'NR == FNR { L[$1] = $2; next }
      $1 ~ /^engine\// && $2 ~ /^engine\// && ($1 in L) && ($2 in L) && L[$2] > L[$1] {
@@ -104,9 +109,14 @@ $NM -g --defined-only "$B/libbagstore.a" | awk 'NF == 3 && $3 !~ /^bs_/ {
 	END { exit bad }' || fail=1
 
 # ------------------------------------------------------------ 5. SQL literals
-if grep -nE "'%[-0-9.*]*s'" engine/*.c engine/*.h tui/*.c tui/*/*.c views/*.c 2>/dev/null; then
+# Only the engine speaks SQL. A quoted '%s' on a line that is not a message
+# (bs_error, snprintf, fprintf and their continuation lines) is SQL text.
+awk -v q="'" '
+	/bs_error\(|snprintf\(|fprintf\(|cli_usage_error\(/ { msg = 1 }
+	$0 ~ q "%[-0-9.*]*s" q && !msg { printf "%s:%d: %s\n", FILENAME, FNR, $0; found = 1 }
+	/;[ \t]*$/ { msg = 0 }
+	END { exit !found }' engine/*.c engine/*.h &&
 	bad "'%s' spliced into SQL text (above): use bs__buf_hex for values, bs__buf_ident for names"
-fi
 
 if [ "$fail" = 0 ]; then
 	echo "layers: ok ($(wc -l <"$TMP/layer") engine files in layers, $(wc -l <"$TMP/edges") calls between files)"

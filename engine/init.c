@@ -1,0 +1,24 @@
+/*
+ * init.c - `bagstore init`: every shard's tables and identity (schema.c),
+ * then the configuration's indexes, created through their lifecycle when
+ * absent (lifecycle.c). Idempotent: run it again at any time.
+ */
+#include "internal.h"
+
+int bs_init(bs_store_t *st)
+{
+	int rc;
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing init");
+	if ((rc = bs__schema_init(st)))
+		return rc;
+	for (int k = 0; k < st->cfg->nindexes; k++) {
+		bs_index_t cur;
+		rc = bs_index_get(&cur, st, st->cfg->indexes[k].name);
+		if (rc == BS_ENOTFOUND)
+			rc = bs_index_create(st, &st->cfg->indexes[k]);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,181 @@
+/*
+ * lifecycle.c - an index's life, in one place (doc/DESIGN.md, "Index
+ * lifecycle"):
+ *
+ *     create --> building --(backfill done, writers' TTL past,
+ *                            repair since creation)--> ready
+ *     building|ready --drop--> disabled --(TTL)--> tables and rows gone
+ *
+ * The catalog (catalog.c) keeps the rows and runs the DDL; the cleaner's
+ * files run the backfill jobs (jobs.c, backfill.c) and the repair
+ * (repair.c). Only this file decides when an index changes state.
+ */
+#include "cleaner.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------ create */
+
+static int has_entities(bs_store_t *st, int i, void *p)
+{
+	bool *any = p;
+	MYSQL_RES *res;
+	static const char q[] = "SELECT 1 FROM entities LIMIT 1";
+	int rc = bs__shard_query(&res, st, i, q, sizeof q - 1);
+	if (rc)
+		return rc;
+	if (mysql_num_rows(res))
+		any[i] = true;
+	mysql_free_result(res);
+	return 0;
+}
+
+/* Does no shard hold an entity? */
+static int store_empty(bool *empty, bs_store_t *st)
+{
+	bool *any = calloc((size_t)st->n, sizeof *any);
+	int rc;
+	*empty = false;
+	if (!any)
+		return bs_error(BS_ENOMEM, "out of memory");
+	if (!(rc = bs__shard_each(st, NULL, has_entities, any, NULL))) {
+		*empty = true;
+		for (int i = 0; i < st->n; i++)
+			if (any[i])
+				*empty = false;
+	}
+	free(any);
+	return rc;
+}
+
+int bs_index_create(bs_store_t *st, const bs_index_t *def)
+{
+	char on[1024];
+	bs_index_t cur;
+	bool empty = false;
+	int rc;
+
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing to create index %s", def->name);
+	/* the definition reaches SQL as names: check it as if it were typed */
+	bs_index_format_on(on, sizeof on, def);
+	if (def->shard_on < 0 || def->shard_on >= def->nprops)
+		return bs_error(BS_EINVAL, "index %s: shard_on is not one of its properties", def->name);
+	if ((rc = bs_index_parse(&cur, def->name, on, def->props[def->shard_on].name)))
+		return rc;
+	rc = bs_index_get(&cur, st, def->name);
+	if (rc == 0)
+		return bs_error(BS_ECONFLICT, "index %s already exists (%s)", def->name,
+		                bs_index_state_name(cur.state));
+	if (rc != BS_ENOTFOUND)
+		return rc;
+	bs_error_clear();
+	if ((rc = bs__catalog_create_tables(st, def)) || (rc = store_empty(&empty, st)))
+		return rc;
+	/* Always building first: writers that cached the catalog do not know
+	 * the index yet. Backfill jobs are queued for the cleaner, which makes
+	 * the index ready by the one rule of bs__index_promote. */
+	if ((rc = bs__catalog_insert(st, def)) || (rc = bs_backfill_queue(st, def->name)))
+		return rc;
+	/* On an empty store the backfill is instant: build it here, which waits
+	 * out the catalog TTL and repairs what writers wrote meanwhile. */
+	if (empty)
+		rc = bs_cleaner_backfill(st, def->name, NULL);
+	return rc;
+}
+
+/* ------------------------------------------------------------ promotion */
+
+int bs__index_promote(bool *promoted, bs_store_t *st, const char *name)
+{
+	bs_index_t idx;
+	bool done = false;
+	int64_t now = 0;
+	int rc;
+	*promoted = false;
+	if ((rc = bs_index_get(&idx, st, name)))
+		return rc;
+	if (idx.state == BS_INDEX_READY) {
+		*promoted = true;
+		return 0;
+	}
+	if (idx.state == BS_INDEX_DISABLED)
+		return bs_error(BS_ECONFLICT, "index %s is disabled", name);
+	/* 1. every shard's backfill is done */
+	if ((rc = bs__jobs_all_done(&done, st, name)) || !done)
+		return rc;
+	/* 2. every writer has seen the index: its creation plus the TTL is past */
+	int64_t ttl_us = (int64_t)(st->cfg->catalog_ttl * 1e6);
+	for (int s = 0; s < st->n; s++) {
+		if ((rc = bs__shard_now_us(&now, st, s)))
+			return rc;
+		if (now < idx.created_us + ttl_us)
+			bs__cleaner_sleep((double)(idx.created_us + ttl_us - now) / 1e6, NULL);
+	}
+	/* 3. a repair pass over every entity updated since creation minus the TTL */
+	if ((rc = bs__repair_since(NULL, st, &idx, idx.created_us - ttl_us)))
+		return rc;
+	if (!(rc = bs__catalog_set_state(st, name, BS_INDEX_BUILDING, BS_INDEX_READY)))
+		*promoted = true;
+	return rc;
+}
+
+int bs_cleaner_backfill(bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts)
+{
+	bs_index_t idx;
+	bool all_done = false, promoted = false;
+	int rc;
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing to backfill %s", index);
+	if ((rc = bs_index_get(&idx, st, index)))
+		return rc;
+	if (idx.state == BS_INDEX_DISABLED)
+		return bs_error(BS_ECONFLICT, "index %s is disabled: nothing to backfill", index);
+	if (idx.state == BS_INDEX_READY)
+		return 0;
+	if ((rc = bs_backfill_queue(st, index)))
+		return rc;
+	if ((rc = bs__backfill_run(&all_done, st, index, opts, true)))
+		return rc;
+	if (!all_done)
+		return bs__stopping(opts) ? 0 : bs_error(BS_ERROR, "backfill of %s did not finish", index);
+	/* a shard that went away meanwhile: wait for it, as the jobs did */
+	for (int tries = 0;; tries++) {
+		rc = bs__index_promote(&promoted, st, index);
+		if (rc != BS_EUNREACHABLE || tries >= 60 || bs__stopping(opts))
+			break;
+		bs__cleaner_sleep(1.0, bs__stop_flag(opts));
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------ drop */
+
+int bs_index_drop(bs_store_t *st, const char *name)
+{
+	bs_index_t ix;
+	int rc;
+
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing to drop index %s", name);
+	if ((rc = bs_index_get(&ix, st, name)))
+		return rc;
+	if (ix.state != BS_INDEX_DISABLED) {
+		if ((rc = bs__catalog_set_state(st, name, -1, BS_INDEX_DISABLED)))
+			return rc;
+		/* writers that cached the catalog stop maintaining it within a TTL */
+		double wait = st->cfg->catalog_ttl;
+		struct timespec ts = { (time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9) };
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
+	/* the tables and the catalog row, then the cleaner's bookkeeping of it:
+	 * jobs, the last verify, the orphan sweep's cursor */
+	if ((rc = bs__catalog_remove(st, name)) || (rc = bs__jobs_forget(st, name)) ||
+	    (rc = bs__verify_forget(st, name)) || (rc = bs__repair_forget(st, name)))
+		return rc;
+	return 0;
+}
