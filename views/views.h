@@ -20,6 +20,7 @@
 
 #include "actions.h"
 #include "bagstore.h"
+#include "fmt.h"
 #include "worker.h"
 
 typedef enum {
@@ -113,13 +114,7 @@ int ui_printf(int y, int x, int w, const char *fmt, ...) __attribute__((format(p
 /* Display width of UTF-8 text. */
 int ui_width(const char *s);
 
-/* Formatting helpers, into caller buffers. */
-char *fmt_count(char *buf, size_t n, int64_t v);    /* 1,204,331 */
-char *fmt_bytes(char *buf, size_t n, int64_t v);    /* 12.3 MiB */
-char *fmt_age(char *buf, size_t n, int64_t then_us); /* 3s ago */
-char *fmt_time(char *buf, size_t n, int64_t us);    /* 2024-05-01 12:00:00 */
-char *fmt_secs(char *buf, size_t n, double s);      /* 1h02m, 12.3s */
-/* now_us(): worker.h */
+/* Numbers, sizes, times and ages: fmt_* and now_us() (tui/common/fmt.h). */
 
 /* "stale" note for a snapshot taken at taken_us whose reload under `key`
  * may be in flight; "" when fresh. */

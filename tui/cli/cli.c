@@ -11,6 +11,7 @@
  */
 #include "cli.h"
 #include "cli_cleaner.h"
+#include "fmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -362,27 +363,6 @@ static void table_free(cli_table_t *t)
 	t->nrows = t->cap = 0;
 }
 
-/* "12.3 MiB" */
-static void human_bytes(char *buf, size_t size, int64_t n)
-{
-	static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double v = (double)n;
-	int u = 0;
-
-	if (n < 0) {
-		snprintf(buf, size, "-");
-		return;
-	}
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, size, "%" PRId64 " B", n);
-	else
-		snprintf(buf, size, "%.1f %s", v, units[u]);
-}
-
 /* ------------------------------------------------------------ JSON helpers */
 
 static json_t *jstr(const char *s)
@@ -504,7 +484,7 @@ static int shards_table(const bs_shard_status_t *ss, int n)
 			snprintf(rtt, sizeof rtt, "%.2f", s->rtt_ms);
 			if (s->entities_est >= 0)
 				snprintf(ents, sizeof ents, "%" PRId64, s->entities_est);
-			human_bytes(data, sizeof data, s->data_bytes);
+			fmt_bytes(data, sizeof data, s->data_bytes);
 			if (s->threads_running >= 0)
 				snprintf(thr, sizeof thr, "%" PRId64, s->threads_running);
 			if (s->replica_lag >= 0)
@@ -968,15 +948,6 @@ static bool index_rows(int64_t *counts, int64_t *total, cli_ctx_t *ctx, const ch
 	return true;
 }
 
-static void iso_time(char *buf, size_t size, int64_t us)
-{
-	time_t t = (time_t)(us / 1000000);
-	struct tm tm;
-
-	if (!gmtime_r(&t, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(buf, size, "-");
-}
-
 static int cmd_index_list(cli_ctx_t *ctx, int argc, char **argv)
 {
 	static const char *head[] = {"NAME", "STATE", "ON", "SHARD_ON", "ROWS"};
@@ -1027,7 +998,7 @@ static int cmd_index_list(cli_ctx_t *ctx, int argc, char **argv)
 			}
 			for (s = 0; have && s < nshards; s++)
 				json_array_append_new(per, json_integer(counts[s]));
-			iso_time(created, sizeof created, x->created_us);
+			fmt_iso_utc(created, sizeof created, x->created_us);
 			json_object_set_new(o, "name", json_string(x->name));
 			json_object_set_new(o, "state", json_string(bs_index_state_name(x->state)));
 			json_object_set_new(o, "on", json_string(on));

@@ -5,6 +5,7 @@
  * prints; main.c prints errors and maps codes to exit statuses.
  */
 #include "cli_cleaner.h"
+#include "fmt.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -85,30 +86,6 @@ static int json_out(json_t *doc)
 	puts(s);
 	free(s);
 	return 0;
-}
-
-static void when(char *buf, size_t size, int64_t us)
-{
-	if (!us) {
-		snprintf(buf, size, "-");
-		return;
-	}
-	time_t t = (time_t)(us / 1000000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-static void duration(char *buf, size_t size, double s)
-{
-	if (s < 0)
-		snprintf(buf, size, "-");
-	else if (s < 120)
-		snprintf(buf, size, "%.0fs", s);
-	else if (s < 7200)
-		snprintf(buf, size, "%dm%02ds", (int)(s / 60), (int)s % 60);
-	else
-		snprintf(buf, size, "%.1fh", s / 3600);
 }
 
 /* ------------------------------------------------------------ cleaner */
@@ -192,7 +169,7 @@ static void progress_locked(progress_t *pr, const bs_job_t *job)
 			eta = j->eta_s;
 	}
 	char e[32];
-	duration(e, sizeof e, eta);
+	fmt_secs(e, sizeof e, eta);
 	len += (size_t)snprintf(line + len, sizeof line - len, "\rbackfill %s: %" PRId64 "/%" PRId64 " rows (%.0f%%), %.0f rows/s, eta %s",
 	                        job->index, scanned, total, total ? 100.0 * (double)scanned / (double)total : 100.0, rate, e);
 	for (int i = 0; i < pr->n && len < sizeof line - 64; i++) {
@@ -382,8 +359,8 @@ int cli_cmd_backfill_list(cli_ctx_t *ctx, int argc, char **argv)
 		for (int k = 0; k < l.len; k++) {
 			const bs_job_t *j = &l.items[k];
 			char eta[32], hb[32], worker[96];
-			duration(eta, sizeof eta, j->eta_s);
-			when(hb, sizeof hb, j->heartbeat_us);
+			fmt_secs(eta, sizeof eta, j->eta_s);
+			fmt_iso_utc(hb, sizeof hb, j->heartbeat_us);
 			if (j->worker_host[0])
 				snprintf(worker, sizeof worker, "%s:%d", j->worker_host, j->worker_pid);
 			else
@@ -471,8 +448,8 @@ int cli_cmd_lag(cli_ctx_t *ctx, int argc, char **argv)
 		       "LAST_PASS", "PASS_ROWS", "REPAIRS/S");
 		for (int i = 0; i < n; i++) {
 			char wm[32], lp[32], l[32];
-			when(wm, sizeof wm, lag[i].watermark_us);
-			when(lp, sizeof lp, lag[i].last_pass_us);
+			fmt_iso_utc(wm, sizeof wm, lag[i].watermark_us);
+			fmt_iso_utc(lp, sizeof lp, lag[i].last_pass_us);
 			if (lag[i].lag_s >= 0)
 				snprintf(l, sizeof l, "%.3f", lag[i].lag_s);
 			else

@@ -45,16 +45,6 @@ static bs_config_t wcfg; /* shallow copy of the caller's, timeouts capped */
 static unsigned generation;
 static int wake_pipe[2] = {-1, -1};
 
-/* Wall-clock microseconds: the screens compare these times with the
- * shards' and show them as dates. */
-int64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 void snap_lock(void) { pthread_mutex_lock(&snap_mu); }
 void snap_unlock(void) { pthread_mutex_unlock(&snap_mu); }
 

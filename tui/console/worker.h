@@ -24,13 +24,11 @@
 #include <stdint.h>
 
 #include "bagstore.h"
+#include "fmt.h" /* now_us(): what snapshots and notices are stamped with */
 
 enum { LANE_STATUS, LANE_BROWSE, LANE_ACTION, LANE_COUNT };
 
 typedef void (*work_fn)(bs_store_t *st, void *arg);
-
-/* Wall-clock unix microseconds (what snapshots and notices are stamped with). */
-int64_t now_us(void);
 
 /* timeout_s caps the connect, read and write timeouts of the lanes. */
 int worker_start(const bs_config_t *cfg, double timeout_s);
