@@ -1,6 +1,7 @@
 /*
- * main.c - the program's entry: global options, then a subcommand from
- * cli_commands[] (cli.c), or the console on a terminal when none is given.
+ * main.c - the program's entry, and the only file that sees both rooms:
+ * global options, then a command from cli_commands[] (tui/cli/), or the
+ * console (tui/console/) on a terminal when none is given.
  *
  * Exit status: 0 success, 1 the operation failed, 2 usage or configuration
  * error (see cli_exit_code). Errors go to stderr as "bagstore: MESSAGE",
@@ -15,6 +16,7 @@
 #include "bagstore.h"
 #include "cli.h"
 #include "console.h"
+#include "fmt.h"
 
 #ifndef BAGSTORE_VERSION
 #define BAGSTORE_VERSION "0.1.0"
@@ -64,6 +66,7 @@ int main(int argc, char **argv)
 {
 	cli_ctx_t ctx;
 	const cli_cmd_t *cmd;
+	char q[1024];
 	int i, rc, status;
 
 	memset(&ctx, 0, sizeof ctx);
@@ -96,7 +99,7 @@ int main(int argc, char **argv)
 			printf("bagstore %s\n", BAGSTORE_VERSION);
 			return 0;
 		} else {
-			return usage_error(NULL, "unknown option '%s'", a);
+			return usage_error(NULL, "unknown option %s", fmt_quote(q, sizeof q, a));
 		}
 	}
 
@@ -114,11 +117,12 @@ int main(int argc, char **argv)
 			return 0;
 		}
 		if (!(cmd = cli_find(group, argv[i + 1])))
-			return usage_error(group, "%s: unknown subcommand '%s'", group, argv[i + 1]);
+			return usage_error(group, "%s: unknown subcommand %s", group,
+			                   fmt_quote(q, sizeof q, argv[i + 1]));
 		i += 2;
 	} else {
 		if (!(cmd = cli_find(NULL, argv[i])))
-			return usage_error(NULL, "unknown command '%s'", argv[i]);
+			return usage_error(NULL, "unknown command %s", fmt_quote(q, sizeof q, argv[i]));
 		i += 1;
 	}
 
