@@ -148,6 +148,29 @@ void cli_print_command_help(FILE *f, const cli_cmd_t *cmd)
 		fputs("\nChanges data: refused with --read-only or read_only: true.\n", f);
 }
 
+/* "  NAME  SUMMARY" for every command of group (NULL: all), the summaries
+ * in one column at least two spaces right of the longest name. */
+static void print_summaries(FILE *f, const char *group)
+{
+	const cli_cmd_t *c;
+	char name[64];
+	int width = 0, len;
+
+	for (c = cli_commands; c->name; c++) {
+		if (group && !in_group(c, group))
+			continue;
+		command_name(name, sizeof name, c);
+		if ((len = (int)strlen(name)) > width)
+			width = len;
+	}
+	for (c = cli_commands; c->name; c++) {
+		if (group && !in_group(c, group))
+			continue;
+		command_name(name, sizeof name, c);
+		fprintf(f, "  %-*s  %s\n", width, name, c->summary);
+	}
+}
+
 void cli_print_usage(FILE *f, const char *group)
 {
 	const cli_cmd_t *c;
@@ -160,8 +183,11 @@ void cli_print_usage(FILE *f, const char *group)
 		cli_print_usage_line(f, c);
 		fputc('\n', f);
 	}
-	if (group)
+	if (group) {
+		fputs("\ncommands:\n", f);
+		print_summaries(f, group);
 		return;
+	}
 	fputs("  bagstore [-c FILE] [--read-only]        the console, on a terminal\n"
 	      "\n"
 	      "global options, before the command:\n"
@@ -171,11 +197,7 @@ void cli_print_usage(FILE *f, const char *group)
 	      "  --version     print the version\n"
 	      "\n"
 	      "commands:\n", f);
-	for (c = cli_commands; c->name; c++) {
-		char name[64];
-		command_name(name, sizeof name, c);
-		fprintf(f, "  %-14s%s\n", name, c->summary);
-	}
+	print_summaries(f, NULL);
 	fputs("\nexit status: 0 ok, 1 the operation failed, 2 usage or configuration error\n", f);
 }
 
