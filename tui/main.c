@@ -1,6 +1,6 @@
 /*
  * main.c - the program's entry, and the only file that sees both rooms:
- * global options, then a command from cli_commands[] (tui/cli/), or the
+ * global options, then a command of the command line (tui/cli/), or the
  * console (tui/console/) on a terminal when none is given.
  *
  * Exit status: 0 success, 1 the operation failed, 2 usage or configuration
@@ -55,11 +55,12 @@ static int run_console(cli_ctx_t *ctx, int argc, char **argv)
 
 	if (!console_headless && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
 		return usage_error(NULL, "no command given");
-	if ((rc = cli_open(ctx)) < 0) {
+	/* the configuration only: the console opens a store per lane */
+	if ((rc = cli_load_config(ctx)) < 0) {
 		report(rc);
 		return cli_exit_code(rc);
 	}
-	return bs_console_main(ctx->st, ctx->cfg, argc, argv);
+	return bs_console_main(ctx->cfg, argc, argv);
 }
 
 int main(int argc, char **argv)

@@ -26,8 +26,7 @@
 
 static struct {
 	bs_id_t id;
-	unsigned want;      /* request generation the snapshot answers */
-	unsigned got;
+	unsigned got;       /* the request generation the snapshot answers */
 	int rc;
 	char err[256];
 	bs_value_t bag;

@@ -3,9 +3,14 @@
  *
  * A screen is a struct view_ops: hooks with private state kept in its own
  * file (views/NAME.c). It never speaks SQL and never waits on a shard: it asks
- * the worker (tui/worker.h) for a snapshot and draws the latest one.
- * Key handlers get a named action (tui/actions.h) and return a reaction;
- * the loop in tui/console.c acts on it.
+ * the worker (tui/console/worker.h) for a snapshot and draws the latest one.
+ * Key handlers get a named action (tui/console/actions.h) and return a
+ * reaction; the loop in tui/console/console.c acts on it. A new screen is a
+ * views/NAME.c with its view_ops, declared here and listed in console.c's
+ * screens[] (and in actions.h's scopes when it has keys of its own).
+ *
+ * Screens belong to the console's room: they call the console and the
+ * engine, and tui/common/, never the command line (tests/layers.sh).
  */
 #ifndef BS_VIEWS_H
 #define BS_VIEWS_H
@@ -94,8 +99,6 @@ void ui_prompt(const char *label, const char *initial, ui_prompt_fn done, void *
 /* Run $EDITOR (else vi) on a file, leaving and restoring the screen.
  * Returns the editor's exit status, or -1 when it could not run. */
 int ui_edit_file(const char *path);
-/* Timestamp of the last worker publication that a screen should redraw for. */
-void ui_wake(void);
 
 /* A text page (help, DDL previews, diffs, conflicts, results). Lines are
  * copied. With confirm set, `y` runs it (and the page closes). */
@@ -148,7 +151,6 @@ typedef struct {
 
 void tbl_init(table_t *t, const col_t *cols, int ncols);
 void tbl_clear(table_t *t);   /* drop the rows, keep selection and sort */
-void tbl_free(table_t *t);
 int tbl_add(table_t *t, int attr);
 void tbl_set(table_t *t, int row, int col, double key, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));

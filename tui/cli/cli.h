@@ -58,9 +58,6 @@ struct cli_ctx {
 
 /* ------------------------------------------------------------ commands.c */
 
-/* The table, terminated by a row with name NULL. */
-extern const cli_cmd_t cli_commands[];
-
 /* Find a command: group NULL for a top-level name. NULL when unknown. */
 const cli_cmd_t *cli_find(const char *group, const char *name);
 /* Is `name` a group (like "index")? */

@@ -13,7 +13,7 @@
 
 /* ------------------------------------------------------------ the table */
 
-const cli_cmd_t cli_commands[] = {
+static const cli_cmd_t cli_commands[] = {
 	{NULL, "init", cli_cmd_init, "",
 	 "create bagstore's tables and the configured indexes on every shard",
 	 "Idempotent. Records the shard list's fingerprint on every shard; later\n"

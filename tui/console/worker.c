@@ -28,7 +28,6 @@ typedef struct {
 	pthread_t thread;
 	bool started;
 	bool finished;
-	int n;
 	bs_store_t *st;
 	req_t *head, *tail;
 	req_t *running;
@@ -42,7 +41,6 @@ static pthread_mutex_t snap_mu = PTHREAD_MUTEX_INITIALIZER;
 static lane_t lanes[LANE_COUNT];
 static volatile int stopping;
 static bs_config_t wcfg; /* shallow copy of the caller's, timeouts capped */
-static unsigned generation;
 static int wake_pipe[2] = {-1, -1};
 
 void snap_lock(void) { pthread_mutex_lock(&snap_mu); }
@@ -52,15 +50,9 @@ void worker_published(void)
 {
 	char c = 1;
 
-	__atomic_add_fetch(&generation, 1, __ATOMIC_SEQ_CST);
 	if (wake_pipe[1] >= 0 && write(wake_pipe[1], &c, 1) < 0 && errno != EAGAIN) {
 		/* nothing to do: the UI also wakes on its timer */
 	}
-}
-
-unsigned worker_generation(void)
-{
-	return __atomic_load_n(&generation, __ATOMIC_SEQ_CST);
 }
 
 int worker_wake_fd(void) { return wake_pipe[0]; }
@@ -137,7 +129,6 @@ int worker_start(const bs_config_t *cfg, double timeout_s)
 		fcntl(wake_pipe[1], F_SETFD, FD_CLOEXEC);
 	}
 	for (i = 0; i < LANE_COUNT; i++) {
-		lanes[i].n = i;
 		if ((rc = bs_store_open(&lanes[i].st, &wcfg)) < 0)
 			return rc;
 		if (pthread_create(&lanes[i].thread, NULL, lane_main, &lanes[i]) != 0)
@@ -229,16 +220,6 @@ static bool idle_locked(void)
 		if (lanes[i].running || lanes[i].head)
 			return false;
 	return true;
-}
-
-bool worker_idle(void)
-{
-	bool idle;
-
-	pthread_mutex_lock(&q_mu);
-	idle = idle_locked();
-	pthread_mutex_unlock(&q_mu);
-	return idle;
 }
 
 bool worker_wait_idle(double timeout_s)

@@ -44,8 +44,6 @@ int worker_submit(int lane, const char *key, bool skip_running,
                   work_fn fn, void *arg, void (*free_arg)(void *));
 /* Is a request of this key queued or running? *since_us: since when. */
 bool worker_pending(const char *key, int64_t *since_us);
-/* Nothing queued or running on any lane. */
-bool worker_idle(void);
 /* Wait until idle (or timeout); true when idle. */
 bool worker_wait_idle(double timeout_s);
 
@@ -54,7 +52,6 @@ void snap_lock(void);
 void snap_unlock(void);
 /* A request published something: the UI redraws. */
 void worker_published(void);
-unsigned worker_generation(void);
 /* A descriptor that becomes readable on publication (drain with
  * worker_drain_wake). */
 int worker_wake_fd(void);
