@@ -8,6 +8,7 @@
  * The UI draws the published page.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ static table_t tbl;
 static int shard_sel = -1;     /* UI's choice: -1 all */
 static char query[256];        /* UI's current index query, "" when browsing */
 static bool select_last;       /* after paging back with Up */
-static int page_changed;       /* entities_changed(), from any thread */
+static atomic_bool page_changed; /* entities_changed(), from any thread */
 
 static const col_t cols[] = {
 	{"ID", 32, false}, {"SHARD", 5, false}, {"UPDATED (UTC)", 26, false}, {"BODY", 0, false},
@@ -300,7 +301,7 @@ void entities_show_shard(int shard)
 
 void entities_changed(void)
 {
-	__atomic_store_n(&page_changed, 1, __ATOMIC_SEQ_CST);
+	atomic_store(&page_changed, true);
 	worker_published();
 }
 
@@ -343,7 +344,7 @@ static void en_draw(int y, int h, int w)
 {
 	char stale[128];
 	const char *where;
-	if (__atomic_exchange_n(&page_changed, 0, __ATOMIC_SEQ_CST))
+	if (atomic_exchange(&page_changed, false))
 		submit(OP_RELOAD);
 	snap_lock();
 	build();

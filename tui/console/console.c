@@ -672,12 +672,13 @@ int bs_console_main(const bs_config_t *cfg, int argc, char **argv)
 
 	if (worker_start(cfg, timeout) < 0) {
 		fprintf(stderr, "bagstore: %s\n", bs_last_error());
-		return 1;
-	}
-	if (ui.headless)
+		status = 1;
+	} else if (ui.headless) {
 		status = headless_run(script, dumpdir ? dumpdir : ".");
-	else
+	} else {
 		status = interactive();
+	}
+	/* the lanes and backfills read cfg until they are joined */
 	if (!worker_stop(3.0)) {
 		/* a lane is stuck in a hung shard: leave without freeing under it */
 		fflush(stdout);
