@@ -22,12 +22,16 @@
  *   measure-ui NAME N KEY  the same without waiting for the engine: how
  *                       long the UI thread takes to answer a key
  *   rss                 prints "rss KiB" (VmRSS) on stdout
- *   echo TEXT           prints TEXT on stdout
+ *   echo [TEXT]         prints TEXT on stdout
  *   # comment
+ *
+ * Each command is a row of commands[] below (its name, the arguments it
+ * takes, its handler); a new one is a handler and a row.
  *
  * Exit status: 0, or 1 when a wait-for timed out or the script is bad.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,189 +127,314 @@ static void unescape(char *s)
 	*o = 0;
 }
 
-int headless_run(const char *script, const char *dumpdir)
-{
-	FILE *in = NULL, *out = NULL, *sf;
-	SCREEN *scr;
-	char line[2048];
-	int lineno = 0, status = 0;
+/* ------------------------------------------------------------ commands */
 
-	if (strcmp(script, "-") == 0)
-		sf = stdin;
-	else if (!(sf = fopen(script, "r"))) {
-		fprintf(stderr, "bagstore: %s: %s\n", script, strerror(errno));
-		return 2;
+/* The script being run. */
+typedef struct {
+	const char *script;  /* its path, for messages */
+	const char *dumpdir;
+	int lineno;
+	int status;          /* 1 once a command failed */
+} run_t;
+
+/* "SCRIPT:LINE: message" on stderr; the script's status becomes 1. */
+__attribute__((format(printf, 2, 3)))
+static void fail(run_t *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s:%d: ", r->script, r->lineno);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	r->status = 1;
+}
+
+/* One key through the console, then a redraw, unless it quit. */
+static void press(int key)
+{
+	console_key(key);
+	if (!console_done())
+		settle();
+}
+
+static void cmd_key(run_t *r, char *arg)
+{
+	char name[64] = "", quoted[80];
+	int count = 1, k, i;
+
+	sscanf(arg, "%63s %d", name, &count);
+	if ((k = key_code(name)) < 0) {
+		fail(r, "unknown key %s", fmt_quote(quoted, sizeof quoted, name));
+		return;
 	}
-	out = fopen("/dev/null", "w");
-	in = fopen("/dev/null", "r");
-	if (!out || !in || !(scr = newterm("xterm-256color", out, in))) {
-		fprintf(stderr, "bagstore: cannot start a headless terminal\n");
-		return 2;
+	for (i = 0; i < count && !console_done(); i++)
+		press(k);
+}
+
+static void cmd_keys(run_t *r, char *arg)
+{
+	char *p;
+
+	(void)r;
+	unescape(arg);
+	for (p = arg; *p && !console_done(); p++)
+		press((unsigned char)*p);
+}
+
+static void cmd_wait_idle(run_t *r, char *arg)
+{
+	(void)r;
+	wait_idle(*arg ? atof(arg) : 30);
+}
+
+/* wait-for TEXT [SECS]: a last word that is a positive number is SECS. */
+static void cmd_wait_for(run_t *r, char *arg)
+{
+	double secs = 30, end;
+	char *sp = strrchr(arg, ' '), *e = NULL, quoted[2100];
+
+	if (sp) {
+		double d = strtod(sp + 1, &e);
+		if (e && *e == 0 && d > 0) {
+			secs = d;
+			*sp = 0;
+		}
 	}
+	end = mono() + secs;
+	for (;;) {
+		wait_idle(0.2);
+		if (screen_has(arg))
+			return;
+		if (mono() > end) {
+			fail(r, "timed out waiting for %s", fmt_quote(quoted, sizeof quoted, arg));
+			return;
+		}
+		usleep(50000);
+	}
+}
+
+static void cmd_sleep(run_t *r, char *arg)
+{
+	double end = mono() + atof(arg);
+
+	(void)r;
+	while (mono() < end) {
+		console_tick();
+		usleep(20000);
+	}
+	settle();
+}
+
+static void cmd_dump(run_t *r, char *arg)
+{
+	char path[4096];
+	FILE *f;
+
+	settle();
+	snprintf(path, sizeof path, "%s/%s.txt", r->dumpdir, arg);
+	if (!(f = fopen(path, "w"))) {
+		fprintf(stderr, "bagstore: %s: %s\n", path, strerror(errno));
+		r->status = 1;
+		return;
+	}
+	console_dump(f);
+	fclose(f);
+}
+
+static void cmd_resize(run_t *r, char *arg)
+{
+	int l = 0, c = 0;
+
+	(void)r;
+	if (sscanf(arg, "%d %d", &l, &c) == 2 && l > 3 && c > 10) {
+		resizeterm(l, c);
+		press(KEY_RESIZE);
+	}
+}
+
+static void cmd_mouse(run_t *r, char *arg)
+{
+	MEVENT ev;
+	char how[32] = "click";
+
+	(void)r;
+	memset(&ev, 0, sizeof ev);
+	sscanf(arg, "%d %d %31s", &ev.x, &ev.y, how);
+	ev.bstate = strcmp(how, "double") == 0 ? BUTTON1_DOUBLE_CLICKED :
+	            strcmp(how, "wheel-up") == 0 ? BUTTON4_PRESSED :
+	            strcmp(how, "wheel-down") == 0 ? BUTTON5_PRESSED : BUTTON1_CLICKED;
+	ui_mouse = ev;
+	ungetmouse(&ev);
+	press(KEY_MOUSE);
+}
+
+/* measure and measure-ui: KEY pressed N times, each answered (and, unless
+ * ui_only, the engine's work for it done), then the times' spread. */
+static void measure(run_t *r, char *arg, const char *cmd, bool ui_only)
+{
+	char name[64] = "", kname[64] = "";
+	int count = 0, k, i;
+	double *t;
+
+	if (sscanf(arg, "%63s %d %63s", name, &count, kname) != 3 || count <= 0 ||
+	    (k = key_code(kname)) < 0) {
+		fail(r, "measure NAME N KEY");
+		return;
+	}
+	if (!(t = calloc((size_t)count, sizeof *t))) {
+		fail(r, "out of memory");
+		return;
+	}
+	for (i = 0; i < count; i++) {
+		double t0 = mono();
+		console_key(k);
+		if (!ui_only)
+			worker_wait_idle(30);
+		console_draw();
+		t[i] = (mono() - t0) * 1000;
+	}
+	qsort(t, (size_t)count, sizeof *t, cmp_d);
+	printf("%s %s: n=%d median=%.2fms p95=%.2fms max=%.2fms\n", cmd, name, count,
+	       t[count / 2], t[(int)(count * 0.95) < count ? (int)(count * 0.95) : count - 1],
+	       t[count - 1]);
+	fflush(stdout);
+	free(t);
+}
+
+static void cmd_measure(run_t *r, char *arg) { measure(r, arg, "measure", false); }
+static void cmd_measure_ui(run_t *r, char *arg) { measure(r, arg, "measure-ui", true); }
+
+static void cmd_rss(run_t *r, char *arg)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+
+	(void)r;
+	(void)arg;
+	while (f && fgets(line, sizeof line, f))
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			printf("rss %ld KiB\n", atol(line + 6));
+	if (f)
+		fclose(f);
+	fflush(stdout);
+}
+
+static void cmd_echo(run_t *r, char *arg)
+{
+	(void)r;
+	printf("%s\n", arg);
+	fflush(stdout);
+}
+
+/* The script's commands: name, the arguments it takes (as the reference at
+ * the top writes them: a shape that starts with a word, not "[", needs one)
+ * and its handler, which gets the rest of the line. */
+static const struct {
+	const char *name;
+	const char *args;
+	void (*run)(run_t *r, char *arg);
+} commands[] = {
+	{"key", "NAME [N]", cmd_key},
+	{"keys", "TEXT", cmd_keys},
+	{"wait-idle", "[SECS]", cmd_wait_idle},
+	{"wait-for", "TEXT [SECS]", cmd_wait_for},
+	{"sleep", "SECS", cmd_sleep},
+	{"dump", "NAME", cmd_dump},
+	{"resize", "LINES COLS", cmd_resize},
+	{"mouse", "X Y [click|double|wheel-up|wheel-down]", cmd_mouse},
+	{"measure", "NAME N KEY", cmd_measure},
+	{"measure-ui", "NAME N KEY", cmd_measure_ui},
+	{"rss", "", cmd_rss},
+	{"echo", "[TEXT]", cmd_echo},
+};
+
+/* One line of the script (its newline removed). */
+static void run_line(run_t *r, char *line)
+{
+	char *arg = line, quoted[64];
+	size_t i, len;
+
+	if (line[0] == '#' || line[0] == 0)
+		return;
+	while (*arg && *arg != ' ')
+		arg++;
+	len = (size_t)(arg - line);
+	while (*arg == ' ')
+		arg++;
+	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strlen(commands[i].name) == len && strncmp(commands[i].name, line, len) == 0) {
+			if (!*arg && commands[i].args[0] && commands[i].args[0] != '[')
+				fail(r, "usage: %s %s", commands[i].name, commands[i].args);
+			else
+				commands[i].run(r, arg);
+			return;
+		}
+	line[len] = 0;
+	fail(r, "unknown command %s", fmt_quote(quoted, sizeof quoted, line));
+}
+
+/* ------------------------------------------------------------ the run */
+
+/* ncurses on a terminal whose output goes to /dev/null (*out, *in). */
+static SCREEN *term_open(FILE **out, FILE **in)
+{
+	SCREEN *scr = NULL;
+
+	*out = fopen("/dev/null", "w");
+	*in = fopen("/dev/null", "r");
+	if (*out && *in)
+		scr = newterm("xterm-256color", *out, *in);
+	if (!scr)
+		return NULL;
 	set_term(scr);
 	raw();
 	noecho();
 	keypad(stdscr, TRUE);
 	mousemask(BUTTON1_CLICKED | BUTTON1_DOUBLE_CLICKED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL);
 	ui.color = false;
+	return scr;
+}
+
+int headless_run(const char *script, const char *dumpdir)
+{
+	run_t r = {.script = script, .dumpdir = dumpdir};
+	FILE *in = NULL, *out = NULL, *sf = NULL;
+	SCREEN *scr = NULL;
+	char line[2048];
+
+	if (strcmp(script, "-") == 0) {
+		sf = stdin;
+	} else if (!(sf = fopen(script, "r"))) {
+		fprintf(stderr, "bagstore: %s: %s\n", script, strerror(errno));
+		r.status = 2;
+		goto done;
+	}
+	if (!(scr = term_open(&out, &in))) {
+		fprintf(stderr, "bagstore: cannot start a headless terminal\n");
+		r.status = 2;
+		goto done;
+	}
 	console_start();
 	wait_idle(10);
-
 	while (!console_done() && fgets(line, sizeof line, sf)) {
-		char cmd[32] = "", *arg;
 		size_t n = strlen(line);
 
-		lineno++;
+		r.lineno++;
 		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 			line[--n] = 0;
-		if (line[0] == '#' || line[0] == 0)
-			continue;
-		arg = line;
-		while (*arg && *arg != ' ')
-			arg++;
-		snprintf(cmd, sizeof cmd, "%.*s", (int)(arg - line), line);
-		while (*arg == ' ')
-			arg++;
-
-		if (strcmp(cmd, "key") == 0) {
-			char name[64] = "";
-			int count = 1, k, i;
-
-			sscanf(arg, "%63s %d", name, &count);
-			if ((k = key_code(name)) < 0) {
-				fprintf(stderr, "%s:%d: unknown key '%s'\n", script, lineno, name);
-				status = 1;
-				continue;
-			}
-			for (i = 0; i < count && !console_done(); i++) {
-				console_key(k);
-				if (!console_done())
-					settle();
-			}
-		} else if (strcmp(cmd, "keys") == 0) {
-			char *p;
-
-			unescape(arg);
-			for (p = arg; *p && !console_done(); p++) {
-				console_key((unsigned char)*p);
-				if (!console_done())
-					settle();
-			}
-		} else if (strcmp(cmd, "wait-idle") == 0) {
-			wait_idle(*arg ? atof(arg) : 30);
-		} else if (strcmp(cmd, "wait-for") == 0) {
-			double secs = 30, end;
-			char *sp = strrchr(arg, ' ');
-			char *e = NULL;
-
-			if (sp) {
-				double d = strtod(sp + 1, &e);
-				if (e && *e == 0 && d > 0) {
-					secs = d;
-					*sp = 0;
-				}
-			}
-			end = mono() + secs;
-			for (;;) {
-				wait_idle(0.2);
-				if (screen_has(arg))
-					break;
-				if (mono() > end) {
-					fprintf(stderr, "%s:%d: timed out waiting for '%s'\n", script, lineno, arg);
-					status = 1;
-					break;
-				}
-				usleep(50000);
-			}
-		} else if (strcmp(cmd, "sleep") == 0) {
-			double end = mono() + atof(arg);
-			while (mono() < end) {
-				console_tick();
-				usleep(20000);
-			}
-			settle();
-		} else if (strcmp(cmd, "dump") == 0) {
-			char path[4096];
-			FILE *f;
-
-			settle();
-			snprintf(path, sizeof path, "%s/%s.txt", dumpdir, arg);
-			if (!(f = fopen(path, "w"))) {
-				fprintf(stderr, "bagstore: %s: %s\n", path, strerror(errno));
-				status = 1;
-				continue;
-			}
-			console_dump(f);
-			fclose(f);
-		} else if (strcmp(cmd, "resize") == 0) {
-			int l = 0, c = 0;
-			if (sscanf(arg, "%d %d", &l, &c) == 2 && l > 3 && c > 10) {
-				resizeterm(l, c);
-				console_key(KEY_RESIZE);
-				settle();
-			}
-		} else if (strcmp(cmd, "mouse") == 0) {
-			MEVENT ev;
-			char how[32] = "click";
-
-			memset(&ev, 0, sizeof ev);
-			sscanf(arg, "%d %d %31s", &ev.x, &ev.y, how);
-			ev.bstate = strcmp(how, "double") == 0 ? BUTTON1_DOUBLE_CLICKED :
-			            strcmp(how, "wheel-up") == 0 ? BUTTON4_PRESSED :
-			            strcmp(how, "wheel-down") == 0 ? BUTTON5_PRESSED : BUTTON1_CLICKED;
-			ui_mouse = ev;
-			ungetmouse(&ev);
-			console_key(KEY_MOUSE);
-			settle();
-		} else if (strcmp(cmd, "measure") == 0 || strcmp(cmd, "measure-ui") == 0) {
-			bool ui_only = strcmp(cmd, "measure-ui") == 0;
-			char name[64] = "", kname[64] = "";
-			int count = 0, k, i;
-			double *t;
-
-			if (sscanf(arg, "%63s %d %63s", name, &count, kname) != 3 || count <= 0 ||
-			    (k = key_code(kname)) < 0) {
-				fprintf(stderr, "%s:%d: measure NAME N KEY\n", script, lineno);
-				status = 1;
-				continue;
-			}
-			t = calloc((size_t)count, sizeof *t);
-			for (i = 0; i < count; i++) {
-				double t0 = mono();
-				console_key(k);
-				if (!ui_only)
-					worker_wait_idle(30);
-				console_draw();
-				t[i] = (mono() - t0) * 1000;
-			}
-			qsort(t, (size_t)count, sizeof *t, cmp_d);
-			printf("%s %s: n=%d median=%.2fms p95=%.2fms max=%.2fms\n", cmd, name, count,
-			       t[count / 2], t[(int)(count * 0.95) < count ? (int)(count * 0.95) : count - 1],
-			       t[count - 1]);
-			fflush(stdout);
-			free(t);
-		} else if (strcmp(cmd, "rss") == 0) {
-			FILE *f = fopen("/proc/self/status", "r");
-			char l2[256];
-			while (f && fgets(l2, sizeof l2, f))
-				if (strncmp(l2, "VmRSS:", 6) == 0)
-					printf("rss %ld KiB\n", atol(l2 + 6));
-			if (f)
-				fclose(f);
-			fflush(stdout);
-		} else if (strcmp(cmd, "echo") == 0) {
-			printf("%s\n", arg);
-			fflush(stdout);
-		} else {
-			fprintf(stderr, "%s:%d: unknown command '%s'\n", script, lineno, cmd);
-			status = 1;
-		}
+		run_line(&r, line);
 	}
 	endwin();
-	delscreen(scr);
-	fclose(out);
-	fclose(in);
-	if (sf != stdin)
+done:
+	if (scr)
+		delscreen(scr);
+	if (out)
+		fclose(out);
+	if (in)
+		fclose(in);
+	if (sf && sf != stdin)
 		fclose(sf);
-	return status;
+	return r.status;
 }
