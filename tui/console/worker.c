@@ -449,6 +449,8 @@ int worker_backfill_start(const char *index)
 		s->joined = true;
 		pthread_cond_broadcast(&bf_cv);
 		snap_unlock();
+		bs_store_free(s->st); /* no thread got it: still this lane's */
+		s->st = NULL;
 	}
 	return rc;
 }
