@@ -35,12 +35,12 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 REQ_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter \
-              -Iengine -Itui -Iviews -pthread -MMD -MP
+              -Iengine -Itui/common -Itui/cli -Itui/console -Iviews -pthread -MMD -MP
 ALL_CFLAGS = $(REQ_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 ALL_LIBS   = $(PKG_LIBS) -pthread -lm $(LDLIBS)
 
 ENGINE_SRC := $(wildcard engine/*.c)
-APP_SRC    := $(wildcard tui/*.c views/*.c)
+APP_SRC    := $(wildcard tui/*.c tui/*/*.c views/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 BENCH_SRC  := $(wildcard tests/bench/bench_*.c)
 

@@ -1,6 +1,7 @@
 /*
- * main.c - the program's entry: global options, then a subcommand from
- * cli_commands[] (cli.c), or the console on a terminal when none is given.
+ * main.c - the program's entry, and the only file that sees both rooms:
+ * global options, then a command of the command line (tui/cli/), or the
+ * console (tui/console/) on a terminal when none is given.
  *
  * Exit status: 0 success, 1 the operation failed, 2 usage or configuration
  * error (see cli_exit_code). Errors go to stderr as "bagstore: MESSAGE",
@@ -15,6 +16,7 @@
 #include "bagstore.h"
 #include "cli.h"
 #include "console.h"
+#include "fmt.h"
 
 #ifndef BAGSTORE_VERSION
 #define BAGSTORE_VERSION "0.1.0"
@@ -53,20 +55,22 @@ static int run_console(cli_ctx_t *ctx, int argc, char **argv)
 
 	if (!console_headless && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
 		return usage_error(NULL, "no command given");
-	if ((rc = cli_open(ctx)) < 0) {
+	/* the configuration only: the console opens a store per lane */
+	if ((rc = cli_load_config(ctx)) < 0) {
 		report(rc);
 		return cli_exit_code(rc);
 	}
-	return bs_console_main(ctx->st, ctx->cfg, argc, argv);
+	return bs_console_main(ctx->cfg, argc, argv);
 }
 
-int main(int argc, char **argv)
+/* The global options (before the command) into ctx; *next: where the
+ * command is (argc when none). Returns -1 to go on, else the exit status
+ * (after --help, --version or a usage error). */
+static int global_options(int *next, cli_ctx_t *ctx, int argc, char **argv)
 {
-	cli_ctx_t ctx;
-	const cli_cmd_t *cmd;
-	int i, rc, status;
+	char q[1024];
+	int i;
 
-	memset(&ctx, 0, sizeof ctx);
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
@@ -79,11 +83,11 @@ int main(int argc, char **argv)
 		if (strcmp(a, "-c") == 0) {
 			if (++i == argc)
 				return usage_error(NULL, "option %s needs a FILE", a);
-			ctx.config_path = argv[i];
+			ctx->config_path = argv[i];
 		} else if (strncmp(a, "-c", 2) == 0) {
-			ctx.config_path = a + 2;
+			ctx->config_path = a + 2;
 		} else if (strcmp(a, "--read-only") == 0) {
-			ctx.read_only = true;
+			ctx->read_only = true;
 		} else if (bs_console_option(a) == 2) {
 			/* the console's own option; bs_console_main reads it from argv */
 			if (++i == argc)
@@ -96,45 +100,79 @@ int main(int argc, char **argv)
 			printf("bagstore %s\n", BAGSTORE_VERSION);
 			return 0;
 		} else {
-			return usage_error(NULL, "unknown option '%s'", a);
+			return usage_error(NULL, "unknown option %s", fmt_quote(q, sizeof q, a));
 		}
 	}
+	*next = i;
+	return -1;
+}
 
-	if (i == argc) {
-		status = run_console(&ctx, argc, argv);
-		goto done;
+/* The command at argv[*i]: a group and its subcommand, or a top-level
+ * name; *i moves past it. NULL when there is none to run, with *status
+ * the exit status (a usage error, or a group's --help). */
+static const cli_cmd_t *find_command(int *status, int *i, int argc, char **argv)
+{
+	const char *group = argv[*i];
+	const cli_cmd_t *cmd;
+	char q[1024];
+
+	if (!cli_is_group(group)) {
+		if (!(cmd = cli_find(NULL, argv[*i])))
+			*status = usage_error(NULL, "unknown command %s", fmt_quote(q, sizeof q, argv[*i]));
+		*i += 1;
+		return cmd;
 	}
-
-	if (cli_is_group(argv[i])) {
-		const char *group = argv[i];
-		if (i + 1 == argc)
-			return usage_error(group, "%s: missing subcommand", group);
-		if (strcmp(argv[i + 1], "--help") == 0 || strcmp(argv[i + 1], "-h") == 0) {
-			cli_print_usage(stdout, group);
-			return 0;
-		}
-		if (!(cmd = cli_find(group, argv[i + 1])))
-			return usage_error(group, "%s: unknown subcommand '%s'", group, argv[i + 1]);
-		i += 2;
-	} else {
-		if (!(cmd = cli_find(NULL, argv[i])))
-			return usage_error(NULL, "unknown command '%s'", argv[i]);
-		i += 1;
+	if (*i + 1 == argc) {
+		*status = usage_error(group, "%s: missing subcommand", group);
+		return NULL;
 	}
+	if (strcmp(argv[*i + 1], "--help") == 0 || strcmp(argv[*i + 1], "-h") == 0) {
+		cli_print_usage(stdout, group);
+		*status = 0;
+		return NULL;
+	}
+	if (!(cmd = cli_find(group, argv[*i + 1])))
+		*status = usage_error(group, "%s: unknown subcommand %s", group,
+		                      fmt_quote(q, sizeof q, argv[*i + 1]));
+	*i += 2;
+	return cmd;
+}
 
-	ctx.cmd = cmd;
-	rc = cmd->run(&ctx, argc - i, argv + i);
-	status = cli_exit_code(rc);
+/* Run a command's handler; its error and, for a usage error, its usage on
+ * stderr. Returns the exit status. */
+static int run_command(cli_ctx_t *ctx, const cli_cmd_t *cmd, int argc, char **argv)
+{
+	int rc;
+
+	ctx->cmd = cmd;
+	rc = cmd->run(ctx, argc, argv);
 	if (rc < 0) {
 		report(rc);
-		if (ctx.show_usage) {
+		if (ctx->show_usage) {
 			fputs("usage: ", stderr);
 			cli_print_usage_line(stderr, cmd);
 			fputc('\n', stderr);
 		}
 	}
+	return cli_exit_code(rc);
+}
 
-done:
+int main(int argc, char **argv)
+{
+	cli_ctx_t ctx;
+	const cli_cmd_t *cmd;
+	int i, status;
+
+	memset(&ctx, 0, sizeof ctx);
+	if ((status = global_options(&i, &ctx, argc, argv)) >= 0)
+		return status;
+	if (i == argc) {
+		status = run_console(&ctx, argc, argv);
+	} else {
+		if (!(cmd = find_command(&status, &i, argc, argv)))
+			return status;
+		status = run_command(&ctx, cmd, argc - i, argv + i);
+	}
 	/* Output that did not reach its reader is a failure too. */
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "bagstore: writing to stdout: %s\n", strerror(errno));

@@ -8,6 +8,7 @@
  * The UI draws the published page.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ static table_t tbl;
 static int shard_sel = -1;     /* UI's choice: -1 all */
 static char query[256];        /* UI's current index query, "" when browsing */
 static bool select_last;       /* after paging back with Up */
-static int page_changed;       /* entities_changed(), from any thread */
+static atomic_bool page_changed; /* entities_changed(), from any thread */
 
 static const col_t cols[] = {
 	{"ID", 32, false}, {"SHARD", 5, false}, {"UPDATED (UTC)", 26, false}, {"BODY", 0, false},
@@ -178,11 +179,92 @@ static int run_query(bs_result_t *out, bs_store_t *st, const char *text, size_t 
 	return rc;
 }
 
+/* The browse lane's pages. Each reads one page into *page, moving the
+ * lane's positions; *at_end when it is the last. 0 or the error. */
+
+/* The newest page (of q->shard), from new positions. */
+static int page_first(bs_result_t *page, bool *at_end, bs_store_t *st, const ereq_t *q)
+{
+	int rc;
+
+	lane_reset();
+	lane.shard = q->shard;
+	if ((rc = bs_scan_open(&lane.pos, st, q->shard)) < 0 ||
+	    (rc = bs_scan_clone(&lane.start, lane.pos)) < 0)
+		return rc;
+	lane.page_no = 1;
+	rc = bs_scan_next(page, st, lane.pos, q->limit);
+	*at_end = rc == 0 && page->len < q->limit;
+	return rc;
+}
+
+/* The next page. 1 when there is none: the lane stays on this page. */
+static int page_next(bs_result_t *page, bool *at_end, bs_store_t *st, const ereq_t *q)
+{
+	bs_scan_t *tmp = NULL;
+	int rc;
+
+	if ((rc = bs_scan_clone(&tmp, lane.pos)) < 0)
+		return rc;
+	if ((rc = bs_scan_next(page, st, tmp, q->limit)) < 0 || page->len == 0)
+		goto fail;
+	if (lane.nback == lane.capback) {
+		size_t cap = lane.capback ? lane.capback * 2 : 64;
+		bs_scan_t **back = realloc(lane.back, cap * sizeof *back);
+
+		if (!back) {
+			rc = bs_error(BS_ENOMEM, "out of memory");
+			goto fail;
+		}
+		lane.back = back;
+		lane.capback = cap;
+	}
+	lane.back[lane.nback++] = lane.start;
+	lane.start = lane.pos;
+	lane.pos = tmp;
+	lane.page_no++;
+	*at_end = page->len < q->limit;
+	return 0;
+fail:
+	bs_scan_free(tmp);
+	return rc < 0 ? rc : 1;
+}
+
+/* The previous page. 1 when this is the newest. */
+static int page_prev(bs_result_t *page, bs_store_t *st, const ereq_t *q)
+{
+	int rc;
+
+	if (lane.nback == 0)
+		return 1;
+	bs_scan_free(lane.start);
+	bs_scan_free(lane.pos);
+	lane.start = lane.back[--lane.nback];
+	lane.pos = NULL;
+	if ((rc = bs_scan_clone(&lane.pos, lane.start)) < 0)
+		return rc;
+	lane.page_no--;
+	return bs_scan_next(page, st, lane.pos, q->limit);
+}
+
+/* This page again. */
+static int page_reload(bs_result_t *page, bool *at_end, bs_store_t *st, const ereq_t *q)
+{
+	int rc;
+
+	bs_scan_free(lane.pos);
+	lane.pos = NULL;
+	if ((rc = bs_scan_clone(&lane.pos, lane.start)) < 0)
+		return rc;
+	rc = bs_scan_next(page, st, lane.pos, q->limit);
+	*at_end = rc == 0 && page->len < q->limit;
+	return rc;
+}
+
 static void work(bs_store_t *st, void *arg)
 {
 	ereq_t *q = arg;
 	bs_result_t page;
-	bs_scan_t *tmp = NULL;
 	int rc = 0;
 	bool at_end = false;
 
@@ -194,78 +276,28 @@ static void work(bs_store_t *st, void *arg)
 		publish(&page, rc, !q->reload, true, true, q->query, q->shard);
 		return;
 	}
-	if (q->op == OP_FIRST || !lane.pos || lane.shard != q->shard) {
-		lane_reset();
-		lane.shard = q->shard;
-		if ((rc = bs_scan_open(&lane.pos, st, q->shard)) < 0 ||
-		    (rc = bs_scan_clone(&lane.start, lane.pos)) < 0)
-			goto out;
-		lane.page_no = 1;
-		rc = bs_scan_next(&page, st, lane.pos, q->limit);
-		at_end = rc == 0 && page.len < q->limit;
-		goto out;
+	if (q->op == OP_FIRST || !lane.pos || lane.shard != q->shard)
+		rc = page_first(&page, &at_end, st, q);
+	else if (q->op == OP_NEXT)
+		rc = page_next(&page, &at_end, st, q);
+	else if (q->op == OP_PREV)
+		rc = page_prev(&page, st, q);
+	else
+		rc = page_reload(&page, &at_end, st, q);
+	if (rc == 1 && q->op == OP_NEXT) {
+		/* the end: stay on this page */
+		bs_result_free(&page);
+		worker_notify(false, "the oldest entity is on this page");
+		snap_lock();
+		snap.at_end = true;
+		snap_unlock();
+		worker_published();
+		return;
 	}
-	switch (q->op) {
-	case OP_NEXT:
-		if ((rc = bs_scan_clone(&tmp, lane.pos)) < 0)
-			goto out;
-		rc = bs_scan_next(&page, st, tmp, q->limit);
-		if (rc == 0 && page.len == 0) {
-			/* the end: stay on this page */
-			bs_scan_free(tmp);
-			worker_notify(false, "the oldest entity is on this page");
-			snap_lock();
-			snap.at_end = true;
-			snap_unlock();
-			worker_published();
-			return;
-		}
-		if (rc < 0) {
-			bs_scan_free(tmp);
-			goto out;
-		}
-		if (lane.nback == lane.capback) {
-			size_t cap = lane.capback ? lane.capback * 2 : 64;
-			bs_scan_t **back = realloc(lane.back, cap * sizeof *back);
-
-			if (!back) {
-				bs_scan_free(tmp);
-				rc = bs_error(BS_ENOMEM, "out of memory");
-				goto out;
-			}
-			lane.back = back;
-			lane.capback = cap;
-		}
-		lane.back[lane.nback++] = lane.start;
-		lane.start = lane.pos;
-		lane.pos = tmp;
-		lane.page_no++;
-		at_end = page.len < q->limit;
-		break;
-	case OP_PREV:
-		if (lane.nback == 0) {
-			worker_notify(false, "this is the newest page");
-			return;
-		}
-		bs_scan_free(lane.start);
-		bs_scan_free(lane.pos);
-		lane.start = lane.back[--lane.nback];
-		lane.pos = NULL;
-		if ((rc = bs_scan_clone(&lane.pos, lane.start)) < 0)
-			goto out;
-		lane.page_no--;
-		rc = bs_scan_next(&page, st, lane.pos, q->limit);
-		break;
-	case OP_RELOAD:
-		bs_scan_free(lane.pos);
-		lane.pos = NULL;
-		if ((rc = bs_scan_clone(&lane.pos, lane.start)) < 0)
-			goto out;
-		rc = bs_scan_next(&page, st, lane.pos, q->limit);
-		at_end = rc == 0 && page.len < q->limit;
-		break;
+	if (rc == 1) {
+		worker_notify(false, "this is the newest page");
+		return;
 	}
-out:
 	publish(&page, rc, !q->reload, at_end, false, NULL, q->shard);
 }
 
@@ -300,7 +332,7 @@ void entities_show_shard(int shard)
 
 void entities_changed(void)
 {
-	__atomic_store_n(&page_changed, 1, __ATOMIC_SEQ_CST);
+	atomic_store(&page_changed, true);
 	worker_published();
 }
 
@@ -343,7 +375,7 @@ static void en_draw(int y, int h, int w)
 {
 	char stale[128];
 	const char *where;
-	if (__atomic_exchange_n(&page_changed, 0, __ATOMIC_SEQ_CST))
+	if (atomic_exchange(&page_changed, false))
 		submit(OP_RELOAD);
 	snap_lock();
 	build();
@@ -436,9 +468,47 @@ static const bs_entity_t *selected_locked(void)
 	return NULL;
 }
 
-static reaction_t en_key(action_t a, int key)
+/* Open, edit or delete the selected entity. */
+static reaction_t on_selected(action_t a)
 {
-	bool at_end;
+	const bs_entity_t *e;
+	bs_value_t bag;
+	bs_id_t id;
+	int64_t up;
+	int shard, rc;
+	reaction_t r;
+
+	snap_lock();
+	if (!(e = selected_locked())) {
+		snap_unlock();
+		ui_err("no entity selected");
+		return R_REDRAW;
+	}
+	id = e->id;
+	shard = e->shard;
+	up = e->updated_us;
+	rc = a == ACT_ENT_EDIT ? bs_value_copy(&bag, &e->bag) : 0;
+	snap_unlock();
+	if (a == ACT_OPEN) {
+		entity_open(&id);
+		return R_REDRAW;
+	}
+	if (a == ACT_ENT_DELETE)
+		return entity_delete(&id, shard);
+	if (rc < 0) {
+		ui_err("cannot edit: %s", bs_last_error());
+		return R_REDRAW;
+	}
+	r = entity_edit(&bag, up);
+	bs_value_clear(&bag);
+	return r;
+}
+
+/* Paging keys while browsing (a query's results are one page): the
+ * reaction, or R_UNHANDLED for the table's own navigation. */
+static reaction_t page_key(action_t a)
+{
+	bool at_end, browsing = !query[0];
 	long page_no;
 
 	snap_lock();
@@ -447,30 +517,44 @@ static reaction_t en_key(action_t a, int key)
 	snap_unlock();
 	switch (a) {
 	case ACT_PGDN:
-		if (!query[0])
+		if (browsing)
 			submit(OP_NEXT);
 		return R_REDRAW;
 	case ACT_PGUP:
-		if (!query[0])
+		if (browsing)
 			submit(OP_PREV);
 		return R_REDRAW;
 	case ACT_HOME:
-		if (!query[0])
+		if (browsing)
 			submit(OP_FIRST);
 		tbl.sel = 0;
 		return R_REDRAW;
 	case ACT_DOWN:
-		if (!query[0] && tbl.sel >= tbl.nshown - 1 && !at_end) {
+		if (browsing && tbl.sel >= tbl.nshown - 1 && !at_end) {
 			submit(OP_NEXT);
 			return R_REDRAW;
 		}
-		break;
+		return R_UNHANDLED;
 	case ACT_UP:
-		if (!query[0] && tbl.sel == 0 && page_no > 1) {
+		if (browsing && tbl.sel == 0 && page_no > 1) {
 			select_last = true;
 			submit(OP_PREV);
 			return R_REDRAW;
 		}
+		return R_UNHANDLED;
+	default:
+		return R_UNHANDLED;
+	}
+}
+
+static reaction_t en_key(action_t a, int key)
+{
+	reaction_t r;
+
+	switch (a) {
+	case ACT_PGDN: case ACT_PGUP: case ACT_HOME: case ACT_DOWN: case ACT_UP:
+		if ((r = page_key(a)) != R_UNHANDLED)
+			return r;
 		break;
 	case ACT_BACK:
 		if (query[0] || ui_filter()[0]) {
@@ -493,40 +577,8 @@ static reaction_t en_key(action_t a, int key)
 		return entity_create();
 	case ACT_OPEN:
 	case ACT_ENT_EDIT:
-	case ACT_ENT_DELETE: {
-		const bs_entity_t *e;
-		bs_value_t bag;
-		bs_id_t id;
-		int64_t up;
-		int shard, rc;
-		reaction_t rr;
-
-		snap_lock();
-		if (!(e = selected_locked())) {
-			snap_unlock();
-			ui_err("no entity selected");
-			return R_REDRAW;
-		}
-		id = e->id;
-		shard = e->shard;
-		up = e->updated_us;
-		rc = a == ACT_ENT_EDIT ? bs_value_copy(&bag, &e->bag) : 0;
-		snap_unlock();
-		if (a == ACT_ENT_EDIT) {
-			if (rc < 0) {
-				ui_err("cannot edit: %s", bs_last_error());
-				return R_REDRAW;
-			}
-			rr = entity_edit(&bag, up);
-			bs_value_clear(&bag);
-			return rr;
-		}
-		if (a == ACT_OPEN) {
-			entity_open(&id);
-			return R_REDRAW;
-		}
-		return entity_delete(&id, shard);
-	}
+	case ACT_ENT_DELETE:
+		return on_selected(a);
 	default:
 		break;
 	}

@@ -26,8 +26,7 @@
 
 static struct {
 	bs_id_t id;
-	unsigned want;      /* request generation the snapshot answers */
-	unsigned got;
+	unsigned got;       /* the request generation the snapshot answers */
 	int rc;
 	char err[256];
 	bs_value_t bag;
@@ -74,8 +73,15 @@ static void lines_add(lines_t *l, const char *fmt, ...)
 	if (!s)
 		return;
 	if (l->n == l->cap) {
-		l->cap = l->cap ? l->cap * 2 : 32;
-		l->v = realloc(l->v, sizeof(char *) * (size_t)l->cap);
+		int cap = l->cap ? l->cap * 2 : 32;
+		char **v = realloc(l->v, sizeof(char *) * (size_t)cap);
+
+		if (!v) { /* out of memory: the line is left out */
+			free(s);
+			return;
+		}
+		l->v = v;
+		l->cap = cap;
 	}
 	l->v[l->n++] = s;
 }
@@ -143,53 +149,54 @@ static void tree(lines_t *l, const bs_value_t *v, int depth, const char *label)
 
 /* ------------------------------------------------------------ loading */
 
-static void work(bs_store_t *st, void *arg)
+/* The lines "index rows" shows: per index, the row the entity should have
+ * and the rows found on every shard. 0, or the error (message in err). */
+static int index_row_lines(lines_t *rl, char *err, size_t errsize, bs_store_t *st, const bs_value_t *bag)
 {
-	dreq_t *q = arg;
-	bs_value_t bag;
-	bs_bytes_t raw = {0};
-	int64_t up = 0, up2 = 0;
-	int shard = -1, rc, rrc = 0, n = 0, i, j;
-	lines_t tl = {0}, rl = {0};
 	bs_entity_rows_t *er = NULL;
-	char err[256] = "", rerr[256] = "";
+	int n = 0, i, j, rc;
 
-	bs_value_nil(&bag);
-	rc = bs_get(&bag, st, &q->id, &up, &shard);
-	if (rc == BS_ECORRUPT) {
-		snprintf(err, sizeof err, "%s", bs_last_error());
-		shard = bs_route_id(&q->id, bs_store_nshards(st));
-	} else if (rc < 0) {
-		snprintf(err, sizeof err, "%s", bs_last_error());
+	if ((rc = bs_entity_index_rows(&er, &n, st, bag)) < 0) {
+		snprintf(err, errsize, "%s", bs_last_error());
+		goto done;
 	}
-	if (rc == 0 || rc == BS_ECORRUPT)
-		bs_get_raw(&raw, st, &q->id, &up2);
-	if (rc == 0) {
-		tree(&tl, &bag, 0, NULL);
-		rrc = bs_entity_index_rows(&er, &n, st, &bag);
-		if (rrc < 0)
-			snprintf(rerr, sizeof rerr, "%s", bs_last_error());
-		for (i = 0; rrc == 0 && i < n; i++) {
-			const bs_entity_rows_t *x = &er[i];
-			bool ok = x->expect_shard < 0 ? x->nfound == 0 : (x->nfound == 1 && x->found[0].right);
+	for (i = 0; i < n; i++) {
+		const bs_entity_rows_t *x = &er[i];
+		bool ok = x->expect_shard < 0 ? x->nfound == 0 : (x->nfound == 1 && x->found[0].right);
 
-			if (x->expect_shard >= 0)
-				lines_add(&rl, "%s %-20s should have: %s on %s", ok ? "ok     " : "DRIFT  ", x->index,
-				          x->expect, shard_name(x->expect_shard));
-			else
-				lines_add(&rl, "%s %-20s should have: no row%s", ok ? "ok     " : "DRIFT  ", x->index,
-				          x->misfit ? " (a value does not fit the index's type)" : "");
-			if (x->nfound == 0 && x->expect_shard >= 0)
-				lines_add(&rl, "          has: MISSING on every shard");
-			for (j = 0; j < x->nfound && j < 16; j++)
-				lines_add(&rl, "          has: %s on %s%s", x->found[j].values,
-				          shard_name(x->found[j].shard),
-				          x->found[j].right ? "" : "   <- STALE (wrong value or shard)");
-		}
-		if (rrc == 0 && n == 0)
-			lines_add(&rl, "(no index maintained by writers)");
+		if (x->expect_shard >= 0)
+			lines_add(rl, "%s %-20s should have: %s on %s", ok ? "ok     " : "DRIFT  ", x->index,
+			          x->expect, shard_name(x->expect_shard));
+		else
+			lines_add(rl, "%s %-20s should have: no row%s", ok ? "ok     " : "DRIFT  ", x->index,
+			          x->misfit ? " (a value does not fit the index's type)" : "");
+		if (x->nfound == 0 && x->expect_shard >= 0)
+			lines_add(rl, "          has: MISSING on every shard");
+		for (j = 0; j < x->nfound && j < 16; j++)
+			lines_add(rl, "          has: %s on %s%s", x->found[j].values,
+			          shard_name(x->found[j].shard),
+			          x->found[j].right ? "" : "   <- STALE (wrong value or shard)");
 	}
+	if (n == 0)
+		lines_add(rl, "(no index maintained by writers)");
+done:
 	free(er);
+	return rc;
+}
+
+/* What work() read, published into snap (which takes what it owns). */
+typedef struct {
+	int rc, rows_rc, shard;
+	char err[256], rows_err[256];
+	bs_value_t bag;
+	int64_t updated_us;
+	bs_bytes_t raw;
+	lines_t tree, rows;
+} loaded_t;
+
+/* Publish what was loaded, unless a newer request was made since. */
+static void publish(loaded_t *ld, const dreq_t *q)
+{
 	snap_lock();
 	if (q->gen == cur_gen) {
 		bs_value_clear(&snap.bag);
@@ -198,31 +205,52 @@ static void work(bs_store_t *st, void *arg)
 		lines_free(snap.rows, snap.nrows);
 		snap.id = q->id;
 		snap.got = q->gen;
-		snap.rc = rc;
-		snprintf(snap.err, sizeof snap.err, "%s", err);
-		snap.bag = bag;
-		bs_value_nil(&bag);
-		snap.updated_us = up;
-		snap.shard = shard;
-		snap.raw = raw;
-		memset(&raw, 0, sizeof raw);
-		snap.tree = tl.v;
-		snap.ntree = tl.n;
-		tl.v = NULL;
-		tl.n = 0;
-		snap.rows = rl.v;
-		snap.nrows = rl.n;
-		rl.v = NULL;
-		rl.n = 0;
-		snap.rows_rc = rrc;
-		snprintf(snap.rows_err, sizeof snap.rows_err, "%s", rerr);
+		snap.rc = ld->rc;
+		snprintf(snap.err, sizeof snap.err, "%s", ld->err);
+		snap.bag = ld->bag;
+		bs_value_nil(&ld->bag);
+		snap.updated_us = ld->updated_us;
+		snap.shard = ld->shard;
+		snap.raw = ld->raw;
+		memset(&ld->raw, 0, sizeof ld->raw);
+		snap.tree = ld->tree.v;
+		snap.ntree = ld->tree.n;
+		memset(&ld->tree, 0, sizeof ld->tree);
+		snap.rows = ld->rows.v;
+		snap.nrows = ld->rows.n;
+		memset(&ld->rows, 0, sizeof ld->rows);
+		snap.rows_rc = ld->rows_rc;
+		snprintf(snap.rows_err, sizeof snap.rows_err, "%s", ld->rows_err);
 		snap.taken_us = now_us();
 	}
 	snap_unlock();
-	bs_value_clear(&bag);
-	bs_bytes_free(&raw);
-	lines_free(tl.v, tl.n);
-	lines_free(rl.v, rl.n);
+}
+
+static void work(bs_store_t *st, void *arg)
+{
+	dreq_t *q = arg;
+	loaded_t ld;
+	int64_t up2 = 0;
+
+	memset(&ld, 0, sizeof ld);
+	ld.shard = -1;
+	bs_value_nil(&ld.bag);
+	ld.rc = bs_get(&ld.bag, st, &q->id, &ld.updated_us, &ld.shard);
+	if (ld.rc < 0)
+		snprintf(ld.err, sizeof ld.err, "%s", bs_last_error());
+	if (ld.rc == BS_ECORRUPT)
+		ld.shard = bs_route_id(&q->id, bs_store_nshards(st));
+	if (ld.rc == 0 || ld.rc == BS_ECORRUPT)
+		bs_get_raw(&ld.raw, st, &q->id, &up2);
+	if (ld.rc == 0) {
+		tree(&ld.tree, &ld.bag, 0, NULL);
+		ld.rows_rc = index_row_lines(&ld.rows, ld.rows_err, sizeof ld.rows_err, st, &ld.bag);
+	}
+	publish(&ld, q);
+	bs_value_clear(&ld.bag);
+	bs_bytes_free(&ld.raw);
+	lines_free(ld.tree.v, ld.tree.n);
+	lines_free(ld.rows.v, ld.rows.n);
 	worker_published();
 }
 
@@ -251,6 +279,55 @@ void entity_open(const bs_id_t *id)
 }
 
 /* ------------------------------------------------------------ drawing */
+
+/* The stored bytes as a hex dump, 16 a line. snap_lock held. */
+static void raw_lines(lines_t *body)
+{
+	size_t off;
+
+	lines_add(body, "raw stored bytes (zlib of MessagePack), %zu bytes:", snap.raw.len);
+	for (off = 0; off < snap.raw.len; off += 16) {
+		char hx[64] = "", as[20] = "";
+		size_t k, o = 0;
+
+		for (k = 0; k < 16; k++) {
+			if (off + k < snap.raw.len) {
+				unsigned char c = snap.raw.ptr[off + k];
+				o += (size_t)snprintf(hx + o, sizeof hx - o, "%02x%s", c, k == 7 ? "  " : " ");
+				as[k] = c >= 32 && c < 127 ? (char)c : '.';
+			} else {
+				o += (size_t)snprintf(hx + o, sizeof hx - o, "   %s", k == 7 ? " " : "");
+			}
+		}
+		as[16] = 0;
+		lines_add(body, "%08zx  %s |%s|", off, hx, as);
+	}
+}
+
+/* The scrolling part of the page: the bag (decoded, or its raw bytes) and
+ * its index rows. snap_lock held. */
+static void body_lines(lines_t *body)
+{
+	int i;
+
+	if (snap.rc == BS_ECORRUPT)
+		lines_add(body, "the body does not decode: %s", snap.err);
+	if (show_raw || snap.rc == BS_ECORRUPT) {
+		raw_lines(body);
+	} else {
+		lines_add(body, "decoded:");
+		for (i = 0; i < snap.ntree; i++)
+			lines_add(body, "  %s", snap.tree[i]);
+	}
+	if (snap.rc == 0) {
+		lines_add(body, "%s", "");
+		lines_add(body, "index rows (every shard read):");
+		if (snap.rows_rc < 0)
+			lines_add(body, "  error: %s", snap.rows_err);
+		for (i = 0; i < snap.nrows; i++)
+			lines_add(body, "  %s", snap.rows[i]);
+	}
+}
 
 static void et_draw(int y, int h, int w)
 {
@@ -281,39 +358,7 @@ static void et_draw(int y, int h, int w)
 	          shard_name(snap.shard),
 	          t, (long long)(snap.updated_us % 1000000), fmt_bytes(size, sizeof size, (int64_t)snap.raw.len));
 	line++;
-	if (snap.rc == BS_ECORRUPT)
-		lines_add(&body, "the body does not decode: %s", snap.err);
-	if (show_raw || snap.rc == BS_ECORRUPT) {
-		size_t off;
-		lines_add(&body, "raw stored bytes (zlib of MessagePack), %zu bytes:", snap.raw.len);
-		for (off = 0; off < snap.raw.len; off += 16) {
-			char hx[64] = "", as[20] = "";
-			size_t k, o = 0;
-			for (k = 0; k < 16; k++) {
-				if (off + k < snap.raw.len) {
-					unsigned char c = snap.raw.ptr[off + k];
-					o += (size_t)snprintf(hx + o, sizeof hx - o, "%02x%s", c, k == 7 ? "  " : " ");
-					as[k] = c >= 32 && c < 127 ? (char)c : '.';
-				} else {
-					o += (size_t)snprintf(hx + o, sizeof hx - o, "   %s", k == 7 ? " " : "");
-				}
-			}
-			as[16] = 0;
-			lines_add(&body, "%08zx  %s |%s|", off, hx, as);
-		}
-	} else {
-		lines_add(&body, "decoded:");
-		for (i = 0; i < snap.ntree; i++)
-			lines_add(&body, "  %s", snap.tree[i]);
-	}
-	if (snap.rc == 0) {
-		lines_add(&body, "%s", "");
-		lines_add(&body, "index rows (every shard read):");
-		if (snap.rows_rc < 0)
-			lines_add(&body, "  error: %s", snap.rows_err);
-		for (i = 0; i < snap.nrows; i++)
-			lines_add(&body, "  %s", snap.rows[i]);
-	}
+	body_lines(&body);
 	snap_unlock();
 	last_h = y + h - 1 - line;
 	if (top_line > body.n - last_h)
@@ -392,7 +437,7 @@ static char *diff_text(const char *a, const char *b)
 static char *read_file(const char *path)
 {
 	FILE *f = fopen(path, "r");
-	char *buf = NULL;
+	char *buf = NULL, *nb;
 	size_t len = 0, cap = 0, n;
 
 	if (!f)
@@ -400,15 +445,22 @@ static char *read_file(const char *path)
 	for (;;) {
 		if (cap - len < 4096) {
 			cap = cap ? cap * 2 : 8192;
-			buf = realloc(buf, cap + 1);
+			if (!(nb = realloc(buf, cap + 1))) {
+				free(buf);
+				buf = NULL;
+				errno = ENOMEM;
+				goto done;
+			}
+			buf = nb;
 		}
 		n = fread(buf + len, 1, cap - len, f);
 		if (n == 0)
 			break;
 		len += n;
 	}
-	fclose(f);
 	buf[len] = 0;
+done:
+	fclose(f);
 	return buf;
 }
 

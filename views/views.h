@@ -3,9 +3,14 @@
  *
  * A screen is a struct view_ops: hooks with private state kept in its own
  * file (views/NAME.c). It never speaks SQL and never waits on a shard: it asks
- * the worker (tui/worker.h) for a snapshot and draws the latest one.
- * Key handlers get a named action (tui/actions.h) and return a reaction;
- * the loop in tui/console.c acts on it.
+ * the worker (tui/console/worker.h) for a snapshot and draws the latest one.
+ * Key handlers get a named action (tui/console/actions.h) and return a
+ * reaction; the loop in tui/console/console.c acts on it. A new screen is a
+ * views/NAME.c with its view_ops, declared here and listed in console.c's
+ * screens[] (and in actions.h's scopes when it has keys of its own).
+ *
+ * Screens belong to the console's room: they call the console and the
+ * engine, and tui/common/, never the command line (tests/layers.sh).
  */
 #ifndef BS_VIEWS_H
 #define BS_VIEWS_H
@@ -20,6 +25,7 @@
 
 #include "actions.h"
 #include "bagstore.h"
+#include "fmt.h"
 #include "worker.h"
 
 typedef enum {
@@ -93,8 +99,6 @@ void ui_prompt(const char *label, const char *initial, ui_prompt_fn done, void *
 /* Run $EDITOR (else vi) on a file, leaving and restoring the screen.
  * Returns the editor's exit status, or -1 when it could not run. */
 int ui_edit_file(const char *path);
-/* Timestamp of the last worker publication that a screen should redraw for. */
-void ui_wake(void);
 
 /* A text page (help, DDL previews, diffs, conflicts, results). Lines are
  * copied. With confirm set, `y` runs it (and the page closes). */
@@ -113,13 +117,7 @@ int ui_printf(int y, int x, int w, const char *fmt, ...) __attribute__((format(p
 /* Display width of UTF-8 text. */
 int ui_width(const char *s);
 
-/* Formatting helpers, into caller buffers. */
-char *fmt_count(char *buf, size_t n, int64_t v);    /* 1,204,331 */
-char *fmt_bytes(char *buf, size_t n, int64_t v);    /* 12.3 MiB */
-char *fmt_age(char *buf, size_t n, int64_t then_us); /* 3s ago */
-char *fmt_time(char *buf, size_t n, int64_t us);    /* 2024-05-01 12:00:00 */
-char *fmt_secs(char *buf, size_t n, double s);      /* 1h02m, 12.3s */
-/* now_us(): worker.h */
+/* Numbers, sizes, times and ages: fmt_* and now_us() (tui/common/fmt.h). */
 
 /* "stale" note for a snapshot taken at taken_us whose reload under `key`
  * may be in flight; "" when fresh. */
@@ -153,7 +151,6 @@ typedef struct {
 
 void tbl_init(table_t *t, const col_t *cols, int ncols);
 void tbl_clear(table_t *t);   /* drop the rows, keep selection and sort */
-void tbl_free(table_t *t);
 int tbl_add(table_t *t, int attr);
 void tbl_set(table_t *t, int row, int col, double key, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));

@@ -43,6 +43,20 @@ done
 bs 0 "index --help" index --help
 t_contains "$T_OUT" "index drop NAME --yes" "index --help lists its subcommands"
 
+# Each command's summary stands two spaces or more right of its name, in
+# `--help` and in a group's --help (they once ran together: "backfill
+# pausepause the backfill ...").
+bs 0 "--help, for the summaries" --help
+for c in init shards put get delete query "index list" "index create" "index drop" \
+	cleaner verify "backfill list" "backfill pause" "backfill resume" "backfill cancel" lag; do
+	t_match "$T_OUT" "^  $c  +[a-z]" "--help: '$c', two spaces, then its summary"
+done
+t_match "$T_OUT" '^  backfill pause  +pause the backfill of index NAME' "--help: backfill pause's summary apart"
+bs 0 "backfill --help" backfill --help
+for c in list pause resume cancel; do
+	t_match "$T_OUT" "^  backfill $c  +[a-z]" "backfill --help: '$c', two spaces, then its summary"
+done
+
 bs 2 "unknown command" frobnicate
 t_contains "$T_ERR" "bagstore: unknown command 'frobnicate'" "unknown command is named"
 t_contains "$T_ERR" "usage:" "unknown command prints the usage on stderr"

@@ -65,4 +65,16 @@ t_contains "$audit" "backfill.pause	index_n" "audit: pause"
 t_contains "$audit" "backfill.resume	index_n" "audit: resume"
 t_contains "$audit" "backfill.cancel	index_n" "audit: cancel"
 t_contains "$audit" "index.backfill	index_n" "audit: launch"
+
+# Quitting while the action lane starts a backfill (B, then :q at once):
+# the console stops and joins its lanes, then its backfills, so no
+# backfill thread outlives the configuration it reads (make tsan and make
+# asan watch these runs).
+t_exit 0 "an index to backfill while quitting" -- \
+	"$BAGSTORE" -c "$CFG" index create index_q --on n:int --shard-on n
+printf 'keys 2\nwait-idle\nkey B\nkeys :q\\n\n' >"$T/quit.keys"
+for i in 1 2 3 4 5; do
+	T_TIMEOUT=60 t_exit 0 "B, then :q at once ($i)" -- \
+		"$BAGSTORE" -c "$CFG" --headless "$T/quit.keys" --dump-dir "$D"
+done
 t_done test_console_backfills

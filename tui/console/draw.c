@@ -1,13 +1,12 @@
 /*
- * console_draw.c - drawing and formatting helpers for the screens: UTF-8
- * text clipped to terminal columns, colors (off under NO_COLOR), numbers,
- * sizes, ages and times.
+ * draw.c - drawing helpers for the screens: UTF-8 text clipped to terminal
+ * columns, colors (off under NO_COLOR), shard names and the "stale" note
+ * of a snapshot. Numbers, sizes and times are tui/common/fmt.c's.
  */
-#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <wchar.h>
 
 #include "console_int.h"
@@ -109,90 +108,6 @@ int ui_printf(int y, int x, int w, const char *fmt, ...)
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
 	return ui_put(y, x, w, buf);
-}
-
-char *fmt_count(char *buf, size_t n, int64_t v)
-{
-	char tmp[32];
-	int len, i, o = 0;
-	bool neg = v < 0;
-
-	snprintf(tmp, sizeof tmp, "%lld", (long long)(neg ? -v : v));
-	len = (int)strlen(tmp);
-	if (neg && o < (int)n - 1)
-		buf[o++] = '-';
-	for (i = 0; i < len && o < (int)n - 1; i++) {
-		if (i > 0 && (len - i) % 3 == 0 && o < (int)n - 1)
-			buf[o++] = ',';
-		buf[o++] = tmp[i];
-	}
-	buf[o] = 0;
-	return buf;
-}
-
-char *fmt_bytes(char *buf, size_t n, int64_t v)
-{
-	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-	double d = (double)v;
-	int i = 0;
-
-	if (v < 0) {
-		snprintf(buf, n, "-");
-		return buf;
-	}
-	while (d >= 1024 && i < 4) {
-		d /= 1024;
-		i++;
-	}
-	if (i == 0)
-		snprintf(buf, n, "%lld B", (long long)v);
-	else
-		snprintf(buf, n, "%.1f %s", d, u[i]);
-	return buf;
-}
-
-char *fmt_secs(char *buf, size_t n, double s)
-{
-	if (s < 0 || isnan(s))
-		snprintf(buf, n, "-");
-	else if (s < 10)
-		snprintf(buf, n, "%.1fs", s);
-	else if (s < 120)
-		snprintf(buf, n, "%.0fs", s);
-	else if (s < 7200)
-		snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
-	else if (s < 172800)
-		snprintf(buf, n, "%dh%02dm", (int)s / 3600, ((int)s % 3600) / 60);
-	else
-		snprintf(buf, n, "%dd%02dh", (int)(s / 86400), (int)((long long)s % 86400) / 3600);
-	return buf;
-}
-
-char *fmt_age(char *buf, size_t n, int64_t then_us)
-{
-	char t[32];
-
-	if (then_us <= 0) {
-		snprintf(buf, n, "never");
-		return buf;
-	}
-	fmt_secs(t, sizeof t, (double)(now_us() - then_us) / 1e6);
-	snprintf(buf, n, "%s ago", t);
-	return buf;
-}
-
-char *fmt_time(char *buf, size_t n, int64_t us)
-{
-	time_t t = (time_t)(us / 1000000);
-	struct tm tm;
-
-	if (us <= 0) {
-		snprintf(buf, n, "-");
-		return buf;
-	}
-	localtime_r(&t, &tm);
-	strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
-	return buf;
 }
 
 const char *ui_stale(const char *key, int64_t taken_us, char *buf, size_t n)

@@ -1,5 +1,5 @@
 /*
- * console_table.c - the table every list screen draws: columns, a selected
+ * table.c - the table every list screen draws: columns, a selected
  * row that survives reloads (by its first cell), sort by any column, the
  * `/` filter, pinned totals rows, scrolling and the mouse.
  */
@@ -29,20 +29,6 @@ void tbl_clear(table_t *t)
 	t->nrows = 0;
 	t->npinned = 0;
 	t->nshown = 0;
-}
-
-void tbl_free(table_t *t)
-{
-	tbl_clear(t);
-	free(t->cells);
-	free(t->keys);
-	free(t->attr);
-	free(t->order);
-	t->cells = NULL;
-	t->keys = NULL;
-	t->attr = NULL;
-	t->order = NULL;
-	t->cap = 0;
 }
 
 int tbl_add(table_t *t, int attr)

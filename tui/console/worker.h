@@ -15,6 +15,21 @@
  * Backfills launched from the console get a thread and a store of their own
  * (bs_cleaner_backfill); their jobs live in the shards' jobs table, so any
  * cleaner resumes them if the console closes.
+ *
+ * Threads: the UI thread (the loop, the screens' draw and key hooks), one
+ * thread per lane, one per console backfill. What they share is under one
+ * of two locks, q_mu (the queues, worker.c's own) and snap_mu (snap_lock:
+ * every screen's published snapshot, the backfill slots, notices and
+ * pages); flags read outside them are atomics. A lane's store is its own;
+ * a screen's lane-side state (the entity browser's scan positions) is
+ * touched by requests of that lane only.
+ *
+ * Every lane and backfill reads the configuration given to worker_start
+ * (their stores keep a pointer to it, and to its shards) until it is joined.
+ * worker_stop stops and joins the lanes first, then the backfills (no
+ * backfill can be started once it began); when it returns false a thread is
+ * still running, stuck in a shard past the deadline, and the caller must
+ * leave the configuration alone: exit without freeing it.
  */
 #ifndef BS_WORKER_H
 #define BS_WORKER_H
@@ -24,18 +39,21 @@
 #include <stdint.h>
 
 #include "bagstore.h"
+#include "fmt.h" /* now_us(): what snapshots and notices are stamped with */
 
 enum { LANE_STATUS, LANE_BROWSE, LANE_ACTION, LANE_COUNT };
 
 typedef void (*work_fn)(bs_store_t *st, void *arg);
 
-/* Wall-clock unix microseconds (what snapshots and notices are stamped with). */
-int64_t now_us(void);
-
-/* timeout_s caps the connect, read and write timeouts of the lanes. */
+/* Start the lanes over cfg (borrowed until worker_stop returns true);
+ * timeout_s caps the connect, read and write timeouts of their stores. On
+ * failure, call worker_stop all the same (some lanes may run). */
 int worker_start(const bs_config_t *cfg, double timeout_s);
-/* Ask every thread to stop and wait up to wait_s; false when some thread is
- * still stuck in a shard (the caller should then exit without freeing). */
+/* Ask every thread to stop; join the lanes, then the backfills, waiting up
+ * to wait_s in all. true: every thread is joined and its store freed.
+ * false: some thread is still stuck in a shard and reads cfg: the caller
+ * must exit without freeing cfg. Requests submitted from now on are
+ * dropped. UI thread only, once. */
 bool worker_stop(double wait_s);
 
 /* Queue fn(store, arg) on a lane. With a key, a queued request of the same
@@ -46,8 +64,6 @@ int worker_submit(int lane, const char *key, bool skip_running,
                   work_fn fn, void *arg, void (*free_arg)(void *));
 /* Is a request of this key queued or running? *since_us: since when. */
 bool worker_pending(const char *key, int64_t *since_us);
-/* Nothing queued or running on any lane. */
-bool worker_idle(void);
 /* Wait until idle (or timeout); true when idle. */
 bool worker_wait_idle(double timeout_s);
 
@@ -56,7 +72,6 @@ void snap_lock(void);
 void snap_unlock(void);
 /* A request published something: the UI redraws. */
 void worker_published(void);
-unsigned worker_generation(void);
 /* A descriptor that becomes readable on publication (drain with
  * worker_drain_wake). */
 int worker_wake_fd(void);
@@ -75,7 +90,8 @@ typedef struct {
 } local_backfill_t;
 
 /* Start a backfill of index on a thread of its own (queues the jobs first).
- * BS_ECONFLICT when this console already runs one for the index. */
+ * BS_ECONFLICT when this console already runs one for the index, BS_ERROR
+ * once worker_stop has begun. Called from the action lane only. */
 int worker_backfill_start(const char *index);
 /* Copy the console's backfills (under snap_lock inside); returns count. */
 int worker_backfills(local_backfill_t *out, int max);

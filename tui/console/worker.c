@@ -1,12 +1,14 @@
 /*
  * worker.c - the console's lanes (one thread and one store each), their
- * request queues, the snapshot lock, and backfills run from the console.
- * See worker.h.
+ * request queues, the snapshot lock, backfills run from the console, and
+ * the notices and pages requests leave for the UI. See worker.h for the
+ * threading contract; who owns what is written beside each variable.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,35 +27,30 @@ typedef struct req {
 } req_t;
 
 typedef struct {
-	pthread_t thread;
-	bool started;
-	bool finished;
-	int n;
-	bs_store_t *st;
-	req_t *head, *tail;
-	req_t *running;
-	int64_t running_since;
+	pthread_t thread;  /* the UI thread's (worker_start, worker_stop) */
+	bool started;      /* the UI thread's: a thread to join */
+	bool finished;     /* q_mu: the thread left its loop */
+	bs_store_t *st;    /* the lane thread's while it runs */
+	req_t *head, *tail; /* q_mu */
+	req_t *running;    /* q_mu */
+	int64_t running_since; /* q_mu */
 } lane_t;
 
-static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;   /* work arrived */
-static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER; /* a request ended */
-static pthread_mutex_t snap_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;  /* the lanes' queues */
+static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;    /* work arrived, or stop */
+static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER; /* a request ended, a lane finished */
+static pthread_mutex_t snap_mu = PTHREAD_MUTEX_INITIALIZER; /* snapshots, backfill slots, notices */
 static lane_t lanes[LANE_COUNT];
-static volatile int stopping;
-static bs_config_t wcfg; /* shallow copy of the caller's, timeouts capped */
-static unsigned generation;
+/* Set once by worker_stop, under q_mu so that a lane about to wait on q_cv
+ * cannot miss it; atomic so that it may be read anywhere. */
+static atomic_bool stopping;
+/* The lanes' and backfills' configuration: a shallow copy of the caller's
+ * (its shards array is the caller's), timeouts capped. Written by
+ * worker_start before any thread exists; read-only afterwards. */
+static bs_config_t wcfg;
+/* Written by worker_start before any thread exists, closed by worker_stop
+ * after every thread is joined. */
 static int wake_pipe[2] = {-1, -1};
-
-/* Wall-clock microseconds: the screens compare these times with the
- * shards' and show them as dates. */
-int64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 void snap_lock(void) { pthread_mutex_lock(&snap_mu); }
 void snap_unlock(void) { pthread_mutex_unlock(&snap_mu); }
@@ -62,15 +59,9 @@ void worker_published(void)
 {
 	char c = 1;
 
-	__atomic_add_fetch(&generation, 1, __ATOMIC_SEQ_CST);
 	if (wake_pipe[1] >= 0 && write(wake_pipe[1], &c, 1) < 0 && errno != EAGAIN) {
 		/* nothing to do: the UI also wakes on its timer */
 	}
-}
-
-unsigned worker_generation(void)
-{
-	return __atomic_load_n(&generation, __ATOMIC_SEQ_CST);
 }
 
 int worker_wake_fd(void) { return wake_pipe[0]; }
@@ -82,6 +73,25 @@ void worker_drain_wake(void)
 	while (wake_pipe[0] >= 0 && read(wake_pipe[0], buf, sizeof buf) > 0)
 		;
 }
+
+/* CLOCK_REALTIME (what pthread_cond_timedwait measures) secs from now. */
+static struct timespec deadline_in(double secs)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (secs < 0)
+		secs = 0;
+	ts.tv_sec += (time_t)secs;
+	ts.tv_nsec += (long)((secs - (double)(time_t)secs) * 1e9);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+/* ------------------------------------------------------------ lanes */
 
 static void req_free(req_t *r)
 {
@@ -100,9 +110,9 @@ static void *lane_main(void *p)
 	for (;;) {
 		req_t *r;
 
-		while (!stopping && !l->head)
+		while (!atomic_load(&stopping) && !l->head)
 			pthread_cond_wait(&q_cv, &q_mu);
-		if (stopping)
+		if (atomic_load(&stopping))
 			break;
 		r = l->head;
 		l->head = r->next;
@@ -145,9 +155,10 @@ int worker_start(const bs_config_t *cfg, double timeout_s)
 		fcntl(wake_pipe[1], F_SETFL, O_NONBLOCK);
 		fcntl(wake_pipe[0], F_SETFD, FD_CLOEXEC);
 		fcntl(wake_pipe[1], F_SETFD, FD_CLOEXEC);
+	} else {
+		wake_pipe[0] = wake_pipe[1] = -1;
 	}
 	for (i = 0; i < LANE_COUNT; i++) {
-		lanes[i].n = i;
 		if ((rc = bs_store_open(&lanes[i].st, &wcfg)) < 0)
 			return rc;
 		if (pthread_create(&lanes[i].thread, NULL, lane_main, &lanes[i]) != 0)
@@ -164,7 +175,10 @@ int worker_submit(int lane, const char *key, bool skip_running,
 	req_t *r, *q;
 
 	pthread_mutex_lock(&q_mu);
-	if (key && skip_running && l->running && strcmp(l->running->key, key) == 0) {
+	/* closing (a request queueing another while the lanes stop), or a
+	 * periodic reload already running: dropped */
+	if (atomic_load(&stopping) ||
+	    (key && skip_running && l->running && strcmp(l->running->key, key) == 0)) {
 		pthread_mutex_unlock(&q_mu);
 		if (free_arg)
 			free_arg(arg);
@@ -241,28 +255,11 @@ static bool idle_locked(void)
 	return true;
 }
 
-bool worker_idle(void)
-{
-	bool idle;
-
-	pthread_mutex_lock(&q_mu);
-	idle = idle_locked();
-	pthread_mutex_unlock(&q_mu);
-	return idle;
-}
-
 bool worker_wait_idle(double timeout_s)
 {
-	struct timespec ts;
+	struct timespec ts = deadline_in(timeout_s);
 	bool idle;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)timeout_s;
-	ts.tv_nsec += (long)((timeout_s - (double)(time_t)timeout_s) * 1e9);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&q_mu);
 	while (!(idle = idle_locked()))
 		if (pthread_cond_timedwait(&idle_cv, &q_mu, &ts) == ETIMEDOUT)
@@ -272,19 +269,76 @@ bool worker_wait_idle(double timeout_s)
 	return idle;
 }
 
+/* Join every started lane that finishes before the deadline, then free its
+ * store and what was still queued. false when some lane is still running
+ * (stuck in a shard): its store and queue are left alone. */
+static bool lanes_join(const struct timespec *deadline)
+{
+	bool all = true;
+	int i;
+
+	for (i = 0; i < LANE_COUNT; i++) {
+		bool done;
+
+		if (!lanes[i].started)
+			continue;
+		pthread_mutex_lock(&q_mu);
+		while (!(done = lanes[i].finished))
+			if (pthread_cond_timedwait(&idle_cv, &q_mu, deadline) == ETIMEDOUT)
+				break;
+		done = lanes[i].finished;
+		pthread_mutex_unlock(&q_mu);
+		if (!done) {
+			all = false;
+			continue;
+		}
+		pthread_join(lanes[i].thread, NULL);
+		lanes[i].started = false;
+	}
+	if (!all)
+		return false;
+	/* every lane joined: nothing can queue or run any more */
+	for (i = 0; i < LANE_COUNT; i++) {
+		while (lanes[i].head) {
+			req_t *r = lanes[i].head;
+			lanes[i].head = r->next;
+			req_free(r);
+		}
+		lanes[i].tail = NULL;
+		bs_store_free(lanes[i].st);
+		lanes[i].st = NULL;
+	}
+	return true;
+}
+
 /* ------------------------------------------------------------ backfills */
 
 #define MAX_LOCAL 16
 
+/*
+ * A slot of a backfill run by this console. Its bookkeeping (info, used,
+ * joined) is under snap_mu: the UI copies info (worker_backfills), the
+ * backfill's thread publishes into it, the action lane claims slots
+ * (worker_backfill_start) and worker_stop reads them. thread and st belong
+ * to the action lane while it starts a backfill in the slot, then to that
+ * backfill's thread until it ends, then to whoever joins it: the action
+ * lane when it reuses the slot, or worker_stop once the action lane is
+ * joined (so the two never meet).
+ */
 typedef struct {
 	local_backfill_t info;
+	bool used;   /* claimed: a backfill is starting, runs or ran here */
+	bool joined; /* its thread was joined (or never started) */
 	pthread_t thread;
-	bool used, joined;
 	bs_store_t *st;
 } bf_slot_t;
 
 static bf_slot_t bf[MAX_LOCAL];
+/* The backfills' stop flag (their bs_cleaner_opts_t.stop). Set under
+ * snap_mu by worker_stop, and read under snap_mu with the slot claim in
+ * worker_backfill_start: no slot is claimed once it is set. */
 static atomic_int bf_stop;
+static pthread_cond_t bf_cv = PTHREAD_COND_INITIALIZER; /* with snap_mu: a backfill ended */
 
 static void bf_progress(void *ctx, const bs_job_t *job)
 {
@@ -308,41 +362,45 @@ static void *bf_main(void *p)
 {
 	bf_slot_t *s = p;
 	bs_cleaner_opts_t o;
+	char index[BS_NAME_MAX + 1];
 	int rc;
 
+	snap_lock();
+	snprintf(index, sizeof index, "%s", s->info.index);
+	snap_unlock();
 	memset(&o, 0, sizeof o);
 	o.stop = &bf_stop;
 	o.progress = bf_progress;
 	o.ctx = s;
-	rc = bs_backfill_queue(s->st, s->info.index);
+	rc = bs_backfill_queue(s->st, index);
 	if (rc == 0)
-		rc = bs_cleaner_backfill(s->st, s->info.index, &o);
+		rc = bs_cleaner_backfill(s->st, index, &o);
 	snap_lock();
 	s->info.rc = rc;
 	if (rc < 0)
 		snprintf(s->info.error, sizeof s->info.error, "%s", bs_last_error());
 	s->info.running = false;
 	s->info.finished_us = now_us();
+	pthread_cond_broadcast(&bf_cv);
 	snap_unlock();
 	worker_published();
 	return NULL;
 }
 
-/* Called from the action lane only (one at a time). */
-int worker_backfill_start(const char *index)
+/* Under snap_mu: *out, the slot for a backfill of index, claimed (used,
+ * running, not joined), and *was_live, whether the slot's previous thread
+ * is still to be joined. 0, or the error when no slot may be claimed. */
+static int bf_claim_locked(bf_slot_t **out, bool *was_live, const char *index)
 {
 	bf_slot_t *s = NULL;
-	int i, rc;
+	int i;
 
+	*out = NULL;
 	if (atomic_load(&bf_stop))
 		return bs_error(BS_ERROR, "the console is closing");
-	snap_lock();
-	for (i = 0; i < MAX_LOCAL; i++) {
-		if (bf[i].used && bf[i].info.running && strcmp(bf[i].info.index, index) == 0) {
-			snap_unlock();
+	for (i = 0; i < MAX_LOCAL; i++)
+		if (bf[i].used && bf[i].info.running && strcmp(bf[i].info.index, index) == 0)
 			return bs_error(BS_ECONFLICT, "this console already backfills %s", index);
-		}
-	}
 	/* a free slot, else the one of the oldest finished backfill */
 	for (i = 0; i < MAX_LOCAL && !s; i++)
 		if (!bf[i].used)
@@ -351,36 +409,50 @@ int worker_backfill_start(const char *index)
 		for (i = 0; i < MAX_LOCAL; i++)
 			if (!bf[i].info.running && (!s || bf[i].info.finished_us < s->info.finished_us))
 				s = &bf[i];
-	snap_unlock();
 	if (!s)
 		return bs_error(BS_ERROR, "too many backfills in this console");
-	if (s->used && !s->joined) {
-		/* finished: its thread has published its end and is returning */
-		pthread_join(s->thread, NULL);
-		s->joined = true;
-	}
-	if (s->st) {
-		bs_store_free(s->st);
-		s->st = NULL;
-	}
-	if ((rc = bs_store_open(&s->st, &wcfg)) < 0)
-		return rc;
-	snap_lock();
+	*was_live = s->used && !s->joined;
 	memset(&s->info, 0, sizeof s->info);
 	snprintf(s->info.index, sizeof s->info.index, "%s", index);
 	s->info.running = true;
 	s->info.started_us = now_us();
 	s->used = true;
 	s->joined = false;
+	*out = s;
+	return 0;
+}
+
+/* Called from the action lane only (one at a time). */
+int worker_backfill_start(const char *index)
+{
+	bf_slot_t *s;
+	bool was_live = false;
+	int rc;
+
+	/* the stop check and the claim under one lock (see bf_stop) */
+	snap_lock();
+	rc = bf_claim_locked(&s, &was_live, index);
 	snap_unlock();
-	if (pthread_create(&s->thread, NULL, bf_main, s) != 0) {
+	if (rc < 0)
+		return rc;
+	if (was_live) /* finished: it published its end and is returning */
+		pthread_join(s->thread, NULL);
+	bs_store_free(s->st);
+	s->st = NULL;
+	if ((rc = bs_store_open(&s->st, &wcfg)) < 0 ||
+	    pthread_create(&s->thread, NULL, bf_main, s) != 0) {
+		if (rc == 0)
+			rc = bs_error(BS_ERROR, "cannot start a backfill thread");
 		snap_lock();
 		s->info.running = false;
 		s->used = false;
+		s->joined = true;
+		pthread_cond_broadcast(&bf_cv);
 		snap_unlock();
-		return bs_error(BS_ERROR, "cannot start a backfill thread");
+		bs_store_free(s->st); /* no thread got it: still this lane's */
+		s->st = NULL;
 	}
-	return 0;
+	return rc;
 }
 
 int worker_backfills(local_backfill_t *out, int max)
@@ -395,66 +467,73 @@ int worker_backfills(local_backfill_t *out, int max)
 	return n;
 }
 
-bool worker_stop(double wait_s)
+/* Wait until no backfill runs (or the deadline); then, when may_join (the
+ * action lane is joined, so no backfill is being started), join the
+ * finished ones and free their stores. false when one still runs. */
+static bool backfills_join(const struct timespec *deadline, bool may_join)
 {
-	int64_t deadline = now_us() + (int64_t)(wait_s * 1e6);
-	bool all = true;
+	bool running, all = true;
 	int i;
 
-	atomic_store(&bf_stop, 1);
-	pthread_mutex_lock(&q_mu);
-	stopping = 1;
-	pthread_cond_broadcast(&q_cv);
-	pthread_mutex_unlock(&q_mu);
-
+	snap_lock();
+	for (;;) {
+		for (running = false, i = 0; i < MAX_LOCAL && !running; i++)
+			running = bf[i].used && bf[i].info.running;
+		if (!running || pthread_cond_timedwait(&bf_cv, &snap_mu, deadline) == ETIMEDOUT)
+			break;
+	}
+	snap_unlock();
 	for (i = 0; i < MAX_LOCAL; i++) {
-		bool running;
+		bool join;
 
-		if (!bf[i].used || bf[i].joined)
-			continue;
-		for (;;) {
-			snap_lock();
-			running = bf[i].info.running;
-			snap_unlock();
-			if (!running || now_us() > deadline)
-				break;
-			usleep(20000);
-		}
-		if (running) {
+		snap_lock();
+		running = bf[i].used && bf[i].info.running;
+		join = bf[i].used && !bf[i].joined && !running && may_join;
+		if (join)
+			bf[i].joined = true;
+		snap_unlock();
+		if (running)
 			all = false;
+		if (!join)
 			continue;
-		}
 		pthread_join(bf[i].thread, NULL);
-		bf[i].joined = true;
 		bs_store_free(bf[i].st);
 		bf[i].st = NULL;
 	}
-	for (i = 0; i < LANE_COUNT; i++) {
-		bool done;
+	return all && may_join;
+}
 
-		if (!lanes[i].started)
-			continue;
-		for (;;) {
-			pthread_mutex_lock(&q_mu);
-			done = lanes[i].finished;
-			pthread_mutex_unlock(&q_mu);
-			if (done || now_us() > deadline)
-				break;
-			usleep(10000);
+bool worker_stop(double wait_s)
+{
+	struct timespec deadline = deadline_in(wait_s);
+	bool lanes_done, all;
+
+	/* 1. Ask every thread to stop. From here on no backfill slot is
+	 * claimed (bf_stop, under the claim's lock), running backfills return
+	 * within a chunk, and lanes leave their loop after their request. */
+	snap_lock();
+	atomic_store(&bf_stop, 1);
+	snap_unlock();
+	pthread_mutex_lock(&q_mu);
+	atomic_store(&stopping, true);
+	pthread_cond_broadcast(&q_cv);
+	pthread_mutex_unlock(&q_mu);
+
+	/* 2. The lanes first: once the action lane is joined, no backfill is
+	 * half started, so every claimed slot has a thread to join. */
+	lanes_done = lanes_join(&deadline);
+
+	/* 3. Then the backfills. When a lane is stuck the backfills are still
+	 * given until the deadline to stop (and leave their jobs in order),
+	 * but none is joined: a slot might be half started. */
+	all = backfills_join(&deadline, lanes_done) && lanes_done;
+	if (all) {
+		/* every thread joined: nobody writes to the pipe any more */
+		if (wake_pipe[0] >= 0) {
+			close(wake_pipe[0]);
+			close(wake_pipe[1]);
 		}
-		if (!done) {
-			all = false;
-			continue;
-		}
-		pthread_join(lanes[i].thread, NULL);
-		lanes[i].started = false;
-		while (lanes[i].head) {
-			req_t *r = lanes[i].head;
-			lanes[i].head = r->next;
-			req_free(r);
-		}
-		bs_store_free(lanes[i].st);
-		lanes[i].st = NULL;
+		wake_pipe[0] = wake_pipe[1] = -1;
 	}
 	return all;
 }
@@ -463,7 +542,7 @@ bool worker_stop(double wait_s)
 
 static char notice[512];
 static bool notice_err, notice_new;
-static __thread char audit_failed[256]; /* this lane's last audit failure */
+static _Thread_local char audit_failed[256]; /* this lane's last audit failure */
 
 void worker_notify(bool err, const char *fmt, ...)
 {

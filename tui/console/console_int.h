@@ -1,6 +1,7 @@
 /*
  * console_int.h - what the console's own files share (console.c, the
- * headless driver, the table and drawing helpers). Screens use views.h.
+ * headless driver headless.c, the table and drawing helpers table.c and
+ * draw.c). Screens use views.h.
  */
 #ifndef BS_CONSOLE_INT_H
 #define BS_CONSOLE_INT_H

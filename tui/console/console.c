@@ -29,78 +29,6 @@
 
 ui_t ui;
 
-/* ------------------------------------------------------------ actions */
-
-const action_info_t bs_action_info[ACT_COUNT] = {
-	[ACT_NONE] = {"none", 0, 0, "", "", false, ""},
-#define BS_X_INFO(n, k, k2, kn, h, d, s) [ACT_##n] = {#n, k, k2, kn, h, d, s},
-	BS_ACTIONS(BS_X_INFO)
-#undef BS_X_INFO
-};
-
-static bool enabled[ACT_COUNT];
-static bool enabled_init;
-
-static void actions_init(void)
-{
-	int i;
-
-	for (i = 0; i < ACT_COUNT; i++)
-		enabled[i] = true;
-	enabled_init = true;
-}
-
-/* The read-only rule, in one place. */
-void actions_strip_dangerous(void)
-{
-	int i;
-
-	if (!enabled_init)
-		actions_init();
-	for (i = 0; i < ACT_COUNT; i++)
-		if (bs_action_info[i].dangerous)
-			enabled[i] = false;
-}
-
-bool action_enabled(action_t a)
-{
-	if (!enabled_init)
-		actions_init();
-	return a > ACT_NONE && a < ACT_COUNT && enabled[a];
-}
-
-static bool in_scope(const action_info_t *ai, char scope)
-{
-	return strchr(ai->scope, scope) != NULL;
-}
-
-action_t action_for_key(int key, char scope, bool *stripped)
-{
-	int pass, i;
-
-	if (stripped)
-		*stripped = false;
-	/* the screen's own actions first, then the global ones */
-	for (pass = 0; pass < 2; pass++) {
-		for (i = 1; i < ACT_COUNT; i++) {
-			const action_info_t *ai = &bs_action_info[i];
-			bool global = strcmp(ai->scope, "*") == 0;
-
-			if (key == 0 || (ai->key != key && ai->key2 != key))
-				continue;
-			if (pass == 0 ? (global || !in_scope(ai, scope)) : !global)
-				continue;
-			if (!action_enabled((action_t)i)) {
-				if (stripped)
-					*stripped = true;
-				return ACT_NONE;
-			}
-			return (action_t)i;
-		}
-	}
-	return ACT_NONE;
-}
-
 /* ------------------------------------------------------------ the stack */
 
 #define STACK_MAX 8
@@ -216,11 +144,6 @@ void ui_set_filter(const char *text)
 {
 	if (depth > 0)
 		snprintf(stack[depth - 1].filter, sizeof stack[depth - 1].filter, "%s", text ? text : "");
-	need_draw = true;
-}
-
-void ui_wake(void)
-{
 	need_draw = true;
 }
 
@@ -706,7 +629,7 @@ static const char *opt_value(int argc, char **argv, const char *name)
 	return NULL;
 }
 
-int bs_console_main(bs_store_t *st, const bs_config_t *cfg, int argc, char **argv)
+int bs_console_main(const bs_config_t *cfg, int argc, char **argv)
 {
 	const char *script = opt_value(argc, argv, "--headless");
 	const char *dumpdir = opt_value(argc, argv, "--dump-dir");
@@ -715,7 +638,6 @@ int bs_console_main(bs_store_t *st, const bs_config_t *cfg, int argc, char **arg
 	const char *loc;
 	int status;
 
-	(void)st; /* the UI thread never touches a shard: the lanes have stores */
 	memset(&ui, 0, sizeof ui);
 	ui.cfg = cfg;
 	ui.refresh_s = 2;
@@ -726,7 +648,6 @@ int bs_console_main(bs_store_t *st, const bs_config_t *cfg, int argc, char **arg
 	ui.read_only = cfg->read_only; /* main.c folds --read-only into it */
 	ui.headless = script != NULL;
 	ui.nshards = cfg->nshards;
-	actions_init();
 	if (ui.read_only)
 		actions_strip_dangerous();
 
@@ -751,12 +672,13 @@ int bs_console_main(bs_store_t *st, const bs_config_t *cfg, int argc, char **arg
 
 	if (worker_start(cfg, timeout) < 0) {
 		fprintf(stderr, "bagstore: %s\n", bs_last_error());
-		return 1;
-	}
-	if (ui.headless)
+		status = 1;
+	} else if (ui.headless) {
 		status = headless_run(script, dumpdir ? dumpdir : ".");
-	else
+	} else {
 		status = interactive();
+	}
+	/* the lanes and backfills read cfg until they are joined */
 	if (!worker_stop(3.0)) {
 		/* a lane is stuck in a hung shard: leave without freeing under it */
 		fflush(stdout);

@@ -1,0 +1,506 @@
+/*
+ * cmd_cleaner.c - the cleaner's commands: `cleaner` (one backfill, or the
+ * daemon: backfills and the repair loop), `verify` (index rows against the
+ * bodies, optionally repaired), `backfill list|pause|resume|cancel` (the
+ * jobs table) and `lag` (the repair loop's lag per shard).
+ */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fmt.h"
+
+/* ------------------------------------------------------------ cleaner */
+
+/*
+ * Set by the SIGTERM / SIGINT handler, read by the cleaner's threads (the
+ * engine's bs_cleaner_opts_t.stop). A lock-free atomic object may be
+ * written from a signal handler (C11 7.14.1.1), and unlike a volatile
+ * sig_atomic_t it may also be read from other threads without a race.
+ */
+static atomic_int stop_flag;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal handler needs a lock-free atomic_int");
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	atomic_store(&stop_flag, 1);
+}
+
+/* What the cleaner's threads report, under lock (progress and errors come
+ * from every shard's thread at once). */
+typedef struct {
+	pthread_mutex_t lock;
+	bool tty, daemon;
+	int n;
+	const bs_config_t *cfg;
+	bs_job_t *last;    /* one backfill: the last progress per shard */
+	bs_job_t seen[64]; /* the daemon: per index and shard */
+	int nseen;
+	char last_err[512];
+} progress_t;
+
+/* The daemon logs what changes, one line each, per index and shard. */
+static void progress_daemon(progress_t *pr, const bs_job_t *job)
+{
+	bs_job_t *was;
+	int k;
+
+	for (k = 0; k < pr->nseen; k++)
+		if (pr->seen[k].shard == job->shard && strcmp(pr->seen[k].index, job->index) == 0)
+			break;
+	if (k == pr->nseen && pr->nseen < (int)(sizeof pr->seen / sizeof *pr->seen))
+		pr->nseen++;
+	else if (k == pr->nseen)
+		k = 0;
+	was = &pr->seen[k];
+	if (strcmp(was->index, job->index) != 0 || was->state != job->state ||
+	    strcmp(was->reason, job->reason) != 0)
+		fprintf(stderr, "bagstore: cleaner: backfill of %s on shard %s: %s%s%s\n", job->index,
+		        pr->cfg->shards[job->shard].name, bs_job_state_name(job->state),
+		        job->reason[0] ? ": " : "", job->reason);
+	*was = *job;
+}
+
+/* One backfill on a terminal: one line, rewritten, summing every shard. */
+static void progress_line(progress_t *pr, const bs_job_t *job)
+{
+	char line[1024], eta_text[32];
+	size_t len = 0;
+	int64_t scanned = 0, total = 0;
+	double rate = 0, eta = 0;
+	int i;
+
+	for (i = 0; i < pr->n; i++) {
+		const bs_job_t *j = &pr->last[i];
+
+		scanned += j->rows_scanned;
+		total += j->rows_total;
+		rate += j->rate;
+		if (j->eta_s > eta)
+			eta = j->eta_s;
+	}
+	fmt_secs(eta_text, sizeof eta_text, eta);
+	len += (size_t)snprintf(line + len, sizeof line - len,
+	                        "\rbackfill %s: %" PRId64 "/%" PRId64 " rows (%.0f%%), %.0f rows/s, eta %s",
+	                        job->index, scanned, total,
+	                        total ? 100.0 * (double)scanned / (double)total : 100.0, rate, eta_text);
+	for (i = 0; i < pr->n && len < sizeof line - 64; i++) {
+		const bs_job_t *j = &pr->last[i];
+
+		if (j->state == BS_JOB_THROTTLED || j->state == BS_JOB_PAUSED)
+			len += (size_t)snprintf(line + len, sizeof line - len, "; shard %s %s%s%.60s",
+			                        pr->cfg->shards[i].name, bs_job_state_name(j->state),
+			                        j->reason[0] ? ": " : "", j->reason);
+	}
+	fprintf(stderr, "%s\033[K", line);
+	fflush(stderr);
+}
+
+static void on_progress(void *p, const bs_job_t *job)
+{
+	progress_t *pr = p;
+
+	pthread_mutex_lock(&pr->lock);
+	if (job->shard >= 0 && job->shard < pr->n) {
+		if (pr->daemon) {
+			progress_daemon(pr, job);
+		} else {
+			pr->last[job->shard] = *job;
+			if (pr->tty)
+				progress_line(pr, job);
+		}
+	}
+	pthread_mutex_unlock(&pr->lock);
+}
+
+/* An error the daemon survives: logged when it changes. */
+static void on_error(void *p, int code, const char *msg)
+{
+	progress_t *pr = p;
+
+	(void)code;
+	pthread_mutex_lock(&pr->lock);
+	if (strcmp(pr->last_err, msg) != 0) {
+		snprintf(pr->last_err, sizeof pr->last_err, "%s", msg);
+		fprintf(stderr, "bagstore: cleaner: %s\n", msg);
+	}
+	pthread_mutex_unlock(&pr->lock);
+}
+
+/* `cleaner --index NAME`: the backfill, then what became of it. */
+static int backfill_one(cli_ctx_t *ctx, const char *index, bs_cleaner_opts_t *o, progress_t *pr)
+{
+	int64_t scanned = 0, written = 0;
+	int i, rc;
+
+	rc = bs_cleaner_backfill(ctx->st, index, o);
+	if (pr->tty)
+		fputc('\n', stderr);
+	if (rc < 0)
+		return rc;
+	if (atomic_load(&stop_flag)) {
+		printf("backfill of %s stopped; it resumes where it stopped\n", index);
+		return 0;
+	}
+	for (i = 0; i < pr->n; i++) {
+		scanned += pr->last[i].rows_scanned;
+		written += pr->last[i].rows_written;
+	}
+	if (scanned)
+		printf("index %s is ready (%" PRId64 " entities scanned, %" PRId64
+		       " index rows written)\n", index, scanned, written);
+	else
+		printf("index %s is ready\n", index);
+	return 0;
+}
+
+int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
+{
+	const char *index = NULL;
+	bool once = false;
+	const cli_opt_t opts[] = {{"index", &index, NULL}, {"once", NULL, &once}, {NULL, NULL, NULL}};
+	cli_args_t args = {0};
+	progress_t pr = {.lock = PTHREAD_MUTEX_INITIALIZER};
+	bs_cleaner_opts_t o = {.stop = &stop_flag, .progress = on_progress, .error = on_error, .ctx = &pr};
+	struct sigaction sa;
+	int rc;
+
+	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
+		goto done;
+	if (index && once) {
+		rc = cli_usage_error(ctx, "--index and --once do not go together");
+		goto done;
+	}
+	if ((rc = cli_open(ctx)) < 0)
+		goto done;
+	pr.n = bs_store_nshards(ctx->st);
+	pr.cfg = bs_store_config(ctx->st);
+	pr.tty = isatty(STDERR_FILENO);
+	pr.daemon = !index;
+	if (!(pr.last = calloc((size_t)pr.n, sizeof *pr.last))) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	o.once = once;
+	rc = index ? backfill_one(ctx, index, &o, &pr) : bs_cleaner_run(ctx->st, &o);
+done:
+	free(pr.last);
+	pthread_mutex_destroy(&pr.lock);
+	cli_args_free(&args);
+	return rc < 0 ? rc : 0;
+}
+
+/* ------------------------------------------------------------ verify */
+
+static json_t *drift_json(const bs_index_t *ix, const bs_drift_t *d, int64_t left)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "index", cli_jstr(ix->name));
+	json_object_set_new(o, "checked", json_integer(d->checked));
+	json_object_set_new(o, "missing", json_integer(d->missing));
+	json_object_set_new(o, "stale", json_integer(d->stale));
+	json_object_set_new(o, "orphaned", json_integer(d->orphaned));
+	json_object_set_new(o, "misfit", json_integer(d->misfit));
+	json_object_set_new(o, "repaired", json_integer(d->repaired));
+	json_object_set_new(o, "state", cli_jstr(bs_index_state_name(ix->state)));
+	json_object_set_new(o, "remaining", json_integer(left));
+	return o;
+}
+
+static void drift_text(const bs_index_t *ix, const bs_drift_t *d, bool repair)
+{
+	printf("%s: %" PRId64 " entities checked, %" PRId64 " missing, %" PRId64 " stale, %" PRId64
+	       " orphaned, %" PRId64 " misfit%s",
+	       ix->name, d->checked, d->missing, d->stale, d->orphaned, d->misfit, repair ? "" : "\n");
+	if (repair)
+		printf(", %" PRId64 " repaired\n", d->repaired);
+}
+
+static bool index_named(const bs_index_list_t *l, const char *name)
+{
+	int k;
+
+	for (k = 0; k < l->len; k++)
+		if (strcmp(l->items[k].name, name) == 0)
+			return true;
+	return false;
+}
+
+int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
+{
+	const char *index = NULL;
+	bool repair = false, as_json = false;
+	const cli_opt_t opts[] = {{"index", &index, NULL}, {"repair", NULL, &repair},
+	                          {"json", NULL, &as_json}, {NULL, NULL, NULL}};
+	cli_args_t args = {0};
+	bs_index_list_t l = {0};
+	json_t *arr = NULL;
+	int64_t remaining = 0;
+	int k, rc;
+
+	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
+		goto done;
+	if ((rc = cli_open(ctx)) < 0 || (rc = bs_index_list(&l, ctx->st)) < 0)
+		goto done;
+	if (index && !index_named(&l, index)) {
+		bs_index_t one;
+		if ((rc = bs_index_get(&one, ctx->st, index)) < 0) /* for its message */
+			goto done;
+	}
+	if (as_json && !(arr = json_array())) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (k = 0; k < l.len; k++) {
+		const bs_index_t *ix = &l.items[k];
+		int64_t drift, left;
+		bs_drift_t d;
+
+		if (index ? strcmp(ix->name, index) != 0 : ix->state == BS_INDEX_DISABLED)
+			continue;
+		if ((rc = bs_verify(&d, ctx->st, ix->name, repair)) < 0)
+			goto done;
+		drift = d.missing + d.stale + d.orphaned;
+		left = repair ? (drift > d.repaired ? drift - d.repaired : 0) : drift;
+		remaining += left;
+		if (as_json)
+			json_array_append_new(arr, drift_json(ix, &d, left));
+		else
+			drift_text(ix, &d, repair);
+	}
+	if (as_json && (rc = cli_json_print(arr)) < 0)
+		goto done;
+	if (remaining)
+		rc = bs_error(BS_ERROR, "%" PRId64 " index rows drift from the bodies%s", remaining,
+		              repair ? " after repair" : "; `bagstore verify --repair` fixes them");
+done:
+	json_decref(arr);
+	bs_index_list_free(&l);
+	cli_args_free(&args);
+	return rc < 0 ? rc : 0;
+}
+
+/* ------------------------------------------------------------ backfill */
+
+static json_t *job_json(const bs_job_t *j, const char *shard)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "index", cli_jstr(j->index));
+	json_object_set_new(o, "shard", cli_jstr(shard));
+	json_object_set_new(o, "state", cli_jstr(bs_job_state_name(j->state)));
+	json_object_set_new(o, "reason", cli_jstr(j->reason));
+	json_object_set_new(o, "cursor", json_integer(j->cursor));
+	json_object_set_new(o, "max_id", json_integer(j->max_id));
+	json_object_set_new(o, "rows_scanned", json_integer(j->rows_scanned));
+	json_object_set_new(o, "rows_total", json_integer(j->rows_total));
+	json_object_set_new(o, "rows_written", json_integer(j->rows_written));
+	json_object_set_new(o, "rate", json_real(j->rate));
+	json_object_set_new(o, "eta_s", j->eta_s >= 0 ? json_real(j->eta_s) : json_null());
+	json_object_set_new(o, "chunk", json_integer(j->chunk));
+	json_object_set_new(o, "worker_host", cli_jstr(j->worker_host));
+	json_object_set_new(o, "worker_pid", j->worker_pid ? json_integer(j->worker_pid) : json_null());
+	json_object_set_new(o, "heartbeat_us", j->heartbeat_us ? json_integer(j->heartbeat_us) : json_null());
+	return o;
+}
+
+static int jobs_json(const bs_job_list_t *l, const bs_config_t *cfg)
+{
+	json_t *arr = json_array();
+	int k, rc;
+
+	if (!arr)
+		return bs_error(BS_ENOMEM, "out of memory");
+	for (k = 0; k < l->len; k++)
+		json_array_append_new(arr, job_json(&l->items[k], cfg->shards[l->items[k].shard].name));
+	rc = cli_json_print(arr);
+	json_decref(arr);
+	return rc;
+}
+
+static void jobs_table(const bs_job_list_t *l, const bs_config_t *cfg)
+{
+	int k;
+
+	printf("%-20s %-6s %-9s %10s %10s %10s %9s %7s  %-24s %-20s %s\n", "INDEX", "SHARD", "STATE",
+	       "SCANNED", "TOTAL", "WRITTEN", "RATE/S", "ETA", "WORKER", "HEARTBEAT", "REASON");
+	for (k = 0; k < l->len; k++) {
+		const bs_job_t *j = &l->items[k];
+		char eta[32], hb[32], worker[96];
+
+		fmt_secs(eta, sizeof eta, j->eta_s);
+		fmt_iso_utc(hb, sizeof hb, j->heartbeat_us);
+		if (j->worker_host[0])
+			snprintf(worker, sizeof worker, "%s:%d", j->worker_host, j->worker_pid);
+		else
+			snprintf(worker, sizeof worker, "-");
+		printf("%-20s %-6s %-9s %10" PRId64 " %10" PRId64 " %10" PRId64 " %9.0f %7s  %-24s %-20s %s\n",
+		       j->index, cfg->shards[j->shard].name, bs_job_state_name(j->state),
+		       j->rows_scanned, j->rows_total, j->rows_written, j->rate, eta, worker, hb,
+		       j->reason[0] ? j->reason : "");
+	}
+	if (!l->len)
+		printf("(no backfill jobs)\n");
+}
+
+int cli_cmd_backfill_list(cli_ctx_t *ctx, int argc, char **argv)
+{
+	bool as_json = false;
+	const cli_opt_t opts[] = {{"json", NULL, &as_json}, {NULL, NULL, NULL}};
+	cli_args_t args = {0};
+	bs_job_list_t l = {0};
+	int unreachable = 0, rc;
+
+	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
+		goto done;
+	if ((rc = cli_open(ctx)) < 0 || (rc = bs_job_list(&l, ctx->st, &unreachable)) < 0)
+		goto done;
+	if (as_json)
+		rc = jobs_json(&l, bs_store_config(ctx->st));
+	else
+		jobs_table(&l, bs_store_config(ctx->st));
+	if (!rc && unreachable)
+		rc = bs_error(BS_EUNREACHABLE, "%d shards did not answer; their jobs are not listed", unreachable);
+done:
+	bs_job_list_free(&l);
+	cli_args_free(&args);
+	return rc < 0 ? rc : 0;
+}
+
+/* backfill pause|resume|cancel NAME: one action on every job of the index. */
+static int control(cli_ctx_t *ctx, int argc, char **argv, const char *action, const char *done)
+{
+	cli_args_t args = {0};
+	int rc;
+
+	if ((rc = cli_parse(&args, ctx, argc, argv, NULL, 1, 1)) != 0)
+		goto out;
+	if ((rc = cli_open(ctx)) < 0 || (rc = bs_job_control(ctx->st, args.v[0], action)) < 0)
+		goto out;
+	printf("backfill of %s %s\n", args.v[0], done);
+out:
+	cli_args_free(&args);
+	return rc < 0 ? rc : 0;
+}
+
+int cli_cmd_backfill_pause(cli_ctx_t *ctx, int argc, char **argv)
+{
+	return control(ctx, argc, argv, "pause", "paused (its worker stops within one chunk)");
+}
+
+int cli_cmd_backfill_resume(cli_ctx_t *ctx, int argc, char **argv)
+{
+	return control(ctx, argc, argv, "resume", "resumed (queued for a cleaner)");
+}
+
+int cli_cmd_backfill_cancel(cli_ctx_t *ctx, int argc, char **argv)
+{
+	return control(ctx, argc, argv, "cancel", "cancelled");
+}
+
+/* ------------------------------------------------------------ lag */
+
+static json_t *lag_json(const bs_lag_t *g)
+{
+	json_t *o = json_object(), *h = json_array();
+	int k;
+
+	if (!o || !h) {
+		json_decref(o);
+		json_decref(h);
+		return NULL;
+	}
+	json_object_set_new(o, "shard", cli_jstr(g->shard));
+	json_object_set_new(o, "reachable", json_boolean(g->reachable));
+	json_object_set_new(o, "watermark_us", g->watermark_us ? json_integer(g->watermark_us) : json_null());
+	json_object_set_new(o, "lag_s", g->lag_s >= 0 ? json_real(g->lag_s) : json_null());
+	json_object_set_new(o, "repairs_per_s", json_real(g->repairs_per_s));
+	json_object_set_new(o, "last_pass_us", g->last_pass_us ? json_integer(g->last_pass_us) : json_null());
+	json_object_set_new(o, "last_pass_rows", json_integer(g->last_pass_rows));
+	json_object_set_new(o, "history_step_s", json_real(g->history_step_s));
+	for (k = 0; k < g->nhistory; k++)
+		json_array_append_new(h, json_real(g->history[k]));
+	json_object_set_new(o, "history", h);
+	return o;
+}
+
+static void lag_table(const bs_lag_t *lag, int n)
+{
+	int i;
+
+	printf("%-8s %-11s %10s %-20s %-20s %10s %10s\n", "SHARD", "STATE", "LAG_S", "WATERMARK",
+	       "LAST_PASS", "PASS_ROWS", "REPAIRS/S");
+	for (i = 0; i < n; i++) {
+		const bs_lag_t *g = &lag[i];
+		char wm[32], lp[32], l[32];
+
+		fmt_iso_utc(wm, sizeof wm, g->watermark_us);
+		fmt_iso_utc(lp, sizeof lp, g->last_pass_us);
+		if (g->lag_s >= 0)
+			snprintf(l, sizeof l, "%.3f", g->lag_s);
+		else
+			snprintf(l, sizeof l, "-");
+		printf("%-8s %-11s %10s %-20s %-20s %10" PRId64 " %10.1f\n", g->shard,
+		       !g->reachable ? "unreachable" : g->watermark_us ? "ok" : "never ran", l, wm, lp,
+		       g->last_pass_rows, g->repairs_per_s);
+	}
+}
+
+int cli_cmd_lag(cli_ctx_t *ctx, int argc, char **argv)
+{
+	bool as_json = false;
+	const cli_opt_t opts[] = {{"json", NULL, &as_json}, {NULL, NULL, NULL}};
+	cli_args_t args = {0};
+	bs_lag_t *lag = NULL;
+	json_t *arr = NULL;
+	int i, n, down = 0, rc;
+
+	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
+		goto done;
+	if ((rc = cli_open(ctx)) < 0)
+		goto done;
+	n = bs_store_nshards(ctx->st);
+	if (!(lag = cli_per_shard_alloc(ctx, sizeof *lag))) {
+		rc = BS_ENOMEM;
+		goto done;
+	}
+	if ((rc = bs_lag(lag, ctx->st)) < 0)
+		goto done;
+	for (i = 0; i < n; i++)
+		down += !lag[i].reachable;
+	if (as_json) {
+		if (!(arr = json_array())) {
+			rc = bs_error(BS_ENOMEM, "out of memory");
+			goto done;
+		}
+		for (i = 0; i < n; i++)
+			json_array_append_new(arr, lag_json(&lag[i]));
+		if ((rc = cli_json_print(arr)) < 0)
+			goto done;
+	} else {
+		lag_table(lag, n);
+	}
+	if (down)
+		rc = bs_error(BS_EUNREACHABLE, "%d shards did not answer", down);
+done:
+	json_decref(arr);
+	free(lag);
+	cli_args_free(&args);
+	return rc < 0 ? rc : 0;
+}

@@ -1,0 +1,429 @@
+/*
+ * cmd_entity.c - entities one by one: `put` (one JSON document or JSON
+ * Lines, ids generated when absent), `get` (JSON or YAML), `delete`, and
+ * `query` (the entities matching an index, read by the engine's query-text
+ * rules, as JSON Lines).
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "fmt.h"
+
+/* ------------------------------------------------------------ errors */
+
+/* Prefix the last error with `where` ("FILE:LINE"), unless the engine's
+ * message already starts with it. Returns rc. */
+static int error_at(int rc, const char *where)
+{
+	char msg[1024];
+	const char *m = bs_last_error();
+	size_t wl = strlen(where);
+
+	if (strncmp(m, where, wl) == 0 && m[wl] == ':')
+		return rc;
+	snprintf(msg, sizeof msg, "%s", m[0] ? m : bs_strerror(rc));
+	return bs_error(rc, "%s: %s", where, msg);
+}
+
+/* A one-line document's syntax error reads "FILE:LINE:1:COL: ..." (the
+ * decoder counts lines inside the text it was given): drop the inner line,
+ * so that it reads "FILE:LINE:COL: ...". Returns rc. */
+static int line_error(int rc, const char *where)
+{
+	char msg[1024];
+	const char *m = bs_last_error(), *p;
+	size_t wl = strlen(where);
+
+	if (strncmp(m, where, wl) != 0 || strncmp(m + wl, ":1:", 3) != 0)
+		return error_at(rc, where);
+	for (p = m + wl + 3; *p >= '0' && *p <= '9'; p++)
+		;
+	if (p == m + wl + 3 || *p != ':')
+		return rc;
+	snprintf(msg, sizeof msg, "%s", m + wl + 3);
+	return bs_error(rc, "%s:%s", where, msg);
+}
+
+/* ------------------------------------------------------------ put */
+
+/*
+ * How put reads its input.
+ *
+ * The input is one JSON document (perhaps pretty-printed over many lines) or
+ * JSON Lines. The rule is "the whole input as one document if it parses,
+ * else line by line", but reading a large JSON Lines file wholly into memory
+ * to try it is not acceptable, so:
+ *
+ *  1. Read the first non-blank line (getline). If it parses on its own, the
+ *     whole input can parse as one document only when everything after it is
+ *     blank, which line mode treats the same way, so go on line by line:
+ *     memory stays at one line however long the file is.
+ *  2. Otherwise the input is a multi-line document or JSON Lines with a bad
+ *     first line. Read the rest, but at most PUT_DOC_MAX bytes (a document
+ *     bigger than that could not be stored: bodies are limited to
+ *     BS_BODY_MAX_INFLATED of MessagePack), and parse it as one document.
+ *     When that fails too nothing has been written, and the error reported
+ *     is the document's when the input has several lines (the decoder's
+ *     line and column point into it), else the line's.
+ */
+#define PUT_DOC_MAX ((size_t)64 << 20)
+
+typedef struct {
+	cli_ctx_t *ctx;
+	const char *name; /* the input's name in messages */
+	size_t written;
+} put_state_t;
+
+static bool is_blank(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (s[i] != ' ' && s[i] != '\t' && s[i] != '\r' && s[i] != '\n')
+			return false;
+	return true;
+}
+
+static const char *type_name(bs_type_t t)
+{
+	switch (t) {
+	case BS_NIL: return "null";
+	case BS_BOOL: return "a boolean";
+	case BS_INT: case BS_UINT: case BS_FLOAT: return "a number";
+	case BS_STR: return "a string";
+	case BS_BIN: return "bytes";
+	case BS_ARRAY: return "an array";
+	case BS_MAP: return "an object";
+	}
+	return "?";
+}
+
+/* Give a bag without "id" a new one, as its first key. */
+static int bag_add_id(bs_value_t *bag)
+{
+	bs_value_t nm, idv;
+	bs_id_t id;
+	size_t i;
+	int rc;
+
+	bs_value_map(&nm);
+	bs_value_nil(&idv);
+	bs_id_generate(&id);
+	if ((rc = bs_value_bin(&idv, id.b, sizeof id.b)) < 0)
+		goto done;
+	if ((rc = bs_map_set(&nm, "id", 2, &idv)) < 0)
+		goto done;
+	for (i = 0; i < bag->v.m.len; i++) {
+		bs_pair_t *p = &bag->v.m.items[i];
+		if ((rc = bs_map_set(&nm, p->key, p->klen, &p->val)) < 0)
+			goto done;
+	}
+	bs_value_clear(bag);
+	*bag = nm;
+	bs_value_nil(&nm);
+done:
+	bs_value_clear(&idv);
+	bs_value_clear(&nm);
+	return rc;
+}
+
+/* Store one decoded entity (consumed) and print its id. */
+static int put_one(put_state_t *ps, bs_value_t *bag, const char *where)
+{
+	char hex[33];
+	bs_id_t id;
+	int rc;
+
+	if (bag->type != BS_MAP) {
+		rc = bs_error(BS_EINVAL, "%s: expected a JSON object, got %s",
+		              where, type_name(bag->type));
+		goto done;
+	}
+	if (!bs_map_get(bag, "id") && (rc = bag_add_id(bag)) < 0)
+		goto done;
+	if ((rc = bs_put(ps->ctx->st, bag, &id)) < 0) {
+		rc = error_at(rc, where);
+		goto done;
+	}
+	bs_id_hex(hex, &id);
+	printf("%s\n", hex);
+	fflush(stdout);
+	ps->written++;
+done:
+	bs_value_clear(bag);
+	return rc;
+}
+
+/* Decode text as one entity named `where` and store it. */
+static int put_text(put_state_t *ps, const char *text, size_t len, const char *where)
+{
+	bs_value_t bag;
+	int rc;
+
+	bs_value_nil(&bag);
+	if ((rc = bs_json_decode(&bag, text, len, where)) < 0) {
+		rc = line_error(rc, where);
+		bs_value_clear(&bag);
+		return rc;
+	}
+	return put_one(ps, &bag, where);
+}
+
+/* Step 2 above: the first line did not parse alone. line/len hold it. */
+static int put_document(put_state_t *ps, FILE *f, const char *line, size_t len,
+                        const char *first_err, int first_rc)
+{
+	char *buf = NULL, *nb;
+	size_t n = len, cap = len + 65536, got;
+	bs_value_t bag;
+	int rc;
+
+	bs_value_nil(&bag);
+	if (!(buf = malloc(cap + 1))) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	memcpy(buf, line, len);
+	for (;;) {
+		if (n == cap) {
+			if (cap >= PUT_DOC_MAX)
+				break;
+			cap = cap * 2 > PUT_DOC_MAX ? PUT_DOC_MAX : cap * 2;
+			if (!(nb = realloc(buf, cap + 1))) {
+				rc = bs_error(BS_ENOMEM, "out of memory");
+				goto done;
+			}
+			buf = nb;
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(f)) {
+		rc = bs_error(BS_ERROR, "%s: read error: %s", ps->name, strerror(errno));
+		goto done;
+	}
+	buf[n] = '\0';
+	/* One line only, or too big for a document: JSON Lines, bad first line. */
+	if (is_blank(buf + len, n - len) || !feof(f)) {
+		rc = bs_error(first_rc, "%s", first_err);
+		goto done;
+	}
+	if ((rc = bs_json_decode(&bag, buf, n, ps->name)) < 0) {
+		rc = error_at(rc, ps->name);
+		goto done;
+	}
+	rc = put_one(ps, &bag, ps->name);
+done:
+	bs_value_clear(&bag);
+	free(buf);
+	return rc;
+}
+
+int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv)
+{
+	put_state_t ps = {.ctx = ctx};
+	cli_args_t args = {0};
+	char *line = NULL, where[4096], first_err[1024];
+	const char *path;
+	size_t cap = 0;
+	ssize_t n;
+	long lineno = 0;
+	FILE *f = NULL;
+	bs_value_t bag;
+	int rc;
+
+	bs_value_nil(&bag);
+	if ((rc = cli_parse(&args, ctx, argc, argv, NULL, 0, 1)) != 0)
+		goto done;
+	path = args.n ? args.v[0] : "-";
+	if (strcmp(path, "-") == 0) {
+		f = stdin;
+		ps.name = "<stdin>";
+	} else {
+		ps.name = path;
+		if (!(f = fopen(path, "r"))) {
+			rc = bs_error(BS_EINVAL, "%s: %s", path, strerror(errno));
+			goto done;
+		}
+	}
+	/* Refusals and configuration errors come before consuming the input. */
+	if ((rc = cli_open(ctx)) < 0)
+		goto done;
+
+	/* The first non-blank line. */
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		if (!is_blank(line, (size_t)n))
+			break;
+	}
+	if (n < 0)
+		goto eof; /* empty input: nothing to store */
+
+	snprintf(where, sizeof where, "%s:%ld", ps.name, lineno);
+	if ((rc = bs_json_decode(&bag, line, (size_t)n, where)) < 0) {
+		int first_rc = rc;
+		rc = line_error(rc, where);
+		snprintf(first_err, sizeof first_err, "%s", bs_last_error());
+		bs_value_clear(&bag);
+		rc = put_document(&ps, f, line, (size_t)n, first_err, first_rc);
+		goto done;
+	}
+	if ((rc = put_one(&ps, &bag, where)) < 0)
+		goto done;
+
+	/* JSON Lines: one line in memory at a time. */
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		if (is_blank(line, (size_t)n))
+			continue;
+		snprintf(where, sizeof where, "%s:%ld", ps.name, lineno);
+		if ((rc = put_text(&ps, line, (size_t)n, where)) < 0)
+			goto done;
+	}
+eof:
+	if (ferror(f))
+		rc = bs_error(BS_ERROR, "%s: read error: %s", ps.name, strerror(errno));
+done:
+	bs_value_clear(&bag);
+	free(line);
+	if (f && f != stdin)
+		fclose(f);
+	cli_args_free(&args);
+	return rc < 0 ? rc : 0;
+}
+
+/* ------------------------------------------------------------ get, delete */
+
+/* The arguments of get and delete: one ID (into *id and hex), options, then
+ * the store. Returns CLI_HELP_SHOWN, 0 or a BS_E* code. */
+static int open_with_id(bs_id_t *id, char hex[33], cli_ctx_t *ctx, int argc, char **argv,
+                        const cli_opt_t *opts)
+{
+	cli_args_t args = {0};
+	int rc;
+
+	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 1, 1)) == 0 &&
+	    (rc = bs_id_parse(id, args.v[0])) == 0 && (rc = cli_open(ctx)) == 0)
+		bs_id_hex(hex, id);
+	cli_args_free(&args);
+	return rc;
+}
+
+/* Name the entity in a not-found error; returns rc. */
+static int entity_error(int rc, const char *hex)
+{
+	if (rc == BS_ENOTFOUND)
+		bs_error(rc, "entity %s not found", hex);
+	return rc;
+}
+
+int cli_cmd_get(cli_ctx_t *ctx, int argc, char **argv)
+{
+	bool yaml = false;
+	const cli_opt_t opts[] = {{"yaml", NULL, &yaml}, {NULL, NULL, NULL}};
+	char *out = NULL, hex[33];
+	bs_value_t bag;
+	bs_id_t id;
+	int rc;
+
+	bs_value_nil(&bag);
+	if ((rc = open_with_id(&id, hex, ctx, argc, argv, opts)) != 0)
+		goto done;
+	if ((rc = entity_error(bs_get(&bag, ctx->st, &id, NULL, NULL), hex)) < 0)
+		goto done;
+	if (yaml) {
+		size_t len;
+		if ((rc = bs_yaml_encode(&out, &bag)) < 0)
+			goto done;
+		len = strlen(out);
+		fputs(out, stdout);
+		if (len == 0 || out[len - 1] != '\n')
+			fputc('\n', stdout);
+	} else {
+		if ((rc = bs_json_encode(&out, &bag, 0)) < 0)
+			goto done;
+		puts(out);
+	}
+done:
+	free(out);
+	bs_value_clear(&bag);
+	return rc < 0 ? rc : 0;
+}
+
+int cli_cmd_delete(cli_ctx_t *ctx, int argc, char **argv)
+{
+	char hex[33];
+	bs_id_t id;
+	int rc;
+
+	if ((rc = open_with_id(&id, hex, ctx, argc, argv, NULL)) != 0)
+		return rc < 0 ? rc : 0;
+	if ((rc = entity_error(bs_delete(ctx->st, &id), hex)) < 0)
+		return rc;
+	printf("deleted %s\n", hex);
+	return 0;
+}
+
+/* ------------------------------------------------------------ query */
+
+static int parse_limit(cli_ctx_t *ctx, size_t *out, const char *text)
+{
+	char *end, quoted[1024];
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (text[0] < '0' || text[0] > '9' || *end || errno || v == 0 || v > SIZE_MAX)
+		return cli_usage_error(ctx, "--limit wants a positive integer, got %s",
+		                       fmt_quote(quoted, sizeof quoted, text));
+	*out = (size_t)v;
+	return 0;
+}
+
+int cli_cmd_query(cli_ctx_t *ctx, int argc, char **argv)
+{
+	const char *limit_text = NULL;
+	const cli_opt_t opts[] = {{"limit", &limit_text, NULL}, {NULL, NULL, NULL}};
+	cli_args_t args = {0};
+	char quoted[1024];
+	bs_query_spec_t q = {0};
+	bs_index_list_t l = {0};
+	bs_result_t res = {0};
+	size_t limit = 0, k;
+	int i, rc;
+
+	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 2, -1)) != 0)
+		goto done;
+	if (limit_text && (rc = parse_limit(ctx, &limit, limit_text)) < 0)
+		goto done;
+	for (i = 1; i < args.n; i++)
+		if (!strchr(args.v[i], '=') || args.v[i][0] == '=') {
+			rc = cli_usage_error(ctx, "expected PROP=VALUE, got %s",
+			                     fmt_quote(quoted, sizeof quoted, args.v[i]));
+			goto done;
+		}
+	if ((rc = cli_open(ctx)) < 0 || (rc = bs_index_list(&l, ctx->st)) < 0)
+		goto done;
+	/* the engine's rules: unknown or repeated properties, values per type */
+	if ((rc = bs_query_parse(&q, &l, args.v[0], (const char *const *)args.v + 1, args.n - 1)) < 0)
+		goto done;
+	if ((rc = bs_query(&res, ctx->st, q.index, q.conds, q.nconds, limit)) < 0)
+		goto done;
+	for (k = 0; k < res.len; k++)
+		if ((rc = cli_print_bag(&res.items[k].bag)) < 0)
+			goto done;
+done:
+	bs_result_free(&res);
+	bs_query_spec_clear(&q);
+	bs_index_list_free(&l);
+	cli_args_free(&args);
+	return rc < 0 ? rc : 0;
+}
+

@@ -1,0 +1,170 @@
+/*
+ * cmd_store.c - the store as a whole: `init` (bagstore's tables and the
+ * configured indexes on every shard) and `shards` (every shard's status, as
+ * a table or JSON).
+ */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "fmt.h"
+
+/* ------------------------------------------------------------ init */
+
+int cli_cmd_init(cli_ctx_t *ctx, int argc, char **argv)
+{
+	cli_args_t args = {0};
+	char fp[17];
+	int rc;
+
+	if ((rc = cli_parse(&args, ctx, argc, argv, NULL, 0, 0)) != 0)
+		goto done;
+	if ((rc = cli_open(ctx)) < 0)
+		goto done;
+	if ((rc = bs_init(ctx->st)) < 0)
+		goto done;
+	bs_config_fingerprint(fp, ctx->cfg);
+	printf("initialised %d shards (fingerprint %s), %d declared indexes\n",
+	       bs_store_nshards(ctx->st), fp, ctx->cfg->nindexes);
+done:
+	cli_args_free(&args);
+	return rc < 0 ? rc : 0;
+}
+
+/* ------------------------------------------------------------ shards */
+
+/* A shard's figure, null when it is down or the figure unknown (< 0). */
+static json_t *jcount(bool down, int64_t v)
+{
+	return down || v < 0 ? json_null() : json_integer(v);
+}
+
+/* One shard's status as a JSON object. */
+static void shard_json(json_t *o, const bs_shard_status_t *s)
+{
+	bool down = s->state == BS_SHARD_DOWN;
+
+	json_object_set_new(o, "name", cli_jstr(s->name));
+	json_object_set_new(o, "address", cli_jstr(s->address));
+	json_object_set_new(o, "state", json_string(bs_shard_state_name(s->state)));
+	json_object_set_new(o, "error", cli_jstr(s->error));
+	json_object_set_new(o, "version", cli_jstr(s->version));
+	json_object_set_new(o, "rtt_ms", down ? json_null() : json_real(round(s->rtt_ms * 1000) / 1000));
+	json_object_set_new(o, "entities_est", jcount(down, s->entities_est));
+	json_object_set_new(o, "data_bytes", jcount(down, s->data_bytes));
+	json_object_set_new(o, "threads_running", jcount(down, s->threads_running));
+	json_object_set_new(o, "replica_lag", down || s->replica_lag < 0 ?
+	                    json_null() : json_real(s->replica_lag));
+	json_object_set_new(o, "fingerprint_ok", down || s->fingerprint_ok < 0 ?
+	                    json_null() : json_boolean(s->fingerprint_ok > 0));
+}
+
+static int shards_json(const bs_shard_status_t *ss, int n)
+{
+	json_t *arr = json_array();
+	int i, rc = 0;
+
+	if (!arr)
+		return bs_error(BS_ENOMEM, "out of memory");
+	for (i = 0; i < n; i++) {
+		json_t *o = json_object();
+
+		if (!o || json_array_append_new(arr, o) < 0) {
+			rc = bs_error(BS_ENOMEM, "out of memory");
+			goto done;
+		}
+		shard_json(o, &ss[i]);
+	}
+	rc = cli_json_print(arr);
+done:
+	json_decref(arr);
+	return rc;
+}
+
+/* One shard's row of the table; the reason under it (MySQL's message when
+ * down, else why a replica's lag or the fingerprint is off) as its tail. */
+static int shard_row(cli_table_t *t, const bs_shard_status_t *s)
+{
+	bool down = s->state == BS_SHARD_DOWN;
+	char rtt[32] = "-", ents[32] = "-", data[32] = "-", thr[32] = "-", lag[32] = "-";
+	const char *fp = "-";
+	const char *cells[10];
+
+	if (!down) {
+		snprintf(rtt, sizeof rtt, "%.2f", s->rtt_ms);
+		if (s->entities_est >= 0)
+			snprintf(ents, sizeof ents, "%" PRId64, s->entities_est);
+		fmt_bytes(data, sizeof data, s->data_bytes);
+		if (s->threads_running >= 0)
+			snprintf(thr, sizeof thr, "%" PRId64, s->threads_running);
+		if (s->replica_lag >= 0)
+			snprintf(lag, sizeof lag, "%.0fs", s->replica_lag);
+		else if (s->replica_lag == -2)
+			snprintf(lag, sizeof lag, "unknown");
+		fp = s->fingerprint_ok > 0 ? "ok" :
+		     s->fingerprint_ok == 0 ? "MISMATCH" : "uninitialised";
+	}
+	cells[0] = s->name;
+	cells[1] = s->address[0] ? s->address : "-";
+	cells[2] = bs_shard_state_name(s->state);
+	cells[3] = s->version[0] && !down ? s->version : "-";
+	cells[4] = rtt;
+	cells[5] = ents;
+	cells[6] = data;
+	cells[7] = thr;
+	cells[8] = lag;
+	cells[9] = fp;
+	return cli_table_add(t, cells, s->error[0] ? s->error : NULL);
+}
+
+static int shards_table(const bs_shard_status_t *ss, int n)
+{
+	static const char *const head[] = {"NAME", "ADDRESS", "STATE", "VERSION", "RTT_MS",
+	                                   "ENTITIES", "DATA", "THREADS", "REPL_LAG", "FINGERPRINT"};
+	cli_table_t t = {.ncols = 10, .right = (1u << 4) | (1u << 5) | (1u << 6) | (1u << 7) | (1u << 8)};
+	int i, rc;
+
+	if ((rc = cli_table_add(&t, head, NULL)) < 0)
+		goto done;
+	for (i = 0; i < n; i++)
+		if ((rc = shard_row(&t, &ss[i])) < 0)
+			goto done;
+	cli_table_print(stdout, &t);
+done:
+	cli_table_free(&t);
+	return rc;
+}
+
+int cli_cmd_shards(cli_ctx_t *ctx, int argc, char **argv)
+{
+	bool json = false;
+	const cli_opt_t opts[] = {{"json", NULL, &json}, {NULL, NULL, NULL}};
+	cli_args_t args = {0};
+	bs_shard_status_t *ss = NULL;
+	int n, i, down = 0, rc;
+
+	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
+		goto done;
+	if ((rc = cli_open(ctx)) < 0)
+		goto done;
+	n = bs_store_nshards(ctx->st);
+	if (!(ss = cli_per_shard_alloc(ctx, sizeof *ss))) {
+		rc = BS_ENOMEM;
+		goto done;
+	}
+	if ((rc = bs_shard_status(ss, ctx->st)) < 0)
+		goto done;
+	if ((rc = json ? shards_json(ss, n) : shards_table(ss, n)) < 0)
+		goto done;
+	for (i = 0; i < n; i++)
+		if (ss[i].state == BS_SHARD_DOWN)
+			down++;
+	if (down)
+		rc = bs_error(BS_EUNREACHABLE, "%d of %d shards unreachable", down, n);
+done:
+	free(ss);
+	cli_args_free(&args);
+	return rc < 0 ? rc : 0;
+}

@@ -1,0 +1,285 @@
+/*
+ * commands.c - the command table (cli_commands[]: every command once, with
+ * its usage, help text and `dangerous` flag) and what is derived from it:
+ * lookup, the usage and --help texts, the read-only rule (cli_open, the
+ * only reader of the flag); plus the context's store and configuration,
+ * usage errors and the one mapping from engine codes to exit statuses.
+ */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ the table */
+
+static const cli_cmd_t cli_commands[] = {
+	{NULL, "init", cli_cmd_init, "",
+	 "create bagstore's tables and the configured indexes on every shard",
+	 "Idempotent. Records the shard list's fingerprint on every shard; later\n"
+	 "writes through a configuration whose list differs are refused.\n",
+	 true},
+	{NULL, "shards", cli_cmd_shards, "[--json]",
+	 "status of every shard",
+	 "  --json   a JSON array instead of the table\n"
+	 "Exits 1 when any shard is unreachable.\n",
+	 false},
+	{NULL, "put", cli_cmd_put, "[FILE|-]",
+	 "store entities from one JSON object or JSON Lines",
+	 "Reads FILE, or standard input for - or no argument. Prints each id as\n"
+	 "32 hex digits, one a line. An object without \"id\" gets a new one.\n"
+	 "Stops at the first bad line (FILE:LINE); the entities before it stay\n"
+	 "written.\n",
+	 true},
+	{NULL, "get", cli_cmd_get, "ID [--yaml]",
+	 "print an entity as JSON (or YAML)",
+	 "  --yaml   YAML (!uuid, !!binary) instead of one line of JSON\n"
+	 "ID is 32 hex digits or the dashed form.\n",
+	 false},
+	{NULL, "delete", cli_cmd_delete, "ID",
+	 "delete an entity",
+	 NULL,
+	 true},
+	{NULL, "query", cli_cmd_query, "INDEX PROP=VALUE... [--limit N]",
+	 "entities matching through an index, newest first, as JSON Lines",
+	 "  --limit N   at most N entities\n"
+	 "Each PROP is one of the index's properties; VALUE is read per its type\n"
+	 "(uuid: hex or dashed; int; float; bool: true/false; string; binary: hex).\n",
+	 false},
+	{"index", "list", cli_cmd_index_list, "[--json]",
+	 "the index catalog, with estimated rows",
+	 "  --json   a JSON array instead of the table\n",
+	 false},
+	{"index", "create", cli_cmd_index_create,
+	 "NAME --on PROP:TYPE[,PROP:TYPE...] --shard-on PROP",
+	 "create an index; the cleaner builds it",
+	 "  --on SPEC        properties and types: uuid, string, string(N), int,\n"
+	 "                   float, bool, binary(N)\n"
+	 "  --shard-on PROP  the property whose value routes the index rows\n",
+	 true},
+	{"index", "drop", cli_cmd_index_drop, "NAME --yes",
+	 "disable an index, then drop its tables on every shard",
+	 "  --yes    required; without it, says what would be dropped and exits 2\n",
+	 true},
+	{NULL, "cleaner", cli_cmd_cleaner, "[--index NAME] [--once]",
+	 "backfill one index, or run the cleaner daemon (backfills and repair)",
+	 "  --index NAME   backfill NAME on every shard, then exit (a progress line on\n"
+	 "                 stderr when it is a terminal); the index becomes ready\n"
+	 "  --once         one pass of the daemon (pending backfills, one repair pass), then exit\n"
+	 "Without options: the daemon, until SIGTERM or SIGINT. Settings: `cleaner:` in\n"
+	 "the configuration (chunk_time, max_load, critical_load, max_replica_lag,\n"
+	 "repair_overlap, repair_interval). Any number of cleaners may run at once.\n",
+	 true},
+	{NULL, "verify", cli_cmd_verify, "[--index NAME] [--repair] [--json]",
+	 "compare index rows with the bodies: missing, stale, orphaned rows",
+	 "  --index NAME   only this index (default: every index)\n"
+	 "  --repair       fix what is found\n"
+	 "  --json         a JSON array instead of text\n"
+	 "Exits 1 when drift remains.\n",
+	 false},
+	{"backfill", "list", cli_cmd_backfill_list, "[--json]",
+	 "backfill jobs on every shard, with progress",
+	 "  --json   a JSON array instead of the table\n",
+	 false},
+	{"backfill", "pause", cli_cmd_backfill_pause, "NAME",
+	 "pause the backfill of index NAME (honoured within one chunk)", NULL, true},
+	{"backfill", "resume", cli_cmd_backfill_resume, "NAME",
+	 "resume a paused, stopped or cancelled backfill of index NAME", NULL, true},
+	{"backfill", "cancel", cli_cmd_backfill_cancel, "NAME",
+	 "cancel the backfill of index NAME (the index stays building)", NULL, true},
+	{NULL, "lag", cli_cmd_lag, "[--json]",
+	 "the repair loop's lag on every shard",
+	 "  --json   a JSON array instead of the table\n",
+	 false},
+	{NULL, NULL, NULL, NULL, NULL, NULL, false},
+};
+
+static bool in_group(const cli_cmd_t *c, const char *group)
+{
+	return group ? c->group && strcmp(c->group, group) == 0 : !c->group;
+}
+
+const cli_cmd_t *cli_find(const char *group, const char *name)
+{
+	const cli_cmd_t *c;
+
+	for (c = cli_commands; c->name; c++)
+		if (in_group(c, group) && strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
+
+bool cli_is_group(const char *name)
+{
+	const cli_cmd_t *c;
+
+	for (c = cli_commands; c->name; c++)
+		if (c->group && strcmp(c->group, name) == 0)
+			return true;
+	return false;
+}
+
+/* ------------------------------------------------------------ usage, help */
+
+static void command_name(char *buf, size_t size, const cli_cmd_t *cmd)
+{
+	if (cmd->group)
+		snprintf(buf, size, "%s %s", cmd->group, cmd->name);
+	else
+		snprintf(buf, size, "%s", cmd->name);
+}
+
+void cli_print_usage_line(FILE *f, const cli_cmd_t *cmd)
+{
+	char name[64];
+
+	command_name(name, sizeof name, cmd);
+	fprintf(f, "bagstore [-c FILE] %s%s%s", name, cmd->args[0] ? " " : "", cmd->args);
+}
+
+void cli_print_command_help(FILE *f, const cli_cmd_t *cmd)
+{
+	fputs("usage: ", f);
+	cli_print_usage_line(f, cmd);
+	fprintf(f, "\n\n%s.\n", cmd->summary);
+	if (cmd->help)
+		fprintf(f, "\n%s", cmd->help);
+	if (cmd->dangerous)
+		fputs("\nChanges data: refused with --read-only or read_only: true.\n", f);
+}
+
+/* "  NAME  SUMMARY" for every command of group (NULL: all), the summaries
+ * in one column at least two spaces right of the longest name. */
+static void print_summaries(FILE *f, const char *group)
+{
+	const cli_cmd_t *c;
+	char name[64];
+	int width = 0, len;
+
+	for (c = cli_commands; c->name; c++) {
+		if (group && !in_group(c, group))
+			continue;
+		command_name(name, sizeof name, c);
+		if ((len = (int)strlen(name)) > width)
+			width = len;
+	}
+	for (c = cli_commands; c->name; c++) {
+		if (group && !in_group(c, group))
+			continue;
+		command_name(name, sizeof name, c);
+		fprintf(f, "  %-*s  %s\n", width, name, c->summary);
+	}
+}
+
+void cli_print_usage(FILE *f, const char *group)
+{
+	const cli_cmd_t *c;
+
+	fputs("usage:\n", f);
+	for (c = cli_commands; c->name; c++) {
+		if (group && !in_group(c, group))
+			continue;
+		fputs("  ", f);
+		cli_print_usage_line(f, c);
+		fputc('\n', f);
+	}
+	if (group) {
+		fputs("\ncommands:\n", f);
+		print_summaries(f, group);
+		return;
+	}
+	fputs("  bagstore [-c FILE] [--read-only]        the console, on a terminal\n"
+	      "\n"
+	      "global options, before the command:\n"
+	      "  -c FILE       configuration (default $BAGSTORE_CONFIG, else ./bagstore.yaml)\n"
+	      "  --read-only   refuse every command that changes data\n"
+	      "  --help        this text; `bagstore COMMAND --help` for one command\n"
+	      "  --version     print the version\n"
+	      "\n"
+	      "commands:\n", f);
+	print_summaries(f, NULL);
+	fputs("\nexit status: 0 ok, 1 the operation failed, 2 usage or configuration error\n", f);
+}
+
+/* ------------------------------------------------------------ the store */
+
+int cli_load_config(cli_ctx_t *ctx)
+{
+	int rc;
+
+	if (ctx->cfg)
+		return 0;
+	rc = bs_config_load(&ctx->cfg, ctx->config_path);
+	if (rc < 0) {
+		ctx->cfg = NULL;
+		/* Whatever went wrong reading it, it is a configuration error. */
+		return rc == BS_ENOMEM ? rc : BS_ECONFIG;
+	}
+	if (ctx->read_only)
+		ctx->cfg->read_only = true;
+	return 0;
+}
+
+int cli_open(cli_ctx_t *ctx)
+{
+	int rc;
+
+	if ((rc = cli_load_config(ctx)) < 0)
+		return rc;
+	/* The read-only rule, in one place: dangerous commands are refused. */
+	if (ctx->cmd && ctx->cmd->dangerous && ctx->cfg->read_only) {
+		char name[64];
+		command_name(name, sizeof name, ctx->cmd);
+		return bs_error(BS_EREADONLY, "read-only: refusing %s", name);
+	}
+	if (!ctx->st && (rc = bs_store_open(&ctx->st, ctx->cfg)) < 0) {
+		ctx->st = NULL;
+		return rc;
+	}
+	return 0;
+}
+
+void cli_ctx_clear(cli_ctx_t *ctx)
+{
+	bs_store_free(ctx->st);
+	ctx->st = NULL;
+	bs_config_free(ctx->cfg);
+	ctx->cfg = NULL;
+}
+
+void *cli_per_shard_alloc(cli_ctx_t *ctx, size_t size)
+{
+	int n = bs_store_nshards(ctx->st);
+	void *p = calloc((size_t)(n > 0 ? n : 1), size);
+
+	if (!p)
+		bs_error(BS_ENOMEM, "out of memory");
+	return p;
+}
+
+/* ------------------------------------------------------------ errors */
+
+int cli_usage_error(cli_ctx_t *ctx, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	ctx->show_usage = true;
+	return bs_error(BS_EINVAL, "%s", msg);
+}
+
+int cli_exit_code(int rc)
+{
+	switch (rc) {
+	case BS_OK:
+		return 0;
+	case BS_EINVAL:  /* arguments, ids, JSON input */
+	case BS_ECONFIG: /* the configuration file or shard list */
+		return 2;
+	default:         /* not found, unreachable, conflict, SQL, corrupt, ... */
+		return 1;
+	}
+}
