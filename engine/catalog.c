@@ -136,14 +136,46 @@ void bs__catalog_invalidate(bs_store_t *st) { st->cat_loaded = -1; }
 
 /* ------------------------------------------------------------ DDL */
 
+/* Is the table `name` on shard i missing, or one bagstore made (its
+ * comment marks it)? A table of that name that bagstore did not make is
+ * BS_ECONFLICT, naming the shard and the table: never dropped. */
+static int table_ours(bs_store_t *st, int i, void *p)
+{
+	const char *name = p;
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	char label[192];
+	int rc;
+	bs__buf_puts(&b, "SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA=DATABASE()"
+	                 " AND TABLE_NAME=");
+	bs__buf_hex(&b, name, strlen(name));
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
+		goto done;
+	MYSQL_ROW row = mysql_fetch_row(res);
+	if (row && !(row[0] && !strcmp(row[0], BS__INDEX_TABLE_MARK)))
+		rc = bs_error(BS_ECONFLICT, "%s: table %s exists and bagstore did not create it: refusing to "
+		                            "create index %s over it (drop or rename that table, or choose "
+		                            "another name); nothing was changed",
+		              bs__shard_label(label, sizeof label, &st->shards[i]), name, name);
+done:
+	if (res)
+		mysql_free_result(res);
+	bs__buf_free(&b);
+	return rc;
+}
+
 int bs__catalog_create_tables(bs_store_t *st, const bs_index_t *def)
 {
 	bs_buf_t b = {0};
 	char *ddl = NULL;
 	int rc;
-	/* A table with no catalog row is what an interrupted create leaves:
-	 * replace it. (The catalog row is written only once tables exist, and
-	 * removed only after they are dropped.) */
+	/* A table of the name on any shard that bagstore did not create stops
+	 * it before anything changes anywhere. A table bagstore created with no
+	 * catalog row is what an interrupted create leaves: it is replaced.
+	 * (The catalog row is written only once tables exist, and removed only
+	 * after they are dropped.) */
+	if ((rc = bs__shard_each(st, NULL, table_ours, (void *)def->name, NULL)))
+		return rc;
 	if ((rc = bs_index_ddl(&ddl, def)))
 		return rc;
 	bs__buf_puts(&b, "DROP TABLE IF EXISTS ");

@@ -371,7 +371,7 @@ int bs_index_ddl(char **out, const bs_index_t *def)
 	for (i = 0; i < def->nprops; i++)
 		bs__buf_printf(&b, "`%s`, ", def->props[i].name);
 	bs__buf_puts(&b, "`entity_id`),\n  UNIQUE KEY `entity_id` (`entity_id`)\n"
-	             ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin");
+	             ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT='" BS__INDEX_TABLE_MARK "'");
 	if (b.oom) {
 		error = bs_error(BS_ENOMEM, "out of memory building the DDL of index \"%s\"", def->name);
 		goto done;

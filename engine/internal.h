@@ -146,6 +146,10 @@ int bs__schema_init(bs_store_t *st);
  * The pointer is borrowed from the store until the next call. */
 int bs__catalog_cached(const bs_index_list_t **out, bs_store_t *st);
 void bs__catalog_invalidate(bs_store_t *st);
+/* The comment every index table bagstore creates carries (its DDL ends
+ * with COMMENT='...'): a table without it is not bagstore's to replace. */
+#define BS__INDEX_TABLE_MARK "bagstore index table"
+
 /* Borrowed lookup in a list (indexdef.c). */
 const bs_index_t *bs__index_find(const bs_index_list_t *l, const char *name);
 

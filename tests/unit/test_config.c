@@ -601,7 +601,7 @@ static void test_index_ddl(void)
 	          "  `entity_id` BINARY(16) NOT NULL,\n"
 	          "  PRIMARY KEY (`user_id`, `entity_id`),\n"
 	          "  UNIQUE KEY `entity_id` (`entity_id`)\n"
-	          ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin");
+	          ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT='bagstore index table'");
 	free(sql);
 	sql = NULL;
 
@@ -619,7 +619,7 @@ static void test_index_ddl(void)
 	          "  `entity_id` BINARY(16) NOT NULL,\n"
 	          "  PRIMARY KEY (`title`, `n`, `f`, `ok`, `raw`, `s`, `entity_id`),\n"
 	          "  UNIQUE KEY `entity_id` (`entity_id`)\n"
-	          ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin");
+	          ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT='bagstore index table'");
 	free(sql);
 	sql = NULL;
 
