@@ -9,8 +9,10 @@
  * BS_ECORRUPT.
  */
 #include "codec_internal.h"
+#include "internal.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -257,4 +259,24 @@ done:
 	if (rc < 0)
 		bs_bytes_free(out);
 	return rc;
+}
+
+int bs__body_decode_row(bs_value_t *out, const void *body, size_t len, const void *rowid, const char *where)
+{
+	char hex[33], bodyhex[33], msg[1024];
+	bs_id_t rid, bid;
+	int rc;
+	memcpy(rid.b, rowid, 16);
+	bs_id_hex(hex, &rid);
+	if ((rc = bs_body_decode(out, body, len)) < 0) {
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		return bs_error(rc, "%s: entity %s: %s", where, hex, msg);
+	}
+	if (bs_bag_id(&bid, out) == 0 && memcmp(bid.b, rid.b, 16) != 0) {
+		bs_id_hex(bodyhex, &bid);
+		bs_value_clear(out);
+		return bs_error(BS_ECORRUPT, "%s: entity %s: its body says id %s: corrupt (a body is stored under its own id)",
+		                where, hex, bodyhex);
+	}
+	return 0;
 }

@@ -28,6 +28,8 @@ int bs__ebatch_load(ebatch_t *b, MYSQL_RES *res);
 /* Reset b and fill it with the rows sql (selecting those columns) returns on
  * shard; *got (optional) gets the rows returned, undecodable ids included. */
 int bs__ebatch_fetch(ebatch_t *b, size_t *got, bs_store_t *st, int shard, const bs_buf_t *sql);
+/* qsort order of bs_id_t (bytes ascending). */
+int bs__id_cmp(const void *a, const void *b);
 /* Position of id in ids[n] (16-byte ids in ascending order); -1 when absent. */
 long bs__ids_find(const void *ids, size_t n, const void *id);
 

@@ -104,6 +104,8 @@ int bs__ebatch_fetch(ebatch_t *b, size_t *got, bs_store_t *st, int shard, const 
 
 _Static_assert(sizeof(bs_id_t) == 16, "bs__ids_find walks bs_id_t arrays as 16-byte ids");
 
+int bs__id_cmp(const void *a, const void *b) { return memcmp(a, b, 16); }
+
 long bs__ids_find(const void *ids, size_t n, const void *id)
 {
 	const uint8_t *base = ids;

@@ -1,18 +1,33 @@
 /*
  * entity.c - put, get and delete: the write path of doc/DESIGN.md.
  *
- * put reads the current body FOR UPDATE and writes the new one in one
- * InnoDB transaction on the entity's shard, then fixes the rows of every
- * index writers maintain (building or ready): the old row deleted on the
- * old value's shard, the new row upserted on the new value's shard. There
- * is no cross-shard transaction; a crash between the two leaves drift that
- * readers filter out and the cleaner repairs.
+ * 1. One round trip to the entity's shard: in one InnoDB transaction, read
+ *    the current body FOR UPDATE, write the new one (its `updated` strictly
+ *    later than the one before, so every write of a row is a new version),
+ *    and, when indexes are maintained, an intent row naming this write,
+ *    whose named lock this connection takes first.
+ * 2. The rows of every index writers maintain (building or ready): the old
+ *    row deleted on the old value's shard, the new row upserted on the new
+ *    value's shard.
+ * 3. Sent without waiting: delete the intent if the entity is still the
+ *    version this write made, and release the lock. An intent that stays
+ *    (another writer changed the entity meanwhile, so these rows may have
+ *    landed after newer ones; or the writer died between 1 and 3) is made
+ *    right from the current body by the repair loop once its lock is free,
+ *    whatever its age (repair.c). So once writers and the cleaner are
+ *    quiet, every index row is what the current body implies.
+ *
+ * A deadlock or lock wait timeout in step 1 rolls back and retries, a few
+ * times with backoff. There is no cross-shard transaction; readers never
+ * trust index rows (they re-check bodies).
  */
 #include "internal.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static void id_lit(bs_buf_t *b, const bs_id_t *id) { bs__buf_hex(b, id->b, 16); }
@@ -133,68 +148,18 @@ static void per_shard_free(bs_buf_t *p, int n)
 }
 
 /* The old bag from a row whose first column is its body; left NIL when
- * the body does not decode (index_sql then clears its rows everywhere). */
-static void old_from_row(bs_value_t *old, MYSQL_ROW row, const unsigned long *lens)
+ * the body does not decode or is not this entity's (index_sql then clears
+ * its rows everywhere). */
+static void old_from_row(bs_value_t *old, MYSQL_ROW row, const unsigned long *lens, const bs_id_t *id)
 {
-	if (!row[0] || bs_body_decode(old, (const uint8_t *)row[0], lens[0]))
+	if (!row[0] || bs__body_decode_row(old, row[0], lens[0], id->b, "old body"))
 		bs_value_nil(old);
+	bs_error_clear();
 }
 
-/* Read the current row FOR UPDATE inside a new transaction. *found tells
- * whether it exists; old is left NIL when its body does not decode. */
-static int read_for_update(bs_value_t *old, bool *found, int64_t *updated_us, bs_store_t *st,
-                           int s, const bs_id_t *id)
-{
-	bs_buf_t b = {0};
-	MYSQL_RES *res = NULL;
-	int rc;
-	*found = false;
-	bs__buf_puts(&b, "START TRANSACTION;SELECT body, UNIX_TIMESTAMP(updated) FROM entities WHERE id=");
-	id_lit(&b, id);
-	bs__buf_puts(&b, " FOR UPDATE");
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, s, b.ptr, b.len)))
-		goto done;
-	MYSQL_ROW row = mysql_fetch_row(res);
-	if (row) {
-		*found = true;
-		if (updated_us)
-			*updated_us = bs__parse_unix_us(row[1]);
-		old_from_row(old, row, mysql_fetch_lengths(res));
-	}
-done:
-	if (res)
-		mysql_free_result(res);
-	bs__buf_free(&b);
-	return rc;
-}
-
-static void rollback(bs_store_t *st, int s)
-{
-	char msg[1024];
-	int code = bs_last_error_code();
-	snprintf(msg, sizeof msg, "%s", bs_last_error());
-	if (st->shards[s].conn)
-		bs__shard_exec(st, s, "ROLLBACK", 8);
-	bs_error(code, "%s", msg);
-}
-
-/* The condition of bs_put_if against what the row holds. */
-static int check_expected(const bs_id_t *id, bool found, int64_t old_us, int64_t expect_us)
-{
-	char hex[33];
-	if ((expect_us == 0 && !found) || (expect_us != 0 && found && old_us == expect_us))
-		return 0;
-	bs_id_hex(hex, id);
-	if (found)
-		return bs_error(BS_ECONFLICT, "entity %s changed since it was read (updated %lld, expected %lld): not written",
-		                hex, (long long)old_us, (long long)expect_us);
-	return bs_error(BS_ECONFLICT, "entity %s %s: not written", hex,
-	                expect_us ? "was deleted since it was read" : "already exists");
-}
-
-/* Make every maintained index's rows right for one entity: old is the
- * stored bag before (NIL when absent or undecodable; found tells which),
- * bag the new one (NULL on delete). */
+/* Step 2: make every maintained index's rows right for one entity: old
+ * is the stored bag before (NIL when absent or undecodable; found tells
+ * which), bag the new one (NULL on delete). */
 static int write_rows(bs_store_t *st, const bs_index_list_t *cat, const bs_id_t *id,
                       const bs_value_t *old, bool found, const bs_value_t *bag)
 {
@@ -213,97 +178,275 @@ static int write_rows(bs_store_t *st, const bs_index_list_t *cat, const bs_id_t 
 	return rc;
 }
 
-static int put_impl(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out, bool conditional,
-                    int64_t expect_us)
-{
+/* The write in progress: the entity, its shard, what it held before, and
+ * its intent's token (also its named lock; "" when there is none). */
+typedef struct {
 	bs_id_t id;
-	bs_bytes_t body = {0};
-	bs_buf_t b = {0};
+	int shard;
 	bs_value_t old;
-	const bs_index_list_t *cat;
-	bool found = false, in_tx = false;
-	int64_t old_us = 0;
-	int rc, s;
+	bool found;
+	int64_t old_us;
+	char token[48];
+} write_t;
 
-	bs_value_nil(&old);
-	if (st->cfg->read_only)
-		return bs_error(BS_EREADONLY, "read-only: refusing to write");
-	if ((rc = bs_bag_id(&id, bag)) || (rc = bs_body_encode(&body, bag)))
-		goto done;
-	if ((rc = bs__catalog_cached(&cat, st)))
-		goto done;
-	s = bs_route_id(&id, st->n);
-	if ((rc = bs__shard_check_writable(st, s)))
-		goto done;
-	int maintained = maintained_count(cat);
-
-	if (conditional) {
-		in_tx = true;
-		if ((rc = read_for_update(&old, &found, &old_us, st, s, &id)) ||
-		    (rc = check_expected(&id, found, old_us, expect_us)))
-			goto done;
-	}
-	/* With indexes to maintain and no condition, the old body is read and
-	 * the new one written in one transaction sent as one round trip: the
-	 * SELECT's rows are those before the INSERT. */
-	bool read_old = maintained && !conditional;
-	if (read_old) {
-		bs__buf_puts(&b, "START TRANSACTION;SELECT body FROM entities WHERE id=");
-		id_lit(&b, &id);
-		bs__buf_puts(&b, " FOR UPDATE;");
-	}
-	bs__buf_puts(&b, "INSERT INTO entities (id, updated, body) VALUES (");
-	id_lit(&b, &id);
-	bs__buf_puts(&b, ", NOW(6), ");
-	bs__buf_hex(&b, body.ptr, body.len);
-	bs__buf_puts(&b, ") ON DUPLICATE KEY UPDATE updated=VALUES(updated), body=VALUES(body)");
-	if (in_tx || read_old)
-		bs__buf_puts(&b, ";COMMIT");
-	if ((rc = bs__buf_ok(&b)))
-		goto done;
-	if (read_old) {
-		MYSQL_RES *res = NULL;
-		in_tx = true;
-		if ((rc = bs__shard_query(&res, st, s, b.ptr, b.len)))
-			goto done;
-		MYSQL_ROW row = mysql_fetch_row(res);
-		if (row) {
-			found = true;
-			old_from_row(&old, row, mysql_fetch_lengths(res));
+static void rollback(bs_store_t *st, write_t *w)
+{
+	char msg[1024];
+	int code = bs_last_error_code();
+	snprintf(msg, sizeof msg, "%s", bs_last_error());
+	if (st->shards[w->shard].conn) {
+		bs_buf_t b = {0};
+		bs__buf_puts(&b, "ROLLBACK");
+		if (w->token[0]) {
+			bs__buf_puts(&b, ";DO RELEASE_LOCK(");
+			bs__buf_hex(&b, w->token, strlen(w->token));
+			bs__buf_puts(&b, ")");
 		}
-		mysql_free_result(res);
-	} else if ((rc = bs__shard_exec(st, s, b.ptr, b.len))) {
-		goto done;
+		if (!bs__buf_ok(&b))
+			bs__shard_exec(st, w->shard, b.ptr, b.len);
+		bs__buf_free(&b);
 	}
-	in_tx = false;
+	bs_error(code, "%s", msg);
+}
 
+/* Was the last failure on the entity's shard one a retry may cure? */
+static bool retryable(bs_store_t *st, int shard)
+{
+	unsigned e = bs__shard_last_errno(st, shard);
+	return e == 1213 /* ER_LOCK_DEADLOCK */ || e == 1205 /* ER_LOCK_WAIT_TIMEOUT */;
+}
+
+#define WRITE_TRIES 6
+
+/* Sleep before try number `tries` (1..): 2, 4, 8... ms, with jitter. */
+static void backoff(int tries)
+{
+	long ms = 1L << tries;
+	struct timespec ts = { 0, (ms + (long)(bs_now_us() % ms)) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* The condition of bs_put_if against what the row holds. */
+static int check_expected(const write_t *w, int64_t expect_us)
+{
+	char hex[33];
+	if ((expect_us == 0 && !w->found) || (expect_us != 0 && w->found && w->old_us == expect_us))
+		return 0;
+	bs_id_hex(hex, &w->id);
+	if (w->found)
+		return bs_error(BS_ECONFLICT, "entity %s changed since it was read (updated %lld, expected %lld): not written",
+		                hex, (long long)w->old_us, (long long)expect_us);
+	return bs_error(BS_ECONFLICT, "entity %s %s: not written", hex,
+	                expect_us ? "was deleted since it was read" : "already exists");
+}
+
+/* Step 1's statements after the read: the row written (body) or deleted
+ * (body NULL) at a version later than any before, the version kept in
+ * @bs_v for step 3, the intent row, COMMIT. */
+static void write_sql(bs_buf_t *b, const write_t *w, const bs_bytes_t *body)
+{
+	if (body) {
+		bs__buf_puts(b, "INSERT INTO entities (id, updated, body) VALUES (");
+		id_lit(b, &w->id);
+		bs__buf_puts(b, ",NOW(6),");
+		bs__buf_hex(b, body->ptr, body->len);
+		bs__buf_puts(b, ") ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),"
+		                "updated+INTERVAL 1 MICROSECOND),body=VALUES(body)");
+	} else {
+		bs__buf_puts(b, "DELETE FROM entities WHERE id=");
+		id_lit(b, &w->id);
+	}
+	if (w->token[0]) {
+		if (body) {
+			bs__buf_puts(b, ";SET @bs_v=(SELECT updated FROM entities WHERE id=");
+			id_lit(b, &w->id);
+			bs__buf_puts(b, ")");
+		}
+		bs__buf_puts(b, ";INSERT INTO bagstore_intents (token, entity_id) VALUES (");
+		bs__buf_hex(b, w->token, strlen(w->token));
+		bs__buf_puts(b, ",");
+		id_lit(b, &w->id);
+		bs__buf_puts(b, ")");
+	}
+	bs__buf_puts(b, ";COMMIT");
+}
+
+/* Step 1's opening: the intent's lock, the transaction, the current row
+ * read FOR UPDATE. */
+static void read_sql(bs_buf_t *b, const write_t *w)
+{
+	if (w->token[0]) {
+		bs__buf_puts(b, "DO GET_LOCK(");
+		bs__buf_hex(b, w->token, strlen(w->token));
+		bs__buf_puts(b, ",0);");
+	}
+	bs__buf_puts(b, "START TRANSACTION;SELECT body, UNIX_TIMESTAMP(updated) FROM entities WHERE id=");
+	id_lit(b, &w->id);
+	bs__buf_puts(b, " FOR UPDATE");
+}
+
+/* Step 1, once: one round trip, or two for a conditional write (whose
+ * condition is checked between the read and the write). */
+static int entity_step(bs_store_t *st, write_t *w, const bs_bytes_t *body, bool conditional,
+                       int64_t expect_us)
+{
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	bool in_tx = true;
+	int rc;
+	bs_value_clear(&w->old);
+	w->found = false;
+	read_sql(&b, w);
+	if (!conditional) {
+		bs__buf_puts(&b, ";");
+		write_sql(&b, w, body);
+	}
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, w->shard, b.ptr, b.len)))
+		goto done;
+	MYSQL_ROW row = mysql_fetch_row(res);
+	if (row) {
+		w->found = true;
+		w->old_us = bs__parse_unix_us(row[1]);
+		old_from_row(&w->old, row, mysql_fetch_lengths(res), &w->id);
+	}
+	in_tx = conditional;
+	if (conditional) {
+		if ((rc = (body ? check_expected(w, expect_us) : 0)))
+			goto done;
+		bs__buf_reset(&b);
+		write_sql(&b, w, body);
+		if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_exec(st, w->shard, b.ptr, b.len)))
+			in_tx = false;
+	}
+done:
+	if (rc && in_tx)
+		rollback(st, w);
+	if (res)
+		mysql_free_result(res);
+	bs__buf_free(&b);
+	return rc;
+}
+
+/* Step 1 with retries of deadlocks and lock wait timeouts. */
+static int entity_write(bs_store_t *st, write_t *w, const bs_bytes_t *body, bool conditional,
+                        int64_t expect_us)
+{
+	for (int tries = 1;; tries++) {
+		int rc = entity_step(st, w, body, conditional, expect_us);
+		if (!rc || rc != BS_ECONFLICT || !retryable(st, w->shard))
+			return rc;
+		if (tries == WRITE_TRIES) {
+			char msg[1024];
+			snprintf(msg, sizeof msg, "%s", bs_last_error());
+			return bs_error(rc, "%s (gave up after %d tries)", msg, tries);
+		}
+		backoff(tries);
+	}
+}
+
+/* Step 3, sent without waiting: the intent goes if the entity is still
+ * this write's version (or still gone, for a delete); the lock goes. */
+static void settle_send(bs_store_t *st, const write_t *w, bool deleted)
+{
+	bs_buf_t b = {0};
+	if (!w->token[0])
+		return;
+	bs__buf_puts(&b, "DELETE FROM bagstore_intents WHERE token=");
+	bs__buf_hex(&b, w->token, strlen(w->token));
+	bs__buf_puts(&b, deleted ? " AND NOT EXISTS (SELECT 1 FROM entities WHERE id="
+	                         : " AND EXISTS (SELECT 1 FROM entities WHERE updated=@bs_v AND id=");
+	id_lit(&b, &w->id);
+	bs__buf_puts(&b, ");DO RELEASE_LOCK(");
+	bs__buf_hex(&b, w->token, strlen(w->token));
+	bs__buf_puts(&b, ")");
+	if (!bs__buf_ok(&b) && bs__shard_send(st, w->shard, b.ptr, b.len, w->token))
+		bs_error_clear(); /* the intent stays: the repair loop makes the rows right */
+	bs__buf_free(&b);
+}
+
+/* A fresh token for a write's intent and named lock. */
+static void new_token(char token[48])
+{
+	bs_id_t r;
+	char hex[33];
+	bs_id_generate(&r);
+	bs_id_hex(hex, &r);
+	snprintf(token, 48, "bagstore.w.%s", hex);
+}
+
+/* Test fault points between steps 1 and 2. */
+static void fault_after_entity(const bs_id_t *id)
+{
+	char hex[33];
 	if (bs_fault("after_entity_write")) {
-		char hex[33];
-		bs_id_hex(hex, &id);
+		bs_id_hex(hex, id);
 		fprintf(stderr, "bagstore: fault after_entity_write: entity %s written, exiting before its index rows\n", hex);
 		_exit(75);
 	}
-	if ((rc = write_rows(st, cat, &id, &old, found, bag)))
+	if (bs_fault("pause_before_index_rows")) {
+		bs_id_hex(hex, id);
+		fprintf(stderr, "bagstore: fault pause_before_index_rows: entity %s written; stopped before its "
+		                "index rows (kill -CONT %d resumes)\n", hex, (int)getpid());
+		raise(SIGSTOP);
+	}
+}
+
+/* The whole write of bag (encoded as body); bag NULL deletes (absent:
+ * BS_ENOTFOUND). */
+static int write_entity(bs_store_t *st, const bs_id_t *id, const bs_value_t *bag, const bs_bytes_t *body,
+                        bool conditional, int64_t expect_us)
+{
+	const bs_index_list_t *cat;
+	write_t w = { .id = *id, .shard = bs_route_id(id, st->n) };
+	int rc;
+
+	bs_value_nil(&w.old);
+	if ((rc = bs__catalog_cached(&cat, st)) || (rc = bs__shard_check_writable(st, w.shard)))
 		goto done;
-	if (id_out)
-		*id_out = id;
+	if (maintained_count(cat))
+		new_token(w.token);
+	if ((rc = entity_write(st, &w, body, conditional, expect_us)))
+		goto done;
+	if (!bag && !w.found) {
+		char hex[33];
+		settle_send(st, &w, true);
+		bs_id_hex(hex, id);
+		rc = bs_error(BS_ENOTFOUND, "entity %s not found (looked on shard %s)", hex, st->shards[w.shard].conf->name);
+		goto done;
+	}
+	fault_after_entity(id);
+	rc = write_rows(st, cat, id, &w.old, w.found, bag);
+	settle_send(st, &w, !bag);
 done:
-	if (in_tx && rc)
-		rollback(st, s);
-	bs_value_clear(&old);
-	bs_bytes_free(&body);
-	bs__buf_free(&b);
+	bs_value_clear(&w.old);
 	return rc;
 }
 
 int bs_put(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out)
 {
-	return put_impl(st, bag, id_out, false, 0);
+	bs_bytes_t body = {0};
+	bs_id_t id;
+	int rc;
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing to write");
+	if (!(rc = bs_bag_id(&id, bag)) && !(rc = bs_body_encode(&body, bag)) &&
+	    !(rc = write_entity(st, &id, bag, &body, false, 0)) && id_out)
+		*id_out = id;
+	bs_bytes_free(&body);
+	return rc;
 }
 
 int bs_put_if(bs_store_t *st, const bs_value_t *bag, int64_t expect_updated_us)
 {
-	return put_impl(st, bag, NULL, true, expect_updated_us);
+	bs_bytes_t body = {0};
+	bs_id_t id;
+	int rc;
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing to write");
+	if (!(rc = bs_bag_id(&id, bag)) && !(rc = bs_body_encode(&body, bag)))
+		rc = write_entity(st, &id, bag, &body, true, expect_updated_us);
+	bs_bytes_free(&body);
+	return rc;
 }
 
 int bs_get_raw(bs_bytes_t *body, bs_store_t *st, const bs_id_t *id, int64_t *updated_us)
@@ -362,37 +505,7 @@ int bs_get(bs_value_t *out, bs_store_t *st, const bs_id_t *id, int64_t *updated_
 
 int bs_delete(bs_store_t *st, const bs_id_t *id)
 {
-	bs_buf_t b = {0};
-	bs_value_t old;
-	const bs_index_list_t *cat;
-	bool found = false, in_tx = false;
-	int s = bs_route_id(id, st->n), rc;
-
-	bs_value_nil(&old);
 	if (st->cfg->read_only)
 		return bs_error(BS_EREADONLY, "read-only: refusing to delete");
-	if ((rc = bs__catalog_cached(&cat, st)) || (rc = bs__shard_check_writable(st, s)))
-		goto done;
-	in_tx = true;
-	if ((rc = read_for_update(&old, &found, NULL, st, s, id)))
-		goto done;
-	if (!found) {
-		char hex[33];
-		bs_id_hex(hex, id);
-		rc = bs_error(BS_ENOTFOUND, "entity %s not found (looked on shard %s)", hex, st->shards[s].conf->name);
-		goto done;
-	}
-	bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
-	id_lit(&b, id);
-	bs__buf_puts(&b, ";COMMIT");
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_exec(st, s, b.ptr, b.len)))
-		goto done;
-	in_tx = false;
-	rc = write_rows(st, cat, id, &old, true, NULL);
-done:
-	if (in_tx && rc)
-		rollback(st, s);
-	bs_value_clear(&old);
-	bs__buf_free(&b);
-	return rc;
+	return write_entity(st, id, NULL, NULL, false, 0);
 }

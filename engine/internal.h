@@ -54,6 +54,14 @@ void bs__buf_ident(bs_buf_t *b, const char *name);
 /* A bag value as an SQL literal for prop's column; the value must fit. */
 void bs__buf_value(bs_buf_t *b, const bs_value_t *v, const bs_prop_t *prop);
 
+/* ------------------------------------------------------------ bodies */
+
+/* bs_body_decode of a body read from a row whose id column is rowid (16
+ * bytes), body.c: a body whose "id" differs is BS_ECORRUPT too, naming both
+ * ids. Messages start with `where` (the shard), then the row's id. Every
+ * read of a stored body goes through it. */
+int bs__body_decode_row(bs_value_t *out, const void *body, size_t len, const void *rowid, const char *where);
+
 /* ------------------------------------------------------------ shards */
 
 typedef struct {
@@ -62,6 +70,10 @@ typedef struct {
 	MYSQL *conn;        /* NULL until first use, or after a lost connection */
 	int fp_state;       /* 1 checked and agrees, 0 not checked yet */
 	unsigned last_errno;/* MySQL's number for the last failure (bs__shard_fail) */
+	/* a statement sent by bs__shard_send whose answer is not read yet, and
+	 * the named lock it releases (released again if it failed) */
+	bool pending;
+	char pending_lock[65];
 } bs_shard_t;
 
 struct bs_store {
@@ -95,6 +107,14 @@ int bs__shard_now_us(int64_t *out, bs_store_t *st, int shard);
 int bs__lock_try(bool *mine, bs_store_t *st, int shard, const char *name);
 void bs__lock_held_sql(bs_buf_t *b, const char *name);
 void bs__lock_release(bs_store_t *st, int shard, const char *name);
+
+/* Send statements on the shard's connection without waiting for their
+ * answer: the write path's last step, off the caller's latency. The answer
+ * is read (and dropped) before the connection's next use, or when the store
+ * closes. lock (may be NULL) is a named lock the statements release; when
+ * they failed it is released again then. Returns 0 when sent; a failure to
+ * send is an error like any other. */
+int bs__shard_send(bs_store_t *st, int i, const char *sql, size_t len, const char *lock);
 
 /* The shard's connection, connecting if needed. */
 int bs__shard_conn(MYSQL **out, bs_store_t *st, int i);

@@ -156,6 +156,89 @@ done:
 	return rc;
 }
 
+#define INTENT_BATCH 500
+
+/* Writes whose intent stayed (entity.c): the writer is done or gone (its
+ * named lock is free) and another writer changed the entity meanwhile, or
+ * it died before its last step. Their entities' rows are made right from
+ * the current bodies whatever their age, then the intents removed. */
+static int settle_intents(int64_t *rows, int64_t *repaired, bs_store_t *st, int shard,
+                          const bs_index_t *idx, int nidx)
+{
+	bs_buf_t b = {0}, tokens = {0};
+	MYSQL_RES *res = NULL;
+	ebatch_t eb = {0};
+	bs_id_t *ids = NULL;
+	bs_value_t *bags = NULL;
+	size_t n = 0, ntok = 0;
+	int rc;
+	bs__buf_printf(&b, "SELECT token, entity_id FROM bagstore_intents WHERE created<NOW(6)-INTERVAL 1 SECOND"
+	                   " AND IS_FREE_LOCK(token) ORDER BY created LIMIT %d", INTENT_BATCH);
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, shard, b.ptr, b.len)))
+		goto done;
+	size_t rowsn = (size_t)mysql_num_rows(res);
+	if (!rowsn)
+		goto done;
+	if (!(ids = calloc(rowsn, sizeof *ids)) || !(bags = calloc(rowsn, sizeof *bags))) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	MYSQL_ROW row;
+	while ((row = mysql_fetch_row(res))) {
+		unsigned long *lens = mysql_fetch_lengths(res);
+		bs__buf_puts(&tokens, ntok++ ? "," : "");
+		bs__buf_hex(&tokens, row[0], lens[0]);
+		if (row[1] && lens[1] == 16)
+			memcpy(ids[n++].b, row[1], 16);
+	}
+	/* the current bodies, in id order; a missing one should have no row */
+	bs__buf_reset(&b);
+	bs__buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities WHERE id IN (");
+	for (size_t k = 0; k < n; k++) {
+		bs__buf_puts(&b, k ? "," : "");
+		bs__buf_hex(&b, ids[k].b, 16);
+	}
+	bs__buf_puts(&b, ") ORDER BY id");
+	if (n && (rc = bs__ebatch_fetch(&eb, NULL, st, shard, &b)))
+		goto done;
+	qsort(ids, n, sizeof *ids, bs__id_cmp);
+	size_t u = 0;
+	for (size_t k = 0; k < n; k++)
+		if (!u || memcmp(ids[u - 1].b, ids[k].b, 16))
+			ids[u++] = ids[k];
+	n = u;
+	for (size_t k = 0; k < n; k++) {
+		long j = bs__ids_find(eb.ids, eb.len, ids[k].b);
+		bs_value_nil(&bags[k]);
+		if (j >= 0)
+			bags[k] = eb.bags[j]; /* borrowed: eb keeps it */
+	}
+	drift_counts_t d = {0};
+	for (int k = 0; k < nidx && !rc; k++)
+		rc = bs__drift_check(&d, st, &idx[k], ids, bags, n, true);
+	if (!rc)
+		rc = bs__drift_settle(&d, st, shard, idx, nidx, &eb);
+	if (rc)
+		goto done;
+	*repaired += d.repaired;
+	*rows += (int64_t)n;
+	bs__buf_reset(&b);
+	bs__buf_puts(&b, "DELETE FROM bagstore_intents WHERE token IN (");
+	bs__buf_putn(&b, tokens.ptr, tokens.len);
+	bs__buf_puts(&b, ")");
+	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__buf_ok(&tokens)))
+		rc = bs__shard_exec(st, shard, b.ptr, b.len);
+done:
+	if (res)
+		mysql_free_result(res);
+	bs__ebatch_free(&eb);
+	free(ids);
+	free(bags);
+	bs__buf_free(&b);
+	bs__buf_free(&tokens);
+	return rc;
+}
+
 int bs__repair_since(int64_t *rows, bs_store_t *st, const bs_index_t *idx, int64_t since_us)
 {
 	bs_index_list_t l = {0};
@@ -322,6 +405,9 @@ int bs__repair_pass(bs__repairer_t *d, bs_store_t *st, int shard, const bs_index
 		wm = oldest ? oldest - ttl_us : start;
 	int64_t since = wm - (int64_t)(st->cfg->cleaner.repair_overlap * 1e6);
 	if ((rc = repair_shard(&rows, &repaired, st, shard, live, nlive, since, start)))
+		goto done;
+	/* writes that may have landed late, whatever their age */
+	if (nlive && (rc = settle_intents(&rows, &repaired, st, shard, live, nlive)))
 		goto done;
 	/* orphans: a bounded batch per index on this shard */
 	for (int k = 0; k < nlive; k++) {

@@ -49,6 +49,16 @@ static const char *const schema[] = {
 	" detail TEXT"
 	") ENGINE=InnoDB",
 
+	/* writes in flight (entity.c): one row per put or delete between its
+	 * entity and its index rows; a row that stays is the repair loop's to
+	 * settle once its named lock (the token) is free */
+	"CREATE TABLE IF NOT EXISTS bagstore_intents ("
+	" token VARCHAR(64) NOT NULL PRIMARY KEY,"
+	" entity_id BINARY(16) NOT NULL,"
+	" created TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),"
+	" KEY (created)"
+	") ENGINE=InnoDB",
+
 	/* ------------------------------------------------ the cleaner's */
 
 	/* one backfill job per index on this (source) shard */

@@ -100,9 +100,61 @@ int bs__shard_fail(bs_store_t *st, int i, const char *what)
 
 unsigned bs__shard_last_errno(const bs_store_t *st, int i) { return st->shards[i].last_errno; }
 
+/* Read the answer of a statement bs__shard_send sent; on failure release
+ * its lock again (best effort: the server releases it anyway when the
+ * connection closes). */
+static void drain_pending(bs_shard_t *sh)
+{
+	MYSQL *m = sh->conn;
+	bool failed = false;
+	sh->pending = false;
+	if (mysql_read_query_result(m))
+		failed = true;
+	for (;;) {
+		MYSQL_RES *res = mysql_store_result(m);
+		if (res)
+			mysql_free_result(res);
+		int r = mysql_next_result(m);
+		if (r < 0)
+			break;
+		if (r > 0) {
+			failed = true;
+			break;
+		}
+	}
+	if (failed && sh->pending_lock[0]) {
+		bs_buf_t b = {0};
+		bs__buf_puts(&b, "DO RELEASE_LOCK(");
+		bs__buf_hex(&b, sh->pending_lock, strlen(sh->pending_lock));
+		bs__buf_puts(&b, ")");
+		if (!bs__buf_ok(&b) && !mysql_real_query(m, b.ptr, (unsigned long)b.len))
+			while (mysql_next_result(m) == 0)
+				;
+		bs__buf_free(&b);
+	}
+	sh->pending_lock[0] = '\0';
+}
+
+int bs__shard_send(bs_store_t *st, int i, const char *sql, size_t len, const char *lock)
+{
+	bs_shard_t *sh = &st->shards[i];
+	MYSQL *m;
+	int rc;
+	if ((rc = bs__shard_conn(&m, st, i)))
+		return rc;
+	if (mysql_send_query(m, sql, (unsigned long)len))
+		return bs__shard_fail(st, i, "sending a statement");
+	sh->pending = true;
+	snprintf(sh->pending_lock, sizeof sh->pending_lock, "%s", lock ? lock : "");
+	return 0;
+}
+
 void bs__shard_close(bs_store_t *st, int i)
 {
 	bs_shard_t *sh = &st->shards[i];
+	if (sh->conn && sh->pending)
+		drain_pending(sh);
+	sh->pending = false;
 	if (sh->conn) {
 		mysql_close(sh->conn);
 		sh->conn = NULL;
@@ -118,6 +170,8 @@ int bs__shard_conn(MYSQL **out, bs_store_t *st, int i)
 	const char *password = NULL;
 
 	if (sh->conn) {
+		if (sh->pending)
+			drain_pending(sh);
 		*out = sh->conn;
 		return 0;
 	}

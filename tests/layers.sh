@@ -109,11 +109,13 @@ $NM -g --defined-only "$B/libbagstore.a" | awk 'NF == 3 && $3 !~ /^bs_/ {
 	END { exit bad }' || fail=1
 
 # ------------------------------------------------------------ 5. SQL literals
-# Only the engine speaks SQL. A quoted '%s' on a line that is not a message
-# (bs_error, snprintf, fprintf and their continuation lines) is SQL text.
+# Only the engine speaks SQL. A quoted '%s' is SQL text on a line that is
+# not a message (bs_error, snprintf, fprintf and their continuation lines),
+# and on any line that holds an SQL keyword.
 awk -v q="'" '
 	/bs_error\(|snprintf\(|fprintf\(|cli_usage_error\(/ { msg = 1 }
-	$0 ~ q "%[-0-9.*]*s" q && !msg { printf "%s:%d: %s\n", FILENAME, FNR, $0; found = 1 }
+	$0 ~ q "%[-0-9.*]*s" q && (!msg || $0 ~ /(SELECT|INSERT|UPDATE|DELETE|WHERE|VALUES|FROM|INTO|LOCK|CREATE|DROP|TABLE|LIKE|DO|SET) /) {
+		printf "%s:%d: %s\n", FILENAME, FNR, $0; found = 1 }
 	/;[ \t]*$/ { msg = 0 }
 	END { exit !found }' engine/*.c engine/*.h &&
 	bad "'%s' spliced into SQL text (above): use bs__buf_hex for values, bs__buf_ident for names"
