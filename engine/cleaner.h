@@ -131,8 +131,10 @@ int bs__verify_forget(bs_store_t *st, const char *index);
 
 /* The one promotion rule of doc/DESIGN.md's index lifecycle: a building
  * index becomes ready once every shard's backfill job is done, the
- * writers' catalog TTL has passed since its creation, and a repair pass
- * has covered every entity updated since its creation minus that TTL.
+ * writers' catalog TTL has passed since its creation, a repair pass has
+ * covered every entity updated since its creation minus that TTL, and a
+ * sweep of the whole index has removed rows whose entity is gone (a
+ * backfill racing deletes leaves some).
  * Waits out the rest of the TTL when needed. *promoted tells whether it is
  * ready now (false, without error, while jobs are not done). */
 int bs__index_promote(bool *promoted, bs_store_t *st, const char *name);

@@ -2,8 +2,8 @@
  * lifecycle.c - an index's life, in one place (doc/DESIGN.md, "Index
  * lifecycle"):
  *
- *     create --> building --(backfill done, writers' TTL past,
- *                            repair since creation)--> ready
+ *     create --> building --(backfill done, writers' TTL past, repair
+ *                            since creation, orphans swept)--> ready
  *     building|ready --drop--> disabled --(TTL)--> tables and rows gone
  *
  * The catalog (catalog.c) keeps the rows and runs the DDL; the cleaner's
@@ -89,6 +89,24 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 
 /* ------------------------------------------------------------ promotion */
 
+#define SWEEP_BATCH 2000
+
+/* Every index row of idx on every shard whose entity is gone, deleted. */
+static int sweep_all(bs_store_t *st, const bs_index_t *idx)
+{
+	for (int s = 0; s < st->n; s++) {
+		uint8_t cursor[16] = {0};
+		bool wrapped = false;
+		int64_t orphans = 0, fixed = 0;
+		while (!wrapped) {
+			int rc = bs__drift_orphans(&orphans, &fixed, st, idx, s, cursor, SWEEP_BATCH, true, &wrapped);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
+}
+
 int bs__index_promote(bool *promoted, bs_store_t *st, const char *name)
 {
 	bs_index_t idx;
@@ -117,6 +135,11 @@ int bs__index_promote(bool *promoted, bs_store_t *st, const char *name)
 	}
 	/* 3. a repair pass over every entity updated since creation minus the TTL */
 	if ((rc = bs__repair_since(NULL, st, &idx, idx.created_us - ttl_us)))
+		return rc;
+	/* 4. and a sweep of the whole index for rows whose entity is gone: a
+	 * backfill chunk read before a delete and written after it leaves one,
+	 * and the repair of step 3 walks entities, which a deleted one is not */
+	if ((rc = sweep_all(st, &idx)))
 		return rc;
 	if (!(rc = bs__catalog_set_state(st, name, BS_INDEX_BUILDING, BS_INDEX_READY)))
 		*promoted = true;

@@ -37,4 +37,66 @@ t_sql 0 "DELETE FROM bagstore_indexes WHERE name='ix_left'"
 t_sql 1 "DELETE FROM bagstore_indexes WHERE name='ix_left'"
 t_exit 0 "an interrupted create's table is replaced" -- "$B" -c "$C" index create ix_left --on a:int --shard-on a
 
+# ------------------------------------------------------------ 2. a late index write
+# E has val 100; a put of val 201 stops between its entity and its index
+# rows; a put of val 300 completes; long after (past repair_overlap), the
+# first put goes on. With the cleaner running, the index ends right.
+t_exit 0 "create ix_val" -- "$B" -c "$C" index create ix_val --on val:int --shard-on val
+E=0123456789abcdef0123456789abcde0
+printf '{"id":{"$uuid":"%s"},"val":100}\n' "$E" >"$T/e100.json"
+printf '{"id":{"$uuid":"%s"},"val":201}\n' "$E" >"$T/e201.json"
+printf '{"id":{"$uuid":"%s"},"val":300}\n' "$E" >"$T/e300.json"
+t_exit 0 "put E val 100" -- "$B" -c "$C" put "$T/e100.json"
+"$B" -c "$C" cleaner >"$T/cleaner.log" 2>&1 &
+cleaner=$!
+BAGSTORE_FAULT=pause_before_index_rows "$B" -c "$C" put "$T/e201.json" >"$T/late.out" 2>"$T/late.err" &
+late=$!
+stopped=""
+for _ in $(seq 1 100); do
+	if [ "$(awk '{print $3}' /proc/$late/stat 2>/dev/null)" = T ]; then stopped=1; break; fi
+	sleep 0.1
+done
+t_eq "$stopped" 1 "the put of 201 stopped between its entity and its index rows"
+t_exit 0 "put E val 300 meanwhile" -- "$B" -c "$C" put "$T/e300.json"
+sleep 3 # past repair_overlap: the repair loop's watermark has moved on
+kill -CONT $late
+wait $late
+t_eq "$?" 0 "the late put finished"
+# the cleaner settles it: wait for the observable end state
+ok=""
+for _ in $(seq 1 100); do
+	if [ "$("$B" -c "$C" query ix_val val=300 2>/dev/null | grep -c "01234567-89ab-cdef-0123-456789abcde0")" = 1 ] &&
+		[ "$( (t_sql 0 "SELECT val FROM ix_val WHERE entity_id=X'$E'"; t_sql 1 "SELECT val FROM ix_val WHERE entity_id=X'$E'") | tr '\n' ' ')" = "300 " ]; then
+		ok=1; break
+	fi
+	sleep 0.2
+done
+t_eq "$ok" 1 "query ix_val val=300 finds E, and its only index row says 300"
+kill -TERM $cleaner; wait $cleaner
+t_exit 0 "verify ix_val: no drift" -- "$B" -c "$C" verify --index ix_val
+t_eq "$( (t_sql 0 "SELECT COUNT(*) FROM bagstore_intents"; t_sql 1 "SELECT COUNT(*) FROM bagstore_intents") | tr '\n' ' ')" "0 0 " \
+	"no intent left"
+
+# ------------------------------------------------------------ 3. a backfill racing deletes
+# 3,000 entities; a slow backfill of ix_del while 600 of them are deleted:
+# the index must end ready with no orphan row, without any daemon sweeping.
+awk 'BEGIN { for (i = 0; i < 3000; i++) printf "{\"id\":{\"$uuid\":\"%08x-0000-4000-8000-%012x\"},\"k\":%d}\n", i + 1, i, i % 37 }' \
+	>"$T/many.jsonl"
+t_exit 0 "load 3,000 entities" -- "$B" -c "$C" put "$T/many.jsonl"
+t_exit 0 "create ix_del (building)" -- "$B" -c "$C" index create ix_del --on k:int --shard-on k
+BAGSTORE_FAULT=slow_chunk "$B" -c "$C" cleaner --index ix_del >"$T/bf.out" 2>"$T/bf.err" &
+bf=$!
+i=0
+while [ $i -lt 600 ]; do
+	"$B" -c "$C" delete "$(printf '%08x-0000-4000-8000-%012x' $((i * 5 + 1)) $((i * 5)))" >/dev/null 2>&1
+	i=$((i + 1))
+done
+wait $bf
+t_eq "$?" 0 "the backfill finished"
+t_contains "$(cat "$T/bf.out")" "index ix_del is ready" "and the index is ready"
+t_exit 0 "verify ix_del at once: no orphan" -- "$B" -c "$C" verify --index ix_del
+t_contains "$T_OUT" "0 orphaned" "0 orphaned"
+t_eq "$( (t_sql 0 "SELECT COUNT(*) FROM ix_del"; t_sql 1 "SELECT COUNT(*) FROM ix_del") | awk '{ n += $1 } END { print n }')" 2400 \
+	"one row per entity left"
+
 t_done test_hostile
