@@ -213,8 +213,10 @@ static int chunk_read(chunk_t *c, bs_store_t *st, int shard, const bs_index_t *i
 		c->scanned++;
 		c->last_id = strtoll(row[0], NULL, 10);
 		if (!row[1] || lens[1] != 16 || !row[2] ||
-		    bs_body_decode(&bag, (const uint8_t *)row[2], lens[2]))
+		    bs__body_decode_row(&bag, row[2], lens[2], row[1], "backfill")) {
+			bs_error_clear();
 			continue; /* corrupt: no row; verify reports it */
+		}
 		int t = bs__index_row_for(vals, tmps, idx, &bag, st->n, NULL);
 		if (t >= 0 && !rc)
 			rc = chunk_add(c, t, idx, vals, row[1]);

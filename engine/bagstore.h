@@ -129,6 +129,9 @@ int bs_bag_id(bs_id_t *out, const bs_value_t *bag);
 /* Limits for untrusted bodies. */
 #define BS_BODY_MAX_INFLATED (16u << 20) /* bytes of MessagePack after inflate */
 #define BS_BODY_MAX_DEPTH 32             /* nesting of arrays and maps */
+#define BS_BODY_MAX_ITEMS (1u << 20)     /* values in one body, elements of
+                                          * arrays and maps counted */
+#define BS_BODY_MAX_DECODED (64u << 20)  /* bytes a decoded body may hold */
 
 typedef struct {
 	uint8_t *ptr;
@@ -331,6 +334,9 @@ typedef struct {
 	size_t len, cap;
 	size_t candidates; /* index rows read */
 	size_t dropped;    /* rows whose entity no longer matched or was gone */
+	size_t corrupt;    /* entities skipped because their body is corrupt
+	                    * (does not decode, or holds another entity's id) */
+	char corrupt_first[320]; /* the first of those: shard, id and why */
 } bs_result_t;
 void bs_result_free(bs_result_t *r);
 
@@ -509,6 +515,12 @@ typedef struct {
 	int64_t stale;     /* rows with wrong values or on the wrong shard */
 	int64_t orphaned;  /* rows whose entity is gone */
 	int64_t misfit;    /* values that do not fit the index's type (not indexed) */
+	int64_t corrupt;   /* entities whose body is corrupt: does not decode, or
+	                    * holds another entity's id (not indexed) */
+	int64_t unprintable; /* bodies that decode but cannot be shown as JSON
+	                      * (written before bagstore refused them) */
+	char first_bad[320];  /* the first corrupt or unprintable body: shard,
+	                       * id and why ("" when none; not kept by verify_last) */
 	int64_t repaired;  /* rows inserted or deleted by --repair */
 	int64_t at_us;     /* when it was measured */
 } bs_drift_t;

@@ -212,7 +212,7 @@ int bs_body_encode(bs_bytes_t *out, const bs_value_t *bag)
 	int rc, zrc;
 
 	memset(out, 0, sizeof *out);
-	if ((rc = bs_bag_id(&id, bag)) < 0)
+	if ((rc = bs_bag_id(&id, bag)) < 0 || (rc = bs__value_printable(bag)) < 0)
 		return rc;
 	if ((rc = inflater_get(&zt, &owned)) < 0)
 		return rc;
@@ -268,15 +268,17 @@ int bs__body_decode_row(bs_value_t *out, const void *body, size_t len, const voi
 	int rc;
 	memcpy(rid.b, rowid, 16);
 	bs_id_hex(hex, &rid);
+	const char *sep = where && *where ? ": " : "";
+	where = where ? where : "";
 	if ((rc = bs_body_decode(out, body, len)) < 0) {
 		snprintf(msg, sizeof msg, "%s", bs_last_error());
-		return bs_error(rc, "%s: entity %s: %s", where, hex, msg);
+		return bs_error(rc, "%s%sentity %s: %s", where, sep, hex, msg);
 	}
 	if (bs_bag_id(&bid, out) == 0 && memcmp(bid.b, rid.b, 16) != 0) {
 		bs_id_hex(bodyhex, &bid);
 		bs_value_clear(out);
-		return bs_error(BS_ECORRUPT, "%s: entity %s: its body says id %s: corrupt (a body is stored under its own id)",
-		                where, hex, bodyhex);
+		return bs_error(BS_ECORRUPT, "%s%sentity %s: its body says id %s: corrupt (a body is stored under its own id)",
+		                where, sep, hex, bodyhex);
 	}
 	return 0;
 }

@@ -111,9 +111,10 @@ static int scan_shard(bs_store_t *st, int i, void *p)
 		memcpy(r->e.id.b, row[1], 16);
 		r->e.updated_us = bs__parse_unix_us(row[2]);
 		r->e.shard = i;
-		/* an undecodable body is shown as such (NIL), not hidden */
-		if (!row[3] || bs_body_decode(&r->e.bag, (const uint8_t *)row[3], lens[3]))
+		/* a corrupt body is shown as such (NIL), not hidden */
+		if (!row[3] || bs__body_decode_row(&r->e.bag, row[3], lens[3], row[1], "browse"))
 			bs_value_nil(&r->e.bag);
+		bs_error_clear();
 		a->nrows[i]++;
 	}
 done:

@@ -18,7 +18,9 @@ typedef struct {
 	int64_t *added;    /* added_id */
 	int64_t *updated;  /* unix microseconds */
 	size_t len, cap;
-	size_t corrupt;    /* bodies that did not decode */
+	size_t corrupt;    /* bodies that are corrupt (do not decode, or hold
+	                    * another id): their bag is NIL */
+	char corrupt_first[320]; /* the first of those, why */
 } ebatch_t;
 
 void bs__ebatch_reset(ebatch_t *b);

@@ -78,9 +78,11 @@ int bs__ebatch_load(ebatch_t *b, MYSQL_RES *res)
 		b->added[k] = row[0] ? strtoll(row[0], NULL, 10) : 0;
 		memcpy(b->ids[k].b, row[1], 16);
 		b->updated[k] = bs__parse_unix_us(row[2]);
-		if (!row[3] || bs_body_decode(&b->bags[k], (const uint8_t *)row[3], lens[3])) {
+		if (!row[3] || bs__body_decode_row(&b->bags[k], row[3], row[3] ? lens[3] : 0, row[1], NULL)) {
 			bs_value_nil(&b->bags[k]);
-			b->corrupt++;
+			if (!b->corrupt++)
+				snprintf(b->corrupt_first, sizeof b->corrupt_first, "%s", bs_last_error());
+			bs_error_clear();
 		}
 	}
 	return 0;

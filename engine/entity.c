@@ -493,12 +493,9 @@ int bs_get(bs_value_t *out, bs_store_t *st, const bs_id_t *id, int64_t *updated_
 		return rc;
 	if (shard)
 		*shard = s;
-	if ((rc = bs_body_decode(out, body.ptr, body.len))) {
-		char hex[33], msg[1024];
-		bs_id_hex(hex, id);
-		snprintf(msg, sizeof msg, "%s", bs_last_error());
-		rc = bs_error(rc, "entity %s on shard %s: %s", hex, st->shards[s].conf->name, msg);
-	}
+	char where[96];
+	snprintf(where, sizeof where, "shard %s", st->shards[s].conf->name);
+	rc = bs__body_decode_row(out, body.ptr, body.len, id->b, where);
 	bs_bytes_free(&body);
 	return rc;
 }

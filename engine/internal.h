@@ -58,9 +58,17 @@ void bs__buf_value(bs_buf_t *b, const bs_value_t *v, const bs_prop_t *prop);
 
 /* bs_body_decode of a body read from a row whose id column is rowid (16
  * bytes), body.c: a body whose "id" differs is BS_ECORRUPT too, naming both
- * ids. Messages start with `where` (the shard), then the row's id. Every
+ * ids. Messages start with `where` (the shard; may be NULL), then the row's id. Every
  * read of a stored body goes through it. */
 int bs__body_decode_row(bs_value_t *out, const void *body, size_t len, const void *rowid, const char *where);
+
+/* Can v be printed as JSON and read back as the same value (json.c)?
+ * Strings and keys valid UTF-8, keys without NUL, no map whose only key is
+ * one of Extended JSON's ($uuid, $binary...), and within the decoder's
+ * limits (BS_BODY_MAX_ITEMS, BS_BODY_MAX_DECODED). BS_EINVAL naming the
+ * path otherwise. Every body written passes it (bs_body_encode), so that
+ * what is stored can always be read back and shown. */
+int bs__value_printable(const bs_value_t *v);
 
 /* ------------------------------------------------------------ shards */
 

@@ -477,3 +477,72 @@ done:
 	json_decref(root);
 	return rc;
 }
+
+/* ------------------------------------------------------------ printable */
+
+/* Values and bytes counted as the decoder counts them (msgpack.c charge). */
+typedef struct {
+	size_t items, memory;
+} tally_t;
+
+static int printable(const bs_value_t *v, int depth, char *path, size_t size, tally_t *t)
+{
+	char q[64];
+	size_t len = strlen(path);
+	if (v->type == BS_ARRAY || v->type == BS_MAP) {
+		size_t n = v->type == BS_ARRAY ? v->v.a.len : v->v.m.len;
+		t->items += n;
+		t->memory += n * (v->type == BS_ARRAY ? sizeof(bs_value_t) : sizeof(bs_pair_t) + 2 * sizeof(size_t));
+		if (v->type == BS_MAP)
+			for (size_t i = 0; i < n; i++)
+				t->memory += v->v.m.items[i].klen + 1;
+	} else if (v->type == BS_STR || v->type == BS_BIN) {
+		t->memory += v->v.s.len + 1;
+	}
+	if (t->items > BS_BODY_MAX_ITEMS)
+		return bs_error(BS_EINVAL, "body holds more than %u values", BS_BODY_MAX_ITEMS);
+	if (t->memory > BS_BODY_MAX_DECODED)
+		return bs_error(BS_EINVAL, "body decodes to more than %u MiB", BS_BODY_MAX_DECODED >> 20);
+	switch (v->type) {
+	case BS_STR:
+		if (!bs__utf8_valid(v->v.s.ptr, v->v.s.len))
+			return bs_error(BS_EINVAL, "%s: string \"%s\" is not valid UTF-8", path[0] ? path : "value",
+			                bs__quote(q, sizeof q, v->v.s.ptr, v->v.s.len));
+		return 0;
+	case BS_ARRAY:
+		for (size_t i = 0; i < v->v.a.len; i++) {
+			snprintf(path + len, size - len, "[%zu]", i);
+			int rc = printable(&v->v.a.items[i], depth + 1, path, size, t);
+			if (rc)
+				return rc;
+		}
+		path[len] = '\0';
+		return 0;
+	case BS_MAP:
+		if (v->v.m.len == 1 && special_index(v->v.m.items[0].key, v->v.m.items[0].klen) >= 0)
+			return bs_error(BS_EINVAL, "%s: a map whose only key is \"%s\" would read back as a special value, "
+			                           "not a map", path[0] ? path : "value", v->v.m.items[0].key);
+		for (size_t i = 0; i < v->v.m.len; i++) {
+			const bs_pair_t *p = &v->v.m.items[i];
+			if (!bs__utf8_valid(p->key, p->klen) || memchr(p->key, '\0', p->klen))
+				return bs_error(BS_EINVAL, "%s: key \"%s\" %s", path[0] ? path : "value",
+				                bs__quote(q, sizeof q, p->key, p->klen),
+				                memchr(p->key, '\0', p->klen) ? "holds a NUL byte" : "is not valid UTF-8");
+			snprintf(path + len, size - len, "%s%.*s", len ? "." : "", (int)(p->klen < 64 ? p->klen : 64), p->key);
+			int rc = printable(&p->val, depth + 1, path, size, t);
+			if (rc)
+				return rc;
+			path[len] = '\0';
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int bs__value_printable(const bs_value_t *v)
+{
+	char path[512] = "";
+	tally_t t = { 1, 0 };
+	return printable(v, 0, path, sizeof path, &t);
+}

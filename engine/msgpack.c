@@ -6,8 +6,10 @@
  * the declared count before reading them. This decoder checks every count
  * against the bytes left (each element takes at least one byte), so what it
  * allocates is bounded by the input's length; it also bounds nesting to
- * BS_BODY_MAX_DEPTH, rejects trailing bytes, ext types, non-string keys,
- * duplicate keys and strings that are not UTF-8.
+ * BS_BODY_MAX_DEPTH, the values to BS_BODY_MAX_ITEMS and the memory they
+ * take to BS_BODY_MAX_DECODED (a 16 KB body can declare 16 million one-byte
+ * items, each a bs_value_t), and rejects trailing bytes, ext types,
+ * non-string keys, duplicate keys and strings that are not UTF-8.
  */
 #include "codec_internal.h"
 
@@ -118,7 +120,24 @@ int bs_msgpack_encode(bs_bytes_t *out, const bs_value_t *v)
 
 typedef struct {
 	const uint8_t *start, *p, *end;
+	size_t items;   /* values decoded so far, containers' elements counted */
+	size_t memory;  /* bytes the decoded value holds so far */
 } reader_t;
+
+/* Count n more values holding `bytes` against the limits: a small body can
+ * declare millions of one-byte items, and each costs a bs_value_t. */
+static int charge(reader_t *r, uint64_t n, uint64_t bytes)
+{
+	r->items += (size_t)n;
+	r->memory += (size_t)bytes;
+	if (r->items > BS_BODY_MAX_ITEMS)
+		return bs_error(BS_ECORRUPT, "msgpack body holds more than %u values (at byte %zu)",
+		                BS_BODY_MAX_ITEMS, (size_t)(r->p - r->start));
+	if (r->memory > BS_BODY_MAX_DECODED)
+		return bs_error(BS_ECORRUPT, "msgpack body decodes to more than %u MiB (at byte %zu)",
+		                BS_BODY_MAX_DECODED >> 20, (size_t)(r->p - r->start));
+	return 0;
+}
 
 static size_t left(const reader_t *r)
 {
@@ -202,9 +221,12 @@ static int read_string(reader_t *r, size_t n, char **out, const char *what)
 {
 	char q[64];
 
+	int rc;
 	if (!bs__utf8_valid((const char *)r->p, n))
 		return bs_error(BS_ECORRUPT, "msgpack %s \"%s\" at byte %zu is not valid UTF-8",
 		                what, bs__quote(q, sizeof q, (const char *)r->p, n), offset(r));
+	if ((rc = charge(r, 0, (uint64_t)n + 1)) < 0)
+		return rc;
 	if (!(*out = bs__memdup0(r->p, n)))
 		return bs_error(BS_ENOMEM, "out of memory");
 	r->p += n;
@@ -226,6 +248,8 @@ static int read_array(reader_t *r, bs_value_t *out, uint64_t n, int depth)
 		                (unsigned long long)n, left(r), offset(r));
 	if (n == 0)
 		return 0;
+	if ((rc = charge(r, n, n * sizeof *out->v.a.items)) < 0)
+		return rc;
 	out->v.a.items = malloc((size_t)n * sizeof *out->v.a.items);
 	if (!out->v.a.items)
 		return bs_error(BS_ENOMEM, "out of memory");
@@ -259,6 +283,9 @@ static int read_map(reader_t *r, bs_value_t *out, uint64_t n, int depth)
 		              (unsigned long long)n, left(r), offset(r));
 		goto done;
 	}
+	/* a pair, and its key's slot in the duplicate check */
+	if ((rc = charge(r, n, n * (sizeof(bs_pair_t) + 2 * sizeof(size_t)))) < 0)
+		goto done;
 	if (n && (rc = bs__map_reserve(out, (size_t)n)) < 0)
 		goto done;
 	for (size_t i = 0; i < n; i++) {
@@ -333,7 +360,7 @@ static int read_value(reader_t *r, bs_value_t *out, int depth)
 			return rc;
 		if (n > left(r))
 			return truncated(r);
-		if ((rc = bs_value_bin(out, r->p, (size_t)n)) < 0)
+		if ((rc = charge(r, 0, n + 1)) < 0 || (rc = bs_value_bin(out, r->p, (size_t)n)) < 0)
 			return rc;
 		r->p += n;
 		return 0;
@@ -403,7 +430,7 @@ str:
 
 int bs_msgpack_decode(bs_value_t *out, const uint8_t *p, size_t len)
 {
-	reader_t r = { p, p, p + len };
+	reader_t r = { .start = p, .p = p, .end = p + len };
 	int rc;
 
 	bs_value_nil(out);

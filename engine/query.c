@@ -11,6 +11,7 @@
  */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,11 +110,18 @@ static int result_push(bs_result_t *r, bs_entity_t *e)
 
 static int id_cmp(const void *a, const void *b) { return memcmp(a, b, 16); }
 
+static const char *shard_where(char *buf, size_t size, const bs_store_t *st, int i)
+{
+	snprintf(buf, size, "shard %s", st->shards[i].conf->name);
+	return buf;
+}
+
 static int fetch_entities(bs_store_t *st, int i, void *p)
 {
 	struct qctx *q = p;
 	idvec_t *want = &q->byshard[i];
 	bs_result_t *out = &q->part[i];
+	char where[96];
 	bs_buf_t b = {0};
 	MYSQL_RES *res = NULL;
 	int rc = 0;
@@ -150,9 +158,12 @@ static int fetch_entities(bs_store_t *st, int i, void *p)
 				continue;
 			memcpy(e.id.b, row[0], 16);
 			e.updated_us = bs__parse_unix_us(row[1]);
-			/* an undecodable body cannot match: dropped, like a stale row */
-			if (bs_body_decode(&e.bag, (const uint8_t *)row[2], lens[2])) {
-				out->dropped++;
+			/* a corrupt body cannot be returned: skipped, counted, and the
+			 * first named, so the caller reports it without failing the rest */
+			if (bs__body_decode_row(&e.bag, row[2], lens[2], row[0], shard_where(where, sizeof where, st, i))) {
+				if (!out->corrupt++)
+					snprintf(out->corrupt_first, sizeof out->corrupt_first, "%s", bs_last_error());
+				bs_error_clear();
 				continue;
 			}
 			if (!still_matches(q, &e.bag)) {
@@ -230,6 +241,9 @@ static int merge(bs_result_t *out, struct qctx *q, int n, size_t limit)
 	for (int i = 0; i < n; i++) {
 		total += q->part[i].len;
 		out->dropped += q->part[i].dropped;
+		if (q->part[i].corrupt && !out->corrupt)
+			snprintf(out->corrupt_first, sizeof out->corrupt_first, "%s", q->part[i].corrupt_first);
+		out->corrupt += q->part[i].corrupt;
 	}
 	if (!total)
 		return 0;

@@ -111,6 +111,9 @@ static const char *const schema[] = {
 	" repaired BIGINT NOT NULL,"
 	" at_us BIGINT NOT NULL"
 	") ENGINE=InnoDB",
+	/* added later: a store made before gains them at its next init */
+	"ALTER TABLE bagstore_verify ADD COLUMN IF NOT EXISTS corrupt BIGINT NOT NULL DEFAULT 0,"
+	" ADD COLUMN IF NOT EXISTS unprintable BIGINT NOT NULL DEFAULT 0",
 };
 
 struct init_arg {

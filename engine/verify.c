@@ -34,6 +34,20 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 			if (eb.len == 0)
 				break;
 			out->checked += (int64_t)eb.len;
+			if (eb.corrupt && !out->first_bad[0])
+				snprintf(out->first_bad, sizeof out->first_bad, "shard %.64s: %.240s", st->shards[s].conf->name,
+				         eb.corrupt_first);
+			out->corrupt += (int64_t)eb.corrupt;
+			for (size_t k = 0; k < eb.len; k++)
+				if (eb.bags[k].type == BS_MAP && bs__value_printable(&eb.bags[k])) {
+					if (!out->unprintable++ && !out->first_bad[0]) {
+						char hex[33];
+						bs_id_hex(hex, &eb.ids[k]);
+						snprintf(out->first_bad, sizeof out->first_bad, "shard %.64s: entity %s: %.200s",
+						         st->shards[s].conf->name, hex, bs_last_error());
+					}
+					bs_error_clear();
+				}
 			if ((rc = bs__drift_check(&d, st, idx, eb.ids, eb.bags, eb.len, repair)))
 				goto done;
 			if (repair) { /* writers may have moved on meanwhile: not counted again */
@@ -63,14 +77,15 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 	if (!st->cfg->read_only) {
 		bs__buf_reset(&b);
 		bs__buf_puts(&b, "INSERT INTO bagstore_verify (index_name, checked, missing, stale, orphaned, misfit,"
-		             " repaired, at_us) VALUES (");
+		             " repaired, corrupt, unprintable, at_us) VALUES (");
 		bs__buf_hex(&b, idx->name, strlen(idx->name));
-		bs__buf_printf(&b, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld) ON DUPLICATE KEY UPDATE checked=VALUES(checked),"
-		               " missing=VALUES(missing), stale=VALUES(stale), orphaned=VALUES(orphaned),"
-		               " misfit=VALUES(misfit), repaired=VALUES(repaired), at_us=VALUES(at_us)",
+		bs__buf_printf(&b, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld) ON DUPLICATE KEY UPDATE"
+		               " checked=VALUES(checked), missing=VALUES(missing), stale=VALUES(stale),"
+		               " orphaned=VALUES(orphaned), misfit=VALUES(misfit), repaired=VALUES(repaired),"
+		               " corrupt=VALUES(corrupt), unprintable=VALUES(unprintable), at_us=VALUES(at_us)",
 		           (long long)out->checked, (long long)out->missing, (long long)out->stale,
 		           (long long)out->orphaned, (long long)out->misfit, (long long)out->repaired,
-		           (long long)out->at_us);
+		           (long long)out->corrupt, (long long)out->unprintable, (long long)out->at_us);
 		if (!(rc = bs__buf_ok(&b)))
 			rc = bs__exec_everywhere(st, b.ptr, b.len);
 	}
@@ -88,6 +103,10 @@ static void add(bs_drift_t *sum, const bs_drift_t *d)
 	sum->orphaned += d->orphaned;
 	sum->misfit += d->misfit;
 	sum->repaired += d->repaired;
+	if (!sum->first_bad[0])
+		memcpy(sum->first_bad, d->first_bad, sizeof sum->first_bad);
+	sum->corrupt += d->corrupt;
+	sum->unprintable += d->unprintable;
 	if (d->at_us > sum->at_us)
 		sum->at_us = d->at_us;
 }
@@ -125,7 +144,7 @@ static int last_from(bs_drift_t *out, bs_store_t *st, int i, const char *index)
 	int rc;
 	memset(out, 0, sizeof *out);
 	bs__buf_puts(&b, "SELECT SUM(checked), SUM(missing), SUM(stale), SUM(orphaned), SUM(misfit), SUM(repaired),"
-	             " MAX(at_us), COUNT(*) FROM bagstore_verify");
+	             " MAX(at_us), COUNT(*), SUM(corrupt), SUM(unprintable) FROM bagstore_verify");
 	if (index) {
 		bs__buf_puts(&b, " WHERE index_name=");
 		bs__buf_hex(&b, index, strlen(index));
@@ -141,6 +160,8 @@ static int last_from(bs_drift_t *out, bs_store_t *st, int i, const char *index)
 	                 &out->repaired, &out->at_us };
 	for (int k = 0; k < 7; k++)
 		*f[k] = row[k] ? strtoll(row[k], NULL, 10) : 0;
+	out->corrupt = row[8] ? strtoll(row[8], NULL, 10) : 0;
+	out->unprintable = row[9] ? strtoll(row[9], NULL, 10) : 0;
 done:
 	if (res)
 		mysql_free_result(res);

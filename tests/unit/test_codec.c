@@ -940,6 +940,85 @@ static void test_yaml_random_strings(void)
 	CHECK(failed == 0, "random YAML strings");
 }
 
+/* A body of one array of n nils: 16 KB of MessagePack can declare
+ * millions of one-byte items (issue 13.9). */
+static uint8_t *many_items_body(size_t n, size_t *zlen)
+{
+	size_t mplen = 22 + 2 + 5 + n;
+	uint8_t *mp = malloc(mplen), *z;
+	uLongf zl;
+
+	memcpy(mp, "\x82\xa2id\xc4\x10", 6);
+	memcpy(mp + 6, ID1, 16);
+	memcpy(mp + 22, "\xa1x\xdd", 3);
+	mp[25] = (uint8_t)(n >> 24);
+	mp[26] = (uint8_t)(n >> 16);
+	mp[27] = (uint8_t)(n >> 8);
+	mp[28] = (uint8_t)n;
+	memset(mp + 29, 0xc0, n);
+	zl = compressBound(mplen);
+	z = malloc(zl);
+	compress2(z, &zl, mp, mplen, 9);
+	free(mp);
+	*zlen = zl;
+	return z;
+}
+
+static void test_body_items(void)
+{
+	size_t zlen;
+	uint8_t *z;
+	bs_value_t v, bag, sub;
+	bs_bytes_t b = { 0 };
+
+	/* 15 million nils: refused by count, before the memory is spent */
+	z = many_items_body(15u << 20, &zlen);
+	CHECK(zlen < 40000, "the body is small: %zu bytes", zlen);
+	CHECK_ERR(bs_body_decode(&v, z, zlen), BS_ECORRUPT);
+	CHECK(has(bs_last_error(), "more than 1048576 values"), "%s", bs_last_error());
+	free(z);
+	/* at the limit (the id, the array and its items): decodes */
+	z = many_items_body(BS_BODY_MAX_ITEMS - 3, &zlen);
+	CHECK_OK(bs_body_decode(&v, z, zlen));
+	CHECK(bs_map_get(&v, "x") && bs_map_get(&v, "x")->v.a.len == BS_BODY_MAX_ITEMS - 3, "x has its items");
+	/* and encode agrees */
+	CHECK_OK(bs_body_encode(&b, &v));
+	bs_bytes_free(&b);
+	bs_value_t nil;
+	bs_value_nil(&nil);
+	bs_value_t *x = (bs_value_t *)bs_map_get(&v, "x");
+	for (int i = 0; i < 10; i++) {
+		bs_value_nil(&nil);
+		bs_array_push(x, &nil);
+	}
+	CHECK_ERR(bs_body_encode(&b, &v), BS_EINVAL);
+	CHECK(has(bs_last_error(), "more than 1048576 values"), "%s", bs_last_error());
+	bs_value_clear(&v);
+	free(z);
+
+	/* what cannot be printed back is refused on the way in (issue 13.5) */
+	bs_value_map(&bag);
+	set_id(&bag);
+	bs_value_int(&v, 1);
+	bs_map_set(&bag, "a\0b", 3, &v);
+	CHECK_ERR(bs_body_encode(&b, &bag), BS_EINVAL);
+	CHECK(has(bs_last_error(), "NUL"), "a key holding a NUL: %s", bs_last_error());
+	bs_value_clear(&bag);
+	bs_value_map(&bag);
+	set_id(&bag);
+	bs_value_map(&sub);
+	set_str(&sub, "$uuid", "abc");
+	bs_map_set(&bag, "x", 1, &sub);
+	CHECK_ERR(bs_body_encode(&b, &bag), BS_EINVAL);
+	CHECK(has(bs_last_error(), "x: a map whose only key is \"$uuid\""), "a lone $uuid key: %s", bs_last_error());
+	/* beside another key it is an ordinary map */
+	bs_value_t *xm = (bs_value_t *)bs_map_get(&bag, "x");
+	set_str(xm, "other", "y");
+	CHECK_OK(bs_body_encode(&b, &bag));
+	bs_bytes_free(&b);
+	bs_value_clear(&bag);
+}
+
 int main(void)
 {
 	test_values();
@@ -948,6 +1027,7 @@ int main(void)
 	test_msgpack();
 	test_body_fixtures();
 	test_body_limits();
+	test_body_items();
 	test_json();
 	test_yaml();
 	test_yaml_random_strings();

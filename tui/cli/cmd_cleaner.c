@@ -216,6 +216,8 @@ static json_t *drift_json(const bs_index_t *ix, const bs_drift_t *d, int64_t lef
 	json_object_set_new(o, "orphaned", json_integer(d->orphaned));
 	json_object_set_new(o, "misfit", json_integer(d->misfit));
 	json_object_set_new(o, "repaired", json_integer(d->repaired));
+	json_object_set_new(o, "corrupt", json_integer(d->corrupt));
+	json_object_set_new(o, "unprintable", json_integer(d->unprintable));
 	json_object_set_new(o, "state", cli_jstr(bs_index_state_name(ix->state)));
 	json_object_set_new(o, "remaining", json_integer(left));
 	return o;
@@ -224,10 +226,11 @@ static json_t *drift_json(const bs_index_t *ix, const bs_drift_t *d, int64_t lef
 static void drift_text(const bs_index_t *ix, const bs_drift_t *d, bool repair)
 {
 	printf("%s: %" PRId64 " entities checked, %" PRId64 " missing, %" PRId64 " stale, %" PRId64
-	       " orphaned, %" PRId64 " misfit%s",
-	       ix->name, d->checked, d->missing, d->stale, d->orphaned, d->misfit, repair ? "" : "\n");
+	       " orphaned, %" PRId64 " misfit, %" PRId64 " corrupt, %" PRId64 " unprintable",
+	       ix->name, d->checked, d->missing, d->stale, d->orphaned, d->misfit, d->corrupt, d->unprintable);
 	if (repair)
-		printf(", %" PRId64 " repaired\n", d->repaired);
+		printf(", %" PRId64 " repaired", d->repaired);
+	putchar('\n');
 }
 
 static bool index_named(const bs_index_list_t *l, const char *name)
@@ -249,7 +252,8 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 	cli_args_t args = {0};
 	bs_index_list_t l = {0};
 	json_t *arr = NULL;
-	int64_t remaining = 0;
+	int64_t remaining = 0, corrupt = 0;
+	char first_bad[320] = "";
 	int k, rc;
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
@@ -277,6 +281,11 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 		drift = d.missing + d.stale + d.orphaned;
 		left = repair ? (drift > d.repaired ? drift - d.repaired : 0) : drift;
 		remaining += left;
+		/* once per store: every index reads the same bodies */
+		if (d.corrupt + d.unprintable > corrupt) {
+			corrupt = d.corrupt + d.unprintable;
+			snprintf(first_bad, sizeof first_bad, "%s", d.first_bad);
+		}
 		if (as_json)
 			json_array_append_new(arr, drift_json(ix, &d, left));
 		else
@@ -284,9 +293,16 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 	}
 	if (as_json && (rc = cli_json_print(arr)) < 0)
 		goto done;
+	char drift_msg[200] = "", bad_msg[512] = "";
 	if (remaining)
-		rc = bs_error(BS_ERROR, "%" PRId64 " index rows drift from the bodies%s", remaining,
-		              repair ? " after repair" : "; `bagstore verify --repair` fixes them");
+		snprintf(drift_msg, sizeof drift_msg, "%" PRId64 " index rows drift from the bodies%s", remaining,
+		         repair ? " after repair" : "; `bagstore verify --repair` fixes them");
+	if (corrupt)
+		snprintf(bad_msg, sizeof bad_msg, "%" PRId64 " stored bodies are corrupt or cannot be shown (no index "
+		         "holds them); the first: %.300s", corrupt, first_bad);
+	if (remaining || corrupt)
+		rc = bs_error(corrupt ? BS_ECORRUPT : BS_ERROR, "%s%s%s", drift_msg, remaining && corrupt ? "; " : "",
+		              bad_msg);
 done:
 	json_decref(arr);
 	bs_index_list_free(&l);

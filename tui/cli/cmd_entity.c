@@ -336,21 +336,22 @@ int cli_cmd_get(cli_ctx_t *ctx, int argc, char **argv)
 	bs_value_nil(&bag);
 	if ((rc = open_with_id(&id, hex, ctx, argc, argv, opts)) != 0)
 		goto done;
-	if ((rc = entity_error(bs_get(&bag, ctx->st, &id, NULL, NULL), hex)) < 0)
+	int shard = 0;
+	if ((rc = entity_error(bs_get(&bag, ctx->st, &id, NULL, &shard), hex)) < 0)
 		goto done;
-	if (yaml) {
-		size_t len;
-		if ((rc = bs_yaml_encode(&out, &bag)) < 0)
-			goto done;
-		len = strlen(out);
-		fputs(out, stdout);
-		if (len == 0 || out[len - 1] != '\n')
-			fputc('\n', stdout);
-	} else {
-		if ((rc = bs_json_encode(&out, &bag, 0)) < 0)
-			goto done;
-		puts(out);
+	/* a stored body that cannot be printed is the store's problem (corrupt,
+	 * exit 1), not the caller's */
+	if ((rc = yaml ? bs_yaml_encode(&out, &bag) : bs_json_encode(&out, &bag, 0)) < 0) {
+		char msg[1024];
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		rc = bs_error(BS_ECORRUPT, "shard %s: entity %s cannot be printed as %s: %s",
+		              bs_store_config(ctx->st)->shards[shard].name, hex, yaml ? "YAML" : "JSON", msg);
+		goto done;
 	}
+	size_t len = strlen(out);
+	fputs(out, stdout);
+	if (len == 0 || out[len - 1] != '\n')
+		fputc('\n', stdout);
 done:
 	free(out);
 	bs_value_clear(&bag);
@@ -396,7 +397,7 @@ int cli_cmd_query(cli_ctx_t *ctx, int argc, char **argv)
 	bs_query_spec_t q = {0};
 	bs_index_list_t l = {0};
 	bs_result_t res = {0};
-	size_t limit = 0, k;
+	size_t limit = 0, k, unprintable = 0;
 	int i, rc;
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 2, -1)) != 0)
@@ -416,9 +417,21 @@ int cli_cmd_query(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	if ((rc = bs_query(&res, ctx->st, q.index, q.conds, q.nconds, limit)) < 0)
 		goto done;
+	/* a body that cannot be printed is named and skipped: the rest print */
 	for (k = 0; k < res.len; k++)
-		if ((rc = cli_print_bag(&res.items[k].bag)) < 0)
-			goto done;
+		if (cli_print_bag(&res.items[k].bag) < 0) {
+			char hex[33];
+			bs_id_hex(hex, &res.items[k].id);
+			fprintf(stderr, "bagstore: shard %s: entity %s cannot be printed as JSON: %s\n",
+			        bs_store_config(ctx->st)->shards[res.items[k].shard].name, hex, bs_last_error());
+			unprintable++;
+		}
+	if (res.corrupt)
+		rc = bs_error(BS_ECORRUPT, "%zu matching entities skipped: their body is corrupt; the first: %s",
+		              res.corrupt, res.corrupt_first);
+	else if (unprintable)
+		rc = bs_error(BS_ECORRUPT, "%zu matching entities skipped: they cannot be printed as JSON",
+		              unprintable);
 done:
 	bs_result_free(&res);
 	bs_query_spec_clear(&q);
