@@ -244,7 +244,7 @@ static int write_on(bs_store_t *st, int i, void *p)
 	int rc;
 	if (!c->sql[i].len)
 		return 0;
-	if ((rc = bs__shard_check_writable(st, i)))
+	if ((rc = bs__shard_check(st, i)))
 		return rc;
 	return bs__shard_exec(st, i, c->sql[i].ptr, c->sql[i].len);
 }

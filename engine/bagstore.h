@@ -188,6 +188,12 @@ typedef struct {
 	bs_index_state_t state;
 	int64_t created_us;         /* unix microseconds, 0 when unknown */
 	int64_t changed_us;         /* last state change */
+	/* The shards' catalogs disagree on this index (a create, promotion or
+	 * drop was cut short); state is then the furthest transition's and
+	 * divergence says each shard's ("s0 ready, s1 disabled"). The cleaner
+	 * heals it; so does retrying the operation. */
+	bool diverged;
+	char divergence[160];
 } bs_index_t;
 
 /* Parse "user_id:uuid,title:string(80)" into def->props, and the shard_on
@@ -303,7 +309,8 @@ typedef struct {
 	int len;
 } bs_index_list_t;
 void bs_index_list_free(bs_index_list_t *l);
-/* Fresh read of the catalog (not the writers' cache). */
+/* Fresh read of the catalog (not the writers' cache), from every shard
+ * that answers at once, merged (see bs_index_t.diverged). */
 int bs_index_list(bs_index_list_t *out, bs_store_t *st);
 int bs_index_get(bs_index_t *out, bs_store_t *st, const char *name);
 /* Create tables on every shard and the catalog row. The new index starts

@@ -94,7 +94,7 @@ static int scan_shard(bs_store_t *st, int i, void *p)
 		           ts, ts, (long long)pos->added_id);
 	}
 	bs__buf_printf(&b, " ORDER BY updated DESC, added_id DESC LIMIT %zu", a->limit);
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 		goto done;
 	size_t n = (size_t)mysql_num_rows(res);
 	if (n && !(a->rows[i] = calloc(n, sizeof *a->rows[i]))) {
@@ -292,7 +292,7 @@ static int rows_on_shard(bs_store_t *st, int i, void *p)
 		bs__buf_ident(&b, idx->name);
 		bs__buf_puts(&b, " WHERE entity_id=");
 		bs__buf_hex(&b, a->id->b, 16);
-		if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
+		if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 			goto done;
 		MYSQL_ROW row;
 		while ((row = mysql_fetch_row(res))) {

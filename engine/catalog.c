@@ -4,9 +4,12 @@
  * names. Rows, cache and DDL only: when an index is created, promoted or
  * dropped is lifecycle.c's to say.
  *
- * The catalog is read from the first shard that answers, in list order;
- * writes go to every shard. Writers cache it for catalog_ttl seconds, which
- * is why a drop disables first and waits that long before dropping tables.
+ * The catalog is read from every shard that answers, at once, and merged:
+ * an index the shards disagree on (a create, promotion or drop cut short by
+ * a shard going away) is marked diverged, with each shard's state, and acts
+ * as the furthest transition says (lifecycle.c heals it). Writes go to
+ * every shard. Writers cache it for catalog_ttl seconds, which is why a
+ * drop disables first and waits that long before dropping tables.
  */
 #include "internal.h"
 
@@ -44,7 +47,7 @@ static int read_catalog(bs_index_list_t *out, bs_store_t *st, int i)
 
 	out->items = NULL;
 	out->len = 0;
-	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1))) {
+	if ((rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, q, sizeof q - 1))) {
 		if (bs__shard_last_errno(st, i) == ER_NO_SUCH_TABLE)
 			rc = bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`",
 			              bs__shard_label(label, sizeof label, &st->shards[i]));
@@ -75,20 +78,137 @@ done:
 	return rc;
 }
 
+struct cat_arg {
+	bs_index_list_t *per; /* per shard */
+	char (*err)[512];     /* per shard: the message of a failure */
+};
+
+static int cat_on(bs_store_t *st, int i, void *p)
+{
+	struct cat_arg *a = p;
+	int rc = read_catalog(&a->per[i], st, i);
+	if (rc)
+		snprintf(a->err[i], sizeof a->err[i], "%s", bs_last_error());
+	return rc;
+}
+
+void bs__catalog_per_shard_free(bs_index_list_t *per, int n)
+{
+	for (int i = 0; per && i < n; i++)
+		bs_index_list_free(&per[i]);
+	free(per);
+}
+
+int bs__catalog_per_shard(bs_index_list_t **out, int *rcs, bs_store_t *st)
+{
+	struct cat_arg a = {0};
+	int rc = 0, down = 0, first = -1;
+	*out = NULL;
+	a.per = calloc((size_t)st->n, sizeof *a.per);
+	a.err = calloc((size_t)st->n, sizeof *a.err);
+	if (!a.per || !a.err) {
+		rc = bs_error(BS_ENOMEM, "out of memory reading the catalog");
+		goto done;
+	}
+	bs__shard_each(st, NULL, cat_on, &a, rcs);
+	for (int i = 0; i < st->n; i++) {
+		if (rcs[i] == BS_EUNREACHABLE)
+			down++;
+		else if (rcs[i] && first < 0)
+			first = i;
+	}
+	if (first >= 0) /* its message names the shard */
+		rc = bs_error(rcs[first], "%s", a.err[first]);
+	else if (down == st->n)
+		rc = bs_error(BS_EUNREACHABLE, "no shard answered for the index catalog; first: %s", a.err[0]);
+done:
+	if (rc)
+		bs__catalog_per_shard_free(a.per, st->n);
+	else
+		*out = a.per;
+	free(a.err);
+	return rc;
+}
+
+/* One index as every answering shard has it: the state the store acts on
+ * (disabled when any shard says so: a drop was under way; building when a
+ * shard lacks the row: a create was; ready when some are ready and the rest
+ * building: a promotion was), whether the shards differ, and each one's
+ * state in words when they do. */
+static void merge_one(bs_index_t *out, const bs_index_list_t *per, const int *rcs, const bs_store_t *st,
+                      const char *name)
+{
+	bool any_disabled = false, any_absent = false, any_ready = false, differ = false;
+	const bs_index_t *first = NULL;
+	char text[sizeof out->divergence];
+	size_t off = 0;
+	for (int i = 0; i < st->n; i++) {
+		if (rcs[i])
+			continue;
+		const bs_index_t *ix = bs__index_find(&per[i], name);
+		if (!ix) {
+			any_absent = true;
+		} else {
+			if (!first)
+				first = ix;
+			any_disabled |= ix->state == BS_INDEX_DISABLED;
+			any_ready |= ix->state == BS_INDEX_READY;
+			differ |= ix->state != first->state || ix->created_us != first->created_us;
+		}
+		if (off < sizeof text)
+			off += (size_t)snprintf(text + off, sizeof text - off, "%s%s %s", off ? ", " : "",
+			                        st->shards[i].conf->name, ix ? bs_index_state_name(ix->state) : "(no row)");
+	}
+	*out = *first;
+	out->diverged = differ || any_absent;
+	out->divergence[0] = '\0';
+	if (!out->diverged)
+		return;
+	snprintf(out->divergence, sizeof out->divergence, "%s", text);
+	if (any_disabled)
+		out->state = BS_INDEX_DISABLED;
+	else if (any_absent)
+		out->state = BS_INDEX_BUILDING;
+	else if (any_ready)
+		out->state = BS_INDEX_READY;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const bs_index_t *)a)->name, ((const bs_index_t *)b)->name);
+}
+
 int bs_index_list(bs_index_list_t *out, bs_store_t *st)
 {
-	int rc = BS_EUNREACHABLE, first = 0;
-	char first_msg[1024] = "";
-	for (int i = 0; i < st->n; i++) {
-		rc = read_catalog(out, st, i);
-		if (rc != BS_EUNREACHABLE)
-			return rc;
-		if (!first) {
-			first = rc;
-			snprintf(first_msg, sizeof first_msg, "%s", bs_last_error());
-		}
+	bs_index_list_t *per = NULL;
+	int *rcs = calloc((size_t)st->n, sizeof *rcs), total = 0, rc;
+	out->items = NULL;
+	out->len = 0;
+	if (!rcs)
+		return bs_error(BS_ENOMEM, "out of memory");
+	if ((rc = bs__catalog_per_shard(&per, rcs, st)))
+		goto done;
+	for (int i = 0; i < st->n; i++)
+		total += per[i].len;
+	if (total && !(out->items = calloc((size_t)total, sizeof *out->items))) {
+		rc = bs_error(BS_ENOMEM, "out of memory reading the catalog");
+		goto done;
 	}
-	return bs_error(first, "no shard answered for the index catalog; first: %s", first_msg);
+	/* the union of the names, each merged across the shards */
+	for (int i = 0; i < st->n; i++)
+		for (int k = 0; k < per[i].len; k++) {
+			const char *name = per[i].items[k].name;
+			if (bs__index_find(out, name))
+				continue;
+			merge_one(&out->items[out->len++], per, rcs, st, name);
+		}
+	qsort(out->items, (size_t)out->len, sizeof *out->items, by_name);
+done:
+	bs__catalog_per_shard_free(per, st->n);
+	free(rcs);
+	if (rc)
+		bs_index_list_free(out);
+	return rc;
 }
 
 int bs_index_get(bs_index_t *out, bs_store_t *st, const char *name)
@@ -249,6 +369,34 @@ int bs__catalog_set_state(bs_store_t *st, const char *name, int from, bs_index_s
 	bs__buf_hex(&b, name, strlen(name));
 	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__exec_everywhere(st, b.ptr, b.len)))
 		bs__catalog_invalidate(st);
+	bs__buf_free(&b);
+	return rc;
+}
+
+int bs__catalog_put_row(bs_store_t *st, int i, const bs_index_t *def)
+{
+	bs_buf_t b = {0};
+	char *ddl = NULL, on[1024];
+	const char *state = bs_index_state_name(def->state), *shard_on = def->props[def->shard_on].name;
+	int rc;
+	if ((rc = table_ours(st, i, (void *)def->name)) || (rc = bs_index_ddl(&ddl, def)))
+		goto done;
+	bs_index_format_on(on, sizeof on, def);
+	bs__buf_puts(&b, ddl); /* CREATE TABLE IF NOT EXISTS: a table there is kept */
+	bs__buf_puts(&b, ";INSERT INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed) VALUES (");
+	bs__buf_hex(&b, def->name, strlen(def->name));
+	bs__buf_puts(&b, ",");
+	bs__buf_hex(&b, on, strlen(on));
+	bs__buf_puts(&b, ",");
+	bs__buf_hex(&b, shard_on, strlen(shard_on));
+	bs__buf_puts(&b, ",");
+	bs__buf_hex(&b, state, strlen(state));
+	bs__buf_printf(&b, ",FROM_UNIXTIME(%lld.%06lld),NOW(6)) ON DUPLICATE KEY UPDATE state=VALUES(state),"
+	                   " changed=NOW(6)", (long long)(def->created_us / 1000000), (long long)(def->created_us % 1000000));
+	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_check(st, i)) && !(rc = bs__shard_exec(st, i, b.ptr, b.len)))
+		bs__catalog_invalidate(st);
+done:
+	free(ddl);
 	bs__buf_free(&b);
 	return rc;
 }

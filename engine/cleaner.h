@@ -140,6 +140,10 @@ int bs__verify_forget(bs_store_t *st, const char *index);
  * Waits out the rest of the TTL when needed. *promoted tells whether it is
  * ready now (false, without error, while jobs are not done). */
 int bs__index_promote(bool *promoted, bs_store_t *st, const char *name);
+/* An index the shards' catalogs disagree on (ix as bs_index_list merged
+ * it): a drop cut short is finished; a create or promotion cut short gets
+ * its row (and table) on every shard in the merged state. */
+int bs__index_heal(bs_store_t *st, const bs_index_t *ix);
 
 /* ------------------------------------------------------------ misc */
 

@@ -120,6 +120,12 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 		int prc = 0;
 		if ((prc = bs_index_list(&cat, st)))
 			goto pass_done;
+		/* catalogs the shards disagree on: a create, promotion or drop that
+		 * a shard going away cut short is completed */
+		for (int k = 0; k < cat.len; k++)
+			if (cat.items[k].diverged && bs__index_heal(st, &cat.items[k]))
+				daemon_say(opts, bs_last_error_code(), "healing index %s (%s): %s", cat.items[k].name,
+				           cat.items[k].divergence, bs_last_error());
 		/* backfills: building indexes */
 		for (int k = 0; k < cat.len; k++) {
 			const bs_index_t *ix = &cat.items[k];

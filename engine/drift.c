@@ -257,7 +257,7 @@ static int fix_on(bs_store_t *st, int i, void *p)
 	int rc;
 	if (!c->ndel[i] && !c->nins[i])
 		return 0;
-	if ((rc = bs__shard_check_writable(st, i)))
+	if ((rc = bs__shard_check(st, i)))
 		return rc;
 	if (c->ndel[i]) {
 		bs__buf_puts(&b, "DELETE FROM ");
@@ -561,7 +561,7 @@ int bs__drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs
 	bs__buf_puts(&d, " WHERE entity_id IN (");
 	bs__buf_putn(&d, b.ptr, b.len);
 	bs__buf_puts(&d, ")");
-	if (!(rc = bs__buf_ok(&d)) && !(rc = bs__shard_check_writable(st, shard)))
+	if (!(rc = bs__buf_ok(&d)) && !(rc = bs__shard_check(st, shard)))
 		rc = bs__shard_exec(st, shard, d.ptr, d.len);
 	bs__buf_free(&d);
 	if (!rc)

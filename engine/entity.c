@@ -107,7 +107,7 @@ static int index_flush(bs_store_t *st, bs_buf_t *per_shard, const bs_id_t *id)
 			continue;
 		int r = bs__buf_ok(b);
 		if (!r)
-			r = bs__shard_check_writable(st, i);
+			r = bs__shard_check(st, i);
 		if (!r)
 			r = bs__shard_exec(st, i, b->ptr, b->len);
 		if (r && !rc) {
@@ -401,7 +401,7 @@ static int write_entity(bs_store_t *st, const bs_id_t *id, const bs_value_t *bag
 	int rc;
 
 	bs_value_nil(&w.old);
-	if ((rc = bs__catalog_cached(&cat, st)) || (rc = bs__shard_check_writable(st, w.shard)))
+	if ((rc = bs__catalog_cached(&cat, st)) || (rc = bs__shard_check(st, w.shard)))
 		goto done;
 	if (maintained_count(cat))
 		new_token(w.token);
@@ -457,7 +457,7 @@ int bs_get_raw(bs_bytes_t *body, bs_store_t *st, const bs_id_t *id, int64_t *upd
 	memset(body, 0, sizeof *body);
 	bs__buf_puts(&b, "SELECT body, UNIX_TIMESTAMP(updated) FROM entities WHERE id=");
 	id_lit(&b, id);
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, s, b.ptr, b.len)))
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, s)) || (rc = bs__shard_query(&res, st, s, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	if (!row) {

@@ -141,9 +141,13 @@ int bs__shard_fail(bs_store_t *st, int i, const char *what);
  * for callers that act on one (ER_NO_SUCH_TABLE: not initialised, or an
  * index table gone). */
 unsigned bs__shard_last_errno(const bs_store_t *st, int i);
-/* Refuse writes when the shard's recorded fingerprint disagrees with ours
- * or the shard was never initialised. Checked once per connection. */
-int bs__shard_check_writable(bs_store_t *st, int i);
+/* Refuse reads and writes through a configuration whose shard list
+ * disagrees with what the shard records (its fingerprint and position), or
+ * when the shard was never initialised: BS_ECONFIG naming both lists.
+ * Checked once per connection. Every statement on entities or index tables
+ * is preceded by it: a wrong configuration reads nothing and writes
+ * nothing, instead of answering "not found". */
+int bs__shard_check(bs_store_t *st, int i);
 /* The identity a shard records in bagstore_meta (all zero when it records
  * none; BS_ECONFIG when bagstore_meta does not exist). */
 typedef struct {
@@ -181,6 +185,12 @@ void bs__catalog_invalidate(bs_store_t *st);
 /* Borrowed lookup in a list (indexdef.c). */
 const bs_index_t *bs__index_find(const bs_index_list_t *l, const char *name);
 
+/* The catalog as each shard has it: per[nshards] lists (free with
+ * bs__catalog_per_shard_free), rcs[nshards] (caller's) each shard's result;
+ * unreachable shards are skipped, any other failure is returned. */
+int bs__catalog_per_shard(bs_index_list_t **per, int *rcs, bs_store_t *st);
+void bs__catalog_per_shard_free(bs_index_list_t *per, int n);
+
 /* The catalog's DDL and rows, on every shard (lifecycle.c decides when):
  * create_tables makes the index's tables (replacing a table left by an
  * interrupted create); insert writes the catalog row, building, with one
@@ -191,6 +201,9 @@ int bs__catalog_create_tables(bs_store_t *st, const bs_index_t *def);
 int bs__catalog_insert(bs_store_t *st, const bs_index_t *def);
 int bs__catalog_set_state(bs_store_t *st, const char *name, int from, bs_index_state_t to);
 int bs__catalog_remove(bs_store_t *st, const char *name);
+/* On shard i only: the index's table (made when missing) and its catalog
+ * row in def's state and creation time (healing a divergence). */
+int bs__catalog_put_row(bs_store_t *st, int i, const bs_index_t *def);
 
 /* The value an entity gives an index's property, normalised to what the
  * column stores (ints widened to float for float columns). Returns 1 and

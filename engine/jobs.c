@@ -274,7 +274,7 @@ static int queue_on(bs_store_t *st, int i, void *p)
 	struct queue_arg *a = p;
 	bs_buf_t b = {0};
 	int rc;
-	if ((rc = bs__shard_check_writable(st, i)))
+	if ((rc = bs__shard_check(st, i)))
 		return rc;
 	/* a job left by an earlier index of the same name is replaced */
 	bs__buf_puts(&b, "DELETE FROM bagstore_jobs WHERE index_name=");
@@ -316,7 +316,7 @@ static int control_on(bs_store_t *st, int i, void *p)
 	bs_buf_t b = {0};
 	MYSQL_RES *res = NULL;
 	int rc;
-	if ((rc = bs__shard_check_writable(st, i)))
+	if ((rc = bs__shard_check(st, i)))
 		goto done;
 	if (!strcmp(a->action, "pause"))
 		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='paused', reason='paused by an operator'"

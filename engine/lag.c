@@ -47,7 +47,7 @@ int bs__lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t pass
 	           "DELETE FROM bagstore_lag_history WHERE at_us<@bs_now-%lld",
 	           (long long)watermark_us, (long long)pass_rows, (long long)repairs, rps,
 	           (long long)watermark_us, (long long)step, (long long)(step * BS_LAG_HISTORY * 2));
-	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_check_writable(st, shard)))
+	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_check(st, shard)))
 		rc = bs__shard_exec(st, shard, b.ptr, b.len);
 	bs__buf_free(&b);
 	return rc;

@@ -13,6 +13,7 @@
 #include "cleaner.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -67,6 +68,8 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 	if ((rc = bs_index_parse(&cur, def->name, on, def->props[def->shard_on].name)))
 		return rc;
 	rc = bs_index_get(&cur, st, def->name);
+	if (rc == 0 && cur.diverged && cur.state == BS_INDEX_BUILDING)
+		return bs__index_heal(st, &cur); /* a create cut short: this retry completes it */
 	if (rc == 0)
 		return bs_error(BS_ECONFLICT, "index %s already exists (%s)", def->name,
 		                bs_index_state_name(cur.state));
@@ -175,7 +178,48 @@ int bs_cleaner_backfill(bs_store_t *st, const char *index, const bs_cleaner_opts
 	return rc;
 }
 
+/* ------------------------------------------------------------ healing */
+
+int bs__index_heal(bs_store_t *st, const bs_index_t *ix)
+{
+	bs_index_list_t *per = NULL;
+	int *rcs = NULL, rc;
+	if (!ix->diverged)
+		return 0;
+	/* a drop cut short: finish it (disable everywhere, wait, remove) */
+	if (ix->state == BS_INDEX_DISABLED)
+		return bs_index_drop(st, ix->name);
+	/* a create or a promotion cut short: every shard gets the row in the
+	 * state the store acts on (its table made where it is missing) */
+	if (!(rcs = calloc((size_t)st->n, sizeof *rcs)))
+		return bs_error(BS_ENOMEM, "out of memory");
+	if ((rc = bs__catalog_per_shard(&per, rcs, st)))
+		goto done;
+	for (int i = 0; i < st->n && !rc; i++) {
+		const bs_index_t *mine = rcs[i] ? NULL : bs__index_find(&per[i], ix->name);
+		if (!rcs[i] && (!mine || mine->state != ix->state))
+			rc = bs__catalog_put_row(st, i, ix);
+	}
+	if (!rc && ix->state == BS_INDEX_BUILDING)
+		rc = bs_backfill_queue(st, ix->name);
+done:
+	bs__catalog_per_shard_free(per, st->n);
+	free(rcs);
+	return rc;
+}
+
 /* ------------------------------------------------------------ drop */
+
+/* A drop that failed on some shard after changing others: say so, and
+ * how it completes. */
+static int cut_short(int rc, const char *name)
+{
+	char msg[1024];
+	snprintf(msg, sizeof msg, "%s", bs_last_error());
+	return bs_error(rc, "%s; the drop of %s is cut short and the shards' catalogs may differ: retry "
+	                    "`bagstore index drop %s --yes` once the shard answers (a running cleaner "
+	                    "also completes it)", msg, name, name);
+}
 
 int bs_index_drop(bs_store_t *st, const char *name)
 {
@@ -186,9 +230,9 @@ int bs_index_drop(bs_store_t *st, const char *name)
 		return bs_error(BS_EREADONLY, "read-only: refusing to drop index %s", name);
 	if ((rc = bs_index_get(&ix, st, name)))
 		return rc;
-	if (ix.state != BS_INDEX_DISABLED) {
+	if (ix.state != BS_INDEX_DISABLED || ix.diverged) {
 		if ((rc = bs__catalog_set_state(st, name, -1, BS_INDEX_DISABLED)))
-			return rc;
+			return cut_short(rc, name);
 		/* writers that cached the catalog stop maintaining it within a TTL */
 		double wait = st->cfg->catalog_ttl;
 		struct timespec ts = { (time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9) };
@@ -199,6 +243,6 @@ int bs_index_drop(bs_store_t *st, const char *name)
 	 * jobs, the last verify, the orphan sweep's cursor */
 	if ((rc = bs__catalog_remove(st, name)) || (rc = bs__jobs_forget(st, name)) ||
 	    (rc = bs__verify_forget(st, name)) || (rc = bs__repair_forget(st, name)))
-		return rc;
+		return cut_short(rc, name);
 	return 0;
 }

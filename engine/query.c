@@ -70,7 +70,7 @@ static int scan_index(bs_store_t *st, int i, void *p)
 		bs__buf_puts(&b, "=");
 		bs__buf_value(&b, &q->conds[k].value, q->cprops[k]);
 	}
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res)))
@@ -146,7 +146,7 @@ static int fetch_entities(bs_store_t *st, int i, void *p)
 			bs__buf_hex(&b, want->ids[k].b, 16);
 		}
 		bs__buf_puts(&b, ")");
-		if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
+		if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 			goto done;
 		size_t got = 0;
 		MYSQL_ROW row;

@@ -324,7 +324,7 @@ int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 	return 0;
 }
 
-int bs__shard_check_writable(bs_store_t *st, int i)
+int bs__shard_check(bs_store_t *st, int i)
 {
 	bs_shard_t *sh = &st->shards[i];
 	shard_meta_t meta;
@@ -342,7 +342,7 @@ int bs__shard_check_writable(bs_store_t *st, int i)
 		return bs_error(BS_ECONFIG,
 		                "%s belongs to another shard list (fingerprint %s, position %d of %d), "
 		                "but this configuration's list is %s with it at position %d of %d: "
-		                "refusing to write (the order of shards is part of the data's identity)",
+		                "refusing to read or write through it (the order of shards is part of the data's identity)",
 		                bs__shard_label(label, sizeof label, sh), meta.fingerprint, meta.index, meta.count,
 		                st->fingerprint, i, st->n);
 	sh->fp_state = 1;
@@ -436,7 +436,7 @@ static int exec_on(bs_store_t *st, int i, void *p)
 {
 	struct sql_arg *a = p;
 	int rc;
-	if (a->writable && (rc = bs__shard_check_writable(st, i)))
+	if (a->writable && (rc = bs__shard_check(st, i)))
 		return rc;
 	return bs__shard_exec(st, i, a->sql, a->len);
 }

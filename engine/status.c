@@ -80,7 +80,7 @@ static int status_one(bs_store_t *st, int i, void *p)
 		if (!initialised) {
 			s->fingerprint_ok = -1;
 		} else {
-			rc = bs__shard_check_writable(st, i);
+			rc = bs__shard_check(st, i);
 			s->fingerprint_ok = rc == 0;
 			if (rc == BS_ECONFIG)
 				snprintf(s->error, sizeof s->error, "%s", bs_last_error());

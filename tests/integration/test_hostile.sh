@@ -149,4 +149,44 @@ t_contains "$T_OUT" "2 unprintable" "2 unprintable"
 t_sql 1 "DELETE FROM entities WHERE id IN (X'$NID', X'$UID2'); DELETE FROM ix_k WHERE entity_id IN (X'$NID', X'$UID2')"
 t_exit 0 "and verify is clean again" -- "$B" -c "$C" verify --index ix_k
 
+# ------------------------------------------------------------ 6. reads through a wrong shard list
+# the same two shards swapped, and a third shard added: writes were refused
+# already; reads must be too, not answer "not found" or "0 rows"
+awk '/^shards:/{print; getline a; getline b; print b; print a; next} {print}' "$C" >"$T/swapped.yaml"
+sed -n '/^shards:/,/^[a-z]/p' "$C" | grep -- '- {name: s0' | sed 's/name: s0/name: s2/; s/database: bagstore/database: bagstore_extra/' >"$T/s2.line"
+awk -v extra="$(cat "$T/s2.line")" '{print} /- \{name: s1/{print extra}' "$C" >"$T/three.yaml"
+t_sql 0 "CREATE DATABASE IF NOT EXISTS bagstore_extra"
+t_exit 0 "get E through the right list" -- "$B" -c "$C" get $E
+for cf in swapped three; do
+	t_exit 2 "$cf: get of an existing id is refused" -- "$B" -c "$T/$cf.yaml" get $E
+	t_contains "$T_ERR" "another shard list" "$cf: get says why"
+	t_exit 2 "$cf: query is refused" -- "$B" -c "$T/$cf.yaml" query ix_k k=7
+	t_contains "$T_ERR" "another shard list" "$cf: query says why"
+	t_eq "$T_OUT" "" "$cf: query printed nothing"
+done
+t_sql 0 "DROP DATABASE bagstore_extra"
+
+# ------------------------------------------------------------ 8. a drop cut short
+sh "$SHARDS_SH" stop-one s0 --dir "$SHARDS_DIR" >/dev/null 2>&1
+t_exit 1 "index drop with s0 stopped fails" -- "$B" -c "$C" index drop ix_k --yes
+t_contains "$T_ERR" "shard s0" "names the shard"
+t_contains "$T_ERR" "retry" "says how it completes"
+sh "$SHARDS_SH" start-one s0 --dir "$SHARDS_DIR" >/dev/null 2>&1
+t_exit 0 "index list" -- "$B" -c "$C" index list
+t_match "$T_OUT" "^ix_k +disabled! .*the shards' catalogs differ: s0 ready, s1 disabled" "shows the divergence"
+t_exit 0 "index list --json" -- "$B" -c "$C" index list --json
+t_contains "$T_OUT" '"diverged": true' "json: diverged"
+t_exit 0 "one cleaner pass heals it" -- "$B" -c "$C" cleaner --once
+t_eq "$( (t_sql 0 "SELECT COUNT(*) FROM bagstore_indexes WHERE name='ix_k'"; t_sql 1 "SELECT COUNT(*) FROM bagstore_indexes WHERE name='ix_k'") | tr '\n' ' ')" "0 0 " \
+	"the drop is complete on both shards"
+t_eq "$( (t_sql 0 "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA='bagstore' AND TABLE_NAME='ix_k'"; t_sql 1 "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA='bagstore' AND TABLE_NAME='ix_k'") | tr '\n' ' ')" "0 0 " \
+	"its tables are gone"
+# a create cut short (the row on s1 only): retrying the create completes it
+t_exit 0 "create ix_c" -- "$B" -c "$C" index create ix_c --on k:int --shard-on k
+t_sql 0 "DELETE FROM bagstore_indexes WHERE name='ix_c'"
+t_exit 0 "index list shows ix_c diverged" -- "$B" -c "$C" index list
+t_contains "$T_OUT" "s0 (no row), s1 building" "s0 has no row"
+t_exit 0 "creating it again completes it" -- "$B" -c "$C" index create ix_c --on k:int --shard-on k
+t_eq "$(t_sql 0 "SELECT state FROM bagstore_indexes WHERE name='ix_c'")" building "s0 has its row again"
+
 t_done test_hostile

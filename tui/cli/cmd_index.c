@@ -68,6 +68,8 @@ static int index_list_json(json_t *arr, const index_info_t *in)
 	json_object_set_new(o, "shard_on", json_string(in->shard_on));
 	json_object_set_new(o, "rows", in->have_rows ? json_integer(in->total) : json_null());
 	json_object_set_new(o, "rows_per_shard", per);
+	json_object_set_new(o, "diverged", json_boolean(x->diverged));
+	json_object_set_new(o, "divergence", x->diverged ? json_string(x->divergence) : json_null());
 	json_object_set_new(o, "created", x->created_us ?
 	                    json_string(fmt_iso_utc(created, sizeof created, x->created_us)) :
 	                    json_null());
@@ -76,13 +78,16 @@ static int index_list_json(json_t *arr, const index_info_t *in)
 
 static int index_list_row(cli_table_t *t, const index_info_t *in)
 {
-	char rows[32] = "-";
-	const char *cells[5] = {in->x->name, bs_index_state_name(in->x->state), in->on,
-	                        in->shard_on, rows};
+	char rows[32] = "-", state[32], tail[256];
+	const char *cells[5] = {in->x->name, state, in->on, in->shard_on, rows};
 
 	if (in->have_rows)
 		snprintf(rows, sizeof rows, "%" PRId64, in->total);
-	return cli_table_add(t, cells, NULL);
+	/* shards that disagree: marked, and said under the row */
+	snprintf(state, sizeof state, "%s%s", bs_index_state_name(in->x->state), in->x->diverged ? "!" : "");
+	snprintf(tail, sizeof tail, "(the shards' catalogs differ: %s; the cleaner completes it)",
+	         in->x->divergence);
+	return cli_table_add(t, cells, in->x->diverged ? tail : NULL);
 }
 
 int cli_cmd_index_list(cli_ctx_t *ctx, int argc, char **argv)
