@@ -189,4 +189,27 @@ t_contains "$T_OUT" "s0 (no row), s1 building" "s0 has no row"
 t_exit 0 "creating it again completes it" -- "$B" -c "$C" index create ix_c --on k:int --shard-on k
 t_eq "$(t_sql 0 "SELECT state FROM bagstore_indexes WHERE name='ix_c'")" building "s0 has its row again"
 
+# ------------------------------------------------------------ 7. two shards on one server
+P0=$(t_port 0)
+t_sql 0 "CREATE DATABASE IF NOT EXISTS bs_a; CREATE DATABASE IF NOT EXISTS bs_b"
+cat >"$T/oneserver.yaml" <<EOC
+shards:
+  - {name: s0, host: 127.0.0.1, port: $P0, database: bs_a, user: root}
+  - {name: s1, host: 127.0.0.1, port: $P0, database: bs_b, user: root}
+catalog_ttl: 1
+EOC
+t_exit 0 "init two shards on one server" -- "$B" -c "$T/oneserver.yaml" init
+t_exit 0 "an index" -- "$B" -c "$T/oneserver.yaml" index create ix_one --on k:int --shard-on k
+# one entity per shard, each interrupted before its index rows: drift on both
+for id in 00000000000000000000000000000b00 00000000000000000000000000000b01; do
+	printf '{"id":{"$uuid":"%s"},"k":%d}\n' $id 5 >"$T/one.json"
+	BAGSTORE_FAULT=after_entity_write t_exit 75 "put $id, stopped before its rows" -- "$B" -c "$T/oneserver.yaml" put "$T/one.json"
+done
+t_exit 1 "verify sees the drift" -- "$B" -c "$T/oneserver.yaml" verify --index ix_one
+t_exit 0 "one cleaner pass" -- "$B" -c "$T/oneserver.yaml" cleaner --once
+t_exit 0 "both shards repaired" -- "$B" -c "$T/oneserver.yaml" verify --index ix_one
+t_exit 0 "lag --json" -- "$B" -c "$T/oneserver.yaml" lag --json
+t_eq "$(printf '%s' "$T_OUT" | grep -c '"watermark_us": [1-9]')" 2 "both shards' repair ran (a watermark each)"
+t_sql 0 "DROP DATABASE bs_a; DROP DATABASE bs_b"
+
 t_done test_hostile
