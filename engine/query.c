@@ -54,6 +54,7 @@ struct qctx {
 	idvec_t *found;           /* per index shard: matching entity_ids */
 	idvec_t *byshard;         /* per entity shard: ids to fetch */
 	bs_result_t *part;        /* per entity shard: kept entities */
+	void *meta;               /* per entity shard: metavec_t, with a limit */
 };
 
 static int scan_index(bs_store_t *st, int i, void *p)
@@ -187,6 +188,178 @@ done:
 	return rc;
 }
 
+/* ------------------------------------------------------------ with a limit */
+
+/* A candidate's id, its entity's update time and shard: what a limited
+ * query orders by before it fetches any body. */
+typedef struct {
+	bs_id_t id;
+	int64_t updated_us;
+	int shard;
+} meta_t;
+
+typedef struct {
+	meta_t *items;
+	size_t len;
+	size_t gone; /* candidates whose entity is gone */
+} metavec_t;
+
+/* The update times of shard i's candidates (no bodies), in batches. */
+static int fetch_meta(bs_store_t *st, int i, void *p)
+{
+	struct qctx *q = p;
+	idvec_t *want = &q->byshard[i];
+	metavec_t *out = &((metavec_t *)q->meta)[i];
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	int rc = 0;
+	if (!want->len)
+		return 0;
+	/* an entity named by two index rows (a stale one and a right one) once */
+	qsort(want->ids, want->len, sizeof *want->ids, id_cmp);
+	size_t uniq = 0;
+	for (size_t k = 0; k < want->len; k++)
+		if (!uniq || memcmp(want->ids[uniq - 1].b, want->ids[k].b, 16))
+			want->ids[uniq++] = want->ids[k];
+	out->gone += want->len - uniq;
+	want->len = uniq;
+	if (!(out->items = calloc(want->len, sizeof *out->items)))
+		return bs_error(BS_ENOMEM, "out of memory");
+	for (size_t off = 0; off < want->len; off += FETCH_BATCH) {
+		size_t end = off + FETCH_BATCH < want->len ? off + FETCH_BATCH : want->len;
+		bs__buf_reset(&b);
+		bs__buf_puts(&b, "SELECT id, UNIX_TIMESTAMP(updated) FROM entities WHERE id IN (");
+		for (size_t k = off; k < end; k++) {
+			bs__buf_puts(&b, k > off ? "," : "");
+			bs__buf_hex(&b, want->ids[k].b, 16);
+		}
+		bs__buf_puts(&b, ")");
+		if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
+			goto done;
+		size_t got = 0;
+		MYSQL_ROW row;
+		while ((row = mysql_fetch_row(res))) {
+			if (!row[0] || mysql_fetch_lengths(res)[0] != 16)
+				continue;
+			meta_t *m = &out->items[out->len++];
+			memcpy(m->id.b, row[0], 16);
+			m->updated_us = bs__parse_unix_us(row[1]);
+			m->shard = i;
+			got++;
+		}
+		out->gone += (end - off) - got;
+		mysql_free_result(res);
+		res = NULL;
+	}
+done:
+	if (res)
+		mysql_free_result(res);
+	bs__buf_free(&b);
+	return rc;
+}
+
+static int meta_newest_first(const void *a, const void *b)
+{
+	const meta_t *x = a, *y = b;
+	if (x->updated_us != y->updated_us)
+		return x->updated_us > y->updated_us ? -1 : 1;
+	return memcmp(x->id.b, y->id.b, 16);
+}
+
+static int newest_first(const void *a, const void *b);
+
+/* Append every shard's kept entities to out (whose items grow). */
+static int take_parts(bs_result_t *out, struct qctx *q, int n)
+{
+	for (int i = 0; i < n; i++) {
+		bs_result_t *p = &q->part[i];
+		out->dropped += p->dropped;
+		if (p->corrupt && !out->corrupt)
+			snprintf(out->corrupt_first, sizeof out->corrupt_first, "%s", p->corrupt_first);
+		out->corrupt += p->corrupt;
+		p->dropped = p->corrupt = 0;
+		for (size_t k = 0; k < p->len; k++) {
+			if (result_push(out, &p->items[k])) {
+				for (; k < p->len; k++)
+					bs_value_clear(&p->items[k].bag);
+				p->len = 0;
+				return BS_ENOMEM;
+			}
+		}
+		p->len = 0;
+	}
+	return 0;
+}
+
+/* The limited read: every candidate's update time first (no body), then
+ * bodies newest first in windows, each window re-checked, until `limit`
+ * entities are kept: a query asking for one entity reads a few bodies, not
+ * every candidate's. */
+static int query_limited(bs_result_t *out, struct qctx *q, bs_store_t *st, size_t limit)
+{
+	int n = st->n, rc;
+	metavec_t *meta = calloc((size_t)n, sizeof *meta);
+	meta_t *all = NULL;
+	size_t total = 0;
+	if (!meta)
+		return bs_error(BS_ENOMEM, "out of memory");
+	q->meta = meta;
+	if ((rc = bs__shard_each(st, NULL, fetch_meta, q, NULL)))
+		goto done;
+	for (int i = 0; i < n; i++) {
+		total += meta[i].len;
+		out->dropped += meta[i].gone;
+	}
+	if (total && !(all = malloc(total * sizeof *all))) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	total = 0;
+	for (int i = 0; i < n; i++) {
+		if (meta[i].len)
+			memcpy(all + total, meta[i].items, meta[i].len * sizeof *all);
+		total += meta[i].len;
+	}
+	qsort(all, total, sizeof *all, meta_newest_first);
+	bool *which = calloc((size_t)n, sizeof *which);
+	if (!which) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	/* windows of twice what is still wanted, doubling while they keep
+	 * nothing (stale candidates) */
+	size_t grow = 2;
+	for (size_t off = 0; off < total && out->len < limit && !rc;) {
+		size_t before = out->len, want = (limit - out->len) * grow;
+		size_t end = want < total - off ? off + want : total;
+		memset(which, 0, (size_t)n * sizeof *which);
+		for (int i = 0; i < n; i++)
+			q->byshard[i].len = 0;
+		for (size_t k = off; k < end && !rc; k++) {
+			which[all[k].shard] = true;
+			rc = idvec_push(&q->byshard[all[k].shard], all[k].id.b);
+		}
+		if (!rc && !(rc = bs__shard_each(st, which, fetch_entities, q, NULL)))
+			rc = take_parts(out, q, n);
+		if (out->len == before && grow < 1024)
+			grow *= 2;
+		off = end;
+	}
+	free(which);
+	if (!rc) {
+		qsort(out->items, out->len, sizeof *out->items, newest_first);
+		while (out->len > limit)
+			bs_value_clear(&out->items[--out->len].bag);
+	}
+done:
+	for (int i = 0; i < n; i++)
+		free(meta[i].items);
+	free(meta);
+	free(all);
+	q->meta = NULL;
+	return rc;
+}
+
 static int newest_first(const void *a, const void *b)
 {
 	const bs_entity_t *x = a, *y = b;
@@ -295,6 +468,12 @@ int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_
 			if ((rc = idvec_push(&q.byshard[s], q.found[i].ids[k].b)))
 				goto done;
 		}
+	/* with a limit smaller than the candidates, bodies are read newest
+	 * first until enough match; otherwise all at once */
+	if (limit && out->candidates > limit) {
+		rc = query_limited(out, &q, st, limit);
+		goto done;
+	}
 	if (out->candidates && (rc = bs__shard_each(st, which, fetch_entities, &q, NULL)))
 		goto done;
 	/* 3. newest first, at most limit */

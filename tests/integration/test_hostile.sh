@@ -212,4 +212,28 @@ t_exit 0 "lag --json" -- "$B" -c "$T/oneserver.yaml" lag --json
 t_eq "$(printf '%s' "$T_OUT" | grep -c '"watermark_us": [1-9]')" 2 "both shards' repair ran (a watermark each)"
 t_sql 0 "DROP DATABASE bs_a; DROP DATABASE bs_b"
 
+# ------------------------------------------------------------ 10. query --limit reads what it returns
+# 40 entities with the same indexed value, each body 4 MB of text (a few KB
+# stored): --limit 1 must not fetch every candidate's body. The servers'
+# Bytes_sent, before and after, says how much was read.
+t_exit 0 "create ix_big" -- "$B" -c "$C" index create ix_big --on big:int --shard-on big
+t_exit 0 "build ix_big" -- "$B" -c "$C" cleaner --index ix_big
+python3 -c 'import json
+for i in range(40):
+    print(json.dumps({"id": {"$uuid": "%08x-0000-4000-8000-00000000b16b" % i}, "big": 1, "text": "x" * (4 << 20)}))' >"$T/big.jsonl"
+t_exit 0 "put 40 big bodies" -- "$B" -c "$C" put "$T/big.jsonl"
+sent() { (t_sql 0 "SHOW GLOBAL STATUS LIKE 'Bytes_sent'"; t_sql 1 "SHOW GLOBAL STATUS LIKE 'Bytes_sent'") | awk '{ n += $2 } END { print n }'; }
+before=$(sent)
+t_exit 0 "query --limit 1 over 40 candidates" -- "$B" -c "$C" query ix_big big=1 --limit 1
+after=$(sent)
+t_eq "$(printf '%s\n' "$T_OUT" | wc -l)" 1 "one entity printed"
+limited=$((after - before))
+before=$(sent)
+t_exit 0 "query without a limit still returns all 40" -- "$B" -c "$C" query ix_big big=1
+after=$(sent)
+t_eq "$(printf '%s\n' "$T_OUT" | wc -l)" 40 "40 entities printed"
+all=$((after - before))
+t_eq "$([ $((limited * 4)) -lt "$all" ] && echo less || echo more)" less \
+	"--limit 1 read under a quarter of what all 40 take ($limited bytes against $all)"
+
 t_done test_hostile
