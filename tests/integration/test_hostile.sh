@@ -236,4 +236,14 @@ all=$((after - before))
 t_eq "$([ $((limited * 4)) -lt "$all" ] && echo less || echo more)" less \
 	"--limit 1 read under a quarter of what all 40 take ($limited bytes against $all)"
 
+# ------------------------------------------------------------ 11. put of a wide object without id
+# 200,000 keys and no id: the old code set keys one at a time through a
+# linear search (over 60 s, past the test timeout); now it is linear
+python3 -c 'import json; print(json.dumps({"k%d" % i: i for i in range(200000)}))' >"$T/wide.json"
+T_TIMEOUT=60 t_exit 0 "put of 200,000 keys without an id completes" -- "$B" -c "$C" put "$T/wide.json"
+wid=$T_OUT
+t_exit 0 "and reads back" -- "$B" -c "$C" get "$wid"
+t_contains "$T_OUT" '"k199999":199999' "with its last key"
+t_match "$T_OUT" '^\{"id":' "the new id first"
+
 t_done test_hostile

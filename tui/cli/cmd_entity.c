@@ -103,33 +103,35 @@ static const char *type_name(bs_type_t t)
 	return "?";
 }
 
-/* Give a bag without "id" a new one, as its first key. */
+/* Give a bag without "id" a new one, as its first key. The other pairs
+ * move over as they are (their keys are unique already: the decoders
+ * refuse duplicates), so this is linear in the keys, not quadratic. */
 static int bag_add_id(bs_value_t *bag)
 {
-	bs_value_t nm, idv;
+	size_t n = bag->v.m.len;
+	bs_pair_t *items = malloc((n + 1) * sizeof *items);
+	char *key = strdup("id");
 	bs_id_t id;
-	size_t i;
-	int rc;
 
-	bs_value_map(&nm);
-	bs_value_nil(&idv);
-	bs_id_generate(&id);
-	if ((rc = bs_value_bin(&idv, id.b, sizeof id.b)) < 0)
-		goto done;
-	if ((rc = bs_map_set(&nm, "id", 2, &idv)) < 0)
-		goto done;
-	for (i = 0; i < bag->v.m.len; i++) {
-		bs_pair_t *p = &bag->v.m.items[i];
-		if ((rc = bs_map_set(&nm, p->key, p->klen, &p->val)) < 0)
-			goto done;
+	if (!items || !key) {
+		free(items);
+		free(key);
+		return bs_error(BS_ENOMEM, "out of memory");
 	}
-	bs_value_clear(bag);
-	*bag = nm;
-	bs_value_nil(&nm);
-done:
-	bs_value_clear(&idv);
-	bs_value_clear(&nm);
-	return rc;
+	bs_id_generate(&id);
+	items[0].key = key;
+	items[0].klen = 2;
+	if (bs_value_bin(&items[0].val, id.b, sizeof id.b) < 0) {
+		free(items);
+		free(key);
+		return BS_ENOMEM;
+	}
+	if (n)
+		memcpy(items + 1, bag->v.m.items, n * sizeof *items);
+	free(bag->v.m.items);
+	bag->v.m.items = items;
+	bag->v.m.len = bag->v.m.cap = n + 1;
+	return 0;
 }
 
 /* Store one decoded entity (consumed) and print its id. */
