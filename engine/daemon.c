@@ -101,6 +101,21 @@ static bgjob_t *bg_for(daemon_t *d, const char *index)
 	return g;
 }
 
+/* A pass's first error, its message kept at once: later calls (another
+ * shard's pass, a promotion) set and clear the thread's slot. */
+typedef struct {
+	int rc;
+	char msg[1024];
+} first_err_t;
+
+static void keep(first_err_t *f, int rc)
+{
+	if (rc && !f->rc) {
+		f->rc = rc;
+		snprintf(f->msg, sizeof f->msg, "%s", bs_last_error());
+	}
+}
+
 int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 {
 	daemon_t *d = calloc(1, sizeof *d);
@@ -117,8 +132,9 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 	}
 	for (;;) {
 		bs_index_list_t cat = {0};
-		int prc = 0;
-		if ((prc = bs_index_list(&cat, st)))
+		first_err_t fe = {0};
+		keep(&fe, bs_index_list(&cat, st));
+		if (fe.rc)
 			goto pass_done;
 		/* catalogs the shards disagree on: a create, promotion or drop that
 		 * a shard going away cut short is completed */
@@ -138,8 +154,7 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 					r = bs__backfill_run(&all_done, st, ix->name, opts, false);
 				if (!r && all_done)
 					r = bs__index_promote(&promoted, st, ix->name);
-				if (r && !prc)
-					prc = r;
+				keep(&fe, r);
 				continue;
 			}
 			bgjob_t *g = bg_for(d, ix->name);
@@ -156,20 +171,17 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 				g->running = true;
 		}
 		/* repair, shard by shard */
-		for (int s = 0; s < st->n; s++) {
-			int r = bs__repair_pass(d->rep, st, s, &cat);
-			if (r && !prc)
-				prc = r;
-		}
+		for (int s = 0; s < st->n; s++)
+			keep(&fe, bs__repair_pass(d->rep, st, s, &cat));
 		bg_reap(d, st, opts);
 	pass_done:
 		bs_index_list_free(&cat);
 		if (opts && opts->once) {
-			rc = prc;
+			rc = fe.rc ? bs_error(fe.rc, "%s", fe.msg) : 0;
 			break;
 		}
-		if (prc) /* the daemon goes on; the error is the caller's to log */
-			daemon_say(opts, prc, "repair: %s", bs_last_error());
+		if (fe.rc) /* the daemon goes on; the error is the caller's to log */
+			daemon_say(opts, fe.rc, "repair: %s", fe.msg);
 		if (bs__stopping(opts))
 			break;
 		bs__cleaner_sleep(st->cfg->cleaner.repair_interval, bs__stop_flag(opts));

@@ -246,4 +246,18 @@ t_exit 0 "and reads back" -- "$B" -c "$C" get "$wid"
 t_contains "$T_OUT" '"k199999":199999' "with its last key"
 t_match "$T_OUT" '^\{"id":' "the new id first"
 
+# ------------------------------------------------------------ 12. errors keep their message
+# the first shard's bookkeeping table gone: the error must name it and
+# carry MySQL's message, though later shards' passes run after it
+t_sql 0 "RENAME TABLE bagstore_watermarks TO bagstore_watermarks_away"
+t_exit 1 "cleaner --once with a table missing on s0" -- "$B" -c "$C" cleaner --once
+t_contains "$T_ERR" "shard s0" "names the shard"
+t_contains "$T_ERR" "bagstore_watermarks' doesn't exist (MySQL error 1146)" "carries MySQL's message"
+"$B" -c "$C" cleaner >"$T/daemon.out" 2>"$T/daemon.err" &
+dpid=$!
+for _ in $(seq 1 50); do grep -q "repair:" "$T/daemon.err" && break; sleep 0.1; done
+kill -TERM $dpid; wait $dpid
+t_match "$(cat "$T/daemon.err")" "repair: shard s0 .*bagstore_watermarks' doesn't exist" "the daemon logs the whole message"
+t_sql 0 "RENAME TABLE bagstore_watermarks_away TO bagstore_watermarks"
+
 t_done test_hostile
