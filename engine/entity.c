@@ -96,6 +96,23 @@ static void index_sql(bs_buf_t *per_shard, const bs_index_t *idx, const bs_id_t 
 	}
 }
 
+/* Was the last failure on this shard one a retry may cure? */
+static bool retryable(bs_store_t *st, int shard)
+{
+	unsigned e = bs__shard_last_errno(st, shard);
+	return e == 1213 /* ER_LOCK_DEADLOCK */ || e == 1205 /* ER_LOCK_WAIT_TIMEOUT */;
+}
+
+#define WRITE_TRIES 6
+
+/* Sleep before try number `tries` (1..): 2, 4, 8... ms, with jitter. */
+static void backoff(int tries)
+{
+	long ms = 1L << tries;
+	struct timespec ts = { 0, (ms + (long)(bs_now_us() % ms)) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
 /* Send the per-shard index statements; the first failure is reported with
  * the note that the entity itself is written. */
 static int index_flush(bs_store_t *st, bs_buf_t *per_shard, const bs_id_t *id)
@@ -108,8 +125,15 @@ static int index_flush(bs_store_t *st, bs_buf_t *per_shard, const bs_id_t *id)
 		int r = bs__buf_ok(b);
 		if (!r)
 			r = bs__shard_check(st, i);
-		if (!r)
+		/* the statements are idempotent (a delete and an upsert per
+		 * index): a deadlock or lock wait timeout sends them again */
+		for (int tries = 1; !r; tries++) {
 			r = bs__shard_exec(st, i, b->ptr, b->len);
+			if (!r || r != BS_ECONFLICT || !retryable(st, i) || tries == WRITE_TRIES)
+				break;
+			backoff(tries);
+			r = 0;
+		}
 		if (r && !rc) {
 			char hex[33], msg[1024];
 			bs_id_hex(hex, id);
@@ -207,23 +231,6 @@ static void rollback(bs_store_t *st, write_t *w)
 		bs__buf_free(&b);
 	}
 	bs_error(code, "%s", msg);
-}
-
-/* Was the last failure on the entity's shard one a retry may cure? */
-static bool retryable(bs_store_t *st, int shard)
-{
-	unsigned e = bs__shard_last_errno(st, shard);
-	return e == 1213 /* ER_LOCK_DEADLOCK */ || e == 1205 /* ER_LOCK_WAIT_TIMEOUT */;
-}
-
-#define WRITE_TRIES 6
-
-/* Sleep before try number `tries` (1..): 2, 4, 8... ms, with jitter. */
-static void backoff(int tries)
-{
-	long ms = 1L << tries;
-	struct timespec ts = { 0, (ms + (long)(bs_now_us() % ms)) * 1000000L };
-	nanosleep(&ts, NULL);
 }
 
 /* The condition of bs_put_if against what the row holds. */
