@@ -689,6 +689,17 @@ static int parse_replica(bs_replica_conf_t *r, const ctx *c, const node *n, cons
 	return 0;
 }
 
+/* Do two shards name the same server by their address (host and port, or
+ * socket)? Shards known only by an option file cannot be compared. */
+static bool same_server(const bs_shard_conf_t *a, const bs_shard_conf_t *b)
+{
+	if (a->host && b->host)
+		return !strcmp(a->host, b->host) && (a->port ? a->port : 3306) == (b->port ? b->port : 3306);
+	if (a->socket && b->socket && !a->host && !b->host)
+		return !strcmp(a->socket, b->socket);
+	return false;
+}
+
 static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
 {
 	bs_shard_conf_t *s = &cfg->shards[idx];
@@ -757,6 +768,11 @@ static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
 	}
 	if (s->host == NULL && s->socket == NULL && s->defaults_file == NULL)
 		return nerr(c, n, "%s: a shard needs host, socket or defaults_file", where);
+	for (j = 0; j < idx; j++)
+		if (same_server(&cfg->shards[j], s) && !strcmp(cfg->shards[j].database, s->database))
+			return nerr(c, n, "%s: shard %s is the same server and database as shard %s (line %d): "
+			            "two shards cannot share one set of tables", where, s->name, cfg->shards[j].name,
+			            cfg->shards[j].line);
 	return 0;
 }
 

@@ -103,12 +103,13 @@ static bool retryable(bs_store_t *st, int shard)
 	return e == 1213 /* ER_LOCK_DEADLOCK */ || e == 1205 /* ER_LOCK_WAIT_TIMEOUT */;
 }
 
-#define WRITE_TRIES 6
+#define WRITE_TRIES 10
 
-/* Sleep before try number `tries` (1..): 2, 4, 8... ms, with jitter. */
+/* Sleep before try number `tries` (1..): 2, 4, 8... ms up to 128, with
+ * jitter: eight writers on the same new rows need a few rounds. */
 static void backoff(int tries)
 {
-	long ms = 1L << tries;
+	long ms = 1L << (tries < 7 ? tries : 7);
 	struct timespec ts = { 0, (ms + (long)(bs_now_us() % ms)) * 1000000L };
 	nanosleep(&ts, NULL);
 }
@@ -294,7 +295,7 @@ static void read_sql(bs_buf_t *b, const write_t *w)
 
 /* Step 1, once: one round trip, or two for a conditional write (whose
  * condition is checked between the read and the write). */
-static int entity_step(bs_store_t *st, write_t *w, const bs_bytes_t *body, bool conditional,
+static int entity_step(bool *retry, bs_store_t *st, write_t *w, const bs_bytes_t *body, bool conditional,
                        int64_t expect_us)
 {
 	bs_buf_t b = {0};
@@ -326,6 +327,8 @@ static int entity_step(bs_store_t *st, write_t *w, const bs_bytes_t *body, bool 
 			in_tx = false;
 	}
 done:
+	/* read before the rollback, whose own statement resets it */
+	*retry = rc == BS_ECONFLICT && retryable(st, w->shard);
 	if (rc && in_tx)
 		rollback(st, w);
 	if (res)
@@ -339,8 +342,9 @@ static int entity_write(bs_store_t *st, write_t *w, const bs_bytes_t *body, bool
                         int64_t expect_us)
 {
 	for (int tries = 1;; tries++) {
-		int rc = entity_step(st, w, body, conditional, expect_us);
-		if (!rc || rc != BS_ECONFLICT || !retryable(st, w->shard))
+		bool retry = false;
+		int rc = entity_step(&retry, st, w, body, conditional, expect_us);
+		if (!rc || !retry)
 			return rc;
 		if (tries == WRITE_TRIES) {
 			char msg[1024];

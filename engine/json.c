@@ -283,6 +283,53 @@ static int from_json(ctx_t *c, bs_value_t *out, json_t *j, int depth)
 	return fail(c, BS_EINVAL, "unknown JSON type");
 }
 
+/* jansson reads 1e-400 as 0.0 without a word: find a number token (outside
+ * strings) whose value does not survive as a double, and say where. */
+static int check_numbers(const ctx_t *c, const char *text, size_t len)
+{
+	bool in_str = false;
+	int line = 1, col = 1;
+	for (size_t i = 0; i < len; i++, col++) {
+		char ch = text[i];
+		if (ch == '\n') {
+			line++;
+			col = 0;
+			continue;
+		}
+		if (in_str) {
+			if (ch == '\\')
+				i++, col++;
+			else if (ch == '"')
+				in_str = false;
+			continue;
+		}
+		if (ch == '"') {
+			in_str = true;
+			continue;
+		}
+		if (ch != '-' && (ch < '0' || ch > '9'))
+			continue;
+		size_t n = 0;
+		while (i + n < len && strchr("0123456789+-.eE", text[i + n]) && text[i + n])
+			n++;
+		char num[64], *end;
+		bool real = memchr(text + i, '.', n) || memchr(text + i, 'e', n) || memchr(text + i, 'E', n);
+		if (real && n < sizeof num) {
+			memcpy(num, text + i, n);
+			num[n] = '\0';
+			errno = 0;
+			double d = strtod(num, &end);
+			bool nonzero = strpbrk(num, "123456789") && strpbrk(num, "123456789") < (strpbrk(num, "eE") ? strpbrk(num, "eE") : num + n);
+			if (errno == ERANGE && d == 0 && nonzero)
+				return bs_error(BS_EINVAL, "%s:%d:%d: the number %s is too small for a double: it would be "
+				                           "stored as 0", c->where, line, col, num);
+		}
+		i += n - 1;
+		col += (int)n - 1;
+	}
+	return 0;
+}
+
 int bs_json_decode(bs_value_t *out, const char *text, size_t len, const char *where)
 {
 	ctx_t c = { .where = where ? where : "<json>" };
@@ -291,6 +338,8 @@ int bs_json_decode(bs_value_t *out, const char *text, size_t len, const char *wh
 	int rc;
 
 	bs_value_nil(out);
+	if (text && (rc = check_numbers(&c, text, len)) < 0)
+		goto done;
 	root = json_loadb(text ? text : "", text ? len : 0,
 	                  JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
 	if (!root) {

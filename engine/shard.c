@@ -10,6 +10,9 @@
 #include "internal.h"
 
 #include <errmsg.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <mysqld_error.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,6 +183,21 @@ int bs__shard_conn(MYSQL **out, bs_store_t *st, int i)
 		if (!password)
 			return bs_error(BS_ECONFIG, "%s: environment variable %s (password_env) is not set",
 			                bs__shard_label(label, sizeof label, sh), c->password_env);
+	}
+	/* a FIFO or /dev/zero as the option file would hang the connect forever */
+	if (c->defaults_file) {
+		struct stat sb;
+		const char *why = NULL;
+		if (stat(c->defaults_file, &sb) != 0)
+			why = strerror(errno);
+		else if (!S_ISREG(sb.st_mode))
+			why = "not a regular file (a MySQL option file is)";
+		else if (access(c->defaults_file, R_OK) != 0)
+			why = strerror(errno);
+		if (why)
+			return bs_error(BS_ECONFIG, "%s: defaults_file %s (line %d of %s): %s",
+			                bs__shard_label(label, sizeof label, sh), c->defaults_file, c->line,
+			                st->cfg->path ? st->cfg->path : "the configuration", why);
 	}
 	MYSQL *m = mysql_init(NULL);
 	if (!m)

@@ -285,4 +285,30 @@ t_eq "$(cat "$T"/dl*.err)" "" "no error printed"
 t_exit 0 "cleaner --once settles what is left" -- "$B" -c "$C" cleaner --once
 t_exit 0 "verify ix_dl: no drift" -- "$B" -c "$C" verify --index ix_dl
 
+# ------------------------------------------------------------ 14. configurations
+P1=$(t_port 1)
+mkfifo "$T/fifo.cnf"
+for f in /dev/zero "$T/fifo.cnf"; do
+	cat >"$T/dz.yaml" <<EOC
+shards:
+  - {name: s0, host: 127.0.0.1, port: $P0, database: bagstore, user: root, defaults_file: $f}
+EOC
+	T_TIMEOUT=10 t_exit 2 "defaults_file $f is refused, not a hang" -- "$B" -c "$T/dz.yaml" index list
+	t_contains "$T_ERR" "not a regular file" "says why ($f)"
+	T_TIMEOUT=10 t_exit 1 "shards reports it on the shard ($f)" -- "$B" -c "$T/dz.yaml" shards --json
+	t_contains "$T_OUT" "not a regular file" "in the shard's error ($f)"
+done
+cat >"$T/dup.yaml" <<EOC
+shards:
+  - {name: s0, host: 127.0.0.1, port: $P0, database: bagstore, user: root}
+  - {name: s1, host: 127.0.0.1, port: $P1, database: bagstore, user: root}
+  - {name: s2, host: 127.0.0.1, port: $P0, database: bagstore, user: root}
+EOC
+t_exit 2 "two shards on the same server and database are refused" -- "$B" -c "$T/dup.yaml" shards
+t_contains "$T_ERR" "dup.yaml:4:" "names the file and line"
+t_contains "$T_ERR" "shard s2 is the same server and database as shard s0" "says which"
+printf '{"tiny":1e-400}\n' >"$T/tiny.json"
+t_exit 2 "1e-400 in JSON is refused" -- "$B" -c "$C" put "$T/tiny.json"
+t_contains "$T_ERR" "too small for a double" "says why"
+
 t_done test_hostile

@@ -964,6 +964,24 @@ static uint8_t *many_items_body(size_t n, size_t *zlen)
 	return z;
 }
 
+/* Numbers a double cannot hold are refused, not stored as 0 (issue 13.14). */
+static void test_json_underflow(void)
+{
+	static const char *const refused[] = { "{\"a\":1e-400}", "{\"a\":[1,\n -2.5E-999]}" };
+	static const char *const taken[] = { "{\"a\":0e-400}", "{\"a\":\"1e-400\"}", "{\"a\":2.5e-320}",
+	                                     "{\"1e-400\":1}" };
+	bs_value_t v;
+	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+		CHECK_ERR(bs_json_decode(&v, refused[i], strlen(refused[i]), "in"), BS_EINVAL);
+		CHECK(has(bs_last_error(), "too small for a double"), "%s: %s", refused[i], bs_last_error());
+	}
+	CHECK(has(bs_last_error(), "in:2:2: the number -2.5E-999"), "names the spot: %s", bs_last_error());
+	for (size_t i = 0; i < sizeof taken / sizeof *taken; i++) {
+		CHECK_OK(bs_json_decode(&v, taken[i], strlen(taken[i]), "in"));
+		bs_value_clear(&v);
+	}
+}
+
 static void test_body_items(void)
 {
 	size_t zlen;
@@ -1028,6 +1046,7 @@ int main(void)
 	test_body_fixtures();
 	test_body_limits();
 	test_body_items();
+	test_json_underflow();
 	test_json();
 	test_yaml();
 	test_yaml_random_strings();

@@ -463,12 +463,12 @@ static void test_fingerprint(void)
 	bs_config_t *a = NULL, *b = NULL, *c = NULL, *d = NULL;
 	char fa[17], fb[17], fc[17], fd[17];
 
-	CHECK_OK(parse(&a, "shards: [{name: s0, host: h}, {name: s1, host: h}]"));
+	CHECK_OK(parse(&a, "shards: [{name: s0, host: h0}, {name: s1, host: h1}]"));
 	/* other keys do not count, only the ordered names */
 	CHECK_OK(parse(&b, "shards:\n  - {name: s0, socket: /x, port: 1}\n  - {name: s1, host: other}\n"
 	                   "read_only: true\n"));
-	CHECK_OK(parse(&c, "shards: [{name: s1, host: h}, {name: s0, host: h}]"));
-	CHECK_OK(parse(&d, "shards: [{name: s0, host: h}, {name: s1, host: h}, {name: s2, host: h}]"));
+	CHECK_OK(parse(&c, "shards: [{name: s1, host: h0}, {name: s0, host: h1}]"));
+	CHECK_OK(parse(&d, "shards: [{name: s0, host: h0}, {name: s1, host: h1}, {name: s2, host: h2}]"));
 	if (!a || !b || !c || !d)
 		goto done;
 	bs_config_fingerprint(fa, a);
