@@ -47,6 +47,9 @@ case $B in
 *) PORT=33407 ;;
 esac
 PORT=${BAGSTORE_TEST_PORT:-$PORT}
+# tests that start servers of their own derive their ports from it
+BAGSTORE_TEST_PORT=$PORT
+export BAGSTORE_TEST_PORT
 NSHARDS=2
 
 SHARDS_SH=$ROOT/conf/shards.sh

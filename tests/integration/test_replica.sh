@@ -4,12 +4,12 @@
 # replica's Seconds_Behind_Master (the console's shards screen draws the
 # same status), a replica that does not replicate reads "unknown" with its
 # reason, and a backfill waits, throttled, saying which replica lags.
-# Its own shards (ports 33801-33802, or BAGSTORE_REPLICA_PORT), stopped at
+# Its own shards (the test port + 394 and + 395, or BAGSTORE_REPLICA_PORT), stopped at
 # the end.
 . tests/lib.sh
 T=$(t_tmp)
 B=$BAGSTORE
-P=${BAGSTORE_REPLICA_PORT:-33801}
+P=${BAGSTORE_REPLICA_PORT:-$((${BAGSTORE_TEST_PORT:-33407} + 394))}
 R=$((P + 1))
 # not under $T: t_done removes $T before the EXIT trap could stop them
 DP=${BUILD:-build}/replica-shards/primary

@@ -1,13 +1,12 @@
 #!/bin/sh
 # test_shards.sh - conf/shards.sh itself: start is idempotent, status,
 # stop-one/start-one, pause/resume, kill, config, stop. Uses shards of its
-# own (ports 33607-33608, under $BUILD/test-shards-launcher), never the
+# own (the test port + 250 and + 251, under $BUILD/test-shards-launcher), never the
 # shared test shards.
 . tests/lib.sh
 
 SH=${SHARDS_SH:-conf/shards.sh}
-P=${BAGSTORE_LAUNCHER_TEST_PORT:-33607}
-case ${BUILD:-build} in *build-asan*) P=$((P + 100)) ;; esac
+P=${BAGSTORE_LAUNCHER_TEST_PORT:-$((${BAGSTORE_TEST_PORT:-33407} + 250))}
 if [ -d "${BUILD:-build}" ]; then
 	D=$(cd "${BUILD:-build}" && pwd)/test-shards-launcher
 else
