@@ -3,8 +3,10 @@
 #
 #   BUILD=build sh tests/run.sh [unit|integration|all] [NAME...]
 #
-# Starts two throwaway MariaDB shards (conf/shards.sh; ports 33407-33408, or
-# 33507-33508 for build-asan; data under $BUILD/check-shards), writes
+# Starts two throwaway MariaDB shards (conf/shards.sh; ports 23407-23408, or
+# 23507-23508 for build-asan, 23607-23608 for build-tsan: below Linux's
+# ephemeral range, 32768-60999, so no client socket can hold one when a
+# server binds it; data under $BUILD/check-shards), writes
 # $BUILD/check.yaml for them, then runs each unit test binary
 # $BUILD/tests/test_* and each tests/integration/test_*.sh (with sh, from the
 # project folder). NAMEs, when given, pick tests by name (test_shards, ...).
@@ -42,9 +44,9 @@ BUILD=${BUILD:-build}
 case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
 B=${B%/}
 case $B in
-*/build-asan) PORT=33507 ;;
-*/build-tsan) PORT=33607 ;;
-*) PORT=33407 ;;
+*/build-asan) PORT=23507 ;;
+*/build-tsan) PORT=23607 ;;
+*) PORT=23407 ;;
 esac
 PORT=${BAGSTORE_TEST_PORT:-$PORT}
 # tests that start servers of their own derive their ports from it

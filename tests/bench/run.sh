@@ -8,7 +8,7 @@ cd "$top"
 # pt-online-schema-change is one of the backfill's references
 [ -n "$BAGSTORE_NO_DEPS" ] || sh scripts/deps.sh percona-toolkit
 dir=$BUILD/bench-shards
-port=38707
+port=28707
 trap 'sh conf/shards.sh stop --dir "$dir" >/dev/null 2>&1 || true' EXIT
 trap 'exit 130' INT TERM
 sh conf/shards.sh start --count 2 --port $port --dir "$dir"

@@ -9,7 +9,7 @@
 . tests/lib.sh
 T=$(t_tmp)
 B=$BAGSTORE
-P=${BAGSTORE_REPLICA_PORT:-$((${BAGSTORE_TEST_PORT:-33407} + 394))}
+P=${BAGSTORE_REPLICA_PORT:-$((${BAGSTORE_TEST_PORT:-23407} + 394))}
 R=$((P + 1))
 # not under $T: t_done removes $T before the EXIT trap could stop them
 DP=${BUILD:-build}/replica-shards/primary

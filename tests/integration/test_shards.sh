@@ -6,7 +6,7 @@
 . tests/lib.sh
 
 SH=${SHARDS_SH:-conf/shards.sh}
-P=${BAGSTORE_LAUNCHER_TEST_PORT:-$((${BAGSTORE_TEST_PORT:-33407} + 250))}
+P=${BAGSTORE_LAUNCHER_TEST_PORT:-$((${BAGSTORE_TEST_PORT:-23407} + 250))}
 if [ -d "${BUILD:-build}" ]; then
 	D=$(cd "${BUILD:-build}" && pwd)/test-shards-launcher
 else
