@@ -10,7 +10,7 @@
  *
  *   L0  base      error buf bytes value id base64
  *   L1  text      msgpack body json yaml config indexdef route querytext
- *   L2  shards    shard store replica schema catalog audit
+ *   L2  shards    shard fanout store replica schema catalog audit
  *   L3  data      entity query browse status
  *   L4  cleaner   jobs throttle lag drift repair backfill verify lifecycle
  *   L5  top       init daemon
@@ -123,6 +123,34 @@ void bs__lock_release(bs_store_t *st, int shard, const char *name);
  * they failed it is released again then. Returns 0 when sent; a failure to
  * send is an error like any other. */
 int bs__shard_send(bs_store_t *st, int i, const char *sql, size_t len, const char *lock);
+
+/* Connecting, in pieces (fanout.c connects without blocking): a handle with
+ * every option set and the password to give it; the error of a failed
+ * connect (closes the handle); a connected handle made the shard's. */
+int bs__shard_prepare(MYSQL **out, const char **password, bs_store_t *st, int i);
+int bs__shard_connect_failed(bs_store_t *st, int i, MYSQL *m);
+void bs__shard_adopt(bs_store_t *st, int i, MYSQL *m);
+
+/* Statements on many shards at once, from this thread (fanout.c): q[i] for
+ * shard i, sql NULL where there is nothing to run. Each shard's statements
+ * (several, separated by ';', are fine) run on its connection, connecting
+ * first if needed, after the identity check of bs__shard_check (unless
+ * unchecked); every result set with rows is kept in res[], in order (at
+ * most BS__MAX_RESULTS). Returns 0 when every shard succeeded, else the
+ * first failing shard's code with its message (shard order); each shard's
+ * rc and msg are kept. Free the results with bs__shard_stmts_clear. */
+#define BS__MAX_RESULTS 8
+typedef struct {
+	const char *sql;
+	size_t len;
+	bool unchecked;
+	MYSQL_RES *res[BS__MAX_RESULTS];
+	int nres;
+	int rc;
+	char msg[512];
+} bs__shard_stmt_t;
+int bs__shard_run(bs_store_t *st, bs__shard_stmt_t *q);
+void bs__shard_stmts_clear(bs__shard_stmt_t *q, int n);
 
 /* The shard's connection, connecting if needed. */
 int bs__shard_conn(MYSQL **out, bs_store_t *st, int i);

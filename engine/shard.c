@@ -165,22 +165,20 @@ void bs__shard_close(bs_store_t *st, int i)
 	sh->fp_state = 0;
 }
 
-int bs__shard_conn(MYSQL **out, bs_store_t *st, int i)
+/* A handle for shard i with every option set (timeouts, charset, time
+ * zone, option file, non-blocking use allowed), and the password to give
+ * it, ready to connect. */
+int bs__shard_prepare(MYSQL **out, const char **password, bs_store_t *st, int i)
 {
 	bs_shard_t *sh = &st->shards[i];
 	const bs_shard_conf_t *c = sh->conf;
 	char label[192];
-	const char *password = NULL;
 
-	if (sh->conn) {
-		if (sh->pending)
-			drain_pending(sh);
-		*out = sh->conn;
-		return 0;
-	}
+	*out = NULL;
+	*password = NULL;
 	if (c->password_env) {
-		password = getenv(c->password_env);
-		if (!password)
+		*password = getenv(c->password_env);
+		if (!*password)
 			return bs_error(BS_ECONFIG, "%s: environment variable %s (password_env) is not set",
 			                bs__shard_label(label, sizeof label, sh), c->password_env);
 	}
@@ -208,24 +206,57 @@ int bs__shard_conn(MYSQL **out, bs_store_t *st, int i)
 	mysql_optionsv(m, MYSQL_OPT_WRITE_TIMEOUT, &wt);
 	mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
 	mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET time_zone='+00:00'");
+	/* fanout.c runs statements on many shards at once from one thread */
+	mysql_optionsv(m, MYSQL_OPT_NONBLOCK, 0);
 	if (c->defaults_file)
 		mysql_optionsv(m, MYSQL_READ_DEFAULT_FILE, c->defaults_file);
 	if (c->option_group || c->defaults_file)
 		mysql_optionsv(m, MYSQL_READ_DEFAULT_GROUP, c->option_group ? c->option_group : "client");
-	if (!mysql_real_connect(m, c->host, c->user, password, c->database, c->port, c->socket,
-	                        CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS)) {
-		int code = BS_EUNREACHABLE;
-		unsigned err = mysql_errno(m);
-		sh->last_errno = err;
-		if (err == ER_ACCESS_DENIED_ERROR || err == ER_BAD_DB_ERROR || err == ER_DBACCESS_DENIED_ERROR)
-			code = BS_ECONFIG;
-		bs_error(code, "%s: cannot connect: %s (MySQL error %u)",
-		         bs__shard_label(label, sizeof label, sh), mysql_error(m), err);
-		mysql_close(m);
-		return code;
+	*out = m;
+	return 0;
+}
+
+int bs__shard_connect_failed(bs_store_t *st, int i, MYSQL *m)
+{
+	bs_shard_t *sh = &st->shards[i];
+	char label[192];
+	int code = BS_EUNREACHABLE;
+	unsigned err = mysql_errno(m);
+	sh->last_errno = err;
+	if (err == ER_ACCESS_DENIED_ERROR || err == ER_BAD_DB_ERROR || err == ER_DBACCESS_DENIED_ERROR)
+		code = BS_ECONFIG;
+	bs_error(code, "%s: cannot connect: %s (MySQL error %u)",
+	         bs__shard_label(label, sizeof label, sh), mysql_error(m), err);
+	mysql_close(m);
+	return code;
+}
+
+void bs__shard_adopt(bs_store_t *st, int i, MYSQL *m)
+{
+	st->shards[i].conn = m;
+	st->shards[i].fp_state = 0;
+}
+
+int bs__shard_conn(MYSQL **out, bs_store_t *st, int i)
+{
+	bs_shard_t *sh = &st->shards[i];
+	const bs_shard_conf_t *c = sh->conf;
+	const char *password;
+	MYSQL *m;
+	int rc;
+
+	if (sh->conn) {
+		if (sh->pending)
+			drain_pending(sh);
+		*out = sh->conn;
+		return 0;
 	}
-	sh->conn = m;
-	sh->fp_state = 0;
+	if ((rc = bs__shard_prepare(&m, &password, st, i)))
+		return rc;
+	if (!mysql_real_connect(m, c->host, c->user, password, c->database, c->port, c->socket,
+	                        CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS))
+		return bs__shard_connect_failed(st, i, m);
+	bs__shard_adopt(st, i, m);
 	*out = m;
 	return 0;
 }
