@@ -36,28 +36,20 @@ static int parse_state(bs_index_state_t *out, const char *s)
 	return 0;
 }
 
-static int read_catalog(bs_index_list_t *out, bs_store_t *st, int i)
-{
-	static const char q[] =
-		"SELECT name, on_spec, shard_on, state, UNIX_TIMESTAMP(created), UNIX_TIMESTAMP(changed)"
-		" FROM bagstore_indexes ORDER BY name";
-	MYSQL_RES *res = NULL;
-	char label[192];
-	int rc;
+#define CATALOG_SQL \
+	"SELECT name, on_spec, shard_on, state, UNIX_TIMESTAMP(created), UNIX_TIMESTAMP(changed)" \
+	" FROM bagstore_indexes ORDER BY name"
 
+/* Shard i's catalog rows into out. */
+static int parse_catalog(bs_index_list_t *out, bs_store_t *st, int i, MYSQL_RES *res)
+{
+	char label[192];
+	int rc = 0;
 	out->items = NULL;
 	out->len = 0;
-	if ((rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, q, sizeof q - 1))) {
-		if (bs__shard_last_errno(st, i) == ER_NO_SUCH_TABLE)
-			rc = bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`",
-			              bs__shard_label(label, sizeof label, &st->shards[i]));
-		return rc;
-	}
 	my_ulonglong rows = mysql_num_rows(res);
-	if (rows && !(out->items = calloc((size_t)rows, sizeof *out->items))) {
-		rc = bs_error(BS_ENOMEM, "out of memory reading the catalog");
-		goto done;
-	}
+	if (rows && !(out->items = calloc((size_t)rows, sizeof *out->items)))
+		return bs_error(BS_ENOMEM, "out of memory reading the catalog");
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res))) {
 		bs_index_t *ix = &out->items[out->len];
@@ -65,30 +57,14 @@ static int read_catalog(bs_index_list_t *out, bs_store_t *st, int i)
 			rc = bs_error(BS_ECORRUPT, "%s: catalog row for index %s does not parse: %s",
 			              bs__shard_label(label, sizeof label, &st->shards[i]), row[0] ? row[0] : "?",
 			              bs_last_error());
-			goto done;
+			break;
 		}
 		ix->created_us = bs__parse_unix_us(row[4]);
 		ix->changed_us = bs__parse_unix_us(row[5]);
 		out->len++;
 	}
-done:
-	mysql_free_result(res);
 	if (rc)
 		bs_index_list_free(out);
-	return rc;
-}
-
-struct cat_arg {
-	bs_index_list_t *per; /* per shard */
-	char (*err)[512];     /* per shard: the message of a failure */
-};
-
-static int cat_on(bs_store_t *st, int i, void *p)
-{
-	struct cat_arg *a = p;
-	int rc = read_catalog(&a->per[i], st, i);
-	if (rc)
-		snprintf(a->err[i], sizeof a->err[i], "%s", bs_last_error());
 	return rc;
 }
 
@@ -101,32 +77,47 @@ void bs__catalog_per_shard_free(bs_index_list_t *per, int n)
 
 int bs__catalog_per_shard(bs_index_list_t **out, int *rcs, bs_store_t *st)
 {
-	struct cat_arg a = {0};
+	bs__shard_stmt_t *q = calloc((size_t)st->n, sizeof *q);
+	bs_index_list_t *per = calloc((size_t)st->n, sizeof *per);
+	char label[192];
 	int rc = 0, down = 0, first = -1;
 	*out = NULL;
-	a.per = calloc((size_t)st->n, sizeof *a.per);
-	a.err = calloc((size_t)st->n, sizeof *a.err);
-	if (!a.per || !a.err) {
+	if (!q || !per) {
 		rc = bs_error(BS_ENOMEM, "out of memory reading the catalog");
 		goto done;
 	}
-	bs__shard_each(st, NULL, cat_on, &a, rcs);
+	/* every shard at once, from this thread */
 	for (int i = 0; i < st->n; i++) {
+		q[i].sql = CATALOG_SQL;
+		q[i].len = sizeof CATALOG_SQL - 1;
+	}
+	bs__shard_run(st, q);
+	for (int i = 0; i < st->n; i++) {
+		rcs[i] = q[i].rc;
+		if (!rcs[i] && q[i].nres && (rcs[i] = parse_catalog(&per[i], st, i, q[i].res[0])))
+			snprintf(q[i].msg, sizeof q[i].msg, "%s", bs_last_error());
+		if (rcs[i] && bs__shard_last_errno(st, i) == ER_NO_SUCH_TABLE) {
+			rcs[i] = BS_ECONFIG;
+			snprintf(q[i].msg, sizeof q[i].msg, "%s is not initialised: run `bagstore init`",
+			         bs__shard_label(label, sizeof label, &st->shards[i]));
+		}
 		if (rcs[i] == BS_EUNREACHABLE)
 			down++;
 		else if (rcs[i] && first < 0)
 			first = i;
 	}
 	if (first >= 0) /* its message names the shard */
-		rc = bs_error(rcs[first], "%s", a.err[first]);
+		rc = bs_error(rcs[first], "%s", q[first].msg);
 	else if (down == st->n)
-		rc = bs_error(BS_EUNREACHABLE, "no shard answered for the index catalog; first: %s", a.err[0]);
+		rc = bs_error(BS_EUNREACHABLE, "no shard answered for the index catalog; first: %s", q[0].msg);
 done:
+	if (q)
+		bs__shard_stmts_clear(q, st->n);
+	free(q);
 	if (rc)
-		bs__catalog_per_shard_free(a.per, st->n);
+		bs__catalog_per_shard_free(per, st->n);
 	else
-		*out = a.per;
-	free(a.err);
+		*out = per;
 	return rc;
 }
 

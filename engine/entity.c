@@ -114,35 +114,46 @@ static void backoff(int tries)
 	nanosleep(&ts, NULL);
 }
 
-/* Send the per-shard index statements; the first failure is reported with
- * the note that the entity itself is written. */
+/* Send the per-shard index statements, to every target shard at once
+ * (fanout.c); the statements are idempotent (a delete and an upsert per
+ * index), so a shard that answers with a deadlock or lock wait timeout is
+ * sent them again. The first failure is reported with the note that the
+ * entity itself is written. */
 static int index_flush(bs_store_t *st, bs_buf_t *per_shard, const bs_id_t *id)
 {
+	bs__shard_stmt_t *q = calloc((size_t)st->n, sizeof *q);
 	int rc = 0;
+	if (!q)
+		return bs_error(BS_ENOMEM, "out of memory");
 	for (int i = 0; i < st->n; i++) {
-		bs_buf_t *b = &per_shard[i];
-		if (!b->len)
-			continue;
-		int r = bs__buf_ok(b);
-		if (!r)
-			r = bs__shard_check(st, i);
-		/* the statements are idempotent (a delete and an upsert per
-		 * index): a deadlock or lock wait timeout sends them again */
-		for (int tries = 1; !r; tries++) {
-			r = bs__shard_exec(st, i, b->ptr, b->len);
-			if (!r || r != BS_ECONFLICT || !retryable(st, i) || tries == WRITE_TRIES)
-				break;
-			backoff(tries);
-			r = 0;
-		}
-		if (r && !rc) {
-			char hex[33], msg[1024];
-			bs_id_hex(hex, id);
-			snprintf(msg, sizeof msg, "%s", bs_last_error());
-			rc = bs_error(r, "entity %s is written, but its index rows are not: %s "
-			                 "(readers filter stale rows; the cleaner repairs them)", hex, msg);
-		}
+		if ((rc = bs__buf_ok(&per_shard[i])))
+			goto done;
+		q[i].sql = per_shard[i].len ? per_shard[i].ptr : NULL;
+		q[i].len = per_shard[i].len;
 	}
+	for (int tries = 1;; tries++) {
+		rc = bs__shard_run(st, q);
+		bs__shard_stmts_clear(q, st->n);
+		bool again = false;
+		for (int i = 0; i < st->n; i++) {
+			if (q[i].sql && q[i].rc == BS_ECONFLICT && retryable(st, i))
+				again = true;
+			else if (q[i].sql && !q[i].rc)
+				q[i].sql = NULL; /* done: not sent again */
+		}
+		if (!rc || !again || tries == WRITE_TRIES)
+			break;
+		backoff(tries);
+	}
+	if (rc) {
+		char hex[33], msg[1024];
+		bs_id_hex(hex, id);
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		rc = bs_error(rc, "entity %s is written, but its index rows are not: %s "
+		                  "(readers filter stale rows; the cleaner repairs them)", hex, msg);
+	}
+done:
+	free(q);
 	return rc;
 }
 
@@ -211,6 +222,7 @@ typedef struct {
 	bs_value_t old;
 	bool found;
 	int64_t old_us;
+	int64_t new_us;  /* the version written, 0 when only @bs_v knows it */
 	char token[48];
 } write_t;
 
@@ -293,6 +305,90 @@ static void read_sql(bs_buf_t *b, const write_t *w)
 	bs__buf_puts(b, " FOR UPDATE");
 }
 
+/* Step 1 with no index to maintain and no condition: no old body to read,
+ * no intent; one statement (and the rows it touched, for a delete). */
+static int plain_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
+{
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	int rc;
+	if (body) {
+		bs__buf_puts(&b, "INSERT INTO entities (id, updated, body) VALUES (");
+		id_lit(&b, &w->id);
+		bs__buf_puts(&b, ",NOW(6),");
+		bs__buf_hex(&b, body->ptr, body->len);
+		bs__buf_puts(&b, ") ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),"
+		                 "updated+INTERVAL 1 MICROSECOND),body=VALUES(body)");
+		if (!(rc = bs__buf_ok(&b)))
+			rc = bs__shard_exec(st, w->shard, b.ptr, b.len);
+	} else {
+		bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
+		id_lit(&b, &w->id);
+		bs__buf_puts(&b, ";SELECT ROW_COUNT()");
+		if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_query(&res, st, w->shard, b.ptr, b.len))) {
+			MYSQL_ROW row = mysql_fetch_row(res);
+			w->found = row && row[0] && strcmp(row[0], "0");
+			mysql_free_result(res);
+		}
+	}
+	bs__buf_free(&b);
+	return rc;
+}
+
+/* Step 1 on MariaDB 10.5 and later, unconditional: two statements and no
+ * explicit transaction. The intent goes first (with its lock, and the
+ * reset of @bs_old): once it is in, whatever the entity write does is
+ * covered. Then the entity is written in one statement that reads the body
+ * it replaces into @bs_old as it goes (the row lock makes that exact) and
+ * hands back that old body and the new version (RETURNING); a delete
+ * returns the body it removed. */
+static int returning_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
+{
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	int rc;
+	bs__buf_puts(&b, "INSERT IGNORE INTO bagstore_intents (token, entity_id) SELECT ");
+	bs__buf_hex(&b, w->token, strlen(w->token));
+	bs__buf_puts(&b, ",");
+	id_lit(&b, &w->id);
+	bs__buf_puts(&b, " FROM DUAL WHERE (@bs_old:=NULL) IS NULL AND IF(IS_USED_LOCK(");
+	bs__buf_hex(&b, w->token, strlen(w->token));
+	bs__buf_puts(&b, ")=CONNECTION_ID(),1,GET_LOCK(");
+	bs__buf_hex(&b, w->token, strlen(w->token));
+	bs__buf_puts(&b, ",0))=1;");
+	if (body) {
+		bs__buf_puts(&b, "INSERT INTO entities (id, updated, body) VALUES (");
+		id_lit(&b, &w->id);
+		bs__buf_puts(&b, ",NOW(6),");
+		bs__buf_hex(&b, body->ptr, body->len);
+		bs__buf_puts(&b, ") ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body)),"
+		                 "updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND)"
+		                 " RETURNING @bs_old, UNIX_TIMESTAMP(updated)");
+	} else {
+		bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
+		id_lit(&b, &w->id);
+		bs__buf_puts(&b, " RETURNING body, UNIX_TIMESTAMP(updated)");
+	}
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, w->shard, b.ptr, b.len)))
+		goto done;
+	MYSQL_ROW row = mysql_fetch_row(res);
+	if (body) {
+		/* the old body; the new version, for step 3 */
+		w->found = row && row[0];
+		w->new_us = row ? bs__parse_unix_us(row[1]) : 0;
+		if (w->found)
+			old_from_row(&w->old, row, mysql_fetch_lengths(res), &w->id);
+	} else if (row) {
+		w->found = true;
+		old_from_row(&w->old, row, mysql_fetch_lengths(res), &w->id);
+	}
+done:
+	if (res)
+		mysql_free_result(res);
+	bs__buf_free(&b);
+	return rc;
+}
+
 /* Step 1, once: one round trip, or two for a conditional write (whose
  * condition is checked between the read and the write). */
 static int entity_step(bool *retry, bs_store_t *st, write_t *w, const bs_bytes_t *body, bool conditional,
@@ -304,6 +400,11 @@ static int entity_step(bool *retry, bs_store_t *st, write_t *w, const bs_bytes_t
 	int rc;
 	bs_value_clear(&w->old);
 	w->found = false;
+	if (!conditional && (!w->token[0] || (st->shards[w->shard].conn && st->shards[w->shard].returning))) {
+		rc = w->token[0] ? returning_write(st, w, body) : plain_write(st, w, body);
+		*retry = rc == BS_ECONFLICT && retryable(st, w->shard);
+		return rc;
+	}
 	read_sql(&b, w);
 	if (!conditional) {
 		bs__buf_puts(&b, ";");
@@ -364,8 +465,13 @@ static void settle_send(bs_store_t *st, const write_t *w, bool deleted)
 		return;
 	bs__buf_puts(&b, "DELETE FROM bagstore_intents WHERE token=");
 	bs__buf_hex(&b, w->token, strlen(w->token));
-	bs__buf_puts(&b, deleted ? " AND NOT EXISTS (SELECT 1 FROM entities WHERE id="
-	                         : " AND EXISTS (SELECT 1 FROM entities WHERE updated=@bs_v AND id=");
+	if (deleted)
+		bs__buf_puts(&b, " AND NOT EXISTS (SELECT 1 FROM entities WHERE id=");
+	else if (w->new_us)
+		bs__buf_printf(&b, " AND EXISTS (SELECT 1 FROM entities WHERE updated=FROM_UNIXTIME(%lld.%06lld) AND id=",
+		               (long long)(w->new_us / 1000000), (long long)(w->new_us % 1000000));
+	else
+		bs__buf_puts(&b, " AND EXISTS (SELECT 1 FROM entities WHERE updated=@bs_v AND id=");
 	id_lit(&b, &w->id);
 	bs__buf_puts(&b, ");DO RELEASE_LOCK(");
 	bs__buf_hex(&b, w->token, strlen(w->token));

@@ -82,6 +82,9 @@ typedef struct {
 	 * the named lock it releases (released again if it failed) */
 	bool pending;
 	char pending_lock[65];
+	/* the server takes INSERT ... RETURNING and DELETE ... RETURNING
+	 * (MariaDB 10.5 and later): the write path's one-statement form */
+	bool returning;
 } bs_shard_t;
 
 struct bs_store {

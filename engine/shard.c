@@ -235,6 +235,7 @@ void bs__shard_adopt(bs_store_t *st, int i, MYSQL *m)
 {
 	st->shards[i].conn = m;
 	st->shards[i].fp_state = 0;
+	st->shards[i].returning = mariadb_connection(m) && mysql_get_server_version(m) >= 100500;
 }
 
 int bs__shard_conn(MYSQL **out, bs_store_t *st, int i)
