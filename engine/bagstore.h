@@ -302,6 +302,14 @@ int bs_delete(bs_store_t *st, const bs_id_t *id);
 /* put only if the entity's `updated` still equals expect_updated_us
  * (0: only if absent). BS_ECONFLICT otherwise. */
 int bs_put_if(bs_store_t *st, const bs_value_t *bag, int64_t expect_updated_us);
+/* Many puts at once (bulk.c): bags[n]; ids[n] (caller's) gets each one's id.
+ * The entities of one shard are written in one transaction, every shard at
+ * once, their index rows batched per target shard. written[n] (may be
+ * NULL) tells which are stored. A bag refused on input (no id, cannot be
+ * encoded) stops the call there: the bags before it are written, it and
+ * the rest are not (BS_EINVAL, "entity K of the batch: ..."). A shard that
+ * fails writes none of its entities; the other shards' are written. */
+int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, bool *written);
 
 /* Index catalog. */
 typedef struct {

@@ -491,8 +491,8 @@ static void new_token(char token[48])
 	snprintf(token, 48, "bagstore.w.%s", hex);
 }
 
-/* Test fault points between steps 1 and 2. */
-static void fault_after_entity(const bs_id_t *id)
+/* Test fault points between steps 1 and 2 (bulk.c's too). */
+void bs__fault_after_entity(const bs_id_t *id)
 {
 	char hex[33];
 	if (bs_fault("after_entity_write")) {
@@ -531,7 +531,7 @@ static int write_entity(bs_store_t *st, const bs_id_t *id, const bs_value_t *bag
 		rc = bs_error(BS_ENOTFOUND, "entity %s not found (looked on shard %s)", hex, st->shards[w.shard].conf->name);
 		goto done;
 	}
-	fault_after_entity(id);
+	bs__fault_after_entity(id);
 	rc = write_rows(st, cat, id, &w.old, w.found, bag);
 	settle_send(st, &w, !bag);
 done:

@@ -11,7 +11,7 @@
  *   L0  base      error buf bytes value id base64
  *   L1  text      msgpack body json yaml config indexdef route querytext
  *   L2  shards    shard fanout store replica schema catalog audit
- *   L3  data      entity query browse status
+ *   L3  data      entity bulk query browse status
  *   L4  cleaner   jobs throttle lag drift repair backfill verify lifecycle
  *   L5  top       init daemon
  *
@@ -69,6 +69,10 @@ int bs__body_decode_row(bs_value_t *out, const void *body, size_t len, const voi
  * path otherwise. Every body written passes it (bs_body_encode), so that
  * what is stored can always be read back and shown. */
 int bs__value_printable(const bs_value_t *v);
+
+/* The write path's test fault points between an entity and its index rows
+ * (after_entity_write, pause_before_index_rows; entity.c), for id. */
+void bs__fault_after_entity(const bs_id_t *id);
 
 /* ------------------------------------------------------------ shards */
 

@@ -186,10 +186,15 @@ static int settle_intents(int64_t *rows, int64_t *repaired, bs_store_t *st, int 
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res))) {
 		unsigned long *lens = mysql_fetch_lengths(res);
-		bs__buf_puts(&tokens, ntok++ ? "," : "");
+		if (!row[1] || lens[1] != 16)
+			continue;
+		/* (token, entity): a batch's token names several entities */
+		bs__buf_puts(&tokens, ntok++ ? ",(" : "(");
 		bs__buf_hex(&tokens, row[0], lens[0]);
-		if (row[1] && lens[1] == 16)
-			memcpy(ids[n++].b, row[1], 16);
+		bs__buf_puts(&tokens, ",");
+		bs__buf_hex(&tokens, row[1], 16);
+		bs__buf_puts(&tokens, ")");
+		memcpy(ids[n++].b, row[1], 16);
 	}
 	/* the current bodies, in id order; a missing one should have no row */
 	bs__buf_reset(&b);
@@ -223,7 +228,7 @@ static int settle_intents(int64_t *rows, int64_t *repaired, bs_store_t *st, int 
 	*repaired += d.repaired;
 	*rows += (int64_t)n;
 	bs__buf_reset(&b);
-	bs__buf_puts(&b, "DELETE FROM bagstore_intents WHERE token IN (");
+	bs__buf_puts(&b, "DELETE FROM bagstore_intents WHERE (token, entity_id) IN (");
 	bs__buf_putn(&b, tokens.ptr, tokens.len);
 	bs__buf_puts(&b, ")");
 	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__buf_ok(&tokens)))

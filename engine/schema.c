@@ -49,13 +49,17 @@ static const char *const schema[] = {
 	" detail TEXT"
 	") ENGINE=InnoDB",
 
-	/* writes in flight (entity.c): one row per put or delete between its
-	 * entity and its index rows; a row that stays is the repair loop's to
-	 * settle once its named lock (the token) is free */
+	/* writes in flight (entity.c, bulk.c): one row per entity a put or
+	 * delete is writing, between its entity and its index rows (a batch
+	 * shares one token); ver, when known, is the version written. A row
+	 * that stays is the repair loop's to settle once its named lock (the
+	 * token) is free. */
 	"CREATE TABLE IF NOT EXISTS bagstore_intents ("
-	" token VARCHAR(64) NOT NULL PRIMARY KEY,"
+	" token VARCHAR(64) NOT NULL,"
 	" entity_id BINARY(16) NOT NULL,"
+	" ver TIMESTAMP(6) NULL DEFAULT NULL,"
 	" created TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),"
+	" PRIMARY KEY (token, entity_id),"
 	" KEY (created)"
 	") ENGINE=InnoDB",
 

@@ -33,7 +33,8 @@ c_put() {
 		"$2" $c_i >>"$T/e.jsonl"
 		c_i=$((c_i + 1))
 	done
-	t_exit 0 "put $c_n entities" -- "$BAGSTORE" -c "$CFG" put "$T/e.jsonl"
+	# one write per line: the tests read the last line as the newest
+	t_exit 0 "put $c_n entities" -- "$BAGSTORE" -c "$CFG" put --batch 1 "$T/e.jsonl"
 }
 
 c_headless() {

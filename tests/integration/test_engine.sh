@@ -53,7 +53,8 @@ t_sql 0 "DELETE FROM index_user_id WHERE user_id=X'00000000000000000000000000000
 for i in 1 2 3; do
 	printf '{"user_id":{"$uuid":"%s"},"n":%d}\n' "$UID_" "$i"
 done > "$T/three.jsonl"
-t_exit 0 "put three more, JSON Lines" -- "$B" -c "$C" put "$T/three.jsonl"
+# one write per line (a batch's entities share one moment across shards)
+t_exit 0 "put three more, JSON Lines" -- "$B" -c "$C" put --batch 1 "$T/three.jsonl"
 t_eq "$(printf '%s\n' "$T_OUT" | wc -l | tr -d ' ')" 3 "three ids printed"
 t_exit 0 "query with limit" -- "$B" -c "$C" query index_user_id user_id=$UID_ --limit 2
 t_eq "$(printf '%s\n' "$T_OUT" | sed 's/.*"n":\([0-9]\).*/\1/' | tr '\n' ' ')" "3 2 " "newest first, cut at the limit"

@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <sys/types.h>
 
 #include "fmt.h"
@@ -73,10 +75,23 @@ static int line_error(int rc, const char *where)
  */
 #define PUT_DOC_MAX ((size_t)64 << 20)
 
+/* JSON Lines go to the store in batches (bs_put_many): the lines of a
+ * batch and where each came from. */
 typedef struct {
 	cli_ctx_t *ctx;
-	const char *name; /* the input's name in messages */
+	const char *name;   /* the input's name in messages */
 	size_t written;
+	size_t batch;       /* lines per batch (--batch) */
+	bs_value_t *bags;   /* the batch */
+	long *lines;        /* each bag's line number */
+	size_t nbags;
+	bs_id_t *ids;
+	bool *stored;
+	/* progress on a terminal */
+	bool tty;
+	FILE *in;
+	long long in_size;  /* bytes, -1 when not a regular file */
+	double t0, last;
 } put_state_t;
 
 static bool is_blank(const char *s, size_t n)
@@ -134,35 +149,85 @@ static int bag_add_id(bs_value_t *bag)
 	return 0;
 }
 
-/* Store one decoded entity (consumed) and print its id. */
-static int put_one(put_state_t *ps, bs_value_t *bag, const char *where)
+/* The progress line on a terminal: count, rate, ETA when the input's
+ * size is known; at most twice a second, and once more at the end. */
+static void put_progress(put_state_t *ps, bool last)
 {
-	char hex[33];
-	bs_id_t id;
+	double now = (double)now_us() / 1e6;
+	if (!ps->tty || (!last && now - ps->last < 0.5))
+		return;
+	ps->last = now;
+	double secs = now - ps->t0, rate = secs > 0 ? (double)ps->written / secs : 0;
+	char eta[32] = "";
+	if (ps->in_size > 0 && rate > 0) {
+		long pos = ftell(ps->in);
+		if (pos > 0) {
+			char d[32];
+			double left = secs * (double)(ps->in_size - pos) / (double)pos;
+			snprintf(eta, sizeof eta, ", ETA %s", fmt_secs(d, sizeof d, left));
+		}
+	}
+	fprintf(stderr, "\rput: %zu entities, %.0f/s%s\033[K%s", ps->written, rate, eta, last ? "\n" : "");
+	fflush(stderr);
+}
+
+/* Store the batch (bs_put_many) and print each stored id in input order.
+ * A bag refused on input is named by its line: the ones before it are
+ * stored, it and the rest are not. */
+static int put_flush(put_state_t *ps)
+{
+	char hex[33], where[4096];
+	int rc;
+	if (!ps->nbags)
+		return 0;
+	rc = bs_put_many(ps->ctx->st, ps->bags, ps->nbags, ps->ids, ps->stored);
+	for (size_t k = 0; k < ps->nbags; k++) {
+		if (!ps->stored[k])
+			continue;
+		bs_id_hex(hex, &ps->ids[k]);
+		printf("%s\n", hex);
+		ps->written++;
+	}
+	fflush(stdout);
+	if (rc < 0) {
+		/* the first line not stored names the spot */
+		size_t k = 0;
+		while (k < ps->nbags && ps->stored[k])
+			k++;
+		snprintf(where, sizeof where, "%s:%ld", ps->name, ps->lines[k < ps->nbags ? k : 0]);
+		rc = error_at(rc, where);
+	}
+	for (size_t k = 0; k < ps->nbags; k++)
+		bs_value_clear(&ps->bags[k]);
+	ps->nbags = 0;
+	put_progress(ps, false);
+	return rc;
+}
+
+/* One decoded entity (consumed) into the batch; the batch goes when full. */
+static int put_one(put_state_t *ps, bs_value_t *bag, const char *where, long lineno)
+{
 	int rc;
 
 	if (bag->type != BS_MAP) {
 		rc = bs_error(BS_EINVAL, "%s: expected a JSON object, got %s",
 		              where, type_name(bag->type));
-		goto done;
+		bs_value_clear(bag);
+		return rc;
 	}
-	if (!bs_map_get(bag, "id") && (rc = bag_add_id(bag)) < 0)
-		goto done;
-	if ((rc = bs_put(ps->ctx->st, bag, &id)) < 0) {
-		rc = error_at(rc, where);
-		goto done;
+	if (!bs_map_get(bag, "id") && (rc = bag_add_id(bag)) < 0) {
+		bs_value_clear(bag);
+		return rc;
 	}
-	bs_id_hex(hex, &id);
-	printf("%s\n", hex);
-	fflush(stdout);
-	ps->written++;
-done:
-	bs_value_clear(bag);
-	return rc;
+	ps->bags[ps->nbags] = *bag;
+	ps->lines[ps->nbags++] = lineno;
+	bs_value_nil(bag);
+	return ps->nbags == ps->batch ? put_flush(ps) : 0;
 }
 
-/* Decode text as one entity named `where` and store it. */
-static int put_text(put_state_t *ps, const char *text, size_t len, const char *where)
+/* Decode text as one entity named `where` and queue it. A line that does
+ * not decode stops the load there: the lines before it are stored first. */
+static int put_text(put_state_t *ps, const char *text, size_t len, const char *where, long lineno)
 {
 	bs_value_t bag;
 	int rc;
@@ -170,10 +235,13 @@ static int put_text(put_state_t *ps, const char *text, size_t len, const char *w
 	bs_value_nil(&bag);
 	if ((rc = bs_json_decode(&bag, text, len, where)) < 0) {
 		rc = line_error(rc, where);
+		char msg[1024];
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
 		bs_value_clear(&bag);
-		return rc;
+		int frc = put_flush(ps);
+		return frc < 0 ? frc : bs_error(rc, "%s", msg);
 	}
-	return put_one(ps, &bag, where);
+	return put_one(ps, &bag, where, lineno);
 }
 
 /* Step 2 above: the first line did not parse alone. line/len hold it. */
@@ -221,46 +289,88 @@ static int put_document(put_state_t *ps, FILE *f, const char *line, size_t len,
 		rc = error_at(rc, ps->name);
 		goto done;
 	}
-	rc = put_one(ps, &bag, ps->name);
+	if (!(rc = put_one(ps, &bag, ps->name, 1)))
+		rc = put_flush(ps);
 done:
 	bs_value_clear(&bag);
 	free(buf);
 	return rc;
 }
 
+#define PUT_BATCH_DEFAULT 500
+#define PUT_BATCH_MAX 100000
+
+static int put_setup(put_state_t *ps, const char *batch_text)
+{
+	char *end;
+	unsigned long v = PUT_BATCH_DEFAULT;
+	if (batch_text) {
+		v = strtoul(batch_text, &end, 10);
+		if (!*batch_text || *end || v < 1 || v > PUT_BATCH_MAX)
+			return cli_usage_error(ps->ctx, "--batch wants a number from 1 to %d, got '%s'", PUT_BATCH_MAX,
+			                       batch_text);
+	}
+	ps->batch = v;
+	ps->bags = calloc(v, sizeof *ps->bags);
+	ps->lines = calloc(v, sizeof *ps->lines);
+	ps->ids = calloc(v, sizeof *ps->ids);
+	ps->stored = calloc(v, sizeof *ps->stored);
+	if (!ps->bags || !ps->lines || !ps->ids || !ps->stored)
+		return bs_error(BS_ENOMEM, "out of memory");
+	return 0;
+}
+
+static void put_free(put_state_t *ps)
+{
+	for (size_t k = 0; ps->bags && k < ps->nbags; k++)
+		bs_value_clear(&ps->bags[k]);
+	free(ps->bags);
+	free(ps->lines);
+	free(ps->ids);
+	free(ps->stored);
+}
+
+/* The input: FILE or stdin; its size when it is a regular file. */
+static int put_open(put_state_t *ps, const char *path)
+{
+	struct stat sb;
+	if (strcmp(path, "-") == 0) {
+		ps->in = stdin;
+		ps->name = "<stdin>";
+	} else {
+		ps->name = path;
+		if (!(ps->in = fopen(path, "r")))
+			return bs_error(BS_EINVAL, "%s: %s", path, strerror(errno));
+	}
+	ps->in_size = fstat(fileno(ps->in), &sb) == 0 && S_ISREG(sb.st_mode) ? (long long)sb.st_size : -1;
+	ps->tty = isatty(STDERR_FILENO);
+	ps->t0 = ps->last = (double)now_us() / 1e6;
+	return 0;
+}
+
 int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv)
 {
+	const char *batch_text = NULL;
+	const cli_opt_t opts[] = {{"batch", &batch_text, NULL}, {NULL, NULL, NULL}};
 	put_state_t ps = {.ctx = ctx};
 	cli_args_t args = {0};
 	char *line = NULL, where[4096], first_err[1024];
-	const char *path;
 	size_t cap = 0;
 	ssize_t n;
 	long lineno = 0;
-	FILE *f = NULL;
 	bs_value_t bag;
 	int rc;
 
 	bs_value_nil(&bag);
-	if ((rc = cli_parse(&args, ctx, argc, argv, NULL, 0, 1)) != 0)
+	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 1)) != 0 || (rc = put_setup(&ps, batch_text)) < 0 ||
+	    (rc = put_open(&ps, args.n ? args.v[0] : "-")) < 0)
 		goto done;
-	path = args.n ? args.v[0] : "-";
-	if (strcmp(path, "-") == 0) {
-		f = stdin;
-		ps.name = "<stdin>";
-	} else {
-		ps.name = path;
-		if (!(f = fopen(path, "r"))) {
-			rc = bs_error(BS_EINVAL, "%s: %s", path, strerror(errno));
-			goto done;
-		}
-	}
 	/* Refusals and configuration errors come before consuming the input. */
 	if ((rc = cli_open(ctx)) < 0)
 		goto done;
 
 	/* The first non-blank line. */
-	while ((n = getline(&line, &cap, f)) >= 0) {
+	while ((n = getline(&line, &cap, ps.in)) >= 0) {
 		lineno++;
 		if (!is_blank(line, (size_t)n))
 			break;
@@ -274,29 +384,33 @@ int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv)
 		rc = line_error(rc, where);
 		snprintf(first_err, sizeof first_err, "%s", bs_last_error());
 		bs_value_clear(&bag);
-		rc = put_document(&ps, f, line, (size_t)n, first_err, first_rc);
+		rc = put_document(&ps, ps.in, line, (size_t)n, first_err, first_rc);
 		goto done;
 	}
-	if ((rc = put_one(&ps, &bag, where)) < 0)
+	if ((rc = put_one(&ps, &bag, where, lineno)) < 0)
 		goto done;
 
-	/* JSON Lines: one line in memory at a time. */
-	while ((n = getline(&line, &cap, f)) >= 0) {
+	/* JSON Lines: one batch in memory at a time. */
+	while ((n = getline(&line, &cap, ps.in)) >= 0) {
 		lineno++;
 		if (is_blank(line, (size_t)n))
 			continue;
 		snprintf(where, sizeof where, "%s:%ld", ps.name, lineno);
-		if ((rc = put_text(&ps, line, (size_t)n, where)) < 0)
+		if ((rc = put_text(&ps, line, (size_t)n, where, lineno)) < 0)
 			goto done;
 	}
 eof:
-	if (ferror(f))
+	if (ferror(ps.in))
 		rc = bs_error(BS_ERROR, "%s: read error: %s", ps.name, strerror(errno));
+	else
+		rc = put_flush(&ps);
+	put_progress(&ps, true);
 done:
 	bs_value_clear(&bag);
 	free(line);
-	if (f && f != stdin)
-		fclose(f);
+	if (ps.in && ps.in != stdin)
+		fclose(ps.in);
+	put_free(&ps);
 	cli_args_free(&args);
 	return rc < 0 ? rc : 0;
 }

@@ -24,12 +24,18 @@ static const cli_cmd_t cli_commands[] = {
 	 "  --json   a JSON array instead of the table\n"
 	 "Exits 1 when any shard is unreachable.\n",
 	 false},
-	{NULL, "put", cli_cmd_put, "[FILE|-]",
+	{NULL, "put", cli_cmd_put, "[FILE|-] [--batch N]",
 	 "store entities from one JSON object or JSON Lines",
 	 "Reads FILE, or standard input for - or no argument. Prints each id as\n"
-	 "32 hex digits, one a line. An object without \"id\" gets a new one.\n"
-	 "Stops at the first bad line (FILE:LINE); the entities before it stay\n"
-	 "written.\n",
+	 "32 hex digits, one a line, in input order. An object without \"id\" gets\n"
+	 "a new one. Stops at the first bad line (FILE:LINE); the entities before\n"
+	 "it stay written, it and the rest are not.\n"
+	 "  --batch N   lines per batch (500): a batch's entities go to each shard\n"
+	 "              in one transaction, every shard at once, their index rows\n"
+	 "              batched per target shard. A shard that fails stores none of\n"
+	 "              the batch's entities of its own; the others' are stored and\n"
+	 "              printed.\n"
+	 "On a terminal, a progress line on stderr: count, rate, ETA for a file.\n",
 	 true},
 	{NULL, "get", cli_cmd_get, "ID [--yaml]",
 	 "print an entity as JSON (or YAML)",
