@@ -431,6 +431,26 @@ int bs_scan_next(bs_result_t *out, bs_store_t *st, bs_scan_t *sc, size_t limit);
 int bs_scan_clone(bs_scan_t **out, const bs_scan_t *sc);
 void bs_scan_free(bs_scan_t *sc);
 
+/* Every entity of the store, in pages (export.c): what `bagstore export`
+ * streams. Each shard is read by keyset paging (never OFFSET), the shards
+ * that need a page at once. */
+typedef enum {
+	BS_EXPORT_NEWEST, /* newest first across shards, by (updated, id) */
+	BS_EXPORT_ADDED   /* shard after shard, each in insertion order (added_id) */
+} bs_export_order_t;
+typedef struct {
+	int shard;               /* -1: every shard */
+	int64_t since_us;        /* only entities updated at or after (0: all) */
+	bs_export_order_t order;
+} bs_export_opts_t;
+typedef struct bs_export bs_export_t;
+int bs_export_open(bs_export_t **out, bs_store_t *st, const bs_export_opts_t *opts);
+/* The next entities, at most limit (0: a page), in the promised order; an
+ * empty result means the end. A corrupt body is skipped, counted in
+ * out->corrupt and the first named. */
+int bs_export_next(bs_result_t *out, bs_store_t *st, bs_export_t *ex, size_t limit);
+void bs_export_free(bs_export_t *ex);
+
 /* An entity's rows in every maintained index, as they are on every shard
  * beside the row it should have. */
 typedef struct {

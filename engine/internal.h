@@ -11,7 +11,7 @@
  *   L0  base      error buf bytes value id base64
  *   L1  text      msgpack body json yaml config indexdef route querytext
  *   L2  shards    shard fanout store replica schema catalog audit
- *   L3  data      entity bulk query browse status
+ *   L3  data      entity bulk query browse export status
  *   L4  cleaner   jobs throttle lag drift repair backfill verify lifecycle
  *   L5  top       init daemon
  *

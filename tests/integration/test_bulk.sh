@@ -59,4 +59,47 @@ t_eq "$( (t_sql 0 "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%0000000D00
 	"the 37 lines before it stored, none after"
 t_exit 0 "the index is still right" -- "$B" -c "$C" verify --index ix_g
 
+# ------------------------------------------------------------ export
+# mixed bodies: floats, nested maps and arrays, bytes, uuids, big ints,
+# unicode; export | put into an empty store: the same bodies, byte for byte
+python3 -c 'import json, random
+r = random.Random(7)
+for i in range(1500):
+    doc = {"id": {"$uuid": "%08x-0000-4000-8000-0000000e0001" % i}, "f": r.uniform(-1e6, 1e6), "tiny": 1e-300 * r.random(),
+           "nested": {"a": [1, 2.5, {"b": "ünï ✓"}], "big": 9007199254740993 + i}, "bin": {"$binary": {"base64": "AAEC/w==", "subType": "00"}},
+           "u": {"$uuid": "%08x-1111-4000-8000-000000000000" % r.randrange(1 << 32)}, "neg": -i, "t": r.random() < 0.5, "nil": None}
+    print(json.dumps(doc, ensure_ascii=False))' >"$T/mixed.jsonl"
+t_exit 0 "put 1,500 mixed bodies" -- "$B" -c "$C" put "$T/mixed.jsonl"
+sed 's/database: bagstore\([,}]\)/database: bagstore_copy\1/' "$C" >"$T/copy.yaml"
+t_sql 0 "CREATE DATABASE IF NOT EXISTS bagstore_copy"
+t_sql 1 "CREATE DATABASE IF NOT EXISTS bagstore_copy"
+t_exit 0 "init the copy" -- "$B" -c "$T/copy.yaml" init
+t_exit 0 "export" -- "$B" -c "$C" export
+printf '%s\n' "$T_OUT" >"$T/export.jsonl"
+t_eq "$(grep -c . "$T/export.jsonl")" "$( (t_sql 0 "SELECT COUNT(*) FROM entities"; t_sql 1 "SELECT COUNT(*) FROM entities") | awk '{ n += $1 } END { print n }')" \
+	"every entity exported"
+t_exit 0 "put the export into the copy" -- "$B" -c "$T/copy.yaml" put "$T/export.jsonl"
+for s in 0 1; do
+	a=$(t_sql $s "SELECT HEX(id), MD5(body) FROM bagstore.entities ORDER BY id" | md5sum)
+	b=$(t_sql $s "SELECT HEX(id), MD5(body) FROM bagstore_copy.entities ORDER BY id" | md5sum)
+	t_eq "$b" "$a" "shard s$s: the copy's bodies are byte for byte the original's"
+done
+# newest first: each line's entity no newer than the line before
+t_exit 0 "export is newest first" -- "$B" -c "$C" export
+first=$(printf '%s\n' "$T_OUT" | head -n 1)
+t_contains "$first" '"tiny"' "the newest entity first (one of the last load)"
+t_exit 0 "export --order added --shard s1" -- "$B" -c "$C" export --order added --shard s1
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c .)" "$(t_sql 1 "SELECT COUNT(*) FROM bagstore.entities")" "every entity of s1"
+t_eq "$(printf '%s\n' "$T_OUT" | sed -n 's/.*"\$uuid":"\([0-9a-f-]*\)".*/\1/p' | head -n 3 | tr -d - | tr a-f A-F | tr '\n' ' ')" \
+	"$(t_sql 1 "SELECT HEX(id) FROM bagstore.entities ORDER BY added_id LIMIT 3" | tr '\n' ' ')" "in insertion order"
+since=$( (t_sql 0 "SELECT UNIX_TIMESTAMP(MIN(updated)) FROM bagstore.entities WHERE HEX(id) LIKE '%0000000E0001'";
+	t_sql 1 "SELECT UNIX_TIMESTAMP(MIN(updated)) FROM bagstore.entities WHERE HEX(id) LIKE '%0000000E0001'") | grep -v NULL | sort -n | head -n 1)
+t_exit 0 "export --since the mixed load" -- "$B" -c "$C" export --since "$since"
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c '"tiny"')" 1500 "the 1,500 mixed bodies"
+t_exit 0 "export --index ix_g g=99" -- "$B" -c "$C" export --index ix_g g=99
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c '"g":99')" 20 "the 20 matches"
+t_exit 2 "export --order sideways" -- "$B" -c "$C" export --order sideways
+t_sql 0 "DROP DATABASE bagstore_copy"
+t_sql 1 "DROP DATABASE bagstore_copy"
+
 t_done test_bulk

@@ -154,6 +154,7 @@ int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv);            /* cmd_entity
 int cli_cmd_get(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_delete(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_query(cli_ctx_t *ctx, int argc, char **argv);
+int cli_cmd_export(cli_ctx_t *ctx, int argc, char **argv);          /* cmd_export.c */
 int cli_cmd_index_list(cli_ctx_t *ctx, int argc, char **argv);     /* cmd_index.c */
 int cli_cmd_index_create(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_index_drop(cli_ctx_t *ctx, int argc, char **argv);

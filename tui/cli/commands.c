@@ -52,6 +52,20 @@ static const cli_cmd_t cli_commands[] = {
 	 "Each PROP is one of the index's properties; VALUE is read per its type\n"
 	 "(uuid: hex or dashed; int; float; bool: true/false; string; binary: hex).\n",
 	 false},
+	{NULL, "export", cli_cmd_export,
+	 "[--shard NAME] [--since TIME] [--order newest|added] [--index NAME PROP=VALUE...]",
+	 "every entity as JSON Lines (the form get prints, what put reads)",
+	 "  --shard NAME   only this shard's entities\n"
+	 "  --since TIME   only those updated at or after TIME: unix seconds, or UTC\n"
+	 "                 as 2026-11-23T03:00:00Z\n"
+	 "  --order O      newest (default): newest first across shards;\n"
+	 "                 added: shard after shard, each in insertion order\n"
+	 "  --index NAME   only the entities matching PROP=VALUE... through the\n"
+	 "                 ready index NAME (newest first)\n"
+	 "Pages through each shard by key, never OFFSET; a corrupt body is named on\n"
+	 "stderr and skipped (exit 1 at the end). A progress line on stderr on a\n"
+	 "terminal. `bagstore export | bagstore -c OTHER put` copies a store.\n",
+	 false},
 	{"index", "list", cli_cmd_index_list, "[--json]",
 	 "the index catalog, with estimated rows",
 	 "  --json   a JSON array instead of the table\n",

@@ -1,0 +1,276 @@
+/*
+ * export.c - every entity of the store (or of one shard, or updated since
+ * a moment), in pages, newest first across shards or shard by shard in
+ * insertion order (added_id): what `bagstore export` streams.
+ *
+ * Each shard is read by keyset paging, never OFFSET: newest first by
+ * (updated, added_id) descending, merged across shards by (updated, id);
+ * in insertion order by added_id. The shards that need their next page
+ * are read at once (fanout.c). Bodies are decoded as read; a corrupt one is
+ * skipped, counted and the first named (bs_result_t.corrupt).
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE 1000
+
+typedef struct {
+	bs_result_t buf;    /* the page read, newest first (or by added_id) */
+	int64_t *added;     /* each buffered entity's added_id */
+	size_t pos;         /* the next one to hand out */
+	bool started, exhausted;
+	int64_t cur_us, cur_added; /* the keyset cursor: the last row read */
+} cursor_t;
+
+struct bs_export {
+	bs_export_opts_t o;
+	int n;
+	int next_shard;     /* BS_EXPORT_ADDED: the shard being read */
+	cursor_t *c;        /* per shard */
+	bs__shard_stmt_t *q;
+	bs_buf_t *sql;
+};
+
+void bs_export_free(bs_export_t *ex)
+{
+	if (!ex)
+		return;
+	for (int i = 0; ex->c && i < ex->n; i++) {
+		bs_result_free(&ex->c[i].buf);
+		free(ex->c[i].added);
+	}
+	for (int i = 0; ex->sql && i < ex->n; i++)
+		bs__buf_free(&ex->sql[i]);
+	free(ex->c);
+	free(ex->q);
+	free(ex->sql);
+	free(ex);
+}
+
+int bs_export_open(bs_export_t **out, bs_store_t *st, const bs_export_opts_t *opts)
+{
+	bs_export_t *ex = calloc(1, sizeof *ex);
+	*out = NULL;
+	if (!ex)
+		return bs_error(BS_ENOMEM, "out of memory");
+	ex->o = *opts;
+	ex->n = st->n;
+	if (opts->shard < -1 || opts->shard >= st->n) {
+		bs_export_free(ex);
+		return bs_error(BS_EINVAL, "export: no shard %d", opts->shard);
+	}
+	ex->next_shard = opts->shard >= 0 ? opts->shard : 0;
+	ex->c = calloc((size_t)st->n, sizeof *ex->c);
+	ex->q = calloc((size_t)st->n, sizeof *ex->q);
+	ex->sql = calloc((size_t)st->n, sizeof *ex->sql);
+	if (!ex->c || !ex->q || !ex->sql) {
+		bs_export_free(ex);
+		return bs_error(BS_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < st->n; i++)
+		ex->c[i].exhausted = opts->shard >= 0 && i != opts->shard;
+	*out = ex;
+	return 0;
+}
+
+static void ts_lit(bs_buf_t *b, int64_t us)
+{
+	bs__buf_printf(b, "FROM_UNIXTIME(%lld.%06lld)", (long long)(us / 1000000), (long long)(us % 1000000));
+}
+
+/* The SELECT of shard i's next page. */
+static void page_sql(bs_buf_t *b, const bs_export_t *ex, const cursor_t *c)
+{
+	bool newest = ex->o.order == BS_EXPORT_NEWEST;
+	const char *and = " WHERE ";
+	bs__buf_puts(b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities");
+	if (ex->o.since_us) {
+		bs__buf_puts(b, and);
+		bs__buf_puts(b, "updated>=");
+		ts_lit(b, ex->o.since_us);
+		and = " AND ";
+	}
+	if (c->started && newest) {
+		bs__buf_puts(b, and);
+		bs__buf_puts(b, "updated<=");
+		ts_lit(b, c->cur_us);
+		bs__buf_puts(b, " AND (updated<");
+		ts_lit(b, c->cur_us);
+		bs__buf_printf(b, " OR added_id<%lld)", (long long)c->cur_added);
+	} else if (c->started) {
+		bs__buf_puts(b, and);
+		bs__buf_printf(b, "added_id>%lld", (long long)c->cur_added);
+	}
+	bs__buf_printf(b, newest ? " ORDER BY updated DESC, added_id DESC LIMIT %d" : " ORDER BY added_id LIMIT %d",
+	               PAGE);
+}
+
+/* Shard i's page, as read, into its cursor's buffer. */
+static int take_page(bs_result_t *out, bs_export_t *ex, bs_store_t *st, int i)
+{
+	cursor_t *c = &ex->c[i];
+	char where[96];
+	size_t rows = 0;
+	snprintf(where, sizeof where, "shard %s", st->shards[i].conf->name);
+	bs_result_free(&c->buf);
+	c->pos = 0;
+	for (int r = 0; r < ex->q[i].nres; r++) {
+		MYSQL_RES *res = ex->q[i].res[r];
+		size_t nr = (size_t)mysql_num_rows(res);
+		int64_t *added = realloc(c->added, (nr ? nr : 1) * sizeof *added);
+		bs_entity_t *items = calloc(nr ? nr : 1, sizeof *items);
+		if (!added || !items) {
+			free(items);
+			if (added)
+				c->added = added;
+			return bs_error(BS_ENOMEM, "out of memory");
+		}
+		c->added = added;
+		c->buf.items = items;
+		c->buf.cap = nr;
+		MYSQL_ROW row;
+		while ((row = mysql_fetch_row(res))) {
+			unsigned long *lens = mysql_fetch_lengths(res);
+			rows++;
+			if (!row[0] || !row[1] || lens[1] != 16)
+				continue;
+			c->started = true;
+			c->cur_added = strtoll(row[0], NULL, 10);
+			c->cur_us = bs__parse_unix_us(row[2]);
+			bs_entity_t *e = &c->buf.items[c->buf.len];
+			memcpy(e->id.b, row[1], 16);
+			e->updated_us = c->cur_us;
+			e->shard = i;
+			if (!row[3] || bs__body_decode_row(&e->bag, row[3], lens[3], row[1], where)) {
+				if (!out->corrupt++)
+					snprintf(out->corrupt_first, sizeof out->corrupt_first, "%s", bs_last_error());
+				bs_error_clear();
+				bs_value_nil(&e->bag);
+				continue;
+			}
+			c->added[c->buf.len++] = c->cur_added;
+		}
+	}
+	if (rows < PAGE)
+		c->exhausted = true;
+	return 0;
+}
+
+/* Read the next page of every shard in `want` at once. */
+static int refill(bs_result_t *out, bs_export_t *ex, bs_store_t *st, const bool *want)
+{
+	int rc = 0;
+	for (int i = 0; i < ex->n; i++) {
+		bs__buf_reset(&ex->sql[i]);
+		ex->q[i].sql = NULL;
+		if (!want[i])
+			continue;
+		page_sql(&ex->sql[i], ex, &ex->c[i]);
+		if ((rc = bs__buf_ok(&ex->sql[i])))
+			return rc;
+		ex->q[i].sql = ex->sql[i].ptr;
+		ex->q[i].len = ex->sql[i].len;
+	}
+	if (!(rc = bs__shard_run(st, ex->q)))
+		for (int i = 0; i < ex->n && !rc; i++)
+			if (want[i])
+				rc = take_page(out, ex, st, i);
+	bs__shard_stmts_clear(ex->q, ex->n);
+	return rc;
+}
+
+static int push(bs_result_t *out, bs_entity_t *e)
+{
+	if (out->len == out->cap) {
+		size_t cap = out->cap ? out->cap * 2 : 256;
+		bs_entity_t *p = realloc(out->items, cap * sizeof *p);
+		if (!p)
+			return bs_error(BS_ENOMEM, "out of memory");
+		out->items = p;
+		out->cap = cap;
+	}
+	out->items[out->len++] = *e;
+	bs_value_nil(&e->bag); /* moved */
+	return 0;
+}
+
+/* Newest first across shards: the newest head of the shards' pages. */
+static int next_newest(bs_result_t *out, bs_export_t *ex, bs_store_t *st, size_t limit)
+{
+	bool *want = calloc((size_t)ex->n, sizeof *want);
+	int rc = 0;
+	if (!want)
+		return bs_error(BS_ENOMEM, "out of memory");
+	while (out->len < limit && !rc) {
+		bool any = false;
+		for (int i = 0; i < ex->n; i++) {
+			cursor_t *c = &ex->c[i];
+			want[i] = c->pos == c->buf.len && !c->exhausted;
+			any |= want[i];
+		}
+		/* a shard whose page is used up is read again before merging on */
+		if (any && (rc = refill(out, ex, st, want)))
+			break;
+		int best = -1;
+		for (int i = 0; i < ex->n; i++) {
+			cursor_t *c = &ex->c[i];
+			if (c->pos == c->buf.len)
+				continue;
+			if (best < 0) {
+				best = i;
+				continue;
+			}
+			const bs_entity_t *a = &c->buf.items[c->pos], *b = &ex->c[best].buf.items[ex->c[best].pos];
+			if (a->updated_us > b->updated_us || (a->updated_us == b->updated_us && memcmp(a->id.b, b->id.b, 16) < 0))
+				best = i;
+		}
+		if (best < 0)
+			break; /* every shard is done */
+		cursor_t *c = &ex->c[best];
+		rc = push(out, &c->buf.items[c->pos++]);
+	}
+	free(want);
+	return rc;
+}
+
+/* Insertion order: shard after shard, each by added_id. */
+static int next_added(bs_result_t *out, bs_export_t *ex, bs_store_t *st, size_t limit)
+{
+	bool *want = calloc((size_t)ex->n, sizeof *want);
+	int rc = 0;
+	if (!want)
+		return bs_error(BS_ENOMEM, "out of memory");
+	while (out->len < limit && !rc && ex->next_shard < ex->n) {
+		cursor_t *c = &ex->c[ex->next_shard];
+		if (c->pos < c->buf.len) {
+			rc = push(out, &c->buf.items[c->pos++]);
+			continue;
+		}
+		if (c->exhausted) {
+			ex->next_shard = ex->o.shard >= 0 ? ex->n : ex->next_shard + 1;
+			continue;
+		}
+		memset(want, 0, (size_t)ex->n * sizeof *want);
+		want[ex->next_shard] = true;
+		rc = refill(out, ex, st, want);
+	}
+	free(want);
+	return rc;
+}
+
+int bs_export_next(bs_result_t *out, bs_store_t *st, bs_export_t *ex, size_t limit)
+{
+	int rc;
+	memset(out, 0, sizeof *out);
+	if (st->n != ex->n)
+		return bs_error(BS_EINVAL, "export was opened on another store");
+	if (!limit)
+		limit = PAGE;
+	rc = ex->o.order == BS_EXPORT_NEWEST ? next_newest(out, ex, st, limit) : next_added(out, ex, st, limit);
+	if (rc)
+		bs_result_free(out);
+	return rc;
+}
