@@ -33,13 +33,18 @@ typedef struct {
 	bool zinit;
 	uint8_t *buf;
 	size_t cap;
-	/* encode's deflate state, kept too: deflateInit allocates ~256 KiB,
-	 * which cost a put more than its compression did; and its MessagePack
-	 * buffer (kept while no larger than BUF_KEEP) */
-	z_stream ds;
-	bool dinit;
+	/* encode's deflate states, kept too: deflateInit allocates ~256 KiB,
+	 * which cost a put more than its compression did. Two of them: each
+	 * deflateReset clears the hash table, 64 KiB at the default memLevel,
+	 * which is most of the cost of a small body; small bodies use a state
+	 * with a small table (the stream is the same zlib format, window 32K).
+	 * And encode's MessagePack buffer (kept while no larger than BUF_KEEP). */
+	z_stream ds[2];
+	bool dinit[2];
 	bs_bytes_t mp;
 } inflater_t;
+
+#define SMALL_BODY 4096 /* MessagePack bytes: deflated with ds[0] */
 
 static pthread_key_t inflater_key;
 static pthread_once_t inflater_once = PTHREAD_ONCE_INIT;
@@ -53,8 +58,9 @@ static void inflater_free(void *p)
 		return;
 	if (in->zinit)
 		inflateEnd(&in->zs);
-	if (in->dinit)
-		deflateEnd(&in->ds);
+	for (int k = 0; k < 2; k++)
+		if (in->dinit[k])
+			deflateEnd(&in->ds[k]);
 	free(in->buf);
 	bs_bytes_free(&in->mp);
 	free(in);
@@ -225,32 +231,34 @@ int bs_body_encode(bs_bytes_t *out, const bs_value_t *bag)
 		              mp->len, BS_BODY_MAX_INFLATED >> 20);
 		goto done;
 	}
-	if (!zt->dinit) {
-		if (deflateInit(&zt->ds, BODY_ZLIB_LEVEL) != Z_OK) {
+	int k = mp->len <= SMALL_BODY ? 0 : 1;
+	z_stream *ds = &zt->ds[k];
+	if (!zt->dinit[k]) {
+		if (deflateInit2(ds, BODY_ZLIB_LEVEL, Z_DEFLATED, 15, k ? 8 : 3, Z_DEFAULT_STRATEGY) != Z_OK) {
 			rc = bs_error(BS_ENOMEM, "deflateInit failed");
 			goto done;
 		}
-		zt->dinit = true;
-	} else if (deflateReset(&zt->ds) != Z_OK) {
+		zt->dinit[k] = true;
+	} else if (deflateReset(ds) != Z_OK) {
 		rc = bs_error(BS_ERROR, "deflateReset failed");
 		goto done;
 	}
-	zlen = deflateBound(&zt->ds, (uLong)mp->len);
+	zlen = deflateBound(ds, (uLong)mp->len);
 	if (!(out->ptr = malloc(zlen))) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
 	out->cap = zlen;
-	zt->ds.next_in = mp->ptr;
-	zt->ds.avail_in = (uInt)mp->len;
-	zt->ds.next_out = out->ptr;
-	zt->ds.avail_out = (uInt)zlen;
-	zrc = deflate(&zt->ds, Z_FINISH);
+	ds->next_in = mp->ptr;
+	ds->avail_in = (uInt)mp->len;
+	ds->next_out = out->ptr;
+	ds->avail_out = (uInt)zlen;
+	zrc = deflate(ds, Z_FINISH);
 	if (zrc != Z_STREAM_END) {
 		rc = bs_error(BS_ERROR, "deflate failed (%d)", zrc);
 		goto done;
 	}
-	out->len = zlen - zt->ds.avail_out;
+	out->len = zlen - ds->avail_out;
 done:
 	if (mp->cap > BUF_KEEP)
 		bs_bytes_free(mp);

@@ -106,4 +106,8 @@ int bs__yaml_bool(const char *s, size_t n);
  * -1 when it fits neither (value.c). */
 int bs__value_signed(bs_value_t *out, bool neg, uint64_t u);
 
+/* bs_json_encode through jansson's tree (json.c): the pretty form, and
+ * the reference test_codec compares the compact writer with. */
+int bs__json_encode_jansson(char **out, const bs_value_t *v, int flags);
+
 #endif

@@ -9,6 +9,7 @@
  * read back as something else.
  */
 #include "codec_internal.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -508,7 +509,219 @@ fail:
 	return rc;
 }
 
+/* ------------------------------------------------------------ compact writer */
+
+/* The compact form without building a jansson tree: what get, query and
+ * export print for every entity. It writes exactly what json_dumps writes
+ * for the same value (test_codec compares the two on random values):
+ * jansson's escapes, its real formatting at the document's precision
+ * (the largest any float needs to read back), its separators. */
+
+typedef struct {
+	bs_bytes_t out;
+	int precision;
+	locale_t c_locale;
+} writer_t;
+
+static void scan_precision(writer_t *w, const bs_value_t *v)
+{
+	char buf[40];
+	int p;
+	switch (v->type) {
+	case BS_FLOAT:
+		if (isfinite(v->v.f) && (p = bs__float_format(buf, v->v.f)) > w->precision)
+			w->precision = p;
+		break;
+	case BS_ARRAY:
+		for (size_t i = 0; i < v->v.a.len; i++)
+			scan_precision(w, &v->v.a.items[i]);
+		break;
+	case BS_MAP:
+		for (size_t i = 0; i < v->v.m.len; i++)
+			scan_precision(w, &v->v.m.items[i].val);
+		break;
+	default:
+		break;
+	}
+}
+
+static int put(writer_t *w, const char *s, size_t n) { return bs__bytes_append(&w->out, s, n); }
+static int puts_(writer_t *w, const char *s) { return put(w, s, strlen(s)); }
+
+static int put_string(writer_t *w, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	int rc = put(w, "\"", 1);
+	size_t run = 0;
+	for (size_t i = 0; i < n && !rc; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		const char *esc = NULL;
+		char u[7];
+		if (ch == '"')
+			esc = "\\\"";
+		else if (ch == '\\')
+			esc = "\\\\";
+		else if (ch < 0x20) {
+			switch (ch) {
+			case '\b': esc = "\\b"; break;
+			case '\f': esc = "\\f"; break;
+			case '\n': esc = "\\n"; break;
+			case '\r': esc = "\\r"; break;
+			case '\t': esc = "\\t"; break;
+			default:
+				u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[ch >> 4], u[5] = hex[ch & 15], u[6] = 0;
+				esc = u;
+			}
+		}
+		if (!esc) {
+			run++;
+			continue;
+		}
+		if (run)
+			rc = put(w, s + i - run, run);
+		run = 0;
+		if (!rc)
+			rc = puts_(w, esc);
+	}
+	if (!rc && run)
+		rc = put(w, s + n - run, run);
+	return rc ? rc : put(w, "\"", 1);
+}
+
+/* A finite double as jansson's jsonp_dtostr writes it. */
+static int put_real(writer_t *w, double d)
+{
+	char buf[48];
+	locale_t old = w->c_locale ? uselocale(w->c_locale) : (locale_t)0;
+	int n = snprintf(buf, sizeof buf - 2, "%.*g", w->precision ? w->precision : 17, d);
+	if (old)
+		uselocale(old);
+	if (!strchr(buf, '.') && !strchr(buf, 'e')) {
+		memcpy(buf + n, ".0", 3);
+		n += 2;
+	}
+	char *e = strchr(buf, 'e');
+	if (e) { /* no '+' and no leading zeros in the exponent */
+		char *start = e + 1, *end;
+		if (*start == '-')
+			start++;
+		end = start;
+		while (*end == '+' || *end == '0')
+			end++;
+		if (!*end)
+			end--; /* keep one digit */
+		memmove(start, end, strlen(end) + 1);
+		n = (int)strlen(buf);
+	}
+	return put(w, buf, (size_t)n);
+}
+
+static int put_special(writer_t *w, const char *key, const char *val)
+{
+	int rc = puts_(w, "{\"");
+	if (!rc)
+		rc = puts_(w, key);
+	if (!rc)
+		rc = puts_(w, "\":\"");
+	if (!rc)
+		rc = puts_(w, val);
+	return rc ? rc : puts_(w, "\"}");
+}
+
+static int put_value(writer_t *w, const bs_value_t *v)
+{
+	char buf[48];
+	int rc = 0;
+	switch (v->type) {
+	case BS_NIL:
+		return puts_(w, "null");
+	case BS_BOOL:
+		return puts_(w, v->v.b ? "true" : "false");
+	case BS_INT:
+		return put(w, buf, (size_t)snprintf(buf, sizeof buf, "%lld", (long long)v->v.i));
+	case BS_UINT:
+		snprintf(buf, sizeof buf, "%llu", (unsigned long long)v->v.u);
+		return put_special(w, "$numberDecimal", buf);
+	case BS_FLOAT:
+		if (isnan(v->v.f))
+			return put_special(w, "$numberDouble", "NaN");
+		if (isinf(v->v.f))
+			return put_special(w, "$numberDouble", v->v.f > 0 ? "Infinity" : "-Infinity");
+		return put_real(w, v->v.f);
+	case BS_STR:
+		return put_string(w, v->v.s.ptr, v->v.s.len);
+	case BS_BIN:
+		if (v->v.s.len == 16) {
+			bs__dashed(buf, v->v.s.ptr);
+			return put_special(w, "$uuid", buf);
+		} else {
+			size_t n;
+			char *b64 = bs__base64_dup((const uint8_t *)v->v.s.ptr, v->v.s.len, &n);
+			if (!b64)
+				return bs_error(BS_ENOMEM, "out of memory");
+			rc = puts_(w, "{\"$binary\":{\"base64\":\"");
+			if (!rc)
+				rc = put(w, b64, n);
+			if (!rc)
+				rc = puts_(w, "\",\"subType\":\"00\"}}");
+			free(b64);
+			return rc;
+		}
+	case BS_ARRAY:
+		rc = put(w, "[", 1);
+		for (size_t i = 0; i < v->v.a.len && !rc; i++) {
+			if (i)
+				rc = put(w, ",", 1);
+			if (!rc)
+				rc = put_value(w, &v->v.a.items[i]);
+		}
+		return rc ? rc : put(w, "]", 1);
+	case BS_MAP:
+		rc = put(w, "{", 1);
+		for (size_t i = 0; i < v->v.m.len && !rc; i++) {
+			const bs_pair_t *p = &v->v.m.items[i];
+			if (i)
+				rc = put(w, ",", 1);
+			if (!rc)
+				rc = put_string(w, p->key, p->klen);
+			if (!rc)
+				rc = put(w, ":", 1);
+			if (!rc)
+				rc = put_value(w, &p->val);
+		}
+		return rc ? rc : put(w, "}", 1);
+	}
+	return bs_error(BS_EINVAL, "bad value type %d", (int)v->type);
+}
+
+/* The compact form of v, NUL-terminated, into *out (caller frees). */
+static int write_compact(char **out, const bs_value_t *v)
+{
+	writer_t w = { .c_locale = bs__c_locale() };
+	int rc;
+	if ((rc = bs__value_printable(v)) < 0)
+		return rc;
+	scan_precision(&w, v);
+	if (!(rc = put_value(&w, v)) && !(rc = put(&w, "", 1)))
+		*out = (char *)w.out.ptr;
+	else
+		bs_bytes_free(&w.out);
+	return rc;
+}
+
+int bs__json_encode_jansson(char **out, const bs_value_t *v, int flags);
+
 int bs_json_encode(char **out, const bs_value_t *v, int flags)
+{
+	*out = NULL;
+	if (!(flags & BS_JSON_PRETTY))
+		return write_compact(out, v);
+	return bs__json_encode_jansson(out, v, flags);
+}
+
+/* Through jansson: the pretty form, and the reference the compact writer
+ * is tested against. */
+int bs__json_encode_jansson(char **out, const bs_value_t *v, int flags)
 {
 	ctx_t c = { .where = "JSON output" };
 	json_t *root = NULL;

@@ -3,6 +3,7 @@
  * trips, limits and every broken-body fixture in tests/fixtures/bodies.
  */
 #include "bagstore.h"
+#include "codec_internal.h"
 #include "t.h"
 
 #include <math.h>
@@ -964,6 +965,96 @@ static uint8_t *many_items_body(size_t n, size_t *zlen)
 	return z;
 }
 
+/* ------------------------------------------------------------ the compact writer */
+
+static uint32_t rnd_state = 2463534242u;
+static uint32_t rnd(void)
+{
+	rnd_state ^= rnd_state << 13;
+	rnd_state ^= rnd_state >> 17;
+	rnd_state ^= rnd_state << 5;
+	return rnd_state;
+}
+
+/* Random UTF-8 text with quotes, backslashes, control characters and
+ * multi-byte characters. */
+static void rnd_text(char *buf, size_t *len)
+{
+	static const char *const pieces[] = { "a", "Z", "\"", "\\", "\n", "\t", "\x01", "\x1f", "\x7f", "/",
+	                                      "\xc3\xa9", "\xe2\x9c\x93", "\xf0\x9f\x98\x80", " ", "0", "\b", "\f", "\r" };
+	size_t n = rnd() % 12, o = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *p = pieces[rnd() % (sizeof pieces / sizeof *pieces)];
+		memcpy(buf + o, p, strlen(p));
+		o += strlen(p);
+	}
+	*len = o;
+}
+
+static void rnd_value(bs_value_t *v, int depth)
+{
+	char text[64];
+	size_t n;
+	unsigned kind = rnd() % (depth < 3 ? 10 : 8);
+	static const double reals[] = { 0.1, 1.0 / 3, 1e300, -2.5e-300, 123456789.0, 0.0, -0.0, 1e21, 5e-324,
+	                                3.14159, 1e15, 100.0, 2.0e-7, INFINITY, -INFINITY, NAN };
+	switch (kind) {
+	case 0: bs_value_nil(v); break;
+	case 1: bs_value_bool(v, rnd() & 1); break;
+	case 2: bs_value_int(v, (int64_t)(((uint64_t)rnd() << 32) | rnd())); break;
+	case 3: bs_value_float(v, reals[rnd() % (sizeof reals / sizeof *reals)] * (double)(1 + rnd() % 7)); break;
+	case 4: rnd_text(text, &n); bs_value_str(v, text, n); break;
+	case 5: { uint8_t b[20]; for (int i = 0; i < 20; i++) b[i] = (uint8_t)rnd(); bs_value_bin(v, b, rnd() % 2 ? 16 : rnd() % 20); break; }
+	case 6: bs_value_int(v, -(int64_t)(rnd() % 1000)); break;
+	case 7: v->type = BS_UINT; v->v.u = 9223372036854775808ull + rnd(); break;
+	case 8: {
+		bs_value_array(v);
+		for (unsigned i = rnd() % 4; i > 0; i--) { bs_value_t x; rnd_value(&x, depth + 1); bs_array_push(v, &x); }
+		break;
+	}
+	default: {
+		bs_value_map(v);
+		for (unsigned i = rnd() % 4; i > 0; i--) {
+			bs_value_t x;
+			rnd_text(text, &n);
+			text[n++] = (char)('a' + i); /* never empty, so never a lone $uuid */
+			rnd_value(&x, depth + 1);
+			bs_map_set(v, text, n, &x);
+		}
+	}
+	}
+}
+
+/* bs_json_encode's compact form is written by hand for speed; jansson's
+ * json_dumps is its reference: the same bytes for any printable value. */
+static void test_json_compact_writer(void)
+{
+	int same = 0;
+	for (int i = 0; i < 3000; i++) {
+		bs_value_t v, w;
+		bs_value_map(&v);
+		rnd_value(&w, 1);
+		bs_map_set(&v, "v", 1, &w);
+		char *fast = NULL, *ref = NULL;
+		int a = bs_json_encode(&fast, &v, 0), b = bs__json_encode_jansson(&ref, &v, 0);
+		if (a == 0 && b == 0 && !strcmp(fast, ref))
+			same++;
+		else
+			CHECK(0, "value %d: writer %d \"%s\" vs jansson %d \"%s\"", i, a, fast ? fast : "", b, ref ? ref : "");
+		/* and it reads back as the same value */
+		if (a == 0) {
+			bs_value_t back;
+			CHECK_OK(bs_json_decode(&back, fast, strlen(fast), "round trip"));
+			CHECK(bs_value_equal(&back, &v), "value %d reads back equal: %s", i, fast);
+			bs_value_clear(&back);
+		}
+		free(fast);
+		free(ref);
+		bs_value_clear(&v);
+	}
+	CHECK(same == 3000, "the writer and jansson agree on %d of 3000 random values", same);
+}
+
 /* Numbers a double cannot hold are refused, not stored as 0 (issue 13.14). */
 static void test_json_underflow(void)
 {
@@ -1047,6 +1138,7 @@ int main(void)
 	test_body_limits();
 	test_body_items();
 	test_json_underflow();
+	test_json_compact_writer();
 	test_json();
 	test_yaml();
 	test_yaml_random_strings();

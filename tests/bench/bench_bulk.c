@@ -1,0 +1,350 @@
+/*
+ * bench_bulk.c - bulk put and export beside their floors, in the same run
+ * on the same servers (issue 12, items 1 and 2):
+ *
+ *  - floor for loading: the same bodies, precomputed, sent as multi-row
+ *    INSERTs (500 rows each) into a table shaped like `entities`, on one
+ *    connection per shard, every shard at once;
+ *  - bs_put_many in batches of 500, with no index and with one;
+ *  - floor for reading: SELECT id, body by key pages of 1,000 on one
+ *    connection per shard, every body decoded;
+ *  - bs_export_next over the same rows (decoded, newest first merged), and
+ *    the same with every entity written as a JSON line (what `bagstore
+ *    export` does, to /dev/null).
+ *
+ * Usage: bench_bulk CONFIG [N] [RUNS]   (fresh, empty shards; N entities,
+ * default 100000; RUNS repetitions of each figure, default 3: the median
+ * is printed beside every run).
+ */
+#include "bagstore.h"
+
+#include <mysql.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BATCH 500
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "bench_bulk: %s: %s\n", what, bs_last_error());
+	exit(1);
+}
+
+static MYSQL *raw_connect(const bs_shard_conf_t *c)
+{
+	MYSQL *m = mysql_init(NULL);
+	if (!mysql_real_connect(m, c->host, c->user, NULL, c->database, c->port, c->socket, CLIENT_MULTI_STATEMENTS)) {
+		fprintf(stderr, "bench_bulk: connect %s: %s\n", c->name, mysql_error(m));
+		exit(1);
+	}
+	return m;
+}
+
+static void raw_exec(MYSQL *m, const char *q, size_t len)
+{
+	if (mysql_real_query(m, q, (unsigned long)len)) {
+		fprintf(stderr, "bench_bulk: %s\n", mysql_error(m));
+		exit(1);
+	}
+	do {
+		MYSQL_RES *r = mysql_store_result(m);
+		if (r)
+			mysql_free_result(r);
+	} while (mysql_next_result(m) == 0);
+}
+
+static size_t hex(char *o, const uint8_t *p, size_t n)
+{
+	static const char d[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		o[2 * i] = d[p[i] >> 4];
+		o[2 * i + 1] = d[p[i] & 15];
+	}
+	return 2 * n;
+}
+
+static void make_bag(bs_value_t *bag, const bs_id_t *id, int i)
+{
+	bs_value_t v;
+	char title[96];
+	bs_value_map(bag);
+	bs_value_bin(&v, id->b, 16);
+	bs_map_set(bag, "id", 2, &v);
+	bs_value_int(&v, i % 1000);
+	bs_map_set(bag, "group", 5, &v);
+	snprintf(title, sizeof title, "Entry number %d: we just launched a new backend system", i);
+	bs_value_str(&v, title, strlen(title));
+	bs_map_set(bag, "title", 5, &v);
+	bs_value_str(&v, "http://friendfeed.com/e/71f0c4d2-2918-44cc-a2df-6f486e96e37c", 60);
+	bs_map_set(bag, "link", 4, &v);
+	bs_value_float(&v, (double)i * 0.25);
+	bs_map_set(bag, "score", 5, &v);
+	bs_value_int(&v, 1235697046 + i);
+	bs_map_set(bag, "published", 9, &v);
+}
+
+typedef struct {
+	const bs_config_t *cfg;
+	int nshards, n;
+	bs_id_t *ids;
+	bs_value_t *bags;
+	bs_bytes_t *bodies;
+	MYSQL **raw;
+	char *q;
+} bench_t;
+
+/* The floor for loading: multi-row INSERTs per shard, every shard at once
+ * (sent, then read back). Returns seconds. */
+static double floor_load(bench_t *b)
+{
+	size_t cap = 0;
+	for (int i = 0; i < b->n; i++)
+		cap += 2 * b->bodies[i].len + 96;
+	for (int s = 0; s < b->nshards; s++)
+		raw_exec(b->raw[s], "TRUNCATE TABLE bench_layout", 27);
+	char **sql = calloc((size_t)b->nshards, sizeof *sql);
+	size_t *len = calloc((size_t)b->nshards, sizeof *len);
+	int *rows = calloc((size_t)b->nshards, sizeof *rows);
+	for (int s = 0; s < b->nshards; s++)
+		sql[s] = malloc(cap / (size_t)b->nshards * 2 + 1024 * BATCH);
+	double t0 = now();
+	for (int from = 0; from < b->n; from += BATCH) {
+		int to = from + BATCH < b->n ? from + BATCH : b->n;
+		for (int s = 0; s < b->nshards; s++) {
+			len[s] = (size_t)sprintf(sql[s], "INSERT INTO bench_layout (id, updated, body) VALUES ");
+			rows[s] = 0;
+		}
+		for (int i = from; i < to; i++) {
+			int s = bs_route_id(&b->ids[i], b->nshards);
+			char *o = sql[s] + len[s];
+			o += sprintf(o, "%s(X'", rows[s]++ ? "," : "");
+			o += hex(o, b->ids[i].b, 16);
+			o += sprintf(o, "',NOW(6),X'");
+			o += hex(o, b->bodies[i].ptr, b->bodies[i].len);
+			o += sprintf(o, "')");
+			len[s] = (size_t)(o - sql[s]);
+		}
+		for (int s = 0; s < b->nshards; s++)
+			if (rows[s] && mysql_send_query(b->raw[s], sql[s], (unsigned long)len[s]))
+				die("send");
+		for (int s = 0; s < b->nshards; s++)
+			if (rows[s] && mysql_read_query_result(b->raw[s])) {
+				fprintf(stderr, "bench_bulk: %s\n", mysql_error(b->raw[s]));
+				exit(1);
+			}
+	}
+	double t = now() - t0;
+	for (int s = 0; s < b->nshards; s++)
+		free(sql[s]);
+	free(sql);
+	free(len);
+	free(rows);
+	return t;
+}
+
+/* bs_put_many in batches: seconds. */
+static double put_many(bench_t *b, bs_store_t *st)
+{
+	bool *written = calloc(BATCH, sizeof *written);
+	bs_id_t *ids = calloc(BATCH, sizeof *ids);
+	double t0 = now();
+	for (int from = 0; from < b->n; from += BATCH) {
+		int k = from + BATCH < b->n ? BATCH : b->n - from;
+		if (bs_put_many(st, b->bags + from, (size_t)k, ids, written))
+			die("put_many");
+	}
+	double t = now() - t0;
+	free(written);
+	free(ids);
+	return t;
+}
+
+/* The floor for reading: every row by key pages, bodies decoded. */
+static double floor_read(bench_t *b, size_t *count)
+{
+	double t0 = now();
+	*count = 0;
+	for (int s = 0; s < b->nshards; s++) {
+		long long after = 0;
+		for (;;) {
+			int len = sprintf(b->q, "SELECT added_id, id, body FROM entities WHERE added_id>%lld ORDER BY added_id"
+			                        " LIMIT 1000", after);
+			if (mysql_real_query(b->raw[s], b->q, (unsigned long)len))
+				die("select");
+			MYSQL_RES *res = mysql_store_result(b->raw[s]);
+			MYSQL_ROW row;
+			size_t got = 0;
+			while ((row = mysql_fetch_row(res))) {
+				unsigned long *lens = mysql_fetch_lengths(res);
+				bs_value_t v;
+				after = strtoll(row[0], NULL, 10);
+				if (bs_body_decode(&v, (const uint8_t *)row[2], lens[2]) == 0)
+					bs_value_clear(&v);
+				got++;
+			}
+			mysql_free_result(res);
+			*count += got;
+			if (got < 1000)
+				break;
+		}
+	}
+	return now() - t0;
+}
+
+/* bs_export over everything, newest first; with json, every entity
+ * written as a JSON line to /dev/null. */
+static double export_all(bs_store_t *st, bool json, size_t *count)
+{
+	FILE *null = fopen("/dev/null", "w");
+	bs_export_opts_t o = { .shard = -1, .order = BS_EXPORT_NEWEST };
+	bs_export_t *ex;
+	double t0 = now();
+	*count = 0;
+	if (bs_export_open(&ex, st, &o))
+		die("export open");
+	for (;;) {
+		bs_result_t r;
+		if (bs_export_next(&r, st, ex, 0))
+			die("export");
+		if (!r.len) {
+			bs_result_free(&r);
+			break;
+		}
+		for (size_t k = 0; json && k < r.len; k++) {
+			char *s = NULL;
+			if (bs_json_encode(&s, &r.items[k].bag, 0) == 0)
+				fprintf(null, "%s\n", s);
+			free(s);
+		}
+		*count += r.len;
+		bs_result_free(&r);
+	}
+	bs_export_free(ex);
+	fclose(null);
+	return now() - t0;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_d);
+	return v[n / 2];
+}
+
+static void show(const char *what, double *secs, int runs, int n)
+{
+	printf("  %-46s", what);
+	for (int r = 0; r < runs; r++)
+		printf(" %7.0f/s", n / secs[r]);
+	printf("   median %7.0f/s\n", n / median(secs, runs));
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: bench_bulk CONFIG [N] [RUNS]\n");
+		return 2;
+	}
+	int n = argc > 2 ? atoi(argv[2]) : 100000, runs = argc > 3 ? atoi(argv[3]) : 3;
+	if (n < 1000 || runs < 1 || runs > 9) {
+		fprintf(stderr, "bench_bulk: N at least 1000, RUNS 1 to 9\n");
+		return 2;
+	}
+	bs_config_t *cfg;
+	bs_store_t *st;
+	if (bs_config_load(&cfg, argv[1]) || bs_store_open(&st, cfg) || bs_init(st))
+		die("setup");
+	bench_t b = { cfg, cfg->nshards, n };
+	b.ids = calloc((size_t)n, sizeof *b.ids);
+	b.bags = calloc((size_t)n, sizeof *b.bags);
+	b.bodies = calloc((size_t)n, sizeof *b.bodies);
+	b.raw = calloc((size_t)cfg->nshards, sizeof *b.raw);
+	b.q = malloc(4096);
+	for (int i = 0; i < n; i++) {
+		bs_id_generate(&b.ids[i]);
+		make_bag(&b.bags[i], &b.ids[i], i);
+		if (bs_body_encode(&b.bodies[i], &b.bags[i]))
+			die("encode");
+	}
+	for (int s = 0; s < cfg->nshards; s++) {
+		b.raw[s] = raw_connect(&cfg->shards[s]);
+		raw_exec(b.raw[s], "DROP TABLE IF EXISTS bench_layout", 33);
+		const char *ddl = "CREATE TABLE bench_layout (added_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+		                  " id BINARY(16) NOT NULL, updated TIMESTAMP(6) NOT NULL, body MEDIUMBLOB,"
+		                  " UNIQUE KEY (id), KEY (updated)) ENGINE=InnoDB";
+		raw_exec(b.raw[s], ddl, strlen(ddl));
+	}
+	printf("bench_bulk: %d entities, %d shards, %d runs; figures are entities per second\n", n, cfg->nshards, runs);
+	printf("  (several MariaDB servers share this machine's cores with the client: figures\n"
+	       "   depend on the load; the reference is measured in the same run)\n");
+	double fl[9], p0[9], p1[9], fr[9], ex[9], exj[9];
+	size_t count = 0;
+	bs_index_t def;
+	if (bs_index_parse(&def, "index_group", "group:int", "group"))
+		die("index parse");
+	for (int r = 0; r < runs; r++) {
+		static const char clear[] = "DELETE FROM entities; DELETE FROM bagstore_intents";
+		fl[r] = floor_load(&b);
+		for (int s = 0; s < cfg->nshards; s++)
+			raw_exec(b.raw[s], clear, sizeof clear - 1);
+		p0[r] = put_many(&b, st);
+		/* again with one index maintained (ready: created on an empty store) */
+		for (int s = 0; s < cfg->nshards; s++)
+			raw_exec(b.raw[s], clear, sizeof clear - 1);
+		bs_index_drop(st, "index_group");
+		bs_error_clear();
+		if (bs_index_create(st, &def))
+			die("index create");
+		p1[r] = put_many(&b, st);
+		bs_index_drop(st, "index_group");
+		bs_error_clear();
+		fr[r] = floor_read(&b, &count);
+		ex[r] = export_all(st, false, &count);
+		exj[r] = export_all(st, true, &count);
+	}
+	printf("\nloading (batches of %d):\n", BATCH);
+	show("floor: multi-row INSERT, one conn per shard", fl, runs, n);
+	show("bs_put_many, no index", p0, runs, n);
+	show("bs_put_many, one index", p1, runs, n);
+	printf("\nreading everything:\n");
+	show("floor: SELECT body by key pages + decode", fr, runs, n);
+	show("bs_export (decoded, newest first)", ex, runs, n);
+	show("bs_export + a JSON line each", exj, runs, n);
+	double mf = median(fl, runs), mr = median(fr, runs);
+	printf("\nratios (throughput, medians of %d runs; target at least 0.5x):\n", runs);
+	printf("  put_many, no index   / floor : %.2fx\n", mf / median(p0, runs));
+	printf("  put_many, one index  / floor : %.2fx\n", mf / median(p1, runs));
+	printf("  export               / floor : %.2fx\n", mr / median(ex, runs));
+	printf("  export as JSON Lines / floor : %.2fx\n", mr / median(exj, runs));
+	for (int s = 0; s < cfg->nshards; s++) {
+		raw_exec(b.raw[s], "DROP TABLE IF EXISTS bench_layout", 33);
+		mysql_close(b.raw[s]);
+	}
+	for (int i = 0; i < n; i++) {
+		bs_value_clear(&b.bags[i]);
+		bs_bytes_free(&b.bodies[i]);
+	}
+	free(b.ids);
+	free(b.bags);
+	free(b.bodies);
+	free(b.raw);
+	free(b.q);
+	bs_store_free(st);
+	bs_config_free(cfg);
+	return 0;
+}
