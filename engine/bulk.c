@@ -392,9 +392,33 @@ static void new_token(char token[48])
 	snprintf(token, 48, "bagstore.w.%s", hex);
 }
 
-/* This round: the next occurrence of each id not yet written, grouped by
- * shard in input order. *nround gets how many. */
-static int plan_round(bulk_t *u, size_t n, size_t *round, size_t *nround, bool *queued)
+/* Order of bag indexes by id, then position (for finding repeats). */
+static int by_id_then_pos(const void *a, const void *b, void *ids)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int c = memcmp(((const bs_id_t *)ids)[x].b, ((const bs_id_t *)ids)[y].b, 16);
+	return c ? c : (x > y) - (x < y);
+}
+
+/* For each bag, which occurrence of its id it is (0 first, 1 second...),
+ * by sorting positions by id: a round takes one occurrence of each id. */
+static int occurrences(unsigned *occ, const bs_id_t *ids, size_t n)
+{
+	size_t *order = malloc((n ? n : 1) * sizeof *order);
+	if (!order)
+		return bs_error(BS_ENOMEM, "out of memory");
+	for (size_t k = 0; k < n; k++)
+		order[k] = k;
+	qsort_r(order, n, sizeof *order, by_id_then_pos, (void *)ids);
+	for (size_t k = 0; k < n; k++)
+		occ[order[k]] = k && !memcmp(ids[order[k]].b, ids[order[k - 1]].b, 16) ? occ[order[k - 1]] + 1 : 0;
+	free(order);
+	return 0;
+}
+
+/* Round r: the r-th occurrence of every id, grouped by shard in input
+ * order. *nround gets how many. */
+static int plan_round(bulk_t *u, size_t n, const unsigned *occ, unsigned r, size_t *round, size_t *nround)
 {
 	bs_store_t *st = u->st;
 	int rc = 0;
@@ -404,18 +428,11 @@ static int plan_round(bulk_t *u, size_t n, size_t *round, size_t *nround, bool *
 		u->sb[s].done = false;
 		u->sb[s].token[0] = '\0';
 	}
-	for (size_t k = 0; k < n && !rc; k++) {
-		if (queued[k])
-			continue;
-		bool repeat = false;
-		for (size_t j = 0; j < *nround && !repeat; j++)
-			repeat = !memcmp(u->ids[round[j]].b, u->ids[k].b, 16);
-		if (repeat)
-			continue;
-		queued[k] = true;
-		round[(*nround)++] = k;
-		rc = push_idx(&u->sb[bs_route_id(&u->ids[k], st->n)], k);
-	}
+	for (size_t k = 0; k < n && !rc; k++)
+		if (occ[k] == r) {
+			round[(*nround)++] = k;
+			rc = push_idx(&u->sb[bs_route_id(&u->ids[k], st->n)], k);
+		}
 	for (int s = 0; s < st->n; s++)
 		if (u->maintained && u->sb[s].len)
 			new_token(u->sb[s].token);
@@ -458,7 +475,7 @@ int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, 
 {
 	bulk_t u = { .st = st, .bags = bags, .ids = ids, .written = written };
 	size_t *round = NULL, nround, ok = 0;
-	bool *queued = NULL;
+	unsigned *occ = NULL;
 	int rc, bad = 0;
 
 	if (written)
@@ -475,8 +492,8 @@ int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, 
 	u.sb = calloc((size_t)st->n, sizeof *u.sb);
 	u.q = calloc((size_t)st->n, sizeof *u.q);
 	round = calloc(n, sizeof *round);
-	queued = calloc(n, sizeof *queued);
-	if (!w || !u.bodies || !u.old || !u.found || !u.sb || !u.q || !round || !queued) {
+	occ = calloc(n, sizeof *occ);
+	if (!w || !u.bodies || !u.old || !u.found || !u.sb || !u.q || !round || !occ) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -491,8 +508,10 @@ int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, 
 	u.cat = cat;
 	for (int k = 0; k < cat->len; k++)
 		u.maintained |= cat->items[k].state != BS_INDEX_DISABLED;
-	for (;;) {
-		if ((rc = plan_round(&u, ok, round, &nround, queued)) || !nround)
+	if ((rc = occurrences(occ, ids, ok)))
+		goto done;
+	for (unsigned r = 0;; r++) {
+		if ((rc = plan_round(&u, ok, occ, r, round, &nround)) || !nround)
 			break;
 		/* a shard that failed wrote nothing of this round; the others
 		 * committed: their index rows are written all the same */
@@ -520,6 +539,6 @@ done:
 	if (!written)
 		free(w);
 	free(round);
-	free(queued);
+	free(occ);
 	return rc;
 }
