@@ -269,7 +269,7 @@ int main(int argc, char **argv)
 	bs_store_t *st;
 	if (bs_config_load(&cfg, argv[1]) || bs_store_open(&st, cfg) || bs_init(st))
 		die("setup");
-	bench_t b = { cfg, cfg->nshards, n };
+	bench_t b = { .cfg = cfg, .nshards = cfg->nshards, .n = n };
 	b.ids = calloc((size_t)n, sizeof *b.ids);
 	b.bags = calloc((size_t)n, sizeof *b.bags);
 	b.bodies = calloc((size_t)n, sizeof *b.bodies);
