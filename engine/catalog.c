@@ -193,7 +193,8 @@ int bs_index_list(bs_index_list_t *out, bs_store_t *st)
 				continue;
 			merge_one(&out->items[out->len++], per, rcs, st, name);
 		}
-	qsort(out->items, (size_t)out->len, sizeof *out->items, by_name);
+	if (out->len > 1) /* an empty catalog has no array at all */
+		qsort(out->items, (size_t)out->len, sizeof *out->items, by_name);
 done:
 	bs__catalog_per_shard_free(per, st->n);
 	free(rcs);

@@ -58,7 +58,8 @@ static int id_cmp(const void *a, const void *b) { return memcmp(a, b, 16); }
 static size_t idvec_uniq(idvec_t *v)
 {
 	size_t uniq = 0, n = v->len;
-	qsort(v->ids, v->len, sizeof *v->ids, id_cmp);
+	if (v->len > 1)
+		qsort(v->ids, v->len, sizeof *v->ids, id_cmp);
 	for (size_t k = 0; k < v->len; k++)
 		if (!uniq || memcmp(v->ids[uniq - 1].b, v->ids[k].b, 16))
 			v->ids[uniq++] = v->ids[k];
@@ -308,7 +309,8 @@ static int fetch_meta(meta_t **all, size_t *nall, bs_result_t *out, struct qctx 
 			}
 		}
 	out->dropped += want - *nall; /* candidates whose entity is gone */
-	qsort(*all, *nall, sizeof **all, meta_newest_first);
+	if (*nall > 1)
+		qsort(*all, *nall, sizeof **all, meta_newest_first);
 done:
 	clear_round(q, st->n);
 	return rc;
@@ -424,7 +426,8 @@ int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_
 	if (rc)
 		goto done;
 	/* 3. newest first, at most limit */
-	qsort(out->items, out->len, sizeof *out->items, newest_first);
+	if (out->len > 1)
+		qsort(out->items, out->len, sizeof *out->items, newest_first);
 	while (limit && out->len > limit)
 		bs_value_clear(&out->items[--out->len].bag);
 done:
