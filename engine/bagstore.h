@@ -208,12 +208,39 @@ int bs_index_ddl(char **out, const bs_index_t *def);
 
 /* ------------------------------------------------------------------ config */
 
+/* TLS to a shard or replica, with the mysql client's --ssl-mode meanings:
+ * disabled (no TLS), preferred (TLS when the server offers it, nothing
+ * verified), required (TLS or no connection; nothing verified), verify_ca
+ * (and the server's certificate chains to `ca`), verify_identity (and it
+ * names the host connected to). UNSET: no `tls:` anywhere for it, so
+ * Connector/C's defaults and the shard's option file (defaults_file: ssl-ca,
+ * ssl-verify-server-cert=1...) decide, as before TLS settings existed. */
+typedef enum {
+	BS_TLS_MODE_UNSET, BS_TLS_DISABLED, BS_TLS_PREFERRED, BS_TLS_REQUIRED,
+	BS_TLS_VERIFY_CA, BS_TLS_VERIFY_IDENTITY
+} bs_tls_mode_t;
+/* "disabled", ... "verify_identity"; "unset" for BS_TLS_MODE_UNSET. */
+const char *bs_tls_mode_name(bs_tls_mode_t m);
+
+/* A connection's `tls:` after inheritance (top level, then the shard's,
+ * then the replica's mapping, key by key). Paths as written (relative ones
+ * to the working directory, like defaults_file); checked readable when the
+ * configuration is loaded. */
+typedef struct {
+	bs_tls_mode_t mode;
+	char *ca;            /* PEM CA bundle: verify_ca and verify_identity only */
+	char *cert, *key;    /* client certificate and its key (both or neither) */
+	char *cipher;        /* OpenSSL cipher list (TLS 1.2 and below) */
+	char *versions;      /* "TLSv1.2,TLSv1.3": the protocol versions allowed */
+} bs_tls_conf_t;
+
 typedef struct {
 	char *host;
 	unsigned port;
 	char *socket;
 	char *user;
 	char *password_env; /* name of the variable; the password is never stored here */
+	bs_tls_conf_t tls;  /* inherited from its shard's, key by key */
 } bs_replica_conf_t;
 
 typedef struct {
@@ -229,6 +256,7 @@ typedef struct {
 	bs_replica_conf_t *replicas;
 	int nreplicas;
 	int line;            /* where the shard was declared, for messages */
+	bs_tls_conf_t tls;   /* the top level's `tls:`, then the shard's, key by key */
 } bs_shard_conf_t;
 
 typedef struct {
@@ -253,6 +281,7 @@ typedef struct {
 	int nindexes;
 	bs_cleaner_conf_t cleaner;
 	bool read_only;
+	bs_tls_conf_t tls;      /* the top-level `tls:` every shard inherits */
 } bs_config_t;
 
 /* Load a configuration. path NULL: $BAGSTORE_CONFIG, else ./bagstore.yaml.
@@ -395,6 +424,18 @@ bool bs_fault(const char *name);
 /* ------------------------------------------------------------------ shards */
 
 typedef enum { BS_SHARD_UP, BS_SHARD_SLOW, BS_SHARD_DOWN } bs_shard_state_t;
+
+/* What a connection's TLS achieved, weakest first: none (not encrypted),
+ * encrypted (nothing verified), ca (the certificate chains to a trusted
+ * CA; its names not checked), identity (and it names the host). */
+typedef enum { BS_TLS_NONE, BS_TLS_ENCRYPTED, BS_TLS_CA, BS_TLS_IDENTITY } bs_tls_level_t;
+/* "none", "encrypted", "ca", "identity". */
+const char *bs_tls_level_name(bs_tls_level_t l);
+typedef struct {
+	bs_tls_level_t level;
+	char version[16];           /* "TLSv1.3"; "" when not encrypted */
+	char cipher[64];            /* "TLS_AES_256_GCM_SHA384"; "" when not encrypted */
+} bs_tls_state_t;
 /* "up", "slow", "unreachable": the one spelling every front end shows. */
 const char *bs_shard_state_name(bs_shard_state_t s);
 
@@ -411,6 +452,13 @@ typedef struct {
 	double replica_lag;         /* seconds behind, the largest over the shard's replicas;
 	                             * -1 none configured, -2 unknown (see error) */
 	int fingerprint_ok;         /* 1 agrees, 0 disagrees, -1 uninitialised */
+	/* TLS (issue 14): the store's connection to the shard, and the weakest
+	 * of its replicas' (level BS_TLS_NONE with nreplica_tls 0: none) */
+	bs_tls_state_t tls;
+	bs_tls_state_t replica_tls;
+	int nreplica_tls;           /* replicas whose connection was made */
+	bool tls_plaintext_mixed;   /* up without TLS while another shard is encrypted */
+	bs_tls_mode_t tls_mode;     /* the configured mode */
 } bs_shard_status_t;
 
 /* Status of every shard (out[nshards], caller allocates). Contacts shards in

@@ -621,15 +621,16 @@ static int opt_key(void *dst, const ctx *c, const node *map, const char *where, 
 /* ------------------------------------------------------------ sections */
 
 static const char *const top_keys[] = {
-	"shards", "timeouts", "catalog_ttl", "read_only", "indexes", "cleaner", NULL
+	"shards", "timeouts", "catalog_ttl", "read_only", "indexes", "cleaner", "tls", NULL
 };
 static const char *const shard_keys[] = {
 	"name", "host", "port", "socket", "database", "user", "password_env",
-	"defaults_file", "option_group", "replicas", NULL
+	"defaults_file", "option_group", "replicas", "tls", NULL
 };
 static const char *const replica_keys[] = {
-	"host", "port", "socket", "user", "password_env", NULL
+	"host", "port", "socket", "user", "password_env", "tls", NULL
 };
+static const char *const tls_keys[] = { "mode", "ca", "cert", "key", "cipher", "versions", NULL };
 static const char *const timeout_keys[] = { "connect", "read", "write", NULL };
 static const char *const index_keys[] = { "name", "on", "shard_on", NULL };
 static const char *const cleaner_keys[] = {
@@ -673,16 +674,165 @@ static bool valid_database(const char *s, size_t len)
 	return true;
 }
 
-static int parse_replica(bs_replica_conf_t *r, const ctx *c, const node *n, const char *where)
+/* ------------------------------------------------------------ tls */
+
+static const char *const tls_mode_names[] = {
+	"unset", "disabled", "preferred", "required", "verify_ca", "verify_identity"
+};
+
+const char *bs_tls_mode_name(bs_tls_mode_t m)
+{
+	return (unsigned)m < sizeof tls_mode_names / sizeof tls_mode_names[0] ? tls_mode_names[m] : "unknown";
+}
+
+static void tls_free(bs_tls_conf_t *t)
+{
+	free(t->ca);
+	free(t->cert);
+	free(t->key);
+	free(t->cipher);
+	free(t->versions);
+	memset(t, 0, sizeof *t);
+}
+
+static int dup_opt(char **dst, const char *src)
+{
+	if (src && (*dst = strdup(src)) == NULL)
+		return nomem();
+	return 0;
+}
+
+/* *dst becomes a copy of src (dst is empty). */
+static int tls_copy(bs_tls_conf_t *dst, const bs_tls_conf_t *src)
 {
 	int error;
+
+	dst->mode = src->mode;
+	if ((error = dup_opt(&dst->ca, src->ca)) < 0 || (error = dup_opt(&dst->cert, src->cert)) < 0 ||
+	    (error = dup_opt(&dst->key, src->key)) < 0 || (error = dup_opt(&dst->cipher, src->cipher)) < 0 ||
+	    (error = dup_opt(&dst->versions, src->versions)) < 0)
+		return error;
+	return 0;
+}
+
+static int tls_mode(bs_tls_mode_t *dst, const ctx *c, const node *v, const char *where)
+{
+	char shown[96];
+	int error;
+
+	if ((error = want_scalar(c, v, where, "a TLS mode")) < 0)
+		return error;
+	for (size_t m = BS_TLS_DISABLED; m < sizeof tls_mode_names / sizeof tls_mode_names[0]; m++)
+		if (strcmp(v->str, tls_mode_names[m]) == 0) {
+			*dst = (bs_tls_mode_t)m;
+			return 0;
+		}
+	return nerr(c, v, "%s: expected disabled, preferred, required, verify_ca or verify_identity, got \"%s\"",
+	            where, bs__quote(shown, sizeof shown, v->str, v->len));
+}
+
+/* A file bagstore hands to Connector/C: refused now, at its line, rather
+ * than at the first connection. */
+static int tls_file(char **dst, const ctx *c, const node *map, const char *where, const char *key)
+{
+	const node *v = get(map, key);
+	char w[192];
+	FILE *f;
+	int error;
+
+	if (v == NULL)
+		return 0;
+	snprintf(w, sizeof w, "%s.%s", where, key);
+	if ((error = get_str(dst, c, v, w)) < 0)
+		return error;
+	if ((f = fopen(*dst, "r")) == NULL)
+		return nerr(c, v, "%s: cannot read \"%s\": %s", w, *dst, strerror(errno));
+	fclose(f);
+	return 0;
+}
+
+/* "TLSv1.2,TLSv1.3": Connector/C's names, comma-separated. */
+static int tls_versions(char **dst, const ctx *c, const node *map, const char *where)
+{
+	static const char *const known[] = { "TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3", NULL };
+	const node *v = get(map, "versions");
+	char w[192], shown[96];
+	int error;
+
+	if (v == NULL)
+		return 0;
+	snprintf(w, sizeof w, "%s.versions", where);
+	if ((error = get_str(dst, c, v, w)) < 0)
+		return error;
+	for (const char *p = *dst; *p;) {
+		size_t n = strcspn(p, ","), k;
+		for (k = 0; known[k]; k++)
+			if (strlen(known[k]) == n && strncmp(p, known[k], n) == 0)
+				break;
+		if (!known[k])
+			return nerr(c, v, "%s: expected TLS versions from TLSv1.0, TLSv1.1, TLSv1.2, TLSv1.3, "
+			            "separated by commas, got \"%s\"", w, bs__quote(shown, sizeof shown, v->str, v->len));
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+/*
+ * dst = parent, then the keys of the `tls:` mapping n (NULL or null:
+ * parent alone). A mapping without `mode` under a parent without one means
+ * verify_identity: the safe choice is the one you get by giving a CA.
+ * ca_elsewhere: a defaults_file may name the CA (verify_ca without ca is
+ * then checked at connect time).
+ */
+static int parse_tls(bs_tls_conf_t *dst, const bs_tls_conf_t *parent, const ctx *c, const node *n,
+                     const char *w, bool ca_elsewhere)
+{
+	char wm[192];
+	const node *v;
+	int error;
+
+	if ((error = tls_copy(dst, parent)) < 0 || n == NULL || is_null(n))
+		return error;
+	if ((error = want(c, n, N_MAP, w)) < 0 || (error = check_known(c, n, w, tls_keys)) < 0)
+		return error;
+	if ((v = get(n, "mode")) != NULL) {
+		snprintf(wm, sizeof wm, "%s.mode", w);
+		if ((error = tls_mode(&dst->mode, c, v, wm)) < 0)
+			return error;
+	} else if (dst->mode == BS_TLS_MODE_UNSET) {
+		dst->mode = BS_TLS_VERIFY_IDENTITY;
+	}
+	if ((error = tls_file(&dst->ca, c, n, w, "ca")) < 0 || (error = tls_file(&dst->cert, c, n, w, "cert")) < 0 ||
+	    (error = tls_file(&dst->key, c, n, w, "key")) < 0 ||
+	    (error = opt_key(&dst->cipher, c, n, w, "cipher", K_STR)) < 0 ||
+	    (error = tls_versions(&dst->versions, c, n, w)) < 0)
+		return error;
+	if (dst->mode == BS_TLS_DISABLED && n->n > 2)
+		return nerr(c, n, "%s: mode disabled takes no other key (it makes no TLS connection)", w);
+	if ((dst->cert == NULL) != (dst->key == NULL))
+		return nerr(c, n, "%s: cert and key go together: %s is missing", w, dst->cert ? "key" : "cert");
+	if (dst->mode == BS_TLS_VERIFY_CA && dst->ca == NULL && !ca_elsewhere)
+		return nerr(c, n, "%s: mode verify_ca needs ca, the CA certificate to verify the server's against", w);
+	return 0;
+}
+
+static int parse_replica(bs_replica_conf_t *r, const bs_shard_conf_t *s, const ctx *c, const node *n,
+                         const char *where)
+{
+	char w[192];
+	int error;
+
+	snprintf(w, sizeof w, "%s.tls", where);
 
 	if ((error = want(c, n, N_MAP, where)) < 0 || (error = check_known(c, n, where, replica_keys)) < 0 ||
 	    (error = opt_key(&r->host, c, n, where, "host", K_STR)) < 0 ||
 	    (error = opt_key(&r->port, c, n, where, "port", K_PORT)) < 0 ||
 	    (error = opt_key(&r->socket, c, n, where, "socket", K_STR)) < 0 ||
 	    (error = opt_key(&r->user, c, n, where, "user", K_STR)) < 0 ||
-	    (error = opt_key(&r->password_env, c, n, where, "password_env", K_ENV)) < 0)
+	    (error = opt_key(&r->password_env, c, n, where, "password_env", K_ENV)) < 0 ||
+	    (error = parse_tls(&r->tls, &s->tls, c, get(n, "tls"), w, false)) < 0)
 		return error;
 	if (r->host == NULL && r->socket == NULL)
 		return nerr(c, n, "%s: a replica needs host or socket", where);
@@ -698,6 +848,26 @@ static bool same_server(const bs_shard_conf_t *a, const bs_shard_conf_t *b)
 	if (a->socket && b->socket && !a->host && !b->host)
 		return !strcmp(a->socket, b->socket);
 	return false;
+}
+
+/* The shard's tls: the top level's, then its own mapping. A verify_ca
+ * without a CA inherited from the top level is reported there, naming the
+ * shard. */
+static int shard_tls(bs_shard_conf_t *s, const bs_config_t *cfg, const ctx *c, const node *n, const char *where)
+{
+	const node *own = get(n, "tls");
+	char w[192];
+	int error;
+
+	snprintf(w, sizeof w, "%s.tls", where);
+	if (own && !is_null(own))
+		return parse_tls(&s->tls, &cfg->tls, c, own, w, s->defaults_file != NULL);
+	if ((error = tls_copy(&s->tls, &cfg->tls)) < 0)
+		return error;
+	if (s->tls.mode == BS_TLS_VERIFY_CA && s->tls.ca == NULL && s->defaults_file == NULL)
+		return nerr(c, n, "%s: tls: mode verify_ca (from the top-level tls) needs ca, or a defaults_file that "
+		            "sets ssl-ca", where);
+	return 0;
 }
 
 static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
@@ -753,6 +923,8 @@ static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
 	    (error = opt_key(&s->defaults_file, c, n, where, "defaults_file", K_STR)) < 0 ||
 	    (error = opt_key(&s->option_group, c, n, where, "option_group", K_STR)) < 0)
 		return error;
+	if ((error = shard_tls(s, cfg, c, n, where)) < 0)
+		return error;
 	if ((v = get(n, "replicas")) && !is_null(v)) {
 		snprintf(w, sizeof w, "%s.replicas", where);
 		if ((error = want(c, v, N_SEQ, w)) < 0)
@@ -762,7 +934,7 @@ static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
 		for (i = 0; i < v->n; i++) {
 			snprintf(w, sizeof w, "%s.replicas[%zu]", where, i);
 			s->nreplicas = (int)i + 1;
-			if ((error = parse_replica(&s->replicas[i], c, v->kids[i], w)) < 0)
+			if ((error = parse_replica(&s->replicas[i], s, c, v->kids[i], w)) < 0)
 				return error;
 		}
 	}
@@ -960,6 +1132,10 @@ static int parse_root(bs_config_t *cfg, const ctx *c, const node *root)
 	if ((error = refuse_passwords(c, root)) < 0 || (error = check_keys_shape(c, root)) < 0 ||
 	    (error = check_known(c, root, "the configuration", top_keys)) < 0)
 		return error;
+	/* the top-level tls first: every shard inherits it */
+	static const bs_tls_conf_t none;
+	if ((error = parse_tls(&cfg->tls, &none, c, get(root, "tls"), "tls", true)) < 0)
+		return error;
 	if ((error = parse_shards(cfg, c, root)) < 0 || (error = parse_timeouts(cfg, c, root)) < 0)
 		return error;
 	if ((error = opt_key(&cfg->catalog_ttl, c, root, NULL, "catalog_ttl", K_SECONDS0)) < 0)
@@ -1087,6 +1263,7 @@ static void replica_free(bs_replica_conf_t *r)
 	free(r->socket);
 	free(r->user);
 	free(r->password_env);
+	tls_free(&r->tls);
 }
 
 void bs_config_free(bs_config_t *cfg)
@@ -1105,12 +1282,14 @@ void bs_config_free(bs_config_t *cfg)
 		free(s->password_env);
 		free(s->defaults_file);
 		free(s->option_group);
+		tls_free(&s->tls);
 		for (j = 0; j < s->nreplicas; j++)
 			replica_free(&s->replicas[j]);
 		free(s->replicas);
 	}
 	free(cfg->shards);
 	free(cfg->indexes);
+	tls_free(&cfg->tls);
 	free(cfg->path);
 	free(cfg);
 }

@@ -146,7 +146,11 @@ static void start(bs__shard_stmt_t *q, run_t *r, bs_store_t *st, int i)
 		fail(q, r, st, i, bs__shard_connect_failed(st, i, m));
 		return;
 	}
-	bs__shard_adopt(st, i, m);
+	if ((rc = bs__shard_adopt(st, i, m))) {
+		r->m = NULL;
+		fail(q, r, st, i, rc);
+		return;
+	}
 	connected(q, r, st, i);
 }
 
@@ -171,7 +175,11 @@ static void resume(bs__shard_stmt_t *q, run_t *r, bs_store_t *st, int i, int eve
 			fail(q, r, st, i, bs__shard_connect_failed(st, i, m));
 			return;
 		}
-		bs__shard_adopt(st, i, r->m);
+		if ((ret = bs__shard_adopt(st, i, r->m))) {
+			r->m = NULL;
+			fail(q, r, st, i, ret);
+			return;
+		}
 		connected(q, r, st, i);
 		return;
 	case S_QUERY:

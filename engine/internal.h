@@ -10,7 +10,7 @@
  *
  *   L0  base      error buf bytes value id base64
  *   L1  text      msgpack body json yaml config indexdef route querytext
- *   L2  shards    shard fanout store replica schema catalog audit
+ *   L2  shards    tls shard fanout store replica schema catalog audit
  *   L3  data      entity bulk query browse export status
  *   L4  cleaner   jobs throttle lag drift repair backfill verify lifecycle
  *   L5  top       init daemon
@@ -89,6 +89,7 @@ typedef struct {
 	/* the server takes INSERT ... RETURNING and DELETE ... RETURNING
 	 * (MariaDB 10.5 and later): the write path's one-statement form */
 	bool returning;
+	bs_tls_state_t tls; /* what the open connection's TLS achieved (tls.c) */
 } bs_shard_t;
 
 struct bs_store {
@@ -132,11 +133,14 @@ void bs__lock_release(bs_store_t *st, int shard, const char *name);
 int bs__shard_send(bs_store_t *st, int i, const char *sql, size_t len, const char *lock);
 
 /* Connecting, in pieces (fanout.c connects without blocking): a handle with
- * every option set and the password to give it; the error of a failed
- * connect (closes the handle); a connected handle made the shard's. */
+ * every option set (TLS included: bs__tls_apply) and the password to give
+ * it; the error of a failed connect (closes the handle; says what failed
+ * when TLS is why); a connected handle made the shard's, once its TLS is
+ * checked against the mode (bs__tls_check: BS_ECONFIG, the handle closed,
+ * when short of it). */
 int bs__shard_prepare(MYSQL **out, const char **password, bs_store_t *st, int i);
 int bs__shard_connect_failed(bs_store_t *st, int i, MYSQL *m);
-void bs__shard_adopt(bs_store_t *st, int i, MYSQL *m);
+int bs__shard_adopt(bs_store_t *st, int i, MYSQL *m);
 
 /* Statements on many shards at once, from this thread (fanout.c): q[i] for
  * shard i, sql NULL where there is nothing to run. Each shard's statements
@@ -261,8 +265,26 @@ void bs__index_value_text(char *buf, size_t size, const bs_value_t *v);
 
 /* Seconds behind of one of a shard's replicas (replica.c): through the
  * connection cached in *conn, opened when NULL; -1 with err set when the
- * lag is unknown (unreachable, or not replicating). */
+ * lag is unknown (unreachable, or not replicating). tls (may be NULL) gets
+ * what the connection's TLS achieved when it is opened. */
 double bs__replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc,
-                              unsigned timeout, char *err, size_t size);
+                              unsigned timeout, char *err, size_t size, bs_tls_state_t *tls);
+
+/* ------------------------------------------------------------ tls (tls.c) */
+
+/* Before mysql_real_connect: the connection's tls settings as Connector/C
+ * options (nothing for BS_TLS_MODE_UNSET). The one place that sets them,
+ * for shards and replicas alike. */
+void bs__tls_apply(MYSQL *m, const bs_tls_conf_t *t);
+/* Once connected: what the connection's TLS achieved into *out (read back
+ * from the handle, option file included). When the mode asks for more (a
+ * server without TLS under required or verify_ca), BS_ECONFIG with why in
+ * err: the caller closes the connection before any statement. */
+int bs__tls_check(bs_tls_state_t *out, MYSQL *m, const bs_tls_conf_t *t, char *err, size_t size);
+/* After mysql_real_connect failed: MySQL's message and number into buf,
+ * saying what failed when TLS is why (untrusted certificate, name mismatch,
+ * server without TLS, a plain connection refused). BS_ECONFIG for those
+ * (no retry cures them), else 0. host: the host connected to. */
+int bs__tls_connect_error(char *buf, size_t size, MYSQL *m, const bs_tls_conf_t *t, const char *host);
 
 #endif

@@ -163,6 +163,7 @@ void bs__shard_close(bs_store_t *st, int i)
 		sh->conn = NULL;
 	}
 	sh->fp_state = 0;
+	memset(&sh->tls, 0, sizeof sh->tls);
 }
 
 /* A handle for shard i with every option set (timeouts, charset, time
@@ -212,6 +213,7 @@ int bs__shard_prepare(MYSQL **out, const char **password, bs_store_t *st, int i)
 		mysql_optionsv(m, MYSQL_READ_DEFAULT_FILE, c->defaults_file);
 	if (c->option_group || c->defaults_file)
 		mysql_optionsv(m, MYSQL_READ_DEFAULT_GROUP, c->option_group ? c->option_group : "client");
+	bs__tls_apply(m, &c->tls);
 	*out = m;
 	return 0;
 }
@@ -219,23 +221,34 @@ int bs__shard_prepare(MYSQL **out, const char **password, bs_store_t *st, int i)
 int bs__shard_connect_failed(bs_store_t *st, int i, MYSQL *m)
 {
 	bs_shard_t *sh = &st->shards[i];
-	char label[192];
+	char label[192], why[768];
 	int code = BS_EUNREACHABLE;
 	unsigned err = mysql_errno(m);
 	sh->last_errno = err;
 	if (err == ER_ACCESS_DENIED_ERROR || err == ER_BAD_DB_ERROR || err == ER_DBACCESS_DENIED_ERROR)
 		code = BS_ECONFIG;
-	bs_error(code, "%s: cannot connect: %s (MySQL error %u)",
-	         bs__shard_label(label, sizeof label, sh), mysql_error(m), err);
+	/* MySQL's message and number, saying what failed when TLS is why */
+	if (bs__tls_connect_error(why, sizeof why, m, &sh->conf->tls, sh->conf->host) == BS_ECONFIG)
+		code = BS_ECONFIG;
+	bs_error(code, "%s: cannot connect: %s", bs__shard_label(label, sizeof label, sh), why);
 	mysql_close(m);
 	return code;
 }
 
-void bs__shard_adopt(bs_store_t *st, int i, MYSQL *m)
+int bs__shard_adopt(bs_store_t *st, int i, MYSQL *m)
 {
-	st->shards[i].conn = m;
-	st->shards[i].fp_state = 0;
-	st->shards[i].returning = mariadb_connection(m) && mysql_get_server_version(m) >= 100500;
+	bs_shard_t *sh = &st->shards[i];
+	char label[192], why[512];
+	/* what the connection's TLS achieved; short of the mode, it is closed
+	 * before any statement */
+	if (bs__tls_check(&sh->tls, m, &sh->conf->tls, why, sizeof why)) {
+		mysql_close(m);
+		return bs_error(BS_ECONFIG, "%s: cannot connect: %s", bs__shard_label(label, sizeof label, sh), why);
+	}
+	sh->conn = m;
+	sh->fp_state = 0;
+	sh->returning = mariadb_connection(m) && mysql_get_server_version(m) >= 100500;
+	return 0;
 }
 
 int bs__shard_conn(MYSQL **out, bs_store_t *st, int i)
@@ -257,7 +270,8 @@ int bs__shard_conn(MYSQL **out, bs_store_t *st, int i)
 	if (!mysql_real_connect(m, c->host, c->user, password, c->database, c->port, c->socket,
 	                        CLIENT_MULTI_STATEMENTS | CLIENT_FOUND_ROWS))
 		return bs__shard_connect_failed(st, i, m);
-	bs__shard_adopt(st, i, m);
+	if ((rc = bs__shard_adopt(st, i, m)))
+		return rc;
 	*out = m;
 	return 0;
 }

@@ -11,6 +11,13 @@
 
 #define SLOW_MS 250.0
 
+/* The replicas' TLS: the weakest connection made so far. */
+static void replica_tls(bs_shard_status_t *s, const bs_tls_state_t *t)
+{
+	if (s->nreplica_tls++ == 0 || t->level < s->replica_tls.level)
+		s->replica_tls = *t;
+}
+
 /* The largest Seconds_Behind_Master over the shard's replicas; a replica
  * whose lag is unknown makes the whole unknown (-2), with its reason. */
 static void replicas_lag(bs_shard_status_t *s, bs_store_t *st, int i)
@@ -22,9 +29,13 @@ static void replicas_lag(bs_shard_status_t *s, bs_store_t *st, int i)
 	for (int r = 0; r < sc->nreplicas; r++) {
 		MYSQL *m = NULL;
 		char err[200];
-		double lag = bs__replica_seconds_behind(&m, &sc->replicas[r], sc, st->connect_timeout, err, sizeof err);
-		if (m)
+		bs_tls_state_t tls;
+		double lag = bs__replica_seconds_behind(&m, &sc->replicas[r], sc, st->connect_timeout, err, sizeof err,
+		                                        &tls);
+		if (m) {
+			replica_tls(s, &tls);
 			mysql_close(m);
+		}
 		if (lag < 0) {
 			s->replica_lag = -2;
 			snprintf(s->error, sizeof s->error, "replica %s:%u: %s",
@@ -57,6 +68,7 @@ static int status_one(bs_store_t *st, int i, void *p)
 	}
 	s->state = s->rtt_ms > SLOW_MS ? BS_SHARD_SLOW : BS_SHARD_UP;
 	snprintf(s->version, sizeof s->version, "%s", mysql_get_server_info(m));
+	s->tls = st->shards[i].tls;
 
 	static const char q[] =
 		"SELECT (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
@@ -111,8 +123,17 @@ int bs_shard_status(bs_shard_status_t *out, bs_store_t *st)
 		out[i].entities_est = -1;
 		out[i].threads_running = -1;
 		out[i].fingerprint_ok = -1;
+		out[i].tls_mode = st->shards[i].conf->tls.mode;
 	}
-	return bs__shard_each(st, NULL, status_one, out, NULL);
+	int rc = bs__shard_each(st, NULL, status_one, out, NULL);
+	/* a shard in plain text while another is encrypted is marked */
+	bool any_tls = false;
+	for (int i = 0; i < st->n; i++)
+		if (out[i].state != BS_SHARD_DOWN && out[i].tls.level > BS_TLS_NONE)
+			any_tls = true;
+	for (int i = 0; i < st->n; i++)
+		out[i].tls_plaintext_mixed = any_tls && out[i].state != BS_SHARD_DOWN && out[i].tls.level == BS_TLS_NONE;
+	return rc;
 }
 
 const char *bs_shard_state_name(bs_shard_state_t s)

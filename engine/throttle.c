@@ -105,7 +105,7 @@ int bs__throttle_check(int *level, char *reason, size_t size, throttle_t *t, bs_
 		const bs_shard_conf_t *sc = &st->cfg->shards[i];
 		for (int r = 0; r < sc->nreplicas; r++) {
 			char err[256] = "";
-			double lag = bs__replica_seconds_behind(&t->replicas[t->offset[i] + r], &sc->replicas[r], sc, 2, err, sizeof err);
+			double lag = bs__replica_seconds_behind(&t->replicas[t->offset[i] + r], &sc->replicas[r], sc, 2, err, sizeof err, NULL);
 			if (lag < 0) {
 				*level = 1;
 				snprintf(reason, size, "shard %s: replica %s:%u lag unknown (%s)", sc->name,

@@ -41,6 +41,37 @@ static json_t *jcount(bool down, int64_t v)
 	return down || v < 0 ? json_null() : json_integer(v);
 }
 
+/* A connection's TLS as JSON: what it achieved (encrypted, version,
+ * cipher, verified: none, ca or identity). */
+static json_t *tls_json(const bs_tls_state_t *t)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "encrypted", json_boolean(t->level > BS_TLS_NONE));
+	json_object_set_new(o, "version", cli_jstr(t->version));
+	json_object_set_new(o, "cipher", cli_jstr(t->cipher));
+	json_object_set_new(o, "verified", json_string(t->level > BS_TLS_ENCRYPTED ? bs_tls_level_name(t->level) : "none"));
+	return o;
+}
+
+/* The shard's TLS (null when down), its configured mode, the mark of a
+ * plain connection among encrypted ones, and the weakest replica's TLS
+ * (null when no replica connection was made). */
+static void shard_tls_json(json_t *o, const bs_shard_status_t *s)
+{
+	json_t *t = s->state == BS_SHARD_DOWN ? json_null() : tls_json(&s->tls);
+
+	if (t && json_is_object(t)) {
+		json_object_set_new(t, "mode", json_string(bs_tls_mode_name(s->tls_mode)));
+		json_object_set_new(t, "plaintext_among_encrypted", json_boolean(s->tls_plaintext_mixed));
+	}
+	json_object_set_new(o, "tls", t ? t : json_null());
+	t = s->nreplica_tls > 0 ? tls_json(&s->replica_tls) : json_null();
+	json_object_set_new(o, "replica_tls", t ? t : json_null());
+}
+
 /* One shard's status as a JSON object. */
 static void shard_json(json_t *o, const bs_shard_status_t *s)
 {
@@ -59,6 +90,7 @@ static void shard_json(json_t *o, const bs_shard_status_t *s)
 	                    json_null() : json_real(s->replica_lag));
 	json_object_set_new(o, "fingerprint_ok", down || s->fingerprint_ok < 0 ?
 	                    json_null() : json_boolean(s->fingerprint_ok > 0));
+	shard_tls_json(o, s);
 }
 
 static int shards_json(const bs_shard_status_t *ss, int n)
@@ -88,9 +120,9 @@ done:
 static int shard_row(cli_table_t *t, const bs_shard_status_t *s)
 {
 	bool down = s->state == BS_SHARD_DOWN;
-	char rtt[32] = "-", ents[32] = "-", data[32] = "-", thr[32] = "-", lag[32] = "-";
-	const char *fp = "-";
-	const char *cells[10];
+	char rtt[32] = "-", ents[32] = "-", data[32] = "-", thr[32] = "-", lag[32] = "-", tls[48] = "-";
+	const char *fp = "-", *tail = s->error[0] ? s->error : NULL;
+	const char *cells[12];
 
 	if (!down) {
 		snprintf(rtt, sizeof rtt, "%.2f", s->rtt_ms);
@@ -105,25 +137,30 @@ static int shard_row(cli_table_t *t, const bs_shard_status_t *s)
 			snprintf(lag, sizeof lag, "unknown");
 		fp = s->fingerprint_ok > 0 ? "ok" :
 		     s->fingerprint_ok == 0 ? "MISMATCH" : "uninitialised";
+		fmt_tls(tls, sizeof tls, &s->tls, s->tls_plaintext_mixed);
+		if (!tail && s->tls_plaintext_mixed)
+			tail = "not encrypted, while other shards are";
 	}
 	cells[0] = s->name;
 	cells[1] = s->address[0] ? s->address : "-";
 	cells[2] = bs_shard_state_name(s->state);
 	cells[3] = s->version[0] && !down ? s->version : "-";
-	cells[4] = rtt;
-	cells[5] = ents;
-	cells[6] = data;
-	cells[7] = thr;
-	cells[8] = lag;
-	cells[9] = fp;
-	return cli_table_add(t, cells, s->error[0] ? s->error : NULL);
+	cells[4] = tls;
+	cells[5] = s->tls.cipher[0] && !down ? s->tls.cipher : "-";
+	cells[6] = rtt;
+	cells[7] = ents;
+	cells[8] = data;
+	cells[9] = thr;
+	cells[10] = lag;
+	cells[11] = fp;
+	return cli_table_add(t, cells, tail);
 }
 
 static int shards_table(const bs_shard_status_t *ss, int n)
 {
-	static const char *const head[] = {"NAME", "ADDRESS", "STATE", "VERSION", "RTT_MS",
+	static const char *const head[] = {"NAME", "ADDRESS", "STATE", "VERSION", "TLS", "CIPHER", "RTT_MS",
 	                                   "ENTITIES", "DATA", "THREADS", "REPL_LAG", "FINGERPRINT"};
-	cli_table_t t = {.ncols = 10, .right = (1u << 4) | (1u << 5) | (1u << 6) | (1u << 7) | (1u << 8)};
+	cli_table_t t = {.ncols = 12, .right = (1u << 6) | (1u << 7) | (1u << 8) | (1u << 9) | (1u << 10)};
 	int i, rc;
 
 	if ((rc = cli_table_add(&t, head, NULL)) < 0)

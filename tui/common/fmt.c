@@ -127,3 +127,14 @@ char *fmt_quote(char *buf, size_t n, const char *s)
 	snprintf(buf, n, "%c%s%c", '\'', s ? s : "", '\'');
 	return buf;
 }
+
+char *fmt_tls(char *buf, size_t n, const bs_tls_state_t *t, bool mixed)
+{
+	static const char *const verified[] = {"", "unverified", "ca-verified", "verified"};
+
+	if (t->level == BS_TLS_NONE)
+		snprintf(buf, n, "%s", mixed ? "PLAINTEXT" : "off");
+	else
+		snprintf(buf, n, "%s %s", t->version[0] ? t->version : "TLS", verified[t->level]);
+	return buf;
+}

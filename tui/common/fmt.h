@@ -11,8 +11,11 @@
 #ifndef BS_FMT_H
 #define BS_FMT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "bagstore.h"
 
 /* Wall-clock unix microseconds: what snapshots and notices are stamped
  * with, and what fmt_age measures from (the shards' times are wall-clock
@@ -33,5 +36,10 @@ char *fmt_secs(char *buf, size_t n, double s);
 char *fmt_age(char *buf, size_t n, int64_t then_us);
 /* A name quoted for a message: 'name'. */
 char *fmt_quote(char *buf, size_t n, const char *s);
+/* A connection's TLS in a word or two: "off", "PLAINTEXT" (off while
+ * another shard is encrypted: mixed is set), or the protocol and what was
+ * verified: "TLSv1.3 verified" (chain and host name), "TLSv1.3 ca-verified"
+ * (chain only), "TLSv1.3 unverified" (encrypted, nothing checked). */
+char *fmt_tls(char *buf, size_t n, const bs_tls_state_t *t, bool mixed);
 
 #endif
