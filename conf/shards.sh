@@ -1,7 +1,7 @@
 #!/bin/sh
 # shards.sh - start and stop local MariaDB shards for the demo and the tests.
 #
-#   sh conf/shards.sh start  [--count N] [--port P] [--dir DIR]
+#   sh conf/shards.sh start  [--count N] [--port P] [--dir DIR] [--tls CERTS [--require-tls]]
 #   sh conf/shards.sh stop   [--dir DIR]
 #   sh conf/shards.sh status [--dir DIR]
 #   sh conf/shards.sh config [--count N] [--port P] [--dir DIR] [--out FILE]
@@ -23,6 +23,13 @@
 #
 # SHARDS_LOG_BIN=1 at start gives each server a binary log and a server id
 # (its port), so tests can make one a replication primary or a replica.
+#
+# --tls CERTS at start serves TLS with CERTS/ca.pem, server-cert.pem and
+# server-key.pem (conf/tls-certs.sh makes them); --require-tls adds
+# require_secure_transport=ON, so TCP clients without TLS are refused (the
+# unix socket, which this script uses, stays allowed). Both are recorded
+# with each shard launched, so start-one brings it back the same way, and
+# config then gives the shards `tls: {mode: verify_identity, ca: ...}`.
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,6 +43,8 @@ TTL=2
 COUNT_SET=""
 PORT_SET=""
 NAME=""
+TLS_DIR=""
+REQUIRE_TLS=""
 WAIT_UP=${SHARDS_WAIT:-60}
 
 die() { echo "$PROG: $*" >&2; exit 1; }
@@ -59,6 +68,9 @@ parse_opts() {
 		--out=*) OUT=${1#*=}; shift ;;
 		--catalog-ttl) [ $# -ge 2 ] || usage; TTL=$2; shift 2 ;;
 		--catalog-ttl=*) TTL=${1#*=}; shift ;;
+		--tls) [ $# -ge 2 ] || usage; TLS_DIR=$2; shift 2 ;;
+		--tls=*) TLS_DIR=${1#*=}; shift ;;
+		--require-tls) REQUIRE_TLS=1; shift ;;
 		-h|--help) usage ;;
 		-*) die "unknown option: $1" ;;
 		*) [ -z "$NAME" ] || die "unexpected argument: $1"; NAME=$1; shift ;;
@@ -73,6 +85,13 @@ parse_opts() {
 	[ -n "$DIR" ] || die "--dir is empty"
 	case $DIR in /*) ;; *) DIR="$(pwd)/$DIR" ;; esac
 	DIR=${DIR%/}
+	if [ -n "$TLS_DIR" ]; then
+		TLS_DIR=$(cd "$TLS_DIR" 2>/dev/null && pwd) || die "--tls: no folder $TLS_DIR"
+		for f in ca.pem server-cert.pem server-key.pem; do
+			[ -r "$TLS_DIR/$f" ] || die "--tls: $TLS_DIR/$f is missing (sh conf/tls-certs.sh $TLS_DIR)"
+		done
+	fi
+	[ -z "$REQUIRE_TLS" ] || [ -n "$TLS_DIR" ] || die "--require-tls wants --tls CERTS"
 }
 
 # ------------------------------------------------------------------ helpers
@@ -195,6 +214,12 @@ launch_shard() {
 	else
 		set -- "$@" --skip-log-bin
 	fi
+	# TLS as recorded when the shard was started (start --tls)
+	if [ -f "$d/tls" ]; then
+		t=$(cat "$d/tls")
+		set -- "$@" --ssl-ca="$t/ca.pem" --ssl-cert="$t/server-cert.pem" --ssl-key="$t/server-key.pem"
+		[ -f "$d/require-tls" ] && set -- "$@" --require-secure-transport=ON
+	fi
 	[ "$(id -u)" = 0 ] && set -- "$@" --user=root
 	mkdir -p "$d/tmp"
 	TMPDIR="$d/tmp" setsid mariadbd "$@" </dev/null >>"$d/error.log" 2>&1 &
@@ -231,6 +256,12 @@ start_shard() {
 		echo "$PROG: note: $name moves from port $old to $port" >&2
 	fi
 	echo "$port" >"$d/port"
+	# start records TLS as asked (start-one keeps what was recorded)
+	if [ "$CMD" = start ]; then
+		rm -f "$d/tls" "$d/require-tls"
+		[ -n "$TLS_DIR" ] && echo "$TLS_DIR" >"$d/tls"
+		[ -n "$REQUIRE_TLS" ] && : >"$d/require-tls"
+	fi
 	rm -f "$(sock_path "$name")"
 	if ! init_shard "$name"; then
 		echo "$PROG: mariadb-install-db failed for $name; $d/install.log says:" >&2
@@ -393,6 +424,10 @@ gen_config() {
 	fi
 	echo "timeouts: {connect: 2, read: 10, write: 10}"
 	echo "catalog_ttl: $TTL"
+	first=$(shard_names | head -n 1)
+	if [ -n "$first" ] && [ -f "$DIR/$first/tls" ]; then
+		echo "tls: {mode: verify_identity, ca: $(cat "$DIR/$first/tls")/ca.pem}"
+	fi
 }
 
 cmd_config() {

@@ -516,6 +516,26 @@ typedef struct {
 /* *out is an array of *n items, one per index; free() it. */
 int bs_entity_index_rows(bs_entity_rows_t **out, int *n, bs_store_t *st, const bs_value_t *bag);
 
+/* ------------------------------------------------------------------ grants */
+
+/* The MySQL accounts bagstore's parts run as, each with what it needs:
+ * app (entities and index rows), cleaner (and its bookkeeping tables, index
+ * tables made and dropped, init, replicas' lag), console (an operator: the
+ * cleaner's and entity edits), readonly (reads; every change refused by the
+ * server). */
+typedef enum { BS_ROLE_APP, BS_ROLE_CLEANER, BS_ROLE_CONSOLE, BS_ROLE_READONLY } bs_role_t;
+const char *bs_role_name(bs_role_t r);
+/* "app", "cleaner", "console", "readonly"; BS_EINVAL naming them otherwise. */
+int bs_role_parse(bs_role_t *out, const char *name);
+/* The SQL that gives user@host what role needs on every shard of cfg (or
+ * the one named shard; BS_ENOTFOUND when none is): per shard a comment
+ * naming it, GRANT on its database, SLAVE MONITOR for its replicas where
+ * the role reads their lag, REQUIRE SSL where its tls.mode is required or
+ * stricter. Contacts no shard. user and host are checked (BS_EINVAL) and
+ * printed as identifiers. *out is NUL-terminated; free() it. */
+int bs_grants(char **out, const bs_config_t *cfg, bs_role_t role, const char *user, const char *host,
+              const char *shard);
+
 /* ------------------------------------------------------------------ audit */
 
 /* Record an operator's change (OS user and host taken here) on the first
@@ -606,6 +626,8 @@ typedef struct {
 	                       * id and why ("" when none; not kept by verify_last) */
 	int64_t repaired;  /* rows inserted or deleted by --repair */
 	int64_t at_us;     /* when it was measured */
+	bool not_recorded; /* the account may not write bagstore_verify (role
+	                    * readonly): not kept for bs_verify_last */
 } bs_drift_t;
 /* Full read-only comparison of one index (or every index when NULL, summed
  * into *out); with repair, fixes what it finds. Recorded for the console. */

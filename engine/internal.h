@@ -10,7 +10,7 @@
  *
  *   L0  base      error buf bytes value id base64
  *   L1  text      msgpack body json yaml config indexdef route querytext
- *   L2  shards    tls shard fanout store replica schema catalog audit
+ *   L2  shards    tls shard fanout store replica schema catalog audit grants
  *   L3  data      entity bulk query browse export status
  *   L4  cleaner   jobs throttle lag drift repair backfill verify lifecycle
  *   L5  top       init daemon
@@ -180,6 +180,9 @@ int bs__shard_fail(bs_store_t *st, int i, const char *what);
  * for callers that act on one (ER_NO_SUCH_TABLE: not initialised, or an
  * index table gone). */
 unsigned bs__shard_last_errno(const bs_store_t *st, int i);
+/* Is err MySQL's refusal for want of a privilege (table, column, database
+ * or global: 1142, 1143, 1044, 1227)? */
+bool bs__denied(unsigned err);
 /* Refuse reads and writes through a configuration whose shard list
  * disagrees with what the shard records (its fingerprint and position), or
  * when the shard was never initialised: BS_ECONFIG naming both lists.

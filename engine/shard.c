@@ -82,6 +82,12 @@ static bool lost_connection(unsigned err)
 	       err == 4031 /* ER_CLIENT_INTERACTION_TIMEOUT */;
 }
 
+bool bs__denied(unsigned err)
+{
+	return err == ER_TABLEACCESS_DENIED_ERROR || err == ER_COLUMNACCESS_DENIED_ERROR ||
+	       err == ER_DBACCESS_DENIED_ERROR || err == ER_SPECIFIC_ACCESS_DENIED_ERROR;
+}
+
 int bs__shard_fail(bs_store_t *st, int i, const char *what)
 {
 	bs_shard_t *sh = &st->shards[i];
@@ -94,8 +100,11 @@ int bs__shard_fail(bs_store_t *st, int i, const char *what)
 		code = BS_EUNREACHABLE;
 	else if (err == ER_LOCK_DEADLOCK || err == ER_LOCK_WAIT_TIMEOUT || err == ER_DUP_ENTRY)
 		code = BS_ECONFLICT;
-	bs_error(code, "%s: %s: %s (MySQL error %u)", bs__shard_label(label, sizeof label, sh),
-	         what, msg, err);
+	/* MySQL's message names the privilege ("INSERT command denied to user
+	 * ..."); say where the list of what each role needs is */
+	bs_error(code, "%s: %s: %s (MySQL error %u)%s", bs__shard_label(label, sizeof label, sh),
+	         what, msg, err, bs__denied(err) ? "; the account lacks that privilege: `bagstore grants "
+	         "--role ROLE` prints what each role needs" : "");
 	if (code == BS_EUNREACHABLE)
 		bs__shard_close(st, i);
 	return code;

@@ -2,7 +2,9 @@
  * shards.c - the first screen: every shard's state, address, version,
  * round trip, entity estimate, data size, Threads_running, replica lag and
  * fingerprint, with a totals row; an unreachable shard shows MySQL's
- * message.
+ * message. Under the table, each shard's TLS (protocol, cipher, what was
+ * verified, its replicas'); a shard in plain text while another is
+ * encrypted is marked.
  */
 #include <math.h>
 #include <stdio.h>
@@ -76,7 +78,7 @@ static void build(void)
 		const bs_shard_status_t *s = &snap.st[i];
 		bool down = s->state == BS_SHARD_DOWN;
 
-		r = tbl_add(&tbl, down ? C_BAD : s->state == BS_SHARD_SLOW ? C_WARN : C_NORMAL);
+		r = tbl_add(&tbl, down ? C_BAD : s->state == BS_SHARD_SLOW || s->tls_plaintext_mixed ? C_WARN : C_NORMAL);
 		tbl_set(&tbl, r, 0, NAN, "%s", s->name);
 		tbl_set(&tbl, r, 1, NAN, "%s", s->address);
 		tbl_set(&tbl, r, 2, NAN, "%s", bs_shard_state_name(s->state));
@@ -117,6 +119,58 @@ static void build(void)
 	tbl_finish(&tbl, ui_filter());
 }
 
+/* ------------------------------------------------------------ TLS (issue 14) */
+
+/* One shard's TLS, in words: "TLSv1.3 verified  TLS_AES_256_GCM_SHA384
+ * (mode verify_identity)", its replicas' after it. */
+static void tls_line(char *buf, size_t n, const bs_shard_status_t *s)
+{
+	char t[48], r[48] = "";
+	int len;
+
+	fmt_tls(t, sizeof t, &s->tls, s->tls_plaintext_mixed);
+	len = snprintf(buf, n, "%-20s %s  (mode %s)", t, s->tls.cipher[0] ? s->tls.cipher : "-",
+	               bs_tls_mode_name(s->tls_mode));
+	if (s->nreplica_tls > 0 && len > 0 && (size_t)len < n)
+		snprintf(buf + len, n - (size_t)len, "  replicas: %s", fmt_tls(r, sizeof r, &s->replica_tls, false));
+	if (s->tls_plaintext_mixed && len > 0 && (size_t)len < n)
+		snprintf(buf + strlen(buf), n - strlen(buf), "  not encrypted, while other shards are");
+}
+
+/* The TLS section from `line` to end: a count, then a line per shard that
+ * is up (as many as fit). Returns the next free line. */
+static int draw_tls(int line, int end, int w)
+{
+	int i, up = 0, enc = 0, shown = 0;
+	char buf[256];
+
+	for (i = 0; i < snap.n; i++)
+		if (snap.st[i].state != BS_SHARD_DOWN) {
+			up++;
+			enc += snap.st[i].tls.level > BS_TLS_NONE;
+		}
+	if (line >= end || up == 0)
+		return line;
+	ui_printf(line++, 0, w, "TLS: %d of %d shards up encrypted", enc, up);
+	for (i = 0; i < snap.n && line < end; i++) {
+		const bs_shard_status_t *s = &snap.st[i];
+		if (s->state == BS_SHARD_DOWN)
+			continue;
+		if (shown + 1 < up && line == end - 1) {
+			ui_printf(line++, 0, w, "  ... %d more (bagstore shards)", up - shown);
+			break;
+		}
+		tls_line(buf, sizeof buf, s);
+		if (s->tls_plaintext_mixed)
+			ui_color(C_WARN, true);
+		ui_printf(line++, 0, w, "  %-6s %s", s->name, buf);
+		if (s->tls_plaintext_mixed)
+			ui_color(C_WARN, false);
+		shown++;
+	}
+	return line;
+}
+
 static void sh_draw(int y, int h, int w)
 {
 	char stale[128], t[64];
@@ -141,6 +195,8 @@ static void sh_draw(int y, int h, int w)
 			ui_color(C_BAD, false);
 		}
 	}
+	if (line + 1 < y + h)
+		line = draw_tls(line + 1, y + h, w);
 	snap_unlock();
 }
 

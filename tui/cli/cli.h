@@ -165,5 +165,6 @@ int cli_cmd_backfill_pause(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_backfill_resume(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_backfill_cancel(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_lag(cli_ctx_t *ctx, int argc, char **argv);
+int cli_cmd_grants(cli_ctx_t *ctx, int argc, char **argv);         /* cmd_store.c */
 
 #endif

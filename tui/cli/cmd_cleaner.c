@@ -290,6 +290,9 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 			json_array_append_new(arr, drift_json(ix, &d, left));
 		else
 			drift_text(ix, &d, repair);
+		if (d.not_recorded)
+			fprintf(stderr, "bagstore: verify %s: not recorded for the console: the account may not "
+			        "write bagstore_verify\n", ix->name);
 	}
 	if (as_json && (rc = cli_json_print(arr)) < 0)
 		goto done;

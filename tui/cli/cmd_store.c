@@ -1,7 +1,8 @@
 /*
  * cmd_store.c - the store as a whole: `init` (bagstore's tables and the
- * configured indexes on every shard) and `shards` (every shard's status, as
- * a table or JSON).
+ * configured indexes on every shard), `shards` (every shard's status, TLS
+ * included, as a table or JSON) and `grants` (the MySQL privileges a role
+ * needs on every shard, as GRANT statements).
  */
 #include "cli.h"
 
@@ -202,6 +203,44 @@ int cli_cmd_shards(cli_ctx_t *ctx, int argc, char **argv)
 		rc = bs_error(BS_EUNREACHABLE, "%d of %d shards unreachable", down, n);
 done:
 	free(ss);
+	cli_args_free(&args);
+	return rc < 0 ? rc : 0;
+}
+
+/* ------------------------------------------------------------ grants */
+
+int cli_cmd_grants(cli_ctx_t *ctx, int argc, char **argv)
+{
+	const char *role_name = NULL, *user = NULL, *host = "%", *shard = NULL;
+	const cli_opt_t opts[] = {{"role", &role_name, NULL}, {"user", &user, NULL}, {"host", &host, NULL},
+	                          {"shard", &shard, NULL}, {NULL, NULL, NULL}};
+	cli_args_t args = {0};
+	char *sql = NULL, dflt[32];
+	bs_role_t role;
+	int rc;
+
+	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
+		goto done;
+	if (!role_name) {
+		rc = cli_usage_error(ctx, "--role is required (app, cleaner, console or readonly)");
+		goto done;
+	}
+	if ((rc = bs_role_parse(&role, role_name)) < 0) {
+		rc = cli_usage_error(ctx, "%s", bs_last_error());
+		goto done;
+	}
+	if (!user) {
+		snprintf(dflt, sizeof dflt, "bagstore_%s", bs_role_name(role));
+		user = dflt;
+	}
+	/* the configuration only: no shard is contacted */
+	if ((rc = cli_load_config(ctx)) < 0)
+		goto done;
+	if ((rc = bs_grants(&sql, ctx->cfg, role, user, host, shard)) < 0)
+		goto done;
+	fputs(sql, stdout);
+done:
+	free(sql);
 	cli_args_free(&args);
 	return rc < 0 ? rc : 0;
 }

@@ -1,0 +1,165 @@
+/*
+ * grants.c - the MySQL privileges each bagstore role needs on each shard,
+ * as the GRANT statements an operator runs (`bagstore grants`). It knows
+ * the roles and the configuration; it contacts no shard.
+ *
+ * What each role runs, and so needs (doc/DESIGN.md, "Privileges", has the
+ * statement-by-statement table):
+ *  - every role reads: the catalog (bagstore_indexes), each shard's
+ *    identity (bagstore_meta), entities and index tables; status reads
+ *    information_schema and Threads_running (no privilege in MariaDB), and
+ *    named locks (GET_LOCK, IS_USED_LOCK, RELEASE_LOCK) need none;
+ *  - app: puts and deletes write entities, index rows and bagstore_intents
+ *    (INSERT ... ON DUPLICATE KEY UPDATE, DELETE): SELECT, INSERT, UPDATE,
+ *    DELETE on the database. Index tables come and go with `index create`
+ *    and `index drop`, and MySQL grants on tables that do not exist yet
+ *    only at the database level, so the grant is the database's: it covers
+ *    bagstore's own tables too. What the app cannot do is DDL.
+ *  - cleaner: the same, plus CREATE, DROP and ALTER (init's tables and
+ *    bagstore_verify's added columns, index tables made and dropped by the
+ *    index lifecycle), and SHOW SLAVE STATUS on the shard's replicas for
+ *    the throttle (SLAVE MONITOR; REPLICATION CLIENT on MySQL);
+ *  - console: an operator's console and CLI, which do what the cleaner
+ *    does (create, drop, backfill, repair) and edit entities: the same
+ *    privileges as the cleaner, under an account of its own;
+ *  - readonly: SELECT on the database and the replicas' status: every
+ *    reading command and screen works, and every change is refused by the
+ *    server itself ("INSERT command denied to user ..."), --read-only or
+ *    not.
+ * A shard whose tls.mode is required or stricter also gets REQUIRE SSL on
+ * the account, so that the server refuses it without TLS too.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	const char *privileges; /* on the shard's database */
+	bool replicas;          /* reads its replicas' lag */
+	const char *what;
+} roles[] = {
+	[BS_ROLE_APP] = {"app", "SELECT, INSERT, UPDATE, DELETE", false,
+	                 "the application: reads and writes entities and their index rows; no DDL"},
+	[BS_ROLE_CLEANER] = {"cleaner", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER", true,
+	                     "the cleaner: backfills, repair, its bookkeeping tables, index tables made "
+	                     "and dropped, init; its replicas' lag"},
+	[BS_ROLE_CONSOLE] = {"console", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER", true,
+	                     "an operator's console and CLI: what the cleaner does, and entity edits"},
+	[BS_ROLE_READONLY] = {"readonly", "SELECT", true,
+	                      "reads only: every change is refused by the server"},
+};
+#define NROLES ((int)(sizeof roles / sizeof roles[0]))
+
+const char *bs_role_name(bs_role_t r)
+{
+	return (int)r >= 0 && (int)r < NROLES ? roles[r].name : "unknown";
+}
+
+int bs_role_parse(bs_role_t *out, const char *name)
+{
+	for (int i = 0; i < NROLES; i++)
+		if (name && strcmp(name, roles[i].name) == 0) {
+			*out = (bs_role_t)i;
+			return 0;
+		}
+	return bs_error(BS_EINVAL, "unknown role \"%s\": expected app, cleaner, console or readonly",
+	                name ? name : "");
+}
+
+/* An account's user or host: printed as an identifier, so only characters
+ * that need no escaping (and the host's % wildcard, / netmask, : of IPv6). */
+static int check_account_part(const char *what, const char *s, size_t max, const char *extra)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n > max)
+		return bs_error(BS_EINVAL, "%s: expected 1 to %zu characters", what, max);
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+		if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+		      ch == '_' || ch == '-' || ch == '.' || strchr(extra, ch)))
+			return bs_error(BS_EINVAL, "%s \"%s\": expected A-Z a-z 0-9 _ - .%s%s", what, s,
+			                extra[0] ? " " : "", extra);
+	}
+	return 0;
+}
+
+static void account(bs_buf_t *b, const char *user, const char *host)
+{
+	bs__buf_ident(b, user);
+	bs__buf_puts(b, "@");
+	bs__buf_ident(b, host);
+}
+
+/* One shard's statements. */
+static void shard_grants(bs_buf_t *b, const bs_shard_conf_t *s, bs_role_t role, const char *user,
+                         const char *host)
+{
+	char addr[128];
+
+	bs__shard_address(addr, sizeof addr, s);
+	bs__buf_printf(b, "\n-- shard %s (%s), database %s\n", s->name, addr, s->database);
+	bs__buf_printf(b, "GRANT %s ON ", roles[role].privileges);
+	bs__buf_ident(b, s->database);
+	bs__buf_puts(b, ".* TO ");
+	account(b, user, host);
+	bs__buf_puts(b, ";\n");
+	if (roles[role].replicas && s->nreplicas > 0) {
+		bs__buf_puts(b, "-- SHOW SLAVE STATUS on its replicas (");
+		for (int r = 0; r < s->nreplicas; r++) {
+			const bs_replica_conf_t *rc = &s->replicas[r];
+			if (rc->host)
+				bs__buf_printf(b, "%s%s:%u", r ? ", " : "", rc->host, rc->port ? rc->port : 3306);
+			else
+				bs__buf_printf(b, "%s%s", r ? ", " : "", rc->socket);
+		}
+		bs__buf_puts(b, "): replicated from here, or run on each; MySQL and MariaDB before 10.5.9 "
+		             "call it REPLICATION CLIENT\nGRANT SLAVE MONITOR ON *.* TO ");
+		account(b, user, host);
+		bs__buf_puts(b, ";\n");
+	}
+	if (s->tls.mode >= BS_TLS_REQUIRED) {
+		bs__buf_printf(b, "-- tls.mode is %s: the server refuses this account without TLS too\nALTER USER ",
+		               bs_tls_mode_name(s->tls.mode));
+		account(b, user, host);
+		bs__buf_puts(b, " REQUIRE SSL;\n");
+	}
+}
+
+int bs_grants(char **out, const bs_config_t *cfg, bs_role_t role, const char *user, const char *host,
+              const char *shard)
+{
+	bs_buf_t b = {0};
+	int rc, found = 0;
+
+	*out = NULL;
+	if ((int)role < 0 || (int)role >= NROLES)
+		return bs_error(BS_EINVAL, "unknown role %d", (int)role);
+	if ((rc = check_account_part("user", user, 80, "")) < 0 ||
+	    (rc = check_account_part("host", host, 255, "%:/")) < 0)
+		return rc;
+	bs__buf_printf(&b, "-- bagstore grants for role %s: %s.\n", roles[role].name, roles[role].what);
+	bs__buf_puts(&b, "-- Run each shard's statements on that shard's server, after creating the account there\n"
+	             "-- (bagstore never prints a password):\n--   CREATE USER IF NOT EXISTS ");
+	account(&b, user, host);
+	bs__buf_puts(&b, " IDENTIFIED BY '...';\n");
+	for (int i = 0; i < cfg->nshards; i++) {
+		if (shard && strcmp(shard, cfg->shards[i].name) != 0)
+			continue;
+		found++;
+		shard_grants(&b, &cfg->shards[i], role, user, host);
+	}
+	if (shard && !found) {
+		bs__buf_free(&b);
+		return bs_error(BS_ENOTFOUND, "no shard named \"%s\" in %s", shard, cfg->path ? cfg->path : "the configuration");
+	}
+	if ((rc = bs__buf_ok(&b)) < 0) {
+		bs__buf_free(&b);
+		return rc;
+	}
+	*out = b.ptr;
+	return 0;
+}
