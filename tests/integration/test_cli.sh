@@ -35,7 +35,7 @@ t_contains "$T_OUT" "index create NAME --on PROP:TYPE" "--help lists the command
 t_contains "$T_OUT" "exit status" "--help names the exit statuses"
 t_exit 0 "--version" -- $VG "$BAGSTORE" --version
 t_match "$T_OUT" '^bagstore [0-9]' "--version prints the version"
-for c in init shards put get delete query "index list" "index create" "index drop"; do
+for c in init shards put get delete query "index list" "index create" "index drop" grants; do
 	# shellcheck disable=SC2086
 	bs 0 "$c --help exits 0" $c --help
 	t_contains "$T_OUT" "usage: bagstore [-c FILE] $c" "$c --help prints its usage on stdout"
@@ -48,7 +48,7 @@ t_contains "$T_OUT" "index drop NAME --yes" "index --help lists its subcommands"
 # pausepause the backfill ...").
 bs 0 "--help, for the summaries" --help
 for c in init shards put get delete query "index list" "index create" "index drop" \
-	cleaner verify "backfill list" "backfill pause" "backfill resume" "backfill cancel" lag; do
+	cleaner verify "backfill list" "backfill pause" "backfill resume" "backfill cancel" lag grants; do
 	t_match "$T_OUT" "^  $c  +[a-z]" "--help: '$c', two spaces, then its summary"
 done
 t_match "$T_OUT" '^  backfill pause  +pause the backfill of index NAME' "--help: backfill pause's summary apart"
@@ -107,13 +107,16 @@ bs 0 "init" init
 t_contains "$T_OUT" "initialised 2 shards" "init reports the shards"
 bs 0 "init again (idempotent)" init
 bs 0 "shards" shards
-t_match "$T_OUT" '^NAME +ADDRESS +STATE +VERSION +RTT_MS +ENTITIES +DATA +THREADS +REPL_LAG +FINGERPRINT$' "shards header"
+t_match "$T_OUT" '^NAME +ADDRESS +STATE +VERSION +TLS +CIPHER +RTT_MS +ENTITIES +DATA +THREADS +REPL_LAG +FINGERPRINT$' "shards header"
 t_match "$T_OUT" '^s0 +127\.0\.0\.1:[0-9]+ +up ' "s0 is up"
 t_match "$T_OUT" '^s1 .* ok$' "s1 fingerprint ok"
+t_match "$T_OUT" '^s0 +127\.0\.0\.1:[0-9]+ +up +[^ ]+ +off +- ' "s0 without TLS reads off, no cipher"
 bs 0 "shards --json" shards --json
 t_contains "$T_OUT" '"fingerprint_ok": true' "shards --json has fingerprint_ok"
 t_contains "$T_OUT" '"name": "s1"' "shards --json names s1"
 t_contains "$T_OUT" '"threads_running":' "shards --json has threads_running"
+t_contains "$T_OUT" '"encrypted": false' "shards --json: no TLS configured, none used"
+t_contains "$T_OUT" '"mode": "unset"' "shards --json: the TLS mode"
 
 # An index created on an empty store is ready at once.
 bs 0 "index create" index create idx_cli_user --on user_id:uuid,n:int --shard-on user_id

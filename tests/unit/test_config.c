@@ -637,6 +637,153 @@ static void test_index_ddl(void)
 	CHECK_ERR(bs_index_ddl(&sql, NULL), BS_EINVAL);
 }
 
+/* ------------------------------------------------------------ tls */
+
+static bool streq(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+/* The top level's tls is every shard's, key by key under the shard's own,
+ * and a replica's under its shard's; a mapping without mode means
+ * verify_identity; no tls anywhere leaves the mode unset. */
+static void test_tls_good(void)
+{
+	static const char text[] =
+		"tls: {mode: verify_ca, ca: /dev/null, cipher: ECDHE-RSA-AES256-GCM-SHA384}\n"
+		"shards:\n"
+		"  - {name: a, host: h, replicas: [{host: r, tls: {mode: verify_identity}}, {host: r2}]}\n"
+		"  - {name: b, host: h, tls: {mode: required, cert: /dev/null, key: /dev/null, versions: \"TLSv1.2,TLSv1.3\"}}\n"
+		"  - {name: c, host: h, tls: {mode: disabled}}\n";
+	bs_config_t *cfg = NULL;
+
+	CHECK_OK(parse(&cfg, text));
+	if (!cfg)
+		return;
+	CHECK(cfg->tls.mode == BS_TLS_VERIFY_CA, "top mode %d", cfg->tls.mode);
+	CHECK(cfg->shards[0].tls.mode == BS_TLS_VERIFY_CA && streq(cfg->shards[0].tls.ca, "/dev/null") &&
+	      streq(cfg->shards[0].tls.cipher, "ECDHE-RSA-AES256-GCM-SHA384"), "a inherits the top level");
+	CHECK(cfg->shards[0].replicas[0].tls.mode == BS_TLS_VERIFY_IDENTITY &&
+	      streq(cfg->shards[0].replicas[0].tls.ca, "/dev/null"), "a replica: its mode over its shard's ca");
+	CHECK(cfg->shards[0].replicas[1].tls.mode == BS_TLS_VERIFY_CA, "a replica without tls: its shard's");
+	CHECK(cfg->shards[1].tls.mode == BS_TLS_REQUIRED && streq(cfg->shards[1].tls.cert, "/dev/null") &&
+	      streq(cfg->shards[1].tls.key, "/dev/null") && streq(cfg->shards[1].tls.versions, "TLSv1.2,TLSv1.3") &&
+	      streq(cfg->shards[1].tls.ca, "/dev/null"), "b: its own keys over the top level's");
+	CHECK(cfg->shards[2].tls.mode == BS_TLS_DISABLED, "c disabled");
+	CHECK_STR(bs_tls_mode_name(cfg->shards[1].tls.mode), "required");
+	bs_config_free(cfg);
+
+	CHECK_OK(parse(&cfg, "shards: [{name: a, host: h, tls: {ca: /dev/null}}, {name: b, host: h}]\n"));
+	if (cfg) {
+		CHECK(cfg->shards[0].tls.mode == BS_TLS_VERIFY_IDENTITY, "a CA alone means verify_identity");
+		CHECK(cfg->shards[1].tls.mode == BS_TLS_MODE_UNSET, "no tls: unset");
+		CHECK_STR(bs_tls_mode_name(BS_TLS_MODE_UNSET), "unset");
+		bs_config_free(cfg);
+	}
+	/* verify_ca without ca, when an option file may name it */
+	CHECK_OK(parse(&cfg, "shards: [{name: a, defaults_file: /etc/x.cnf, tls: {mode: verify_ca}}]\n"));
+	bs_config_free(cfg);
+	CHECK_STR(bs_tls_level_name(BS_TLS_IDENTITY), "identity");
+	CHECK_STR(bs_tls_level_name(BS_TLS_NONE), "none");
+}
+
+static void test_tls_bad(void)
+{
+	static const struct { const char *text, *prefix, *phrase; } cases[] = {
+		{ "shards: [{name: s0, host: h}]\ntls: {mode: verify-full}", "<string>:2:13: ",
+		  "tls.mode: expected disabled, preferred, required, verify_ca or verify_identity, got \"verify-full\"" },
+		{ "shards: [{name: s0, host: h, tls: {mode: VERIFY_IDENTITY}}]", "<string>:1:42: ",
+		  "shards[0].tls.mode: expected disabled" },
+		{ "shards: [{name: s0, host: h}]\ntls: {ca: /nonexistent/ca.pem}", "<string>:2:11: ",
+		  "tls.ca: cannot read \"/nonexistent/ca.pem\": No such file or directory" },
+		{ "shards: [{name: s0, host: h, tls: {cert: /dev/null, key: /nonexistent/k.pem}}]", "<string>:1:58: ",
+		  "shards[0].tls.key: cannot read" },
+		{ "shards: [{name: s0, host: h, tls: {cert: /dev/null}}]", "<string>:1:35: ",
+		  "cert and key go together: key is missing" },
+		{ "shards: [{name: s0, host: h, tls: {mode: verify_ca}}]", "<string>:1:35: ",
+		  "mode verify_ca needs ca" },
+		{ "tls: {mode: verify_ca}\nshards: [{name: s0, host: h}]", "<string>:2:10: ",
+		  "shards[0]: tls: mode verify_ca (from the top-level tls) needs ca" },
+		{ "shards: [{name: s0, host: h, tls: {mode: disabled, ca: /dev/null}}]", "<string>:1:35: ",
+		  "mode disabled takes no other key" },
+		{ "shards: [{name: s0, host: h, tls: {mode: required, versions: TLSv1.4}}]", "<string>:1:62: ",
+		  "expected TLS versions from TLSv1.0" },
+		{ "shards: [{name: s0, host: h, tls: {mod: required}}]", "<string>:1:36: ",
+		  "did you mean \"mode\"" },
+		{ "shards: [{name: s0, host: h, tls: required}]", "<string>:1:35: ",
+		  "shards[0].tls: expected a mapping" },
+		{ "shards: [{name: s0, host: h, replicas: [{host: r, tls: {mode: maybe}}]}]", "<string>:1:63: ",
+		  "shards[0].replicas[0].tls.mode: expected disabled" },
+		{ "shards: [{name: s0, host: h, replicas: [{host: r, tls: {mode: verify_ca}}]}]", "<string>:1:56: ",
+		  "mode verify_ca needs ca" },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		bs_config_t *cfg = NULL;
+		CHECK_ERR(parse(&cfg, cases[i].text), BS_ECONFIG);
+		CHECK(cfg == NULL, "tls case %zu: out", i);
+		CHECK(starts(bs_last_error(), cases[i].prefix), "tls case %zu: got \"%s\", wanted prefix \"%s\"", i,
+		      bs_last_error(), cases[i].prefix);
+		CHECK(has(bs_last_error(), cases[i].phrase), "tls case %zu: got \"%s\", wanted \"%s\"", i,
+		      bs_last_error(), cases[i].phrase);
+	}
+}
+
+/* ------------------------------------------------------------ grants */
+
+static void test_grants(void)
+{
+	static const char text[] =
+		"tls: {ca: /dev/null}\n"
+		"shards:\n"
+		"  - {name: a, host: h1, port: 3307, replicas: [{host: r1, port: 3308}]}\n"
+		"  - {name: b, host: h2, database: other_db, tls: {mode: preferred}}\n";
+	bs_config_t *cfg = NULL;
+	char *sql = NULL;
+	bs_role_t role;
+
+	CHECK_OK(parse(&cfg, text));
+	if (!cfg)
+		return;
+	CHECK_OK(bs_role_parse(&role, "readonly"));
+	CHECK(role == BS_ROLE_READONLY, "readonly");
+	CHECK_ERR(bs_role_parse(&role, "admin"), BS_EINVAL);
+	CHECK(has(bs_last_error(), "app, cleaner, console or readonly"), "%s", bs_last_error());
+
+	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_READONLY, "ro", "10.0.0.%", NULL));
+	CHECK(sql && has(sql, "GRANT SELECT ON `bagstore`.* TO `ro`@`10.0.0.%`;\n"), "readonly: SELECT on a's db: %s", sql);
+	CHECK(sql && has(sql, "GRANT SELECT ON `other_db`.* TO `ro`@`10.0.0.%`;\n"), "readonly: SELECT on b's db");
+	CHECK(sql && has(sql, "GRANT SLAVE MONITOR ON *.* TO `ro`@`10.0.0.%`;"), "readonly: a's replicas' status");
+	CHECK(sql && has(sql, "r1:3308"), "the replica named");
+	CHECK(sql && has(sql, "ALTER USER `ro`@`10.0.0.%` REQUIRE SSL;"), "a: verify_identity: REQUIRE SSL");
+	CHECK(sql && !has(sql, "INSERT") && !has(sql, "CREATE,") && !has(sql, "DROP"), "readonly: nothing else");
+	free(sql);
+
+	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", "b"));
+	CHECK(sql && has(sql, "GRANT SELECT, INSERT, UPDATE, DELETE ON `other_db`.* TO `app`@`%`;"), "app: DML on b: %s", sql);
+	CHECK(sql && !has(sql, "`bagstore`") && !has(sql, "SLAVE MONITOR") && !has(sql, "REQUIRE SSL"),
+	      "app, shard b only: no replica grant, preferred needs no REQUIRE SSL");
+	free(sql);
+
+	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_CLEANER, "cl", "%", "a"));
+	CHECK(sql && has(sql, "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER ON `bagstore`.* TO `cl`@`%`;"),
+	      "cleaner: DML and DDL: %s", sql);
+	CHECK(sql && has(sql, "SLAVE MONITOR"), "cleaner reads its replicas' lag");
+	free(sql);
+	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_CONSOLE, "op", "%", "a"));
+	CHECK(sql && has(sql, "CREATE, DROP, ALTER ON `bagstore`.* TO `op`@`%`;"), "console: as the cleaner");
+	free(sql);
+
+	sql = (char *)1;
+	CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "a`b", "%", NULL), BS_EINVAL);
+	CHECK(sql == NULL, "out cleared");
+	CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "h'; DROP", NULL), BS_EINVAL);
+	CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "", "%", NULL), BS_EINVAL);
+	CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", "zz"), BS_ENOTFOUND);
+	CHECK_STR(bs_role_name(BS_ROLE_CLEANER), "cleaner");
+	bs_config_free(cfg);
+}
+
 int main(void)
 {
 	find_fixtures();
@@ -651,5 +798,8 @@ int main(void)
 	test_index_parse();
 	test_index_bad();
 	test_index_ddl();
+	test_tls_good();
+	test_tls_bad();
+	test_grants();
 	return t_done("config");
 }

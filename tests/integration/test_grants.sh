@@ -1,0 +1,170 @@
+#!/bin/sh
+# test_grants.sh - least privilege, for real: for each role, an account is
+# created on the shared test shards and given exactly what
+# `bagstore grants --role ROLE --shard sN` prints (run on shard sN), then
+# used for the commands that role runs. The cleaner's account initialises
+# the shards, makes, backfills, repairs and drops indexes; the app's puts,
+# gets, queries and deletes, and may not make or drop tables; the console's
+# does an operator's work; the readonly account runs every reading command
+# and the console's screens, and every change it tries is refused by the
+# server itself (no --read-only anywhere), the message naming the
+# privilege, with nothing changed on either shard.
+. tests/lib.sh
+T=$(t_tmp)
+B=$BAGSTORE
+CFG=$BAGSTORE_TEST_CONFIG
+T_TIMEOUT=120
+ROLES="app cleaner console readonly"
+BS_GRANTS_PW=grants-test-pw
+export BS_GRANTS_PW
+
+root() { # SHARD SQL: as root, no database
+	timeout 30 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$(t_port "$1")" -u root \
+		--connect-timeout=5 -N -B -e "$2"
+}
+drop_users() {
+	for r in $ROLES; do
+		root 0 "DROP USER IF EXISTS bs_t_$r@'127.0.0.1'" 2>/dev/null
+		root 1 "DROP USER IF EXISTS bs_t_$r@'127.0.0.1'" 2>/dev/null
+	done
+}
+trap drop_users EXIT
+drop_users
+
+# every role's account, from the grants output, shard by shard
+for r in $ROLES; do
+	for i in 0 1; do
+		root "$i" "CREATE USER bs_t_$r@'127.0.0.1' IDENTIFIED BY '$BS_GRANTS_PW'"
+		t_exit 0 "grants --role $r for s$i" -- "$B" -c "$CFG" grants --role "$r" --user "bs_t_$r" --host 127.0.0.1 --shard "s$i"
+		printf '%s\n' "$T_OUT" >"$T/$r.s$i.sql"
+		t_exit 0 "run them on s$i" -- sh -c "timeout 30 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 \
+			-P $(t_port "$i") -u root <'$T/$r.s$i.sql'"
+	done
+	sed "s/user: root}/user: bs_t_$r, password_env: BS_GRANTS_PW}/" "$CFG" >"$T/$r.yaml"
+done
+t_contains "$(cat "$T/readonly.s0.sql")" 'GRANT SELECT ON `bagstore`.* TO `bs_t_readonly`@`127.0.0.1`;' "readonly: SELECT only"
+t_eq "$(root 0 "SHOW GRANTS FOR bs_t_app@'127.0.0.1'" | grep -c 'ON `bagstore`')" 1 "the app's account holds one grant on the database"
+as() { # EXIT ROLE DESC ARGS...
+	_want=$1 _role=$2 _desc=$3
+	shift 3
+	t_exit "$_want" "$_role: $_desc" -- "$B" -c "$T/$_role.yaml" "$@"
+}
+
+# ------------------------------------------------------------ cleaner
+as 0 cleaner "init" init
+as 0 cleaner "index create on an empty store" index create idx_n --on n:int --shard-on n
+as 0 cleaner "shards" shards
+t_match "$T_OUT" '^s1 .* ok$' "cleaner: the fingerprint agrees"
+
+# ------------------------------------------------------------ app
+awk 'BEGIN { for (i = 1; i <= 40; i++) printf "{\"id\":{\"$uuid\":\"9a700000-0000-4000-8000-%012d\"},\"n\":%d,\"m\":%d}\n", i, i % 4, i }' >"$T/e.jsonl"
+as 0 app "put 40 entities" put "$T/e.jsonl"
+as 0 app "get one" get 9a700000-0000-4000-8000-000000000007
+t_contains "$T_OUT" '"m":7' "app: got it"
+as 0 app "query through the index" query idx_n n=3
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c '"n":3')" 10 "app: ten entities with n=3"
+as 0 app "delete one" delete 9a700000-0000-4000-8000-000000000040
+as 1 app "index create (no CREATE)" index create idx_app --on m:int --shard-on m
+t_match "$T_ERR" "(CREATE|DROP) command denied to user 'bs_t_app'" "app: the server refuses the DDL, naming the privilege"
+t_contains "$T_ERR" "bagstore grants --role ROLE" "app: and says where the roles' privileges are listed"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_indexes"; t_sql 0 "SHOW TABLES LIKE 'idx_app'")" 1 "app: no index made"
+
+# ------------------------------------------------------------ cleaner, on data
+as 0 cleaner "index create over entities (building, its jobs queued)" index create idx_m --on m:int --shard-on m
+as 0 cleaner "backfill pause" backfill pause idx_m
+as 0 cleaner "backfill resume" backfill resume idx_m
+as 0 cleaner "backfill it" cleaner --index idx_m
+t_eq "$(t_sql 0 "SELECT state FROM bagstore_indexes WHERE name='idx_m'")" ready "cleaner: the index is ready"
+as 0 cleaner "a daemon pass (repair, watermarks, lag)" cleaner --once
+t_sql 0 "DELETE FROM idx_m LIMIT 1"
+as 1 cleaner "verify finds the row planted missing" verify --index idx_m
+as 0 cleaner "verify --repair" verify --repair
+as 0 cleaner "lag" lag
+t_contains "$T_OUT" "s0" "cleaner: lag lists the shards"
+
+# ------------------------------------------------------------ console
+as 0 console "index create" index create idx_c --on n:int,m:int --shard-on m
+as 0 console "backfill it" cleaner --index idx_c
+printf '{"id":{"$uuid":"9a700000-0000-4000-8000-000000000001"},"n":1,"m":101}\n' >"$T/edit.jsonl"
+as 0 console "an edit" put "$T/edit.jsonl"
+as 0 console "verify" verify
+as 0 console "index drop" index drop idx_c --yes
+as 0 console "backfill list" backfill list
+
+# ------------------------------------------------------------ readonly
+snapshot() { # every table of both shards, checksummed, and the catalog
+	for i in 0 1; do
+		for tb in $(t_sql "$i" "SHOW TABLES"); do
+			t_sql "$i" "CHECKSUM TABLE \`$tb\`"
+		done
+	done
+}
+before=$(snapshot)
+as 0 readonly "shards" shards
+t_match "$T_OUT" '^s0 .* ok$' "readonly: s0 up, fingerprint agrees"
+as 0 readonly "shards --json" shards --json
+as 0 readonly "get" get 9a700000-0000-4000-8000-000000000007
+t_contains "$T_OUT" '"m":7' "readonly: get reads"
+as 0 readonly "query" query idx_m m=7
+t_contains "$T_OUT" '"m":7' "readonly: query reads"
+as 0 readonly "index list" index list
+t_contains "$T_OUT" "idx_m" "readonly: the catalog"
+as 0 readonly "backfill list" backfill list
+as 0 readonly "lag" lag
+as 0 readonly "verify" verify
+t_contains "$T_OUT" "idx_m: 39 entities checked, 0 missing" "readonly: verify reads every entity"
+t_contains "$T_ERR" "not recorded for the console: the account may not write bagstore_verify" "readonly: and says it kept no record"
+printf '{"id":{"$uuid":"9a700000-0000-4000-8000-000000000099"},"n":1,"m":1}\n' >"$T/new.jsonl"
+refused() { # DESC PRIVILEGE ARGS...: the server refuses, naming the privilege
+	_d=$1 _p=$2
+	shift 2
+	as 1 readonly "$_d is refused" "$@"
+	t_match "$T_ERR" "$_p command denied to user 'bs_t_readonly'@'127.0.0.1'" "readonly: $_d: the server names $_p"
+}
+# drift for --repair to try to fix (the readonly verify above found none)
+t_sql 1 "DELETE FROM idx_m LIMIT 1"
+before=$(snapshot)
+refused "put" 'INSERT(, UPDATE)?' put "$T/new.jsonl"
+refused "put (an edit)" 'INSERT(, UPDATE)?' put "$T/edit.jsonl"
+refused "delete" DELETE delete 9a700000-0000-4000-8000-000000000007
+refused "index create" '(CREATE|DROP)' index create idx_ro --on m:int --shard-on m
+refused "index drop" UPDATE index drop idx_m --yes
+refused "backfill pause" UPDATE backfill pause idx_m
+refused "verify --repair" '(INSERT|DELETE)(, UPDATE)?' verify --repair
+refused "init" CREATE init
+as '!0' readonly "a cleaner pass is refused" cleaner --once
+t_contains "$T_ERR" "command denied to user 'bs_t_readonly'" "readonly: the cleaner's writes refused by the server"
+# the console, on the readonly account: every screen reads
+mkdir -p "$T/dumps"
+cat >"$T/ro.keys" <<'KEYS'
+wait-for s1 30
+wait-idle 30
+dump shards
+keys 2
+wait-for idx_m 30
+dump indexes
+keys 5
+wait-idle 30
+dump entities
+keys 3
+wait-idle 30
+dump cleaner
+keys 4
+wait-idle 30
+dump backfills
+keys :q\n
+KEYS
+as 0 readonly "the console" --headless "$T/ro.keys" --dump-dir "$T/dumps"
+dd() { cat "$T/dumps/$1.txt" 2>/dev/null; }
+t_contains "$(dd shards)" "2/2 up" "readonly console: both shards up"
+t_contains "$(dd indexes)" "idx_m" "readonly console: the indexes"
+t_contains "$(dd entities)" "9a70000000004000800000000000000" "readonly console: entities"
+case "$(dd shards)$(dd indexes)$(dd entities)$(dd cleaner)$(dd backfills)" in
+*denied*) t_fail "readonly console: no screen is refused" ;;
+*) t_ok "readonly console: no screen is refused" ;;
+esac
+t_eq "$(snapshot)" "$before" "readonly: nothing changed on either shard"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM entities WHERE id=X'9a700000000040008000000000000099'")" 0 "readonly: the refused put left no entity"
+
+drop_users
+t_done test_grants
