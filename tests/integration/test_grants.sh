@@ -166,5 +166,14 @@ esac
 t_eq "$(snapshot)" "$before" "readonly: nothing changed on either shard"
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM entities WHERE id=X'9a700000000040008000000000000099'")" 0 "readonly: the refused put left no entity"
 
+# the app may write the catalog (database-wide DML) but not drop tables: an
+# index drop with its account disables the index and stops at the DROP;
+# the cleaner's account finishes it (doc/DESIGN.md, Privileges)
+as 1 app "index drop (no DROP)" index drop idx_m --yes
+t_contains "$T_ERR" "DROP command denied to user 'bs_t_app'" "app: the server refuses the DROP"
+t_eq "$(t_sql 0 "SELECT state FROM bagstore_indexes WHERE name='idx_m'")" disabled "app: the index is left disabled"
+as 0 cleaner "index drop, again, with the cleaner's account" index drop idx_m --yes
+t_eq "$(t_sql 0 "SHOW TABLES LIKE 'idx_m'"; t_sql 1 "SHOW TABLES LIKE 'idx_m'")" "" "cleaner: the tables are gone"
+
 drop_users
 t_done test_grants
