@@ -13,6 +13,20 @@
 
 #define VERIFY_BATCH 2000
 
+/* Did the last statement fail on some shard for want of a privilege, and
+ * on none for another reason? */
+static bool refused_only(const bs_store_t *st)
+{
+	bool denied = false;
+	for (int j = 0; j < st->n; j++) {
+		unsigned err = bs__shard_last_errno(st, j);
+		if (err && !bs__denied(err))
+			return false;
+		denied |= bs__denied(err);
+	}
+	return denied;
+}
+
 static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bool repair)
 {
 	ebatch_t eb = {0};
@@ -90,12 +104,11 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 			rc = bs__exec_everywhere(st, b.ptr, b.len);
 		/* an account that may only read (role readonly) verifies all the
 		 * same: its result is not kept for the console, and says so */
-		for (int j = 0; rc == BS_ESQL && j < st->n; j++)
-			if (bs__denied(bs__shard_last_errno(st, j))) {
-				out->not_recorded = true;
-				bs_error_clear();
-				rc = 0;
-			}
+		if (rc == BS_ESQL && refused_only(st)) {
+			out->not_recorded = true;
+			bs_error_clear();
+			rc = 0;
+		}
 	}
 done:
 	bs__ebatch_free(&eb);
