@@ -17,14 +17,14 @@
 # same way; `grants` gives a TLS shard's account REQUIRE SSL; and bad tls
 # settings are refused at FILE:LINE:COL.
 #
-# Ports: BAGSTORE_TLS_PORT and the next, else the shared shards' first port
-# plus 13 and 14.
+# Its own servers: the test port + 13 and + 14 (or BAGSTORE_TLS_PORT and the
+# next), stopped at the end.
 . tests/lib.sh
 T=$(t_tmp)
 B=$BAGSTORE
 CFG=$BAGSTORE_TEST_CONFIG
 P0=$(t_port 0)
-P=${BAGSTORE_TLS_PORT:-$((P0 + 13))}
+P=${BAGSTORE_TLS_PORT:-$((${BAGSTORE_TEST_PORT:-23407} + 13))}
 Q=$((P + 1))
 T_TIMEOUT=120
 # not under $T: t_done removes $T before the EXIT trap could stop them

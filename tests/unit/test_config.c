@@ -652,9 +652,9 @@ static void test_tls_good(void)
 	static const char text[] =
 		"tls: {mode: verify_ca, ca: /dev/null, cipher: ECDHE-RSA-AES256-GCM-SHA384}\n"
 		"shards:\n"
-		"  - {name: a, host: h, replicas: [{host: r, tls: {mode: verify_identity}}, {host: r2}]}\n"
-		"  - {name: b, host: h, tls: {mode: required, cert: /dev/null, key: /dev/null, versions: \"TLSv1.2,TLSv1.3\"}}\n"
-		"  - {name: c, host: h, tls: {mode: disabled}}\n";
+		"  - {name: a, host: h1, replicas: [{host: r, tls: {mode: verify_identity}}, {host: r2}]}\n"
+		"  - {name: b, host: h2, tls: {mode: required, cert: /dev/null, key: /dev/null, versions: \"TLSv1.2,TLSv1.3\"}}\n"
+		"  - {name: c, host: h3, tls: {mode: disabled}}\n";
 	bs_config_t *cfg = NULL;
 
 	CHECK_OK(parse(&cfg, text));
@@ -673,7 +673,7 @@ static void test_tls_good(void)
 	CHECK_STR(bs_tls_mode_name(cfg->shards[1].tls.mode), "required");
 	bs_config_free(cfg);
 
-	CHECK_OK(parse(&cfg, "shards: [{name: a, host: h, tls: {ca: /dev/null}}, {name: b, host: h}]\n"));
+	CHECK_OK(parse(&cfg, "shards: [{name: a, host: h1, tls: {ca: /dev/null}}, {name: b, host: h2}]\n"));
 	if (cfg) {
 		CHECK(cfg->shards[0].tls.mode == BS_TLS_VERIFY_IDENTITY, "a CA alone means verify_identity");
 		CHECK(cfg->shards[1].tls.mode == BS_TLS_MODE_UNSET, "no tls: unset");
