@@ -64,6 +64,10 @@ t_contains "$T_OUT" '"m":7' "app: got it"
 as 0 app "query through the index" query idx_n n=3
 t_eq "$(printf '%s\n' "$T_OUT" | grep -c '"n":3')" 10 "app: ten entities with n=3"
 as 0 app "delete one" delete 9a700000-0000-4000-8000-000000000040
+awk 'BEGIN { for (i = 41; i <= 44; i++) printf "{\"id\":{\"$uuid\":\"9a700000-0000-4000-8000-%012d\"},\"n\":%d,\"m\":%d}\n", i, i % 4, i }' >"$T/bulk.jsonl"
+as 0 app "bulk put (put --batch)" put --batch 4 "$T/bulk.jsonl"
+as 0 app "delete them again" delete 9a700000-0000-4000-8000-000000000041
+for k in 42 43 44; do "$B" -c "$T/app.yaml" delete "9a700000-0000-4000-8000-0000000000$k" >/dev/null; done
 as 1 app "index create (no CREATE)" index create idx_app --on m:int --shard-on m
 t_match "$T_ERR" "(CREATE|DROP) command denied to user 'bs_t_app'" "app: the server refuses the DDL, naming the privilege"
 t_contains "$T_ERR" "bagstore grants --role ROLE" "app: and says where the roles' privileges are listed"
@@ -111,6 +115,8 @@ as 0 readonly "index list" index list
 t_contains "$T_OUT" "idx_m" "readonly: the catalog"
 as 0 readonly "backfill list" backfill list
 as 0 readonly "lag" lag
+as 0 readonly "export" export
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c '"m":')" 39 "readonly: export reads every entity"
 as 0 readonly "verify" verify
 t_contains "$T_OUT" "idx_m: 39 entities checked, 0 missing" "readonly: verify reads every entity"
 t_contains "$T_ERR" "not recorded for the console: the account may not write bagstore_verify" "readonly: and says it kept no record"
@@ -126,7 +132,8 @@ t_sql 1 "DELETE FROM idx_m LIMIT 1"
 before=$(snapshot)
 refused "put" 'INSERT(, UPDATE)?' put "$T/new.jsonl"
 refused "put (an edit)" 'INSERT(, UPDATE)?' put "$T/edit.jsonl"
-refused "delete" DELETE delete 9a700000-0000-4000-8000-000000000007
+refused "bulk put" 'INSERT(, UPDATE)?' put --batch 2 "$T/new.jsonl"
+refused "delete" '(DELETE|INSERT)' delete 9a700000-0000-4000-8000-000000000007
 refused "index create" '(CREATE|DROP)' index create idx_ro --on m:int --shard-on m
 refused "index drop" UPDATE index drop idx_m --yes
 refused "backfill pause" UPDATE backfill pause idx_m
