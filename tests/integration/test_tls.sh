@@ -136,6 +136,9 @@ for mode in required verify_ca verify_identity; do
 	t_exit 2 "init with $mode against a server without TLS" -- "$B" -c "$T/plain_$mode.yaml" init
 	t_contains "$T_ERR" "shard s0 (127.0.0.1:$P0): cannot connect: TLS: the server does not offer TLS, and tls.mode is $mode" \
 		"$mode: says the server offers no TLS"
+	# the catalog is read by the fan-out, which connects without blocking
+	t_exit 2 "index list with $mode against a server without TLS" -- "$B" -c "$T/plain_$mode.yaml" index list
+	t_contains "$T_ERR" "cannot connect: TLS: the server does not offer TLS" "$mode: the fan-out's connections are checked too"
 done
 t_eq "$(t_sql 0 'SHOW TABLES')" "" "nothing made on the server without TLS"
 cfg plain_preferred "$P0" "{mode: preferred}"
