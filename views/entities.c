@@ -388,6 +388,9 @@ static void draw_header(int y, int w, const char *stale)
 		ui_printf(y, 0, w, "Entities matching %s (index query, %s found, the newest %s shown)  %s", snap.query,
 		          fmt_count(m, sizeof m, (int64_t)snap.page.matched), fmt_count(n, sizeof n, (int64_t)snap.page.len),
 		          stale);
+	else if (snap.query_mode && snap.page.len == QUERY_LIMIT && snap.page.candidates > snap.page.len)
+		ui_printf(y, 0, w, "Entities matching %s (index query: the newest %d of more, from %s index rows)  %s",
+		          snap.query, QUERY_LIMIT, fmt_count(m, sizeof m, (int64_t)snap.page.candidates), stale);
 	else if (snap.query_mode)
 		ui_printf(y, 0, w, "Entities matching %s (index query, %zu found, newest first)  %s", snap.query,
 		          snap.page.len, stale);

@@ -14,6 +14,11 @@ c_put 60 post
 t_exit 0 "create an index" -- "$BAGSTORE" -c "$CFG" index create index_user_id --on user_id:uuid --shard-on user_id
 
 c_headless "headless run of every screen" tests/console/screens.keys
+t_contains "$T_OUT" "BEFORE-QUIT" "the script ran to its :q"
+case $T_OUT in
+*STILL-RUNNING-AFTER-QUIT*) t_fail ":q quits: the script's next line never ran" "$T_OUT" ;;
+*) t_ok ":q quits: the script's next line never ran" ;;
+esac
 
 t_eq "$(d shards | wc -l | tr -d ' ')" 40 "a dump is LINES lines"
 t_contains "$(d shards)" "[1 shards]" "the title names the screen"

@@ -285,6 +285,8 @@ void tbl_draw(table_t *t, int y, int h, int w)
 	if (h < 1)
 		return;
 	layout(t, w);
+	if (t->hidden > 0 && w > 30)
+		layout(t, w - 11); /* room for the "N more" note */
 	draw_header(t, y, w);
 	if (t->sel < t->top)
 		t->top = t->sel;
