@@ -76,6 +76,7 @@ static json_t *prop_json(const bs_census_prop_t *p, const bs_census_t *c)
 	json_object_set_new(o, "example", cli_jstr(p->example));
 	json_object_set_new(o, "indexes", cli_jstr(p->indexes));
 	json_object_set_new(o, "suggest", cli_jstr(p->suggest));
+	json_object_set_new(o, "fits", json_integer(p->fits));
 	json_object_set_new(o, "note", cli_jstr(p->note));
 	return o;
 }
