@@ -189,15 +189,15 @@ static void ix_open(void)
 		return;
 	ncols = 4 + ui.cfg->nshards + 3;
 	cols = calloc((size_t)ncols, sizeof *cols);
-	cols[0] = (col_t){"INDEX", 16, false, 0};
+	cols[0] = (col_t){"INDEX", 15, false, 0};
 	cols[1] = (col_t){"STATE", 9, false, 0};
-	cols[2] = (col_t){"PROPERTIES", 20, false, 1};
+	cols[2] = (col_t){"PROPERTIES", 18, false, 1};
 	cols[3] = (col_t){"SHARD_ON", 9, false, 2};
 	for (i = 0; i < ui.cfg->nshards; i++)
 		cols[4 + i] = (col_t){ui.cfg->shards[i].name, 10, true, 3};
-	cols[4 + i] = (col_t){"TOTAL", 11, true, 0};
+	cols[4 + i] = (col_t){"TOTAL", 10, true, 0};
 	cols[5 + i] = (col_t){"BACKFILL", 13, false, 0};
-	cols[6 + i] = (col_t){"DRIFT", 0, false, 1};
+	cols[6 + i] = (col_t){"DRIFT", 0, false, 2};
 	tbl_init(&tbl, cols, ncols);
 }
 

@@ -164,8 +164,8 @@ static void remember(table_t *t)
 
 /* Which columns fit in w, and where (t->x, t->wid; -1 not shown): the
  * first always, then the others by priority (then order), skipping the
- * first t->hscroll of them, while they fit; shown in their own order, the
- * flexible one (width 0) taking what is left. */
+ * first t->hscroll of them, until one does not fit; shown in their own
+ * order, the flexible one (width 0) taking what is left. */
 static void layout(table_t *t, int w)
 {
 	int order[64], n = 0, c, k, used, flex = -1, x;
@@ -195,9 +195,10 @@ static void layout(table_t *t, int w)
 	for (k = t->hscroll; k < n; k++) {
 		c = order[k];
 		int cw = t->cols[c].width > 0 ? t->cols[c].width : FLEX_MIN;
+		/* by priority: once one does not fit, the less important give way too */
 		if (used + cw > w || (t->cols[c].width == 0 && flex >= 0)) {
-			t->hidden++;
-			continue;
+			t->hidden += n - k;
+			break;
 		}
 		t->x[c] = 0;
 		t->wid[c] = cw;
@@ -285,8 +286,12 @@ void tbl_draw(table_t *t, int y, int h, int w)
 	if (h < 1)
 		return;
 	layout(t, w);
-	if (t->hidden > 0 && w > 30)
-		layout(t, w - 11); /* room for the "N more" note */
+	if (t->hidden > 0 && w > 30) {
+		/* room for the "N more" note */
+		char more[48];
+		snprintf(more, sizeof more, " %s%d more %s", t->hscroll ? "<" : "", t->hidden, ">");
+		layout(t, w - (int)strlen(more) - 1);
+	}
 	draw_header(t, y, w);
 	if (t->sel < t->top)
 		t->top = t->sel;
