@@ -44,6 +44,8 @@ static struct {
 
 static bs_id_t cur_id;
 static unsigned cur_gen;
+static bs_id_t deleted_id;  /* snap_lock: the last entity this console deleted */
+static bool deleted_here;
 static bool show_raw;
 static int top_line;
 static int last_h;
@@ -377,7 +379,13 @@ static void et_draw(int y, int h, int w)
 	ui_color(C_HEADER, false);
 	if (snap.rc == BS_ENOTFOUND) {
 		/* gone (deleted here or elsewhere): back to where it was opened from */
-		ui_err("entity %s: not found (deleted?); back to the screen before", hex);
+		char h32[33];
+		bs_id_hex(h32, &cur_id);
+		if (deleted_here && memcmp(deleted_id.b, cur_id.b, 16) == 0)
+			ui_msg("deleted entity %s; back to the screen before", h32);
+		else
+			ui_err("entity %s: not found (deleted?); back to the screen before", hex);
+		deleted_here = false;
 		ui_request_pop(&view_entity);
 		snap_unlock();
 		return;
@@ -548,6 +556,21 @@ static void wreq_free(void *p)
 	free(w);
 }
 
+/* After a change from a lane: the entity shown is read again (a newer
+ * generation, so that an older answer is not drawn). */
+static void reload_current(void)
+{
+	dreq_t *q = calloc(1, sizeof *q);
+
+	if (!q)
+		return;
+	snap_lock();
+	q->id = cur_id;
+	q->gen = ++cur_gen;
+	snap_unlock();
+	worker_submit(LANE_BROWSE, KEY_SNAP, false, work, q, free);
+}
+
 /* The entity as stored now, read back after a write: its body and updated
  * time; *us 0 when it is not `want` (written over meanwhile), which makes
  * an undo of this change refuse. */
@@ -641,16 +664,7 @@ static void do_write(bs_store_t *st, void *arg)
 	unlink(w->path);
 	worker_notify(false, "%s entity %s", w->expect_us ? "saved" : "created", hex);
 	entities_changed();
-	{
-		dreq_t *q = calloc(1, sizeof *q);
-		if (!q)
-			goto done;
-		snap_lock();
-		q->id = cur_id;
-		q->gen = ++cur_gen;
-		snap_unlock();
-		worker_submit(LANE_BROWSE, KEY_SNAP, false, work, q, free);
-	}
+	reload_current();
 done:
 	bs_bytes_free(&before);
 	bs_bytes_free(&after);
@@ -868,7 +882,12 @@ static void do_delete(bs_store_t *st, void *arg)
 	worker_audit_entity(st, "entity.delete", &ae, q->shard >= 0 ? shard_name(q->shard) : "");
 	bs_bytes_free(&before);
 	worker_notify(false, "deleted entity %s", hex);
+	snap_lock();
+	deleted_id = q->id;
+	deleted_here = true;
+	snap_unlock();
 	entities_changed();
+	reload_current();
 }
 
 static reaction_t delete_typed(const char *text, void *ctx)
