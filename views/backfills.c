@@ -156,13 +156,17 @@ static void bf_draw(int y, int h, int w)
 	{
 		/* the selected job's state in full (the STATE column cuts reasons
 		 * short), and how many others have a reason to read */
-		int row = tbl_selected(&tbl), others = 0;
+		int row = tbl_selected(&tbl), other = -1, others = 0;
+		char text[1024];
 		for (i = 0; i < tbl.nshown; i++)
-			if (tbl.order[i] != row && strchr(tbl_cell(&tbl, tbl.order[i], 1), ':'))
-				others++;
-		if (row >= 0)
-			ui_printf(line, 0, w, "selected %s: %s%s", tbl_cell(&tbl, row, 0), tbl_cell(&tbl, row, 1),
-			          others ? "   (j/k: other jobs with a reason)" : "");
+			if (tbl.order[i] != row && strchr(tbl_cell(&tbl, tbl.order[i], 1), ':') && !others++)
+				other = tbl.order[i];
+		snprintf(text, sizeof text, "selected %s: %s", row >= 0 ? tbl_cell(&tbl, row, 0) : "-",
+		         row >= 0 ? tbl_cell(&tbl, row, 1) : "none");
+		if (other >= 0) /* a job that is not selected and says why it waits or failed */
+			snprintf(text + strlen(text), sizeof text - strlen(text), "   |   %s: %s%s", tbl_cell(&tbl, other, 0),
+			         tbl_cell(&tbl, other, 1), others > 1 ? " (and others: select them)" : "");
+		ui_put(line, 0, w, text);
 	}
 	line++;
 	if (snap.rc < 0) {
