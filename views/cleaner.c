@@ -32,8 +32,8 @@ static table_t tbl;
 static char lag_title[64] = "LAG, LAST MINUTES";
 
 static const col_t cols[] = {
-	{"SHARD", 8, false, 0}, {"WATERMARK (UTC)", 19, false, 2}, {"LAG", 8, true, 0},
-	{lag_title, 44, false, 0}, {"REPAIRS/S", 9, true, 1}, {"REPAIRED", 10, true, 1},
+	{"SHARD", 8, false, 0}, {"WATERMARK (UTC)", 19, false, 1}, {"LAG", 8, true, 0},
+	{lag_title, 44, false, 0}, {"REPAIRS/S", 9, true, 1}, {"REPAIRED", 10, true, 2},
 	{"LAST PASS", 0, false, 2},
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
