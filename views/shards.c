@@ -37,15 +37,6 @@ static struct {
 
 static atomic_int count_stop;
 
-/* UI thread: the load, derived from consecutive snapshots. */
-typedef struct {
-	int64_t questions, rows, at_us, uptime; /* the last counters seen */
-	double qps[LOAD_HISTORY], wps[LOAD_HISTORY], conn[LOAD_HISTORY], hist[LOAD_HISTORY];
-	int nh;                                  /* samples kept (the newest last) */
-} load_t;
-static load_t *load;
-static unsigned load_seq;
-
 static table_t tbl;
 
 static const col_t cols[] = {
@@ -54,6 +45,58 @@ static const col_t cols[] = {
 	{"SIZE", 10, true, 2}, {"THREADS", 7, true, 1}, {"REPL LAG", 8, true, 1}, {"FINGERPRINT", 0, false, 2},
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
+
+/* The load, derived from consecutive snapshots by the status lane as it
+ * publishes them (snap_lock); the UI draws it. */
+typedef struct {
+	int64_t questions, rows, at_us, uptime; /* the last counters seen */
+	double qps[LOAD_HISTORY], wps[LOAD_HISTORY], conn[LOAD_HISTORY], hist[LOAD_HISTORY];
+	int nh;                                  /* samples kept (the newest last) */
+} load_t;
+static load_t *load;
+static unsigned load_seq;
+
+static void push(double *v, int nh, double x)
+{
+	if (nh == LOAD_HISTORY)
+		memmove(v, v + 1, sizeof *v * (LOAD_HISTORY - 1));
+	v[nh < LOAD_HISTORY ? nh : LOAD_HISTORY - 1] = x;
+}
+
+/* A new snapshot: each shard's rates since the one before (snap_lock held). */
+static void load_update(void)
+{
+	int i;
+
+	if (load_seq == snap.seq || !snap.st)
+		return;
+	load_seq = snap.seq;
+	if (!load && !(load = calloc((size_t)snap.n, sizeof *load)))
+		return;
+	for (i = 0; i < snap.n; i++) {
+		const bs_shard_status_t *s = &snap.st[i];
+		load_t *l = &load[i];
+		double dt = (double)(s->load_at_us - l->at_us) / 1e6, q = -1, w = -1;
+		bool fresh = s->state != BS_SHARD_DOWN && s->load_at_us > 0;
+
+		if (fresh && l->at_us > 0 && dt > 0 && s->uptime_s >= l->uptime && s->questions >= l->questions &&
+		    s->rows_written >= l->rows) {
+			q = s->questions >= 0 ? (double)(s->questions - l->questions) / dt : -1;
+			w = s->rows_written >= 0 ? (double)(s->rows_written - l->rows) / dt : -1;
+		}
+		/* a shard down, or restarted: a gap, and the counting starts over */
+		push(l->qps, l->nh, q);
+		push(l->wps, l->nh, w);
+		push(l->conn, l->nh, fresh ? (double)s->connections : -1);
+		push(l->hist, l->nh, fresh ? (double)s->history_length : -1);
+		if (l->nh < LOAD_HISTORY)
+			l->nh++;
+		l->at_us = fresh ? s->load_at_us : 0;
+		l->questions = s->questions;
+		l->rows = s->rows_written;
+		l->uptime = s->uptime_s;
+	}
+}
 
 static void work(bs_store_t *st, void *arg)
 {
@@ -72,6 +115,7 @@ static void work(bs_store_t *st, void *arg)
 	snprintf(snap.err, sizeof snap.err, "%s", rc < 0 ? bs_last_error() : "");
 	snap.taken_us = now_us();
 	snap.seq++;
+	load_update(); /* every snapshot, drawn or not */
 	snap_unlock();
 	worker_published();
 }
@@ -116,48 +160,6 @@ static void sh_open(void)
 	if (!init) {
 		tbl_init(&tbl, cols, NCOLS);
 		init = true;
-	}
-}
-
-static void push(double *v, int nh, double x)
-{
-	if (nh == LOAD_HISTORY)
-		memmove(v, v + 1, sizeof *v * (LOAD_HISTORY - 1));
-	v[nh < LOAD_HISTORY ? nh : LOAD_HISTORY - 1] = x;
-}
-
-/* A new snapshot: each shard's rates since the one before (snap_lock held). */
-static void load_update(void)
-{
-	int i;
-
-	if (load_seq == snap.seq || !snap.st)
-		return;
-	load_seq = snap.seq;
-	if (!load && !(load = calloc((size_t)snap.n, sizeof *load)))
-		return;
-	for (i = 0; i < snap.n; i++) {
-		const bs_shard_status_t *s = &snap.st[i];
-		load_t *l = &load[i];
-		double dt = (double)(s->load_at_us - l->at_us) / 1e6, q = -1, w = -1;
-		bool fresh = s->state != BS_SHARD_DOWN && s->load_at_us > 0;
-
-		if (fresh && l->at_us > 0 && dt > 0 && s->uptime_s >= l->uptime && s->questions >= l->questions &&
-		    s->rows_written >= l->rows) {
-			q = s->questions >= 0 ? (double)(s->questions - l->questions) / dt : -1;
-			w = s->rows_written >= 0 ? (double)(s->rows_written - l->rows) / dt : -1;
-		}
-		/* a shard down, or restarted: a gap, and the counting starts over */
-		push(l->qps, l->nh, q);
-		push(l->wps, l->nh, w);
-		push(l->conn, l->nh, fresh ? (double)s->connections : -1);
-		push(l->hist, l->nh, fresh ? (double)s->history_length : -1);
-		if (l->nh < LOAD_HISTORY)
-			l->nh++;
-		l->at_us = fresh ? s->load_at_us : 0;
-		l->questions = s->questions;
-		l->rows = s->rows_written;
-		l->uptime = s->uptime_s;
 	}
 }
 
@@ -326,7 +328,6 @@ static void sh_draw(int y, int h, int w)
 
 	snap_lock();
 	build();
-	load_update();
 	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
 	if (snap.counting)
 		snprintf(how, sizeof how, "ENTITIES: counting exactly (# cancels)");
