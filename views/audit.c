@@ -27,7 +27,7 @@ static struct {
 static table_t tbl;
 
 static const col_t cols[] = {
-	{"ROW", 10, false, 0}, {"AT (UTC)", 19, false, 0}, {"ACTION", 14, false, 0},
+	{"ROW", 10, false, 0}, {"AT (UTC)", 19, false, 0}, {"ACTION", 15, false, 0},
 	{"TARGET", 32, false, 0}, {"WHO", 20, false, 2}, {"SHARDS", 6, false, 2}, {"DETAIL", 0, false, 1},
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))

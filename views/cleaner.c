@@ -33,11 +33,11 @@ static char lag_title[64] = "LAG, LAST MINUTES";
 
 static const col_t cols[] = {
 	{"SHARD", 8, false, 0}, {"WATERMARK (UTC)", 19, false, 1}, {"LAG", 8, true, 0},
-	{lag_title, 44, false, 0}, {"REPAIRS/S", 9, true, 1}, {"REPAIRED", 10, true, 2},
+	{lag_title, 38, false, 0}, {"REPAIRS/S", 9, true, 1}, {"REPAIRED", 10, true, 2},
 	{"LAST PASS", 0, false, 2},
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
-#define SPARK_W 30   /* columns of the lag sparkline */
+#define SPARK_W 24   /* columns of the lag sparkline */
 #define RATE_WINDOW_US 30000000
 
 /* UI thread: each shard's repaired-rows counter as seen at each refresh,
@@ -207,8 +207,10 @@ static void build(double bin_s)
 		        l->watermark_us ? fmt_secs(s, sizeof s, l->lag_s) : "-");
 		max = lag_bins(bins, l, bin_s);
 		ui_sparkline(spark, sizeof spark, bins, SPARK_W, max);
-		tbl_set(&tbl, r, 3, max, "%s%s max %s", l->nhistory ? spark : "(no history)", l->nhistory ? "" : "",
-		        fmt_secs(s, sizeof s, max));
+		if (l->nhistory)
+			tbl_set(&tbl, r, 3, max, "%s max %s", spark, fmt_secs(s, sizeof s, max));
+		else
+			tbl_set(&tbl, r, 3, -1, "(no sample yet)");
 		rate = repair_rate(i);
 		if (rate < 0)
 			tbl_set(&tbl, r, 4, -1, "-");

@@ -473,6 +473,7 @@ static bool en_filter(const char *text)
 	bs_id_t id;
 
 	if (strchr(text, '=')) {
+		ui_msg("querying /%s ...", text);
 		snprintf(query, sizeof query, "%s", text);
 		ui_set_filter(text);
 		submit(OP_QUERY);

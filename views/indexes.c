@@ -197,7 +197,7 @@ static void ix_open(void)
 		cols[4 + i] = (col_t){ui.cfg->shards[i].name, 10, true, 3};
 	cols[4 + i] = (col_t){"TOTAL", 10, true, 0};
 	cols[5 + i] = (col_t){"BACKFILL", 13, false, 0};
-	cols[6 + i] = (col_t){"DRIFT", 0, false, 2};
+	cols[6 + i] = (col_t){"DRIFT", 0, false, 1};
 	tbl_init(&tbl, cols, ncols);
 }
 

@@ -49,8 +49,6 @@
 	X(SORT_NEXT,   '>', 0, 0,      ">",       "sort by the next column", 0, "SICBPA") \
 	X(SORT_PREV,   '<', 0, 0,      "<",       "sort by the previous column", 0, "SICBPA") \
 	X(SORT_REV,    'I', 0, 0,      "I",       "invert the sort order", 0, "SICBPA") \
-	X(COL_RIGHT,   KEY_RIGHT, 0, 0, "Right",  "show the columns further right (narrow terminals)", 0, "SICBEPA") \
-	X(COL_LEFT,    KEY_LEFT, 0, 0,  "Left",   "back to the columns on the left", 0, "SICBEPA") \
 	X(DOWN,        'j', KEY_DOWN, 0, "j  Down", "next row", 0, "*") \
 	X(UP,          'k', KEY_UP, 0,  "k  Up",   "previous row", 0, "*") \
 	X(PGDN,        ' ', KEY_NPAGE, 0, "Space PgDn", "next page", 0, "*") \
@@ -58,6 +56,8 @@
 	X(HOME,        'g', KEY_HOME, 0, "g  Home", "first row (entities: newest)", 0, "*") \
 	X(END,         'G', KEY_END, 0,  "G  End",  "last row", 0, "SICBDTPA") \
 	X(OPEN,        '\n', KEY_ENTER, '\r', "Enter", "open the selected row", 0, "SIBEA") \
+	X(COL_RIGHT,   KEY_RIGHT, 0, 0, "Right",  "show the columns further right (narrow terminals)", 0, "SICBEPA") \
+	X(COL_LEFT,    KEY_LEFT, 0, 0,  "Left",   "back to the columns on the left", 0, "SICBEPA") \
 	X(EXACT_COUNT, '#', 0, 0,      "#",       "count exactly (entities, or the index's rows) on a worker; # again cancels", 0, "SI") \
 	X(INDEX_CREATE,  'c', 0, 0,    "c",       "create an index (form, DDL preview)", 1, "I") \
 	X(INDEX_DROP,    'd', 0, 0,    "d",       "drop the selected index (type its name)", 1, "I") \
