@@ -31,9 +31,9 @@ static struct {
 static table_t tbl;
 
 static const col_t cols[] = {
-	{"PATH", 22, false, 0}, {"TYPES", 22, false, 0}, {"PRESENT", 7, true, 0},
+	{"PATH", 22, false, 0}, {"TYPES", 20, false, 0}, {"PRESENT", 7, true, 0},
 	{"DISTINCT", 9, true, 1}, {"LARGEST", 9, true, 1}, {"SUGGEST", 12, false, 0},
-	{"INDEXES", 16, false, 1}, {"EXAMPLE", 0, false, 2},
+	{"INDEXES", 14, false, 0}, {"EXAMPLE", 0, false, 2},
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 

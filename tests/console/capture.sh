@@ -79,7 +79,6 @@ key q
 keys 6
 wait-for sampled
 wait-idle
-keys /title\n
 dump properties
 key Esc
 keys 7
