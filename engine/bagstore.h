@@ -715,6 +715,7 @@ typedef struct {
 	int64_t now_us;          /* the shard's clock when read */
 	int64_t repairs_total;   /* index rows repaired since the watermark row was made
 	                          * (a rate is the difference between two reads) */
+	char error[256];         /* why the shard could not be read ("" when it was) */
 	double repairs_per_s;
 	int64_t last_pass_us;
 	int64_t last_pass_rows;  /* entities looked at in the last pass */

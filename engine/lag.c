@@ -119,6 +119,8 @@ done:
 	if (res)
 		mysql_free_result(res);
 	bs__buf_free(&b);
+	if (rc) /* bs__shard_each keeps only the first shard's message */
+		snprintf(out->error, sizeof out->error, "%s", bs_last_error());
 	return rc;
 }
 

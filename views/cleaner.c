@@ -247,6 +247,11 @@ static void cl_draw(int y, int h, int w)
 	line = y + rows + 2;
 	if (snap.lag_rc < 0 && line < y + h)
 		ui_printf(line++, 0, w, "error: %s", snap.lag_err);
+	ui_color(C_BAD, true);
+	for (i = 0; i < snap.n && line < y + h; i++)
+		if (!snap.lag[i].reachable && snap.lag[i].error[0])
+			ui_printf(line++, 0, w, "%s unreachable: %s", snap.lag[i].shard, snap.lag[i].error);
+	ui_color(C_BAD, false);
 	ui_color(C_HEADER, true);
 	ui_printf(line++, 0, w, "%-24s %-22s %-8s %-10s %s", "WORKER", "INDEX", "SHARD", "STATE", "HEARTBEAT");
 	ui_color(C_HEADER, false);

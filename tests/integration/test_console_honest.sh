@@ -149,6 +149,7 @@ t_contains "$(d idx_stale)" "* stale: the shard did not answer; its numbers are 
 t_contains "$(d idx_stale)" "s1 (127.0.0.1:" "indexes: the shard's error named"
 t_contains "$(d shards_down)" "s1 unreachable: " "shards: the stopped shard with its error"
 t_contains "$(d cleaner_down)" "unreachable" "cleaner: the stopped shard"
+t_contains "$(d cleaner_down)" "s1 unreachable: " "cleaner: with its error"
 t_contains "$(d census_down)" "1 shard not sampled: " "properties: the shard left out, with its error"
 t_contains "$(d census_down)" "Properties of" "properties: the other shard's census"
 t_contains "$(d audit_down)" "1 shard did not answer: their rows are not listed" "audit: the shard left out, with its error"
