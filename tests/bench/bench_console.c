@@ -243,6 +243,35 @@ static void census_figures(bs_store_t *st, double *census_s, double *ref_s, long
 	}
 }
 
+/* The console's figures beside their targets. */
+static void report(const measure_t *next_, const measure_t *prev_, const measure_t *walk_, const measure_t *shards_,
+                   const measure_t *indexes_, long rss_before, long rss_after, long pages)
+{
+	measure_t next = *next_, prev = *prev_, walk = *walk_, shards = *shards_, indexes = *indexes_;
+
+	printf("\n  %-46s %9s %9s %9s   %s\n", "key to redrawn screen (entity browser)", "median", "p95", "max", "target");
+	if (next.ok)
+		printf("  %-46s %7.2fms %7.2fms %7.2fms   < 50 ms: %s\n", "next page (PgDn), 300 times", next.median,
+		       next.p95, next.max, next.p95 < 50 ? "met" : "MISSED");
+	if (prev.ok)
+		printf("  %-46s %7.2fms %7.2fms %7.2fms   < 50 ms: %s\n", "previous page (PgUp), 300 times", prev.median,
+		       prev.p95, prev.max, prev.p95 < 50 ? "met" : "MISSED");
+	if (walk.ok)
+		printf("  %-46s %7.2fms %7.2fms %7.2fms   < 50 ms: %s\n", "paging through 100,000 entities", walk.median,
+		       walk.p95, walk.max, walk.p95 < 50 ? "met" : "MISSED");
+	printf("\n  %-46s %9s %9s %9s\n", "key to redrawn screen (reload, R)", "median", "p95", "max");
+	if (shards.ok)
+		printf("  %-46s %7.2fms %7.2fms %7.2fms\n", "shards screen (status, load, every shard)", shards.median,
+		       shards.p95, shards.max);
+	if (indexes.ok)
+		printf("  %-46s %7.2fms %7.2fms %7.2fms\n", "indexes screen (rows, jobs, verify)", indexes.median,
+		       indexes.p95, indexes.max);
+	if (rss_after >= 0)
+		printf("\n  resident memory: %.1f MiB at the first page, %.1f MiB after paging through %ld entities"
+		       "   (target < 64 MiB: %s)\n", rss_before / 1024.0, rss_after / 1024.0,
+		       pages * ROWS_PER_PAGE, rss_after < 64 * 1024 ? "met" : "MISSED");
+}
+
 int main(int argc, char **argv)
 {
 	bs_store_t *st = NULL;
@@ -340,27 +369,7 @@ int main(int argc, char **argv)
 	if (system(cmd) != 0)
 		fprintf(stderr, "bench_console: could not remove %s\n", dumps);
 
-	printf("\n  %-46s %9s %9s %9s   %s\n", "key to redrawn screen (entity browser)", "median", "p95", "max", "target");
-	if (next.ok)
-		printf("  %-46s %7.2fms %7.2fms %7.2fms   < 50 ms: %s\n", "next page (PgDn), 300 times", next.median,
-		       next.p95, next.max, next.p95 < 50 ? "met" : "MISSED");
-	if (prev.ok)
-		printf("  %-46s %7.2fms %7.2fms %7.2fms   < 50 ms: %s\n", "previous page (PgUp), 300 times", prev.median,
-		       prev.p95, prev.max, prev.p95 < 50 ? "met" : "MISSED");
-	if (walk.ok)
-		printf("  %-46s %7.2fms %7.2fms %7.2fms   < 50 ms: %s\n", "paging through 100,000 entities", walk.median,
-		       walk.p95, walk.max, walk.p95 < 50 ? "met" : "MISSED");
-	printf("\n  %-46s %9s %9s %9s\n", "key to redrawn screen (reload, R)", "median", "p95", "max");
-	if (shards.ok)
-		printf("  %-46s %7.2fms %7.2fms %7.2fms\n", "shards screen (status, load, every shard)", shards.median,
-		       shards.p95, shards.max);
-	if (indexes.ok)
-		printf("  %-46s %7.2fms %7.2fms %7.2fms\n", "indexes screen (rows, jobs, verify)", indexes.median,
-		       indexes.p95, indexes.max);
-	if (rss_after >= 0)
-		printf("\n  resident memory: %.1f MiB at the first page, %.1f MiB after paging through %ld entities"
-		       "   (target < 64 MiB: %s)\n", rss_before / 1024.0, rss_after / 1024.0,
-		       pages * ROWS_PER_PAGE, rss_after < 64 * 1024 ? "met" : "MISSED");
+	report(&next, &prev, &walk, &shards, &indexes, rss_before, rss_after, pages);
 	census_figures(st, &census_s, &ref_s, &sampled, &paths);
 	printf("\n  census of 1,000 bodies per shard (%ld sampled, %d paths): %.3f s; reading and decoding as many\n"
 	       "  bodies in one range scan per shard: %.3f s; ratio %.2f (best of 3 each)\n", sampled, paths,
