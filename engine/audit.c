@@ -261,7 +261,8 @@ static int merge(bs_audit_list_t *out, bs_audit_list_t *per, int n, int limit)
 			out->items[out->len++] = per[i].items[k];
 		per[i].len = 0; /* moved */
 	}
-	qsort(out->items, (size_t)out->len, sizeof *out->items, newest_first);
+	if (out->len > 1)
+		qsort(out->items, (size_t)out->len, sizeof *out->items, newest_first);
 	while (out->len > limit) {
 		bs_audit_entry_t *e = &out->items[--out->len];
 		free(e->detail);

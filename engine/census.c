@@ -151,6 +151,8 @@ static int by_added_id(const void *x, const void *y)
 static void sample_dedupe(shard_sample_t *s)
 {
 	size_t o = 0;
+	if (s->n < 2)
+		return;
 	qsort(s->v, s->n, sizeof *s->v, by_added_id);
 	for (size_t k = 0; k < s->n; k++) {
 		if (o > 0 && s->v[o - 1].added_id == s->v[k].added_id) {
@@ -575,7 +577,8 @@ static int results(bs_census_t *out, census_t *c, const bs_index_list_t *cat)
 		suggest(&ps->p, ps->top);
 		out->props[out->nprops++] = ps->p;
 	}
-	qsort(out->props, (size_t)out->nprops, sizeof *out->props, by_path);
+	if (out->nprops > 1)
+		qsort(out->props, (size_t)out->nprops, sizeof *out->props, by_path);
 	return 0;
 }
 

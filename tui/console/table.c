@@ -125,7 +125,7 @@ void tbl_finish(table_t *t, const char *filter)
 	for (i = 0; i < body; i++)
 		if (tbl_matches(t, i, filter))
 			t->order[n++] = i;
-	if (t->sort_col >= 0 && t->sort_col < t->ncols) {
+	if (t->sort_col >= 0 && t->sort_col < t->ncols && n > 1) {
 		sort_t = t;
 		qsort(t->order, (size_t)n, sizeof(int), cmp_rows);
 	}
