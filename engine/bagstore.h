@@ -363,7 +363,9 @@ typedef struct {
 	                    * (does not decode, or holds another entity's id) */
 	char corrupt_first[320]; /* the first of those: shard, id and why */
 	size_t matched;    /* bs_query: entities that matched, before the limit cut
-	                    * (len < matched: the newest len of them are here) */
+	                    * (len < matched: the newest len of them are here);
+	                    * 0 when not known: a limited read stopped once it had
+	                    * enough (candidates, the index rows read, bounds it) */
 } bs_result_t;
 void bs_result_free(bs_result_t *r);
 

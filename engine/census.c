@@ -185,7 +185,8 @@ static int sample_shard(bs_store_t *st, int i, struct sample_arg *a)
 	bs_buf_t b = {0};
 	int rc;
 
-	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
+	/* a shard that belongs to another list is not read (BS_ECONFIG) */
+	if ((rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
 		return rc;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	bool empty = !row || !row[0];

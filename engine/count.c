@@ -65,6 +65,8 @@ static int count_on(bs_store_t *st, int i, void *p)
 	bool first = true;
 	int rc = 0;
 
+	if ((rc = bs__shard_check(st, i)))
+		return rc;
 	a->counts[i] = 0;
 	while (n == COUNT_CHUNK) {
 		if (a->stop && atomic_load(a->stop)) {
