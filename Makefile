@@ -114,7 +114,9 @@ asan:
 # fan-out) and the console's tests (its lanes and backfill threads).
 TSAN_TESTS = unit test_console_screens test_console_indexes test_console_entities \
 	test_console_backfills test_console_hung test_console_readonly \
-	test_tls test_grants
+	test_tls test_grants \
+	test_console_navigation test_console_honest test_console_narrow test_audit test_properties \
+	test_lag_history
 tsan: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan \
 	  CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" LDFLAGS="-fsanitize=thread" all

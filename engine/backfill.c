@@ -30,6 +30,7 @@
 #define CHUNK_MAX 100000
 #define ROWS_PER_INSERT 2000
 #define RATE_WINDOW_S 10.0
+#define RATE_MIN_SPAN_S 2.0 /* a rate over less (one chunk after a resume) is a burst, not a rate */
 #define RATE_SAMPLES 64
 
 /* What one attempt at a job ended with. */
@@ -375,7 +376,7 @@ static double rate_now(runner_t *r, double now)
 		first = s;
 	}
 	double dt = r->samp_t[last] - r->samp_t[first];
-	return dt > 0 ? (double)(r->samp_n[last] - r->samp_n[first]) / dt : 0;
+	return dt >= RATE_MIN_SPAN_S ? (double)(r->samp_n[last] - r->samp_n[first]) / dt : 0;
 }
 
 static void sample(runner_t *r)

@@ -328,6 +328,9 @@ int bs_get(bs_value_t *out, bs_store_t *st, const bs_id_t *id, int64_t *updated_
 /* get, returning the raw stored body too (for the console). */
 int bs_get_raw(bs_bytes_t *body, bs_store_t *st, const bs_id_t *id, int64_t *updated_us);
 int bs_delete(bs_store_t *st, const bs_id_t *id);
+/* delete only if the entity's `updated` still equals expect_updated_us
+ * (not 0). BS_ECONFLICT otherwise (changed, or already gone). */
+int bs_delete_if(bs_store_t *st, const bs_id_t *id, int64_t expect_updated_us);
 /* put only if the entity's `updated` still equals expect_updated_us
  * (0: only if absent). BS_ECONFLICT otherwise. */
 int bs_put_if(bs_store_t *st, const bs_value_t *bag, int64_t expect_updated_us);
@@ -359,6 +362,13 @@ int bs_index_drop(bs_store_t *st, const char *name);
 /* Rows of an index table, per shard (counts[nshards], caller allocates);
  * exact when exact, else InnoDB's estimate. */
 int bs_index_rows(int64_t *counts, bs_store_t *st, const char *name, bool exact);
+/* Exact rows per shard (counts[nshards], caller allocates) of the entities
+ * table (index NULL) or of an index's table, counted by key in chunks of
+ * 100,000 rows, every shard at once (engine/count.c). stop (may be NULL),
+ * once set, ends it within a chunk with BS_ERROR "count cancelled". A shard
+ * that fails keeps -1; the first failure is returned, the others' counts
+ * stand. */
+int bs_count_exact(int64_t *counts, bs_store_t *st, const char *index, atomic_int *stop);
 
 /* Queries: equality on some of the index's properties. */
 typedef struct {
@@ -381,6 +391,10 @@ typedef struct {
 	size_t corrupt;    /* entities skipped because their body is corrupt
 	                    * (does not decode, or holds another entity's id) */
 	char corrupt_first[320]; /* the first of those: shard, id and why */
+	size_t matched;    /* bs_query: entities that matched, before the limit cut
+	                    * (len < matched: the newest len of them are here);
+	                    * 0 when not known: a limited read stopped once it had
+	                    * enough (candidates, the index rows read, bounds it) */
 } bs_result_t;
 void bs_result_free(bs_result_t *r);
 
@@ -459,6 +473,17 @@ typedef struct {
 	int nreplica_tls;           /* replicas whose connection was made */
 	bool tls_plaintext_mixed;   /* up without TLS while another shard is encrypted */
 	bs_tls_mode_t tls_mode;     /* the configured mode */
+	/* load (the server's own counters, cumulative since it started: a rate
+	 * is the difference between two reads over load_at_us's difference;
+	 * -1 when the server does not say) */
+	int64_t questions;          /* Questions: statements clients sent */
+	int64_t rows_written;       /* rows inserted, updated and deleted: Innodb_rows_*
+	                             * where the server has them, else Handler_write,
+	                             * Handler_update, Handler_delete */
+	int64_t connections;        /* Threads_connected (now, not cumulative) */
+	int64_t history_length;     /* InnoDB history list length (now) */
+	int64_t uptime_s;           /* Uptime: a smaller value than last time is a restart */
+	int64_t load_at_us;         /* the shard's clock when the counters were read */
 } bs_shard_status_t;
 
 /* Status of every shard (out[nshards], caller allocates). Contacts shards in
@@ -535,12 +560,121 @@ int bs_role_parse(bs_role_t *out, const char *name);
  * printed as identifiers. *out is NUL-terminated; free() it. */
 int bs_grants(char **out, const bs_config_t *cfg, bs_role_t role, const char *user, const char *host,
               const char *shard);
+/* ------------------------------------------------------------------ census */
+
+/* The kinds of value the census tells apart (a 16-byte binary is a uuid). */
+typedef enum {
+	BS_CT_NULL, BS_CT_BOOL, BS_CT_INT, BS_CT_FLOAT, BS_CT_STRING, BS_CT_UUID,
+	BS_CT_BINARY, BS_CT_ARRAY, BS_CT_MAP, BS_CT_COUNT
+} bs_census_type_t;
+/* "null", "bool", "int", "float", "string", "uuid", "binary", "array", "map" */
+const char *bs_census_type_name(bs_census_type_t t);
+
+#define BS_CENSUS_PATH_MAX 256
+
+/* One property path of the sampled bodies: "title", "a.b" inside a map,
+ * "tags[]" for an array's elements ("a[].b" below them). */
+typedef struct {
+	char path[BS_CENSUS_PATH_MAX];
+	int64_t present;          /* sampled entities holding the path at least once */
+	int64_t values;           /* values seen at the path (every array element counts) */
+	int64_t types[BS_CT_COUNT]; /* of those, per kind */
+	int64_t distinct;         /* distinct values in the sample (exact, up to 200,000) */
+	bool distinct_capped;     /* more distinct values than that: distinct is a floor */
+	double distinct_est;      /* estimated distinct values in the store (GEE; equals
+	                           * distinct when the sample read every entity) */
+	int64_t max_bytes;        /* the largest string (UTF-8 bytes) or binary */
+	int64_t max_chars;        /* the longest string, in characters */
+	int64_t max_items;        /* the largest array or map, in elements */
+	char example[96];         /* one value, as JSON (cut with "...") */
+	char indexes[256];        /* indexes (not disabled) holding it, comma-separated */
+	char suggest[32];         /* the index type its values fit ("string(64)", "uuid"),
+	                           * "" when none (see note) */
+	int64_t fits;             /* values that fit the suggested type */
+	char note[128];           /* why no type is suggested, or how many values do not fit */
+} bs_census_prop_t;
+
+typedef struct {
+	bs_census_prop_t *props;  /* sorted by path */
+	int nprops;
+	int per_shard;            /* the sample size asked for, per shard */
+	int64_t sampled;          /* entities sampled (bodies that decode) */
+	int64_t entities_est;     /* entities of the shards sampled: InnoDB's estimate, or
+	                           * exact (= sampled) when complete */
+	bool complete;            /* every entity of the shards sampled was read */
+	int shards_sampled;
+	int shards_unreachable;   /* left out: they did not answer */
+	char unreachable_first[256]; /* the first one's message */
+	int64_t corrupt;          /* bodies that do not decode, left out */
+	char corrupt_first[320];
+} bs_census_t;
+
+/* Sample up to per_shard bodies (0: 1,000) of every shard (shard -1) or of
+ * one, spread over each table by added_id (MIN..MAX in equal buckets, the
+ * first row of each; a table of at most per_shard ids is read whole), every
+ * shard at once, and list every property path (engine/census.c). A shard
+ * that does not answer is left out and counted, unless none answers. */
+int bs_census(bs_census_t *out, bs_store_t *st, int per_shard, int shard);
+void bs_census_free(bs_census_t *c);
 
 /* ------------------------------------------------------------------ audit */
 
-/* Record an operator's change (OS user and host taken here) on the first
- * shard that answers. */
+/* Record an operator's change (OS user, host and pid taken here) on the
+ * first shard that answers; it touched every shard ("*"). Actions are
+ * dotted: index.create, index.drop, backfill.pause, entity.edit ... */
 int bs_audit(bs_store_t *st, const char *action, const char *target, const char *detail);
+
+/* An entity change, as the audit log keeps it: the entity and its stored
+ * bodies (zlib of MessagePack, as bs_get_raw returns them) before and
+ * after, each with its `updated` time; NULL: absent then (a create has no
+ * before, a delete no after). after_us 0: not known (the entity changed
+ * again before it could be read back), which makes an undo refuse. */
+typedef struct {
+	bs_id_t id;
+	const bs_bytes_t *before, *after;
+	int64_t before_us, after_us;
+} bs_audit_entity_t;
+/* bs_audit for an entity change: target is the id, shards its shard, and
+ * both images are kept (bs_audit_undo reverses it). */
+int bs_audit_entity(bs_store_t *st, const char *action, const bs_audit_entity_t *e, const char *detail);
+
+/* One row of the audit log. */
+typedef struct {
+	int shard;                 /* the shard the row is kept on */
+	int64_t id;                /* the row's id on that shard */
+	int64_t at_us;             /* when (that shard's clock) */
+	char os_user[64], host[256];
+	int pid;                   /* 0 when not recorded (rows older than the column) */
+	char action[64], target[256];
+	char shards[256];          /* the shards the change touched: names, or "*" for every
+	                            * shard, "" when not recorded */
+	char *detail;              /* owned; NULL when none */
+	bool entity;               /* an entity change: entity_id and the images are set */
+	bs_id_t entity_id;
+	bool has_before, has_after;/* false: absent then (create, delete) */
+	bs_bytes_t before, after;  /* stored bodies, owned */
+	int64_t before_us, after_us;
+} bs_audit_entry_t;
+
+typedef struct {
+	bs_audit_entry_t *items;
+	int len;
+	int unreachable;           /* shards that did not answer: their rows are missing */
+	char unreachable_first[256]; /* the first of those shards' messages */
+} bs_audit_list_t;
+/* The newest limit rows (0: 100) of every shard's audit log, newest first;
+ * shards that do not answer are counted in unreachable, unless none does
+ * (BS_EUNREACHABLE). */
+int bs_audit_list(bs_audit_list_t *out, bs_store_t *st, int limit);
+void bs_audit_list_free(bs_audit_list_t *l);
+/* Undo an entity change of the audit log (engine/undo.c): write its
+ * before-image back only if the entity is still its after-image (bs_put_if
+ * against after_us; a create is undone by bs_delete_if, a delete by
+ * re-creating the entity only if it is absent). BS_ECONFLICT, with nothing
+ * written, when the entity changed since; BS_EINVAL for a row that is not
+ * an entity change. The undo is audited itself ("entity.undo", with its own
+ * images, so that it can be undone in turn). */
+int bs_audit_undo(bs_store_t *st, const bs_audit_entry_t *e);
 
 /* ------------------------------------------------------------------ cleaner */
 
@@ -641,9 +775,18 @@ typedef struct {
 	bool reachable;
 	int64_t watermark_us;    /* 0 when the repair loop never ran */
 	double lag_s;            /* now minus watermark */
-	double history[BS_LAG_HISTORY]; /* lag samples, oldest first */
+	double history[BS_LAG_HISTORY]; /* lag samples, oldest first: each the lag the
+	                          * shard had when it was taken (a repair pass records
+	                          * the lag it found before moving the watermark; a pass
+	                          * that could not run records the lag as it stands) */
+	int64_t history_at_us[BS_LAG_HISTORY]; /* when each was taken (the shard's clock):
+	                          * no sample for a while is a gap (no repair ran) */
 	int nhistory;
-	double history_step_s;   /* seconds between samples */
+	double history_step_s;   /* seconds between samples, at least */
+	int64_t now_us;          /* the shard's clock when read */
+	int64_t repairs_total;   /* index rows repaired since the watermark row was made
+	                          * (a rate is the difference between two reads) */
+	char error[256];         /* why the shard could not be read ("" when it was) */
 	double repairs_per_s;
 	int64_t last_pass_us;
 	int64_t last_pass_rows;  /* entities looked at in the last pass */

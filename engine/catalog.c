@@ -407,6 +407,18 @@ int bs__catalog_remove(bs_store_t *st, const char *name)
 	return rc;
 }
 
+int bs__catalog_analyze(bs_store_t *st, const char *name)
+{
+	bs_buf_t b = {0};
+	int rc;
+	bs__buf_puts(&b, "ANALYZE TABLE ");
+	bs__buf_ident(&b, name);
+	if (!(rc = bs__buf_ok(&b)))
+		rc = bs__exec_everywhere(st, b.ptr, b.len);
+	bs__buf_free(&b);
+	return rc;
+}
+
 struct rows_arg {
 	const char *name;
 	bool exact;

@@ -118,9 +118,15 @@ int bs__throttle_check(int *level, char *reason, size_t size, throttle_t *t, bs_
 /* ------------------------------------------------------------ lag (lag.c) */
 
 /* After a repair pass on shard: record the watermark, rows, repairs and a
- * lag sample (at most one per history step). */
-int bs__lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t pass_rows,
+ * lag sample (at most one per history step): the lag just before the
+ * watermark moved, now minus prev_us (the watermark the pass started from;
+ * 0 when there was none). */
+int bs__lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t prev_us, int64_t pass_rows,
                int64_t repairs, double pass_seconds);
+/* A lag sample without a pass (now minus the watermark as it stands, at
+ * most one per step): a pass that was blocked or failed on a shard that
+ * answers still shows in the history. */
+int bs__lag_sample(bs_store_t *st, int shard);
 /* The watermark of shard (0 when never recorded). */
 int bs__lag_watermark(int64_t *out, bs_store_t *st, int shard);
 

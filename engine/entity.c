@@ -420,7 +420,7 @@ static int entity_step(bool *retry, bs_store_t *st, write_t *w, const bs_bytes_t
 	}
 	in_tx = conditional;
 	if (conditional) {
-		if ((rc = (body ? check_expected(w, expect_us) : 0)))
+		if ((rc = check_expected(w, expect_us)))
 			goto done;
 		bs__buf_reset(&b);
 		write_sql(&b, w, body);
@@ -622,4 +622,13 @@ int bs_delete(bs_store_t *st, const bs_id_t *id)
 	if (st->cfg->read_only)
 		return bs_error(BS_EREADONLY, "read-only: refusing to delete");
 	return write_entity(st, id, NULL, NULL, false, 0);
+}
+
+int bs_delete_if(bs_store_t *st, const bs_id_t *id, int64_t expect_updated_us)
+{
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing to delete");
+	if (!expect_updated_us)
+		return bs_error(BS_EINVAL, "bs_delete_if: an expected updated time is required");
+	return write_entity(st, id, NULL, NULL, true, expect_updated_us);
 }

@@ -11,7 +11,7 @@
  *   L0  base      error buf bytes value id base64
  *   L1  text      msgpack body json yaml config indexdef route querytext
  *   L2  shards    tls shard fanout store replica schema catalog audit grants
- *   L3  data      entity bulk query browse export status
+ *   L3  data      entity bulk query browse export status census count undo
  *   L4  cleaner   jobs throttle lag drift repair backfill verify lifecycle
  *   L5  top       init daemon
  *
@@ -246,6 +246,9 @@ int bs__catalog_remove(bs_store_t *st, const char *name);
 /* On shard i only: the index's table (made when missing) and its catalog
  * row in def's state and creation time (healing a divergence). */
 int bs__catalog_put_row(bs_store_t *st, int i, const bs_index_t *def);
+/* ANALYZE TABLE name on every shard: InnoDB's row estimates made fresh
+ * (lifecycle.c, when a backfill has filled the table). */
+int bs__catalog_analyze(bs_store_t *st, const char *name);
 
 /* The value an entity gives an index's property, normalised to what the
  * column stores (ints widened to float for float columns). Returns 1 and

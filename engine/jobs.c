@@ -377,7 +377,7 @@ int bs_job_control(bs_store_t *st, const char *index, const char *action)
 	char detail[64];
 	snprintf(detail, sizeof detail, "%lld jobs", (long long)m);
 	char what[32];
-	snprintf(what, sizeof what, "backfill %s", action);
+	snprintf(what, sizeof what, "backfill.%s", action); /* dotted, as every action */
 	bs_audit(st, what, index, detail); /* best effort */
 	bs_error_clear();
 done:

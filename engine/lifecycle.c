@@ -144,9 +144,14 @@ int bs__index_promote(bool *promoted, bs_store_t *st, const char *name)
 	 * and the repair of step 3 walks entities, which a deleted one is not */
 	if ((rc = sweep_all(st, &idx)))
 		return rc;
-	if (!(rc = bs__catalog_set_state(st, name, BS_INDEX_BUILDING, BS_INDEX_READY)))
-		*promoted = true;
-	return rc;
+	if ((rc = bs__catalog_set_state(st, name, BS_INDEX_BUILDING, BS_INDEX_READY)))
+		return rc;
+	*promoted = true;
+	/* the backfill filled the table: InnoDB's row estimate, which the
+	 * indexes screen and `index list` show, is made fresh (best effort) */
+	if (bs__catalog_analyze(st, name))
+		bs_error_clear();
+	return 0;
 }
 
 int bs_cleaner_backfill(bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts)

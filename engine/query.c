@@ -321,11 +321,11 @@ done:
  * window keeps nothing: stale candidates), each re-checked, until `limit`
  * entities are kept. A query for one entity reads a few bodies, not every
  * candidate's. */
-static int fetch_limited(bs_result_t *out, struct qctx *q, bs_store_t *st, size_t limit)
+static int fetch_limited(bs_result_t *out, struct qctx *q, bs_store_t *st, size_t limit, bool *every)
 {
 	int n = st->n, rc;
 	meta_t *all = NULL;
-	size_t total = 0, grow = 2;
+	size_t total = 0, grow = 2, off = 0;
 	size_t *from = calloc((size_t)n, sizeof *from), *to = calloc((size_t)n, sizeof *to);
 	if (!from || !to) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
@@ -333,7 +333,7 @@ static int fetch_limited(bs_result_t *out, struct qctx *q, bs_store_t *st, size_
 	}
 	if ((rc = fetch_meta(&all, &total, out, q, st)))
 		goto done;
-	for (size_t off = 0; off < total && out->len < limit && !rc;) {
+	for (; off < total && out->len < limit && !rc;) {
 		size_t before = out->len, want = (limit - out->len) * grow;
 		size_t end = want < total - off ? off + want : total;
 		for (int i = 0; i < n; i++)
@@ -350,6 +350,7 @@ static int fetch_limited(bs_result_t *out, struct qctx *q, bs_store_t *st, size_
 			grow *= 2;
 		off = end;
 	}
+	*every = off >= total; /* every candidate read: the count found is whole */
 done:
 	free(all);
 	free(from);
@@ -419,15 +420,17 @@ int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_
 	for (int i = 0; i < n; i++)
 		out->dropped += idvec_uniq(&q.byshard[i]);
 	/* 2. bodies: all at once, or newest first while a limit is not met */
+	bool every = true;
 	if (limit && out->candidates > limit)
-		rc = fetch_limited(out, &q, st, limit);
+		rc = fetch_limited(out, &q, st, limit, &every);
 	else
 		rc = fetch_all(out, &q, st);
 	if (rc)
 		goto done;
-	/* 3. newest first, at most limit */
+	/* 3. newest first, at most limit; how many matched, when all were read */
 	if (out->len > 1)
 		qsort(out->items, out->len, sizeof *out->items, newest_first);
+	out->matched = every ? out->len : 0;
 	while (limit && out->len > limit)
 		bs_value_clear(&out->items[--out->len].bag);
 done:

@@ -390,8 +390,13 @@ int bs__repair_pass(bs__repairer_t *d, bs_store_t *st, int shard, const bs_index
 	bool mine = false;
 	char lock[65];
 	repair_lock_name(lock, st, shard);
-	if ((rc = bs__lock_try(&mine, st, shard, lock)) || !mine)
+	if ((rc = bs__lock_try(&mine, st, shard, lock)))
 		goto done;
+	if (!mine) { /* another cleaner repairs it, or holds the lock and hangs */
+		if (bs__lag_sample(st, shard))
+			bs_error_clear();
+		goto done;
+	}
 	if (!(live = calloc((size_t)cat->len + 1, sizeof *live))) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
@@ -405,6 +410,7 @@ int bs__repair_pass(bs__repairer_t *d, bs_store_t *st, int shard, const bs_index
 		}
 	if ((rc = bs__shard_now_us(&start, st, shard)) || (rc = bs__lag_watermark(&wm, st, shard)))
 		goto done;
+	int64_t prev = wm;
 	int64_t ttl_us = (int64_t)(st->cfg->catalog_ttl * 1e6);
 	if (!wm) /* never ran: what backfills do not cover starts at the oldest index's creation */
 		wm = oldest ? oldest - ttl_us : start;
@@ -438,8 +444,16 @@ int bs__repair_pass(bs__repairer_t *d, bs_store_t *st, int shard, const bs_index
 		if (memcmp(before, s->cursor[shard], 16))
 			sweep_cursor_io(st, shard, live[k].name, s->cursor[shard], true);
 	}
-	rc = bs__lag_record(st, shard, start, rows, repaired, bs_now_mono() - t0);
+	rc = bs__lag_record(st, shard, start, prev, rows, repaired, bs_now_mono() - t0);
 done:
+	if (rc && mine && st->shards[shard].conn) {
+		/* the pass failed (another shard down, an error) on a shard that
+		 * answers: its lag still shows */
+		char msg[1024];
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		bs__lag_sample(st, shard);
+		bs_error(rc, "%s", msg);
+	}
 	free(live);
 	bs__buf_free(&b);
 	return rc;

@@ -118,6 +118,15 @@ static const char *const schema[] = {
 	/* added later: a store made before gains them at its next init */
 	"ALTER TABLE bagstore_verify ADD COLUMN IF NOT EXISTS corrupt BIGINT NOT NULL DEFAULT 0,"
 	" ADD COLUMN IF NOT EXISTS unprintable BIGINT NOT NULL DEFAULT 0",
+	/* the audit's who and where, and an entity change's images (audit.c,
+	 * undo.c): before_body NULL is a create, after_body NULL a delete */
+	"ALTER TABLE bagstore_audit ADD COLUMN IF NOT EXISTS pid INT NOT NULL DEFAULT 0,"
+	" ADD COLUMN IF NOT EXISTS shards VARCHAR(1024) NOT NULL DEFAULT '',"
+	" ADD COLUMN IF NOT EXISTS entity_id BINARY(16) NULL DEFAULT NULL,"
+	" ADD COLUMN IF NOT EXISTS before_us BIGINT NULL DEFAULT NULL,"
+	" ADD COLUMN IF NOT EXISTS before_body MEDIUMBLOB NULL,"
+	" ADD COLUMN IF NOT EXISTS after_us BIGINT NULL DEFAULT NULL,"
+	" ADD COLUMN IF NOT EXISTS after_body MEDIUMBLOB NULL",
 };
 
 struct init_arg {

@@ -1,7 +1,9 @@
 /*
  * status.c - the health of every shard, as the shards screen and
  * `bagstore shards` show it: reachability, round trip, version, size,
- * load, and whether the shard agrees with this configuration's list.
+ * load (Threads_running, and the counters front ends turn into rates:
+ * statements, rows written, connections, InnoDB's history list), and
+ * whether the shard agrees with this configuration's list.
  */
 #include "internal.h"
 
@@ -47,6 +49,49 @@ static void replicas_lag(bs_shard_status_t *s, bs_store_t *st, int i)
 			s->replica_lag = lag;
 	}
 }
+
+/* ------------------------------------------------------------ load */
+
+/* The server's load counters (bs_shard_status_t's load fields), read at
+ * once with the shard's clock; what the server does not report stays -1. */
+static int load_counters(bs_shard_status_t *s, bs_store_t *st, int i)
+{
+	static const char q[] =
+		"SELECT VARIABLE_NAME, VARIABLE_VALUE, CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED)"
+		" FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ('QUESTIONS','THREADS_CONNECTED',"
+		"'INNODB_HISTORY_LIST_LENGTH','UPTIME','INNODB_ROWS_INSERTED','INNODB_ROWS_UPDATED',"
+		"'INNODB_ROWS_DELETED','HANDLER_WRITE','HANDLER_UPDATE','HANDLER_DELETE')";
+	int64_t innodb_rows = -1, handler_rows = -1;
+	MYSQL_RES *res;
+	MYSQL_ROW row;
+	int rc = bs__shard_query(&res, st, i, q, sizeof q - 1);
+
+	if (rc)
+		return rc;
+	while ((row = mysql_fetch_row(res))) {
+		int64_t v = row[1] ? strtoll(row[1], NULL, 10) : -1;
+		const char *n = row[0] ? row[0] : "";
+		if (row[2])
+			s->load_at_us = strtoll(row[2], NULL, 10);
+		if (!strcmp(n, "QUESTIONS"))
+			s->questions = v;
+		else if (!strcmp(n, "THREADS_CONNECTED"))
+			s->connections = v;
+		else if (!strcmp(n, "INNODB_HISTORY_LIST_LENGTH"))
+			s->history_length = v;
+		else if (!strcmp(n, "UPTIME"))
+			s->uptime_s = v;
+		else if (!strncmp(n, "INNODB_ROWS_", 12))
+			innodb_rows = (innodb_rows < 0 ? 0 : innodb_rows) + v;
+		else if (!strncmp(n, "HANDLER_", 8))
+			handler_rows = (handler_rows < 0 ? 0 : handler_rows) + v;
+	}
+	mysql_free_result(res);
+	s->rows_written = innodb_rows >= 0 ? innodb_rows : handler_rows;
+	return 0;
+}
+
+/* ------------------------------------------------------------ status */
 
 static int status_one(bs_store_t *st, int i, void *p)
 {
@@ -103,6 +148,12 @@ static int status_one(bs_store_t *st, int i, void *p)
 	}
 	if (res)
 		mysql_free_result(res);
+	res = NULL;
+	/* counters the server will not show (grants) stay unknown; a lost
+	 * connection is the shard down */
+	if ((rc = load_counters(s, st, i)) == BS_EUNREACHABLE)
+		goto fail;
+	bs_error_clear();
 	replicas_lag(s, st, i);
 	return 0;
 fail:
@@ -124,6 +175,8 @@ int bs_shard_status(bs_shard_status_t *out, bs_store_t *st)
 		out[i].threads_running = -1;
 		out[i].fingerprint_ok = -1;
 		out[i].tls_mode = st->shards[i].conf->tls.mode;
+		out[i].questions = out[i].rows_written = out[i].connections = -1;
+		out[i].history_length = out[i].uptime_s = -1;
 	}
 	int rc = bs__shard_each(st, NULL, status_one, out, NULL);
 	/* a shard in plain text while another is encrypted is marked */

@@ -1,9 +1,11 @@
 /*
  * backfills.c - backfills, live: per job (index, source shard) a progress
- * bar, rows scanned of the total, recent rate, ETA, state with the throttle
- * reason, and the worker holding it; pause, resume and cancel go through
- * the jobs table, so any worker anywhere obeys. Backfills this console runs
- * itself (B on the indexes screen) are marked "here".
+ * bar, rows scanned of the total, the rate over the worker's last 10 s and
+ * the ETA from it (an estimate, ~; both "-" unless the job is running), the
+ * state with the throttle reason (the selected job's in full below), and
+ * the worker holding it; pause, resume and cancel go through the jobs table
+ * (bs_job_control audits them), so any worker anywhere obeys. Backfills this
+ * console runs itself (B on the indexes screen) are marked "here".
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,8 +27,8 @@ static struct {
 static table_t tbl;
 
 static const col_t cols[] = {
-	{"JOB", 20, false}, {"STATE", 20, false}, {"PROGRESS", 23, false},
-	{"SCANNED / TOTAL", 19, true}, {"RATE/S", 7, true}, {"ETA", 6, true}, {"WORKER", 0, false},
+	{"JOB", 20, false, 0}, {"STATE", 20, false, 0}, {"PROGRESS", 23, false, 1},
+	{"SCANNED / TOTAL", 19, true, 0}, {"RATE/S", 7, true, 0}, {"ETA", 7, true, 0}, {"WORKER", 0, false, 2},
 };
 
 static void work(bs_store_t *st, void *arg)
@@ -105,8 +107,15 @@ static void add_job(const bs_job_t *j, bool here)
 	tbl_set(&tbl, r, 2, frac, "%s %5.1f%%", pb, frac * 100);
 	tbl_set(&tbl, r, 3, (double)j->rows_scanned, "%s / %s", fmt_count(a, sizeof a, j->rows_scanned),
 	        fmt_count(b, sizeof b, j->rows_total));
-	tbl_set(&tbl, r, 4, j->rate, "%.0f", j->rate);
-	tbl_set(&tbl, r, 5, j->eta_s, "%s", j->state == BS_JOB_DONE ? "-" : fmt_secs(eta, sizeof eta, j->eta_s));
+	/* a rate and an ETA only while the job runs: a throttled or paused job's
+	 * last rate says nothing of when it will end; the ETA is an estimate */
+	if (j->state == BS_JOB_RUNNING && j->rate > 0) {
+		tbl_set(&tbl, r, 4, j->rate, "%.0f", j->rate);
+		tbl_set(&tbl, r, 5, j->eta_s, "~%s", fmt_secs(eta, sizeof eta, j->eta_s));
+	} else {
+		tbl_set(&tbl, r, 4, -1, "-");
+		tbl_set(&tbl, r, 5, j->state == BS_JOB_DONE ? 0 : -1, "-");
+	}
 	if (j->worker_host[0])
 		tbl_set(&tbl, r, 6, NAN, "%s:%d%s", j->worker_host, j->worker_pid, here ? " (here)" : "");
 	else
@@ -145,18 +154,19 @@ static void bf_draw(int y, int h, int w)
 	tbl_draw(&tbl, y + 1, h - 4 - (nloc > 0 ? 1 : 0), w);
 	line = y + h - 3 - (nloc > 0 ? 1 : 0);
 	{
-		/* a state in full (the STATE column cuts reasons short): the
-		 * selected job's, or when it has no reason, the first job's that
-		 * has one, so a throttled or failed job always says why */
-		int row = tbl_selected(&tbl);
-		if (row < 0 || !strchr(tbl_cell(&tbl, row, 1), ':'))
-			for (i = 0; i < tbl.nrows; i++)
-				if (strchr(tbl_cell(&tbl, i, 1), ':')) {
-					row = i;
-					break;
-				}
-		if (row >= 0)
-			ui_printf(line, 0, w, "%s: %s", tbl_cell(&tbl, row, 0), tbl_cell(&tbl, row, 1));
+		/* the selected job's state in full (the STATE column cuts reasons
+		 * short), and how many others have a reason to read */
+		int row = tbl_selected(&tbl), other = -1, others = 0;
+		char text[1024];
+		for (i = 0; i < tbl.nshown; i++)
+			if (tbl.order[i] != row && strchr(tbl_cell(&tbl, tbl.order[i], 1), ':') && !others++)
+				other = tbl.order[i];
+		snprintf(text, sizeof text, "selected %s: %s", row >= 0 ? tbl_cell(&tbl, row, 0) : "-",
+		         row >= 0 ? tbl_cell(&tbl, row, 1) : "none");
+		if (other >= 0) /* a job that is not selected and says why it waits or failed */
+			snprintf(text + strlen(text), sizeof text - strlen(text), "   |   %s: %s%s", tbl_cell(&tbl, other, 0),
+			         tbl_cell(&tbl, other, 1), others > 1 ? " (and others: select them)" : "");
+		ui_put(line, 0, w, text);
 	}
 	line++;
 	if (snap.rc < 0) {
@@ -204,12 +214,12 @@ static void do_control(bs_store_t *st, void *arg)
 		worker_notify(false, "this console now works the backfill of %s", q->index);
 		return;
 	}
+	/* the engine audits the change (backfill.pause ...): one row, whichever
+	 * front end made it */
 	if (bs_job_control(st, q->index, q->action) < 0) {
 		worker_notify(true, "%s %s failed: %s", q->action, q->index, bs_last_error());
 		return;
 	}
-	worker_audit(st, strcmp(q->action, "pause") == 0 ? "backfill.pause" :
-	             strcmp(q->action, "resume") == 0 ? "backfill.resume" : "backfill.cancel", q->index, "");
 	worker_notify(false, "%s: every job of %s (within one chunk)", q->action, q->index);
 	work(st, NULL);
 }

@@ -1,7 +1,10 @@
 /*
  * cleaner.c - the cleaner screen: per shard the repair watermark, lag now,
- * a sparkline of lag over the last minutes (bs_lag history), repairs per
- * second and the last pass; below, which workers hold which backfill jobs.
+ * a sparkline of the lag history on a real time axis (its span in the
+ * column's title; a column with no sample is a gap, drawn blank; `max` is
+ * the largest value drawn), rows repaired per second over the last 30 s of
+ * refreshes and in all, and the last pass; below, which workers hold which
+ * backfill jobs.
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,10 +28,26 @@ static struct {
 
 static table_t tbl;
 
+/* The lag column's title says its real span ("LAG, LAST 2m"), set as drawn. */
+static char lag_title[64] = "LAG, LAST MINUTES";
+
 static const col_t cols[] = {
-	{"SHARD", 8, false}, {"WATERMARK (UTC)", 19, false}, {"LAG", 8, true},
-	{"LAG, LAST MINUTES", 42, false}, {"REPAIRS/S", 9, true}, {"LAST PASS", 0, false},
+	{"SHARD", 8, false, 0}, {"WATERMARK (UTC)", 19, false, 1}, {"LAG", 8, true, 0},
+	{lag_title, 38, false, 0}, {"REPAIRS/S", 9, true, 1}, {"REPAIRED", 10, true, 2},
+	{"LAST PASS", 0, false, 2},
 };
+#define NCOLS ((int)(sizeof cols / sizeof cols[0]))
+#define SPARK_W 24   /* columns of the lag sparkline */
+#define RATE_WINDOW_US 30000000
+
+/* UI thread: each shard's repaired-rows counter as seen at each refresh,
+ * for a rate over the last 30 s rather than the last pass's burst. */
+#define NOBS 64
+static struct {
+	int64_t at[NOBS], total[NOBS];
+	int n;
+} obs[64];
+static int64_t obs_seen;
 
 static void work(bs_store_t *st, void *arg)
 {
@@ -71,48 +90,110 @@ static void cl_open(void)
 	static bool init;
 
 	if (!init) {
-		tbl_init(&tbl, cols, (int)(sizeof cols / sizeof cols[0]));
+		tbl_init(&tbl, cols, NCOLS);
 		init = true;
 	}
 }
 
-/* The last `width` samples as a sparkline scaled to their maximum. */
-static void sparkline(char *buf, size_t n, const double *h, int nh, int width)
+/* The lag history in SPARK_W columns of bin_s seconds each, the newest on
+ * the right, ending at the shard's now: a column holds the largest sample
+ * taken in its time, or -1 when none was (a gap: no repair pass ran). */
+static double lag_bins(double *out, const bs_lag_t *l, double bin_s)
 {
-	static const char *blocks[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
-	static const char ascii[] = "_.-~=*#@";
+	int64_t end = l->now_us, span = (int64_t)(bin_s * 1e6) * SPARK_W;
 	double max = 0;
-	int i, start = nh > width ? nh - width : 0;
-	size_t o = 0;
+	int i, k;
 
-	buf[0] = 0;
-	for (i = start; i < nh; i++)
-		if (h[i] > max)
-			max = h[i];
-	for (i = start; i < nh && o + 4 < n; i++) {
-		int k = max > 0 ? (int)(h[i] / max * 7.0 + 0.5) : 0;
-		if (k < 0)
-			k = 0;
-		if (k > 7)
-			k = 7;
-		if (ui.ascii)
-			buf[o++] = ascii[k];
-		else
-			o += (size_t)snprintf(buf + o, n - o, "%s", blocks[k]);
+	for (k = 0; k < SPARK_W; k++)
+		out[k] = -1;
+	for (i = 0; i < l->nhistory; i++) {
+		int64_t age = end - l->history_at_us[i];
+		if (age < 0)
+			age = 0;
+		if (age >= span)
+			continue;
+		k = SPARK_W - 1 - (int)(age / (int64_t)(bin_s * 1e6));
+		if (l->history[i] > out[k])
+			out[k] = l->history[i];
+		if (l->history[i] > max)
+			max = l->history[i];
 	}
-	buf[o] = 0;
+	return max;
 }
 
-static void build(void)
+/* Seconds a column stands for: the history's span over the columns, at
+ * least two sample steps (so that a sample a little late is no gap), on a
+ * round value. */
+static double bin_seconds(void)
+{
+	static const double nice[] = {2, 4, 5, 10, 15, 30, 60, 120, 300};
+	double span = 0, step = 1, want;
+	int i;
+
+	for (i = 0; i < snap.n; i++) {
+		const bs_lag_t *l = &snap.lag[i];
+		if (l->nhistory > 1 && (double)(l->now_us - l->history_at_us[0]) / 1e6 > span)
+			span = (double)(l->now_us - l->history_at_us[0]) / 1e6;
+		if (l->history_step_s > step)
+			step = l->history_step_s;
+	}
+	want = span / SPARK_W;
+	if (want < 2 * step)
+		want = 2 * step;
+	for (i = 0; i < (int)(sizeof nice / sizeof nice[0]) - 1 && nice[i] < want; i++)
+		;
+	return nice[i];
+}
+
+/* A new snapshot's counters into obs (snap_lock held). */
+static void obs_update(void)
+{
+	int i;
+
+	if (obs_seen == snap.taken_us)
+		return;
+	obs_seen = snap.taken_us;
+	for (i = 0; i < snap.n && i < 64; i++) {
+		const bs_lag_t *l = &snap.lag[i];
+		if (!l->reachable || !l->now_us)
+			continue;
+		if (obs[i].n && l->repairs_total < obs[i].total[obs[i].n - 1])
+			obs[i].n = 0; /* the counter went back (re-created): start over */
+		if (obs[i].n == NOBS) {
+			memmove(obs[i].at, obs[i].at + 1, sizeof obs[i].at[0] * (NOBS - 1));
+			memmove(obs[i].total, obs[i].total + 1, sizeof obs[i].total[0] * (NOBS - 1));
+			obs[i].n--;
+		}
+		obs[i].at[obs[i].n] = l->now_us;
+		obs[i].total[obs[i].n++] = l->repairs_total;
+	}
+}
+
+/* Rows repaired per second over the last 30 s of refreshes; -1 when the
+ * refreshes seen span less than 5 s. */
+static double repair_rate(int i)
+{
+	int k, last;
+
+	if (i >= 64 || obs[i].n < 2)
+		return -1;
+	last = obs[i].n - 1;
+	for (k = last - 1; k > 0 && obs[i].at[last] - obs[i].at[k - 1] <= RATE_WINDOW_US; k--)
+		;
+	double dt = (double)(obs[i].at[last] - obs[i].at[k]) / 1e6;
+	return dt >= 5 ? (double)(obs[i].total[last] - obs[i].total[k]) / dt : -1;
+}
+
+static void build(double bin_s)
 {
 	int i, r;
-	char t[64], s[64], spark[512], age[64];
+	char t[64], s[64], spark[512], age[64], cnt[32];
+	double bins[SPARK_W];
 
 	tbl_clear(&tbl);
 	for (i = 0; i < snap.n; i++) {
 		const bs_lag_t *l = &snap.lag[i];
-		double max = 0;
-		int k;
+		double max, rate;
 
 		r = tbl_add(&tbl, !l->reachable ? C_BAD : l->lag_s > 10 ? C_WARN : C_NORMAL);
 		tbl_set(&tbl, r, 0, NAN, "%s", l->shard);
@@ -124,14 +205,19 @@ static void build(void)
 		        l->watermark_us ? fmt_time(t, sizeof t, l->watermark_us) : "never ran");
 		tbl_set(&tbl, r, 2, l->watermark_us ? l->lag_s : -1, "%s",
 		        l->watermark_us ? fmt_secs(s, sizeof s, l->lag_s) : "-");
-		for (k = 0; k < l->nhistory; k++)
-			if (l->history[k] > max)
-				max = l->history[k];
-		sparkline(spark, sizeof spark, l->history, l->nhistory, 32);
-		tbl_set(&tbl, r, 3, max, "%s%s max %s", spark, l->nhistory ? "" : "(no history)",
-		        fmt_secs(s, sizeof s, max));
-		tbl_set(&tbl, r, 4, l->repairs_per_s, "%.1f", l->repairs_per_s);
-		tbl_set(&tbl, r, 5, (double)l->last_pass_us, "%s, %lld entities",
+		max = lag_bins(bins, l, bin_s);
+		ui_sparkline(spark, sizeof spark, bins, SPARK_W, max);
+		if (l->nhistory)
+			tbl_set(&tbl, r, 3, max, "%s max %s", spark, fmt_secs(s, sizeof s, max));
+		else
+			tbl_set(&tbl, r, 3, -1, "(no sample yet)");
+		rate = repair_rate(i);
+		if (rate < 0)
+			tbl_set(&tbl, r, 4, -1, "-");
+		else
+			tbl_set(&tbl, r, 4, rate, "%.1f", rate);
+		tbl_set(&tbl, r, 5, (double)l->repairs_total, "%s", fmt_count(cnt, sizeof cnt, l->repairs_total));
+		tbl_set(&tbl, r, 6, (double)l->last_pass_us, "%s, %lld entities",
 		        fmt_age(age, sizeof age, l->last_pass_us), (long long)l->last_pass_rows);
 	}
 	tbl_finish(&tbl, ui_filter());
@@ -139,16 +225,21 @@ static void build(void)
 
 static void cl_draw(int y, int h, int w)
 {
-	char stale[128], t[64], step[32];
+	char stale[128], t[64], span[32], bin[32];
 	int rows, line, i, j;
 	bool any = false;
+	double bin_s;
 
 	snap_lock();
-	build();
+	bin_s = bin_seconds();
+	fmt_secs(span, sizeof span, bin_s * SPARK_W);
+	snprintf(lag_title, sizeof lag_title, "LAG, LAST %s", span);
+	obs_update();
+	build(bin_s);
 	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
-	ui_printf(y, 0, w, "Cleaner: repair lag per shard (as of %s; one sample every %s)  %s",
-	          snap.taken_us ? fmt_time(t, sizeof t, snap.taken_us) : "-",
-	          fmt_secs(step, sizeof step, snap.n ? snap.lag[0].history_step_s : 0), stale);
+	ui_printf(y, 0, w, "Cleaner: repair lag per shard (as of %s; a column is %s, its largest sample; "
+	          "blank: no sample, no pass ran)  %s",
+	          snap.taken_us ? fmt_time(t, sizeof t, snap.taken_us) : "-", fmt_secs(bin, sizeof bin, bin_s), stale);
 	rows = tbl.nshown + 1;
 	if (rows > h / 2)
 		rows = h / 2;
@@ -156,6 +247,11 @@ static void cl_draw(int y, int h, int w)
 	line = y + rows + 2;
 	if (snap.lag_rc < 0 && line < y + h)
 		ui_printf(line++, 0, w, "error: %s", snap.lag_err);
+	ui_color(C_BAD, true);
+	for (i = 0; i < snap.n && line < y + h; i++)
+		if (!snap.lag[i].reachable && snap.lag[i].error[0])
+			ui_printf(line++, 0, w, "%s unreachable: %s", snap.lag[i].shard, snap.lag[i].error);
+	ui_color(C_BAD, false);
 	ui_color(C_HEADER, true);
 	ui_printf(line++, 0, w, "%-24s %-22s %-8s %-10s %s", "WORKER", "INDEX", "SHARD", "STATE", "HEARTBEAT");
 	ui_color(C_HEADER, false);

@@ -1,8 +1,11 @@
 /*
  * entities.c - the entity browser: newest first, one shard or all merged,
  * paged by key with bs_scan_* (a stack of positions pages back; never
- * COUNT(*) or OFFSET); `/PROP=VALUE` queries a ready index (bs_query);
- * `i` opens an id; create, edit and delete go through views/entity.c.
+ * COUNT(*) or OFFSET); `/PROP=VALUE` queries a ready index (bs_query: the
+ * count found is the true one, the newest 1,000 shown; a property no ready
+ * index holds is refused, naming the indexes there are); plain `/TEXT`
+ * filters the page shown, and says so; `i` opens an id; create, edit and
+ * delete go through views/entity.c.
  *
  * The scan positions belong to the browse lane: only requests touch them.
  * The UI draws the published page.
@@ -58,8 +61,9 @@ static bool select_last;       /* after paging back with Up */
 static atomic_bool page_changed; /* entities_changed(), from any thread */
 
 static const col_t cols[] = {
-	{"ID", 32, false}, {"SHARD", 5, false}, {"UPDATED (UTC)", 26, false}, {"BODY", 0, false},
+	{"ID", 32, false, 0}, {"SHARD", 5, false, 1}, {"UPDATED (UTC)", 26, false, 2}, {"BODY", 0, false, 0},
 };
+#define QUERY_LIMIT 1000
 
 static void lane_reset(void)
 {
@@ -272,7 +276,9 @@ static void work(bs_store_t *st, void *arg)
 	if (q->op == OP_QUERY) {
 		lane_reset();
 		lane.page_no = 1;
-		rc = run_query(&page, st, q->query, 1000);
+		rc = run_query(&page, st, q->query, QUERY_LIMIT);
+		if (rc < 0) /* refused: said, and never read as a filter of the page */
+			worker_notify(true, "/%s: %s", q->query, bs_last_error());
 		publish(&page, rc, !q->reload, true, true, q->query, q->shard);
 		return;
 	}
@@ -366,7 +372,35 @@ static void build(void)
 		tbl_set(&tbl, r, 2, (double)us, "%s.%06lld", t, (long long)(us % 1000000));
 		tbl_set(&tbl, r, 3, NAN, "%s", snap.summary && snap.summary[i] ? snap.summary[i] : "");
 	}
-	tbl_finish(&tbl, snap.query_mode ? "" : ui_filter());
+	/* the text filter is of this page only; never while a query is asked */
+	tbl_finish(&tbl, snap.query_mode || query[0] ? "" : ui_filter());
+}
+
+/* The line above the table: what is shown, and of what (snap_lock held). */
+static void draw_header(int y, int w, const char *stale)
+{
+	const char *where = shard_sel < 0 ? "all shards merged" : shard_name(shard_sel);
+	char m[32], n[32];
+
+	if (query[0] && snap.rc < 0)
+		ui_printf(y, 0, w, "Entities: the query /%s was refused (below); the page is not filtered  %s", query, stale);
+	else if (snap.query_mode && snap.page.matched > snap.page.len)
+		ui_printf(y, 0, w, "Entities matching %s (index query, %s found, the newest %s shown)  %s", snap.query,
+		          fmt_count(m, sizeof m, (int64_t)snap.page.matched), fmt_count(n, sizeof n, (int64_t)snap.page.len),
+		          stale);
+	else if (snap.query_mode && snap.page.len == QUERY_LIMIT && snap.page.candidates > snap.page.len)
+		ui_printf(y, 0, w, "Entities matching %s (index query: the newest %d of more, from %s index rows)  %s",
+		          snap.query, QUERY_LIMIT, fmt_count(m, sizeof m, (int64_t)snap.page.candidates), stale);
+	else if (snap.query_mode)
+		ui_printf(y, 0, w, "Entities matching %s (index query, %zu found, newest first)  %s", snap.query,
+		          snap.page.len, stale);
+	else if (ui_filter()[0])
+		ui_printf(y, 0, w, "Entities, %s: page %ld%s; '%s' filters this page only: %d of its %zu rows "
+		          "(/PROP=VALUE queries an index)  %s", where, snap.page_no, snap.at_end ? " (the end)" : "",
+		          ui_filter(), tbl.nshown, snap.page.len, stale);
+	else
+		ui_printf(y, 0, w, "Entities, newest first, %s: page %ld%s  %s", where, snap.page_no,
+		          snap.at_end ? " (the end)" : "", stale);
 }
 
 static unsigned drawn_seq;
@@ -374,7 +408,7 @@ static unsigned drawn_seq;
 static void en_draw(int y, int h, int w)
 {
 	char stale[128];
-	const char *where;
+
 	if (atomic_exchange(&page_changed, false))
 		submit(OP_RELOAD);
 	snap_lock();
@@ -391,13 +425,7 @@ static void en_draw(int y, int h, int w)
 		tbl.selkey[0] = 0;
 	}
 	ui_stale(KEY_SNAP ".reload", snap.taken_us, stale, sizeof stale);
-	where = shard_sel < 0 ? "all shards merged" : shard_name(shard_sel);
-	if (snap.query_mode)
-		ui_printf(y, 0, w, "Entities matching %s (index query, %zu found, newest first)  %s", snap.query,
-		          snap.page.len, stale);
-	else
-		ui_printf(y, 0, w, "Entities, newest first, %s: page %ld%s  %s", where, snap.page_no,
-		          snap.at_end ? " (the end)" : "", stale);
+	draw_header(y, w, stale);
 	tbl_draw(&tbl, y + 1, h - 2, w);
 	if (snap.rc < 0) {
 		ui_color(C_BAD, true);
@@ -428,11 +456,24 @@ static reaction_t jump_done(const char *text, void *ctx)
 	return R_REDRAW;
 }
 
+/* `/` as it is typed: plain text filters the page at once; PROP=VALUE
+ * waits for Enter (it asks the shards). */
+static void en_filter_live(const char *text)
+{
+	if (strchr(text, '=')) {
+		ui_msg("Enter queries an index with %s", text);
+		return;
+	}
+	if (!query[0])
+		ui_set_filter(text);
+}
+
 static bool en_filter(const char *text)
 {
 	bs_id_t id;
 
 	if (strchr(text, '=')) {
+		ui_msg("querying /%s ...", text);
 		snprintf(query, sizeof query, "%s", text);
 		ui_set_filter(text);
 		submit(OP_QUERY);
@@ -587,5 +628,5 @@ static reaction_t en_key(action_t a, int key)
 
 const struct view_ops view_entities = {
 	.name = "entities", .scope = 'E', .open = en_open, .reload = en_reload,
-	.draw = en_draw, .key = en_key, .filter = en_filter,
+	.draw = en_draw, .key = en_key, .filter = en_filter, .filter_live = en_filter_live,
 };

@@ -44,6 +44,8 @@ static struct {
 
 static bs_id_t cur_id;
 static unsigned cur_gen;
+static bs_id_t deleted_id;  /* snap_lock: the last entity this console deleted */
+static bool deleted_here;
 static bool show_raw;
 static int top_line;
 static int last_h;
@@ -106,7 +108,13 @@ static void scalar_text(char *buf, size_t n, const bs_value_t *v)
 	case BS_INT: snprintf(buf, n, "%lld", (long long)v->v.i); break;
 	case BS_UINT: snprintf(buf, n, "%llu", (unsigned long long)v->v.u); break;
 	case BS_FLOAT: snprintf(buf, n, "%.17g", v->v.f); break;
-	case BS_STR: snprintf(buf, n, "\"%.*s\"", (int)(v->v.s.len > 200 ? 200 : v->v.s.len), v->v.s.ptr); break;
+	case BS_STR:
+		if (v->v.s.len + 3 > n)
+			snprintf(buf, n - 40, "\"%.*s", (int)v->v.s.len, v->v.s.ptr),
+			snprintf(buf + strlen(buf), 40, "...\" (%zu bytes)", v->v.s.len);
+		else
+			snprintf(buf, n, "\"%.*s\"", (int)v->v.s.len, v->v.s.ptr);
+		break;
 	case BS_BIN:
 		if (v->v.s.len == 16) {
 			memcpy(id.b, v->v.s.ptr, 16);
@@ -125,7 +133,7 @@ static void scalar_text(char *buf, size_t n, const bs_value_t *v)
 
 static void tree(lines_t *l, const bs_value_t *v, int depth, const char *label)
 {
-	char text[512];
+	char text[8192];
 	size_t i;
 	int ind = depth * 2;
 
@@ -269,16 +277,39 @@ static void et_reload(void)
 
 void entity_open(const bs_id_t *id)
 {
+	char hex[33], crumb[16];
+
 	snap_lock();
 	cur_id = *id;
 	cur_gen++;
 	snap_unlock();
 	show_raw = false;
 	top_line = 0;
-	ui_push(&view_entity);
+	bs_id_hex(hex, id);
+	snprintf(crumb, sizeof crumb, "%.8s", hex);
+	ui_push_crumb(&view_entity, crumb);
 }
 
 /* ------------------------------------------------------------ drawing */
+
+/* The page's lines cut to the terminal's width: a long value continues on
+ * the lines below (indented), so that every part of it can be scrolled to. */
+static void wrap_lines(lines_t *out, const lines_t *in, int w)
+{
+	int i, k;
+
+	for (i = 0; i < in->n; i++) {
+		static int starts[4096], lens[4096];
+		int n;
+		if (ui_width(in->v[i]) <= w) {
+			lines_add(out, "%s", in->v[i]);
+			continue;
+		}
+		n = ui_wrap(in->v[i], w > 12 ? w - 4 : 8, starts, lens, 4096);
+		for (k = 0; k < n; k++)
+			lines_add(out, "%s%.*s", k ? "    " : "", lens[k], in->v[i] + starts[k]);
+	}
+}
 
 /* The stored bytes as a hex dump, 16 a line. snap_lock held. */
 static void raw_lines(lines_t *body)
@@ -332,7 +363,7 @@ static void body_lines(lines_t *body)
 static void et_draw(int y, int h, int w)
 {
 	char hex[37], t[64], stale[128], size[32];
-	lines_t body = {0};
+	lines_t body = {0}, shown = {0};
 	int i, line = y;
 
 	bs_id_dashed(hex, &cur_id);
@@ -346,6 +377,19 @@ static void et_draw(int y, int h, int w)
 	ui_color(C_HEADER, true);
 	ui_printf(line++, 0, w, "Entity %s  %s", hex, stale);
 	ui_color(C_HEADER, false);
+	if (snap.rc == BS_ENOTFOUND) {
+		/* gone (deleted here or elsewhere): back to where it was opened from */
+		char h32[33];
+		bs_id_hex(h32, &cur_id);
+		if (deleted_here && memcmp(deleted_id.b, cur_id.b, 16) == 0)
+			ui_msg("deleted entity %s; back to the screen before", h32);
+		else
+			ui_err("entity %s: not found (deleted?); back to the screen before", hex);
+		deleted_here = false;
+		ui_request_pop(&view_entity);
+		snap_unlock();
+		return;
+	}
 	if (snap.rc < 0 && snap.rc != BS_ECORRUPT) {
 		ui_color(C_BAD, true);
 		ui_printf(line++, 0, w, "%s: %s", bs_strerror(snap.rc), snap.err);
@@ -360,20 +404,29 @@ static void et_draw(int y, int h, int w)
 	line++;
 	body_lines(&body);
 	snap_unlock();
+	wrap_lines(&shown, &body, w);
 	last_h = y + h - 1 - line;
-	if (top_line > body.n - last_h)
-		top_line = body.n - last_h;
+	if (top_line > shown.n - last_h)
+		top_line = shown.n - last_h;
 	if (top_line < 0)
 		top_line = 0;
-	for (i = top_line; i < body.n && line < y + h - 1; i++, line++) {
-		bool bad = strstr(body.v[i], "DRIFT") || strstr(body.v[i], "STALE") || strstr(body.v[i], "MISSING");
+	for (i = top_line; i < shown.n && line < y + h - 1; i++, line++) {
+		bool bad = strstr(shown.v[i], "DRIFT") || strstr(shown.v[i], "STALE") || strstr(shown.v[i], "MISSING");
 		if (bad)
 			ui_color(C_BAD, true);
-		ui_put(line, 0, w, body.v[i]);
+		ui_put(line, 0, w, shown.v[i]);
 		if (bad)
 			ui_color(C_BAD, false);
 	}
+	if (shown.n > last_h) {
+		char more[64];
+		snprintf(more, sizeof more, " lines %d-%d of %d ", top_line + 1, top_line + last_h, shown.n);
+		ui_color(C_DIM, true);
+		ui_put(y, w - ui_width(more) > 0 ? w - ui_width(more) : 0, w, more);
+		ui_color(C_DIM, false);
+	}
 	lines_free(body.v, body.n);
+	lines_free(shown.v, shown.n);
 	ui_color(C_DIM, true);
 	ui_put(y + h - 1, 0, w, ui.read_only ? "x raw bytes / tree   q back   ? help" :
 	       "x raw bytes / tree   e edit   d delete   q back   ? help");
@@ -503,101 +556,186 @@ static void wreq_free(void *p)
 	free(w);
 }
 
+/* After a change from a lane: the entity shown is read again (a newer
+ * generation, so that an older answer is not drawn). */
+static void reload_current(void)
+{
+	dreq_t *q = calloc(1, sizeof *q);
+
+	if (!q)
+		return;
+	snap_lock();
+	q->id = cur_id;
+	q->gen = ++cur_gen;
+	snap_unlock();
+	worker_submit(LANE_BROWSE, KEY_SNAP, false, work, q, free);
+}
+
+/* The entity as stored now, read back after a write: its body and updated
+ * time; *us 0 when it is not `want` (written over meanwhile), which makes
+ * an undo of this change refuse. */
+static void read_back(bs_bytes_t *body, int64_t *us, bs_store_t *st, const bs_id_t *id, const bs_value_t *want)
+{
+	bs_value_t got;
+
+	*us = 0;
+	memset(body, 0, sizeof *body);
+	bs_value_nil(&got);
+	if (bs_get_raw(body, st, id, us) == 0 &&
+	    (bs_body_decode(&got, body->ptr, body->len) < 0 || !bs_value_equal(&got, want)))
+		*us = 0;
+	bs_value_clear(&got);
+	bs_error_clear();
+}
+
+void entity_conflict_page(bs_store_t *st, const bs_id_t *id, const char *why, const char *mine_yaml,
+                          const char *kept_in, const char *detail)
+{
+	bs_value_t cur;
+	int64_t up = 0;
+	char *cur_yaml = NULL, *page = NULL, *d = NULL, t2[64], hex[33];
+	int grc;
+
+	bs_id_hex(hex, id);
+	bs_value_nil(&cur);
+	grc = bs_get(&cur, st, id, &up, NULL);
+	if (grc == 0)
+		bs_yaml_encode(&cur_yaml, &cur);
+	d = diff_text(cur_yaml ? cur_yaml : "", mine_yaml ? mine_yaml : "");
+	fmt_time(t2, sizeof t2, up);
+	if (asprintf(&page,
+	             "CONFLICT: entity %s %s; nothing was written.\n"
+	             "  %s%sthe store now has %s%s.%06lld\n"
+	             "%s%s%s\n"
+	             "Both versions (- in the store now, + what would have been written):\n\n%s\n"
+	             "--- in the store now:\n%s\n+++ would have been written:\n%s",
+	             hex, why, detail ? detail : "", detail ? ", " : "", grc == 0 ? "updated " : "", grc == 0 ? t2 : "no such entity (deleted)",
+	             grc == 0 ? (long long)(up % 1000000) : 0LL,
+	             kept_in ? "Your edited version is kept in " : "", kept_in ? kept_in : "",
+	             kept_in ? "\n(edit it from there, or open the entity again and redo the change)." : "",
+	             d ? d : "", cur_yaml ? cur_yaml : "(absent)\n", mine_yaml ? mine_yaml : "(absent)\n") < 0)
+		page = NULL;
+	worker_page("conflict", page ? page : "conflict");
+	free(page);
+	free(d);
+	free(cur_yaml);
+	bs_value_clear(&cur);
+	bs_error_clear();
+}
+
+/* The edit's conflict: the page, and the edit kept. */
+static void write_conflict(bs_store_t *st, const wreq_t *w, const char *hex)
+{
+	char opened[160], t1[64];
+
+	snprintf(opened, sizeof opened, "opened at version updated %s.%06lld", fmt_time(t1, sizeof t1, w->expect_us),
+	         (long long)(w->expect_us % 1000000));
+	entity_conflict_page(st, &w->id, w->expect_us ? "changed since you opened it" :
+	                     "exists already (a create writes only if absent)", w->new_yaml, w->path,
+	                     w->expect_us ? opened : NULL);
+	worker_notify(true, "not written: %s changed since it was opened; your edit is in %s", hex, w->path);
+}
+
 static void do_write(bs_store_t *st, void *arg)
 {
 	wreq_t *w = arg;
+	bs_bytes_t before = {0}, after = {0};
+	int64_t before_us = 0;
 	char hex[33];
 	int rc;
 
 	bs_id_hex(hex, &w->id);
+	/* the before-image: the version the edit replaces, if it still is */
+	if (w->expect_us && (bs_get_raw(&before, st, &w->id, &before_us) < 0 || before_us != w->expect_us))
+		bs_error_clear();
 	rc = bs_put_if(st, &w->bag, w->expect_us);
 	if (rc == BS_ECONFLICT) {
-		bs_value_t cur;
-		int64_t up = 0;
-		char *cur_yaml = NULL, *page = NULL, *d = NULL, t1[64], t2[64], us2[16];
-		int grc;
-
-		bs_value_nil(&cur);
-		grc = bs_get(&cur, st, &w->id, &up, NULL);
-		if (grc == 0)
-			bs_yaml_encode(&cur_yaml, &cur);
-		d = diff_text(cur_yaml ? cur_yaml : "", w->new_yaml);
-		fmt_time(t1, sizeof t1, w->expect_us);
-		fmt_time(t2, sizeof t2, up);
-		snprintf(us2, sizeof us2, ".%06lld", (long long)(up % 1000000));
-		if (asprintf(&page,
-		             "CONFLICT: entity %s changed since you opened it; nothing was written.\n"
-		             "  opened at version updated %s.%06lld, the store now has %s%s%s\n"
-		             "Your edited version is kept in %s\n"
-		             "(edit it from there, or open the entity again and redo the change).\n\n"
-		             "Both versions (- in the store now, + yours):\n\n%s\n"
-		             "--- in the store now:\n%s\n+++ yours:\n%s",
-		             hex, w->expect_us ? t1 : "(absent)", (long long)(w->expect_us % 1000000),
-		             grc == 0 ? "updated " : "", grc == 0 ? t2 : "no such entity (deleted)", grc == 0 ? us2 : "",
-		             w->path, d ? d : "", cur_yaml ? cur_yaml : "(absent)\n", w->new_yaml) < 0)
-			page = NULL;
-		worker_page("edit conflict", page ? page : "conflict");
-		worker_notify(true, "not written: %s changed since it was opened; your edit is in %s", hex, w->path);
-		free(page);
-		free(d);
-		free(cur_yaml);
-		bs_value_clear(&cur);
-		return;
+		write_conflict(st, w, hex);
+		goto done;
 	}
 	if (rc < 0) {
 		worker_notify(true, "not written (%s); your edit is in %s", bs_last_error(), w->path);
-		return;
+		goto done;
 	}
-	worker_audit(st, w->expect_us ? "entity.edit" : "entity.create", hex, w->detail);
+	bs_audit_entity_t ae = { .id = w->id, .before = w->expect_us ? &before : NULL, .before_us = w->expect_us,
+	                         .after = &after };
+	read_back(&after, &ae.after_us, st, &w->id, &w->bag);
+	worker_audit_entity(st, w->expect_us ? "entity.edit" : "entity.create", &ae, w->detail);
 	unlink(w->path);
 	worker_notify(false, "%s entity %s", w->expect_us ? "saved" : "created", hex);
 	entities_changed();
-	{
-		dreq_t *q = calloc(1, sizeof *q);
-		if (!q)
-			return;
-		snap_lock();
-		q->id = cur_id;
-		q->gen = ++cur_gen;
-		snap_unlock();
-		worker_submit(LANE_BROWSE, KEY_SNAP, false, work, q, free);
+	reload_current();
+done:
+	bs_bytes_free(&before);
+	bs_bytes_free(&after);
+}
+
+/* The audit detail of an edit: its changed lines, short. */
+static void change_summary(char *out, size_t n, const char *before, const char *after)
+{
+	char *d = diff_text(before, after), *p, *nl;
+	size_t o = 0;
+
+	out[0] = 0;
+	if (!d)
+		return;
+	for (p = d; *p && o < n - 2; p = nl ? nl + 1 : p + strlen(p)) {
+		nl = strchr(p, '\n');
+		if (*p == '+' || *p == '-') {
+			int len = nl ? (int)(nl - p) : (int)strlen(p);
+			o += (size_t)snprintf(out + o, n - o, "%s%.*s", o ? "; " : "", len, p);
+		}
+		if (!nl)
+			break;
 	}
+	free(d);
 }
 
 static reaction_t confirm_write(void *ctx)
 {
 	wreq_t *w = calloc(1, sizeof *w);
-	char *d;
 
 	(void)ctx;
-	if (!ed.active)
+	if (!ed.active || !w) {
+		free(w);
 		return R_POP;
+	}
 	w->id = ed.id;
 	w->expect_us = ed.expect_us;
 	w->bag = ed.bag;
 	bs_value_nil(&ed.bag);
 	snprintf(w->path, sizeof w->path, "%s", ed.path);
 	w->new_yaml = strdup(ed.new_yaml);
-	/* the audit detail: the changed lines, short */
-	d = diff_text(ed.orig_yaml ? ed.orig_yaml : "", ed.new_yaml);
-	if (d) {
-		size_t o = 0;
-		char *p = d, *nl;
-		for (; *p && o < sizeof w->detail - 2; p = nl ? nl + 1 : p + strlen(p)) {
-			nl = strchr(p, '\n');
-			if (*p == '+' || *p == '-') {
-				int len = nl ? (int)(nl - p) : (int)strlen(p);
-				o += (size_t)snprintf(w->detail + o, sizeof w->detail - o, "%s%.*s", o ? "; " : "", len, p);
-			}
-			if (!nl)
-				break;
-		}
-		free(d);
-	}
+	change_summary(w->detail, sizeof w->detail, ed.orig_yaml ? ed.orig_yaml : "", ed.new_yaml);
 	ed_reset();
 	worker_submit(LANE_ACTION, NULL, false, do_write, w, wreq_free);
 	ui_msg("writing ...");
 	return R_POP;
+}
+
+/* The change page closed without `y`: the edit is given up, its file goes. */
+static void edit_given_up(void *ctx)
+{
+	(void)ctx;
+	if (!ed.active)
+		return;
+	if (ed.path[0] && unlink(ed.path) == 0)
+		ui_msg("edit given up; nothing written (its file %s is removed)", ed.path);
+	else
+		ui_msg("edit given up; nothing written");
+	ed_reset();
+}
+
+/* A YAML error, said once: where in the edit, what, and where the edit is
+ * kept (the decoder's message starts with the file's name: not twice). */
+static void yaml_error(void)
+{
+	const char *m = bs_last_error();
+	size_t pl = strlen(ed.path);
+
+	if (pl && strncmp(m, ed.path, pl) == 0 && m[pl] == ':')
+		m += pl + 1;
+	ui_err("not saved; your edit is kept in %s (e edits it again): YAML line:column %s", ed.path, m);
 }
 
 /* After the editor: decode, check, show the change. */
@@ -619,7 +757,7 @@ static reaction_t after_edit(void)
 	}
 	bs_value_clear(&ed.bag);
 	if (bs_yaml_decode(&ed.bag, text, strlen(text), ed.path) < 0) {
-		ui_err("not saved; your edit is kept in %s (e edits it again): %s", ed.path, bs_last_error());
+		yaml_error();
 		free(text);
 		return R_REDRAW;
 	}
@@ -635,12 +773,13 @@ static reaction_t after_edit(void)
 	bs_id_hex(hex, &ed.id);
 	if (asprintf(&page, "%s entity %s -- the change (- before, + after):\n\n%s\n"
 	             "Written only if the entity has not changed since it was opened%s.\n"
-	             "Your edit stays in %s until it is written.\n",
+	             "Your edit stays in %s until it is written (q gives it up and removes the file).\n",
 	             ed.expect_us ? "Edit" : "Create", hex, d ? d : "",
 	             ed.expect_us ? "" : " (only if absent)", ed.path) < 0)
 		page = NULL;
 	text_open(ed.expect_us ? "edit: the change" : "create: the new entity", page ? page : "",
 	          confirm_write, NULL, ed.expect_us ? "write it" : "create it");
+	text_set_cancel(edit_given_up);
 	free(page);
 	free(d);
 	return R_REDRAW;
@@ -718,21 +857,37 @@ typedef struct {
 } delreq_t;
 static delreq_t del;
 
+/* Delete what was read, only if it still is (bs_delete_if): the audit's
+ * before-image is then exactly what went. A write in between: read again. */
 static void do_delete(bs_store_t *st, void *arg)
 {
 	const delreq_t *q = arg;
+	bs_bytes_t before = {0};
+	int64_t us = 0;
 	char hex[33];
-	int rc;
+	int rc = 0, tries;
 
 	bs_id_hex(hex, &q->id);
-	rc = bs_delete(st, &q->id);
+	for (tries = 0; tries < 3; tries++) {
+		bs_bytes_free(&before);
+		if ((rc = bs_get_raw(&before, st, &q->id, &us)) < 0 || (rc = bs_delete_if(st, &q->id, us)) != BS_ECONFLICT)
+			break;
+	}
 	if (rc < 0) {
 		worker_notify(true, "delete %s failed: %s", hex, bs_last_error());
+		bs_bytes_free(&before);
 		return;
 	}
-	worker_audit(st, "entity.delete", hex, q->shard >= 0 ? shard_name(q->shard) : "");
+	bs_audit_entity_t ae = { .id = q->id, .before = &before, .before_us = us };
+	worker_audit_entity(st, "entity.delete", &ae, q->shard >= 0 ? shard_name(q->shard) : "");
+	bs_bytes_free(&before);
 	worker_notify(false, "deleted entity %s", hex);
+	snap_lock();
+	deleted_id = q->id;
+	deleted_here = true;
+	snap_unlock();
 	entities_changed();
+	reload_current();
 }
 
 static reaction_t delete_typed(const char *text, void *ctx)

@@ -1,7 +1,9 @@
 /*
  * text.c - a page of text: the help screen (generated from the action
  * table), DDL previews, change diffs, edit conflicts, verify results. A page
- * may offer one confirmation, run by `y`.
+ * may offer one confirmation, run by `y`, and a cancel hook run when it
+ * closes without it. Lines wider than the terminal wrap; the page scrolls
+ * by the lines drawn, so every line can be reached at any size.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,7 @@ static struct {
 	int n;
 	int top;
 	reaction_t (*confirm)(void *ctx);
+	void (*cancel)(void *ctx);
 	void *ctx;
 	char confirm_label[256];
 	int last_h;
@@ -37,6 +40,11 @@ void text_open(const char *title, const char *text,
 {
 	const char *p = text, *nl;
 
+	if (tv.cancel) { /* the page replaced is given up */
+		void (*cancel)(void *) = tv.cancel;
+		tv.cancel = NULL;
+		cancel(tv.ctx);
+	}
 	tv_clear();
 	snprintf(tv.title, sizeof tv.title, "%s", title);
 	for (;;) {
@@ -58,9 +66,15 @@ void text_open(const char *title, const char *text,
 		p = nl + 1;
 	}
 	tv.confirm = ui.read_only ? NULL : confirm;
+	tv.cancel = NULL;
 	tv.ctx = ctx;
 	snprintf(tv.confirm_label, sizeof tv.confirm_label, "%s", confirm_label ? confirm_label : "");
-	ui_push(&view_text);
+	ui_push_crumb(&view_text, tv.title);
+}
+
+void text_set_cancel(void (*cancel)(void *ctx))
+{
+	tv.cancel = cancel;
 }
 
 static void add_action_lines(FILE *f, char scope, bool global)
@@ -95,15 +109,19 @@ void text_open_help(const struct view_ops *v)
 		add_action_lines(f, v->scope, false);
 		fprintf(f, "\n");
 	}
-	fprintf(f, "Everywhere:\n");
-	add_action_lines(f, 0, true);
-	fprintf(f, "\nCommands after ':':\n"
-	           "  :shards :indexes :cleaner :backfills :entities   switch screen (a prefix will do)\n"
+	fprintf(f, "Commands after ':' (Tab completes):\n"
+	           "  :shards :indexes :cleaner :backfills :entities :properties :audit\n"
+	           "                     switch screen (a prefix will do)\n"
 	           "  :entity ID         open an entity\n"
-	           "  :refresh SECS      the refresh interval\n"
+	           "  :refresh SECS      the refresh interval (%g to %g)\n"
 	           "  :filter TEXT       the same as /\n"
 	           "  :pause             pause the refresh\n"
-	           "  :q                 quit\n");
+	           "  :q                 quit (asks first while this console runs backfills)\n"
+	           "  :q!                quit without asking\n"
+	           "\nNumbers: ~ marks an estimate (# counts exactly); STALE marks data\n"
+	           "older than its refresh, with its age.\n\n", REFRESH_MIN_S, REFRESH_MAX_S);
+	fprintf(f, "Everywhere:\n");
+	add_action_lines(f, 0, true);
 	fclose(f);
 	snprintf(title, sizeof title, "help%s%s", v && v != &view_text ? ": " : "",
 	         v && v != &view_text ? v->name : "");
@@ -111,27 +129,69 @@ void text_open_help(const struct view_ops *v)
 	free(buf);
 }
 
+/* The page as drawn at width w: every source line cut to fit. */
+typedef struct {
+	int line, start, len;
+} seg_t;
+
+static int segments(seg_t **out, int w)
+{
+	seg_t *v = NULL;
+	int n = 0, cap = 0, i;
+
+	for (i = 0; i < tv.n; i++) {
+		int starts[256], lens[256], k, m = ui_wrap(tv.lines[i], w, starts, lens, 256);
+		if (m == 0)
+			starts[0] = lens[0] = 0, m = 1;
+		for (k = 0; k < m; k++) {
+			if (n == cap) {
+				seg_t *nv = realloc(v, sizeof *v * (size_t)(cap = cap ? cap * 2 : 64));
+				if (!nv)
+					goto done;
+				v = nv;
+			}
+			v[n++] = (seg_t){i, starts[k], lens[k]};
+		}
+	}
+done:
+	*out = v;
+	return n;
+}
+
 static void tv_draw(int y, int h, int w)
 {
-	int i, body = h - 1 - (tv.confirm ? 2 : 0);
+	int i, body = h - 1 - (tv.confirm ? 2 : 0), n;
+	seg_t *seg = NULL;
 
 	tv.last_h = body;
 	ui_color(C_HEADER, true);
 	ui_put(y, 0, w, tv.title);
 	ui_color(C_HEADER, false);
-	if (tv.top > tv.n - body)
-		tv.top = tv.n - body;
+	n = segments(&seg, w);
+	if (tv.top > n - body)
+		tv.top = n - body;
 	if (tv.top < 0)
 		tv.top = 0;
-	for (i = 0; i < body && tv.top + i < tv.n; i++) {
-		const char *l = tv.lines[tv.top + i];
+	for (i = 0; i < body && tv.top + i < n; i++) {
+		const seg_t *sg = &seg[tv.top + i];
+		const char *l = tv.lines[sg->line];
 		int attr = l[0] == '+' ? C_GOOD : l[0] == '-' ? C_BAD : C_NORMAL;
+		char part[1024];
 
+		snprintf(part, sizeof part, "%.*s", sg->len, l + sg->start);
 		if (attr != C_NORMAL)
 			ui_color(attr, true);
-		ui_put(y + 1 + i, 0, w, l);
+		ui_put(y + 1 + i, 0, w, part);
 		if (attr != C_NORMAL)
 			ui_color(attr, false);
+	}
+	free(seg);
+	if (n > body) {
+		char more[64];
+		snprintf(more, sizeof more, " lines %d-%d of %d ", tv.top + 1, tv.top + i, n);
+		ui_color(C_DIM, true);
+		ui_put(y, w - ui_width(more) > ui_width(tv.title) ? w - ui_width(more) : w, w, more);
+		ui_color(C_DIM, false);
 	}
 	if (tv.confirm) {
 		ui_color(C_WARN, true);
@@ -156,6 +216,7 @@ static reaction_t tv_key(action_t a, int key)
 			reaction_t (*fn)(void *) = tv.confirm;
 
 			tv.confirm = NULL; /* runs once */
+			tv.cancel = NULL;
 			return fn(tv.ctx);
 		}
 	default:
@@ -172,7 +233,12 @@ static reaction_t tv_key(action_t a, int key)
 
 static void tv_close(void)
 {
+	void (*cancel)(void *) = tv.cancel;
+
 	tv.confirm = NULL;
+	tv.cancel = NULL;
+	if (cancel)
+		cancel(tv.ctx);
 }
 
 const struct view_ops view_text = {

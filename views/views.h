@@ -47,10 +47,14 @@ struct view_ops {
 	void (*close)(void);
 	/* Optional: take over `/` (return true when handled). */
 	bool (*filter)(const char *text);
+	/* Optional: the `/` text as it is typed (else the console sets the
+	 * screen's filter itself, unless `filter` takes over). */
+	void (*filter_live)(const char *text);
 };
 
 extern const struct view_ops view_shards, view_indexes, view_cleaner,
-	view_backfills, view_entities, view_entity, view_text;
+	view_backfills, view_entities, view_entity, view_text,
+	view_properties, view_audit;
 
 /* One entity (views/entity.c): open it, edit it in $EDITOR (bag and
  * updated_us as read; updated_us 0 creates), delete it after its first 8
@@ -64,6 +68,16 @@ reaction_t entity_delete(const bs_id_t *id, int shard);
 void entities_changed(void);
 /* Browse one shard (-1: all merged) on the entities screen. */
 void entities_show_shard(int shard);
+/* The create-index form (views/indexes.c), its fields prefilled (NULL:
+ * empty): the properties screen's `c`. */
+reaction_t indexes_create_form(const char *name, const char *on);
+/* Show the conflict page of an entity write that was refused: why ("changed
+ * since you opened it"), what the store holds now beside what would have
+ * been written, where the edit is kept (NULL: nowhere) and a detail (the
+ * version it was opened at; may be NULL) (views/entity.c).
+ * From a lane: the page is opened by the UI on its next tick. */
+void entity_conflict_page(bs_store_t *st, const bs_id_t *id, const char *why, const char *mine_yaml,
+                          const char *kept_in, const char *detail);
 
 /* ------------------------------------------------------------ the console */
 
@@ -79,10 +93,21 @@ typedef struct {
 } ui_t;
 extern ui_t ui;
 
-/* Open a screen above the current one. */
+/* The refresh interval's range, for --refresh, :refresh, + and -. */
+#define REFRESH_MIN_S 0.5
+#define REFRESH_MAX_S 3600.0
+
+/* Open a screen above the current one; crumb (NULL: the screen's name) is
+ * its part of the breadcrumb on the title line ("s1 > entities"). */
 void ui_push(const struct view_ops *v);
+void ui_push_crumb(const struct view_ops *v, const char *crumb);
+/* The current screen's part of the breadcrumb. */
+void ui_set_crumb(const char *crumb);
 /* Replace the whole stack by a top-level screen. */
 void ui_switch(const struct view_ops *v);
+/* Go back from v on the next tick, if it is still the top screen (a
+ * screen whose subject went away: a deleted entity). */
+void ui_request_pop(const struct view_ops *v);
 /* A shard's name from the configuration, "?" out of range. Any thread (cfg
  * does not change while the console runs). */
 const char *shard_name(int shard);
@@ -96,6 +121,10 @@ void ui_set_filter(const char *text);
  * text NULL on Esc. The prompt names the target and the scale itself. */
 typedef reaction_t (*ui_prompt_fn)(const char *text, void *ctx);
 void ui_prompt(const char *label, const char *initial, ui_prompt_fn done, void *ctx);
+/* The prompt just opened calls live(text) after every edit. */
+void ui_prompt_live(void (*live)(const char *text, void *ctx));
+/* A question one key answers: answer(yes) with yes for `y`. */
+void ui_confirm(const char *label, void (*answer)(bool yes, void *ctx), void *ctx);
 /* Run $EDITOR (else vi) on a file, leaving and restoring the screen.
  * Returns the editor's exit status, or -1 when it could not run. */
 int ui_edit_file(const char *path);
@@ -105,6 +134,9 @@ int ui_edit_file(const char *path);
 void text_open(const char *title, const char *text,
                reaction_t (*confirm)(void *ctx), void *ctx, const char *confirm_label);
 void text_open_help(const struct view_ops *for_view);
+/* The page just opened runs cancel(ctx) when it closes without its
+ * confirmation having run (an edit given up: its file is removed). */
+void text_set_cancel(void (*cancel)(void *ctx));
 
 /* ------------------------------------------------------------ drawing */
 
@@ -116,6 +148,12 @@ int ui_put(int y, int x, int w, const char *s);
 int ui_printf(int y, int x, int w, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* Display width of UTF-8 text. */
 int ui_width(const char *s);
+/* Cut s into lines of at most width columns, at blanks where it can:
+ * starts[i], lens[i] (bytes) of each line, at most max; returns the count. */
+int ui_wrap(const char *s, int width, int *starts, int *lens, int max);
+/* A sparkline of v[n] scaled to max (<= 0: their largest), one character
+ * a value; a negative value is a gap, drawn blank. */
+void ui_sparkline(char *buf, size_t size, const double *v, int n, double max);
 
 /* Numbers, sizes, times and ages: fmt_* and now_us() (tui/common/fmt.h). */
 
@@ -127,8 +165,11 @@ const char *ui_stale(const char *key, int64_t taken_us, char *buf, size_t n);
 
 typedef struct {
 	const char *title;
-	int width;   /* columns; 0: what is left */
+	int width;   /* columns; 0: what is left (at least 12) */
 	bool right;  /* right-aligned (numbers) */
+	int prio;    /* 0 first; when the terminal is narrow, higher ones give way
+	              * first (Right and Left scroll to them). The first column
+	              * always stays. */
 } col_t;
 
 typedef struct {
@@ -147,6 +188,9 @@ typedef struct {
 	char selkey[128];
 	int last_h;
 	int last_y;     /* where the header was drawn (for the mouse) */
+	int hscroll;    /* columns scrolled past (Right, Left) */
+	int hidden;     /* columns not shown at the last draw */
+	int *x, *wid;   /* per column: where it was drawn (-1: not shown), its width */
 } table_t;
 
 void tbl_init(table_t *t, const col_t *cols, int ncols);
@@ -156,6 +200,9 @@ void tbl_set(table_t *t, int row, int col, double key, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 void tbl_pin_last(table_t *t); /* the last row added is a totals row */
 void tbl_finish(table_t *t, const char *filter);
+/* Does a row match the filter (as tbl_finish shows it)? For totals that
+ * add only what is shown. */
+bool tbl_matches(const table_t *t, int row, const char *filter);
 void tbl_draw(table_t *t, int y, int h, int w);
 /* Navigation, sorting and mouse; R_UNHANDLED for other actions. */
 reaction_t tbl_key(table_t *t, action_t a, int key);

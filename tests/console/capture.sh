@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/console/capture.sh - the text captures in README.md (The console): loads a
 # small demo data set into the (empty, initialised here) shards of CONFIG and
-# dumps every screen headless at 100x24, into OUTDIR.
+# dumps every screen headless at 100x24 (the load panel at 100x16 while
+# entities are written, two at 60x15), into OUTDIR.
 #
 #   sh tests/console/capture.sh CONFIG OUTDIR
 set -e
@@ -68,10 +69,34 @@ dump entity_raw
 keys x
 keys e
 dump entity_edit
-key q
+keys y
+wait-for saved entity
+wait-idle
 key q
 key ?
 dump help
+key q
+keys 6
+wait-for sampled
+wait-idle
+dump properties
+key Esc
+keys 7
+wait-idle
+dump audit
+key Enter
+dump audit_entry
+key q
+keys u
+dump audit_undo
+key n
+keys 1
+wait-idle
+key Enter
+wait-idle
+key Enter
+wait-idle
+dump breadcrumb
 keys :q\n
 KEYS
 # max_load 1 and a sleeping query on s0: the backfill shows its throttle
@@ -84,3 +109,18 @@ EDITOR="sh $here/edit_title.sh" LINES=24 COLUMNS=100 TZ=UTC "$B" -c "$OUT/load.y
 kill $sleeper 2>/dev/null || true
 printf 'wait-idle\nkeys 2\nwait-idle\ndump readonly\nkeys :q\\n\n' >"$OUT/ro.keys"
 LINES=12 COLUMNS=100 TZ=UTC "$B" -c "$CFG" --read-only --headless "$OUT/ro.keys" --dump-dir "$OUT"
+# the load at a glance: a few refreshes while entities are written
+printf 'wait-idle\nsleep 5\ndump shards_load\nkeys :q\\n\n' >"$OUT/load.keys"
+LINES=16 COLUMNS=100 TZ=UTC "$B" -c "$CFG" --refresh 1 --headless "$OUT/load.keys" --dump-dir "$OUT" &
+loadpid=$!
+i=0
+while kill -0 $loadpid 2>/dev/null && [ $i -lt 60 ]; do
+	printf '{"user_id": {"$uuid": "f48b0000-0000-4000-8000-000000000001"}, "title": "more %d", "likes": %d}\n' $i $i |
+		"$B" -c "$CFG" put - >/dev/null
+	i=$((i + 1))
+	sleep 0.05
+done
+wait $loadpid
+# narrow: 60x15, a prompt that wraps and keeps what is typed in sight
+printf 'wait-idle\ndump narrow_shards\nkeys 2\nwait-idle\nkeys d\nkeys index_us\ndump narrow_drop\nkey Esc\nkeys :q\\n\n' >"$OUT/narrow.keys"
+LINES=15 COLUMNS=60 TZ=UTC "$B" -c "$CFG" --headless "$OUT/narrow.keys" --dump-dir "$OUT"

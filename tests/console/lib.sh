@@ -13,6 +13,9 @@
 #                         KEYS with OPTIONs (--timeout 2, ...), dumping into D,
 #                         as a test step that must exit 0
 # d NAME                  the text of dump NAME ("" when absent)
+# c_lacks NAME TEXT DESC  a negative check on a dump that must exist
+# c_wait_sql SHARD SQL EXPECTED [SECS]   wait on an observable state
+# c_still FILE            append `echo STILL-RUNNING-AFTER-QUIT` to a script
 # shellcheck shell=sh
 
 . tests/lib.sh
@@ -45,3 +48,35 @@ c_headless() {
 }
 
 d() { cat "$D/$1.txt" 2>/dev/null; }
+
+# c_lacks NAME TEXT DESC  pass when dump NAME is there and shows the console
+#                         (its title bar), and TEXT is not on it: a negative
+#                         check that fails when the dump is missing or empty
+c_lacks() {
+	c_dump=$(d "$1")
+	case $c_dump in
+	*" bagstore "*) ;;
+	*) t_fail "$3" "dump $1 is missing or does not show the console" "$c_dump"; return 1 ;;
+	esac
+	case $c_dump in
+	*"$2"*) t_fail "$3" "expected not to contain: $2" "actual: $c_dump" ;;
+	*) t_ok "$3" ;;
+	esac
+}
+
+# c_wait_sql SHARD SQL EXPECTED [SECS]  wait until SQL on the shard prints
+#                         EXPECTED (an observable state, not a sleep);
+#                         1 when it did not within SECS (default 20)
+c_wait_sql() {
+	c_n=0
+	while [ $c_n -lt $((${4:-20} * 10)) ]; do
+		[ "$(t_sql "$1" "$2" 2>/dev/null)" = "$3" ] && return 0
+		sleep 0.1
+		c_n=$((c_n + 1))
+	done
+	return 1
+}
+
+# c_quit_script FILE  append a line after which the console must have left:
+#                     `echo` prints it only if the script goes on
+c_still() { echo "echo STILL-RUNNING-AFTER-QUIT" >>"$1"; }

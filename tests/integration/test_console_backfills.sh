@@ -3,7 +3,9 @@
 # a backfill launched from the console runs on its worker, throttled while
 # a shard is loaded (the reason shown), paused, resumed, cancelled after the
 # index name is typed; the jobs stay in the shards' jobs table; the cleaner
-# screen shows which worker holds which job. Each control is audited.
+# screen shows which worker holds which job. Each control is audited, once.
+# While throttled or paused a job shows no rate and no ETA; the selected
+# job's state is shown in full, labelled.
 . tests/console/lib.sh
 
 c_init
@@ -16,7 +18,9 @@ t_exit 0 "a building index" -- "$BAGSTORE" -c "$CFG" index create index_n --on n
 port=$(t_port 0)
 timeout 60 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$port" -u root -e "SELECT SLEEP(40)" >/dev/null 2>&1 &
 sleeper=$!
-sleep 0.5
+# the sleeping statement running on s0: an observable state, not a sleep
+c_wait_sql 0 "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO='SELECT SLEEP(40)'" 1 ||
+	t_fail "the sleeping statement runs on s0"
 
 cat >"$T/bf.keys" <<KEYS
 keys 2
@@ -53,6 +57,10 @@ t_contains "$(d throttled)" "index_n@s0" "a job per source shard"
 t_contains "$(d throttled)" "Threads_running" "the throttle reason is shown"
 t_contains "$(d throttled)" "(here)" "the job runs on this console's worker"
 t_contains "$(d throttled)" "/ 1" "rows scanned of the total"
+t_match "$(d throttled)" "^index_n@s[01] +throttled: .* - +- " "throttled: no rate and no ETA (-), not a frozen one"
+t_match "$(d throttled)" "^selected index_n@s0: [a-z]+" "the selected job's state, labelled"
+t_match "$(d throttled)" "index_n@s[01]: throttled: shard s0: Threads_running [0-9]+ above max_load 1" "a throttled job's reason in full, named"
+t_match "$(d paused)" "^index_n@s[01] +paused: .* - +- " "paused: no rate and no ETA (-)"
 t_contains "$(d cleaner)" "index_n" "cleaner: the worker's jobs"
 t_contains "$(d paused)" "paused" "p pauses"
 t_contains "$(d resumed)" "resume: every job of index_n" "r resumes"
@@ -65,6 +73,12 @@ t_contains "$audit" "backfill.pause	index_n" "audit: pause"
 t_contains "$audit" "backfill.resume	index_n" "audit: resume"
 t_contains "$audit" "backfill.cancel	index_n" "audit: cancel"
 t_contains "$audit" "index.backfill	index_n" "audit: launch"
+# one row per change, whichever front end made it (the engine audits them)
+for a in pause resume cancel; do
+	n=$(printf '%s\n' "$audit" | grep -c "^backfill\.$a	index_n$")
+	t_eq "$n" 1 "audit: backfill.$a written once"
+done
+t_eq "$(printf '%s\n' "$audit" | grep -c "^backfill $a")" 0 "audit: no second, undotted row"
 
 # Quitting while the action lane starts a backfill (B, then :q at once):
 # the console stops and joins its lanes, then its backfills, so no

@@ -3,8 +3,10 @@
 # shards: newest first across shards, paging by key and back, one shard,
 # jump to an id, a query through an index, an entity as a tree with its
 # index rows and raw bytes; edit in $EDITOR (saved with bs_put_if), a YAML
-# error that keeps the file, an edit conflict that writes nothing and shows
-# both versions, create and delete; every change in the audit table.
+# error that keeps the file (its path named once, the error whole), an edit
+# given up (its file removed), an edit conflict that writes nothing and
+# shows both versions, create and delete (the deleted entity's page goes
+# back); `i` opens an id; every change in the audit table.
 . tests/console/lib.sh
 export BAGSTORE BAGSTORE_TEST_CONFIG
 TMPDIR=$T
@@ -168,6 +170,58 @@ KEYS
 c_headless "delete headless" "$T/delete.keys"
 t_contains "$(d deleted)" "deleted entity $newid" "delete: done after the digits"
 t_exit 1 "the entity is gone" -- "$BAGSTORE" -c "$CFG" get "$newid"
+
+# --- i opens an id (the key itself, not :entity); the status line names
+# the page by its title; an edit given up removes its file; a deleted
+# entity's page goes back
+cat >"$T/more.keys" <<KEYS
+keys 5
+wait-idle
+keys i
+keys $first\n
+wait-idle
+dump i_key
+keys e
+dump edit_page
+key q
+dump given_up
+keys :entity $last\n
+wait-idle
+keys d
+keys $(printf %.8s "$last")\n
+wait-for deleted entity
+wait-idle
+dump after_delete
+keys :q\n
+KEYS
+rm -f "$T"/bagstore-edit-*
+EDITOR="sh $TEST_ROOT/tests/console/edit_n.sh" c_headless "i, a given-up edit, a deleted entity" "$T/more.keys"
+t_contains "$(d i_key)" "decoded:" "i then the id opens the entity"
+t_contains "$(d i_key)" "entities > $(printf %.8s "$first")" "the breadcrumb ends with the entity"
+t_contains "$(d edit_page)" "edit: the change" "the change page"
+t_match "$(d edit_page | tail -n 1)" "^ edit: the change " "the status line names the page by its title, not 'text'"
+t_contains "$(d given_up)" "edit given up; nothing written (its file $T/bagstore-edit-" "q on the change page gives the edit up, and says so"
+t_eq "$(ls "$T"/bagstore-edit-* 2>/dev/null | wc -l | tr -d ' ')" 0 "the given-up edit's file is removed"
+t_contains "$(d after_delete)" "Entities, newest first" "a deleted entity's page goes back to the entities"
+c_lacks after_delete "not found: entity" "no 'not found' page left behind"
+t_contains "$(d after_delete)" "deleted entity $last" "and says it was deleted"
+t_exit 1 "the entity is gone" -- "$BAGSTORE" -c "$CFG" get "$last"
+
+# --- a YAML error names the path once, whole
+cat >"$T/broken2.keys" <<KEYS
+keys :entity $first\n
+wait-idle
+keys e
+dump broken2
+keys :q\n
+KEYS
+rm -f "$T"/bagstore-edit-*
+EDITOR="sh $TEST_ROOT/tests/console/edit_broken.sh" c_headless "broken edit, the message" "$T/broken2.keys"
+kept=$(ls "$T"/bagstore-edit-* 2>/dev/null | head -n 1)
+msg=$(d broken2 | tr -s '\n ' '  ')
+t_contains "$msg" "not saved; your edit is kept in $kept (e edits it again): YAML line:column " "the YAML error: the path, what to do, where"
+t_eq "$(printf '%s' "$msg" | grep -o "bagstore-edit-" | wc -l | tr -d ' ')" 1 "the path is named once"
+t_match "$msg" "YAML line:column [0-9]+:[0-9]+: " "the line and column of the error, whole"
 
 audit=$(t_sql 0 "SELECT action, target FROM bagstore_audit"; t_sql 1 "SELECT action, target FROM bagstore_audit")
 t_contains "$audit" "entity.edit	$first" "audit: edit"

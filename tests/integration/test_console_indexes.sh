@@ -19,8 +19,8 @@ t_contains "$(d ddl)" "y: create this index" "create: asks before creating"
 t_contains "$(d created)" "index_title" "create: the new index is listed"
 t_contains "$(d backfilled)" "ready" "backfill: the index became ready"
 t_contains "$(d verified)" "verify index_title: checked 200, missing 0, stale 0, orphaned 0" "verify: counts shown"
-t_contains "$(d drop_prompt)" "drop index_title: 200 rows on 2 shards. Type index_title to confirm:" \
-	"drop: the confirmation names target and scale"
+t_contains "$(d drop_prompt)" "drop index_title: ~200 rows (InnoDB's estimate) on 2 shards. Type index_title to confirm:" \
+	"drop: the confirmation names target and scale, the estimate marked"
 t_contains "$(d drop_refused)" "not dropped: the name typed was not index_title" "drop: a wrong name refuses"
 t_contains "$(d dropped)" "dropped index index_title" "drop: done after the name is typed"
 t_eq "$(d dropped | grep -c '^index_title ')" 0 "drop: gone from the list"

@@ -2,7 +2,8 @@
 # test_console_screens.sh - every console screen in headless mode against
 # the real shards: shards (totals row), indexes (rows per shard), cleaner,
 # backfills, entities, help generated from the key table, the : command
-# line, / filter, sort, refresh interval, pause, resize, mouse.
+# line (:q really quits), / filter (the totals follow it), sort, refresh
+# interval, pause, resize, mouse; the load panel while entities are written.
 . tests/console/lib.sh
 
 c_init
@@ -14,6 +15,11 @@ c_put 60 post
 t_exit 0 "create an index" -- "$BAGSTORE" -c "$CFG" index create index_user_id --on user_id:uuid --shard-on user_id
 
 c_headless "headless run of every screen" tests/console/screens.keys
+t_contains "$T_OUT" "BEFORE-QUIT" "the script ran to its :q"
+case $T_OUT in
+*STILL-RUNNING-AFTER-QUIT*) t_fail ":q quits: the script's next line never ran" "$T_OUT" ;;
+*) t_ok ":q quits: the script's next line never ran" ;;
+esac
 
 t_eq "$(d shards | wc -l | tr -d ' ')" 40 "a dump is LINES lines"
 t_contains "$(d shards)" "[1 shards]" "the title names the screen"
@@ -32,7 +38,7 @@ t_contains "$(d indexes)" "user_id:uuid" "indexes: properties and types"
 t_contains "$(d indexes)" "never verified" "indexes: drift column"
 t_contains "$(d indexes)" "s0" "indexes: a column per shard"
 t_contains "$(d cleaner)" "WATERMARK" "cleaner: watermark column"
-t_contains "$(d cleaner)" "LAG, LAST MINUTES" "cleaner: sparkline column"
+t_match "$(d cleaner)" "LAG, LAST [0-9]+(s|m[0-9]+s)" "cleaner: sparkline column, its real span in its title"
 t_contains "$(d cleaner)" "WORKER" "cleaner: workers and their jobs"
 t_contains "$(d backfills)" "index_user_id@s0" "backfills: a job per source shard"
 t_contains "$(d backfills)" "queued" "backfills: the job state"
@@ -45,6 +51,7 @@ case $(d filtered) in
 *) t_ok "filter: s0 hidden" ;;
 esac
 t_contains "$(d filtered)" "TOTAL" "filter: totals row stays"
+t_contains "$(d filtered)" "TOTAL  1 of 2 shards" "filter: the totals add only the rows shown, and say so"
 t_contains "$(d faster)" "refresh 1s" "+ refreshes more often"
 t_contains "$(d paused)" "PAUSED" "z pauses the refresh"
 t_contains "$(d refresh7)" "refresh 7s" ":refresh 7"
@@ -55,4 +62,22 @@ t_contains "$(d mouse_sort)" "SHARD▼" "mouse: a click on a header sorts (again
 t_eq "$(d mouse_select | grep -c '^s0 ')" 1 "mouse: s0 still shown after a click on its row"
 t_contains "$(d shard_enter)" "Entities, newest first, s0: page 1" "Enter on a shard browses its entities"
 c_headless "quit from the command line" /dev/null
+
+# load at a glance: statements and rows written per second between
+# refreshes, connections and the history list, with their sparklines
+printf 'wait-idle\nsleep 4\ndump load\nkeys :q\n\n' >"$T/load.keys"
+"$BAGSTORE" -c "$CFG" --refresh 0.5 --headless "$T/load.keys" --dump-dir "$D" >"$T/load.out" 2>&1 &
+cpid=$!
+i=0
+while kill -0 $cpid 2>/dev/null && [ $i -lt 40 ]; do
+	post $((1000 + i)) | "$BAGSTORE" -c "$CFG" put - >/dev/null 2>&1
+	i=$((i + 1))
+	sleep 0.1
+done
+wait $cpid
+t_eq "$?" 0 "the console ran while entities were written"
+t_contains "$(d load)" "LOAD   STATEMENTS/S" "shards: the load panel"
+t_contains "$(d load)" "ROWS WRITTEN/S" "with rows written per second"
+t_match "$(d load)" "^ s[01] +[0-9,.]+/s +[▁▂▃▄▅▆▇█]{4,} +[0-9,.]*[1-9][0-9,.]*/s +[▁▂▃▄▅▆▇█]{4,} +[0-9,]+ +[▁▂▃▄▅▆▇█]{4,} +[0-9,]+ +[▁▂▃▄▅▆▇█]{4,}" \
+	"a shard written to: its rates, connections and history list, each with a sparkline"
 t_done test_console_screens

@@ -78,6 +78,13 @@ t_contains "$T_OUT" "unknown" "its lag reads unknown"
 t_contains "$T_OUT" "not replicating" "with the reason"
 t_exit 0 "shards --json, not replicating" -- "$B" -c "$T/notrep.yaml" shards --json
 t_contains "$T_OUT" '"replica_lag": null' "lag is null in JSON"
+# the console says why too, not a bare "unknown"
+rm -f "$T/dumps/shards"*
+t_exit 0 "console, headless, a replica that does not replicate" -- \
+	"$B" -c "$T/notrep.yaml" --headless tests/console/replica.keys --dump-dir "$T/dumps"
+t_match "$(cat "$T/dumps/shards"* 2>/dev/null)" "^s0 .* unknown +agrees" "the console's REPL LAG reads unknown"
+t_contains "$(cat "$T/dumps/shards"* 2>/dev/null)" "s0 replica lag unknown: replica 127.0.0.1:" "the console names the replica"
+t_contains "$(cat "$T/dumps/shards"* 2>/dev/null)" "not replicating" "and says why, as the CLI does"
 
 # a backfill waits for the lagging replica and says so
 t_exit 0 "create an index over existing entities" -- "$B" -c "$T/cfg.yaml" index create index_n --on n:int --shard-on n

@@ -8,7 +8,7 @@
  * Adding a command: write its handler in the cmd_*.c file of its group
  * (cmd_store.c init and shards; cmd_entity.c put, get, delete, query;
  * cmd_index.c index list/create/drop; cmd_cleaner.c cleaner, verify,
- * backfill, lag), declare it below, and add its row to cli_commands[] in
+ * backfill, lag; cmd_census.c properties; cmd_audit.c audit), declare it below, and add its row to cli_commands[] in
  * commands.c. The row gives its usage, --help text and whether it changes
  * data; --help output and the read-only rule (cli_open) come from the row.
  *
@@ -166,5 +166,7 @@ int cli_cmd_backfill_resume(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_backfill_cancel(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_lag(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_grants(cli_ctx_t *ctx, int argc, char **argv);         /* cmd_store.c */
+int cli_cmd_properties(cli_ctx_t *ctx, int argc, char **argv);    /* cmd_census.c */
+int cli_cmd_audit(cli_ctx_t *ctx, int argc, char **argv);         /* cmd_audit.c */
 
 #endif

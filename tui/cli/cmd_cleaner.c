@@ -456,6 +456,13 @@ static json_t *lag_json(const bs_lag_t *g)
 	for (k = 0; k < g->nhistory; k++)
 		json_array_append_new(h, json_real(g->history[k]));
 	json_object_set_new(o, "history", h);
+	/* when each sample was taken: a span without one is a gap (no pass ran) */
+	if ((h = json_array())) {
+		for (k = 0; k < g->nhistory; k++)
+			json_array_append_new(h, json_integer(g->history_at_us[k]));
+		json_object_set_new(o, "history_at_us", h);
+	}
+	json_object_set_new(o, "repairs_total", json_integer(g->repairs_total));
 	return o;
 }
 

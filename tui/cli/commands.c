@@ -123,6 +123,23 @@ static const cli_cmd_t cli_commands[] = {
 	 "required or stricter get REQUIRE SSL on the account. Create the account first\n"
 	 "(CREATE USER ... IDENTIFIED BY ...): no password is ever printed.\n",
 	 false},
+	{NULL, "properties", cli_cmd_properties, "[--sample N] [--shard NAME] [--json]",
+	 "the property census: every property path of a sample of bodies",
+	 "  --sample N     bodies per shard, spread over each table (default 1000)\n"
+	 "  --shard NAME   only this shard\n"
+	 "  --json         a JSON document instead of the table\n"
+	 "Per path (a.b inside maps, a[] for array elements): the types seen and\n"
+	 "their shares, presence in the sample, distinct values (~ an estimate for\n"
+	 "the store unless every entity was read), the largest value, the indexes\n"
+	 "holding it, the index type its values fit, and an example.\n",
+	 false},
+	{NULL, "audit", cli_cmd_audit, "[--limit N] [--json]",
+	 "the audit log of operators' changes, newest first",
+	 "  --limit N   at most N rows (default 50)\n"
+	 "  --json      a JSON array, with entity changes' before and after bodies\n"
+	 "Who (OS user, host, pid), when, what, on which shards. Entity changes made\n"
+	 "in the console can be undone there (:audit, u).\n",
+	 false},
 	{NULL, NULL, NULL, NULL, NULL, NULL, false},
 };
 

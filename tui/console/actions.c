@@ -8,8 +8,8 @@
 #include <string.h>
 
 const action_info_t bs_action_info[ACT_COUNT] = {
-	[ACT_NONE] = {"none", 0, 0, "", "", false, ""},
-#define BS_X_INFO(n, k, k2, kn, h, d, s) [ACT_##n] = {#n, k, k2, kn, h, d, s},
+	[ACT_NONE] = {"none", 0, 0, 0, "", "", false, ""},
+#define BS_X_INFO(n, k, k2, k3, kn, h, d, s) [ACT_##n] = {#n, k, k2, k3, kn, h, d, s},
 	BS_ACTIONS(BS_X_INFO)
 #undef BS_X_INFO
 };
@@ -48,7 +48,7 @@ action_t action_for_key(int key, char scope, bool *stripped)
 			const action_info_t *ai = &bs_action_info[i];
 			bool global = strcmp(ai->scope, "*") == 0;
 
-			if (key == 0 || (ai->key != key && ai->key2 != key))
+			if (key == 0 || (ai->key != key && ai->key2 != key && ai->key3 != key))
 				continue;
 			if (pass == 0 ? (global || !in_scope(ai, scope)) : !global)
 				continue;

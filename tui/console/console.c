@@ -1,14 +1,21 @@
 /*
  * console.c - the console's loop: keys to named actions (actions.h), the
- * stack of screens (views.h), the `:` command line and other prompts, the
- * title and status lines, the refresh timer, resize and mouse; and
- * bs_console_main, which parses the console's options and starts the
- * worker lanes, then runs the loop on the terminal or headless.
+ * stack of screens (views.h) and its breadcrumb, the `:` command line (Tab
+ * completes), the `/` filter (applied as it is typed) and the other
+ * prompts, the title and status lines, the refresh timer, resize, mouse,
+ * the "terminal too small" notice; and bs_console_main, which parses the
+ * console's options and starts the worker lanes, then runs the loop on the
+ * terminal or headless.
+ *
+ * Navigation, as k9s does it: a number, Tab or a `:` command replaces the
+ * stack by a top-level screen; Enter on a row opens a screen above it; Esc
+ * and q go back and never quit; :q, Q, Ctrl-C and F10 quit, asking first
+ * while this console runs backfills (their jobs go back to queued).
  *
  * Options (anywhere after the program name):
  *   --headless SCRIPT  keys from SCRIPT, screens dumped as text (headless.c)
  *   --dump-dir DIR     where headless dumps go (default .)
- *   --refresh SECS     automatic refresh interval (default 2)
+ *   --refresh SECS     automatic refresh interval (default 2; 0.5 to 3600)
  *   --timeout SECS     cap of the lanes' shard timeouts (default 3)
  *   --read-only        (handled by main.c into cfg->read_only)
  */
@@ -29,6 +36,10 @@
 
 ui_t ui;
 
+/* The smallest terminal a screen is drawn on; below it, a notice. */
+#define MIN_COLS 40
+#define MIN_LINES 10
+
 /* ------------------------------------------------------------ the stack */
 
 #define STACK_MAX 8
@@ -36,15 +47,17 @@ ui_t ui;
 static struct {
 	const struct view_ops *v;
 	char filter[256];
+	char crumb[96];   /* its part of the breadcrumb ("" : the screen's name) */
 } stack[STACK_MAX];
 static int depth;
 static bool quit;
 static bool need_draw = true;
 static bool need_clear;
 static int64_t next_reload;
-static char msg[512];
+static char msg[1024];
 static bool msg_err;
 static int64_t msg_until;
+static const struct view_ops *pop_wanted; /* ui_request_pop */
 
 static const struct view_ops *top(void)
 {
@@ -58,27 +71,35 @@ static void reload_top(void)
 	next_reload = now_us() + (int64_t)(ui.refresh_s * 1e6);
 }
 
-void ui_push(const struct view_ops *v)
+static void close_above(int keep)
+{
+	while (depth > keep) {
+		depth--;
+		if (stack[depth].v->close)
+			stack[depth].v->close();
+	}
+}
+
+void ui_push_crumb(const struct view_ops *v, const char *crumb)
 {
 	int i;
 
 	/* a screen already on the stack is brought back, not stacked twice */
 	for (i = 0; i < depth; i++) {
 		if (stack[i].v == v) {
-			while (depth > i + 1) {
-				depth--;
-				if (stack[depth].v->close)
-					stack[depth].v->close();
-			}
+			close_above(i + 1);
+			if (crumb)
+				snprintf(stack[i].crumb, sizeof stack[i].crumb, "%s", crumb);
 			need_draw = true;
 			reload_top();
 			return;
 		}
 	}
 	if (depth == STACK_MAX)
-		return;
+		close_above(STACK_MAX - 1);
 	stack[depth].v = v;
 	stack[depth].filter[0] = 0;
+	snprintf(stack[depth].crumb, sizeof stack[depth].crumb, "%s", crumb ? crumb : "");
 	depth++;
 	if (v->open)
 		v->open();
@@ -86,20 +107,33 @@ void ui_push(const struct view_ops *v)
 	reload_top();
 }
 
+void ui_push(const struct view_ops *v)
+{
+	ui_push_crumb(v, NULL);
+}
+
 void ui_switch(const struct view_ops *v)
 {
-	while (depth > 0) {
-		depth--;
-		if (stack[depth].v->close)
-			stack[depth].v->close();
-	}
+	close_above(0);
 	ui_push(v);
+}
+
+void ui_set_crumb(const char *crumb)
+{
+	if (depth > 0)
+		snprintf(stack[depth - 1].crumb, sizeof stack[depth - 1].crumb, "%s", crumb ? crumb : "");
+	need_draw = true;
+}
+
+void ui_request_pop(const struct view_ops *v)
+{
+	pop_wanted = v;
 }
 
 static void pop(void)
 {
 	if (depth <= 1) {
-		quit = true;
+		ui_msg("%s is a top screen: :q, Q or Ctrl-C quits", top() ? top()->name : "this");
 		return;
 	}
 	depth--;
@@ -152,19 +186,60 @@ bool console_done(void)
 	return quit;
 }
 
+/* ------------------------------------------------------------ quitting */
+
+static void quit_answer(bool yes, void *ctx)
+{
+	(void)ctx;
+	if (yes)
+		quit = true;
+	else
+		ui_msg("not quitting");
+}
+
+/* Quit, asking first while this console runs backfills. */
+static void ask_quit(void)
+{
+	local_backfill_t loc[16];
+	int n = worker_backfills(loc, 16), running = 0, i;
+	char names[256] = "", label[600];
+	size_t o = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!loc[i].running)
+			continue;
+		running++;
+		if (o + strlen(loc[i].index) + 3 < sizeof names)
+			o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", o ? ", " : "", loc[i].index);
+	}
+	if (!running) {
+		quit = true;
+		return;
+	}
+	snprintf(label, sizeof label, "This console runs %d backfill%s (%s): quitting stops %s, and %s jobs go "
+	         "back to queued for any cleaner to resume. Quit? y/n ", running, running == 1 ? "" : "s", names,
+	         running == 1 ? "it" : "them", running == 1 ? "its" : "their");
+	ui_confirm(label, quit_answer, NULL);
+}
+
 /* ------------------------------------------------------------ prompts */
 
 static struct {
 	bool active;
-	char label[512];
+	bool confirm;        /* one key answers: y yes, anything else no */
+	char label[768];
 	char buf[512];
 	size_t len;
 	ui_prompt_fn done;
+	void (*yes_no)(bool yes, void *ctx);
+	void (*live)(const char *text, void *ctx);    /* after every edit */
+	void (*complete)(char *buf, size_t size);     /* Tab */
 	void *ctx;
 } prompt;
 
 void ui_prompt(const char *label, const char *initial, ui_prompt_fn done, void *ctx)
 {
+	memset(&prompt, 0, sizeof prompt);
 	prompt.active = true;
 	snprintf(prompt.label, sizeof prompt.label, "%s", label);
 	snprintf(prompt.buf, sizeof prompt.buf, "%s", initial ? initial : "");
@@ -174,24 +249,56 @@ void ui_prompt(const char *label, const char *initial, ui_prompt_fn done, void *
 	need_draw = true;
 }
 
+void ui_prompt_live(void (*live)(const char *text, void *ctx))
+{
+	prompt.live = live;
+}
+
+void ui_confirm(const char *label, void (*answer)(bool yes, void *ctx), void *ctx)
+{
+	memset(&prompt, 0, sizeof prompt);
+	prompt.active = prompt.confirm = true;
+	snprintf(prompt.label, sizeof prompt.label, "%s", label);
+	prompt.yes_no = answer;
+	prompt.ctx = ctx;
+	need_draw = true;
+}
+
 static void apply(reaction_t r);
+
+static void prompt_end(bool ok)
+{
+	ui_prompt_fn fn = prompt.done;
+	void *ctx = prompt.ctx;
+	char text[512];
+
+	snprintf(text, sizeof text, "%s", prompt.buf);
+	prompt.active = false;
+	need_draw = true;
+	apply(fn(ok ? text : NULL, ctx));
+}
 
 static void prompt_key(int key)
 {
-	if (key == '\n' || key == '\r' || key == KEY_ENTER || key == BS_KEY_ESC || key == BS_CTRL('c') ||
-	    key == BS_CTRL('g')) {
-		bool ok = key != BS_KEY_ESC && key != BS_CTRL('c') && key != BS_CTRL('g');
-		ui_prompt_fn fn = prompt.done;
-		void *ctx = prompt.ctx;
-		char text[512];
-
-		snprintf(text, sizeof text, "%s", prompt.buf);
+	if (prompt.confirm) {
+		void (*fn)(bool, void *) = prompt.yes_no;
 		prompt.active = false;
 		need_draw = true;
-		apply(fn(ok ? text : NULL, ctx));
+		fn(key == 'y' || key == 'Y', prompt.ctx);
 		return;
 	}
-	if (key == KEY_BACKSPACE || key == 127 || key == 8) {
+	if (key == '\n' || key == '\r' || key == KEY_ENTER) {
+		prompt_end(true);
+		return;
+	}
+	if (key == BS_KEY_ESC || key == BS_CTRL('c') || key == BS_CTRL('g')) {
+		prompt_end(false);
+		return;
+	}
+	if (key == '\t' && prompt.complete) {
+		prompt.complete(prompt.buf, sizeof prompt.buf);
+		prompt.len = strlen(prompt.buf);
+	} else if (key == KEY_BACKSPACE || key == 127 || key == 8) {
 		/* drop one UTF-8 character */
 		while (prompt.len > 0) {
 			unsigned char c = (unsigned char)prompt.buf[--prompt.len];
@@ -205,7 +312,11 @@ static void prompt_key(int key)
 	} else if (key >= 32 && key < 256 && key != 127 && prompt.len + 1 < sizeof prompt.buf) {
 		prompt.buf[prompt.len++] = (char)key;
 		prompt.buf[prompt.len] = 0;
+	} else {
+		return;
 	}
+	if (prompt.live)
+		prompt.live(prompt.buf, prompt.ctx);
 	need_draw = true;
 }
 
@@ -213,13 +324,115 @@ static void prompt_key(int key)
 
 static const struct view_ops *screens[] = {
 	&view_shards, &view_indexes, &view_cleaner, &view_backfills, &view_entities,
+	&view_properties, &view_audit,
 };
+#define NSCREENS ((int)(sizeof screens / sizeof screens[0]))
+
+/* What `:` takes, for Tab: the screens first (a prefix of one will do). */
+static const char *const commands[] = {
+	"shards", "indexes", "cleaner", "backfills", "entities", "properties", "audit",
+	"entity", "refresh", "filter", "pause", "help", "quit", "q", "q!",
+};
+
+/* Tab on the command line: the command completed when one fits, else as
+ * far as every candidate agrees, the candidates named on the status line. */
+static void command_complete(char *buf, size_t size)
+{
+	const char *p = buf, *first = NULL;
+	char cands[512] = "";
+	size_t len, common = 0, o = 0, i;
+	int n = 0;
+
+	while (*p == ' ' || *p == ':')
+		p++;
+	len = strlen(p);
+	if (strchr(p, ' '))
+		return; /* completes the command, not its argument */
+	for (i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		const char *c = commands[i];
+		if (strncmp(c, p, len) != 0)
+			continue;
+		if (!first) {
+			first = c;
+			common = strlen(c);
+		} else {
+			size_t k = 0;
+			while (k < common && c[k] == first[k])
+				k++;
+			common = k;
+		}
+		n++;
+		if (o + strlen(c) + 3 < sizeof cands)
+			o += (size_t)snprintf(cands + o, sizeof cands - o, "%s:%s", o ? "  " : "", c);
+	}
+	if (n == 0) {
+		ui_err("no command starts with '%s'", p);
+		return;
+	}
+	if (n == 1)
+		snprintf(buf, size, "%s ", first);
+	else {
+		snprintf(buf, size, "%.*s", (int)common, first);
+		ui_msg("%s", cands);
+	}
+}
+
+static const struct view_ops *screen_named(const char *cmd, bool *ambiguous)
+{
+	const struct view_ops *found = NULL;
+	size_t len = strlen(cmd);
+	int i;
+
+	*ambiguous = false;
+	for (i = 0; i < NSCREENS; i++) {
+		if (strcmp(screens[i]->name, cmd) == 0)
+			return screens[i];
+		if (strncmp(screens[i]->name, cmd, len) == 0) {
+			if (found)
+				*ambiguous = true;
+			found = screens[i];
+		}
+	}
+	return *ambiguous ? NULL : found;
+}
+
+static reaction_t command_refresh(const char *arg)
+{
+	char *end = NULL;
+	double s = strtod(arg, &end);
+
+	if (!arg[0] || (end && *end) || !(s >= REFRESH_MIN_S && s <= REFRESH_MAX_S)) {
+		ui_err(":refresh takes seconds between %g and %g (as + and - step)", REFRESH_MIN_S, REFRESH_MAX_S);
+		return R_REDRAW;
+	}
+	ui.refresh_s = s;
+	ui_msg("refresh every %gs", s);
+	return R_RELOAD;
+}
+
+static reaction_t command_entity(const char *arg)
+{
+	bs_id_t id;
+
+	if (!arg[0]) {
+		ui_err(":entity takes an id (32 hex digits or the dashed form)");
+		return R_REDRAW;
+	}
+	if (bs_id_parse(&id, arg) < 0) {
+		ui_err(":entity %s: %s", arg, bs_last_error());
+		return R_REDRAW;
+	}
+	if (top() != &view_entities && top() != &view_entity)
+		ui_switch(&view_entities);
+	entity_open(&id);
+	return R_REDRAW;
+}
 
 static reaction_t command_done(const char *text, void *ctx)
 {
 	char cmd[64] = "", arg[256] = "";
-	size_t i, n, len;
-	const struct view_ops *found = NULL;
+	const struct view_ops *found;
+	bool ambiguous;
 
 	(void)ctx;
 	if (!text)
@@ -228,19 +441,14 @@ static reaction_t command_done(const char *text, void *ctx)
 		text++;
 	if (sscanf(text, "%63s %255[^\n]", cmd, arg) < 1)
 		return R_REDRAW;
-	len = strlen(cmd);
-	if (strcmp(cmd, "q") == 0 || strcmp(cmd, "quit") == 0 || strcmp(cmd, "q!") == 0)
-		return R_QUIT;
-	if (strcmp(cmd, "refresh") == 0) {
-		double s = atof(arg);
-		if (s < 0.2 || s > 3600) {
-			ui_err(":refresh takes seconds between 0.2 and 3600");
-			return R_REDRAW;
-		}
-		ui.refresh_s = s;
-		ui_msg("refresh every %gs", s);
-		return R_RELOAD;
+	if (strcmp(cmd, "q!") == 0) {
+		quit = true;
+		return R_REDRAW;
 	}
+	if (strcmp(cmd, "q") == 0 || strcmp(cmd, "quit") == 0)
+		return R_QUIT;
+	if (strcmp(cmd, "refresh") == 0)
+		return command_refresh(arg);
 	if (strcmp(cmd, "pause") == 0) {
 		ui.paused = !ui.paused;
 		return R_REDRAW;
@@ -253,24 +461,15 @@ static reaction_t command_done(const char *text, void *ctx)
 		ui_set_filter(arg);
 		return R_RELOAD;
 	}
-	n = sizeof screens / sizeof screens[0];
-	for (i = 0; i < n; i++) {
-		if (strncmp(screens[i]->name, cmd, len) == 0) {
-			if (found) {
-				ui_err("':%s' is ambiguous", cmd);
-				return R_REDRAW;
-			}
-			found = screens[i];
-		}
-	}
-	if (!found && strcmp(cmd, "entity") == 0 && arg[0]) {
-		ui_switch(&view_entities);
-		if (view_entities.filter)
-			view_entities.filter(arg);
-		return R_REDRAW;
-	}
+	if (strcmp(cmd, "entity") == 0)
+		return command_entity(arg);
+	found = screen_named(cmd, &ambiguous);
 	if (!found) {
-		ui_err("unknown command ':%s' (:shards :indexes :cleaner :backfills :entities :refresh N :q)", cmd);
+		if (ambiguous)
+			ui_err("':%s' is ambiguous (Tab lists what it may be)", cmd);
+		else
+			ui_err("unknown command ':%s' (:shards :indexes :cleaner :backfills :entities :properties :audit "
+			       ":entity ID :refresh N :q; Tab completes)", cmd);
 		return R_REDRAW;
 	}
 	ui_switch(found);
@@ -279,11 +478,29 @@ static reaction_t command_done(const char *text, void *ctx)
 	return R_REDRAW;
 }
 
+/* The `/` filter: applied as it is typed (a screen's own filter, such as
+ * the entities' index query, only on Enter); Esc puts the old one back. */
+static char filter_before[256];
+
+static void filter_live(const char *text, void *ctx)
+{
+	(void)ctx;
+	if (top() && top()->filter_live)
+		top()->filter_live(text);
+	else if (!(top() && top()->filter))
+		ui_set_filter(text);
+}
+
 static reaction_t filter_done(const char *text, void *ctx)
 {
 	(void)ctx;
-	if (!text)
+	if (!text) {
+		if (top() && top()->filter_live)
+			top()->filter_live(filter_before);
+		else if (!(top() && top()->filter))
+			ui_set_filter(filter_before);
 		return R_REDRAW;
+	}
 	if (top() && top()->filter && top()->filter(text))
 		return R_REDRAW;
 	ui_set_filter(text);
@@ -299,16 +516,50 @@ static void apply(reaction_t r)
 	case R_REDRAW: need_draw = true; break;
 	case R_RELOAD: reload_top(); need_draw = true; break;
 	case R_POP: pop(); break;
-	case R_QUIT: quit = true; break;
+	case R_QUIT: ask_quit(); break;
 	}
+}
+
+static int root_index(void)
+{
+	int i;
+
+	for (i = 0; depth > 0 && i < NSCREENS; i++)
+		if (screens[i] == stack[0].v)
+			return i;
+	return 0;
+}
+
+static reaction_t refresh_step(action_t a)
+{
+	static const double steps[] = {0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600};
+	int i, n = (int)(sizeof steps / sizeof steps[0]);
+
+	for (i = 0; i < n - 1 && steps[i] < ui.refresh_s - 1e-9; i++)
+		;
+	if (a == ACT_FASTER)
+		i = i > 0 && steps[i] >= ui.refresh_s - 1e-9 ? i - 1 : i;
+	else if (steps[i] <= ui.refresh_s + 1e-9)
+		i = i < n - 1 ? i + 1 : n - 1;
+	ui.refresh_s = steps[i];
+	ui_msg("refresh every %gs", ui.refresh_s);
+	next_reload = now_us() + (int64_t)(ui.refresh_s * 1e6);
+	return R_REDRAW;
 }
 
 static reaction_t global_action(action_t a)
 {
 	switch (a) {
 	case ACT_HELP: text_open_help(top()); return R_REDRAW;
-	case ACT_COMMAND: ui_prompt(":", "", command_done, NULL); return R_REDRAW;
-	case ACT_FILTER: ui_prompt("/", ui_filter(), filter_done, NULL); return R_REDRAW;
+	case ACT_COMMAND:
+		ui_prompt(":", "", command_done, NULL);
+		prompt.complete = command_complete;
+		return R_REDRAW;
+	case ACT_FILTER:
+		snprintf(filter_before, sizeof filter_before, "%s", ui_filter());
+		ui_prompt("/", ui_filter(), filter_done, NULL);
+		ui_prompt_live(filter_live);
+		return R_REDRAW;
 	case ACT_BACK:
 		if (ui_filter()[0] && !(top() && top()->filter)) {
 			ui_set_filter("");
@@ -316,33 +567,41 @@ static reaction_t global_action(action_t a)
 		}
 		return R_POP;
 	case ACT_QUIT: return R_QUIT;
+	case ACT_NEXT_SCREEN: ui_switch(screens[(root_index() + 1) % NSCREENS]); return R_REDRAW;
+	case ACT_PREV_SCREEN: ui_switch(screens[(root_index() + NSCREENS - 1) % NSCREENS]); return R_REDRAW;
 	case ACT_SCREEN_SHARDS: ui_switch(&view_shards); return R_REDRAW;
 	case ACT_SCREEN_INDEXES: ui_switch(&view_indexes); return R_REDRAW;
 	case ACT_SCREEN_CLEANER: ui_switch(&view_cleaner); return R_REDRAW;
 	case ACT_SCREEN_BACKFILLS: ui_switch(&view_backfills); return R_REDRAW;
 	case ACT_SCREEN_ENTITIES: ui_switch(&view_entities); return R_REDRAW;
+	case ACT_SCREEN_PROPERTIES: ui_switch(&view_properties); return R_REDRAW;
+	case ACT_SCREEN_AUDIT: ui_switch(&view_audit); return R_REDRAW;
 	case ACT_RELOAD: ui_msg("reloading"); return R_RELOAD;
 	case ACT_PAUSE:
 		ui.paused = !ui.paused;
 		ui_msg(ui.paused ? "refresh paused (z resumes)" : "refresh resumed");
 		return ui.paused ? R_REDRAW : R_RELOAD;
 	case ACT_FASTER:
-	case ACT_SLOWER: {
-		static const double steps[] = {0.5, 1, 2, 5, 10, 30, 60};
-		int i, n = (int)(sizeof steps / sizeof steps[0]);
-		for (i = 0; i < n - 1 && steps[i] < ui.refresh_s - 1e-9; i++)
-			;
-		if (a == ACT_FASTER)
-			i = i > 0 ? i - 1 : 0;
-		else if (steps[i] <= ui.refresh_s + 1e-9)
-			i = i < n - 1 ? i + 1 : n - 1;
-		ui.refresh_s = steps[i];
-		ui_msg("refresh every %gs", ui.refresh_s);
-		next_reload = now_us() + (int64_t)(ui.refresh_s * 1e6);
-		return R_REDRAW;
+	case ACT_SLOWER:
+		return refresh_step(a);
+	default: return R_UNHANDLED;
 	}
-	default: return R_NONE;
-	}
+}
+
+/* "x", "Left", "F5": a key as the status line names it. */
+static const char *key_label(char *buf, size_t n, int key)
+{
+	const char *k;
+
+	if (key > 32 && key < 127)
+		snprintf(buf, n, "'%c'", key);
+	else if (key == ' ')
+		snprintf(buf, n, "Space");
+	else if ((k = keyname(key)))
+		snprintf(buf, n, "%s", k);
+	else
+		snprintf(buf, n, "%d", key);
+	return buf;
 }
 
 void console_key(int key)
@@ -350,6 +609,7 @@ void console_key(int key)
 	action_t a;
 	bool stripped;
 	reaction_t r;
+	char kl[32];
 
 	if (key == KEY_RESIZE) {
 		need_draw = need_clear = true;
@@ -378,13 +638,16 @@ void console_key(int key)
 	r = top()->key(a, key);
 	if (r == R_UNHANDLED)
 		r = global_action(a);
+	if (r == R_UNHANDLED)
+		ui_msg("%s does nothing on the %s screen (? lists its keys)", key_label(kl, sizeof kl, key),
+		       top()->name);
 	apply(r);
 }
 
 void console_tick(void)
 {
 	int64_t now = now_us();
-	char note[512];
+	char note[1024];
 	bool err;
 
 	if (worker_take_notice(note, sizeof note, &err)) {
@@ -401,6 +664,11 @@ void console_tick(void)
 		free(pt);
 		free(px);
 	}
+	if (pop_wanted) {
+		if (top() == pop_wanted)
+			pop();
+		pop_wanted = NULL;
+	}
 	if (msg[0] && now > msg_until) {
 		msg[0] = 0;
 		need_draw = true;
@@ -411,35 +679,126 @@ void console_tick(void)
 
 /* ------------------------------------------------------------ drawing */
 
+/* The breadcrumb: every screen of the stack, "shards > s1 > entities > 71f0c4d2". */
+static void breadcrumb(char *buf, size_t n)
+{
+	size_t o = 0;
+	int d;
+
+	buf[0] = 0;
+	for (d = 0; d < depth && o + 4 < n; d++)
+		o += (size_t)snprintf(buf + o, n - o, "%s%s", d ? " > " : "",
+		                      stack[d].crumb[0] ? stack[d].crumb : stack[d].v->name);
+}
+
+/* The tabs: "[1 shards]  2 indexes ..." in full, or with only the current
+ * one named when short is set. */
+static void tabs_text(char *buf, size_t n, bool brief)
+{
+	int root = root_index(), i;
+	size_t o = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < NSCREENS && o + 4 < n; i++) {
+		bool cur = depth > 0 && i == root;
+		if (cur)
+			o += (size_t)snprintf(buf + o, n - o, "[%d %s]", i + 1, screens[i]->name);
+		else if (brief)
+			o += (size_t)snprintf(buf + o, n - o, " %d ", i + 1);
+		else
+			o += (size_t)snprintf(buf + o, n - o, " %d %s ", i + 1, screens[i]->name);
+	}
+}
+
 static void draw_title(void)
 {
-	size_t i, n = sizeof screens / sizeof screens[0];
-	int x = 0;
-	char right[128];
+	char tabs[256], crumb[400], right[64];
+	int x = 0, room;
 
 	ui_color(C_TITLE, true);
 	move(0, 0);
 	hline(' ', COLS);
 	x += ui_put(0, x, COLS - x, " bagstore ");
-	for (i = 0; i < n; i++) {
-		char label[48];
-		bool cur = false;
-		int d;
-
-		for (d = 0; d < depth; d++)
-			if (stack[d].v == screens[i])
-				cur = true;
-		snprintf(label, sizeof label, cur ? "[%zu %s]" : " %zu %s ", i + 1, screens[i]->name);
-		if (cur)
-			attron(A_BOLD);
-		x += ui_put(0, x, COLS - x, label);
-		if (cur)
-			attroff(A_BOLD);
-	}
 	snprintf(right, sizeof right, "%d shards  ? help ", ui.nshards);
-	if (COLS - x > (int)strlen(right))
-		ui_put(0, COLS - (int)strlen(right), (int)strlen(right), right);
+	breadcrumb(crumb, sizeof crumb);
+	tabs_text(tabs, sizeof tabs, false);
+	room = COLS - x - ui_width(right) - (depth > 1 ? ui_width(crumb) + 3 : 0);
+	if (ui_width(tabs) > room)
+		tabs_text(tabs, sizeof tabs, true);
+	attron(A_BOLD);
+	x += ui_put(0, x, COLS - x, tabs);
+	attroff(A_BOLD);
+	if (depth > 1) {
+		const char *c = crumb;
+		int w = COLS - x - 3 - (COLS - x - 3 > ui_width(crumb) + ui_width(right) ? ui_width(right) : 0);
+		/* cut from the left: the screen shown now stays in sight */
+		while (*c && ui_width(c) > w - 1)
+			c++;
+		x += ui_put(0, x, COLS - x, "  ");
+		if (c != crumb) {
+			while ((*c & 0xC0) == 0x80)
+				c++;
+			x += ui_put(0, x, COLS - x, ui.ascii ? "<" : "…");
+		}
+		x += ui_put(0, x, COLS - x, c);
+	}
+	if (COLS - x > ui_width(right))
+		ui_put(0, COLS - ui_width(right), ui_width(right), right);
 	ui_color(C_TITLE, false);
+}
+
+/* Lines of text over the bottom rows, ending at row `last`, wrapped to the
+ * terminal's width; at most max lines (the last ones kept). Returns the
+ * first row used. */
+static int draw_wrapped_up(const char *s, int last, int max)
+{
+	int starts[16], lens[16], n = ui_wrap(s, COLS, starts, lens, 16), i, k = 0, row;
+
+	if (n > max) {
+		k = n - max;
+		n = max;
+	}
+	row = last - n + 1;
+	for (i = 0; i < n; i++) {
+		char line[1024];
+		snprintf(line, sizeof line, "%.*s", lens[k + i], s + starts[k + i]);
+		move(row + i, 0);
+		clrtoeol();
+		ui_put(row + i, 0, COLS, line);
+	}
+	return row;
+}
+
+/* The prompt on the bottom row: its label wrapped above when the two do not
+ * fit on one line, and the typed text's end always in sight. */
+static void draw_prompt(void)
+{
+	int y = LINES - 1, lw = ui_width(prompt.label), bw = ui_width(prompt.buf), x, top_row = y;
+	const char *b = prompt.buf;
+
+	if (lw + bw + 2 <= COLS) {
+		move(y, 0);
+		clrtoeol();
+		x = ui_put(y, 0, COLS, prompt.label);
+	} else {
+		top_row = draw_wrapped_up(prompt.label, y - 1, LINES / 3 > 1 ? LINES / 3 : 1);
+		move(y, 0);
+		clrtoeol();
+		x = ui_put(y, 0, COLS, "> ");
+	}
+	while (*b && ui_width(b) > COLS - x - 1)
+		b++;
+	while ((*b & 0xC0) == 0x80)
+		b++;
+	x += ui_put(y, x, COLS - x, b);
+	if (msg[0] && top_row > 1) {
+		if (msg_err)
+			ui_color(C_BAD, true);
+		draw_wrapped_up(msg, top_row - 1, 3);
+		if (msg_err)
+			ui_color(C_BAD, false);
+	}
+	move(y, x < COLS ? x : COLS - 1);
 }
 
 static void draw_status(void)
@@ -450,9 +809,7 @@ static void draw_status(void)
 	move(y, 0);
 	clrtoeol();
 	if (prompt.active) {
-		int x = ui_put(y, 0, COLS, prompt.label);
-		x += ui_put(y, x, COLS - x, prompt.buf);
-		move(y, x < COLS ? x : COLS - 1);
+		draw_prompt();
 		return;
 	}
 	snprintf(right, sizeof right, "%s%s refresh %gs%s ",
@@ -462,21 +819,39 @@ static void draw_status(void)
 	rw = ui_width(right);
 	ui_color(C_STATUS, true);
 	hline(' ', COLS);
-	if (msg[0]) {
+	if (msg[0] && ui_width(msg) > COLS - rw - 2) {
+		/* a long message: whole, over the rows above */
+		ui_color(C_STATUS, false);
+		if (msg_err)
+			ui_color(C_BAD, true);
+		draw_wrapped_up(msg, y - 1, 4);
+		if (msg_err)
+			ui_color(C_BAD, false);
+		ui_color(C_STATUS, true);
+	} else if (msg[0]) {
 		if (msg_err)
 			ui_color(C_BAD, true);
 		ui_put(y, 1, COLS - rw - 2, msg);
 		if (msg_err)
 			ui_color(C_BAD, false);
 	} else if (top()) {
-		char left[300];
-		snprintf(left, sizeof left, "%s%s%s", top()->name,
+		char left[400];
+		snprintf(left, sizeof left, "%s%s%s", stack[depth - 1].crumb[0] ? stack[depth - 1].crumb : top()->name,
 		         ui_filter()[0] ? "  /" : "", ui_filter());
 		ui_put(y, 1, COLS - rw - 2, left);
 	}
 	if (COLS > rw)
 		ui_put(y, COLS - rw, rw, right);
 	ui_color(C_STATUS, false);
+}
+
+static void draw_too_small(void)
+{
+	char line[128];
+
+	snprintf(line, sizeof line, "terminal too small: %dx%d (at least %dx%d); Q quits", COLS, LINES,
+	         MIN_COLS, MIN_LINES);
+	draw_wrapped_up(line, LINES / 2 < LINES - 1 ? LINES / 2 : LINES - 1, LINES);
 }
 
 void console_draw(void)
@@ -486,10 +861,16 @@ void console_draw(void)
 		need_clear = false;
 	}
 	erase();
-	draw_title();
-	if (top() && LINES > 3)
-		top()->draw(1, LINES - 2, COLS);
-	draw_status();
+	if (COLS < MIN_COLS || LINES < MIN_LINES) {
+		draw_too_small();
+		if (prompt.active)
+			draw_prompt();
+	} else {
+		draw_title();
+		if (top())
+			top()->draw(1, LINES - 2, COLS);
+		draw_status();
+	}
 	if (!prompt.active)
 		move(LINES - 1, COLS - 1);
 	curs_set(prompt.active ? 1 : 0);
@@ -641,8 +1022,15 @@ int bs_console_main(const bs_config_t *cfg, int argc, char **argv)
 	memset(&ui, 0, sizeof ui);
 	ui.cfg = cfg;
 	ui.refresh_s = 2;
-	if ((v = opt_value(argc, argv, "--refresh")) && atof(v) >= 0.2)
-		ui.refresh_s = atof(v);
+	if ((v = opt_value(argc, argv, "--refresh"))) {
+		char *end = NULL;
+		double r = strtod(v, &end);
+		if (!(r >= REFRESH_MIN_S && r <= REFRESH_MAX_S) || (end && *end)) {
+			fprintf(stderr, "bagstore: --refresh takes seconds between %g and %g\n", REFRESH_MIN_S, REFRESH_MAX_S);
+			return 2;
+		}
+		ui.refresh_s = r;
+	}
 	if ((v = opt_value(argc, argv, "--timeout")) && atof(v) > 0)
 		timeout = atof(v);
 	ui.read_only = cfg->read_only; /* main.c folds --read-only into it */
@@ -678,6 +1066,8 @@ int bs_console_main(const bs_config_t *cfg, int argc, char **argv)
 	} else {
 		status = interactive();
 	}
+	/* screens given up on the way out clean after themselves (an edit's file) */
+	close_above(0);
 	/* the lanes and backfills read cfg until they are joined */
 	if (!worker_stop(3.0)) {
 		/* a lane is stuck in a hung shard: leave without freeing under it */

@@ -130,3 +130,78 @@ const char *ui_stale(const char *key, int64_t taken_us, char *buf, size_t n)
 	}
 	return buf;
 }
+
+int ui_wrap(const char *s, int width, int *starts, int *lens, int max)
+{
+	mbstate_t ps;
+	int n = 0;
+	size_t pos = 0, len = strlen(s);
+
+	if (width < 1)
+		width = 1;
+	while (pos < len && n < max) {
+		size_t p = pos, brk = 0;
+		int w = 0;
+
+		memset(&ps, 0, sizeof ps);
+		while (p < len && s[p] != '\n') {
+			wchar_t wc;
+			size_t k = mbrtowc(&wc, s + p, len - p, &ps);
+			int cw;
+			if (k == (size_t)-1 || k == (size_t)-2 || k == 0) {
+				memset(&ps, 0, sizeof ps);
+				k = 1;
+				cw = 1;
+			} else {
+				cw = wcwidth(wc);
+				if (cw < 0)
+					cw = 1;
+			}
+			if (w + cw > width)
+				break;
+			if (s[p] == ' ')
+				brk = p;
+			w += cw;
+			p += k;
+		}
+		if (p < len && s[p] != '\n' && brk > pos)
+			p = brk; /* at the last blank */
+		starts[n] = (int)pos;
+		lens[n++] = (int)(p - pos);
+		pos = p;
+		if (pos < len && (s[pos] == ' ' || s[pos] == '\n'))
+			pos++;
+	}
+	return n;
+}
+
+void ui_sparkline(char *buf, size_t size, const double *v, int n, double max)
+{
+	static const char *blocks[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+	static const char ascii[] = "_.-~=*#@";
+	size_t o = 0;
+	int i;
+
+	buf[0] = 0;
+	if (max <= 0)
+		for (i = 0; i < n; i++)
+			if (v[i] > max)
+				max = v[i];
+	for (i = 0; i < n && o + 4 < size; i++) {
+		int k;
+		if (v[i] < 0) {
+			buf[o++] = ' ';
+			continue;
+		}
+		k = max > 0 ? (int)(v[i] / max * 7.0 + 0.5) : 0;
+		if (k < 0)
+			k = 0;
+		if (k > 7)
+			k = 7;
+		if (ui.ascii)
+			buf[o++] = ascii[k];
+		else
+			o += (size_t)snprintf(buf + o, size - o, "%s", blocks[k]);
+	}
+	buf[o] = 0;
+}

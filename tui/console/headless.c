@@ -6,9 +6,9 @@
  * and `dump` writes that as text. LINES, COLUMNS (default 40x120) and TZ
  * (default UTC) are pinned by bs_console_main. Script lines:
  *
- *   key NAME [N]        one key N times: a character, or Enter Esc Tab Space
- *                       Up Down Left Right PgUp PgDn Home End Backspace F1..F12
- *                       C-x (control), Resize
+ *   key NAME [N]        one key N times: a character, or Enter Esc Tab S-Tab
+ *                       Space Up Down Left Right PgUp PgDn Home End Backspace
+ *                       F1..F12 C-x (control), Resize
  *   keys TEXT           each character of TEXT (\n \e \t \\ escapes)
  *   wait-idle [SECS]    until no engine request is queued or running (30)
  *   wait-for TEXT [SECS] until the screen shows TEXT (30); fails otherwise
@@ -55,7 +55,7 @@ static int key_code(const char *name)
 		{"Enter", '\n'}, {"Esc", 27}, {"Tab", '\t'}, {"Space", ' '},
 		{"Up", KEY_UP}, {"Down", KEY_DOWN}, {"Left", KEY_LEFT}, {"Right", KEY_RIGHT},
 		{"PgUp", KEY_PPAGE}, {"PgDn", KEY_NPAGE}, {"Home", KEY_HOME}, {"End", KEY_END},
-		{"Backspace", KEY_BACKSPACE}, {"Resize", KEY_RESIZE},
+		{"Backspace", KEY_BACKSPACE}, {"Resize", KEY_RESIZE}, {"S-Tab", KEY_BTAB},
 	};
 	size_t i;
 

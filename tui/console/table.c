@@ -18,6 +18,10 @@ void tbl_init(table_t *t, const col_t *cols, int ncols)
 	t->cols = cols;
 	t->ncols = ncols;
 	t->sort_col = -1;
+	t->x = calloc((size_t)ncols, sizeof *t->x);
+	t->wid = calloc((size_t)ncols, sizeof *t->wid);
+	if (!t->x || !t->wid)
+		abort();
 }
 
 void tbl_clear(table_t *t)
@@ -102,7 +106,7 @@ static int cmp_rows(const void *a, const void *b)
 	return r;
 }
 
-static bool row_matches(const table_t *t, int row, const char *filter)
+bool tbl_matches(const table_t *t, int row, const char *filter)
 {
 	int c;
 
@@ -119,9 +123,9 @@ void tbl_finish(table_t *t, const char *filter)
 	int body = t->nrows - t->npinned, i, n = 0;
 
 	for (i = 0; i < body; i++)
-		if (row_matches(t, i, filter))
+		if (tbl_matches(t, i, filter))
 			t->order[n++] = i;
-	if (t->sort_col >= 0 && t->sort_col < t->ncols) {
+	if (t->sort_col >= 0 && t->sort_col < t->ncols && n > 1) {
 		sort_t = t;
 		qsort(t->order, (size_t)n, sizeof(int), cmp_rows);
 	}
@@ -156,16 +160,60 @@ static void remember(table_t *t)
 	snprintf(t->selkey, sizeof t->selkey, "%s", r >= 0 ? tbl_cell(t, r, 0) : "");
 }
 
-static int col_width(const table_t *t, int c, int w)
-{
-	int used = 0, i;
+#define FLEX_MIN 12
 
-	if (t->cols[c].width > 0)
-		return t->cols[c].width;
-	for (i = 0; i < t->ncols; i++)
-		if (t->cols[i].width > 0)
-			used += t->cols[i].width + 1;
-	return w - used > 4 ? w - used : 4;
+/* Which columns fit in w, and where (t->x, t->wid; -1 not shown): the
+ * first always, then the others by priority (then order), skipping the
+ * first t->hscroll of them, until one does not fit; shown in their own
+ * order, the flexible one (width 0) taking what is left. */
+static void layout(table_t *t, int w)
+{
+	int order[64], n = 0, c, k, used, flex = -1, x;
+
+	for (c = 0; c < t->ncols; c++)
+		t->x[c] = -1;
+	for (c = 1; c < t->ncols && n < 64; c++)
+		order[n++] = c;
+	for (k = 1; k < n; k++) { /* stable, by priority */
+		int v = order[k], j = k - 1;
+		while (j >= 0 && t->cols[order[j]].prio > t->cols[v].prio) {
+			order[j + 1] = order[j];
+			j--;
+		}
+		order[j + 1] = v;
+	}
+	if (t->hscroll > n - 1)
+		t->hscroll = n > 0 ? n - 1 : 0;
+	if (t->hscroll < 0)
+		t->hscroll = 0;
+	t->wid[0] = t->cols[0].width > 0 ? t->cols[0].width : FLEX_MIN;
+	if (t->wid[0] > w)
+		t->wid[0] = w;
+	t->x[0] = 0;
+	used = t->wid[0] + 1;
+	t->hidden = t->hscroll;
+	for (k = t->hscroll; k < n; k++) {
+		c = order[k];
+		int cw = t->cols[c].width > 0 ? t->cols[c].width : FLEX_MIN;
+		/* by priority: once one does not fit, the less important give way too */
+		if (used + cw > w || (t->cols[c].width == 0 && flex >= 0)) {
+			t->hidden += n - k;
+			break;
+		}
+		t->x[c] = 0;
+		t->wid[c] = cw;
+		used += cw + 1;
+		if (t->cols[c].width == 0)
+			flex = c;
+	}
+	if (flex >= 0 && used - 1 < w)
+		t->wid[flex] += w - (used - 1);
+	for (c = 0, x = 0; c < t->ncols; c++) {
+		if (t->x[c] < 0)
+			continue;
+		t->x[c] = x;
+		x += t->wid[c] + 1;
+	}
 }
 
 static void put_cell(int y, int x, int cw, const char *s, bool right)
@@ -177,28 +225,74 @@ static void put_cell(int y, int x, int cw, const char *s, bool right)
 	ui_put(y, x, cw, s);
 }
 
-void tbl_draw(table_t *t, int y, int h, int w)
+static void draw_header(table_t *t, int y, int w)
 {
-	int c, x, i, rows = h - 1;
+	int c;
 
-	t->last_h = h;
-	t->last_y = y;
-	/* header */
 	ui_color(C_HEADER, true);
 	move(y, 0);
 	clrtoeol();
-	for (c = 0, x = 0; c < t->ncols && x < w; c++) {
-		int cw = col_width(t, c, w);
+	for (c = 0; c < t->ncols; c++) {
 		char title[64];
-
-		if (cw > w - x)
-			cw = w - x;
+		if (t->x[c] < 0)
+			continue;
 		snprintf(title, sizeof title, "%s%s", t->cols[c].title,
 		         c == t->sort_col ? (t->sort_desc ? (ui.ascii ? "v" : "▼") : (ui.ascii ? "^" : "▲")) : "");
-		put_cell(y, x, cw, title, t->cols[c].right);
-		x += cw + 1;
+		put_cell(y, t->x[c], t->wid[c], title, t->cols[c].right);
+	}
+	if (t->hidden > 0) {
+		/* columns out of sight: say how many, and how to reach them */
+		char more[48];
+		snprintf(more, sizeof more, " %s%d more %s", t->hscroll ? (ui.ascii ? "<" : "←") : "", t->hidden,
+		         ui.ascii ? ">" : "→");
+		int mw = ui_width(more);
+		if (mw < w) {
+			move(y, w - mw);
+			clrtoeol();
+			ui_put(y, w - mw, mw, more);
+		}
 	}
 	ui_color(C_HEADER, false);
+}
+
+static void draw_row(table_t *t, int y, int w, int k)
+{
+	int row = t->order[k], c;
+
+	if (k == t->sel)
+		ui_color(C_SELECT, true);
+	if (t->attr[row] != C_NORMAL)
+		ui_color(t->attr[row], true);
+	if (k == t->sel) {
+		/* the whole line shows the selection */
+		move(y, 0);
+		hline(' ', w);
+	}
+	for (c = 0; c < t->ncols; c++)
+		if (t->x[c] >= 0)
+			put_cell(y, t->x[c], t->wid[c], tbl_cell(t, row, c), t->cols[c].right);
+	if (t->attr[row] != C_NORMAL)
+		ui_color(t->attr[row], false);
+	if (k == t->sel)
+		ui_color(C_SELECT, false);
+}
+
+void tbl_draw(table_t *t, int y, int h, int w)
+{
+	int i, rows = h - 1;
+
+	t->last_h = h;
+	t->last_y = y;
+	if (h < 1)
+		return;
+	layout(t, w);
+	if (t->hidden > 0 && w > 30) {
+		/* room for the "N more" note */
+		char more[48];
+		snprintf(more, sizeof more, " %s%d more %s", t->hscroll ? "<" : "", t->hidden, ">");
+		layout(t, w - (int)strlen(more) - 1);
+	}
+	draw_header(t, y, w);
 	if (t->sel < t->top)
 		t->top = t->sel;
 	if (rows > 0 && t->sel >= t->top + rows)
@@ -206,47 +300,20 @@ void tbl_draw(table_t *t, int y, int h, int w)
 	if (t->top < 0)
 		t->top = 0;
 	for (i = 0; i < rows; i++) {
-		int k = t->top + i, row;
-
 		move(y + 1 + i, 0);
 		clrtoeol();
-		if (k >= t->nshown)
-			continue;
-		row = t->order[k];
-		if (k == t->sel)
-			ui_color(C_SELECT, true);
-		if (t->attr[row] != C_NORMAL)
-			ui_color(t->attr[row], true);
-		if (k == t->sel) {
-			/* the whole line shows the selection */
-			move(y + 1 + i, 0);
-			hline(' ', w);
-		}
-		for (c = 0, x = 0; c < t->ncols && x < w; c++) {
-			int cw = col_width(t, c, w);
-
-			if (cw > w - x)
-				cw = w - x;
-			put_cell(y + 1 + i, x, cw, tbl_cell(t, row, c), t->cols[c].right);
-			x += cw + 1;
-		}
-		if (t->attr[row] != C_NORMAL)
-			ui_color(t->attr[row], false);
-		if (k == t->sel)
-			ui_color(C_SELECT, false);
+		if (t->top + i < t->nshown)
+			draw_row(t, y + 1 + i, w, t->top + i);
 	}
 }
 
 static int col_at(const table_t *t, int mx)
 {
-	int c, x = 0, w = COLS;
+	int c;
 
-	for (c = 0; c < t->ncols; c++) {
-		int cw = col_width(t, c, w);
-		if (mx >= x && mx < x + cw + 1)
+	for (c = 0; c < t->ncols; c++)
+		if (t->x[c] >= 0 && mx >= t->x[c] && mx < t->x[c] + t->wid[c] + 1)
 			return c;
-		x += cw + 1;
-	}
 	return -1;
 }
 
@@ -262,6 +329,20 @@ reaction_t tbl_key(table_t *t, action_t a, int key)
 	case ACT_PGUP: t->sel -= page; break;
 	case ACT_HOME: t->sel = 0; break;
 	case ACT_END: t->sel = t->nshown - 1; break;
+	case ACT_COL_RIGHT:
+		if (t->hidden == 0 || t->hidden == t->hscroll) {
+			ui_msg("every column is in sight");
+			return R_REDRAW;
+		}
+		t->hscroll++;
+		return R_REDRAW;
+	case ACT_COL_LEFT:
+		if (t->hscroll == 0) {
+			ui_msg("these are the first columns");
+			return R_REDRAW;
+		}
+		t->hscroll--;
+		return R_REDRAW;
 	case ACT_SORT_NEXT:
 		t->sort_col = t->sort_col + 1 >= t->ncols ? -1 : t->sort_col + 1;
 		tbl_finish(t, ui_filter());

@@ -590,6 +590,15 @@ int worker_audit(bs_store_t *st, const char *action, const char *target, const c
 	return rc;
 }
 
+int worker_audit_entity(bs_store_t *st, const char *action, const bs_audit_entity_t *e, const char *detail)
+{
+	int rc = bs_audit_entity(st, action, e, detail);
+
+	if (rc < 0)
+		snprintf(audit_failed, sizeof audit_failed, "%s", bs_last_error());
+	return rc;
+}
+
 static char *page_title, *page_text;
 
 void worker_page(const char *title, const char *text)

@@ -5,7 +5,8 @@
  * is single-threaded) opened over a copy of the configuration whose
  * timeouts are capped, so that a hung shard costs a lane seconds, not the
  * console. Lanes keep slow things apart: the periodic status reads, the
- * entity browser, and operator actions (create, drop, verify, edits).
+ * entity browser, operator actions (create, drop, verify, edits), and long
+ * reads asked for (exact counts, the census).
  *
  * A request is a function run on the lane's store. It builds its result and
  * publishes it into the screen's snapshot under snap_lock(), then calls
@@ -41,7 +42,10 @@
 #include "bagstore.h"
 #include "fmt.h" /* now_us(): what snapshots and notices are stamped with */
 
-enum { LANE_STATUS, LANE_BROWSE, LANE_ACTION, LANE_COUNT };
+/* status: the periodic reloads; browse: entity pages, one entity, queries;
+ * action: operator changes; scan: long reads an operator asked for (exact
+ * counts, the property census), kept off the others' way. */
+enum { LANE_STATUS, LANE_BROWSE, LANE_ACTION, LANE_SCAN, LANE_COUNT };
 
 typedef void (*work_fn)(bs_store_t *st, void *arg);
 
@@ -111,5 +115,7 @@ bool worker_take_page(char **title, char **text);
 /* Record an operator's change in the audit table (bs_audit). A failure is
  * added to the lane's next worker_notify, as an error. */
 int worker_audit(bs_store_t *st, const char *action, const char *target, const char *detail);
+/* The same for an entity change, with its before and after (bs_audit_entity). */
+int worker_audit_entity(bs_store_t *st, const char *action, const bs_audit_entity_t *e, const char *detail);
 
 #endif

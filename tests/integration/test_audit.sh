@@ -1,0 +1,171 @@
+#!/bin/sh
+# test_audit.sh - the audit log and undo, against real shards: who (OS user,
+# host, pid), when, what and on which shards, with an entity change's
+# before and after (bagstore audit, --json); undo from the console's audit
+# screen writes the before-image back byte for byte; an entity changed
+# since (from the CLI) makes the undo refuse with the conflict page and
+# write nothing; a delete's undo re-creates the entity, a create's deletes
+# it; every undo is audited; a backfill's pause, resume and cancel write one
+# row each, whichever front end made them.
+. tests/console/lib.sh
+export BAGSTORE BAGSTORE_TEST_CONFIG
+TMPDIR=$T
+export TMPDIR
+
+c_init
+t_exit 0 "an index (ready: the store is empty)" -- "$BAGSTORE" -c "$CFG" index create index_user --on "user:string(32)" --shard-on user
+post() { printf '{"user": "u%d", "title": "post %d", "n": %d, "tags": ["a", "b"]}\n' $(($1 % 2)) "$1" "$1"; }
+c_put 4 post
+A=$(printf '%s\n' "$T_OUT" | sed -n 1p)
+B=$(printf '%s\n' "$T_OUT" | sed -n 2p)
+C=$(printf '%s\n' "$T_OUT" | sed -n 3p)
+body() { t_sql 0 "SELECT HEX(body) FROM entities WHERE id=X'$1'"; t_sql 1 "SELECT HEX(body) FROM entities WHERE id=X'$1'"; }
+rows_of() { t_sql 0 "SELECT COUNT(*) FROM bagstore_audit WHERE action='$1'"; t_sql 1 "SELECT COUNT(*) FROM bagstore_audit WHERE action='$1'"; }
+sum() { awk '{ s += $1 } END { print s + 0 }'; }
+a_before=$(body "$A")
+
+# --- edit A in the console, then undo it from the audit screen
+cat >"$T/edit.keys" <<KEYS
+keys :entity $A\n
+wait-idle
+keys e
+keys y
+wait-for saved entity
+wait-idle
+keys 7
+wait-idle
+dump audit_after_edit
+key Enter
+dump audit_entry
+key q
+keys u
+dump undo_ask
+keys y
+wait-for undid
+wait-idle
+dump undone
+keys :q\n
+KEYS
+EDITOR="sh $TEST_ROOT/tests/console/edit_title.sh" c_headless "edit, then undo" "$T/edit.keys"
+t_contains "$(d audit_after_edit)" "entity.edit" "the audit screen lists the edit"
+t_contains "$(d audit_after_edit)" "$A" "with the entity as its target"
+t_contains "$(d audit_entry)" "--- before:" "Enter: the change in full, its before"
+t_contains "$(d audit_entry)" "title: post 0" "the before-image"
+t_contains "$(d audit_entry)" "title: edited in the console" "the after-image"
+t_contains "$(d undo_ask | tr -s '\n ' '  ')" "only if the entity is still what this change wrote. y/n" "u asks, saying the condition"
+t_contains "$(d undone)" "undid" "the undo is done"
+t_eq "$(body "$A")" "$a_before" "undo: the stored body equals the original byte for byte"
+t_exit 0 "get A" -- "$BAGSTORE" -c "$CFG" get "$A"
+t_contains "$T_OUT" '"title":"post 0"' "get reads the original again"
+t_exit 0 "query through the index" -- "$BAGSTORE" -c "$CFG" query index_user user=u0
+t_contains "$T_OUT" '"title":"post 0"' "A is found through its index after the undo"
+
+# --- the audit from the command line: who, when, what, where, before and after
+t_exit 0 "bagstore audit" -- "$BAGSTORE" -c "$CFG" audit
+t_contains "$T_OUT" "entity.undo" "audit lists the undo"
+t_contains "$T_OUT" "entity.edit" "audit lists the edit"
+t_contains "$T_OUT" "$(id -un)@$(hostname)" "who: the OS user and host"
+t_exit 0 "bagstore audit --json" -- "$BAGSTORE" -c "$CFG" audit --json
+printf '%s\n' "$T_OUT" >"$T/audit.json"
+py=$(python3 - "$T/audit.json" "$A" "$(id -un)" "$(hostname)" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+a, user, host = sys.argv[2], sys.argv[3], sys.argv[4]
+edit = [r for r in rows if r["action"] == "entity.edit" and r["entity"] == a][0]
+undo = [r for r in rows if r["action"] == "entity.undo" and r["entity"] == a][0]
+shard = edit["shards"]
+print("who", edit["os_user"] == user and edit["host"] == host and isinstance(edit["pid"], int) and edit["pid"] > 0)
+print("where", shard in ("s0", "s1"))
+print("before", edit["before"]["title"] == "post 0" and edit["before_updated_us"] > 0)
+print("after", edit["after"]["title"] == "edited in the console" and edit["after_updated_us"] > edit["before_updated_us"])
+print("undo", undo["before"]["title"] == "edited in the console" and undo["after"]["title"] == "post 0")
+print("undo-detail", undo["detail"].startswith("undo of ") and "entity.edit" in undo["detail"])
+print("order", rows.index(undo) < rows.index(edit))
+PY
+)
+for k in who where before after undo undo-detail order; do
+	t_contains "$py" "$k True" "audit --json: $k"
+done
+
+# --- edit B, change it from the CLI, then undo: refused, nothing written
+cat >"$T/edit_b.keys" <<KEYS
+keys :entity $B\n
+wait-idle
+keys e
+keys y
+wait-for saved entity
+keys :q\n
+KEYS
+EDITOR="sh $TEST_ROOT/tests/console/edit_title.sh" c_headless "edit B" "$T/edit_b.keys"
+t_exit 0 "B changed from the CLI" -- sh -c "printf '{\"id\": {\"\$uuid\": \"%s\"}, \"title\": \"changed elsewhere\"}\n' \
+	\$(echo $B | sed 's/\(........\)\(....\)\(....\)\(....\)\(............\)/\1-\2-\3-\4-\5/') | \"$BAGSTORE\" -c \"$CFG\" put -"
+b_now=$(body "$B")
+undo_before=$(rows_of entity.undo | sum)
+cat >"$T/undo_b.keys" <<KEYS
+keys 7
+wait-idle
+keys /$B
+key Enter
+keys u
+keys y
+wait-for CONFLICT
+dump conflict
+keys :q\n
+KEYS
+c_headless "undo B after it changed" "$T/undo_b.keys"
+t_contains "$(d conflict)" "CONFLICT: entity $B changed since" "undo refused: the conflict page"
+t_contains "$(d conflict)" "the undo; nothing was written." "it says nothing was written"
+t_contains "$(d conflict)" "- title: changed elsewhere" "the store's version"
+t_contains "$(d conflict)" "+ title: post 1" "what the undo would have written"
+t_eq "$(body "$B")" "$b_now" "undo refused: B's body is unchanged"
+t_eq "$(rows_of entity.undo | sum)" "$undo_before" "a refused undo audits nothing"
+
+# --- delete C, undo: C is back, byte for byte
+c_before=$(body "$C")
+cat >"$T/del.keys" <<KEYS
+keys :entity $C\n
+wait-idle
+keys d
+keys $(printf %.8s "$C")\n
+wait-for deleted entity
+keys 7
+wait-idle
+keys u
+keys y
+wait-for undid
+keys :q\n
+KEYS
+c_headless "delete C, then undo" "$T/del.keys"
+t_eq "$(body "$C")" "$c_before" "a delete's undo re-creates the entity, byte for byte"
+t_eq "$(rows_of entity.delete | sum)" 1 "the delete is audited once"
+
+# --- create D in the console, undo: D is gone
+cat >"$T/create.keys" <<KEYS
+keys 5
+wait-idle
+keys n
+keys y
+wait-for created entity
+keys 7
+wait-idle
+dump created_audit
+keys u
+keys y
+wait-for undid
+keys :q\n
+KEYS
+EDITOR="sh $TEST_ROOT/tests/console/edit_add.sh" c_headless "create D, then undo" "$T/create.keys"
+D=$(d created_audit | sed -n 's/.*entity\.create *\([0-9a-f]\{32\}\).*/\1/p' | head -n 1)
+t_match "$D" '^[0-9a-f]{32}$' "the create is on the audit screen"
+t_exit 1 "a create's undo deletes it" -- "$BAGSTORE" -c "$CFG" get "$D"
+
+# --- backfill controls: one row each, from the command line and the console
+numbered() { printf '{"m": %d}\n' "$1"; }
+c_put 50 numbered
+t_exit 0 "a building index" -- "$BAGSTORE" -c "$CFG" index create index_m --on m:int --shard-on m
+for a in pause resume cancel; do
+	t_exit 0 "backfill $a from the command line" -- "$BAGSTORE" -c "$CFG" backfill $a index_m
+	t_eq "$(rows_of "backfill.$a" | sum)" 1 "backfill $a: one audit row"
+done
+t_eq "$(rows_of "backfill pause" | sum)" 0 "no undotted second row"
+t_done test_audit
