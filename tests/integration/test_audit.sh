@@ -155,9 +155,10 @@ wait-for undid
 keys :q\n
 KEYS
 EDITOR="sh $TEST_ROOT/tests/console/edit_add.sh" c_headless "create D, then undo" "$T/create.keys"
-D=$(d created_audit | sed -n 's/.*entity\.create *\([0-9a-f]\{32\}\).*/\1/p' | head -n 1)
-t_match "$D" '^[0-9a-f]{32}$' "the create is on the audit screen"
-t_exit 1 "a create's undo deletes it" -- "$BAGSTORE" -c "$CFG" get "$D"
+# (not D: c_headless dumps into $D)
+DID=$(d created_audit | sed -n 's/.*entity\.create *\([0-9a-f]\{32\}\).*/\1/p' | head -n 1)
+t_match "$DID" '^[0-9a-f]{32}$' "the create is on the audit screen"
+t_exit 1 "a create's undo deletes it" -- "$BAGSTORE" -c "$CFG" get "$DID"
 
 # --- backfill controls: one row each, from the command line and the console
 numbered() { printf '{"m": %d}\n' "$1"; }
@@ -168,4 +169,57 @@ for a in pause resume cancel; do
 	t_eq "$(rows_of "backfill.$a" | sum)" 1 "backfill $a: one audit row"
 done
 t_eq "$(rows_of "backfill pause" | sum)" 0 "no undotted second row"
+
+# --- every change from the command line is audited too: index create and
+# drop, verify --repair, a backfill run, a put (one row per run), a delete
+# (with its before-image, so the console can undo it)
+detail_of() { t_sql 0 "SELECT detail FROM bagstore_audit WHERE action='$1' ORDER BY id DESC LIMIT 1"; t_sql 1 "SELECT detail FROM bagstore_audit WHERE action='$1' ORDER BY id DESC LIMIT 1"; }
+target_of() { t_sql 0 "SELECT target FROM bagstore_audit WHERE action='$1' ORDER BY id DESC LIMIT 1"; t_sql 1 "SELECT target FROM bagstore_audit WHERE action='$1' ORDER BY id DESC LIMIT 1"; }
+t_eq "$(rows_of index.create | sum)" 2 "index create from the command line: one row per index"
+t_contains "$(detail_of index.create)" "on m:int shard_on m; from the command line" "its detail: the definition, and where it came from"
+t_eq "$(target_of entity.put)" "50 entities" "a put: one row naming how many it stored"
+t_contains "$(detail_of entity.put)" "put from $T/e.jsonl; from the command line" "with its input"
+t_exit 0 "an index to backfill" -- "$BAGSTORE" -c "$CFG" index create index_n --on m:int --shard-on m
+t_exit 0 "a backfill run from the command line" -- "$BAGSTORE" -c "$CFG" cleaner --index index_n
+t_eq "$(rows_of index.backfill | sum)" 1 "cleaner --index: one row"
+t_eq "$( (t_sql 0 "SELECT COUNT(*) FROM index_n"; t_sql 1 "SELECT COUNT(*) FROM index_n") | sum)" 50 "the backfill wrote its rows"
+t_sql 0 "DELETE FROM index_n LIMIT 1" >/dev/null
+t_sql 1 "DELETE FROM index_n LIMIT 2" >/dev/null
+t_exit 0 "verify --repair from the command line" -- "$BAGSTORE" -c "$CFG" verify --index index_n --repair
+t_eq "$(rows_of index.repair | sum)" 1 "verify --repair: one row"
+t_contains "$(detail_of index.repair)" "3 index rows repaired" "saying how many rows it repaired"
+t_exit 0 "verify without --repair" -- "$BAGSTORE" -c "$CFG" verify --index index_n
+t_eq "$(rows_of index.repair | sum)" 1 "a verify that repairs nothing adds no row"
+t_exit 0 "index drop from the command line" -- "$BAGSTORE" -c "$CFG" index drop index_m --yes
+t_eq "$(rows_of index.drop | sum)" 1 "index drop: one row"
+
+b_before=$(body "$B")
+t_exit 0 "delete B from the command line" -- "$BAGSTORE" -c "$CFG" delete "$B"
+t_eq "$(rows_of entity.delete | sum)" 2 "the delete is audited"
+t_exit 1 "delete of an absent entity" -- "$BAGSTORE" -c "$CFG" delete "$B"
+t_eq "$(rows_of entity.delete | sum)" 2 "a delete that deletes nothing is not audited"
+cat >"$T/undo_cli.keys" <<KEYS
+keys 7
+wait-idle
+keys /$B
+key Enter
+key Enter
+dump cli_delete_entry
+key q
+keys u
+keys y
+wait-for undid
+keys :q\n
+KEYS
+c_headless "undo the command line's delete in the console" "$T/undo_cli.keys"
+t_contains "$(d cli_delete_entry)" "from the command line" "the console shows where the delete came from"
+t_eq "$(body "$B")" "$b_before" "the command line's delete undone: B is back, byte for byte"
+
+# the change is made even when its row cannot be written, and says so
+t_sql 0 "RENAME TABLE bagstore_audit TO bagstore_audit_away" >/dev/null
+t_sql 1 "RENAME TABLE bagstore_audit TO bagstore_audit_away" >/dev/null
+t_exit 0 "a change with no audit table" -- "$BAGSTORE" -c "$CFG" index create index_x --on x:int --shard-on x
+t_contains "$T_ERR" "warning: index.create index_x was made but is not in the audit log" "warns that the row is missing"
+t_sql 0 "RENAME TABLE bagstore_audit_away TO bagstore_audit" >/dev/null
+t_sql 1 "RENAME TABLE bagstore_audit_away TO bagstore_audit" >/dev/null
 t_done test_audit

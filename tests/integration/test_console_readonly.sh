@@ -15,6 +15,9 @@ printf '{"n": %d}\n' 1 2 3 4 5 6 7 8 >"$T/e.jsonl"
 t_exit 0 "put 8 entities" -- "$BAGSTORE" -c "$CFG" put "$T/e.jsonl"
 before=$(t_sql 0 "SELECT COUNT(*) FROM entities"; t_sql 1 "SELECT COUNT(*) FROM entities";
 	t_sql 0 "SELECT COUNT(*), MAX(updated) FROM entities"; t_sql 0 "SELECT state FROM bagstore_jobs ORDER BY 1")
+# the set-up above is audited (index create, put); the console must add nothing
+audited=$(t_sql 0 'SELECT COUNT(*) FROM bagstore_audit'; t_sql 1 'SELECT COUNT(*) FROM bagstore_audit')
+t_eq "$(printf '%s\n' "$audited" | awk '{ s += $1 } END { print s }')" 2 "the set-up's two command-line changes are audited"
 
 c_headless "read-only headless run" tests/console/readonly.keys --read-only
 t_contains "$(d shards)" "READ-ONLY" "the status line says read-only"
@@ -49,7 +52,7 @@ c_lacks properties "create index: name" "no create form from the census"
 after=$(t_sql 0 "SELECT COUNT(*) FROM entities"; t_sql 1 "SELECT COUNT(*) FROM entities";
 	t_sql 0 "SELECT COUNT(*), MAX(updated) FROM entities"; t_sql 0 "SELECT state FROM bagstore_jobs ORDER BY 1")
 t_eq "$after" "$before" "nothing changed on the shards"
-t_eq "$(t_sql 0 'SELECT COUNT(*) FROM bagstore_audit')" 0 "nothing audited"
+t_eq "$(t_sql 0 'SELECT COUNT(*) FROM bagstore_audit'; t_sql 1 'SELECT COUNT(*) FROM bagstore_audit')" "$audited" "the read-only console audited nothing"
 
 # read_only: true in the configuration does the same
 { cat "$CFG"; echo "read_only: true"; } >"$T/ro.yaml"

@@ -168,5 +168,10 @@ int cli_cmd_lag(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_grants(cli_ctx_t *ctx, int argc, char **argv);         /* cmd_store.c */
 int cli_cmd_properties(cli_ctx_t *ctx, int argc, char **argv);    /* cmd_census.c */
 int cli_cmd_audit(cli_ctx_t *ctx, int argc, char **argv);         /* cmd_audit.c */
+/* Record a change made from the command line in the audit log (cmd_audit.c;
+ * the detail gains "from the command line"). The change is made already:
+ * a row that cannot be written is a warning on stderr, not an error. */
+void cli_audit(cli_ctx_t *ctx, const char *action, const char *target, const char *detail);
+void cli_audit_entity(cli_ctx_t *ctx, const char *action, const bs_audit_entity_t *e);
 
 #endif

@@ -136,3 +136,33 @@ done:
 	cli_args_free(&args);
 	return rc < 0 ? rc : 0;
 }
+
+/* ------------------------------------------------------------ recording */
+
+/* The change is made already when it is recorded: a row that cannot be
+ * written is said on stderr, and the command's result stands. */
+static void audit_warn(const char *action, const char *target)
+{
+	fprintf(stderr, "bagstore: warning: %s %s was made but is not in the audit log: %s\n",
+	        action, target, bs_last_error());
+	bs_error_clear();
+}
+
+void cli_audit(cli_ctx_t *ctx, const char *action, const char *target, const char *detail)
+{
+	char d[1200];
+
+	snprintf(d, sizeof d, "%s%sfrom the command line", detail ? detail : "", detail && *detail ? "; " : "");
+	if (bs_audit(ctx->st, action, target, d) < 0)
+		audit_warn(action, target);
+}
+
+void cli_audit_entity(cli_ctx_t *ctx, const char *action, const bs_audit_entity_t *e)
+{
+	char hex[33];
+
+	if (bs_audit_entity(ctx->st, action, e, "from the command line") < 0) {
+		bs_id_hex(hex, &e->id);
+		audit_warn(action, hex);
+	}
+}

@@ -193,6 +193,8 @@ int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	o.once = once;
+	if (index)
+		cli_audit(ctx, "index.backfill", index, "cleaner --index");
 	rc = index ? backfill_one(ctx, index, &o, &pr) : bs_cleaner_run(ctx->st, &o);
 done:
 	free(pr.last);
@@ -278,6 +280,11 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 			continue;
 		if ((rc = bs_verify(&d, ctx->st, ix->name, repair)) < 0)
 			goto done;
+		if (d.repaired) {
+			char det[100];
+			snprintf(det, sizeof det, "%" PRId64 " index rows repaired by verify --repair", d.repaired);
+			cli_audit(ctx, "index.repair", ix->name, det);
+		}
 		drift = d.missing + d.stale + d.orphaned;
 		left = repair ? (drift > d.repaired ? drift - d.repaired : 0) : drift;
 		remaining += left;

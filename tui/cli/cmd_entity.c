@@ -348,6 +348,25 @@ static int put_open(put_state_t *ps, const char *path)
 	return 0;
 }
 
+/* One row in the audit log for the entities a put stored (not one per
+ * entity: a load of millions would double its writes; the ids went to
+ * stdout); a put that stopped early says why. The error, if any, is kept
+ * for main to print. */
+static void put_audit(put_state_t *ps, int rc)
+{
+	char target[64], detail[1400], msg[1024] = "";
+
+	if (!ps->written)
+		return;
+	if (rc < 0)
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+	snprintf(target, sizeof target, "%zu entities", ps->written);
+	snprintf(detail, sizeof detail, "put from %s%s%s", ps->name, rc < 0 ? "; stopped early: " : "", msg);
+	cli_audit(ps->ctx, "entity.put", target, detail);
+	if (rc < 0)
+		bs_error(rc, "%s", msg);
+}
+
 int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *batch_text = NULL;
@@ -406,6 +425,7 @@ eof:
 		rc = put_flush(&ps);
 	put_progress(&ps, true);
 done:
+	put_audit(&ps, rc);
 	bs_value_clear(&bag);
 	free(line);
 	if (ps.in && ps.in != stdin)
@@ -482,8 +502,23 @@ int cli_cmd_delete(cli_ctx_t *ctx, int argc, char **argv)
 
 	if ((rc = open_with_id(&id, hex, ctx, argc, argv, NULL)) != 0)
 		return rc < 0 ? rc : 0;
-	if ((rc = entity_error(bs_delete(ctx->st, &id), hex)) < 0)
+	/* Delete what was read, only if it still is (bs_delete_if), so that the
+	 * audit's before-image is exactly what went: a write in between, read
+	 * again. */
+	bs_bytes_t before = {0};
+	int64_t us = 0;
+	for (int tries = 0; tries < 3; tries++) {
+		bs_bytes_free(&before);
+		if ((rc = bs_get_raw(&before, ctx->st, &id, &us)) < 0 || (rc = bs_delete_if(ctx->st, &id, us)) != BS_ECONFLICT)
+			break;
+	}
+	if ((rc = entity_error(rc, hex)) < 0) {
+		bs_bytes_free(&before);
 		return rc;
+	}
+	bs_audit_entity_t ae = {.id = id, .before = &before, .before_us = us};
+	cli_audit_entity(ctx, "entity.delete", &ae);
+	bs_bytes_free(&before);
 	printf("deleted %s\n", hex);
 	return 0;
 }

@@ -169,6 +169,9 @@ int cli_cmd_index_create(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	printf("created index %s (%s) on %d shards\n", got.name,
 	       bs_index_state_name(got.state), bs_store_nshards(ctx->st));
+	char detail[1100];
+	snprintf(detail, sizeof detail, "on %s shard_on %s", on, shard_on);
+	cli_audit(ctx, "index.create", got.name, detail);
 done:
 	cli_args_free(&args);
 	return rc < 0 ? rc : 0;
@@ -223,6 +226,7 @@ int cli_cmd_index_drop(cli_ctx_t *ctx, int argc, char **argv)
 	if ((rc = bs_index_drop(ctx->st, idx.name)) < 0)
 		goto done;
 	printf("dropped index %s\n", idx.name);
+	cli_audit(ctx, "index.drop", idx.name, bs_index_state_name(idx.state));
 done:
 	cli_args_free(&args);
 	return rc < 0 ? rc : 0;
