@@ -59,6 +59,8 @@ $TM send-keys -t "$S" 1
 check "[1 shards]" "tmux: back to the shards"
 $TM send-keys -t "$S" Enter
 check "shards > s0 > entities" "tmux: a breadcrumb after drilling into a shard"
+# Enter on the list before its rows arrive opens nothing: wait for one
+check "café ☕" "tmux: s0's entities listed"
 $TM send-keys -t "$S" Enter
 if wait_for "decoded:" 10 && printf '%s\n' "$PANE" | grep -Eq "shards > s0 > entities > [0-9a-f]{8}"; then
 	t_ok "tmux: the breadcrumb goes on to the entity"
