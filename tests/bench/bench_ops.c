@@ -1,7 +1,12 @@
 /*
  * bench_ops.c - put, get and query throughput and latency, beside plain SQL
  * on the same servers in the same run: a single-row INSERT into one table
- * (for put) and a primary-key SELECT (for get and query).
+ * (for put) and a primary-key SELECT (for get and query), the issue's
+ * references; and the floors of what bagstore does, in plain SQL with no
+ * consistency at all: for a put with one index, the entity's INSERT then
+ * the index row's INSERT on its shard (two round trips); for a query, the
+ * index table's SELECT then the bodies by id on their shards (two round
+ * trips and the same rows, not decoded).
  *
  * Usage: bench_ops CONFIG [N]   (the shards must be empty and initialised
  * by this program; tests/bench/run.sh starts throwaway ones).
@@ -68,6 +73,25 @@ static void raw_exec(MYSQL *m, const char *q, size_t len)
 		mysql_free_result(r);
 }
 
+/* The entity ids (BINARY(16), first column) a SELECT returns, appended to
+ * ids[*n] (at most max). */
+static void raw_ids(MYSQL *m, const char *q, size_t len, bs_id_t *ids, int *n, int max)
+{
+	if (mysql_real_query(m, q, len)) {
+		fprintf(stderr, "bench_ops: %s\n", mysql_error(m));
+		exit(1);
+	}
+	MYSQL_RES *r = mysql_store_result(m);
+	MYSQL_ROW row;
+	while (r && (row = mysql_fetch_row(r))) {
+		unsigned long *l = mysql_fetch_lengths(r);
+		if (*n < max && l[0] == 16)
+			memcpy(ids[(*n)++].b, row[0], 16);
+	}
+	if (r)
+		mysql_free_result(r);
+}
+
 /* 2n lowercase hex digits of p at o; returns 2n. */
 static size_t hex(char *o, const uint8_t *p, size_t n)
 {
@@ -110,6 +134,8 @@ typedef struct {
 	const bs_bytes_t *bodies;
 	char *q;               /* statement buffer, big enough for any body */
 	size_t found;          /* entities returned by the queries */
+	size_t found_plain;    /* rows the plain-SQL query floors returned */
+	const bs_index_t *user_ix, *pub_ix; /* for routing an index row's value */
 } bench_t;
 
 /* One operation on entity i. */
@@ -163,6 +189,97 @@ static void op_select_plain(bench_t *b, int i)
 static void op_select_layout(bench_t *b, int i)
 {
 	raw_by_id(b, i, "SELECT body, updated FROM bench_layout WHERE id=", NULL, "");
+}
+
+/* The row's shard by the index's shard_on value, as bagstore routes it. */
+static int route_value(const bs_index_t *ix, const bs_value_t *v, int n)
+{
+	int s = bs_route_value(v, &ix->props[ix->shard_on], n);
+	if (s < 0) {
+		fprintf(stderr, "bench_ops: a value that cannot route\n");
+		exit(1);
+	}
+	return s;
+}
+
+/* The floor of a put with one index: the entity's INSERT, then its index
+ * row's INSERT on the user's shard; no intent, no lock, no transaction. */
+static void op_insert_two(bench_t *b, int i)
+{
+	raw_by_id(b, i, "INSERT INTO bench_plain2 (id, body) VALUES (", ", ", ")");
+	bs_value_t v;
+	bs_value_bin(&v, b->users[i % b->nusers].b, 16);
+	int s = route_value(b->user_ix, &v, b->cfg->nshards);
+	char *q = b->q;
+	size_t len = (size_t)sprintf(q, "INSERT INTO bench_index (user_id, entity_id) VALUES (X'");
+	len += hex(q + len, b->users[i % b->nusers].b, 16);
+	len += (size_t)sprintf(q + len, "', X'");
+	len += hex(q + len, b->ids[i].b, 16);
+	len += (size_t)sprintf(q + len, "')");
+	raw_exec(b->raw[s], q, len);
+}
+
+/* The floor of a query: the index table's SELECT on the value's shard
+ * (`where` is its condition, for `value`), then the bodies by id, one
+ * SELECT ... IN per shard holding some, one shard after the other. */
+static void plain_query(bench_t *b, const bs_index_t *ix, const char *where, const bs_value_t *value)
+{
+	enum { MAX = 256 };
+	bs_id_t ids[MAX];
+	int n = 0, s = route_value(ix, value, b->cfg->nshards);
+	char *q = b->q;
+	size_t len = (size_t)sprintf(q, "SELECT entity_id FROM `%s` WHERE %s", ix->name, where);
+	raw_ids(b->raw[s], q, len, ids, &n, MAX);
+	for (int sh = 0; sh < b->cfg->nshards; sh++) {
+		len = (size_t)sprintf(q, "SELECT id, UNIX_TIMESTAMP(updated), body FROM entities WHERE id IN (");
+		int k0 = 0;
+		for (int k = 0; k < n; k++) {
+			if (bs_route_id(&ids[k], b->cfg->nshards) != sh)
+				continue;
+			len += (size_t)sprintf(q + len, "%sX'", k0++ ? "," : "");
+			len += hex(q + len, ids[k].b, 16);
+			q[len++] = '\'';
+		}
+		if (!k0)
+			continue;
+		q[len++] = ')';
+		q[len] = '\0';
+		int got = 0;
+		bs_id_t rows[MAX];
+		raw_ids(b->raw[sh], q, len, rows, &got, MAX);
+		b->found_plain += (size_t)got;
+	}
+}
+
+static void op_query_plain(bench_t *b, int i)
+{
+	char where[64] = "user_id=X'";
+	bs_value_t v;
+	hex(where + 10, b->users[i % b->nusers].b, 16);
+	strcat(where, "'");
+	bs_value_bin(&v, b->users[i % b->nusers].b, 16);
+	plain_query(b, b->user_ix, where, &v);
+}
+
+/* One entity per query: its `published`, unique. */
+static void op_query_one(bench_t *b, int i)
+{
+	bs_cond_t c = { "published", {0} };
+	bs_result_t r;
+	bs_value_int(&c.value, 1235697046 + i);
+	if (bs_query(&r, b->st, "index_published", &c, 1, 0))
+		die("query");
+	b->found += r.len;
+	bs_result_free(&r);
+}
+
+static void op_query_one_plain(bench_t *b, int i)
+{
+	char where[64];
+	bs_value_t v;
+	snprintf(where, sizeof where, "published=%d", 1235697046 + i);
+	bs_value_int(&v, 1235697046 + i);
+	plain_query(b, b->pub_ix, where, &v);
 }
 
 static void op_put(bench_t *b, int i)
@@ -256,7 +373,8 @@ int main(int argc, char **argv)
 	}
 	for (int s = 0; s < cfg->nshards; s++)
 		raw[s] = raw_connect(&cfg->shards[s]);
-	bench_t b = { cfg, st, raw, ids, users, nusers, bodies, malloc(2 * max_body + 256), 0 };
+	bench_t b = { .cfg = cfg, .st = st, .raw = raw, .ids = ids, .users = users, .nusers = nusers,
+	             .bodies = bodies, .q = malloc(2 * max_body + 256) };
 	if (!b.q) {
 		fprintf(stderr, "bench_ops: out of memory\n");
 		return 1;
@@ -286,6 +404,12 @@ int main(int argc, char **argv)
 	if (bs_index_create(st, &def))
 		die("index create");
 	stat_t put1 = timed("bs_put, one index (index_user_id)", &b, lat, half, n, false, op_put);
+	b.user_ix = &def;
+	raw_table(&b, "bench_plain2", "CREATE TABLE bench_plain2 (id BINARY(16) NOT NULL PRIMARY KEY,"
+	                              " body MEDIUMBLOB) ENGINE=InnoDB");
+	raw_table(&b, "bench_index", "CREATE TABLE bench_index (user_id BINARY(16) NOT NULL,"
+	                             " entity_id BINARY(16) NOT NULL, PRIMARY KEY (user_id, entity_id)) ENGINE=InnoDB");
+	stat_t two_ins = timed("plain SQL INSERT + index row INSERT", &b, lat, half, n, false, op_insert_two);
 
 	printf("\nreads (sequential, one client, random order):\n");
 	srand(42);
@@ -311,6 +435,33 @@ int main(int argc, char **argv)
 	int nq = n / 10 > 0 ? n / 10 : 1;
 	stat_t qs = timed("bs_query user_id=U (one shard)", &b, lat, 0, nq, true, op_query);
 	printf("    (%.1f entities per query on average)\n", (double)b.found / nq);
+	srand(42);
+	stat_t qfloor = timed("plain SQL: index SELECT, bodies by id", &b, lat, 0, nq, true, op_query_plain);
+	printf("    (%.1f rows per query on average)\n", (double)b.found_plain / nq);
+
+	/* One entity per query, through an index on `published` (unique),
+	 * backfilled first (it is not part of the writes measured above). */
+	bs_index_t pub;
+	bs_cleaner_opts_t bo;
+	memset(&bo, 0, sizeof bo);
+	if (bs_index_parse(&pub, "index_published", "published:int", "published") || bs_index_create(st, &pub) ||
+	    bs_cleaner_backfill(st, "index_published", &bo) || bs_index_get(&cur, st, "index_published"))
+		die("index_published");
+	if (cur.state != BS_INDEX_READY) {
+		fprintf(stderr, "bench_ops: index_published is %s after its backfill\n", bs_index_state_name(cur.state));
+		return 1;
+	}
+	b.pub_ix = &pub;
+	b.found = b.found_plain = 0;
+	srand(7);
+	stat_t q1 = timed("bs_query published=P (one entity)", &b, lat, 0, nq, true, op_query_one);
+	srand(7);
+	stat_t q1floor = timed("plain SQL: the same two SELECTs", &b, lat, 0, nq, true, op_query_one_plain);
+	if (b.found != (size_t)nq || b.found_plain != (size_t)nq) {
+		fprintf(stderr, "bench_ops: the one-entity queries found %zu and %zu, not %d each\n", b.found,
+		        b.found_plain, nq);
+		return 1;
+	}
 
 	printf("\nratios (bagstore / plain SQL; latency p50, throughput):\n");
 	ratio("put, no index   / INSERT", &put0, &plain_ins);
@@ -319,6 +470,11 @@ int main(int argc, char **argv)
 	ratio("get             / SELECT", &get, &plain_sel);
 	ratio("get             / SELECT on the entities layout  ", &get, &plain_lsel);
 	ratio("query           / SELECT", &qs, &plain_sel);
+	ratio("query, 1 entity / SELECT", &q1, &plain_sel);
+	printf("\nratios to the floors (the same statements' work in plain SQL, no consistency):\n");
+	ratio("put, one index  / INSERT + index row INSERT", &put1, &two_ins);
+	ratio("query           / index SELECT + bodies by id", &qs, &qfloor);
+	ratio("query, 1 entity / index SELECT + body by id  ", &q1, &q1floor);
 
 	for (int s = 0; s < cfg->nshards; s++)
 		mysql_close(raw[s]);
