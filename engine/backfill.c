@@ -333,6 +333,12 @@ typedef struct {
 	double samp_t[RATE_SAMPLES];
 	int64_t samp_n[RATE_SAMPLES];
 	int nsamp;
+	/* events: this attempt claimed the job; it ended with its own event
+	 * (done, failed); it is throttled (and why, for the event that ends it) */
+	bool claimed, ended;
+	bool throttled;
+	char throttle_why[256];
+	char release_msg[1100];
 	/* result */
 	enum outcome out;
 	int rc;
@@ -405,6 +411,32 @@ static void report(runner_t *r)
 		pthread_mutex_unlock(r->progress_lock);
 }
 
+/* An event about this job (serialised with the progress callbacks). */
+static void emit(runner_t *r, bs_event_type_t type, const char *msg, int code)
+{
+	if (!r->opts || !r->opts->event)
+		return;
+	bs_event_t ev = { .type = type, .shard = r->shard, .index = r->index, .message = msg, .code = code,
+	                  .job = &r->job };
+	r->job.heartbeat_us = bs_now_us();
+	snprintf(r->job.worker_host, sizeof r->job.worker_host, "%s", r->host);
+	r->job.worker_pid = r->pid;
+	if (r->progress_lock)
+		pthread_mutex_lock(r->progress_lock);
+	bs__event_emit(r->opts, &ev);
+	if (r->progress_lock)
+		pthread_mutex_unlock(r->progress_lock);
+}
+
+/* The job runs (again): a throttle it was under is over. */
+static void unthrottle(runner_t *r)
+{
+	if (!r->throttled)
+		return;
+	r->throttled = false;
+	emit(r, BS_EV_THROTTLE_OFF, r->throttle_why, 0);
+}
+
 /* Say why the job waits (best effort: the source may be the one down).
  * Returns the rows matched: 0 when the job is no longer ours to run. */
 static int64_t say_throttled(runner_t *r, const char *why)
@@ -413,6 +445,11 @@ static int64_t say_throttled(runner_t *r, const char *why)
 	int64_t matched = 0;
 	r->job.state = BS_JOB_THROTTLED;
 	snprintf(r->job.reason, sizeof r->job.reason, "%s", why);
+	if (!r->throttled) {
+		r->throttled = true;
+		snprintf(r->throttle_why, sizeof r->throttle_why, "%s", why);
+		emit(r, BS_EV_THROTTLE_ON, why, 0);
+	}
 	bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='throttled', heartbeat=NOW(6), reason=");
 	bs__buf_hex(&b, r->job.reason, strlen(r->job.reason));
 	where_mine(r, &b);
@@ -492,6 +529,8 @@ static void job_fail(runner_t *r, const char *m)
 	r->job.state = BS_JOB_FAILED;
 	snprintf(r->job.reason, sizeof r->job.reason, "%s", m);
 	report(r);
+	r->ended = true;
+	emit(r, BS_EV_JOB_FAILED, m, r->rc ? r->rc : BS_ERROR);
 }
 
 /* An attempt's working state: two chunks (one written while the next is
@@ -580,6 +619,9 @@ static int validate(runner_t *r, bs_index_t *idx)
 	r->nsamp = 0;
 	sample(r);
 	report(r);
+	r->claimed = true;
+	emit(r, BS_EV_JOB_CLAIMED, "", 0);
+	unthrottle(r);
 done:
 	if (res)
 		mysql_free_result(res);
@@ -592,11 +634,13 @@ done:
 static int throttle_gate(runner_t *r, attempt_t *a)
 {
 	const char *sname = r->src->shards[r->shard].conf->name;
+	bs_cleaner_conf_t cl;
 	char why[256];
 	int level, rc;
 	for (int i = 0; i < r->src->n; i++)
 		a->which[i] = a->cur.rows[i] > 0 || i == r->shard;
-	if ((rc = bs__throttle_check(&level, why, sizeof why, r->thr, r->dst, a->which))) {
+	bs__cleaner_conf(&cl, r->opts, r->cfg);
+	if ((rc = bs__throttle_check(&level, why, sizeof why, r->thr, r->dst, a->which, &cl))) {
 		char m[512];
 		snprintf(m, sizeof m, "waiting: %s", bs_last_error());
 		say_throttled(r, m);
@@ -619,10 +663,10 @@ static int throttle_gate(runner_t *r, attempt_t *a)
 }
 
 /* The next chunk size: aim at cleaner.chunk_time per chunk. */
-static int64_t next_chunk_size(runner_t *r, const attempt_t *a, double elapsed)
+static int64_t next_chunk_size(const attempt_t *a, double elapsed, const bs_cleaner_conf_t *cl)
 {
 	int64_t chunk = a->chunk;
-	double target = r->cfg->cleaner.chunk_time > 0 ? r->cfg->cleaner.chunk_time : 0.5;
+	double target = cl->chunk_time > 0 ? cl->chunk_time : 0.5;
 	if (a->slow)
 		return CHUNK_MIN;
 	if (a->cur.scanned >= chunk && elapsed > 0) {
@@ -669,7 +713,9 @@ static int chunk_step(runner_t *r, attempt_t *a)
 	r->job.rows_written += a->cur.written;
 	sample(r);
 	double elapsed = bs_now_mono() - t0;
-	a->chunk = next_chunk_size(r, a, elapsed);
+	bs_cleaner_conf_t cl;
+	bs__cleaner_conf(&cl, r->opts, r->cfg); /* the settings in force now (SIGHUP) */
+	a->chunk = next_chunk_size(a, elapsed, &cl);
 	r->job.chunk = a->chunk;
 	bs__buf_printf(&b, "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6), cursor_id=%lld,"
 	                   " rows_scanned=%lld, rows_written=%lld, rate=%.3f, chunk=%lld",
@@ -683,6 +729,8 @@ static int chunk_step(runner_t *r, attempt_t *a)
 	r->job.state = BS_JOB_RUNNING;
 	r->job.reason[0] = '\0';
 	report(r);
+	unthrottle(r);
+	emit(r, BS_EV_JOB_PROGRESS, "", 0);
 	if (rrc) {
 		bs_error(rrc, "%s", rmsg);
 		ret = fail_with(r, rrc);
@@ -690,8 +738,8 @@ static int chunk_step(runner_t *r, attempt_t *a)
 	}
 	/* pacing, once the chunk is recorded: leave the servers (and the
 	 * writers) time between chunks */
-	if (r->cfg->cleaner.sleep_coef > 0)
-		bs__cleaner_sleep(elapsed * r->cfg->cleaner.sleep_coef, bs__stop_flag(r->opts));
+	if (cl.sleep_coef > 0)
+		bs__cleaner_sleep(elapsed * cl.sleep_coef, bs__stop_flag(r->opts));
 	chunk_t t = a->cur;
 	a->cur = a->next;
 	a->next = t;
@@ -713,10 +761,32 @@ static enum outcome finish(runner_t *r)
 		r->job.state = BS_JOB_DONE;
 		r->job.eta_s = 0;
 		report(r);
+		r->ended = true;
+		emit(r, BS_EV_JOB_DONE, "", 0);
 		out = OUT_DONE;
 	}
 	bs__buf_free(&b);
 	return out;
+}
+
+/* Why a job this worker had claimed is no longer its own. */
+static const char *released_why(runner_t *r, enum outcome out)
+{
+	static const char *const why[] = {
+		[OUT_DONE] = "done by another worker",
+		[OUT_PAUSED] = "paused",
+		[OUT_CANCELLED] = "cancelled",
+		[OUT_FAILED] = "failed",
+		[OUT_BUSY] = "held by another worker",
+		[OUT_WAIT] = "waiting for a shard",
+		[OUT_LOST] = "taken by another worker",
+		[OUT_STOP] = "stopped: queued for any worker; it resumes from its checkpoint",
+	};
+	if (out == OUT_WAIT || out == OUT_FAILED || out == OUT_CANCELLED) {
+		snprintf(r->release_msg, sizeof r->release_msg, "%s%s%s", why[out], r->msg[0] ? ": " : "", r->msg);
+		return r->release_msg;
+	}
+	return (unsigned)out < sizeof why / sizeof *why ? why[out] : "released";
 }
 
 /* How an attempt ends, whatever the outcome: a failure the job row should
@@ -738,6 +808,9 @@ static void wind_up(runner_t *r, enum outcome out)
 	}
 	if (out != OUT_WAIT || r->src->shards[r->shard].conn)
 		release_lock(r);
+	if (r->claimed && !r->ended)
+		emit(r, BS_EV_JOB_RELEASED, released_why(r, out), 0);
+	r->claimed = r->ended = r->throttled = false;
 }
 
 /* One attempt at the job: claim, validate, chunks until the end (or until

@@ -271,6 +271,26 @@ typedef struct {
 	                         * --sleep-coef: trades backfill time for writers' latency */
 } bs_cleaner_conf_t;
 
+/* What a cleaner hook runs on (cleaner.hooks.on_<name>), bs_hook_name(). */
+typedef enum {
+	BS_HOOK_BACKFILL_STARTED, BS_HOOK_BACKFILL_DONE, BS_HOOK_BACKFILL_FAILED, BS_HOOK_THROTTLED,
+	BS_HOOK_INDEX_READY, BS_HOOK_SHARD_LOST, BS_HOOK_SHARD_BACK, BS_HOOK_COUNT
+} bs_hook_t;
+/* "backfill_started", "backfill_done", ...: the name after "on_". */
+const char *bs_hook_name(bs_hook_t h);
+
+/* The cleaner daemon's own settings (the program's, not the engine's):
+ * keys of the cleaner: section too. */
+typedef struct {
+	char *metrics;          /* cleaner.metrics: HOST:PORT to serve /metrics on; NULL none */
+	char *log_format;       /* cleaner.log_format: "text" or "json"; NULL: text */
+	double log_every;       /* cleaner.log_every: seconds between a job's progress lines
+	                         * and between repair summaries (5) */
+	char *hook_on_event;    /* cleaner.hooks.on_event: a command for every hook event */
+	char *hooks[BS_HOOK_COUNT]; /* cleaner.hooks.on_<name>: one event's command */
+	double hook_timeout;    /* cleaner.hooks.timeout: seconds a hook may run (10) */
+} bs_daemon_conf_t;
+
 typedef struct {
 	char *path;
 	bs_shard_conf_t *shards;
@@ -282,6 +302,7 @@ typedef struct {
 	bs_cleaner_conf_t cleaner;
 	bool read_only;
 	bs_tls_conf_t tls;      /* the top-level `tls:` every shard inherits */
+	bs_daemon_conf_t daemon;
 } bs_config_t;
 
 /* Load a configuration. path NULL: $BAGSTORE_CONFIG, else ./bagstore.yaml.
@@ -718,6 +739,69 @@ int bs_backfill_queue(bs_store_t *st, const char *index);
 int bs_job_control(bs_store_t *st, const char *index, const char *action);
 
 /*
+ * Events: what the cleaner does, as it does it, for logs, metrics and
+ * hooks (bs_cleaner_opts_t.event). Every pointer is borrowed for the call.
+ */
+typedef enum {
+	BS_EV_JOB_CLAIMED,   /* this worker took a job and starts or resumes it (job) */
+	BS_EV_JOB_PROGRESS,  /* a chunk checkpointed (job) */
+	BS_EV_JOB_DONE,      /* every row scanned (job) */
+	BS_EV_JOB_FAILED,    /* the job failed (job; message: why, MySQL's message
+	                      * included; code) */
+	BS_EV_JOB_RELEASED,  /* this worker let a job go: stopped (it waits, queued,
+	                      * for any worker), paused, cancelled, taken by another
+	                      * worker, or a shard to wait for (job; message) */
+	BS_EV_THROTTLE_ON,   /* a job waits (job; message: the reason) */
+	BS_EV_THROTTLE_OFF,  /* it goes on (job; message: the reason it had) */
+	BS_EV_INDEX_READY,   /* an index this cleaner promoted is ready (index) */
+	BS_EV_REPAIR_PASS,   /* a repair pass on a shard this cleaner repairs (shard,
+	                      * rows, seconds, watermark_us, lag_s, indexes[]) */
+	BS_EV_SHARD_LOST,    /* a shard stopped answering (shard; message; code) */
+	BS_EV_SHARD_BACK,    /* it answers again (shard) */
+	BS_EV_ERROR,         /* an error the daemon survives (message; code), as
+	                      * given to opts->error */
+	BS_EV_LOOP,          /* the daemon's loop ended a pass (liveness; no fields) */
+	BS_EV_COUNT
+} bs_event_type_t;
+/* "job_claimed", "job_progress", ...: the names logs and metrics use. */
+const char *bs_event_name(bs_event_type_t t);
+
+/* Index rows one repair pass inserted (or overwrote) and deleted, per index. */
+typedef struct {
+	char index[BS_NAME_MAX + 1];
+	int64_t inserted, deleted;
+} bs_event_index_t;
+
+typedef struct {
+	bs_event_type_t type;
+	int64_t at_us;              /* when, unix microseconds */
+	int shard;                  /* -1 when not about one shard */
+	const char *index;          /* "" when none */
+	const char *message;        /* "" when none */
+	int code;                   /* BS_E* of failures and errors, else 0 */
+	const bs_job_t *job;        /* the job's state now; NULL for other events */
+	/* BS_EV_REPAIR_PASS */
+	int64_t rows;               /* entities looked at */
+	double seconds;             /* the pass's duration */
+	int64_t watermark_us;       /* the shard's repair watermark after it */
+	const bs_event_index_t *indexes; /* per maintained index */
+	int nindexes;
+} bs_event_t;
+
+/*
+ * Cleaner settings that may change while it runs (SIGHUP): chunk_time,
+ * max_load, critical_load, max_replica_lag, repair_overlap,
+ * repair_interval, sleep_coef. A thread-safe box: set from any thread,
+ * read by the cleaner's threads as one consistent copy each time they
+ * use it (see doc/DESIGN.md for when each setting takes effect).
+ */
+typedef struct bs_cleaner_live bs_cleaner_live_t;
+int bs_cleaner_live_new(bs_cleaner_live_t **out, const bs_cleaner_conf_t *initial);
+void bs_cleaner_live_set(bs_cleaner_live_t *l, const bs_cleaner_conf_t *c);
+void bs_cleaner_live_get(bs_cleaner_conf_t *out, bs_cleaner_live_t *l);
+void bs_cleaner_live_free(bs_cleaner_live_t *l);
+
+/*
  * How a caller runs the cleaner. The callbacks are called from the
  * cleaner's own threads, possibly from several at once (the callee locks
  * what it shares), and must not use the store they were given.
@@ -736,6 +820,13 @@ typedef struct {
 	 * message, which names the shard and carries MySQL's own; may be NULL */
 	void (*error)(void *ctx, int code, const char *msg);
 	void *ctx;
+	/* every event (bs_event_t); may be NULL. Called from the cleaner's
+	 * threads, possibly several at once; it should return quickly (a slow
+	 * callee slows a backfill: queue what takes time) */
+	void (*event)(void *ctx, const bs_event_t *ev);
+	/* settings that may change while it runs; NULL: the store's
+	 * configuration's cleaner section */
+	bs_cleaner_live_t *live;
 } bs_cleaner_opts_t;
 
 /* Backfill one index on every shard until every job is done (or stop);
@@ -793,6 +884,68 @@ typedef struct {
 } bs_lag_t;
 /* Per shard (out[nshards], caller allocates). */
 int bs_lag(bs_lag_t *out, bs_store_t *st);
+
+/* ------------------------------------------------------------------ workers */
+
+/*
+ * The worker registry: a row per worker in bagstore_workers on every shard
+ * (so that one shard down hides none), kept by a heartbeat. Every cleaner
+ * registers itself, and every console while it runs backfills.
+ */
+#define BS_VERSION "0.1.0"
+#define BS_WORKER_HEARTBEAT_S 1.0 /* between two heartbeats */
+#define BS_WORKER_DEAD_S 5.0      /* a worker whose newest heartbeat is older is dead */
+#define BS_WORKER_CLEAR_S 3600.0  /* a dead worker's rows are deleted after this */
+
+typedef struct bs_worker bs_worker_t;
+/* Register this process as a worker of kind ("cleaner": the daemon,
+ * "backfill": `cleaner --index`, "console") and keep its heartbeat, on a
+ * thread per shard with stores of its own over cfg (borrowed until
+ * bs_worker_stop; their timeouts capped at 2 s). metrics: "HOST:PORT" of
+ * its /metrics, or NULL. A shard that does not answer is retried at every
+ * heartbeat; bs_worker_shards_ok says how many took the last one. */
+int bs_worker_start(bs_worker_t **out, const bs_config_t *cfg, const char *kind, const char *metrics);
+/* What it does now, shown by `bagstore workers`: jobs held ("INDEX@SHARD"
+ * separated by commas) and the shards it runs repair passes on (names
+ * separated by commas); either may be NULL or "". Any thread. */
+void bs_worker_doing(bs_worker_t *w, const char *jobs, const char *repair);
+/* Its id (32 hex digits), for logs. */
+const char *bs_worker_id(const bs_worker_t *w);
+/* Shards whose last heartbeat succeeded; *first_error (may be NULL) gets
+ * the first failing shard's message ("" when none). Any thread. */
+int bs_worker_shards_ok(bs_worker_t *w, char *first_error, size_t size);
+/* Deregister (delete its rows, each shard bounded by the capped timeouts),
+ * stop the heartbeat and free. Accepts NULL. */
+void bs_worker_stop(bs_worker_t *w);
+
+typedef struct {
+	char id[33];
+	char kind[16];
+	char host[256];
+	int pid;
+	char version[64];
+	char jobs[1024];          /* "INDEX@SHARD,..." held */
+	char repair[1024];        /* shard names it repairs */
+	char metrics[256];        /* HOST:PORT, "" when none */
+	int64_t started_us;       /* its own clock */
+	int64_t heartbeat_us;     /* the newest heartbeat, on its shard's clock */
+	double age_s;             /* seconds since then, on that shard's clock */
+	bool alive;               /* age_s < BS_WORKER_DEAD_S */
+	int shards;               /* how many shards hold its row */
+} bs_worker_info_t;
+
+typedef struct {
+	bs_worker_info_t *items;
+	int len;
+} bs_worker_list_t;
+void bs_worker_list_free(bs_worker_list_t *l);
+/* Every registered worker, its rows merged over the reachable shards (the
+ * freshest heartbeat wins), live ones first, then by start time.
+ * Unreachable shards are skipped and counted in *unreachable (may be NULL);
+ * an error only when no shard answered. */
+int bs_workers_list(bs_worker_list_t *out, bs_store_t *st, int *unreachable);
+/* Live workers of a kind in l (kind NULL: any). */
+int bs_workers_alive(const bs_worker_list_t *l, const char *kind);
 
 #ifdef __cplusplus
 }

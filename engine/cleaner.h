@@ -1,7 +1,8 @@
 /*
- * cleaner.h - what the cleaner's files (layer L4 of internal.h: jobs.c,
- * throttle.c, lag.c, drift.c, repair.c, backfill.c, verify.c, lifecycle.c)
- * and the daemon (daemon.c) share, and nobody else sees.
+ * cleaner.h - what the cleaner's files (layer L4 of internal.h: events.c,
+ * jobs.c, throttle.c, lag.c, drift.c, repair.c, backfill.c, verify.c,
+ * lifecycle.c, workers.c) and the daemon (daemon.c) share, and nobody else
+ * sees.
  */
 #ifndef BS_CLEANER_H
 #define BS_CLEANER_H
@@ -39,6 +40,7 @@ long bs__ids_find(const void *ids, size_t n, const void *id);
 
 typedef struct {
 	int64_t missing, stale, misfit, repaired;
+	int64_t inserted, deleted; /* of repaired: rows upserted, rows deleted */
 } drift_counts_t;
 
 /* Compare idx's rows for n entities (ids[k], bags[k]; a NIL bag means the
@@ -58,7 +60,8 @@ int bs__drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs
 
 /* After bs__drift_check(fix) over eb (read from shard): redo the entities a
  * writer changed or deleted meanwhile from their new bodies (a few rounds),
- * so that no fix made from an old body outlives a writer's newer rows. */
+ * so that no fix made from an old body outlives a writer's newer rows.
+ * out[nidx]: counts added per index (out[x] for idx[x]). */
 int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_t *idx, int nidx,
                  const ebatch_t *eb);
 
@@ -70,12 +73,24 @@ int bs__repair_since(int64_t *rows, bs_store_t *st, const bs_index_t *idx, int64
 typedef struct bs__repairer bs__repairer_t;
 int bs__repairer_new(bs__repairer_t **out);
 void bs__repairer_free(bs__repairer_t *r);
+/* What one repair pass did (bs__repair_pass). */
+typedef struct {
+	bool ran;                /* this cleaner holds the shard's repair lock: it ran */
+	int64_t rows;            /* entities looked at */
+	int64_t watermark_us;    /* recorded after it */
+	double seconds;
+	bs_event_index_t *per;   /* per maintained index: rows inserted and deleted
+	                          * (owned: free()) */
+	int nper;
+} bs__repair_stats_t;
 /* One repair pass on one shard, under the shard's repair lock (a pass
  * another cleaner holds the lock for is skipped): entities since its
- * watermark minus cleaner.repair_overlap, newest first, then one bounded
- * orphan sweep batch of every maintained index's table on it; records the
- * watermark and lag (lag.c). */
-int bs__repair_pass(bs__repairer_t *r, bs_store_t *st, int shard, const bs_index_list_t *cat);
+ * watermark minus overlap_s (cleaner.repair_overlap), newest first, then
+ * one bounded orphan sweep batch of every maintained index's table on it;
+ * records the watermark and lag (lag.c). *out (may be NULL) says what it
+ * did, also on failure (rows fixed before it). */
+int bs__repair_pass(bs__repair_stats_t *out, bs__repairer_t *r, bs_store_t *st, int shard,
+                    const bs_index_list_t *cat, double overlap_s);
 /* Forget an index's sweep cursors on every shard (index drop). */
 int bs__repair_forget(bs_store_t *st, const char *index);
 
@@ -109,11 +124,12 @@ typedef struct throttle throttle_t;
 int bs__throttle_new(throttle_t **out, const bs_config_t *cfg);
 void bs__throttle_free(throttle_t *t);
 /* Check Threads_running on the shards in `which` (NULL: all) through st,
- * and replica lag where replicas are configured. Returns 0 and sets
- * *level: 0 go, 1 pause (reason says why), 2 stop (critical). A shard that
- * does not answer is BS_EUNREACHABLE. */
+ * and replica lag where replicas are configured, against the limits of cl
+ * (the settings in force: bs__cleaner_conf). Returns 0 and sets *level: 0
+ * go, 1 pause (reason says why), 2 stop (critical). A shard that does not
+ * answer is BS_EUNREACHABLE. */
 int bs__throttle_check(int *level, char *reason, size_t size, throttle_t *t, bs_store_t *st,
-                   const bool *which);
+                   const bool *which, const bs_cleaner_conf_t *cl);
 
 /* ------------------------------------------------------------ lag (lag.c) */
 
@@ -150,6 +166,15 @@ int bs__index_promote(bool *promoted, bs_store_t *st, const char *name);
  * it): a drop cut short is finished; a create or promotion cut short gets
  * its row (and table) on every shard in the merged state. */
 int bs__index_heal(bs_store_t *st, const bs_index_t *ix);
+
+/* ------------------------------------------------------------ events (events.c) */
+
+/* Send ev to opts->event (when there is one): at_us, index and message
+ * filled when left zero. */
+void bs__event_emit(const bs_cleaner_opts_t *opts, bs_event_t *ev);
+/* The cleaner settings in force now: opts->live's copy, else cfg's. Read
+ * it where a setting is used, each time: a reload takes effect there. */
+void bs__cleaner_conf(bs_cleaner_conf_t *out, const bs_cleaner_opts_t *opts, const bs_config_t *cfg);
 
 /* ------------------------------------------------------------ misc */
 

@@ -635,8 +635,24 @@ static const char *const timeout_keys[] = { "connect", "read", "write", NULL };
 static const char *const index_keys[] = { "name", "on", "shard_on", NULL };
 static const char *const cleaner_keys[] = {
 	"chunk_time", "max_load", "critical_load", "max_replica_lag", "repair_overlap",
-	"repair_interval", "sleep_coef", NULL
+	"repair_interval", "sleep_coef", "metrics", "log_format", "log_every", "hooks", NULL
 };
+/* cleaner.hooks: on_event, on_<bs_hook_name>, timeout */
+static const char *const hook_names[BS_HOOK_COUNT] = {
+	[BS_HOOK_BACKFILL_STARTED] = "backfill_started", [BS_HOOK_BACKFILL_DONE] = "backfill_done",
+	[BS_HOOK_BACKFILL_FAILED] = "backfill_failed", [BS_HOOK_THROTTLED] = "throttled",
+	[BS_HOOK_INDEX_READY] = "index_ready", [BS_HOOK_SHARD_LOST] = "shard_lost",
+	[BS_HOOK_SHARD_BACK] = "shard_back",
+};
+static const char *const hooks_keys[] = {
+	"on_event", "on_backfill_started", "on_backfill_done", "on_backfill_failed", "on_throttled",
+	"on_index_ready", "on_shard_lost", "on_shard_back", "timeout", NULL
+};
+
+const char *bs_hook_name(bs_hook_t h)
+{
+	return (unsigned)h < BS_HOOK_COUNT ? hook_names[h] : "unknown";
+}
 
 static int missing(const ctx *c, const node *map, const char *where, const char *key)
 {
@@ -1094,6 +1110,72 @@ static int parse_indexes(bs_config_t *cfg, const ctx *c, const node *root)
 	return 0;
 }
 
+/* HOST:PORT (an IPv6 host in brackets), as cleaner.metrics wants it. */
+static int get_listen(char **dst, const ctx *c, const node *n, const char *where)
+{
+	char shown[96];
+	const char *colon;
+	unsigned long port = 0;
+	int error;
+
+	if ((error = get_str(dst, c, n, where)) < 0)
+		return error;
+	colon = strrchr(*dst, ':');
+	if (colon && colon > *dst && colon[1]) {
+		char *end;
+		port = strtoul(colon + 1, &end, 10);
+		if (*end || colon[1] < '0' || colon[1] > '9')
+			port = 0;
+		if ((*dst)[0] == '[' && colon[-1] != ']')
+			port = 0;
+	}
+	if (port < 1 || port > 65535)
+		return nerr(c, n, "%s: expected HOST:PORT (an IPv6 address in brackets, a port from 1 to 65535), "
+		            "got \"%s\"", where, bs__quote(shown, sizeof shown, n->str, n->len));
+	return 0;
+}
+
+static int parse_hooks(bs_daemon_conf_t *dm, const ctx *c, const node *n)
+{
+	char key[64];
+	int error;
+
+	if (n == NULL || is_null(n))
+		return 0;
+	if ((error = want(c, n, N_MAP, "cleaner.hooks")) < 0 ||
+	    (error = check_known(c, n, "cleaner.hooks", hooks_keys)) < 0 ||
+	    (error = opt_key(&dm->hook_on_event, c, n, "cleaner.hooks", "on_event", K_STR)) < 0 ||
+	    (error = opt_key(&dm->hook_timeout, c, n, "cleaner.hooks", "timeout", K_SECONDS)) < 0)
+		return error;
+	for (int h = 0; h < BS_HOOK_COUNT; h++) {
+		snprintf(key, sizeof key, "on_%s", hook_names[h]);
+		if ((error = opt_key(&dm->hooks[h], c, n, "cleaner.hooks", key, K_STR)) < 0)
+			return error;
+	}
+	return 0;
+}
+
+/* The daemon's own keys of cleaner: (metrics, logs, hooks). */
+static int parse_daemon(bs_daemon_conf_t *dm, const ctx *c, const node *n)
+{
+	const node *v;
+	int error;
+
+	if ((v = get(n, "metrics")) && (error = get_listen(&dm->metrics, c, v, "cleaner.metrics")) < 0)
+		return error;
+	if ((v = get(n, "log_format"))) {
+		char shown[96];
+		if ((error = get_str(&dm->log_format, c, v, "cleaner.log_format")) < 0)
+			return error;
+		if (strcmp(dm->log_format, "text") != 0 && strcmp(dm->log_format, "json") != 0)
+			return nerr(c, v, "cleaner.log_format: expected text or json, got \"%s\"",
+			            bs__quote(shown, sizeof shown, v->str, v->len));
+	}
+	if ((error = opt_key(&dm->log_every, c, n, "cleaner", "log_every", K_SECONDS)) < 0)
+		return error;
+	return parse_hooks(dm, c, get(n, "hooks"));
+}
+
 static int parse_cleaner(bs_config_t *cfg, const ctx *c, const node *root)
 {
 	bs_cleaner_conf_t *cl = &cfg->cleaner;
@@ -1117,7 +1199,7 @@ static int parse_cleaner(bs_config_t *cfg, const ctx *c, const node *root)
 	    (error = opt_key(&cl->repair_interval, c, n, "cleaner", "repair_interval", K_SECONDS)) < 0 ||
 	    (error = opt_key(&cl->sleep_coef, c, n, "cleaner", "sleep_coef", K_SECONDS0)) < 0)
 		return error;
-	return 0;
+	return parse_daemon(&cfg->daemon, c, n);
 }
 
 static int parse_root(bs_config_t *cfg, const ctx *c, const node *root)
@@ -1179,6 +1261,8 @@ int bs_config_parse(bs_config_t **out, const char *text, size_t len, const char 
 	cfg->cleaner.max_replica_lag = 1.0;
 	cfg->cleaner.repair_overlap = 1.0;
 	cfg->cleaner.repair_interval = 0.2;
+	cfg->daemon.log_every = 5;
+	cfg->daemon.hook_timeout = 10;
 
 	if (!yaml_parser_initialize(&c.parser)) {
 		error = nomem();
@@ -1291,6 +1375,11 @@ void bs_config_free(bs_config_t *cfg)
 	free(cfg->indexes);
 	tls_free(&cfg->tls);
 	free(cfg->path);
+	free(cfg->daemon.metrics);
+	free(cfg->daemon.log_format);
+	free(cfg->daemon.hook_on_event);
+	for (i = 0; i < BS_HOOK_COUNT; i++)
+		free(cfg->daemon.hooks[i]);
 	free(cfg);
 }
 

@@ -9,6 +9,7 @@
  */
 #include "cleaner.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,20 +50,38 @@ typedef struct {
 	bgjob_t bg[MAX_BG];
 	int nbg;
 	bs__repairer_t *rep;
+	signed char *up;  /* per shard: 1 answers, 0 lost, -1 not known yet */
 } daemon_t;
 
-/* An error the daemon survives, for the caller to log (opts->error). */
+/* An error the daemon survives, for the caller to log (opts->error, and
+ * the event). */
 static void daemon_say(const bs_cleaner_opts_t *opts, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void daemon_say(const bs_cleaner_opts_t *opts, int code, const char *fmt, ...)
 {
 	char msg[1280];
 	va_list ap;
-	if (!opts || !opts->error)
+	if (!opts || (!opts->error && !opts->event))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	opts->error(opts->ctx, code, msg);
+	if (opts->error)
+		opts->error(opts->ctx, code, msg);
+	bs__event_emit(opts, &(bs_event_t){ .type = BS_EV_ERROR, .shard = -1, .message = msg, .code = code });
+}
+
+/* Promote an index whose jobs are all done; say so when it became ready
+ * here. */
+static int promote(bs_store_t *st, const char *name, const bs_cleaner_opts_t *opts)
+{
+	bs_index_t before;
+	bool promoted = false;
+	int rc;
+	if ((rc = bs_index_get(&before, st, name)) || (rc = bs__index_promote(&promoted, st, name)))
+		return rc;
+	if (promoted && before.state == BS_INDEX_BUILDING)
+		bs__event_emit(opts, &(bs_event_t){ .type = BS_EV_INDEX_READY, .shard = -1, .index = name });
+	return 0;
 }
 
 /* Finished backfills: promote what is done; say what failed (a failed
@@ -78,8 +97,7 @@ static void bg_reap(daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts)
 			if (g->rc)
 				daemon_say(opts, g->rc, "backfill of %s: %s", g->index, g->msg);
 			if (g->all_done) {
-				bool promoted;
-				int prc = bs__index_promote(&promoted, st, g->index);
+				int prc = promote(st, g->index, opts);
 				if (prc)
 					daemon_say(opts, prc, "promoting %s: %s", g->index, bs_last_error());
 				bs_error_clear();
@@ -116,65 +134,115 @@ static void keep(first_err_t *f, int rc)
 	}
 }
 
+/* Backfills: every building index gets its jobs run, in the background
+ * (with --once, here, its first error kept in fe). */
+static void backfills(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts,
+                      const bs_index_list_t *cat)
+{
+	for (int k = 0; k < cat->len; k++) {
+		const bs_index_t *ix = &cat->items[k];
+		if (ix->state != BS_INDEX_BUILDING)
+			continue;
+		if (opts && opts->once) {
+			bool all_done = false;
+			int r = bs_backfill_queue(st, ix->name);
+			if (!r)
+				r = bs__backfill_run(&all_done, st, ix->name, opts, false);
+			if (!r && all_done)
+				r = promote(st, ix->name, opts);
+			keep(fe, r);
+			continue;
+		}
+		bgjob_t *g = bg_for(d, ix->name);
+		if (!g || g->running || (g->ended > 0 && bs_now_mono() - g->ended < 2.0))
+			continue;
+		/* jobs exist for every building index, whoever created it */
+		if (bs_backfill_queue(st, ix->name)) {
+			bs_error_clear();
+			continue;
+		}
+		*g = (bgjob_t){ .st = st, .opts = opts };
+		snprintf(g->index, sizeof g->index, "%s", ix->name);
+		if (pthread_create(&g->tid, NULL, bg_thread, g) == 0)
+			g->running = true;
+	}
+}
+
+/* Does the shard answer? 0, or the error (its message set). A change is
+ * an event (lost, back). */
+static int shard_answers(daemon_t *d, bs_store_t *st, int s, const bs_cleaner_opts_t *opts)
+{
+	int64_t now;
+	int rc = bs__shard_now_us(&now, st, s);
+	signed char was = d->up[s];
+	d->up[s] = rc == 0;
+	if (rc && was != 0)
+		bs__event_emit(opts, &(bs_event_t){ .type = BS_EV_SHARD_LOST, .shard = s, .message = bs_last_error(),
+		                                     .code = rc });
+	else if (!rc && was == 0)
+		bs__event_emit(opts, &(bs_event_t){ .type = BS_EV_SHARD_BACK, .shard = s });
+	return rc;
+}
+
+/* One repair pass on every shard that answers; the first error kept in fe. */
+static void repairs(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts,
+                    const bs_index_list_t *cat)
+{
+	bs_cleaner_conf_t cl;
+	bs__cleaner_conf(&cl, opts, st->cfg);
+	for (int s = 0; s < st->n; s++) {
+		bs__repair_stats_t rs = {0};
+		int r = shard_answers(d, st, s, opts);
+		if (r) { /* said once, as shard_lost; --once returns it */
+			if (opts && opts->once)
+				keep(fe, r);
+			bs_error_clear();
+			continue;
+		}
+		r = bs__repair_pass(&rs, d->rep, st, s, cat, cl.repair_overlap);
+		keep(fe, r);
+		if (rs.ran && !r) {
+			char msg[32];
+			snprintf(msg, sizeof msg, "%" PRId64 " entities", rs.rows);
+			bs__event_emit(opts, &(bs_event_t){ .type = BS_EV_REPAIR_PASS, .shard = s, .message = msg,
+			                                     .rows = rs.rows, .seconds = rs.seconds,
+			                                     .watermark_us = rs.watermark_us, .indexes = rs.per,
+			                                     .nindexes = rs.nper });
+		}
+		free(rs.per);
+	}
+}
+
 int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 {
 	daemon_t *d = calloc(1, sizeof *d);
 	int rc = 0;
-	if (!d)
+	if (!d || !(d->up = malloc((size_t)st->n))) {
+		free(d);
 		return bs_error(BS_ENOMEM, "out of memory");
+	}
+	memset(d->up, -1, (size_t)st->n);
 	if (st->cfg->read_only) {
-		free(d);
-		return bs_error(BS_EREADONLY, "read-only: refusing to run the cleaner");
+		rc = bs_error(BS_EREADONLY, "read-only: refusing to run the cleaner");
+		goto done;
 	}
-	if ((rc = bs__repairer_new(&d->rep))) {
-		free(d);
-		return rc;
-	}
+	if ((rc = bs__repairer_new(&d->rep)))
+		goto done;
 	for (;;) {
 		bs_index_list_t cat = {0};
 		first_err_t fe = {0};
 		keep(&fe, bs_index_list(&cat, st));
-		if (fe.rc)
-			goto pass_done;
-		/* catalogs the shards disagree on: a create, promotion or drop that
-		 * a shard going away cut short is completed */
-		for (int k = 0; k < cat.len; k++)
-			if (cat.items[k].diverged && bs__index_heal(st, &cat.items[k]))
-				daemon_say(opts, bs_last_error_code(), "healing index %s (%s): %s", cat.items[k].name,
-				           cat.items[k].divergence, bs_last_error());
-		/* backfills: building indexes */
-		for (int k = 0; k < cat.len; k++) {
-			const bs_index_t *ix = &cat.items[k];
-			if (ix->state != BS_INDEX_BUILDING)
-				continue;
-			if (opts && opts->once) {
-				bool all_done = false, promoted;
-				int r = bs_backfill_queue(st, ix->name);
-				if (!r)
-					r = bs__backfill_run(&all_done, st, ix->name, opts, false);
-				if (!r && all_done)
-					r = bs__index_promote(&promoted, st, ix->name);
-				keep(&fe, r);
-				continue;
-			}
-			bgjob_t *g = bg_for(d, ix->name);
-			if (!g || g->running || (g->ended > 0 && bs_now_mono() - g->ended < 2.0))
-				continue;
-			/* jobs exist for every building index, whoever created it */
-			if (bs_backfill_queue(st, ix->name)) {
-				bs_error_clear();
-				continue;
-			}
-			*g = (bgjob_t){ .st = st, .opts = opts };
-			snprintf(g->index, sizeof g->index, "%s", ix->name);
-			if (pthread_create(&g->tid, NULL, bg_thread, g) == 0)
-				g->running = true;
+		if (!fe.rc) {
+			/* catalogs the shards disagree on: a create, promotion or drop
+			 * that a shard going away cut short is completed */
+			for (int k = 0; k < cat.len; k++)
+				if (cat.items[k].diverged && bs__index_heal(st, &cat.items[k]))
+					daemon_say(opts, bs_last_error_code(), "healing index %s (%s): %s", cat.items[k].name,
+					           cat.items[k].divergence, bs_last_error());
+			backfills(&fe, d, st, opts, &cat);
+			repairs(&fe, d, st, opts, &cat);
+			bg_reap(d, st, opts);
 		}
-		/* repair, shard by shard */
-		for (int s = 0; s < st->n; s++)
-			keep(&fe, bs__repair_pass(d->rep, st, s, &cat));
-		bg_reap(d, st, opts);
-	pass_done:
 		bs_index_list_free(&cat);
 		if (opts && opts->once) {
 			rc = fe.rc ? bs_error(fe.rc, "%s", fe.msg) : 0;
@@ -182,17 +250,22 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 		}
 		if (fe.rc) /* the daemon goes on; the error is the caller's to log */
 			daemon_say(opts, fe.rc, "repair: %s", fe.msg);
+		bs__event_emit(opts, &(bs_event_t){ .type = BS_EV_LOOP, .shard = -1 });
 		if (bs__stopping(opts))
 			break;
-		bs__cleaner_sleep(st->cfg->cleaner.repair_interval, bs__stop_flag(opts));
+		bs_cleaner_conf_t cl;
+		bs__cleaner_conf(&cl, opts, st->cfg); /* the interval in force now (SIGHUP) */
+		bs__cleaner_sleep(cl.repair_interval, bs__stop_flag(opts));
 		if (bs__stopping(opts))
 			break;
 	}
+done:
 	/* background backfills end at their next chunk */
 	for (int k = 0; k < d->nbg; k++)
 		if (d->bg[k].running)
 			pthread_join(d->bg[k].tid, NULL);
 	bs__repairer_free(d->rep);
+	free(d->up);
 	free(d);
 	return rc;
 }

@@ -442,8 +442,11 @@ static int fix_rows(drift_counts_t *out, check_t *c, bs_store_t *st, const bs_va
 			return rc;
 	if ((rc = bs__shard_each(st, NULL, fix_on, c, NULL)))
 		return rc;
-	for (int j = 0; j < ns; j++)
+	for (int j = 0; j < ns; j++) {
 		out->repaired += c->ndel[j] + c->nins[j];
+		out->inserted += c->nins[j];
+		out->deleted += c->ndel[j];
+	}
 	return 0;
 }
 

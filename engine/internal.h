@@ -12,7 +12,7 @@
  *   L1  text      msgpack body json yaml config indexdef route querytext
  *   L2  shards    tls shard fanout store replica schema catalog audit grants
  *   L3  data      entity bulk query browse export status census count undo
- *   L4  cleaner   jobs throttle lag drift repair backfill verify lifecycle
+ *   L4  cleaner   events jobs throttle lag drift repair backfill verify lifecycle workers
  *   L5  top       init daemon
  *
  * L0 knows bytes and values; L1 turns them into text and back and reads

@@ -180,6 +180,8 @@ int bs_cleaner_backfill(bs_store_t *st, const char *index, const bs_cleaner_opts
 			break;
 		bs__cleaner_sleep(1.0, bs__stop_flag(opts));
 	}
+	if (!rc && promoted) /* it was building (see above): ready now */
+		bs__event_emit(opts, &(bs_event_t){ .type = BS_EV_INDEX_READY, .shard = -1, .index = index });
 	return rc;
 }
 

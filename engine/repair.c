@@ -90,7 +90,7 @@ int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_in
 			}
 		}
 		for (int x = 0; x < nidx && !rc; x++)
-			rc = bs__drift_check(out, st, &idx[x], ids, bags, n, true);
+			rc = bs__drift_check(&out[x], st, &idx[x], ids, bags, n, true);
 		for (size_t k = 0; k < n; k++)
 			bs_value_clear(&bags[k]);
 		free(bags);
@@ -106,17 +106,21 @@ done:
 }
 
 /* Entities of shard updated in [since, until] (until 0: no bound), newest
- * first, made right in each of idx[nidx]. */
-static int repair_shard(int64_t *rows, int64_t *repaired, bs_store_t *st, int shard,
+ * first, made right in each of idx[nidx]; per[nidx] (may be NULL) gets
+ * each index's rows inserted and deleted. */
+static int repair_shard(int64_t *rows, int64_t *repaired, drift_counts_t *per, bs_store_t *st, int shard,
                         const bs_index_t *idx, int nidx, int64_t since_us, int64_t until_us)
 {
+	drift_counts_t *d = calloc((size_t)nidx + 1, sizeof *d);
 	ebatch_t eb = {0};
 	bs_buf_t b = {0};
 	int64_t cu = 0, ca = 0;
 	bool first = true;
 	int rc = 0;
+	if (!d)
+		return bs_error(BS_ENOMEM, "out of memory");
 	if (nidx == 0)
-		return 0;
+		goto done;
 	for (;;) {
 		bs__buf_reset(&b);
 		bs__buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities WHERE updated>=");
@@ -136,13 +140,11 @@ static int repair_shard(int64_t *rows, int64_t *repaired, bs_store_t *st, int sh
 		size_t got;
 		if ((rc = bs__ebatch_fetch(&eb, &got, st, shard, &b)) || eb.len == 0)
 			goto done;
-		drift_counts_t d = {0};
 		for (int k = 0; k < nidx; k++)
-			if ((rc = bs__drift_check(&d, st, &idx[k], eb.ids, eb.bags, eb.len, true)))
+			if ((rc = bs__drift_check(&d[k], st, &idx[k], eb.ids, eb.bags, eb.len, true)))
 				goto done;
-		if ((rc = bs__drift_settle(&d, st, shard, idx, nidx, &eb)))
+		if ((rc = bs__drift_settle(d, st, shard, idx, nidx, &eb)))
 			goto done;
-		*repaired += d.repaired;
 		*rows += (int64_t)eb.len;
 		first = false;
 		cu = eb.updated[eb.len - 1];
@@ -151,6 +153,15 @@ static int repair_shard(int64_t *rows, int64_t *repaired, bs_store_t *st, int sh
 			break;
 	}
 done:
+	/* what was fixed counts, also when a later batch failed */
+	for (int k = 0; k < nidx; k++) {
+		*repaired += d[k].repaired;
+		if (per) {
+			per[k].inserted += d[k].inserted;
+			per[k].deleted += d[k].deleted;
+		}
+	}
+	free(d);
 	bs__ebatch_free(&eb);
 	bs__buf_free(&b);
 	return rc;
@@ -162,7 +173,7 @@ done:
  * named lock is free) and another writer changed the entity meanwhile, or
  * it died before its last step. Their entities' rows are made right from
  * the current bodies whatever their age, then the intents removed. */
-static int settle_intents(int64_t *rows, int64_t *repaired, bs_store_t *st, int shard,
+static int settle_intents(int64_t *rows, int64_t *repaired, drift_counts_t *per, bs_store_t *st, int shard,
                           const bs_index_t *idx, int nidx)
 {
 	bs_buf_t b = {0}, tokens = {0};
@@ -170,6 +181,7 @@ static int settle_intents(int64_t *rows, int64_t *repaired, bs_store_t *st, int 
 	ebatch_t eb = {0};
 	bs_id_t *ids = NULL;
 	bs_value_t *bags = NULL;
+	drift_counts_t *d = NULL;
 	size_t n = 0, ntok = 0;
 	int rc;
 	bs__buf_printf(&b, "SELECT token, entity_id FROM bagstore_intents WHERE created<NOW(6)-INTERVAL 1 SECOND"
@@ -218,14 +230,21 @@ static int settle_intents(int64_t *rows, int64_t *repaired, bs_store_t *st, int 
 		if (j >= 0)
 			bags[k] = eb.bags[j]; /* borrowed: eb keeps it */
 	}
-	drift_counts_t d = {0};
+	if (!(d = calloc((size_t)nidx, sizeof *d))) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
 	for (int k = 0; k < nidx && !rc; k++)
-		rc = bs__drift_check(&d, st, &idx[k], ids, bags, n, true);
+		rc = bs__drift_check(&d[k], st, &idx[k], ids, bags, n, true);
 	if (!rc)
-		rc = bs__drift_settle(&d, st, shard, idx, nidx, &eb);
+		rc = bs__drift_settle(d, st, shard, idx, nidx, &eb);
+	for (int k = 0; k < nidx; k++) { /* what was fixed counts, failure or not */
+		*repaired += d[k].repaired;
+		per[k].inserted += d[k].inserted;
+		per[k].deleted += d[k].deleted;
+	}
 	if (rc)
 		goto done;
-	*repaired += d.repaired;
 	*rows += (int64_t)n;
 	bs__buf_reset(&b);
 	bs__buf_puts(&b, "DELETE FROM bagstore_intents WHERE (token, entity_id) IN (");
@@ -239,6 +258,7 @@ done:
 	bs__ebatch_free(&eb);
 	free(ids);
 	free(bags);
+	free(d);
 	bs__buf_free(&b);
 	bs__buf_free(&tokens);
 	return rc;
@@ -260,7 +280,7 @@ int bs__repair_since(int64_t *rows, bs_store_t *st, const bs_index_t *idx, int64
 		l.len = m;
 	}
 	for (int s = 0; s < st->n && !rc; s++)
-		rc = repair_shard(&r, &fixed, st, s, idx ? idx : l.items, idx ? 1 : l.len, since_us, 0);
+		rc = repair_shard(&r, &fixed, NULL, st, s, idx ? idx : l.items, idx ? 1 : l.len, since_us, 0);
 	if (rows)
 		*rows = r;
 	bs_index_list_free(&l);
@@ -376,16 +396,69 @@ static sweep_t *sweep_for(bs__repairer_t *d, bs_store_t *st, const bs_index_t *i
 	return s;
 }
 
+/* One bounded orphan sweep batch of each index of live[nlive] on shard;
+ * rows deleted are added to *repaired and per[k].deleted. */
+static int sweep_batch(int64_t *repaired, drift_counts_t *per, bs__repairer_t *d, bs_store_t *st, int shard,
+                       const bs_index_t *live, int nlive)
+{
+	for (int k = 0; k < nlive; k++) {
+		sweep_t *s = sweep_for(d, st, &live[k]);
+		int64_t orphans = 0, fixed = 0;
+		bool wrapped;
+		int rc;
+		if (!s)
+			continue;
+		if (!s->loaded[shard] && !sweep_cursor_io(st, shard, live[k].name, s->cursor[shard], false))
+			s->loaded[shard] = true;
+		uint8_t before[16];
+		memcpy(before, s->cursor[shard], 16);
+		if ((rc = bs__drift_orphans(&orphans, &fixed, st, &live[k], shard, s->cursor[shard], SWEEP_BATCH,
+		                        true, &wrapped))) {
+			if (rc == BS_ESQL && bs__shard_last_errno(st, shard) == ER_NO_SUCH_TABLE) {
+				bs_error_clear(); /* the table went away (dropped meanwhile) */
+				continue;
+			}
+			return rc;
+		}
+		*repaired += fixed;
+		per[k].deleted += fixed;
+		if (memcmp(before, s->cursor[shard], 16))
+			sweep_cursor_io(st, shard, live[k].name, s->cursor[shard], true);
+	}
+	return 0;
+}
+
+/* The stats of a pass: what it looked at and fixed, per index. */
+static void pass_stats(bs__repair_stats_t *out, const bs_index_t *live, const drift_counts_t *per, int nlive)
+{
+	if (!out)
+		return;
+	free(out->per);
+	out->per = NULL;
+	out->nper = 0;
+	if (nlive && !(out->per = calloc((size_t)nlive, sizeof *out->per)))
+		return; /* the counts only; the pass itself went well */
+	for (int k = 0; k < nlive; k++) {
+		snprintf(out->per[k].index, sizeof out->per[k].index, "%s", live[k].name);
+		out->per[k].inserted = per[k].inserted;
+		out->per[k].deleted = per[k].deleted;
+	}
+	out->nper = nlive;
+}
+
 /* One repair pass on one shard: entities since its watermark, then one
  * bounded sweep batch of every maintained index's table on it. */
-int bs__repair_pass(bs__repairer_t *d, bs_store_t *st, int shard, const bs_index_list_t *cat)
+int bs__repair_pass(bs__repair_stats_t *out, bs__repairer_t *d, bs_store_t *st, int shard,
+                    const bs_index_list_t *cat, double overlap_s)
 {
-	bs_buf_t b = {0};
 	bs_index_t *live = NULL;
+	drift_counts_t *per = NULL;
 	int nlive = 0, rc;
 	int64_t wm = 0, start = 0, rows = 0, repaired = 0;
 	double t0 = bs_now_mono();
 
+	if (out)
+		*out = (bs__repair_stats_t){0};
 	/* one repairer per shard, among any number of cleaners */
 	bool mine = false;
 	char lock[65];
@@ -397,7 +470,9 @@ int bs__repair_pass(bs__repairer_t *d, bs_store_t *st, int shard, const bs_index
 			bs_error_clear();
 		goto done;
 	}
-	if (!(live = calloc((size_t)cat->len + 1, sizeof *live))) {
+	if (out)
+		out->ran = true;
+	if (!(live = calloc((size_t)cat->len + 1, sizeof *live)) || !(per = calloc((size_t)cat->len + 1, sizeof *per))) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -414,37 +489,17 @@ int bs__repair_pass(bs__repairer_t *d, bs_store_t *st, int shard, const bs_index
 	int64_t ttl_us = (int64_t)(st->cfg->catalog_ttl * 1e6);
 	if (!wm) /* never ran: what backfills do not cover starts at the oldest index's creation */
 		wm = oldest ? oldest - ttl_us : start;
-	int64_t since = wm - (int64_t)(st->cfg->cleaner.repair_overlap * 1e6);
-	if ((rc = repair_shard(&rows, &repaired, st, shard, live, nlive, since, start)))
+	int64_t since = wm - (int64_t)(overlap_s * 1e6);
+	if ((rc = repair_shard(&rows, &repaired, per, st, shard, live, nlive, since, start)))
 		goto done;
 	/* writes that may have landed late, whatever their age */
-	if (nlive && (rc = settle_intents(&rows, &repaired, st, shard, live, nlive)))
+	if (nlive && (rc = settle_intents(&rows, &repaired, per, st, shard, live, nlive)))
 		goto done;
 	/* orphans: a bounded batch per index on this shard */
-	for (int k = 0; k < nlive; k++) {
-		sweep_t *s = sweep_for(d, st, &live[k]);
-		int64_t orphans = 0, fixed = 0;
-		bool wrapped;
-		if (!s)
-			continue;
-		if (!s->loaded[shard] && !sweep_cursor_io(st, shard, live[k].name, s->cursor[shard], false))
-			s->loaded[shard] = true;
-		uint8_t before[16];
-		memcpy(before, s->cursor[shard], 16);
-		if ((rc = bs__drift_orphans(&orphans, &fixed, st, &live[k], shard, s->cursor[shard], SWEEP_BATCH,
-		                        true, &wrapped))) {
-			if (rc == BS_ESQL && bs__shard_last_errno(st, shard) == ER_NO_SUCH_TABLE) {
-				rc = 0; /* the table went away (dropped meanwhile) */
-				bs_error_clear();
-				continue;
-			}
-			goto done;
-		}
-		repaired += fixed;
-		if (memcmp(before, s->cursor[shard], 16))
-			sweep_cursor_io(st, shard, live[k].name, s->cursor[shard], true);
-	}
-	rc = bs__lag_record(st, shard, start, prev, rows, repaired, bs_now_mono() - t0);
+	if ((rc = sweep_batch(&repaired, per, d, st, shard, live, nlive)))
+		goto done;
+	if (!(rc = bs__lag_record(st, shard, start, prev, rows, repaired, bs_now_mono() - t0)) && out)
+		out->watermark_us = start;
 done:
 	if (rc && mine && st->shards[shard].conn) {
 		/* the pass failed (another shard down, an error) on a shard that
@@ -454,7 +509,12 @@ done:
 		bs__lag_sample(st, shard);
 		bs_error(rc, "%s", msg);
 	}
+	if (out) {
+		out->rows = rows;
+		out->seconds = bs_now_mono() - t0;
+		pass_stats(out, live, per, nlive);
+	}
 	free(live);
-	bs__buf_free(&b);
+	free(per);
 	return rc;
 }

@@ -115,6 +115,21 @@ static const char *const schema[] = {
 	" repaired BIGINT NOT NULL,"
 	" at_us BIGINT NOT NULL"
 	") ENGINE=InnoDB",
+	/* the worker registry (workers.c): a row per running cleaner, and per
+	 * console running backfills, on every shard; heartbeat on the shard's clock */
+	"CREATE TABLE IF NOT EXISTS bagstore_workers ("
+	" worker_id VARCHAR(64) NOT NULL PRIMARY KEY,"
+	" kind VARCHAR(16) NOT NULL,"
+	" host VARCHAR(255) NOT NULL,"
+	" pid INT NOT NULL,"
+	" version VARCHAR(64) NOT NULL,"
+	" started_us BIGINT NOT NULL,"
+	" heartbeat TIMESTAMP(6) NOT NULL,"
+	" jobs VARCHAR(1024) NOT NULL DEFAULT '',"
+	" repair_shards VARCHAR(1024) NOT NULL DEFAULT '',"
+	" metrics VARCHAR(255) NOT NULL DEFAULT '',"
+	" KEY (heartbeat)"
+	") ENGINE=InnoDB",
 	/* added later: a store made before gains them at its next init */
 	"ALTER TABLE bagstore_verify ADD COLUMN IF NOT EXISTS corrupt BIGINT NOT NULL DEFAULT 0,"
 	" ADD COLUMN IF NOT EXISTS unprintable BIGINT NOT NULL DEFAULT 0",

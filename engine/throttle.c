@@ -70,9 +70,8 @@ static int load_on(bs_store_t *st, int i, void *p)
 }
 
 int bs__throttle_check(int *level, char *reason, size_t size, throttle_t *t, bs_store_t *st,
-                   const bool *which)
+                   const bool *which, const bs_cleaner_conf_t *cl)
 {
-	const bs_cleaner_conf_t *cl = &st->cfg->cleaner;
 	int64_t *running = calloc((size_t)st->n, sizeof *running);
 	int rc;
 	*level = 0;
