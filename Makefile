@@ -9,7 +9,8 @@
 #   make layers     the layering check alone (make check runs it too)
 #   make bench      the benchmarks under tests/bench (prints figures)
 #   make demo       deps, local shards, sample entities, then the console
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR= (the program, library, header, man
+#                   page and conf/bagstore-cleaner.service under lib/systemd/system)
 #
 # V=1 shows full command lines. `make deps`, `check`, `demo`, `asan`, `tsan`,
 # `valgrind` and `bench` install missing packages first (through apt-get, as
@@ -22,7 +23,7 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 BUILD   ?= build
 
-PKGS := mysqlclient ncursesw zlib yaml-0.1 uuid msgpack jansson
+PKGS := mysqlclient ncursesw zlib yaml-0.1 uuid msgpack jansson libmicrohttpd
 
 ifeq ($(V),1)
 Q :=
@@ -147,10 +148,15 @@ install: all
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libbagstore.a
 	install -m 644 engine/bagstore.h $(DESTDIR)$(PREFIX)/include/bagstore.h
 	install -m 644 doc/bagstore.1 $(DESTDIR)$(PREFIX)/share/man/man1/bagstore.1
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	sed 's|/usr/local/bin/bagstore|$(PREFIX)/bin/bagstore|' conf/bagstore-cleaner.service \
+	  >$(DESTDIR)$(PREFIX)/lib/systemd/system/bagstore-cleaner.service
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/systemd/system/bagstore-cleaner.service
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/bagstore $(DESTDIR)$(PREFIX)/lib/libbagstore.a \
-	  $(DESTDIR)$(PREFIX)/include/bagstore.h $(DESTDIR)$(PREFIX)/share/man/man1/bagstore.1
+	  $(DESTDIR)$(PREFIX)/include/bagstore.h $(DESTDIR)$(PREFIX)/share/man/man1/bagstore.1 \
+	  $(DESTDIR)$(PREFIX)/lib/systemd/system/bagstore-cleaner.service
 
 clean:
 	rm -rf build build-asan build-tsan $(BUILD)

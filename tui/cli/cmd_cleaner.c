@@ -1,10 +1,12 @@
 /*
- * cmd_cleaner.c - the cleaner's commands: `cleaner` (one backfill, or the
- * daemon: backfills and the repair loop), `verify` (index rows against the
- * bodies, optionally repaired), `backfill list|pause|resume|cancel` (the
- * jobs table) and `lag` (the repair loop's lag per shard).
+ * cmd_cleaner.c - the cleaner's commands: `cleaner` (one backfill, one
+ * pass, or the daemon, whose service is svc.c), `verify` (index rows
+ * against the bodies, optionally repaired), `backfill list|pause|resume|
+ * cancel` (the jobs table), `lag` (the repair loop's lag per shard) and
+ * `workers` (the worker registry: cleaners and consoles at work).
  */
 #include "cli.h"
+#include "service.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -24,13 +26,12 @@
  * written from a signal handler (C11 7.14.1.1), and unlike a volatile
  * sig_atomic_t it may also be read from other threads without a race.
  */
-static atomic_int stop_flag;
+static atomic_int stop_flag, hup_flag;
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal handler needs a lock-free atomic_int");
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	atomic_store(&stop_flag, 1);
+	atomic_store(sig == SIGHUP ? &hup_flag : &stop_flag, 1);
 }
 
 /* What the cleaner's threads report, under lock (progress and errors come
@@ -44,6 +45,8 @@ typedef struct {
 	bs_job_t seen[64]; /* the daemon: per index and shard */
 	int nseen;
 	char last_err[512];
+	bs_cleaner_live_t *live; /* one backfill: what SIGHUP reloads */
+	bs_worker_t *worker;     /* one backfill: its registry row */
 } progress_t;
 
 /* The daemon logs what changes, one line each, per index and shard. */
@@ -103,6 +106,40 @@ static void progress_line(progress_t *pr, const bs_job_t *job)
 	fflush(stderr);
 }
 
+/* `cleaner --index`: SIGHUP reads the configuration again; its cleaner:
+ * settings take effect at the next chunk. Under pr->lock. */
+static void backfill_reload(progress_t *pr)
+{
+	bs_config_t *nc = NULL;
+
+	if (!pr->live || !atomic_exchange(&hup_flag, 0))
+		return;
+	if (pr->tty)
+		fputc('\n', stderr);
+	if (bs_config_load(&nc, pr->cfg->path) < 0) {
+		fprintf(stderr, "bagstore: cleaner: SIGHUP: %s: the settings in force stay\n", bs_last_error());
+		bs_error_clear();
+		return;
+	}
+	bs_cleaner_live_set(pr->live, &nc->cleaner);
+	fprintf(stderr, "bagstore: cleaner: SIGHUP: reloaded the cleaner: settings of %s\n", nc->path);
+	bs_config_free(nc);
+}
+
+/* `cleaner --index`: the jobs it holds, for its registry row. Under pr->lock. */
+static void backfill_doing(progress_t *pr)
+{
+	char jobs[1024];
+	size_t o = 0;
+
+	jobs[0] = '\0';
+	for (int i = 0; i < pr->n && o + 140 < sizeof jobs; i++)
+		if (pr->last[i].state == BS_JOB_RUNNING || pr->last[i].state == BS_JOB_THROTTLED)
+			o += (size_t)snprintf(jobs + o, sizeof jobs - o, "%s%s@%s", o ? "," : "", pr->last[i].index,
+			                      pr->cfg->shards[i].name);
+	bs_worker_doing(pr->worker, jobs, NULL);
+}
+
 static void on_progress(void *p, const bs_job_t *job)
 {
 	progress_t *pr = p;
@@ -113,6 +150,8 @@ static void on_progress(void *p, const bs_job_t *job)
 			progress_daemon(pr, job);
 		} else {
 			pr->last[job->shard] = *job;
+			backfill_reload(pr);
+			backfill_doing(pr);
 			if (pr->tty)
 				progress_line(pr, job);
 		}
@@ -161,15 +200,49 @@ static int backfill_one(cli_ctx_t *ctx, const char *index, bs_cleaner_opts_t *o,
 	return 0;
 }
 
+/* `cleaner --index NAME` or `cleaner --once`: signals by handler (SIGTERM
+ * and SIGINT stop, SIGHUP reloads the cleaner: settings at the next chunk). */
+static int cleaner_oneshot(cli_ctx_t *ctx, const char *index, bool once, progress_t *pr)
+{
+	bs_cleaner_opts_t o = {.stop = &stop_flag, .progress = on_progress, .error = on_error, .ctx = pr};
+	struct sigaction sa;
+	int rc;
+
+	pr->n = bs_store_nshards(ctx->st);
+	pr->cfg = bs_store_config(ctx->st);
+	pr->tty = isatty(STDERR_FILENO);
+	pr->daemon = !index;
+	if (!(pr->last = calloc((size_t)pr->n, sizeof *pr->last)))
+		return bs_error(BS_ENOMEM, "out of memory");
+	if ((rc = bs_cleaner_live_new(&pr->live, &pr->cfg->cleaner)) < 0)
+		return rc;
+	o.live = pr->live;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	o.once = once;
+	if (index)
+		cli_audit(ctx, "index.backfill", index, "cleaner --index");
+	/* a backfill is a worker: `bagstore workers` lists it while it runs */
+	if (index && bs_worker_start(&pr->worker, pr->cfg, "backfill", NULL) < 0)
+		bs_error_clear(); /* not listed; the backfill goes on */
+	rc = index ? backfill_one(ctx, index, &o, pr) : bs_cleaner_run(ctx->st, &o);
+	bs_worker_stop(pr->worker);
+	return rc;
+}
+
 int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 {
-	const char *index = NULL;
+	const char *index = NULL, *metrics = NULL, *log_format = NULL, *log_every = NULL;
 	bool once = false;
-	const cli_opt_t opts[] = {{"index", &index, NULL}, {"once", NULL, &once}, {NULL, NULL, NULL}};
+	const cli_opt_t opts[] = {{"index", &index, NULL}, {"once", NULL, &once}, {"metrics", &metrics, NULL},
+	                          {"log-format", &log_format, NULL}, {"log-every", &log_every, NULL},
+	                          {NULL, NULL, NULL}};
 	cli_args_t args = {0};
 	progress_t pr = {.lock = PTHREAD_MUTEX_INITIALIZER};
-	bs_cleaner_opts_t o = {.stop = &stop_flag, .progress = on_progress, .error = on_error, .ctx = &pr};
-	struct sigaction sa;
+	svc_opts_t so = {0};
 	int rc;
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
@@ -178,26 +251,30 @@ int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 		rc = cli_usage_error(ctx, "--index and --once do not go together");
 		goto done;
 	}
-	if ((rc = cli_open(ctx)) < 0)
-		goto done;
-	pr.n = bs_store_nshards(ctx->st);
-	pr.cfg = bs_store_config(ctx->st);
-	pr.tty = isatty(STDERR_FILENO);
-	pr.daemon = !index;
-	if (!(pr.last = calloc((size_t)pr.n, sizeof *pr.last))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+	if ((index || once) && (metrics || log_format || log_every)) {
+		rc = cli_usage_error(ctx, "--metrics, --log-format and --log-every are the daemon's (no --index, no --once)");
 		goto done;
 	}
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	o.once = once;
-	if (index)
-		cli_audit(ctx, "index.backfill", index, "cleaner --index");
-	rc = index ? backfill_one(ctx, index, &o, &pr) : bs_cleaner_run(ctx->st, &o);
+	if (log_format && strcmp(log_format, "text") != 0 && strcmp(log_format, "json") != 0) {
+		rc = cli_usage_error(ctx, "--log-format: expected text or json, got '%s'", log_format);
+		goto done;
+	}
+	if (log_every && !((so.log_every = strtod(log_every, NULL)) > 0 && so.log_every <= 86400)) {
+		rc = cli_usage_error(ctx, "--log-every: expected seconds above 0, at most 86400, got '%s'", log_every);
+		goto done;
+	}
+	if ((rc = cli_open(ctx)) < 0)
+		goto done;
+	if (index || once) {
+		rc = cleaner_oneshot(ctx, index, once, &pr);
+	} else {
+		so.metrics = metrics;
+		so.log_format = log_format;
+		rc = svc_run(ctx, &so);
+	}
 done:
 	free(pr.last);
+	bs_cleaner_live_free(pr.live);
 	pthread_mutex_destroy(&pr.lock);
 	cli_args_free(&args);
 	return rc < 0 ? rc : 0;
@@ -385,6 +462,31 @@ static void jobs_table(const bs_job_list_t *l, const bs_config_t *cfg)
 		printf("(no backfill jobs)\n");
 }
 
+/* Jobs queued and no live cleaner daemon to run them: say so, and how to
+ * start one (on stdout after the table; on stderr beside JSON). */
+static void queued_hint(cli_ctx_t *ctx, const bs_job_list_t *l, bool as_json)
+{
+	bs_worker_list_t wl = {0};
+	FILE *f = as_json ? stderr : stdout;
+	int queued = 0;
+
+	for (int k = 0; k < l->len; k++)
+		queued += l->items[k].state == BS_JOB_QUEUED;
+	if (!queued)
+		return;
+	if (bs_workers_list(&wl, ctx->st, NULL) < 0) {
+		fprintf(f, "note: %d job%s queued; whether a cleaner runs is unknown: %s\n", queued,
+		        queued == 1 ? "" : "s", bs_last_error());
+		bs_error_clear();
+		return;
+	}
+	if (!bs_workers_alive(&wl, "cleaner"))
+		fprintf(f, "note: %d job%s queued and no cleaner daemon is running (`bagstore workers` lists none): "
+		        "start one with `bagstore cleaner`, or press B on the console's indexes screen\n", queued,
+		        queued == 1 ? "" : "s");
+	bs_worker_list_free(&wl);
+}
+
 int cli_cmd_backfill_list(cli_ctx_t *ctx, int argc, char **argv)
 {
 	bool as_json = false;
@@ -401,6 +503,8 @@ int cli_cmd_backfill_list(cli_ctx_t *ctx, int argc, char **argv)
 		rc = jobs_json(&l, bs_store_config(ctx->st));
 	else
 		jobs_table(&l, bs_store_config(ctx->st));
+	if (!rc)
+		queued_hint(ctx, &l, as_json);
 	if (!rc && unreachable)
 		rc = bs_error(BS_EUNREACHABLE, "%d shards did not answer; their jobs are not listed", unreachable);
 done:
@@ -534,6 +638,109 @@ int cli_cmd_lag(cli_ctx_t *ctx, int argc, char **argv)
 done:
 	json_decref(arr);
 	free(lag);
+	cli_args_free(&args);
+	return rc < 0 ? rc : 0;
+}
+
+/* ------------------------------------------------------------ workers */
+
+/* "a,b,c" as a JSON array of strings. */
+static json_t *csv_json(const char *s)
+{
+	json_t *a = json_array();
+
+	while (a && s && *s) {
+		size_t n = strcspn(s, ",");
+		json_array_append_new(a, json_stringn(s, n));
+		s += n + (s[n] == ',');
+	}
+	return a;
+}
+
+static json_t *worker_json(const bs_worker_info_t *w)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "id", json_string(w->id));
+	json_object_set_new(o, "kind", cli_jstr(w->kind));
+	json_object_set_new(o, "host", cli_jstr(w->host));
+	json_object_set_new(o, "pid", json_integer(w->pid));
+	json_object_set_new(o, "version", cli_jstr(w->version));
+	json_object_set_new(o, "state", json_string(w->alive ? "alive" : "dead"));
+	json_object_set_new(o, "alive", json_boolean(w->alive));
+	json_object_set_new(o, "started_us", json_integer(w->started_us));
+	json_object_set_new(o, "heartbeat_us", json_integer(w->heartbeat_us));
+	json_object_set_new(o, "heartbeat_age_s", json_real(w->age_s));
+	json_object_set_new(o, "jobs", csv_json(w->jobs));
+	json_object_set_new(o, "repair_shards", csv_json(w->repair));
+	json_object_set_new(o, "metrics", cli_jstr(w->metrics));
+	json_object_set_new(o, "shards", json_integer(w->shards));
+	return o;
+}
+
+static int workers_table(const bs_worker_list_t *l)
+{
+	static const char *const head[] = {"WORKER", "KIND", "HOST:PID", "VERSION", "STARTED", "HEARTBEAT",
+	                                   "JOBS", "REPAIRS", "METRICS"};
+	cli_table_t t = {.ncols = 9};
+	int rc;
+
+	if (!l->len) {
+		printf("(no worker registered: no cleaner runs, and no console runs backfills)\n");
+		return 0;
+	}
+	rc = cli_table_add(&t, head, NULL);
+
+	for (int k = 0; k < l->len && !rc; k++) {
+		const bs_worker_info_t *w = &l->items[k];
+		char id[9], who[300], started[64], hb[80], age[32];
+		snprintf(id, sizeof id, "%.8s", w->id);
+		snprintf(who, sizeof who, "%s:%d", w->host, w->pid);
+		fmt_age(started, sizeof started, w->started_us);
+		fmt_secs(age, sizeof age, w->age_s);
+		snprintf(hb, sizeof hb, "%s ago%s", age, w->alive ? "" : " (DEAD)");
+		const char *cells[] = {id, w->kind, who, w->version, started, hb, w->jobs[0] ? w->jobs : "-",
+		                       w->repair[0] ? w->repair : "-", w->metrics[0] ? w->metrics : "-"};
+		rc = cli_table_add(&t, cells, NULL);
+	}
+	if (!rc)
+		cli_table_print(stdout, &t);
+	cli_table_free(&t);
+	return rc;
+}
+
+int cli_cmd_workers(cli_ctx_t *ctx, int argc, char **argv)
+{
+	bool as_json = false;
+	const cli_opt_t opts[] = {{"json", NULL, &as_json}, {NULL, NULL, NULL}};
+	cli_args_t args = {0};
+	bs_worker_list_t l = {0};
+	json_t *arr = NULL;
+	int unreachable = 0, rc;
+
+	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
+		goto done;
+	if ((rc = cli_open(ctx)) < 0 || (rc = bs_workers_list(&l, ctx->st, &unreachable)) < 0)
+		goto done;
+	if (as_json) {
+		if (!(arr = json_array())) {
+			rc = bs_error(BS_ENOMEM, "out of memory");
+			goto done;
+		}
+		for (int k = 0; k < l.len; k++)
+			json_array_append_new(arr, worker_json(&l.items[k]));
+		rc = cli_json_print(arr);
+	} else {
+		rc = workers_table(&l);
+	}
+	if (!rc && unreachable)
+		rc = bs_error(BS_EUNREACHABLE, "%d shards did not answer; a worker only they list is not shown",
+		              unreachable);
+done:
+	json_decref(arr);
+	bs_worker_list_free(&l);
 	cli_args_free(&args);
 	return rc < 0 ? rc : 0;
 }

@@ -81,14 +81,23 @@ static const cli_cmd_t cli_commands[] = {
 	 "disable an index, then drop its tables on every shard",
 	 "  --yes    required; without it, says what would be dropped and exits 2\n",
 	 true},
-	{NULL, "cleaner", cli_cmd_cleaner, "[--index NAME] [--once]",
+	{NULL, "cleaner", cli_cmd_cleaner,
+	 "[--index NAME | --once] [--metrics HOST:PORT] [--log-format text|json] [--log-every S]",
 	 "backfill one index, or run the cleaner daemon (backfills and repair)",
-	 "  --index NAME   backfill NAME on every shard, then exit (a progress line on\n"
-	 "                 stderr when it is a terminal); the index becomes ready\n"
-	 "  --once         one pass of the daemon (pending backfills, one repair pass), then exit\n"
-	 "Without options: the daemon, until SIGTERM or SIGINT. Settings: `cleaner:` in\n"
-	 "the configuration (chunk_time, max_load, critical_load, max_replica_lag,\n"
-	 "repair_overlap, repair_interval). Any number of cleaners may run at once.\n",
+	 "  --index NAME          backfill NAME on every shard, then exit (a progress line on\n"
+	 "                        stderr when it is a terminal); the index becomes ready\n"
+	 "  --once                one pass of the daemon (pending backfills, one repair pass), then exit\n"
+	 "  --metrics HOST:PORT   the daemon serves Prometheus's /metrics there (cleaner.metrics)\n"
+	 "  --log-format FORMAT   the daemon's log on stderr: text or json, one line per event\n"
+	 "                        (cleaner.log_format; default text)\n"
+	 "  --log-every S         seconds between a job's progress lines and between repair\n"
+	 "                        summaries (cleaner.log_every; default 5)\n"
+	 "Without --index or --once: the daemon, until SIGTERM or SIGINT (it finishes the\n"
+	 "chunks in hand and exits 0); SIGHUP reloads the `cleaner:` settings. It registers\n"
+	 "in `bagstore workers`, speaks systemd's notify protocol when $NOTIFY_SOCKET is set,\n"
+	 "and runs cleaner.hooks. Settings: `cleaner:` in the configuration (chunk_time,\n"
+	 "max_load, critical_load, max_replica_lag, repair_overlap, repair_interval,\n"
+	 "sleep_coef, metrics, log_format, log_every, hooks). Any number of cleaners may run.\n",
 	 true},
 	{NULL, "verify", cli_cmd_verify, "[--index NAME] [--repair] [--json]",
 	 "compare index rows with the bodies: missing, stale, orphaned rows",
@@ -139,6 +148,12 @@ static const cli_cmd_t cli_commands[] = {
 	 "  --json      a JSON array, with entity changes' before and after bodies\n"
 	 "Who (OS user, host, pid), when, what, on which shards. Entity changes made\n"
 	 "in the console can be undone there (:audit, u).\n",
+	 false},
+	{NULL, "workers", cli_cmd_workers, "[--json]",
+	 "the cleaners (and consoles running backfills) at work, from their heartbeats",
+	 "  --json   a JSON array instead of the table\n"
+	 "A worker whose newest heartbeat (on any shard) is older than 5 s is shown dead;\n"
+	 "its rows are deleted an hour later. Exits 1 when a shard did not answer.\n",
 	 false},
 	{NULL, NULL, NULL, NULL, NULL, NULL, false},
 };

@@ -1,0 +1,522 @@
+/*
+ * svc_metrics.c - /metrics: the cleaner daemon's numbers in Prometheus's
+ * text exposition format (version 0.0.4), served by libmicrohttpd on its
+ * own thread.
+ *
+ * A scrape never touches a shard: it renders the collector's snapshot
+ * (svc_watch.c) and the service's counters, under their locks, and says
+ * how old each group of values is (bagstore_collector_age_seconds). Names
+ * follow Prometheus's naming guide: the bagstore_ prefix, base units in
+ * the name (_seconds, unix times as _timestamp_seconds), _total on
+ * counters only, _info for build information, one label per dimension
+ * (shard, index, state...). A shard that does not answer shows
+ * bagstore_shard_up 0 and its other per-shard series go until it answers.
+ */
+#include "service.h"
+
+#include <errno.h>
+#include <math.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "fmt.h"
+
+struct svc_metrics {
+	struct MHD_Daemon *d;
+	int fd;
+	const bs_config_t *cfg;
+	svc_snap_t *snap;
+	svc_counters_t *ctr;
+};
+
+/* ------------------------------------------------------------ text */
+
+typedef struct {
+	char *p;
+	size_t len, cap;
+	bool oom;
+} mbuf_t;
+
+static void put(mbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(mbuf_t *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->oom)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->oom = true;
+			return;
+		}
+		if (b->p && b->len + (size_t)n < b->cap) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = b->cap ? b->cap * 2 : 16384;
+		while (cap < b->len + (size_t)n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+}
+
+static void family(mbuf_t *b, const char *name, const char *type, const char *help)
+{
+	put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value, escaped as the format wants (\\, \", \n). */
+static void esc(char *dst, size_t n, const char *s)
+{
+	size_t o = 0;
+
+	for (; *s && o + 3 < n; s++) {
+		if (*s == '\\' || *s == '"') {
+			dst[o++] = '\\';
+			dst[o++] = *s;
+		} else if (*s == '\n') {
+			dst[o++] = '\\';
+			dst[o++] = 'n';
+		} else {
+			dst[o++] = *s;
+		}
+	}
+	dst[o] = '\0';
+}
+
+static void num(char *dst, size_t n, double v)
+{
+	if (isnan(v))
+		snprintf(dst, n, "NaN");
+	else if (isinf(v))
+		snprintf(dst, n, v > 0 ? "+Inf" : "-Inf");
+	else if (v == (double)(int64_t)v && fabs(v) < 9e15)
+		snprintf(dst, n, "%lld", (long long)v);
+	else {
+		/* the shortest of 15 or 17 digits that reads back as v */
+		snprintf(dst, n, "%.15g", v);
+		if (strtod(dst, NULL) != v)
+			snprintf(dst, n, "%.17g", v);
+	}
+}
+
+/* name{labels} value; labels is "" or `a="x",b="y"` (already escaped). */
+static void sample(mbuf_t *b, const char *name, const char *labels, double v)
+{
+	char val[64];
+
+	num(val, sizeof val, v);
+	if (labels[0])
+		put(b, "%s{%s} %s\n", name, labels, val);
+	else
+		put(b, "%s %s\n", name, val);
+}
+
+static const char *shard_label(char *buf, size_t n, const bs_config_t *cfg, int i)
+{
+	char e[200];
+
+	esc(e, sizeof e, i >= 0 && i < cfg->nshards ? cfg->shards[i].name : "?");
+	snprintf(buf, n, "shard=\"%s\"", e);
+	return buf;
+}
+
+/* ------------------------------------------------------------ families */
+
+static void render_process(mbuf_t *b, svc_counters_t *c)
+{
+	char l[128];
+
+	family(b, "bagstore_build_info", "gauge", "bagstore's version (the value is always 1)");
+	snprintf(l, sizeof l, "version=\"%s\"", BS_VERSION);
+	sample(b, "bagstore_build_info", l, 1);
+	family(b, "bagstore_start_time_seconds", "gauge", "When this cleaner started, unix seconds");
+	sample(b, "bagstore_start_time_seconds", "", (double)c->start_us / 1e6);
+}
+
+static void age_sample(mbuf_t *b, const char *source, int64_t at_us, int64_t now)
+{
+	char l[64];
+
+	if (!at_us)
+		return;
+	snprintf(l, sizeof l, "source=\"%s\"", source);
+	sample(b, "bagstore_collector_age_seconds", l, (double)(now - at_us) / 1e6);
+}
+
+static void render_collector(mbuf_t *b, const svc_snap_t *s)
+{
+	static const char *const names[] = { "status", "lag", "jobs", "verify", "workers" };
+	const char *errs[] = { s->status_err, s->lag_err, s->jobs_err, s->verify_err, s->workers_err };
+	int64_t now = now_us();
+	char l[64];
+
+	family(b, "bagstore_collector_age_seconds", "gauge",
+	       "Seconds since the values of a source were last read from the shards (scrapes never wait on a shard)");
+	age_sample(b, "status", s->status_at_us, now);
+	age_sample(b, "lag", s->lag_at_us, now);
+	age_sample(b, "jobs", s->jobs_at_us, now);
+	age_sample(b, "verify", s->verify_at_us, now);
+	age_sample(b, "workers", s->workers_at_us, now);
+	family(b, "bagstore_collector_up", "gauge", "1 when the last read of a source succeeded");
+	for (int k = 0; k < 5; k++) {
+		snprintf(l, sizeof l, "source=\"%s\"", names[k]);
+		sample(b, "bagstore_collector_up", l, errs[k][0] ? 0 : 1);
+	}
+	family(b, "bagstore_collector_errors_total", "counter", "Reads of a source that failed");
+	sample(b, "bagstore_collector_errors_total", "", (double)s->errors_total);
+}
+
+static void render_shards(mbuf_t *b, const bs_config_t *cfg, const svc_snap_t *s)
+{
+	char l[256];
+
+	if (!s->status)
+		return;
+	family(b, "bagstore_shard_up", "gauge", "1 when the shard answered the last status read");
+	for (int i = 0; i < s->n; i++)
+		sample(b, "bagstore_shard_up", shard_label(l, sizeof l, cfg, i), s->status[i].state != BS_SHARD_DOWN);
+	family(b, "bagstore_shard_rtt_seconds", "gauge", "Round trip of a trivial query to the shard");
+	for (int i = 0; i < s->n; i++)
+		if (s->status[i].state != BS_SHARD_DOWN)
+			sample(b, "bagstore_shard_rtt_seconds", shard_label(l, sizeof l, cfg, i), s->status[i].rtt_ms / 1e3);
+	family(b, "bagstore_shard_threads_running", "gauge", "The shard's Threads_running (what throttles backfills)");
+	for (int i = 0; i < s->n; i++)
+		if (s->status[i].state != BS_SHARD_DOWN)
+			sample(b, "bagstore_shard_threads_running", shard_label(l, sizeof l, cfg, i),
+			       (double)s->status[i].threads_running);
+	family(b, "bagstore_shard_replica_lag_seconds", "gauge",
+	       "The largest Seconds_Behind_Master over the shard's replicas (shards with replicas, when known)");
+	for (int i = 0; i < s->n; i++)
+		if (s->status[i].state != BS_SHARD_DOWN && s->status[i].replica_lag >= 0)
+			sample(b, "bagstore_shard_replica_lag_seconds", shard_label(l, sizeof l, cfg, i),
+			       s->status[i].replica_lag);
+}
+
+static void render_lag(mbuf_t *b, const bs_config_t *cfg, const svc_snap_t *s)
+{
+	char l[256];
+
+	if (!s->lag)
+		return;
+	family(b, "bagstore_repair_lag_seconds", "gauge",
+	       "Now minus the repair watermark, on the shard's clock (every entity updated before it is repaired)");
+	for (int i = 0; i < s->n; i++)
+		if (s->lag[i].reachable && s->lag[i].watermark_us)
+			sample(b, "bagstore_repair_lag_seconds", shard_label(l, sizeof l, cfg, i), s->lag[i].lag_s);
+	family(b, "bagstore_repair_watermark_timestamp_seconds", "gauge", "The shard's repair watermark, unix seconds");
+	for (int i = 0; i < s->n; i++)
+		if (s->lag[i].reachable && s->lag[i].watermark_us)
+			sample(b, "bagstore_repair_watermark_timestamp_seconds", shard_label(l, sizeof l, cfg, i),
+			       (double)s->lag[i].watermark_us / 1e6);
+	family(b, "bagstore_repair_last_pass_timestamp_seconds", "gauge",
+	       "When the last repair pass on the shard ended (by any cleaner), unix seconds");
+	for (int i = 0; i < s->n; i++)
+		if (s->lag[i].reachable && s->lag[i].last_pass_us)
+			sample(b, "bagstore_repair_last_pass_timestamp_seconds", shard_label(l, sizeof l, cfg, i),
+			       (double)s->lag[i].last_pass_us / 1e6);
+}
+
+static void render_repair_counters(mbuf_t *b, const bs_config_t *cfg, const svc_counters_t *c)
+{
+	char l[512], sl[256], ix[200];
+
+	family(b, "bagstore_repair_passes_total", "counter", "Repair passes this cleaner ran, per shard");
+	for (int i = 0; i < c->n; i++)
+		sample(b, "bagstore_repair_passes_total", shard_label(sl, sizeof sl, cfg, i), (double)c->repair_passes[i]);
+	family(b, "bagstore_repair_entities_total", "counter", "Entities this cleaner's repair passes looked at");
+	for (int i = 0; i < c->n; i++)
+		sample(b, "bagstore_repair_entities_total", shard_label(sl, sizeof sl, cfg, i), (double)c->repair_rows[i]);
+	family(b, "bagstore_repair_index_rows_inserted_total", "counter",
+	       "Index rows this cleaner's repair passes inserted or overwrote (shard: where the pass ran)");
+	for (int k = 0; k < c->nrepair; k++) {
+		esc(ix, sizeof ix, c->repair[k].index);
+		snprintf(l, sizeof l, "index=\"%s\",%s", ix, shard_label(sl, sizeof sl, cfg, c->repair[k].shard));
+		sample(b, "bagstore_repair_index_rows_inserted_total", l, (double)c->repair[k].inserted);
+	}
+	family(b, "bagstore_repair_index_rows_deleted_total", "counter",
+	       "Index rows this cleaner's repair passes deleted (stale or orphaned)");
+	for (int k = 0; k < c->nrepair; k++) {
+		esc(ix, sizeof ix, c->repair[k].index);
+		snprintf(l, sizeof l, "index=\"%s\",%s", ix, shard_label(sl, sizeof sl, cfg, c->repair[k].shard));
+		sample(b, "bagstore_repair_index_rows_deleted_total", l, (double)c->repair[k].deleted);
+	}
+}
+
+static const char *job_labels(char *l, size_t n, const bs_config_t *cfg, const bs_job_t *j)
+{
+	char ix[200], sl[256];
+
+	esc(ix, sizeof ix, j->index);
+	snprintf(l, n, "index=\"%s\",%s", ix, shard_label(sl, sizeof sl, cfg, j->shard));
+	return l;
+}
+
+static void render_jobs(mbuf_t *b, const bs_config_t *cfg, const svc_snap_t *s)
+{
+	static const struct { const char *name, *help; } g[] = {
+		{ "bagstore_backfill_rows_scanned", "Entities a backfill job scanned (one job: an index on a source shard)" },
+		{ "bagstore_backfill_rows_expected", "Entities the job expects to scan (counted when it started)" },
+		{ "bagstore_backfill_rows_written", "Index rows the job wrote" },
+		{ "bagstore_backfill_rate_rows_per_second", "Entities scanned per second over the last 10 s (0 when not running)" },
+	};
+	char l[512], rs[1200], reason[520];
+
+	if (!s->jobs_at_us)
+		return;
+	for (size_t f = 0; f < sizeof g / sizeof *g; f++) {
+		family(b, g[f].name, "gauge", g[f].help);
+		for (int k = 0; k < s->jobs.len; k++) {
+			const bs_job_t *j = &s->jobs.items[k];
+			double v = f == 0 ? (double)j->rows_scanned : f == 1 ? (double)j->rows_total :
+			           f == 2 ? (double)j->rows_written : j->rate;
+			sample(b, g[f].name, job_labels(l, sizeof l, cfg, j), v);
+		}
+	}
+	family(b, "bagstore_backfill_eta_seconds", "gauge", "Seconds a running job should still take, at its rate");
+	for (int k = 0; k < s->jobs.len; k++)
+		if (s->jobs.items[k].eta_s >= 0)
+			sample(b, "bagstore_backfill_eta_seconds", job_labels(l, sizeof l, cfg, &s->jobs.items[k]),
+			       s->jobs.items[k].eta_s);
+	family(b, "bagstore_backfill_state", "gauge",
+	       "1 for a job's state now; reason: why it is throttled, paused or failed (\"\" when none)");
+	for (int k = 0; k < s->jobs.len; k++) {
+		const bs_job_t *j = &s->jobs.items[k];
+		esc(reason, sizeof reason, j->reason);
+		snprintf(rs, sizeof rs, "%s,state=\"%s\",reason=\"%s\"", job_labels(l, sizeof l, cfg, j),
+		         bs_job_state_name(j->state), reason);
+		sample(b, "bagstore_backfill_state", rs, 1);
+	}
+}
+
+/* One gauge family over the indexes with a recorded verify: field f of
+ * each (0 checked, 1..3 missing/stale/orphaned by kind, 4 misfit, 5
+ * corrupt, 6 when). */
+static void verify_family(mbuf_t *b, const svc_snap_t *s, const char *name, const char *help, int f)
+{
+	static const char *const kinds[] = { "missing", "stale", "orphaned" };
+	char ix[200], l[360];
+
+	family(b, name, "gauge", help);
+	for (int k = 0; k < s->indexes.len; k++) {
+		const bs_drift_t *d = &s->verify[k];
+		if (!s->have_verify[k])
+			continue;
+		esc(ix, sizeof ix, s->indexes.items[k].name);
+		if (f >= 1 && f <= 3) {
+			const int64_t drift[] = { d->missing, d->stale, d->orphaned };
+			for (int x = 0; x < 3; x++) {
+				snprintf(l, sizeof l, "index=\"%s\",kind=\"%s\"", ix, kinds[x]);
+				sample(b, name, l, (double)drift[x]);
+			}
+			continue;
+		}
+		snprintf(l, sizeof l, "index=\"%s\"", ix);
+		sample(b, name, l, f == 0 ? (double)d->checked : f == 4 ? (double)d->misfit :
+		       f == 5 ? (double)(d->corrupt + d->unprintable) : (double)d->at_us / 1e6);
+	}
+}
+
+static void render_verify(mbuf_t *b, const svc_snap_t *s)
+{
+	char ix[200], l[300];
+
+	if (!s->verify_at_us)
+		return;
+	family(b, "bagstore_index_state", "gauge", "1 for an index's state now (building, ready, disabled)");
+	for (int k = 0; k < s->indexes.len; k++) {
+		esc(ix, sizeof ix, s->indexes.items[k].name);
+		snprintf(l, sizeof l, "index=\"%s\",state=\"%s\"", ix, bs_index_state_name(s->indexes.items[k].state));
+		sample(b, "bagstore_index_state", l, 1);
+	}
+	verify_family(b, s, "bagstore_verify_entities_checked", "Entities the last verify of the index read", 0);
+	verify_family(b, s, "bagstore_verify_drift_rows", "Index rows the last verify found missing, stale or orphaned", 1);
+	verify_family(b, s, "bagstore_verify_misfit_entities", "Entities whose value does not fit the index's type", 4);
+	verify_family(b, s, "bagstore_verify_corrupt_bodies", "Bodies the last verify found corrupt or unprintable", 5);
+	verify_family(b, s, "bagstore_verify_timestamp_seconds", "When the last verify of the index ran, unix seconds", 6);
+}
+
+static void render_service(mbuf_t *b, const svc_snap_t *s, const svc_counters_t *c)
+{
+	static const char *const hooks[] = { "ok", "failed", "timeout", "dropped" };
+	const int64_t hv[] = { c->hooks_ok, c->hooks_failed, c->hooks_timeout, c->hooks_dropped };
+	char l[128];
+
+	if (s->workers_at_us) {
+		static const char *const kinds[] = { "cleaner", "backfill", "console" };
+		family(b, "bagstore_workers", "gauge", "Registered workers (bagstore workers), by kind and state");
+		for (int k = 0; k < 3; k++)
+			for (int alive = 1; alive >= 0; alive--) {
+				int n = 0;
+				for (int x = 0; x < s->workers.len; x++)
+					n += s->workers.items[x].alive == alive && !strcmp(s->workers.items[x].kind, kinds[k]);
+				snprintf(l, sizeof l, "kind=\"%s\",state=\"%s\"", kinds[k], alive ? "alive" : "dead");
+				sample(b, "bagstore_workers", l, n);
+			}
+	}
+	family(b, "bagstore_events_total", "counter", "Events of this cleaner, by event (as logged)");
+	for (int e = 0; e < BS_EV_COUNT; e++) {
+		snprintf(l, sizeof l, "event=\"%s\"", bs_event_name((bs_event_type_t)e));
+		sample(b, "bagstore_events_total", l, (double)c->events[e]);
+	}
+	family(b, "bagstore_hooks_total", "counter", "Hook runs, by result");
+	for (int k = 0; k < 4; k++) {
+		snprintf(l, sizeof l, "result=\"%s\"", hooks[k]);
+		sample(b, "bagstore_hooks_total", l, (double)hv[k]);
+	}
+	family(b, "bagstore_reloads_total", "counter", "SIGHUP reloads of the cleaner: settings, by result");
+	sample(b, "bagstore_reloads_total", "result=\"ok\"", (double)c->reloads_ok);
+	sample(b, "bagstore_reloads_total", "result=\"failed\"", (double)c->reloads_failed);
+}
+
+char *svc_metrics_render(size_t *len, const bs_config_t *cfg, svc_snap_t *snap, svc_counters_t *ctr)
+{
+	mbuf_t b = {0};
+
+	pthread_mutex_lock(&ctr->mu);
+	render_process(&b, ctr);
+	render_repair_counters(&b, cfg, ctr);
+	pthread_mutex_lock(&snap->mu);
+	render_collector(&b, snap);
+	render_shards(&b, cfg, snap);
+	render_lag(&b, cfg, snap);
+	render_jobs(&b, cfg, snap);
+	render_verify(&b, snap);
+	render_service(&b, snap, ctr);
+	pthread_mutex_unlock(&snap->mu);
+	pthread_mutex_unlock(&ctr->mu);
+	if (b.oom) {
+		free(b.p);
+		return NULL;
+	}
+	*len = b.len;
+	return b.p;
+}
+
+/* ------------------------------------------------------------ HTTP */
+
+static enum MHD_Result answer(struct MHD_Connection *c, unsigned status, const char *type, char *body, size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+
+	if (!r) {
+		free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                              const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	svc_metrics_t *m = cls;
+	size_t len = 0;
+	char *body;
+
+	(void)version;
+	(void)upload;
+	(void)upload_size;
+	(void)con_cls;
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		return answer(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", strdup("GET only\n"), 9);
+	if (strcmp(url, "/metrics") == 0) {
+		if (!(body = svc_metrics_render(&len, m->cfg, m->snap, m->ctr)))
+			return answer(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
+			              strdup("out of memory\n"), 14);
+		return answer(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
+	}
+	if (strcmp(url, "/") == 0) {
+		static const char root[] = "bagstore cleaner: metrics at /metrics\n";
+		return answer(c, MHD_HTTP_OK, "text/plain; charset=utf-8", strdup(root), sizeof root - 1);
+	}
+	return answer(c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", strdup("not found: try /metrics\n"), 24);
+}
+
+/* A listening socket on HOST:PORT (IPv6 in brackets), or -1 with err. */
+static int listen_on(const char *addr, char *err, size_t size)
+{
+	char host[256];
+	const char *colon = strrchr(addr, ':');
+	struct addrinfo hints = { .ai_flags = AI_NUMERICSERV | AI_PASSIVE, .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	int fd = -1, one = 1, rc;
+
+	if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof host) {
+		snprintf(err, size, "%s: expected HOST:PORT", addr);
+		return -1;
+	}
+	snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = '\0';
+	}
+	if ((rc = getaddrinfo(host, colon + 1, &hints, &ai)) != 0) {
+		snprintf(err, size, "%s: %s", addr, gai_strerror(rc));
+		return -1;
+	}
+	if ((fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0) {
+		snprintf(err, size, "%s: %s", addr, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+int svc_metrics_start(svc_metrics_t **out, const char *addr, const bs_config_t *cfg, svc_snap_t *snap,
+                      svc_counters_t *ctr, char *err, size_t size)
+{
+	svc_metrics_t *m = calloc(1, sizeof *m);
+
+	*out = NULL;
+	if (!m) {
+		snprintf(err, size, "out of memory");
+		return -1;
+	}
+	*m = (svc_metrics_t){ .fd = -1, .cfg = cfg, .snap = snap, .ctr = ctr };
+	if ((m->fd = listen_on(addr, err, size)) < 0) {
+		free(m);
+		return -1;
+	}
+	m->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, handle, m,
+	                        MHD_OPTION_LISTEN_SOCKET, m->fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)32,
+	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
+	if (!m->d) {
+		snprintf(err, size, "%s: libmicrohttpd did not start", addr);
+		close(m->fd);
+		free(m);
+		return -1;
+	}
+	*out = m;
+	return 0;
+}
+
+void svc_metrics_stop(svc_metrics_t *m)
+{
+	if (!m)
+		return;
+	MHD_stop_daemon(m->d); /* closes the listening socket it was given */
+	free(m);
+}
