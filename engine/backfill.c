@@ -876,6 +876,11 @@ static void *runner_thread(void *p)
 	r->job.shard = r->shard;
 	for (;;) {
 		slot_take(r->slots, bs__stop_flag(r->opts));
+		if (bs__stopping(r->opts)) { /* asked to stop while it waited: claim nothing */
+			slot_give(r->slots);
+			r->out = OUT_STOP;
+			break;
+		}
 		r->out = attempt(r);
 		slot_give(r->slots);
 		if (r->out == OUT_DONE || r->out == OUT_CANCELLED || r->out == OUT_FAILED || r->out == OUT_STOP)

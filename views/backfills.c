@@ -21,6 +21,7 @@ static struct {
 	bs_job_list_t jobs;
 	int rc, unreachable;
 	char err[256];
+	int cleaners;      /* live cleaner daemons; -1 unknown */
 	int64_t taken_us;
 } snap;
 
@@ -36,9 +37,15 @@ static void work(bs_store_t *st, void *arg)
 	bs_job_list_t jobs = {0};
 	int unr = 0, rc;
 
+	bs_worker_list_t wl = {0};
+	int cleaners;
+
 	(void)arg;
 	rc = bs_job_list(&jobs, st, &unr);
+	cleaners = bs_workers_list(&wl, st, NULL) == 0 ? bs_workers_alive(&wl, "cleaner") : -1;
+	bs_worker_list_free(&wl);
 	snap_lock();
+	snap.cleaners = cleaners;
 	if (rc == 0) {
 		bs_job_list_free(&snap.jobs);
 		snap.jobs = jobs;
@@ -144,9 +151,14 @@ static void bf_draw(int y, int h, int w)
 {
 	static local_backfill_t loc[16];
 	char stale[128], t[64];
-	int nloc = worker_backfills(loc, 16), i, line;
+	int nloc = worker_backfills(loc, 16), i, line, queued = 0, hint;
 
 	snap_lock();
+	for (i = 0; i < snap.jobs.len; i++)
+		queued += snap.jobs.items[i].state == BS_JOB_QUEUED;
+	hint = queued && snap.cleaners == 0; /* jobs wait and nothing will run them */
+	if (hint)
+		h--;
 	build(loc, nloc);
 	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
 	ui_printf(y, 0, w, "Backfills: %d jobs (as of %s)  %s", snap.jobs.len,
@@ -191,6 +203,13 @@ static void bf_draw(int y, int h, int w)
 		          failed ? failed->error : "");
 	}
 	snap_unlock();
+	if (hint) {
+		ui_color(C_WARN, true);
+		ui_printf(y + h - 1, 0, w, "%d job%s queued and no cleaner is running: start `bagstore cleaner`, "
+		          "or press B to backfill here", queued, queued == 1 ? "" : "s");
+		ui_color(C_WARN, false);
+		h++;
+	}
 	ui_color(C_DIM, true);
 	ui_put(y + h - 1, 0, w, ui.read_only ? "? help" : "p pause  r resume  x cancel  (every job of the index)  ? help");
 	ui_color(C_DIM, false);

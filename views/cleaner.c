@@ -4,7 +4,9 @@
  * column's title; a column with no sample is a gap, drawn blank; `max` is
  * the largest value drawn), rows repaired per second over the last 30 s of
  * refreshes and in all, and the last pass; below, which workers hold which
- * backfill jobs.
+ * backfill jobs, and the worker registry (bs_workers_list: every cleaner
+ * and console at work, live or dead), with a hint when jobs wait and no
+ * cleaner runs.
  */
 #include <math.h>
 #include <stdio.h>
@@ -23,6 +25,9 @@ static struct {
 	bs_job_list_t jobs;
 	int jobs_rc, unreachable;
 	char jobs_err[256];
+	bs_worker_list_t workers;
+	int workers_rc;
+	char workers_err[256];
 	int64_t taken_us;
 } snap;
 
@@ -51,10 +56,11 @@ static int64_t obs_seen;
 
 static void work(bs_store_t *st, void *arg)
 {
-	int n = bs_store_nshards(st), rc, jrc, unr = 0;
+	int n = bs_store_nshards(st), rc, jrc, wrc, unr = 0;
 	bs_lag_t *lag = calloc((size_t)n, sizeof *lag);
 	bs_job_list_t jobs = {0};
-	char lag_err[256], jobs_err[256];
+	bs_worker_list_t wl = {0};
+	char lag_err[256], jobs_err[256], workers_err[256];
 
 	(void)arg;
 	if (!lag)
@@ -64,7 +70,13 @@ static void work(bs_store_t *st, void *arg)
 	snprintf(lag_err, sizeof lag_err, "%s", rc < 0 ? bs_last_error() : "");
 	jrc = bs_job_list(&jobs, st, &unr);
 	snprintf(jobs_err, sizeof jobs_err, "%s", jrc < 0 ? bs_last_error() : "");
+	wrc = bs_workers_list(&wl, st, NULL);
+	snprintf(workers_err, sizeof workers_err, "%s", wrc < 0 ? bs_last_error() : "");
 	snap_lock();
+	bs_worker_list_free(&snap.workers);
+	snap.workers = wl;
+	snap.workers_rc = wrc;
+	memcpy(snap.workers_err, workers_err, sizeof workers_err);
 	free(snap.lag);
 	snap.lag = lag;
 	snap.n = n;
@@ -223,6 +235,52 @@ static void build(double bin_s)
 	tbl_finish(&tbl, ui_filter());
 }
 
+/* The worker registry, from line to end (under snap_lock): who works, how
+ * fresh its heartbeat is, what it does; and the hint when jobs are queued
+ * while no cleaner runs. */
+static void draw_registry(int line, int end, int w)
+{
+	int i, queued = 0;
+	char up[32], hb[32];
+
+	for (i = 0; i < snap.jobs.len; i++)
+		queued += snap.jobs.items[i].state == BS_JOB_QUEUED;
+	if (queued && snap.workers_rc == 0 && !bs_workers_alive(&snap.workers, "cleaner") && line < end) {
+		ui_color(C_WARN, true);
+		ui_printf(line++, 0, w, "%d job%s queued and no cleaner is running: start `bagstore cleaner`, "
+		          "or press B on the indexes screen", queued, queued == 1 ? "" : "s");
+		ui_color(C_WARN, false);
+	}
+	if (line >= end)
+		return;
+	ui_color(C_HEADER, true);
+	ui_printf(line++, 0, w, "%-24s %-8s %-8s %-9s %-14s %-22s %-10s %s", "REGISTERED WORKER", "KIND", "VERSION",
+	          "UP", "HEARTBEAT", "JOBS", "REPAIRS", "METRICS");
+	ui_color(C_HEADER, false);
+	if (snap.workers_rc < 0 && line < end) {
+		ui_color(C_BAD, true);
+		ui_printf(line++, 0, w, "workers not read: %s", snap.workers_err);
+		ui_color(C_BAD, false);
+		return;
+	}
+	for (i = 0; i < snap.workers.len && line < end; i++) {
+		const bs_worker_info_t *x = &snap.workers.items[i];
+		char who[300];
+		snprintf(who, sizeof who, "%s:%d", x->host, x->pid);
+		fmt_secs(up, sizeof up, (double)(now_us() - x->started_us) / 1e6);
+		fmt_secs(hb, sizeof hb, x->age_s);
+		if (!x->alive)
+			ui_color(C_BAD, true);
+		ui_printf(line++, 0, w, "%-24.24s %-8s %-8s %-9s %-5s%-9s %-22.22s %-10.10s %s", who, x->kind, x->version,
+		          up, x->alive ? "" : "DEAD", hb, x->jobs[0] ? x->jobs : "-", x->repair[0] ? x->repair : "-",
+		          x->metrics[0] ? x->metrics : "-");
+		if (!x->alive)
+			ui_color(C_BAD, false);
+	}
+	if (!snap.workers.len && line < end)
+		ui_put(line++, 0, w, "(no worker registered: no cleaner runs, no console runs backfills)");
+}
+
 static void cl_draw(int y, int h, int w)
 {
 	char stale[128], t[64], span[32], bin[32];
@@ -283,6 +341,7 @@ static void cl_draw(int y, int h, int w)
 	}
 	if (snap.unreachable && line < y + h)
 		ui_printf(line++, 0, w, "%d shard(s) unreachable: their jobs are not listed", snap.unreachable);
+	draw_registry(line + 1, y + h, w);
 	snap_unlock();
 }
 

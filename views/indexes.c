@@ -50,6 +50,8 @@ static struct {
 	bool counting;
 	int count_rc;
 	char count_err[256];
+	int queued;        /* backfill jobs queued */
+	int cleaners;      /* live cleaner daemons; -1 unknown */
 } snap;
 
 static atomic_int count_stop;
@@ -155,9 +157,20 @@ static void work(bs_store_t *st, void *arg)
 		if (have_jobs)
 			jobs_of(it, &jobs);
 	}
+	int queued = 0, cleaners = -1;
+	for (int j = 0; have_jobs && j < jobs.len; j++)
+		queued += jobs.items[j].state == BS_JOB_QUEUED;
+	if (queued) {
+		bs_worker_list_t wl = {0};
+		if (bs_workers_list(&wl, st, NULL) == 0)
+			cleaners = bs_workers_alive(&wl, "cleaner");
+		bs_worker_list_free(&wl);
+	}
 	if (have_jobs)
 		bs_job_list_free(&jobs);
 	snap_lock();
+	snap.queued = queued;
+	snap.cleaners = cleaners;
 	if (rc == 0) {
 		snap_free_items(snap.items, snap.n);
 		snap.items = items;
@@ -300,6 +313,12 @@ static int draw_notes(int line, int end, int w)
 				if (!oldest || snap.items[i].rows_at[j] < oldest)
 					oldest = snap.items[i].rows_at[j];
 			}
+	if (snap.queued && snap.cleaners == 0 && line < end) { /* "queued" with nothing to run it */
+		ui_color(C_WARN, true);
+		ui_printf(line++, 0, w, "%d backfill job%s queued and no cleaner is running: start `bagstore cleaner`, "
+		          "or press B to backfill here", snap.queued, snap.queued == 1 ? "" : "s");
+		ui_color(C_WARN, false);
+	}
 	if ((stale || snap.rows_err[0]) && line < end) {
 		ui_color(C_WARN, true);
 		if (stale)

@@ -615,7 +615,7 @@ static void tick_notify(svc_t *s, double now)
 		if (all) {
 			s->ready_sent = true;
 			svc_notify_send(&s->nfy, "READY=1");
-			svc_log(&s->log, LOG_INFO_, "ready", NULL, "ready: the configuration is read and every shard answered");
+			svc_log(&s->log, LOG_INFO_, "ready", NULL, "the configuration is read and every shard answered");
 		}
 	}
 	if (now - s->last_status >= 1.0 && !atomic_load(&s->stop)) {

@@ -340,9 +340,56 @@ static bf_slot_t bf[MAX_LOCAL];
 static atomic_int bf_stop;
 static pthread_cond_t bf_cv = PTHREAD_COND_INITIALIZER; /* with snap_mu: a backfill ended */
 
+/*
+ * The console in the worker registry (`bagstore workers`, kind "console")
+ * while it runs backfills: the first backfill's thread registers it, the
+ * last one's deregisters it (bs_worker_start and _stop may take seconds
+ * with a shard down: under reg_mu, never under snap_mu, and only on
+ * backfill threads). Progress updates what it does when reg_mu is free.
+ */
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static bs_worker_t *reg;   /* reg_mu */
+static int reg_users;      /* reg_mu: backfill threads holding it */
+
+static void reg_hold(void)
+{
+	pthread_mutex_lock(&reg_mu);
+	if (!reg && bs_worker_start(&reg, &wcfg, "console", NULL) < 0)
+		bs_error_clear(); /* not listed; the backfill runs all the same */
+	reg_users++;
+	pthread_mutex_unlock(&reg_mu);
+}
+
+static void reg_release(void)
+{
+	pthread_mutex_lock(&reg_mu);
+	if (--reg_users == 0) {
+		bs_worker_stop(reg); /* deregisters */
+		reg = NULL;
+	}
+	pthread_mutex_unlock(&reg_mu);
+}
+
+/* Under snap_mu: the jobs this console's backfills run, "INDEX@SHARD,...". */
+static void reg_jobs_locked(char *buf, size_t n)
+{
+	size_t o = 0;
+	int i, k;
+
+	buf[0] = 0;
+	for (i = 0; i < MAX_LOCAL; i++)
+		for (k = 0; bf[i].used && bf[i].info.running && k < bf[i].info.njobs && o + 140 < n; k++) {
+			const bs_job_t *j = &bf[i].info.jobs[k];
+			if (j->state == BS_JOB_RUNNING || j->state == BS_JOB_THROTTLED)
+				o += (size_t)snprintf(buf + o, n - o, "%s%s@%s", o ? "," : "", j->index,
+				                      j->shard >= 0 && j->shard < wcfg.nshards ? wcfg.shards[j->shard].name : "?");
+		}
+}
+
 static void bf_progress(void *ctx, const bs_job_t *job)
 {
 	bf_slot_t *s = ctx;
+	char jobs[1024];
 	int i;
 
 	snap_lock();
@@ -354,7 +401,12 @@ static void bf_progress(void *ctx, const bs_job_t *job)
 		if (i == s->info.njobs)
 			s->info.njobs++;
 	}
+	reg_jobs_locked(jobs, sizeof jobs);
 	snap_unlock();
+	if (pthread_mutex_trylock(&reg_mu) == 0) { /* never wait: a backfill is running */
+		bs_worker_doing(reg, jobs, NULL);
+		pthread_mutex_unlock(&reg_mu);
+	}
 	worker_published();
 }
 
@@ -362,7 +414,7 @@ static void *bf_main(void *p)
 {
 	bf_slot_t *s = p;
 	bs_cleaner_opts_t o;
-	char index[BS_NAME_MAX + 1];
+	char index[BS_NAME_MAX + 1], err[256];
 	int rc;
 
 	snap_lock();
@@ -372,13 +424,17 @@ static void *bf_main(void *p)
 	o.stop = &bf_stop;
 	o.progress = bf_progress;
 	o.ctx = s;
+	reg_hold();
 	rc = bs_backfill_queue(s->st, index);
 	if (rc == 0)
 		rc = bs_cleaner_backfill(s->st, index, &o);
+	/* the message, before deregistering may replace it */
+	snprintf(err, sizeof err, "%s", rc < 0 ? bs_last_error() : "");
+	reg_release();
 	snap_lock();
 	s->info.rc = rc;
 	if (rc < 0)
-		snprintf(s->info.error, sizeof s->info.error, "%s", bs_last_error());
+		snprintf(s->info.error, sizeof s->info.error, "%s", err);
 	s->info.running = false;
 	s->info.finished_us = now_us();
 	pthread_cond_broadcast(&bf_cv);

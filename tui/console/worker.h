@@ -15,7 +15,9 @@
  *
  * Backfills launched from the console get a thread and a store of their own
  * (bs_cleaner_backfill); their jobs live in the shards' jobs table, so any
- * cleaner resumes them if the console closes.
+ * cleaner resumes them if the console closes. While any runs, the console
+ * is in the worker registry (`bagstore workers`, kind "console"): the first
+ * backfill's thread registers it, the last one's deregisters it.
  *
  * Threads: the UI thread (the loop, the screens' draw and key hooks), one
  * thread per lane, one per console backfill. What they share is under one

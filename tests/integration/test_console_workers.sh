@@ -1,0 +1,116 @@
+#!/bin/sh
+# test_console_workers.sh - the worker registry in the console, headless
+# against real shards: with jobs queued and no cleaner running, the indexes,
+# backfills and cleaner screens say so and how to start one; a console that
+# runs a backfill is in `bagstore workers` (kind console) while it does and
+# leaves it when it is done; a running cleaner daemon is listed on the
+# cleaner screen (host:pid, kind, what it repairs), and the hint goes.
+. tests/console/lib.sh
+
+c_init
+numbered() { printf '{"n": %d}\n' "$1"; }
+c_put 2000 numbered
+t_exit 0 "a building index, its jobs queued" -- "$BAGSTORE" -c "$CFG" index create idx_n --on n:int --shard-on n
+wait_until() { # SECONDS CMD...
+	_w_end=$(($(date +%s) + $1))
+	shift
+	while ! "$@"; do
+		[ "$(date +%s)" -ge "$_w_end" ] && return 1
+		sleep 0.2
+	done
+}
+PY=python3
+command -v python3 >/dev/null 2>&1 || PY=/usr/bin/python3
+alive() { # KIND: a live worker of that kind is registered
+	"$BAGSTORE" -c "$CFG" workers --json 2>/dev/null | "$PY" -c '
+import json, sys
+sys.exit(0 if any(w["alive"] and w["kind"] == sys.argv[1] for w in json.load(sys.stdin)) else 1)' "$1"
+}
+
+# ------------------------------------------------------------ nothing runs the queued jobs
+
+cat >"$T/hint.keys" <<'KEYS'
+keys 2
+wait-idle
+wait-for no cleaner is running 10
+dump indexes
+keys 4
+wait-idle
+wait-for no cleaner is running 10
+dump backfills
+keys 3
+wait-idle
+wait-for REGISTERED WORKER 10
+dump cleaner
+keys :q\n
+KEYS
+c_headless "the screens with jobs queued and no cleaner" "$T/hint.keys"
+t_contains "$(d indexes)" "2 backfill jobs queued and no cleaner is running: start \`bagstore cleaner\`" "indexes: the hint says so and how"
+t_contains "$(d indexes)" "press B" "indexes: or B in the console"
+t_contains "$(d backfills)" "2 jobs queued and no cleaner is running" "backfills: the hint"
+t_contains "$(d cleaner)" "no cleaner is running" "cleaner: the hint"
+t_contains "$(d cleaner)" "(no worker registered" "cleaner: the registry is empty"
+
+# ------------------------------------------------------------ a console running a backfill registers
+
+cat >"$T/run.keys" <<'KEYS'
+keys 2
+wait-idle
+key B
+wait-for backfilling idx_n 10
+sleep 3
+keys 3
+wait-idle
+sleep 1.5
+keys 3
+wait-idle
+dump cleaner_console
+keys 2
+wait-idle
+wait-for ready 60
+keys :q\n
+KEYS
+BAGSTORE_FAULT=slow_chunk "$BAGSTORE" -c "$CFG" --headless "$T/run.keys" --dump-dir "$D" >"$T/run.out" 2>"$T/run.err" &
+hpid=$!
+if wait_until 20 alive console; then t_ok "workers --json lists the console while it backfills"; else t_fail "the console is registered"; fi
+holds() { "$BAGSTORE" -c "$CFG" workers | grep -q 'idx_n@s'; }
+wait_until 10 holds
+t_exit 0 "workers (text)" -- "$BAGSTORE" -c "$CFG" workers
+t_contains "$T_OUT" "console" "the table says console"
+t_contains "$T_OUT" "idx_n@s" "with the job it holds"
+wait $hpid
+t_eq "$?" 0 "the headless console ends"
+t_contains "$(d cleaner_console)" "console" "the cleaner screen lists this console as a worker"
+t_eq "$(t_sql 0 "SELECT state FROM bagstore_indexes WHERE name='idx_n'")" ready "the console's backfill made idx_n ready"
+t_exit 0 "workers after the console's backfill" -- "$BAGSTORE" -c "$CFG" workers --json
+t_eq "$T_OUT" "[]" "the console left the registry when its backfill ended"
+
+# ------------------------------------------------------------ a daemon runs
+
+t_exit 0 "another building index" -- "$BAGSTORE" -c "$CFG" index create idx_m --on n:int --shard-on n
+"$BAGSTORE" -c "$CFG" cleaner --metrics 127.0.0.1:$(($(t_port 0) + 44)) >"$T/d.out" 2>"$T/d.err" &
+dpid=$!
+wait_until 20 alive cleaner
+cat >"$T/daemon.keys" <<'KEYS'
+keys 3
+wait-idle
+wait-for cleaner 10
+sleep 1.5
+keys 3
+wait-idle
+dump cleaner_daemon
+keys :q\n
+KEYS
+c_headless "the cleaner screen with a daemon running" "$T/daemon.keys"
+t_contains "$(d cleaner_daemon)" ":$dpid" "the daemon's host:pid"
+t_contains "$(d cleaner_daemon)" "127.0.0.1:$(($(t_port 0) + 44))" "its metrics address"
+t_match "$(d cleaner_daemon)" "cleaner +[0-9]+\.[0-9]+\.[0-9]+" "its kind and version"
+case $(d cleaner_daemon) in
+*"no cleaner is running"*) t_fail "no hint while a cleaner runs" ;;
+*) t_ok "no hint while a cleaner runs" ;;
+esac
+kill -TERM $dpid
+wait $dpid
+t_eq "$?" 0 "the daemon exits 0"
+
+t_done test_console_workers
