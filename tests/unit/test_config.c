@@ -187,6 +187,66 @@ static void test_defaults(void)
 	bs_config_free(NULL);
 }
 
+/* The daemon's own keys of cleaner: metrics, log_format, log_every, hooks. */
+static void test_daemon_keys(void)
+{
+	static const char text[] =
+		"shards: [{name: s0, host: h}]\n"
+		"cleaner:\n"
+		"  max_load: 9\n"
+		"  metrics: \"[::1]:9108\"\n"
+		"  log_format: json\n"
+		"  log_every: 2.5\n"
+		"  hooks:\n"
+		"    on_event: /usr/local/bin/notify-ops\n"
+		"    on_backfill_failed: \"echo failed >>/tmp/x\"\n"
+		"    on_shard_lost: page-me\n"
+		"    timeout: 3\n";
+	static const struct { const char *text, *prefix, *phrase; } bad[] = {
+		{ "shards: [{name: s0, host: h}]\ncleaner: {metrics: localhost}", "<string>:2:20: ", "expected HOST:PORT" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {metrics: \"h:0\"}", "<string>:2:20: ", "from 1 to 65535" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {metrics: \"h:99999\"}", "<string>:2:20: ", "HOST:PORT" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {metrics: \"[::1:9\"}", "<string>:2:20: ", "brackets" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {log_format: yaml}", "<string>:2:23: ", "text or json" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {log_every: 0}", "<string>:2:22: ", "greater than 0" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {hooks: {on_done: x}}", "<string>:2:19: ", "on_done" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {hooks: {timeout: 0}}", "<string>:2:28: ", "greater than 0" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {hooks: [x]}", "<string>:2:18: ", "expected a mapping" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {hooks: {on_event: \"\"}}", "<string>:2:29: ", "non-empty" },
+	};
+	bs_config_t *cfg = NULL;
+
+	CHECK_OK(parse(&cfg, text));
+	if (cfg) {
+		CHECK(cfg->cleaner.max_load == 9, "max_load beside the daemon's keys");
+		CHECK_STR(cfg->daemon.metrics, "[::1]:9108");
+		CHECK_STR(cfg->daemon.log_format, "json");
+		CHECK(cfg->daemon.log_every == 2.5, "log_every %g", cfg->daemon.log_every);
+		CHECK_STR(cfg->daemon.hook_on_event, "/usr/local/bin/notify-ops");
+		CHECK_STR(cfg->daemon.hooks[BS_HOOK_BACKFILL_FAILED], "echo failed >>/tmp/x");
+		CHECK_STR(cfg->daemon.hooks[BS_HOOK_SHARD_LOST], "page-me");
+		CHECK(cfg->daemon.hooks[BS_HOOK_BACKFILL_DONE] == NULL, "an unset hook is NULL");
+		CHECK(cfg->daemon.hook_timeout == 3, "hook timeout %g", cfg->daemon.hook_timeout);
+		bs_config_free(cfg);
+	}
+	cfg = NULL;
+	CHECK_OK(parse(&cfg, "shards: [{name: s0, host: h}]\n"));
+	if (cfg) {
+		CHECK(cfg->daemon.metrics == NULL && cfg->daemon.log_format == NULL && cfg->daemon.hook_on_event == NULL,
+		      "no metrics, text logs, no hooks by default");
+		CHECK(cfg->daemon.log_every == 5 && cfg->daemon.hook_timeout == 10, "log_every 5 s, hooks 10 s");
+		bs_config_free(cfg);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		cfg = NULL;
+		CHECK_ERR(parse(&cfg, bad[i].text), BS_ECONFIG);
+		CHECK(starts(bs_last_error(), bad[i].prefix), "case %zu: got \"%s\", wanted prefix \"%s\"", i,
+		      bs_last_error(), bad[i].prefix);
+		CHECK(has(bs_last_error(), bad[i].phrase), "case %zu: got \"%s\", wanted \"%s\"", i, bs_last_error(),
+		      bad[i].phrase);
+	}
+}
+
 /* The brief's own sample, and the shipped reference file. */
 static void test_examples(void)
 {
@@ -789,6 +849,7 @@ int main(void)
 	find_fixtures();
 	test_good();
 	test_defaults();
+	test_daemon_keys();
 	test_examples();
 	test_bad_fixtures();
 	test_password_not_echoed();
