@@ -169,6 +169,29 @@ done:
 
 #define INTENT_BATCH 500
 
+/* Fix idx[nidx]'s rows for n entities (ids[], bags[]; eb as read from
+ * shard), settle them, and count what was fixed, per index, into per[] and
+ * *repaired (failure or not). */
+static int fix_counted(int64_t *repaired, drift_counts_t *per, bs_store_t *st, int shard, const bs_index_t *idx,
+                       int nidx, const bs_id_t *ids, const bs_value_t *bags, size_t n, const ebatch_t *eb)
+{
+	drift_counts_t *d = calloc((size_t)nidx + 1, sizeof *d);
+	int rc = 0;
+	if (!d)
+		return bs_error(BS_ENOMEM, "out of memory");
+	for (int k = 0; k < nidx && !rc; k++)
+		rc = bs__drift_check(&d[k], st, &idx[k], ids, bags, n, true);
+	if (!rc)
+		rc = bs__drift_settle(d, st, shard, idx, nidx, eb);
+	for (int k = 0; k < nidx; k++) {
+		*repaired += d[k].repaired;
+		per[k].inserted += d[k].inserted;
+		per[k].deleted += d[k].deleted;
+	}
+	free(d);
+	return rc;
+}
+
 /* Writes whose intent stayed (entity.c): the writer is done or gone (its
  * named lock is free) and another writer changed the entity meanwhile, or
  * it died before its last step. Their entities' rows are made right from
@@ -181,7 +204,6 @@ static int settle_intents(int64_t *rows, int64_t *repaired, drift_counts_t *per,
 	ebatch_t eb = {0};
 	bs_id_t *ids = NULL;
 	bs_value_t *bags = NULL;
-	drift_counts_t *d = NULL;
 	size_t n = 0, ntok = 0;
 	int rc;
 	bs__buf_printf(&b, "SELECT token, entity_id FROM bagstore_intents WHERE created<NOW(6)-INTERVAL 1 SECOND"
@@ -230,20 +252,7 @@ static int settle_intents(int64_t *rows, int64_t *repaired, drift_counts_t *per,
 		if (j >= 0)
 			bags[k] = eb.bags[j]; /* borrowed: eb keeps it */
 	}
-	if (!(d = calloc((size_t)nidx, sizeof *d))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
-		goto done;
-	}
-	for (int k = 0; k < nidx && !rc; k++)
-		rc = bs__drift_check(&d[k], st, &idx[k], ids, bags, n, true);
-	if (!rc)
-		rc = bs__drift_settle(d, st, shard, idx, nidx, &eb);
-	for (int k = 0; k < nidx; k++) { /* what was fixed counts, failure or not */
-		*repaired += d[k].repaired;
-		per[k].inserted += d[k].inserted;
-		per[k].deleted += d[k].deleted;
-	}
-	if (rc)
+	if ((rc = fix_counted(repaired, per, st, shard, idx, nidx, ids, bags, n, &eb)))
 		goto done;
 	*rows += (int64_t)n;
 	bs__buf_reset(&b);
@@ -258,7 +267,6 @@ done:
 	bs__ebatch_free(&eb);
 	free(ids);
 	free(bags);
-	free(d);
 	bs__buf_free(&b);
 	bs__buf_free(&tokens);
 	return rc;

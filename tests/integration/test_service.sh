@@ -200,7 +200,8 @@ while read -r name ix sh v; do
 	if [ "${got%.0}" = "$v" ]; then same=$((same + 1)); else diff=$((diff + 1)); echo "  $name $ix@$sh: list $v, metrics $got"; fi
 done <"$TMP/list.txt"
 t_eq "$same $diff" "6 0" "/metrics matches backfill list --json (scanned, written, expected; both jobs)"
-t_eq "$(metric "$TMP/m3" bagstore_index_state index=by_n,state=ready)" "1.0" "bagstore_index_state: ready"
+ready_in_metrics() { prom >"$TMP/m4" && [ "$(metric "$TMP/m4" bagstore_index_state index=by_n,state=ready)" = 1.0 ]; }
+if wait_until 15 ready_in_metrics; then t_ok "bagstore_index_state: ready"; else t_fail "bagstore_index_state: ready" "$(grep index_state "$TMP/m4")"; fi
 
 # ------------------------------------------------------------ repair passes
 

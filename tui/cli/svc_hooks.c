@@ -160,6 +160,26 @@ static double deadline_now(svc_hooks_t *h, double deadline)
 	return deadline;
 }
 
+/* Read what the hook wrote, keeping the first OUT_MAX bytes; wait up to
+ * ms for it. false at the end of its output. */
+static bool take_output(result_t *r, int fd, int ms)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	char buf[512];
+	ssize_t n;
+
+	if (poll(&pf, 1, ms) <= 0)
+		return true;
+	if ((n = read(fd, buf, sizeof buf)) <= 0)
+		return false;
+	if (r->outlen < OUT_MAX) {
+		size_t take = (size_t)n < OUT_MAX - r->outlen ? (size_t)n : OUT_MAX - r->outlen;
+		memcpy(r->out + r->outlen, buf, take);
+		r->outlen += take;
+	}
+	return true;
+}
+
 /* Wait for the hook until deadline (monotonic), reading its output; then
  * SIGTERM to its group, SIGKILL a second later. */
 static void await(result_t *r, svc_hooks_t *h, pid_t pid, int fd, double deadline)
@@ -169,8 +189,16 @@ static void await(result_t *r, svc_hooks_t *h, pid_t pid, int fd, double deadlin
 
 	for (;;) {
 		pid_t w = waitpid(pid, &r->status, WNOHANG);
-		if (w == pid)
+		if (w == pid) {
+			/* what it wrote before it ended (not waiting for a child it left behind) */
+			for (int k = 0; open_fd && k < 64; k++) {
+				size_t before = r->outlen;
+				open_fd = take_output(r, fd, 0);
+				if (open_fd && r->outlen == before)
+					break;
+			}
 			break;
+		}
 		double now = mono();
 		if (now >= deadline_now(h, deadline) && !killed_at) {
 			r->timed_out = true;
@@ -179,18 +207,9 @@ static void await(result_t *r, svc_hooks_t *h, pid_t pid, int fd, double deadlin
 		} else if (killed_at && now - killed_at > 1.0) {
 			kill(-pid, SIGKILL);
 		}
-		struct pollfd pf = { .fd = fd, .events = POLLIN };
-		if (open_fd && poll(&pf, 1, 20) > 0) {
-			char buf[512];
-			ssize_t n = read(fd, buf, sizeof buf);
-			if (n <= 0) {
-				open_fd = false;
-			} else if (r->outlen < OUT_MAX) {
-				size_t take = (size_t)n < OUT_MAX - r->outlen ? (size_t)n : OUT_MAX - r->outlen;
-				memcpy(r->out + r->outlen, buf, take);
-				r->outlen += take;
-			}
-		} else if (!open_fd) {
+		if (open_fd) {
+			open_fd = take_output(r, fd, 20);
+		} else {
 			struct timespec ts = { 0, 20000000L };
 			nanosleep(&ts, NULL);
 		}
