@@ -259,7 +259,8 @@ int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 		rc = cli_usage_error(ctx, "--log-format: expected text or json, got '%s'", log_format);
 		goto done;
 	}
-	if (log_every && !((so.log_every = strtod(log_every, NULL)) > 0 && so.log_every <= 86400)) {
+	char *end = NULL;
+	if (log_every && !((so.log_every = strtod(log_every, &end)) > 0 && so.log_every <= 86400 && !*end)) {
 		rc = cli_usage_error(ctx, "--log-every: expected seconds above 0, at most 86400, got '%s'", log_every);
 		goto done;
 	}

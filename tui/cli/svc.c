@@ -164,19 +164,18 @@ void svc_counters_repair(svc_counters_t *c, const bs_event_t *ev)
 /* The hook's environment for an event about a job (job may be NULL). */
 static void fire(svc_t *s, bs_hook_t h, const bs_event_t *ev)
 {
-	char v[12][1200];
+	char v[12][1200], when[40];
 	const char *env[12];
 	int n = 0;
 
 	if (!s->hooks)
 		return;
+	fmt_iso_utc(when, sizeof when, ev->at_us);
 	snprintf(v[n++], sizeof v[0], "BAGSTORE_EVENT=%s", bs_hook_name(h));
 	snprintf(v[n++], sizeof v[0], "BAGSTORE_INDEX=%s", ev->index ? ev->index : "");
 	snprintf(v[n++], sizeof v[0], "BAGSTORE_SHARD=%s", ev->shard >= 0 ? sname(s, ev->shard) : "");
 	snprintf(v[n++], sizeof v[0], "BAGSTORE_MESSAGE=%.1100s", ev->message ? ev->message : "");
-	fmt_iso_utc(v[n], sizeof v[0], ev->at_us);
-	memmove(v[n] + 14, v[n], strlen(v[n]) + 1);
-	memcpy(v[n++], "BAGSTORE_TIME=", 14);
+	snprintf(v[n++], sizeof v[0], "BAGSTORE_TIME=%s", when);
 	snprintf(v[n++], sizeof v[0], "BAGSTORE_WORKER_ID=%s", bs_worker_id(s->worker));
 	snprintf(v[n++], sizeof v[0], "BAGSTORE_PID=%d", (int)getpid());
 	snprintf(v[n++], sizeof v[0], "BAGSTORE_CONFIG=%s", s->cfg->path ? s->cfg->path : "");
