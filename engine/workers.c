@@ -375,7 +375,8 @@ int bs_workers_list(bs_worker_list_t *out, bs_store_t *st, int *unreachable)
 			wl_merge(out, &a.per[i].items[k]);
 	for (int k = 0; k < out->len; k++)
 		out->items[k].alive = out->items[k].age_s < BS_WORKER_DEAD_S;
-	qsort(out->items, (size_t)out->len, sizeof *out->items, wl_cmp);
+	if (out->len > 1)
+		qsort(out->items, (size_t)out->len, sizeof *out->items, wl_cmp);
 done:
 	if (unreachable)
 		*unreachable = down;
