@@ -203,6 +203,8 @@ int bs_worker_shards_ok(bs_worker_t *w, char *first_error, size_t size)
 
 	if (first_error && size)
 		first_error[0] = '\0';
+	if (!w)
+		return 0;
 	pthread_mutex_lock(&w->mu);
 	for (int i = 0; i < w->n; i++) {
 		if (w->beats[i].ok)
