@@ -173,7 +173,7 @@ static int list_rows(bs_store_t *st, int i, struct list_arg *a)
 	static const char q[] = "SELECT " JOB_COLS ", UNIX_TIMESTAMP(NOW(6)) FROM bagstore_jobs ORDER BY index_name";
 	MYSQL_RES *res = NULL;
 	int rc;
-	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
+	if ((rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
 		return rc;
 	size_t n = (size_t)mysql_num_rows(res);
 	bs_job_list_t *l = &a->per[i];

@@ -93,7 +93,7 @@ static int lag_on(bs_store_t *st, int i, void *p)
 	MYSQL_RES *res = NULL;
 	bs_buf_t b = {0};
 	int rc;
-	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
+	if ((rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	int64_t now = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
