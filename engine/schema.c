@@ -149,11 +149,44 @@ struct init_arg {
 	int n;
 };
 
+/* Does shard i's identity (as read) name another list? 0 when it names
+ * ours or none. */
+static int meta_agrees(bs_store_t *st, int i, const shard_meta_t *meta, const struct init_arg *a)
+{
+	char label[192];
+	if (meta->fingerprint[0] && (strcmp(meta->fingerprint, a->fingerprint) != 0 || meta->index != i))
+		return bs_error(BS_ECONFIG,
+		                "%s already belongs to another shard list (fingerprint %s, position %d of %d); "
+		                "this configuration's list is %s with it at position %d of %d: refusing to "
+		                "initialise it (resharding is not supported)",
+		                bs__shard_label(label, sizeof label, &st->shards[i]), meta->fingerprint, meta->index,
+		                meta->count, a->fingerprint, i, a->n);
+	return 0;
+}
+
+/* Before anything is created anywhere: a list one shard disagrees with
+ * must not claim the others (a new shard among them included). */
+static int check_shard(bs_store_t *st, int i, void *p)
+{
+	static const char q[] = "SELECT COUNT(*) FROM information_schema.TABLES"
+	                        " WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME='bagstore_meta'";
+	MYSQL_RES *res;
+	int rc = bs__shard_query(&res, st, i, q, sizeof q - 1);
+	if (rc)
+		return rc;
+	MYSQL_ROW row = mysql_fetch_row(res);
+	bool made = row && row[0] && strcmp(row[0], "0") != 0;
+	mysql_free_result(res);
+	if (!made) /* none yet: a new shard */
+		return 0;
+	shard_meta_t meta;
+	return (rc = bs__shard_meta(&meta, st, i)) ? rc : meta_agrees(st, i, &meta, p);
+}
+
 static int init_shard(bs_store_t *st, int i, void *p)
 {
 	struct init_arg *a = p;
 	bs_buf_t b = {0};
-	char label[192];
 	int rc = 0;
 
 	for (size_t k = 0; k < sizeof schema / sizeof *schema; k++)
@@ -164,14 +197,7 @@ static int init_shard(bs_store_t *st, int i, void *p)
 	if ((rc = bs__shard_meta(&meta, st, i)))
 		goto done;
 	if (meta.fingerprint[0]) {
-		if (strcmp(meta.fingerprint, a->fingerprint) != 0 || meta.index != i) {
-			rc = bs_error(BS_ECONFIG,
-			              "%s already belongs to another shard list (fingerprint %s, position %d of %d); "
-			              "this configuration's list is %s with it at position %d of %d: refusing to "
-			              "initialise it (resharding is not supported)",
-			              bs__shard_label(label, sizeof label, &st->shards[i]), meta.fingerprint, meta.index,
-			              meta.count, a->fingerprint, i, a->n);
-		}
+		rc = meta_agrees(st, i, &meta, a);
 		goto done;
 	}
 	/* values as hex literals, like every value bagstore sends */
@@ -200,7 +226,9 @@ done:
 int bs__schema_init(bs_store_t *st)
 {
 	struct init_arg a = { st->fingerprint, st->n };
-	int rc = bs__shard_each(st, NULL, init_shard, &a, NULL);
+	int rc = bs__shard_each(st, NULL, check_shard, &a, NULL);
+	if (!rc)
+		rc = bs__shard_each(st, NULL, init_shard, &a, NULL);
 	for (int i = 0; i < st->n; i++)
 		st->shards[i].fp_state = 0;
 	return rc;
