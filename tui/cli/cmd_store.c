@@ -181,7 +181,7 @@ int cli_cmd_shards(cli_ctx_t *ctx, int argc, char **argv)
 	const cli_opt_t opts[] = {{"json", NULL, &json}, {NULL, NULL, NULL}};
 	cli_args_t args = {0};
 	bs_shard_status_t *ss = NULL;
-	int n, i, down = 0, rc;
+	int n, i, down = 0, foreign = 0, rc;
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
 		goto done;
@@ -196,10 +196,18 @@ int cli_cmd_shards(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	if ((rc = json ? shards_json(ss, n) : shards_table(ss, n)) < 0)
 		goto done;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
 		if (ss[i].state == BS_SHARD_DOWN)
 			down++;
-	if (down)
+		else if (ss[i].fingerprint_ok == 0)
+			foreign++;
+	}
+	/* a shard list the shards disagree with is a configuration error,
+	 * whichever command meets it (exit 2), after the table shows which */
+	if (foreign)
+		rc = bs_error(BS_ECONFIG, "%d of %d shards belong to another shard list (fingerprint mismatch)",
+		              foreign, n);
+	else if (down)
 		rc = bs_error(BS_EUNREACHABLE, "%d of %d shards unreachable", down, n);
 done:
 	free(ss);

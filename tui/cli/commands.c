@@ -17,12 +17,14 @@ static const cli_cmd_t cli_commands[] = {
 	{NULL, "init", cli_cmd_init, "",
 	 "create bagstore's tables and the configured indexes on every shard",
 	 "Idempotent. Records the shard list's fingerprint on every shard; later\n"
-	 "writes through a configuration whose list differs are refused.\n",
+	 "reads and writes through a configuration whose list differs are refused\n"
+	 "(exit status 2).\n",
 	 true},
 	{NULL, "shards", cli_cmd_shards, "[--json]",
 	 "status of every shard",
 	 "  --json   a JSON array instead of the table\n"
-	 "Exits 1 when any shard is unreachable.\n",
+	 "Exits 2 when any shard belongs to another shard list (FINGERPRINT\n"
+	 "MISMATCH), else 1 when any shard is unreachable.\n",
 	 false},
 	{NULL, "put", cli_cmd_put, "[FILE|-] [--batch N]",
 	 "store entities from one JSON object or JSON Lines",
