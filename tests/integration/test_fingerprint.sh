@@ -1,0 +1,98 @@
+#!/bin/sh
+# test_fingerprint.sh - a configuration whose shard list the shards
+# disagree with (swapped, a shard renamed, a third shard added) has one
+# exit status, 2 (BS_ECONFIG), for every command that touches a shard,
+# reads and status included, and changes nothing on any shard; `shards`
+# still prints its table (MISMATCH, and why) before it exits 2.
+#
+# And the documents agree: the README's and the man page's exit-status
+# sections and doc/DESIGN.md's error table put the fingerprint mismatch
+# under 2, and none of them under 1.
+. tests/lib.sh
+
+B=$BAGSTORE
+C=$BAGSTORE_TEST_CONFIG
+T=$(t_tmp)
+ROOT=${TEST_ROOT:-.}
+
+t_exit 0 "init" -- "$B" -c "$C" init
+t_exit 0 "create ix_a (ready)" -- "$B" -c "$C" index create ix_a --on k:int --shard-on k
+printf '{"id":{"$uuid":"00000000-0000-4000-8000-000000000001"},"k":1}\n{"id":{"$uuid":"00000000-0000-4000-8000-000000000002"},"k":2}\n' >"$T/e.jsonl"
+t_exit 0 "put two entities" -- "$B" -c "$C" put "$T/e.jsonl"
+t_exit 0 "create ix_b (building)" -- "$B" -c "$C" index create ix_b --on k:int --shard-on k
+t_exit 0 "a cleaner pass (watermarks, lag history)" -- "$B" -c "$C" cleaner --once
+
+awk '/^shards:/{print; getline a; getline b; print b; print a; next} {print}' "$C" >"$T/swapped.yaml"
+sed 's/name: s1,/name: s9,/' "$C" >"$T/renamed.yaml"
+sed -n '/- {name: s0/p' "$C" | sed 's/name: s0/name: s2/; s/database: bagstore/database: bagstore_fp3/' >"$T/s2.line"
+awk -v extra="$(cat "$T/s2.line")" '{print} /- \{name: s1/{print extra}' "$C" >"$T/three.yaml"
+t_sql 0 "DROP DATABASE IF EXISTS bagstore_fp3; CREATE DATABASE bagstore_fp3"
+
+# state: what no refused command may change, over both shards
+state() {
+	for s in 0 1; do
+		t_sql $s "SELECT (SELECT COUNT(*) FROM entities), (SELECT GROUP_CONCAT(HEX(id), HEX(body), updated ORDER BY id) FROM entities),
+			(SELECT GROUP_CONCAT(name, state ORDER BY name) FROM bagstore_indexes),
+			(SELECT GROUP_CONCAT(index_name, state, rows_scanned ORDER BY index_name) FROM bagstore_jobs),
+			(SELECT COUNT(*) FROM ix_a), (SELECT COUNT(*) FROM ix_b), (SELECT COUNT(*) FROM bagstore_audit),
+			(SELECT GROUP_CONCAT(name, watermark_us ORDER BY name) FROM bagstore_watermarks),
+			(SELECT COUNT(*) FROM bagstore_verify), (SELECT COUNT(*) FROM bagstore_meta)"
+	done
+}
+before=$(state)
+
+for cf in swapped renamed three; do
+	while IFS='|' read -r what args; do
+		# shellcheck disable=SC2086
+		t_exit 2 "$cf: $what exits 2" -- "$B" -c "$T/$cf.yaml" $args
+		t_match "$T_ERR" "another shard list|is not initialised" "$cf: $what says the shard list disagrees"
+		t_match "$T_ERR" "shard s[0-9] " "$cf: $what names the shard"
+	done <<EOL
+init|init
+put|put $T/e.jsonl
+get|get 00000000000040008000000000000001
+delete|delete 00000000000040008000000000000002
+query|query ix_a k=1
+index list|index list
+index create|index create ix_c --on k:int --shard-on k
+index drop|index drop ix_a --yes
+verify|verify
+verify --repair|verify --repair
+cleaner --once|cleaner --once
+cleaner --index|cleaner --index ix_b
+backfill list|backfill list
+backfill pause|backfill pause ix_b
+backfill resume|backfill resume ix_b
+backfill cancel|backfill cancel ix_b
+lag|lag
+EOL
+	t_exit 2 "$cf: shards exits 2" -- "$B" -c "$T/$cf.yaml" shards
+	t_match "$T_OUT" "MISMATCH" "$cf: shards shows the mismatch"
+	t_contains "$T_OUT" "another shard list" "$cf: and why"
+	t_exit 2 "$cf: shards --json exits 2" -- "$B" -c "$T/$cf.yaml" shards --json
+	t_contains "$T_OUT" '"fingerprint_ok": false' "$cf: shards --json says fingerprint_ok false"
+done
+t_eq "$(state)" "$before" "no refused command changed anything on either shard"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA='bagstore_fp3'")" 0 \
+	"nothing was made in the third shard's database"
+t_sql 0 "DROP DATABASE bagstore_fp3"
+t_exit 0 "the right list still works: shards" -- "$B" -c "$C" shards
+t_exit 0 "the right list still works: get" -- "$B" -c "$C" get 00000000000040008000000000000001
+
+# ------------------------------------------------------------ the documents
+# row_of FILE STATUS: the README's exit-status table row for STATUS
+row_of() { sed -n '/^### Exit status/,/^#/p' "$1" | grep "^| $2 |"; }
+t_contains "$(row_of "$ROOT/README.md" 2)" "fingerprint mismatch" "README: exit status 2 names the fingerprint mismatch"
+case $(row_of "$ROOT/README.md" 1) in *fingerprint*) t_fail "README: exit status 1 does not name it" ;; *) t_ok "README: exit status 1 does not name it" ;; esac
+# man page: the paragraph under .B 2 (up to the next .TP) in EXIT STATUS
+man_status() { sed -n '/^\.SH EXIT STATUS/,/^\.SH /p' "$ROOT/doc/bagstore.1" | awk -v want="$1" '
+	/^\.TP/ { getline; cur = $0; next } cur == ".B " want { print }'; }
+t_contains "$(man_status 2 | tr '\n' ' ' | sed 's/\\-/-/g')" "fingerprint mismatch" "man page: exit status 2 names the fingerprint mismatch"
+case $(man_status 1) in *fingerprint*) t_fail "man page: exit status 1 does not name it" ;; *) t_ok "man page: exit status 1 does not name it" ;; esac
+t_match "$(grep '^| `BS_ECONFIG`' "$ROOT/doc/DESIGN.md")" "fingerprint mismatch.*\| 2 \|$" "DESIGN.md: BS_ECONFIG, the fingerprint mismatch, exit 2"
+# and none of them still says reads go unchecked
+for f in README.md doc/DESIGN.md doc/bagstore.1; do
+	t_eq "$(grep -ci 'reads are not checked\|reads do not check' "$ROOT/$f")" 0 "$f does not say reads skip the check"
+done
+
+t_done test_fingerprint
