@@ -50,6 +50,7 @@ for cf in swapped renamed three; do
 	done <<EOL
 init|init
 put|put $T/e.jsonl
+put --batch|put $T/e.jsonl --batch 2
 get|get 00000000000040008000000000000001
 delete|delete 00000000000040008000000000000002
 query|query ix_a k=1
@@ -65,6 +66,10 @@ backfill pause|backfill pause ix_b
 backfill resume|backfill resume ix_b
 backfill cancel|backfill cancel ix_b
 lag|lag
+export|export
+export --shard|export --shard s0
+export --order added|export --order added
+export --index|export --index ix_a k=1
 EOL
 	t_exit 2 "$cf: shards exits 2" -- "$B" -c "$T/$cf.yaml" shards
 	t_match "$T_OUT" "MISMATCH" "$cf: shards shows the mismatch"
