@@ -141,12 +141,12 @@ done
 acked() { cat "$T"/w*.log 2>/dev/null | grep -c '^put\|^del'; }
 # the writers are under way while the backfill still runs: observed, not assumed
 end=$(($(date +%s) + 60))
-while [ "$(acked)" -lt 100 ] && [ "$(date +%s)" -lt "$end" ]; do sleep 0.1; done
+while [ "$(acked)" -lt 40 ] && [ "$(date +%s)" -lt "$end" ]; do sleep 0.1; done
 during=$(acked)
 if kill -0 $bf 2>/dev/null; then
 	t_ok "the writers acknowledged $during writes while the backfill ran"
 else
-	t_fail "the writers wrote while the backfill ran" "the backfill ended before 100 writes ($during)"
+	t_fail "the writers wrote while the backfill ran" "the backfill ended before 40 writes ($during)"
 fi
 wait $bf
 t_eq "$?" 0 "the backfill ended"

@@ -104,17 +104,17 @@ wait $paced
 t_exit 0 "drop ix_paced" -- "$B" -c "$C" index drop ix_paced --yes
 
 # ------------------------------------------------------------ critical_load
-# 4 sleeping sessions a shard: Threads_running at least 5, above 2
-conf crit "cleaner: {max_load: 2, critical_load: 2}"
+# 4 sleeping sessions a shard: Threads_running at least 5, above 3
+conf crit "cleaner: {max_load: 2, critical_load: 3}"
 t_exit 0 "create ix_crit" -- "$B" -c "$C" index create ix_crit --on k:int --shard-on k
 busy 4
 t_exit 1 "a backfill above critical_load stops" -- "$B" -c "$T/crit.yaml" cleaner --index ix_crit
-t_match "$T_ERR" "backfill of ix_crit on shard s[01] stopped: shard s[01]: Threads_running [0-9]+ above critical_load 2" \
+t_match "$T_ERR" "backfill of ix_crit on shard s[01] stopped: shard s[01]: Threads_running [0-9]+ above critical_load 3" \
 	"it says so, naming the shard and the signal"
 t_contains "$T_ERR" "bagstore backfill resume ix_crit" "and how to resume"
 t_match "$(job ix_crit state)" "failed" "a job is failed"
 t_match "$(t_sql 0 "SELECT reason FROM bagstore_jobs WHERE index_name='ix_crit'")$(t_sql 1 "SELECT reason FROM bagstore_jobs WHERE index_name='ix_crit'")" \
-	"Threads_running [0-9]+ above critical_load 2" "its reason names the signal"
+	"Threads_running [0-9]+ above critical_load 3" "its reason names the signal"
 t_exit 0 "backfill list" -- "$B" -c "$C" backfill list
 t_match "$T_OUT" "ix_crit .*failed" "backfill list shows it failed"
 t_eq "$(state ix_crit)" building "the index stays building"

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#define TTL 3.0
+#define TTL 4.0
 
 static double mono(void)
 {
