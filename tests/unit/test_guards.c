@@ -154,6 +154,16 @@ static void test_read_only(void)
 	CHECK_ERR(bs_put(r, &bag, NULL), BS_EREADONLY);
 	CHECK_ERR(bs_put_if(r, &bag, upd), BS_EREADONLY);
 	bs_value_clear(&bag);
+	bs_value_t two[2];
+	bs_id_t ids[2];
+	bool written[2] = { false, false };
+	bag_of(&two[0], &n, "k", 2);
+	bag_of(&two[1], &e, "k", 4);
+	CHECK_ERR(bs_put_many(r, two, 2, ids, written), BS_EREADONLY);
+	CHECK(!written[0] && !written[1], "the refused bulk put says nothing was written");
+	CHECK(rows_for("entities", "id", &n) == 0, "the refused bulk put wrote no body");
+	bs_value_clear(&two[0]);
+	bs_value_clear(&two[1]);
 	CHECK_ERR(bs_delete(r, &e), BS_EREADONLY);
 	CHECK_ERR(bs_init(r), BS_EREADONLY);
 	CHECK_OK(bs_index_parse(&def, "ix_new", "k:int", "k"));
