@@ -12,9 +12,9 @@
 # with 2 shards (the test shards) and 3 (a third database on the first
 # server: databases bs_route_a, _b, _c). With 2 shards only the id's last
 # bit decides, so dropping its high bytes shows only with 3. Rows reach the
-# index by every path that places them: a writer's put (indexes created
-# before the load), a backfill (created after) and a repair (`verify
-# --repair` after the rows are deleted). Queries then find each value's
+# index by every path that places them: a writer's put and a bulk put
+# (`put --batch`; indexes created before the load), a backfill (created
+# after) and a repair (`verify --repair` after the rows are deleted). Queries then find each value's
 # entities through each index.
 #
 # Last, a query whose conditions fix the index's shard_on value reads one
@@ -315,7 +315,11 @@ run_config() {
 		t_exit 0 "$n shards: create $(name_of "$x") on the empty store" -- \
 			"$B" -c "$conf" index create "$(name_of "$x")" --on "$(on_of "$x")" --shard-on "$(shard_on_of "$x")"
 	done
-	t_exit 0 "$n shards: put 420 entities (the writers place the rows)" -- "$B" -c "$conf" put "$T/ents$n.jsonl"
+	# half one put at a time, half in bulk (put --batch): two write paths
+	head -n 210 "$T/ents$n.jsonl" >"$T/half1.jsonl"
+	tail -n +211 "$T/ents$n.jsonl" >"$T/half2.jsonl"
+	t_exit 0 "$n shards: put 210 entities (the writers place the rows)" -- "$B" -c "$conf" put "$T/half1.jsonl"
+	t_exit 0 "$n shards: put 210 more with --batch 64" -- "$B" -c "$conf" put "$T/half2.jsonl" --batch 64
 	for x in $IXS; do
 		t_exit 0 "$n shards: create $(name_of "$x")_bf over the loaded store" -- \
 			"$B" -c "$conf" index create "$(name_of "$x")_bf" --on "$(on_of "$x")" --shard-on "$(shard_on_of "$x")"
