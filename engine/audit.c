@@ -200,7 +200,7 @@ static int list_rows(bs_store_t *st, int i, struct list_arg *a)
 	int rc;
 
 	bs__buf_printf(&b, "SELECT " LIST_COLS_FULL " FROM bagstore_audit ORDER BY id DESC LIMIT %d", a->limit);
-	if ((rc = bs__buf_ok(&b)))
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, i)))
 		goto done;
 	rc = bs__shard_query(&res, st, i, b.ptr, b.len);
 	if (rc == BS_ESQL && bs__shard_last_errno(st, i) == ER_BAD_FIELD_ERROR) {
