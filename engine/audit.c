@@ -97,7 +97,8 @@ static int write_row(bs_store_t *st, const row_t *r)
 		insert_sql(&b, r, true);
 		if ((rc = bs__buf_ok(&b)))
 			break;
-		rc = bs__shard_exec(st, i, b.ptr, b.len);
+		if (!(rc = bs__shard_check(st, i)))
+			rc = bs__shard_exec(st, i, b.ptr, b.len);
 		if (rc == BS_ESQL && bs__shard_last_errno(st, i) == ER_BAD_FIELD_ERROR) {
 			bs__buf_reset(&b);
 			insert_sql(&b, r, false);
