@@ -288,12 +288,13 @@ static int wl_on(bs_store_t *st, int i, void *p)
 	bs_worker_list_t *l = &a->per[i];
 	MYSQL_RES *res = NULL;
 	char label[192];
-	int rc = bs__shard_query(&res, st, i, q, sizeof q - 1);
+	int rc = bs__shard_check(st, i);
 
+	if (!rc && (rc = bs__shard_query(&res, st, i, q, sizeof q - 1)) &&
+	    bs__shard_last_errno(st, i) == ER_NO_SUCH_TABLE)
+		rc = bs_error(BS_ECONFIG, "%s: no worker registry (bagstore_workers): run `bagstore init` once "
+		              "with this version", bs__shard_label(label, sizeof label, &st->shards[i]));
 	if (rc) {
-		if (bs__shard_last_errno(st, i) == ER_NO_SUCH_TABLE)
-			rc = bs_error(BS_ECONFIG, "%s: no worker registry (bagstore_workers): run `bagstore init` once "
-			              "with this version", bs__shard_label(label, sizeof label, &st->shards[i]));
 		snprintf(a->err[i], sizeof a->err[i], "%s", bs_last_error());
 		return rc;
 	}
