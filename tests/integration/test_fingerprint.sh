@@ -72,6 +72,7 @@ export --order added|export --order added
 export --index|export --index ix_a k=1
 properties|properties
 audit|audit
+workers|workers
 EOL
 	t_exit 2 "$cf: shards exits 2" -- "$B" -c "$T/$cf.yaml" shards
 	t_match "$T_OUT" "MISMATCH" "$cf: shards shows the mismatch"
