@@ -163,7 +163,7 @@ cleaner:
   hooks:
     on_event: 'echo "\$BAGSTORE_EVENT \$BAGSTORE_INDEX \$BAGSTORE_SHARD \$BAGSTORE_ROWS_SCANNED" >>$TMP/hooks.log'
     on_backfill_done: 'echo oops; exit 3'
-    on_index_ready: 'sleep 30'
+    on_index_ready: 'sh -c "trap \\"\\" TERM; echo \\\$\\\$ >$TMP/hookchild.pid; ls -l /proc/\\\$\\\$/fd >$TMP/hookfds; sleep 30" & sleep 30'
     timeout: 1
 EOF
 BAGSTORE_FAULT=slow_chunk NOTIFY_SOCKET=$TMP/notify.sock WATCHDOG_USEC=1000000 \
@@ -350,6 +350,14 @@ if wait_until 10 hfail; then t_ok "a failing hook is logged (hook_failed)"; else
 t_eq "$(field "$TMP/a.err" hook_failed 'o["exit_status"], o["output"].strip()')" "(3, 'oops')" "with its exit status and output"
 htimeout() { has_event "$TMP/a.err" hook_timeout; }
 if wait_until 10 htimeout; then t_ok "a hanging hook is killed after cleaner.hooks.timeout"; else t_fail "hook_timeout"; fi
+# its child that ignores SIGTERM goes too (SIGKILL to the group a second
+# later), and it held none of the daemon's descriptors (its connections
+# would outlive the daemon, and the named locks with them)
+hchild=$(cat "$TMP/hookchild.pid" 2>/dev/null)
+hgone() { ! kill -0 "$hchild" 2>/dev/null; }
+if [ -n "$hchild" ] && wait_until 10 hgone; then t_ok "the hook's child that ignored SIGTERM is killed"; else t_fail "the hook's child is killed" "pid '$hchild'"; fi
+t_eq "$(grep -c 'socket:' "$TMP/hookfds")" 0 "a hook inherits none of the daemon's sockets"
+t_match "$(cat "$TMP/hookfds")" " 0 -> /dev/null" "(the listing is real: stdin is /dev/null)"
 
 # ------------------------------------------------------------ SIGTERM mid-backfill, restart
 

@@ -119,6 +119,11 @@ static int spawn(pid_t *pid, int *out_fd, const char *cmd, char **env)
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+	/* nothing else of ours: Connector/C's sockets are not close-on-exec, and
+	 * a hook's background child holding them would keep this process's
+	 * connections, and the named locks they hold (jobs, repair), alive
+	 * after it dies, so no other cleaner could take them over */
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
 	posix_spawnattr_init(&at);
 	sigemptyset(&none);
 	sigemptyset(&dfl);
@@ -180,6 +185,21 @@ static bool take_output(result_t *r, int fd, int ms)
 	return true;
 }
 
+/* A timed-out hook's process group, its leader reaped: what is left of it
+ * (a child that ignores SIGTERM) gets until a second after the SIGTERM,
+ * then SIGKILL. */
+static void group_kill(pid_t pgid, double termed_at)
+{
+	while (kill(-pgid, 0) == 0) { /* (an ID in use by a group is not reused) */
+		if (mono() - termed_at >= 1.0) {
+			kill(-pgid, SIGKILL);
+			return;
+		}
+		struct timespec ts = { 0, 20000000L };
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* Wait for the hook until deadline (monotonic), reading its output; then
  * SIGTERM to its group, SIGKILL a second later. */
 static void await(result_t *r, svc_hooks_t *h, pid_t pid, int fd, double deadline)
@@ -197,6 +217,10 @@ static void await(result_t *r, svc_hooks_t *h, pid_t pid, int fd, double deadlin
 				if (open_fd && r->outlen == before)
 					break;
 			}
+			/* timed out: the rest of its group goes too, whether or not it
+			 * heeded the SIGTERM that ended the shell */
+			if (killed_at)
+				group_kill(pid, killed_at);
 			break;
 		}
 		double now = mono();
