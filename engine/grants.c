@@ -87,6 +87,15 @@ static int check_account_part(const char *what, const char *s, size_t max, const
 	return 0;
 }
 
+/* Configuration text (an address, a socket path) inside a "-- " comment:
+ * one line, whatever the YAML held. A newline there would end the comment
+ * and splice the rest into the script an administrator runs. */
+static void comment_text(bs_buf_t *b, const char *s)
+{
+	for (; s && *s; s++)
+		bs__buf_printf(b, "%c", (unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+}
+
 static void account(bs_buf_t *b, const char *user, const char *host)
 {
 	bs__buf_ident(b, user);
@@ -101,7 +110,9 @@ static void shard_grants(bs_buf_t *b, const bs_shard_conf_t *s, bs_role_t role, 
 	char addr[128];
 
 	bs__shard_address(addr, sizeof addr, s);
-	bs__buf_printf(b, "\n-- shard %s (%s), database %s\n", s->name, addr, s->database);
+	bs__buf_printf(b, "\n-- shard %s (", s->name);
+	comment_text(b, addr);
+	bs__buf_printf(b, "), database %s\n", s->database);
 	bs__buf_printf(b, "GRANT %s ON ", roles[role].privileges);
 	bs__buf_ident(b, s->database);
 	bs__buf_puts(b, ".* TO ");
@@ -111,10 +122,10 @@ static void shard_grants(bs_buf_t *b, const bs_shard_conf_t *s, bs_role_t role, 
 		bs__buf_puts(b, "-- SHOW SLAVE STATUS on its replicas (");
 		for (int r = 0; r < s->nreplicas; r++) {
 			const bs_replica_conf_t *rc = &s->replicas[r];
+			bs__buf_puts(b, r ? ", " : "");
+			comment_text(b, rc->host ? rc->host : rc->socket);
 			if (rc->host)
-				bs__buf_printf(b, "%s%s:%u", r ? ", " : "", rc->host, rc->port ? rc->port : 3306);
-			else
-				bs__buf_printf(b, "%s%s", r ? ", " : "", rc->socket);
+				bs__buf_printf(b, ":%u", rc->port ? rc->port : 3306);
 		}
 		bs__buf_puts(b, "): replicated from here, or run on each; MySQL and MariaDB before 10.5.9 "
 		             "call it REPLICATION CLIENT\nGRANT SLAVE MONITOR ON *.* TO ");

@@ -182,5 +182,23 @@ t_eq "$(t_sql 0 "SELECT state FROM bagstore_indexes WHERE name='idx_m'")" disabl
 as 0 cleaner "index drop, again, with the cleaner's account" index drop idx_m --yes
 t_eq "$(t_sql 0 "SHOW TABLES LIKE 'idx_m'"; t_sql 1 "SHOW TABLES LIKE 'idx_m'")" "" "cleaner: the tables are gone"
 
+# configuration text lands in comments only, one line each: a replica host
+# holding a newline cannot splice a statement into the script
+cat >"$T/nl.yaml" <<'EOF'
+shards:
+  - name: s0
+    host: 127.0.0.1
+    port: 3306
+    database: bagstore
+    user: root
+    replicas:
+      - host: "evil\nGRANT ALL ON *.* TO x"
+        port: 3308
+EOF
+t_exit 0 "grants for a replica whose host holds a newline" -- "$B" -c "$T/nl.yaml" grants --role cleaner
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c '^GRANT ALL')" 0 "no statement spliced from the configuration"
+t_eq "$(printf '%s\n' "$T_OUT" | grep -v '^--' | grep -v '^GRANT [A-Z, ]* ON [^;]* TO [^;]*;$' | grep -vc '^$')" 0 \
+	"every line a comment or one whole GRANT"
+
 drop_users
 t_done test_grants
