@@ -57,12 +57,30 @@ static int reverse(bs_value_t *restored, bs_store_t *st, const bs_audit_entry_t 
 	                st->shards[e->shard].conf->name, (long long)e->id);
 }
 
+/* After the reversal failed with something other than a refusal: was it
+ * made all the same (its entity written, its index rows not: a target
+ * shard down)? Then it is audited like any undo. */
+static bool reversed_anyway(bs_store_t *st, const bs_audit_entry_t *e, const bs_value_t *restored)
+{
+	bs_bytes_t now = {0};
+	int64_t us = 0;
+	int rc = 0;
+
+	if (e->has_before)
+		read_back(&now, &us, st, &e->entity_id, restored);
+	else
+		rc = bs_get_raw(&now, st, &e->entity_id, NULL);
+	bs_bytes_free(&now);
+	bs_error_clear();
+	return e->has_before ? us != 0 && us != (e->has_after ? e->after_us : 0) : rc == BS_ENOTFOUND;
+}
+
 int bs_audit_undo(bs_store_t *st, const bs_audit_entry_t *e)
 {
 	bs_value_t restored;
 	bs_bytes_t now = {0};
-	char detail[512];
-	int rc;
+	char detail[1600], cut[1024] = "";
+	int rc, wrc;
 
 	bs_value_nil(&restored);
 	if (!e->entity)
@@ -70,8 +88,15 @@ int bs_audit_undo(bs_store_t *st, const bs_audit_entry_t *e)
 		                st->shards[e->shard].conf->name, (long long)e->id, e->action);
 	if (st->cfg->read_only)
 		return bs_error(BS_EREADONLY, "read-only: refusing to undo");
-	if ((rc = reverse(&restored, st, e)))
-		goto done;
+	if ((wrc = rc = reverse(&restored, st, e))) {
+		if (rc == BS_ECONFLICT || rc == BS_EINVAL || rc == BS_ECORRUPT)
+			goto done;
+		snprintf(cut, sizeof cut, "%s", bs_last_error());
+		if (!reversed_anyway(st, e, &restored)) {
+			rc = bs_error(rc, "%s", cut);
+			goto done;
+		}
+	}
 	bs_audit_entity_t a = { .id = e->entity_id };
 	if (e->has_after) {
 		a.before = &e->after;
@@ -80,13 +105,15 @@ int bs_audit_undo(bs_store_t *st, const bs_audit_entry_t *e)
 	read_back(&now, &a.after_us, st, &e->entity_id, e->has_before ? &restored : NULL);
 	if (e->has_before)
 		a.after = &now;
-	snprintf(detail, sizeof detail, "undo of %s#%lld (%s by %s@%s)", st->shards[e->shard].conf->name,
-	         (long long)e->id, e->action, e->os_user, e->host);
+	snprintf(detail, sizeof detail, "undo of %s#%lld (%s by %s@%s)%s%s", st->shards[e->shard].conf->name,
+	         (long long)e->id, e->action, e->os_user, e->host, wrc ? "; cut short: " : "", cut);
 	rc = bs_audit_entity(st, "entity.undo", &a, detail);
 	if (rc) {
 		char msg[1024];
 		snprintf(msg, sizeof msg, "%s", bs_last_error());
-		rc = bs_error(rc, "undone, but not audited: %s", msg);
+		rc = bs_error(rc, "undone, but not audited: %s%s%s", msg, wrc ? "; and: " : "", cut);
+	} else if (wrc) {
+		rc = bs_error(wrc, "undone (and audited), but: %s", cut);
 	}
 done:
 	bs_bytes_free(&now);

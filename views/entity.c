@@ -653,16 +653,22 @@ static void do_write(bs_store_t *st, void *arg)
 		write_conflict(st, w, hex);
 		goto done;
 	}
-	if (rc < 0) {
-		worker_notify(true, "not written (%s); your edit is in %s", bs_last_error(), w->path);
-		goto done;
-	}
 	bs_audit_entity_t ae = { .id = w->id, .before = w->expect_us ? &before : NULL, .before_us = w->expect_us,
 	                         .after = &after };
+	char msg[1024] = "", detail[1800];
+	if (rc < 0)
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
 	read_back(&after, &ae.after_us, st, &w->id, &w->bag);
-	worker_audit_entity(st, w->expect_us ? "entity.edit" : "entity.create", &ae, w->detail);
+	/* a failure after the entity was written (its index rows: a target
+	 * shard down) is still a change: audited, its before-image kept */
+	if (rc < 0 && (!ae.after_us || ae.after_us == w->expect_us)) {
+		worker_notify(true, "not written (%s); your edit is in %s", msg, w->path);
+		goto done;
+	}
+	snprintf(detail, sizeof detail, "%s%s%.1000s", w->detail, rc < 0 ? "; cut short: " : "", msg);
+	worker_audit_entity(st, w->expect_us ? "entity.edit" : "entity.create", &ae, detail);
 	unlink(w->path);
-	worker_notify(false, "%s entity %s", w->expect_us ? "saved" : "created", hex);
+	worker_notify(rc < 0, "%s entity %s%s%s", w->expect_us ? "saved" : "created", hex, rc < 0 ? ", but: " : "", msg);
 	entities_changed();
 	reload_current();
 done:
@@ -862,10 +868,11 @@ static delreq_t del;
 static void do_delete(bs_store_t *st, void *arg)
 {
 	const delreq_t *q = arg;
-	bs_bytes_t before = {0};
+	bs_bytes_t before = {0}, now = {0};
 	int64_t us = 0;
 	char hex[33];
 	int rc = 0, tries;
+	bool unknown = false;
 
 	bs_id_hex(hex, &q->id);
 	for (tries = 0; tries < 3; tries++) {
@@ -873,15 +880,28 @@ static void do_delete(bs_store_t *st, void *arg)
 		if ((rc = bs_get_raw(&before, st, &q->id, &us)) < 0 || (rc = bs_delete_if(st, &q->id, us)) != BS_ECONFLICT)
 			break;
 	}
+	char msg[1024] = "", detail[1200];
 	if (rc < 0) {
-		worker_notify(true, "delete %s failed: %s", hex, bs_last_error());
-		bs_bytes_free(&before);
-		return;
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		/* the entity gone all the same (its index rows are what failed), or
+		 * perhaps (its shard does not answer now): a change, audited with
+		 * its before-image, or it cannot be undone */
+		int now_rc = tries == 3 || !before.ptr ? 0 : bs_get_raw(&now, st, &q->id, NULL);
+		bs_bytes_free(&now);
+		bs_error_clear();
+		if (now_rc == 0) {
+			worker_notify(true, "delete %s failed: %s", hex, msg);
+			bs_bytes_free(&before);
+			return;
+		}
+		unknown = now_rc != BS_ENOTFOUND;
 	}
 	bs_audit_entity_t ae = { .id = q->id, .before = &before, .before_us = us };
-	worker_audit_entity(st, "entity.delete", &ae, q->shard >= 0 ? shard_name(q->shard) : "");
+	snprintf(detail, sizeof detail, "%s%s%.1000s", q->shard >= 0 ? shard_name(q->shard) : "",
+	         rc < 0 ? (unknown ? "; the delete may have been made: " : "; cut short: ") : "", msg);
+	worker_audit_entity(st, "entity.delete", &ae, detail);
 	bs_bytes_free(&before);
-	worker_notify(false, "deleted entity %s", hex);
+	worker_notify(rc < 0, "deleted entity %s%s%s", hex, rc < 0 ? ", but: " : "", msg);
 	snap_lock();
 	deleted_id = q->id;
 	deleted_here = true;

@@ -393,13 +393,15 @@ static void do_create(bs_store_t *st, void *arg)
 static void do_drop(bs_store_t *st, void *arg)
 {
 	ixreq_t *q = arg;
-	int rc = bs_index_drop(st, q->name);
+	int rc;
 
-	if (rc < 0) {
+	/* recorded first: a drop cut short (a shard lost, the console quit
+	 * during its wait) has disabled the index already */
+	worker_audit(st, "index.drop", q->name, q->detail);
+	if ((rc = bs_index_drop(st, q->name)) < 0) {
 		worker_notify(true, "drop %s failed: %s", q->name, bs_last_error());
 		return;
 	}
-	worker_audit(st, "index.drop", q->name, q->detail);
 	worker_notify(false, "dropped index %s", q->name);
 	worker_submit(LANE_STATUS, KEY_SNAP, false, work, NULL, NULL);
 }
@@ -684,11 +686,15 @@ static const irow_t *selected(void)
 static reaction_t count_key(const irow_t *it)
 {
 	ixreq_t *q;
+	char name[BS_NAME_MAX + 1];
 
+	/* names copied before the lock goes (the snapshot is the worker's
+	 * then) and before the request is handed over (the lane frees it) */
 	if (snap.counting) {
 		atomic_store(&count_stop, 1);
+		snprintf(name, sizeof name, "%s", snap.exact_name);
 		snap_unlock();
-		ui_msg("cancelling the count of %s", snap.exact_name);
+		ui_msg("cancelling the count of %s", name);
 		return R_REDRAW;
 	}
 	if (!(q = calloc(1, sizeof *q))) {
@@ -702,10 +708,11 @@ static reaction_t count_key(const irow_t *it)
 	snprintf(snap.exact_name, sizeof snap.exact_name, "%s", it->def.name);
 	snap.counting = true;
 	snap.count_rc = 0;
+	snprintf(name, sizeof name, "%s", q->name);
 	snap_unlock();
 	atomic_store(&count_stop, 0);
 	worker_submit(LANE_SCAN, KEY_COUNT, false, count_work, q, free_req);
-	ui_msg("counting the rows of %s exactly (# again cancels)", q->name);
+	ui_msg("counting the rows of %s exactly (# again cancels)", name);
 	return R_REDRAW;
 }
 

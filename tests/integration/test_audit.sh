@@ -215,11 +215,38 @@ c_headless "undo the command line's delete in the console" "$T/undo_cli.keys"
 t_contains "$(d cli_delete_entry)" "from the command line" "the console shows where the delete came from"
 t_eq "$(body "$B")" "$b_before" "the command line's delete undone: B is back, byte for byte"
 
+# --- a put stopped by a signal still leaves its row: SIGTERM while it
+# waits for input (batches of 10, 30 lines stored), ten more lines after the
+# signal; it stores none of those, records the 30 and dies of the signal
+ents() { (t_sql 0 "SELECT COUNT(*) FROM entities"; t_sql 1 "SELECT COUNT(*) FROM entities") | sum; }
+n0=$(ents)
+puts0=$(rows_of entity.put | sum)
+rm -f "$T/fifo"
+mkfifo "$T/fifo"
+"$BAGSTORE" -c "$CFG" put --batch 10 - <"$T/fifo" >"$T/sig.out" 2>"$T/sig.err" &
+sig_pid=$!
+exec 7>"$T/fifo"
+for i in $(seq 1 30); do printf '{"sig": %d}\n' "$i" >&7; done
+i=0
+while [ "$(wc -l <"$T/sig.out")" -lt 30 ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+kill -TERM "$sig_pid"
+sleep 0.3
+for i in $(seq 31 40); do printf '{"sig": %d}\n' "$i" >&7; done
+exec 7>&-
+wait "$sig_pid"
+t_eq "$?" 143 "a put sent SIGTERM dies of it (128+15)"
+t_eq "$(wc -l <"$T/sig.out" | tr -d ' ')" 30 "the ids it stored were printed"
+t_eq "$(ents)" $((n0 + 30)) "it stored those 30 and none of the lines after the signal"
+t_eq "$(rows_of entity.put | sum)" $((puts0 + 1)) "its row is in the audit log"
+t_eq "$(target_of entity.put)" "30 entities" "naming the 30 it stored"
+t_contains "$(detail_of entity.put)" "interrupted by signal 15" "and why it stopped"
+t_contains "$(cat "$T/sig.err")" "interrupted by signal 15 after line" "it says so on stderr"
+
 # the change is made even when its row cannot be written, and says so
 t_sql 0 "RENAME TABLE bagstore_audit TO bagstore_audit_away" >/dev/null
 t_sql 1 "RENAME TABLE bagstore_audit TO bagstore_audit_away" >/dev/null
 t_exit 0 "a change with no audit table" -- "$BAGSTORE" -c "$CFG" index create index_x --on x:int --shard-on x
-t_contains "$T_ERR" "warning: index.create index_x was made but is not in the audit log" "warns that the row is missing"
+t_contains "$T_ERR" "warning: not in the audit log: index.create index_x" "warns that the row is missing"
 t_sql 0 "RENAME TABLE bagstore_audit_away TO bagstore_audit" >/dev/null
 t_sql 1 "RENAME TABLE bagstore_audit_away TO bagstore_audit" >/dev/null
 t_done test_audit

@@ -172,7 +172,9 @@ int cli_cmd_audit(cli_ctx_t *ctx, int argc, char **argv);         /* cmd_audit.c
  * the detail gains "from the command line"). The change is made already:
  * a row that cannot be written is a warning on stderr, not an error. */
 void cli_audit(cli_ctx_t *ctx, const char *action, const char *target, const char *detail);
-void cli_audit_entity(cli_ctx_t *ctx, const char *action, const bs_audit_entity_t *e);
+/* An entity change with its images; detail as it is (it names the command
+ * line itself). */
+void cli_audit_entity(cli_ctx_t *ctx, const char *action, const bs_audit_entity_t *e, const char *detail);
 int cli_cmd_workers(cli_ctx_t *ctx, int argc, char **argv);
 
 #endif

@@ -143,8 +143,9 @@ done:
  * written is said on stderr, and the command's result stands. */
 static void audit_warn(const char *action, const char *target)
 {
-	fprintf(stderr, "bagstore: warning: %s %s was made but is not in the audit log: %s\n",
-	        action, target, bs_last_error());
+	/* neutral: a row written before the change (cleaner --index, a drop)
+	 * may be followed by a refusal, so "was made" is not always true */
+	fprintf(stderr, "bagstore: warning: not in the audit log: %s %s: %s\n", action, target, bs_last_error());
 	bs_error_clear();
 }
 
@@ -157,11 +158,11 @@ void cli_audit(cli_ctx_t *ctx, const char *action, const char *target, const cha
 		audit_warn(action, target);
 }
 
-void cli_audit_entity(cli_ctx_t *ctx, const char *action, const bs_audit_entity_t *e)
+void cli_audit_entity(cli_ctx_t *ctx, const char *action, const bs_audit_entity_t *e, const char *detail)
 {
 	char hex[33];
 
-	if (bs_audit_entity(ctx->st, action, e, "from the command line") < 0) {
+	if (bs_audit_entity(ctx->st, action, e, detail) < 0) {
 		bs_id_hex(hex, &e->id);
 		audit_warn(action, hex);
 	}

@@ -7,6 +7,8 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,6 +350,53 @@ static int put_open(put_state_t *ps, const char *path)
 	return 0;
 }
 
+/*
+ * A put told to stop (SIGINT, SIGTERM, SIGHUP, SIGPIPE: Ctrl-C, `timeout`,
+ * a closed terminal or pipe) stops at the next line, leaving the batch in
+ * hand unwritten, records in the audit log what it stored (a put killed by
+ * the signal's default action would leave thousands of entities written and
+ * no row), then dies of the signal as it would have. A second one kills it
+ * at once. SA_RESTART: the statements in flight are not interrupted. A
+ * signal ignored when put started (a background job's SIGINT) stays so.
+ */
+static atomic_int put_signal;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal handler needs a lock-free atomic_int");
+
+static void put_on_signal(int sig)
+{
+	if (atomic_exchange(&put_signal, sig)) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+}
+
+static void put_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+	struct sigaction sa, old;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = put_on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++)
+		if (sigaction(sigs[k], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+			sigaction(sigs[k], &sa, NULL);
+}
+
+/* After the audit: die of the signal that stopped the put. */
+static void put_die(void)
+{
+	int sig = atomic_load(&put_signal);
+
+	if (!sig)
+		return;
+	fflush(stdout);
+	fflush(stderr);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 /* One row in the audit log for the entities a put stored (not one per
  * entity: a load of millions would double its writes; the ids went to
  * stdout); a put that stopped early says why. The error, if any, is kept
@@ -387,6 +436,7 @@ int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv)
 	/* Refusals and configuration errors come before consuming the input. */
 	if ((rc = cli_open(ctx)) < 0)
 		goto done;
+	put_signals();
 
 	/* The first non-blank line. */
 	while ((n = getline(&line, &cap, ps.in)) >= 0) {
@@ -410,7 +460,7 @@ int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 
 	/* JSON Lines: one batch in memory at a time. */
-	while ((n = getline(&line, &cap, ps.in)) >= 0) {
+	while (!atomic_load(&put_signal) && (n = getline(&line, &cap, ps.in)) >= 0) {
 		lineno++;
 		if (is_blank(line, (size_t)n))
 			continue;
@@ -419,13 +469,21 @@ int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv)
 			goto done;
 	}
 eof:
-	if (ferror(ps.in))
+	if (atomic_load(&put_signal))
+		rc = bs_error(BS_ERROR, "%s: interrupted by signal %d after line %ld: the %zu entities whose ids were "
+		              "printed are stored, the rest are not", ps.name, atomic_load(&put_signal), lineno,
+		              ps.written);
+	else if (ferror(ps.in))
 		rc = bs_error(BS_ERROR, "%s: read error: %s", ps.name, strerror(errno));
 	else
 		rc = put_flush(&ps);
 	put_progress(&ps, true);
 done:
 	put_audit(&ps, rc);
+	if (rc < 0 && atomic_load(&put_signal)) {
+		fprintf(stderr, "bagstore: %s\n", bs_last_error());
+		put_die();
+	}
 	bs_value_clear(&bag);
 	free(line);
 	if (ps.in && ps.in != stdin)
@@ -494,6 +552,22 @@ done:
 	return rc < 0 ? rc : 0;
 }
 
+/* After a delete that failed with something other than a conflict: did it
+ * delete the entity all the same? It does when its entity went and its
+ * index rows did not (a target shard down), and then its before-image must
+ * still reach the audit log, or the change cannot be undone. Gone: yes;
+ * still there: no; not known (its shard does not answer): yes, said so. */
+static bool delete_made(cli_ctx_t *ctx, const bs_id_t *id, bool *unknown)
+{
+	bs_bytes_t now = {0};
+	int rc = bs_get_raw(&now, ctx->st, id, NULL);
+
+	bs_bytes_free(&now);
+	bs_error_clear();
+	*unknown = rc < 0 && rc != BS_ENOTFOUND;
+	return rc < 0;
+}
+
 int cli_cmd_delete(cli_ctx_t *ctx, int argc, char **argv)
 {
 	char hex[33];
@@ -507,17 +581,27 @@ int cli_cmd_delete(cli_ctx_t *ctx, int argc, char **argv)
 	 * again. */
 	bs_bytes_t before = {0};
 	int64_t us = 0;
+	bool read = false, unknown = false;
 	for (int tries = 0; tries < 3; tries++) {
 		bs_bytes_free(&before);
-		if ((rc = bs_get_raw(&before, ctx->st, &id, &us)) < 0 || (rc = bs_delete_if(ctx->st, &id, us)) != BS_ECONFLICT)
+		if (!(read = (rc = bs_get_raw(&before, ctx->st, &id, &us)) == 0) ||
+		    (rc = bs_delete_if(ctx->st, &id, us)) != BS_ECONFLICT)
 			break;
 	}
 	if ((rc = entity_error(rc, hex)) < 0) {
+		char msg[1024], detail[1200];
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		if (read && rc != BS_ECONFLICT && delete_made(ctx, &id, &unknown)) {
+			snprintf(detail, sizeof detail, "%s: %.1000s; from the command line",
+			         unknown ? "the delete may have been made" : "cut short", msg);
+			bs_audit_entity_t ae = {.id = id, .before = &before, .before_us = us};
+			cli_audit_entity(ctx, "entity.delete", &ae, detail);
+		}
 		bs_bytes_free(&before);
-		return rc;
+		return bs_error(rc, "%s", msg);
 	}
 	bs_audit_entity_t ae = {.id = id, .before = &before, .before_us = us};
-	cli_audit_entity(ctx, "entity.delete", &ae);
+	cli_audit_entity(ctx, "entity.delete", &ae, "from the command line");
 	bs_bytes_free(&before);
 	printf("deleted %s\n", hex);
 	return 0;

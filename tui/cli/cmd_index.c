@@ -223,10 +223,13 @@ int cli_cmd_index_drop(cli_ctx_t *ctx, int argc, char **argv)
 		rc = drop_refusal(ctx, &idx);
 		goto done;
 	}
+	/* Recorded first: a drop cut short (a shard lost, a kill during its
+	 * wait for the writers' caches) has disabled the index already, and the
+	 * cleaner completes it; it must be on record all the same. */
+	cli_audit(ctx, "index.drop", idx.name, bs_index_state_name(idx.state));
 	if ((rc = bs_index_drop(ctx->st, idx.name)) < 0)
 		goto done;
 	printf("dropped index %s\n", idx.name);
-	cli_audit(ctx, "index.drop", idx.name, bs_index_state_name(idx.state));
 done:
 	cli_args_free(&args);
 	return rc < 0 ? rc : 0;
