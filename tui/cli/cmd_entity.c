@@ -243,7 +243,15 @@ static int put_text(put_state_t *ps, const char *text, size_t len, const char *w
 		int frc = put_flush(ps);
 		return frc < 0 ? frc : bs_error(rc, "%s", msg);
 	}
-	return put_one(ps, &bag, where, lineno);
+	/* JSON but refused (not an object): the same, the lines before it
+	 * stored (a full batch's failure has left none in hand) */
+	if ((rc = put_one(ps, &bag, where, lineno)) < 0 && ps->nbags) {
+		char msg[1024];
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		int frc = put_flush(ps);
+		return frc < 0 ? frc : bs_error(rc, "%s", msg);
+	}
+	return rc;
 }
 
 /* Step 2 above: the first line did not parse alone. line/len hold it. */
