@@ -361,6 +361,11 @@ done:
 static void settle(bulk_t *u, bool rows_ok)
 {
 	bs_store_t *st = u->st;
+	/* the error of the index rows, when they failed, is the call's: a
+	 * send that fails here (to the same lost shard, likely) keeps it */
+	char msg[1024];
+	int code = bs_last_error_code();
+	snprintf(msg, sizeof msg, "%s", bs_last_error());
 	for (int s = 0; s < st->n; s++) {
 		shard_batch_t *sb = &u->sb[s];
 		bs_buf_t b = {0};
@@ -375,8 +380,13 @@ static void settle(bulk_t *u, bool rows_ok)
 		bs__buf_puts(&b, "DO RELEASE_LOCK(");
 		bs__buf_hex(&b, sb->token, strlen(sb->token));
 		bs__buf_puts(&b, ")");
-		if (!bs__buf_ok(&b) && bs__shard_send(st, s, b.ptr, b.len, sb->token))
-			bs_error_clear(); /* the intents stay: the repair loop settles them */
+		if (!bs__buf_ok(&b) && bs__shard_send(st, s, b.ptr, b.len, sb->token)) {
+			/* the intents stay: the repair loop settles them */
+			if (code)
+				bs_error(code, "%s", msg);
+			else
+				bs_error_clear();
+		}
 		bs__buf_free(&b);
 	}
 }
