@@ -212,6 +212,13 @@ static int write_entities(bulk_t *u)
 			break;
 		backoff(tries);
 	}
+	/* the first failed shard's message (take_old and undo on the other
+	 * shards have used the error slot since) */
+	for (int s = 0; rc && s < st->n; s++)
+		if (u->q[s].sql && u->q[s].rc) {
+			rc = bs_error(u->q[s].rc, "%s", u->q[s].msg);
+			break;
+		}
 	return rc;
 }
 

@@ -4,7 +4,9 @@
 # MySQL's message. Found in review: bulk.c's settle step (sent after the
 # index rows, to the same lost shard) cleared the error slot when its send
 # failed, so the put exited non-zero with the message of its index-row
-# failure gone.
+# failure gone. And a batch whose write fails on one shard while another
+# shard's commits over a body that does not decode (take_old cleared the
+# error slot there, losing the failed shard's message the same way).
 . tests/lib.sh
 
 B=$BAGSTORE
@@ -50,5 +52,33 @@ t_contains "$(cat "$T/p.err")" "MySQL error" "with MySQL's message"
 sh "$SHARDS_SH" start-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 t_exit 0 "s1 is back" -- "$B" -c "$C" get "$(printf '%s' "$E" | tr -d -)"
 t_contains "$T_OUT" '"v":2' "the entity holds what the put wrote"
+
+# ------------------------------------------------------------ a corrupt old body
+# one entity per shard; the one on s1 gets a body that does not decode
+A=""; Z=""
+for n in $(seq 1 60); do
+	id=$(printf '0000000a-0002-4000-8000-%012x' "$n")
+	hex=$(printf '%s' "$id" | tr -d -)
+	printf '{"id":{"$uuid":"%s"},"g":%d}\n' "$id" "$n" >"$T/p.json"
+	"$B" -c "$C" put "$T/p.json" >/dev/null 2>&1 || continue
+	if [ "$(t_sql 1 "SELECT COUNT(*) FROM entities WHERE id=X'$hex'")" = 1 ]; then
+		[ -n "$A" ] || A=$id
+	else
+		[ -n "$Z" ] || Z=$id
+	fi
+	[ -n "$A" ] && [ -n "$Z" ] && break
+done
+if [ -n "$A" ] && [ -n "$Z" ]; then t_ok "an entity on each shard"; else t_fail "an entity on each shard" "$A / $Z"; fi
+t_sql 1 "UPDATE entities SET body=X'C1C1C1' WHERE id=X'$(printf '%s' "$A" | tr -d -)'"
+# s0 refuses the batch's statement (too big for its max_allowed_packet)
+old0=$(t_sql 0 "SELECT @@global.max_allowed_packet")
+t_sql 0 "SET GLOBAL max_allowed_packet=16384"
+python3 -c 'import base64, json, os, sys
+print(json.dumps({"id": {"$uuid": sys.argv[1]}, "g": 1}))
+print(json.dumps({"id": {"$uuid": sys.argv[2]}, "g": 2, "pad": base64.b64encode(os.urandom(30000)).decode()}))' "$A" "$Z" >"$T/two.jsonl"
+t_exit 1 "a batch that fails on s0 while s1 commits over a corrupt old body" -- "$B" -c "$C" put "$T/two.jsonl"
+t_contains "$T_ERR" "shard s0" "the error names the failed shard"
+t_contains "$T_ERR" "MySQL error" "with MySQL's message"
+t_sql 0 "SET GLOBAL max_allowed_packet=$old0"
 
 t_done
