@@ -8,6 +8,9 @@
 # systemd's TimeoutStopSec=30s, which then SIGKILLs it). The bound this
 # checks is the one service.h and svc.c promise (each part bounded by
 # the capped timeouts), not a speed: the wait is generous.
+# Also: a scrape while the collector's first round is still waiting on the
+# hung shard says bagstore_collector_up 1 only for the sources it has read
+# (it said 1 for every source not read yet, "the last read succeeded").
 . tests/lib.sh
 
 B=$BAGSTORE
@@ -33,10 +36,22 @@ wait_until() { # SECONDS CMD...
 }
 started() { grep -q "cleaner started" "$T/d.err"; }
 
+MP=$(($(t_port 0) + 47))
 sh "$SHARDS_SH" pause s0 --dir "$SHARDS_DIR" >/dev/null 2>&1
-"$B" -c "$CFG" cleaner >"$T/d.out" 2>"$T/d.err" &
+"$B" -c "$CFG" cleaner --metrics "127.0.0.1:$MP" >"$T/d.out" 2>"$T/d.err" &
 d=$!
 if wait_until 30 started; then t_ok "the daemon starts with s0 hung"; else t_fail "the daemon starts with s0 hung" "$(cat "$T/d.err")"; fi
+t_exit 0 "a scrape during the collector's first round" -- curl -sf --max-time 5 "http://127.0.0.1:$MP/metrics"
+printf '%s\n' "$T_OUT" >"$T/m.txt"
+for src in status lag jobs verify workers; do
+	if grep -q "^bagstore_collector_up{source=\"$src\"} 1\$" "$T/m.txt" &&
+		! grep -q "^bagstore_collector_age_seconds{source=\"$src\"} " "$T/m.txt"; then
+		t_fail "collector_up{source=$src} is 1 only once it was read" "$(grep "source=\"$src\"" "$T/m.txt")"
+	else
+		t_ok "collector_up{source=$src} is 1 only once it was read"
+	fi
+done
+t_contains "$(cat "$T/m.txt")" 'bagstore_collector_up{source="verify"} 0' "verify, not read yet, is not up"
 # the collector's first round: status, lag, jobs and workers wait on s0,
 # then the last verify of each index (on s0 first) does
 sleep 12
