@@ -164,6 +164,7 @@ static void render_collector(mbuf_t *b, const svc_snap_t *s)
 {
 	static const char *const names[] = { "status", "lag", "jobs", "verify", "workers" };
 	const char *errs[] = { s->status_err, s->lag_err, s->jobs_err, s->verify_err, s->workers_err };
+	const int64_t at[] = { s->status_at_us, s->lag_at_us, s->jobs_at_us, s->verify_at_us, s->workers_at_us };
 	int64_t now = now_us();
 	char l[64];
 
@@ -174,10 +175,10 @@ static void render_collector(mbuf_t *b, const svc_snap_t *s)
 	age_sample(b, "jobs", s->jobs_at_us, now);
 	age_sample(b, "verify", s->verify_at_us, now);
 	age_sample(b, "workers", s->workers_at_us, now);
-	family(b, "bagstore_collector_up", "gauge", "1 when the last read of a source succeeded");
+	family(b, "bagstore_collector_up", "gauge", "1 when the last read of a source succeeded (0 before the first)");
 	for (int k = 0; k < 5; k++) {
 		snprintf(l, sizeof l, "source=\"%s\"", names[k]);
-		sample(b, "bagstore_collector_up", l, errs[k][0] ? 0 : 1);
+		sample(b, "bagstore_collector_up", l, errs[k][0] || !at[k] ? 0 : 1);
 	}
 	family(b, "bagstore_collector_errors_total", "counter", "Reads of a source that failed");
 	sample(b, "bagstore_collector_errors_total", "", (double)s->errors_total);

@@ -112,6 +112,18 @@ static void refresh_jobs(svc_watch_t *w, bs_store_t *st)
 	bs_job_list_free(&jobs);
 }
 
+/* Asked to stop? Looked at between calls that may each wait a capped
+ * timeout on a hung shard, so that a stop waits for one of them, not all. */
+static bool stopping(svc_watch_t *w)
+{
+	bool stop;
+
+	pthread_mutex_lock(&w->mu);
+	stop = w->stop;
+	pthread_mutex_unlock(&w->mu);
+	return stop;
+}
+
 static void refresh_verify(svc_watch_t *w, bs_store_t *st)
 {
 	svc_snap_t *s = w->snap;
@@ -123,6 +135,12 @@ static void refresh_verify(svc_watch_t *w, bs_store_t *st)
 	if (rc == 0 && l.len && (!(d = calloc((size_t)l.len, sizeof *d)) || !(have = calloc((size_t)l.len, 1))))
 		rc = bs_error(BS_ENOMEM, "out of memory");
 	for (int k = 0; rc == 0 && k < l.len; k++) {
+		if (stopping(w)) { /* nothing published: the snapshot goes anyway */
+			bs_index_list_free(&l);
+			free(d);
+			free(have);
+			return;
+		}
 		int r = bs_verify_last(&d[k], st, l.items[k].name);
 		if (r == 0)
 			have[k] = true;
@@ -215,8 +233,9 @@ static void *watch_thread(void *p)
 		return NULL;
 	do {
 		refresh_status(w, st, now_us());
-		refresh_jobs(w, st);
-		if (round++ % VERIFY_EVERY == 0)
+		if (!stopping(w))
+			refresh_jobs(w, st);
+		if (round++ % VERIFY_EVERY == 0 && !stopping(w))
 			refresh_verify(w, st);
 		check_dead(w);
 		bs_error_clear();
