@@ -81,4 +81,36 @@ t_contains "$T_ERR" "shard s0" "the error names the failed shard"
 t_contains "$T_ERR" "MySQL error" "with MySQL's message"
 t_sql 0 "SET GLOBAL max_allowed_packet=$old0"
 
+# ------------------------------------------------------------ one entity's delete
+# the single-entity write path (delete, and the console's edits) had the
+# same fault in entity.c's settle step
+F=""
+for g in $(seq 1 40); do
+	id=$(printf '%08x-0000-4000-8000-0000000a0003' "$g")
+	hex=$(printf '%s' "$id" | tr -d -)
+	printf '{"id":{"$uuid":"%s"},"g":%d}\n' "$id" "$g" >"$T/f.json"
+	"$B" -c "$C" put "$T/f.json" >/dev/null 2>&1 || continue
+	if [ "$(t_sql 1 "SELECT COUNT(*) FROM entities WHERE id=X'$hex'")" = 1 ] &&
+		[ "$(t_sql 1 "SELECT COUNT(*) FROM ix_g WHERE entity_id=X'$hex'")" = 1 ]; then
+		F=$hex
+		break
+	fi
+done
+if [ -n "$F" ]; then t_ok "another entity with its body and index row on s1"; else t_fail "another entity on s1"; fi
+BAGSTORE_FAULT=pause_before_index_rows "$B" -c "$C" delete "$F" >"$T/d.out" 2>"$T/d.err" &
+p=$!
+stopped=""
+for _ in $(seq 1 100); do
+	if [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = T ]; then stopped=1; break; fi
+	sleep 0.1
+done
+t_eq "$stopped" 1 "the delete stopped between its entity and its index rows"
+sh "$SHARDS_SH" stop-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
+kill -CONT $p
+wait $p
+t_eq "$?" 1 "the delete fails (exit 1: a shard unreachable)"
+t_contains "$(cat "$T/d.err")" "shard s1" "it names the shard"
+t_contains "$(cat "$T/d.err")" "MySQL error" "with MySQL's message"
+sh "$SHARDS_SH" start-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
+
 t_done
