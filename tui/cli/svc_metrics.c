@@ -106,7 +106,7 @@ static void num(char *dst, size_t n, double v)
 		snprintf(dst, n, "NaN");
 	else if (isinf(v))
 		snprintf(dst, n, v > 0 ? "+Inf" : "-Inf");
-	else if (v == (double)(int64_t)v && fabs(v) < 9e15)
+	else if (fabs(v) < 9e15 && v == (double)(int64_t)v) /* (the cast is defined only in range) */
 		snprintf(dst, n, "%lld", (long long)v);
 	else {
 		/* the shortest of 15 or 17 digits that reads back as v */
