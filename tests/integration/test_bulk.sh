@@ -134,6 +134,11 @@ t_eq "$(printf '%s\n' "$T_OUT" | grep -c '"tiny"')" 1500 "the 1,500 mixed bodies
 t_exit 0 "export --index ix_g g=99" -- "$B" -c "$C" export --index ix_g g=99
 t_eq "$(printf '%s\n' "$T_OUT" | grep -c '"g":99')" 20 "the 20 matches"
 t_exit 2 "export --order sideways" -- "$B" -c "$C" export --order sideways
+all=$( (t_sql 0 "SELECT COUNT(*) FROM bagstore.entities"; t_sql 1 "SELECT COUNT(*) FROM bagstore.entities") | awk '{ s += $1 } END { print s }')
+t_exit 0 "export --since a time before 1970" -- "$B" -c "$C" export --since 1969-12-31T00:00:00Z
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c .)" "$all" "every entity (each is newer)"
+t_exit 2 "export --since past the year 9999" -- "$B" -c "$C" export --since 1e300
+t_contains "$T_ERR" "past the year 9999" "refused, saying why"
 t_sql 0 "DROP DATABASE bagstore_copy"
 t_sql 1 "DROP DATABASE bagstore_copy"
 
