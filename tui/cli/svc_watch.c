@@ -208,7 +208,7 @@ static bool watch_wait(svc_watch_t *w)
 	struct timespec ts;
 	bool go;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the cv's clock: a wall clock stepped back stalls nothing */
 	ts.tv_sec += (time_t)w->interval;
 	ts.tv_nsec += (long)((w->interval - (double)(time_t)w->interval) * 1e9);
 	if (ts.tv_nsec >= 1000000000L) {
@@ -284,7 +284,11 @@ int svc_watch_start(svc_watch_t **out, svc_snap_t **snap, const bs_config_t *cfg
 	w->on_dead = on_dead;
 	w->ctx = ctx;
 	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	if (pthread_create(&w->tid, NULL, watch_thread, w) != 0) {
 		snap_free(s);
 		free(w);
