@@ -45,8 +45,13 @@ void bs_store_free(bs_store_t *st)
 {
 	if (!st)
 		return;
-	for (int i = 0; i < st->n; i++)
+	for (int i = 0; i < st->n; i++) {
 		bs__shard_close(st, i);
+		free(st->shards[i].bstate);
+	}
+	free(st->map.owner);
+	free(st->map.names);
+	free(st->map.name_shard);
 	bs_index_list_free(&st->cat);
 	free(st->shards);
 	free(st);
