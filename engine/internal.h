@@ -288,6 +288,10 @@ bool bs__map_covered(const bs_store_t *st, const uint8_t *const *states);
  * store's migration, new members, members the configuration dropped that
  * own nothing; ownership rows and identities. */
 int bs__map_init(bs_store_t *st);
+/* Before init creates anything: every shard's recorded identity agrees
+ * with the configuration and the others' (its name, one store, an older
+ * bagstore's list), so a wrong list touches no shard (a new one included). */
+int bs__map_precheck(bs_store_t *st);
 /* Publish the map's next version in which buckets[n] belong to target (a
  * member's name); under the map lock, on every shard that answers. */
 int bs__map_publish_move(bs_store_t *st, const int *buckets, int n, const char *target);

@@ -781,6 +781,111 @@ static int join_on(bs_store_t *st, int i, void *p)
 	return rc;
 }
 
+/* ------------------------------------------------------------ before init creates anything */
+
+/* What a shard records before init touches it: its identity (when it has
+ * bagstore_meta) and the store of its newest map version (when it has
+ * bagstore_map). */
+typedef struct {
+	bool made;
+	found_t f;
+	char map_store[33];
+} pre_t;
+
+static int pre_on(bs_store_t *st, int i, void *p)
+{
+	pre_t *a = &((pre_t *)p)[i];
+	static const char q[] = "SELECT COALESCE(SUM(TABLE_NAME='bagstore_meta'),0), COALESCE(SUM(TABLE_NAME='bagstore_map'),0)"
+	                        " FROM information_schema.TABLES WHERE TABLE_SCHEMA=DATABASE()"
+	                        " AND TABLE_NAME IN ('bagstore_meta','bagstore_map')";
+	static const char mq[] = "SELECT store_id FROM bagstore_map ORDER BY version DESC LIMIT 1";
+	MYSQL_RES *res = NULL;
+	bool has_map;
+	int rc = bs__shard_query(&res, st, i, q, sizeof q - 1);
+	if (rc)
+		return rc;
+	MYSQL_ROW row = mysql_fetch_row(res);
+	a->made = row && row[0] && strcmp(row[0], "0") != 0;
+	has_map = row && row[1] && strcmp(row[1], "0") != 0;
+	mysql_free_result(res);
+	res = NULL;
+	if (a->made && (rc = bs__shard_meta(&a->f.meta, st, i)))
+		return rc;
+	if (has_map && !(rc = bs__shard_query(&res, st, i, mq, sizeof mq - 1))) {
+		row = mysql_fetch_row(res);
+		if (row && row[0])
+			snprintf(a->map_store, sizeof a->map_store, "%s", row[0]);
+		mysql_free_result(res);
+	}
+	return rc;
+}
+
+/* Every shard's identity against the configuration and the others': a
+ * name that is not the configuration's for that address, two stores, an
+ * older bagstore's shard of another list. */
+static int pre_agree(bs_store_t *st, const pre_t *p)
+{
+	char label[192], other[192];
+	int first = -1; /* a shard recording a store, and which */
+	const char *store = NULL;
+	for (int i = 0; i < st->n; i++) {
+		const shard_meta_t *m = &p[i].f.meta;
+		const char *ids[2] = { m->store_id, p[i].map_store };
+		if (m->name[0] && strcmp(m->name, st->shards[i].conf->name))
+			return bs_error(BS_ECONFIG, "%s records that it is shard %s, but the configuration calls it %s: "
+			                "refusing to initialise anything (another shard list? a shard's name goes with its "
+			                "address)", bs__shard_label(label, sizeof label, &st->shards[i]), m->name,
+			                st->shards[i].conf->name);
+		for (int k = 0; k < 2; k++) {
+			if (!ids[k][0])
+				continue;
+			if (!store) {
+				store = ids[k];
+				first = i;
+			} else if (strcmp(store, ids[k])) {
+				return bs_error(BS_ECONFIG, "%s belongs to store %s, but %s belongs to store %s: refusing to "
+				                "initialise anything (another shard list?)",
+				                bs__shard_label(label, sizeof label, &st->shards[first]), store,
+				                bs__shard_label(other, sizeof other, &st->shards[i]), ids[k]);
+			}
+		}
+	}
+	for (int i = 0; i < st->n && store; i++) {
+		const shard_meta_t *m = &p[i].f.meta;
+		/* an older bagstore's shard: one of this store's, half migrated (it
+		 * holds the store's map), or another list's */
+		if (m->fingerprint[0] && !m->store_id[0] && !p[i].map_store[0])
+			return bs_error(BS_ECONFIG, "%s belongs to a list of an older bagstore (fingerprint %s), not to "
+			                "store %s: refusing to initialise anything",
+			                bs__shard_label(label, sizeof label, &st->shards[i]), m->fingerprint, store);
+	}
+	return 0;
+}
+
+int bs__map_precheck(bs_store_t *st)
+{
+	pre_t *p = calloc((size_t)st->n, sizeof *p);
+	found_t *f = calloc((size_t)st->n, sizeof *f);
+	int rc, legacy = 0;
+	bool any_store = false;
+	if (!p || !f) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = bs__shard_each(st, NULL, pre_on, p, NULL)) || (rc = pre_agree(st, p)))
+		goto done;
+	for (int i = 0; i < st->n; i++) {
+		f[i] = p[i].f;
+		any_store |= p[i].f.meta.store_id[0] || p[i].map_store[0];
+	}
+	if (!any_store) /* an older store's shards: the list they record, checked */
+		rc = legacy_count(&legacy, st, f);
+done:
+	free(p);
+	free(f);
+	return rc;
+}
+
 /* The map init leaves: the highest version found, or a new store's first
  * (an older store's migration included); then members added or dropped. */
 static int init_map(blob_t *m, bool *created, int *legacy, bs_store_t *st, const found_t *f)
