@@ -266,10 +266,10 @@ static int install(bs_store_t *st, const blob_t *m)
 		memcpy(c.names[k], m->names[k], sizeof c.names[k]);
 		c.name_shard[k] = bs__shard_by_name(st, m->names[k]);
 		if (c.name_shard[k] < 0 && blob_owned(m, k)) {
-			rc = bs_error(BS_ECONFIG, "the bucket map (version %lld) gives %d buckets to shard %s, which the "
-			              "configuration (%s) does not list: add it back (to remove a shard, mark it "
-			              "`drain: true` and reshard first)", (long long)m->version, blob_owned(m, k),
-			              m->names[k], st->cfg->path ? st->cfg->path : "?");
+			rc = bs_error(BS_ECONFIG, "the bucket map (version %lld) gives %d buckets to shard %s but the "
+			              "configuration (%s) does not list it: add it back (another shard list? to remove a "
+			              "shard, mark it `drain: true` and reshard first)", (long long)m->version,
+			              blob_owned(m, k), m->names[k], st->cfg->path ? st->cfg->path : "?");
 			goto fail;
 		}
 	}
@@ -334,6 +334,25 @@ int bs__index_row_route(const bs_value_t **vals, bs_value_t *tmps, int *bucket, 
 {
 	*bucket = bs__index_row_for(vals, tmps, idx, bag, st->map.buckets, misfit);
 	return *bucket < 0 ? -1 : st->map.owner[*bucket];
+}
+
+int bs__map_check_config(signed char *member, char *msg, size_t size, bs_store_t *st)
+{
+	blob_t m;
+	int rc = latest(&m, st, NULL, false);
+	msg[0] = '\0';
+	for (int i = 0; i < st->n; i++)
+		member[i] = -1;
+	if (rc || !m.version)
+		return rc;
+	for (int i = 0; i < st->n; i++)
+		member[i] = blob_find(&m, st->shards[i].conf->name) >= 0;
+	for (int k = 0; k < m.nnames && !msg[0]; k++)
+		if (bs__shard_by_name(st, m.names[k]) < 0 && blob_owned(&m, k))
+			snprintf(msg, size, "the bucket map (version %lld) gives %d buckets to shard %s but the configuration "
+			         "does not list it (another shard list?)", (long long)m.version, blob_owned(&m, k), m.names[k]);
+	blob_free(&m);
+	return 0;
 }
 
 /* ------------------------------------------------------------ ownership */
@@ -719,9 +738,10 @@ static int members(blob_t *m, bool *changed, bs_store_t *st)
 			continue;
 		int owned = blob_owned(m, k);
 		if (owned)
-			return bs_error(BS_ECONFIG, "the bucket map (version %lld) gives %d buckets to shard %s, which the "
-			                "configuration does not list: add it back (to remove a shard, mark it `drain: "
-			                "true`, reshard, then remove it)", (long long)m->version, owned, m->names[k]);
+			return bs_error(BS_ECONFIG, "the bucket map (version %lld) gives %d buckets to shard %s but the "
+			                "configuration does not list it: add it back (another shard list? to remove a shard, "
+			                "mark it `drain: true`, reshard, then remove it)", (long long)m->version, owned,
+			                m->names[k]);
 		blob_drop_name(m, k);
 		*changed = true;
 	}
@@ -866,6 +886,7 @@ int bs__map_precheck(bs_store_t *st)
 {
 	pre_t *p = calloc((size_t)st->n, sizeof *p);
 	found_t *f = calloc((size_t)st->n, sizeof *f);
+	blob_t m = {0};
 	int rc, legacy = 0;
 	bool any_store = false;
 	if (!p || !f) {
@@ -878,9 +899,16 @@ int bs__map_precheck(bs_store_t *st)
 		f[i] = p[i].f;
 		any_store |= p[i].f.meta.store_id[0] || p[i].map_store[0];
 	}
-	if (!any_store) /* an older store's shards: the list they record, checked */
+	if (!any_store) { /* an older store's shards: the list they record, checked */
 		rc = legacy_count(&legacy, st, f);
+		goto done;
+	}
+	/* the map's members owning buckets are all configured */
+	bool changed;
+	if (!(rc = latest(&m, st, NULL, false)) && m.version)
+		rc = members(&m, &changed, st);
 done:
+	blob_free(&m);
 	free(p);
 	free(f);
 	return rc;

@@ -403,6 +403,69 @@ int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 	return 0;
 }
 
+/* The configuration against the newest bucket map version shard i holds
+ * (its members, in bagstore_map): every configured shard a member, every
+ * member that owns buckets configured. A list missing a shard, or naming
+ * one `init` has not added, reads and writes nothing (not even the
+ * catalog, jobs or logs, which no route goes through). No map yet: 0
+ * (the store's map load says so). */
+static int members_agree(bs_store_t *st, int i)
+{
+	static const char q[] = "SELECT version, shards, owners FROM bagstore_map ORDER BY version DESC LIMIT 1";
+	MYSQL_RES *res = NULL;
+	char label[192];
+	int rc = bs__shard_query(&res, st, i, q, sizeof q - 1);
+	if (rc) {
+		if (rc == BS_ESQL && bs__shard_last_errno(st, i) == ER_NO_SUCH_TABLE) {
+			bs_error_clear();
+			return 0;
+		}
+		return rc;
+	}
+	MYSQL_ROW row = mysql_fetch_row(res);
+	unsigned long *lens = row ? mysql_fetch_lengths(res) : NULL;
+	if (!row || !row[0] || !row[1] || !row[2])
+		goto done;
+	const char *names = row[1];
+	const uint8_t *o = (const uint8_t *)row[2];
+	size_t nb = lens[2] / 2;
+	/* each configured shard among the members */
+	for (int c = 0; c < st->n && !rc; c++) {
+		const char *want = st->shards[c].conf->name, *p = names;
+		size_t wl = strlen(want);
+		bool found = false;
+		while (*p && !found) {
+			size_t len = strcspn(p, ",");
+			found = len == wl && !strncmp(p, want, len);
+			p += len + (p[len] == ',');
+		}
+		if (!found)
+			rc = bs_error(BS_ECONFIG, "shard %s is in the configuration (line %d) but not a member of the store's "
+			              "bucket map (version %s, as %s holds it): run `bagstore init` to add it (or is this "
+			              "another shard list?)", want, st->shards[c].conf->line, row[0],
+			              bs__shard_label(label, sizeof label, &st->shards[i]));
+	}
+	/* each member owning buckets configured */
+	int k = 0;
+	for (const char *p = names; *p && !rc; k++) {
+		size_t len = strcspn(p, ",");
+		bool configured = false, owns = false;
+		for (int c = 0; c < st->n && !configured; c++)
+			configured = strlen(st->shards[c].conf->name) == len && !strncmp(st->shards[c].conf->name, p, len);
+		for (size_t b = 0; b < nb && !configured && !owns; b++)
+			owns = (o[2 * b] << 8 | o[2 * b + 1]) == k;
+		if (owns)
+			rc = bs_error(BS_ECONFIG, "the bucket map (version %s, as %s holds it) gives buckets to shard %.*s but "
+			              "the configuration does not list it: add it back (another shard list? to remove a shard, "
+			              "mark it `drain: true` and reshard first)", row[0],
+			              bs__shard_label(label, sizeof label, &st->shards[i]), (int)len, p);
+		p += len + (p[len] == ',');
+	}
+done:
+	mysql_free_result(res);
+	return rc;
+}
+
 /* The shard's identity (doc/DESIGN.md, "Buckets and resharding"): the
  * store it belongs to and its own name, against the configuration's name
  * for this address and the store id the other shards (and the map) gave. */
@@ -434,6 +497,8 @@ int bs__shard_check(bs_store_t *st, int i)
 		                "%s belongs to another store (id %s) than the rest of this configuration (id %s): "
 		                "refusing to use it (another shard list?)",
 		                bs__shard_label(label, sizeof label, sh), meta.store_id, st->store_id);
+	if ((rc = members_agree(st, i)))
+		return rc;
 	if (!st->store_id[0])
 		snprintf(st->store_id, sizeof st->store_id, "%s", meta.store_id);
 	sh->fp_state = 1;
