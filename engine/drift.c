@@ -542,16 +542,19 @@ static int upsert_on(bs_store_t *st, int i, void *p)
 	bs__buf_putn(&b, c->ibk[i].ptr, c->ibk[i].len);
 	bs__buf_puts(&b, ") LOCK IN SHARE MODE WAIT 3;SELECT COUNT(DISTINCT bucket) INTO @bs_want FROM (");
 	bs__buf_putn(&b, c->ilog[i].ptr, c->ilog[i].len);
-	bs__buf_puts(&b, ") w;INSERT INTO ");
+	/* a compound statement, not INSERT ... SELECT FROM (VALUES ...): a
+	 * table value constructor names its columns after its first row, and
+	 * two equal values there (0 and 0) are a duplicate column (1060) */
+	bs__buf_puts(&b, ") w;BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN INSERT INTO ");
 	bs__buf_ident(&b, c->idx->name);
 	bs__buf_puts(&b, " (");
 	for (int k = 0; k < c->idx->nprops; k++) {
 		bs__buf_ident(&b, c->idx->props[k].name);
 		bs__buf_puts(&b, ",");
 	}
-	bs__buf_puts(&b, "entity_id) SELECT * FROM (VALUES ");
+	bs__buf_puts(&b, "entity_id) VALUES ");
 	bs__buf_putn(&b, c->ins[i].ptr, c->ins[i].len);
-	bs__buf_puts(&b, ") v WHERE @bs_o=@bs_want ON DUPLICATE KEY UPDATE ");
+	bs__buf_puts(&b, " ON DUPLICATE KEY UPDATE ");
 	for (int k = 0; k < c->idx->nprops; k++) {
 		if (k)
 			bs__buf_puts(&b, ",");
@@ -560,6 +563,7 @@ static int upsert_on(bs_store_t *st, int i, void *p)
 		bs__buf_ident(&b, c->idx->props[k].name);
 		bs__buf_puts(&b, ")");
 	}
+	bs__buf_puts(&b, "; END IF; END");
 	log_sql(&b, &c->ilog[i], "@bs_o=@bs_want");
 	log_sql(&b, &c->olog[i], "@bs_o=@bs_want");
 	bs__buf_puts(&b, ";SELECT @bs_o=@bs_want;COMMIT");

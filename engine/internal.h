@@ -285,6 +285,9 @@ int bs__owned_at(const uint8_t **states, bool *exact, bs_store_t *st, int shard,
 /* The bucket of an index row from its shard_on column as MySQL returns it
  * (raw bytes for strings and bytes, text for numbers); -1 when NULL. */
 int bs__column_bucket(const bs_store_t *st, const bs_prop_t *prop, const char *raw, unsigned long len);
+/* A float column's zero read back as text may have been either zero, whose
+ * buckets differ: the other zero's bucket (b, the first guess, otherwise). */
+int bs__column_bucket_zero(const bs_store_t *st, const bs_prop_t *prop, const char *raw, unsigned long len, int b);
 /* Does some shard own every bucket, in states[shard] (NULL: that shard's
  * states unknown)? A read over every shard that finds a bucket nobody owned
  * (a cut-over between two shards' snapshots) reads again. */

@@ -13,6 +13,7 @@
  */
 #include "internal.h"
 
+#include <math.h>
 #include <mysqld_error.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1010,6 +1011,18 @@ int bs__column_bucket(const bs_store_t *st, const bs_prop_t *prop, const char *r
 		bs_value_bool(&v, atoi(raw) != 0);
 		break;
 	}
+	b = bs_route_value(&v, prop, st->map.buckets);
+	bs_value_clear(&v);
+	return b;
+}
+
+int bs__column_bucket_zero(const bs_store_t *st, const bs_prop_t *prop, const char *raw, unsigned long len, int b)
+{
+	bs_value_t v;
+	if (!raw || prop->type != BS_COL_FLOAT || strtod(raw, NULL) != 0.0)
+		return b;
+	(void)len;
+	bs_value_float(&v, signbit(strtod(raw, NULL)) ? 0.0 : -0.0);
 	b = bs_route_value(&v, prop, st->map.buckets);
 	bs_value_clear(&v);
 	return b;

@@ -201,7 +201,12 @@ static int scan_once(bool *again, idvec_t *found, struct qctx *q, bs_store_t *st
 		}
 		for (; row && !rc; row = mysql_fetch_row(res)) {
 			unsigned long *lens = mysql_fetch_lengths(res);
-			int b = bs__column_bucket(st, on, row[4], lens[4]);
+			/* routed: every row holds the condition's shard_on value, whose
+			 * bucket is known exactly (a float column's text cannot tell
+			 * -0.0 from 0.0, whose buckets differ) */
+			int b = q->route_bucket >= 0 ? q->route_bucket : bs__column_bucket(st, on, row[4], lens[4]);
+			if (b >= 0 && !bs__owns(q->states[i][b]) && q->route_bucket < 0)
+				b = bs__column_bucket_zero(st, on, row[4], lens[4], b);
 			if (row[3] && lens[3] == 16 && b >= 0 && bs__owns(q->states[i][b]))
 				rc = idvec_push(&found[i], row[3]);
 		}
