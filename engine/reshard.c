@@ -822,7 +822,7 @@ int bs_reshard_start(bs_store_t *st, const bs_reshard_plan_t *plan)
 	char detail[128];
 	snprintf(detail, sizeof detail, "%d moves, plan %lld, map version %lld", plan->len, (long long)now,
 	         (long long)plan->map_version);
-	bs_audit(st, "reshard start", "buckets", detail); /* best effort */
+	bs_audit(st, "reshard.start", "buckets", detail); /* best effort */
 	bs_error_clear();
 	return 0;
 }
@@ -906,7 +906,7 @@ int bs_reshard_control(bs_store_t *st, const char *action)
 	}
 	char detail[64], what[32];
 	snprintf(detail, sizeof detail, "%lld moves of plan %lld", (long long)m, (long long)plan);
-	snprintf(what, sizeof what, "reshard %s", action);
+	snprintf(what, sizeof what, "reshard.%s", action);
 	bs_audit(st, what, "buckets", detail); /* best effort */
 	bs_error_clear();
 done:

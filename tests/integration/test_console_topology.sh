@@ -57,7 +57,7 @@ t_contains "$T_OUT" "owning no bucket yet" "init: s2 owns nothing yet"
 
 # ------------------------------------------------------------ grow 2 -> 3
 cat >"$T/grow.keys" <<'KEYS'
-keys 6
+keys 8
 wait-for new: owns nothing yet
 wait-idle
 dump map
@@ -112,7 +112,7 @@ t_contains "$(d refused)" "not started" "a second start is refused"
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_moves WHERE state='paused'")" 0 "u resumed s0's move"
 
 t_exit 0 "a cleaner runs the moves" -- "$BAGSTORE" -c "$C3" cleaner --reshard
-printf 'keys 6\nwait-for reshard: done\nwait-idle\ndump done\nkeys :q\n' >"$T/done.keys"
+printf 'keys 8\nwait-for reshard: done\nwait-idle\ndump done\nkeys :q\n' >"$T/done.keys"
 c_headless "headless: the moves done" "$T/done.keys" -c "$C3"
 t_contains "$(d done)" "2 moves, 2 done" "both moves done"
 t_match "$(d done)" "^s2 .* 136[56]/4096 " "s2 owns its share: a third of 4096 buckets"
@@ -126,7 +126,7 @@ t_match "$n2" "^[1-9][0-9]*$" "s2 holds entities"
 # ------------------------------------------------------------ a drain, cancelled
 owned_before=$(q2 "SELECT COUNT(*) FROM bagstore_buckets WHERE state='owned'")
 cat >"$T/drain.keys" <<'KEYS'
-keys 6
+keys 8
 wait-for draining
 wait-idle
 dump drain
@@ -167,7 +167,7 @@ t_contains "$T_OUT" '"state": "cancelled"' "the plan ended cancelled"
 # The drain previewed, then run to its end from the command line while the
 # preview is open: confirming it starts nothing (the map moved since).
 cat >"$T/stale.keys" <<'KEYS'
-keys 6
+keys 8
 wait-for draining
 wait-idle
 keys r
@@ -193,13 +193,13 @@ t_eq "$(q2 "SELECT COUNT(*) FROM bagstore_buckets WHERE state='owned'")" 0 "the 
 t_eq "$(q2 "SELECT COUNT(*) FROM entities")" 0 "no entity left on s2"
 
 # ------------------------------------------------------------ read-only, audit
-printf 'keys 6\nwait-idle\nkeys r\ndump ro\nkeys :q\n' >"$T/ro.keys"
+printf 'keys 8\nwait-idle\nkeys r\ndump ro\nkeys :q\n' >"$T/ro.keys"
 c_headless "headless read-only" "$T/ro.keys" -c "$CD" --read-only
 t_contains "$(d ro)" "read-only: this key changes data" "read-only strips r"
 audit=$(t_sql 0 "SELECT action, detail FROM bagstore_audit")
-t_contains "$audit" "reshard start" "audit: start"
-t_contains "$audit" "reshard pause" "audit: pause"
-t_contains "$audit" "reshard resume" "audit: resume"
-t_contains "$audit" "reshard cancel" "audit: cancel"
+t_contains "$audit" "reshard.start" "audit: start"
+t_contains "$audit" "reshard.pause" "audit: pause"
+t_contains "$audit" "reshard.resume" "audit: resume"
+t_contains "$audit" "reshard.cancel" "audit: cancel"
 t_exit 0 "verify after all that" -- "$BAGSTORE" -c "$C3" verify
 t_done test_console_topology
