@@ -258,11 +258,6 @@ static inline bool bs__owns(uint8_t state) { return state == BS__B_OWNED || stat
 int bs__map_need(bs_store_t *st);
 /* Read it again (told that it is stale). */
 int bs__map_reload(bs_store_t *st);
-/* The configuration against the newest map the shards answering hold (for
- * status, which fails on nothing): member[i] 1 when the map names shard i,
- * 0 when not, -1 when no shard holds a map; msg (size) the map's member
- * owning buckets that the configuration does not list, else "". */
-int bs__map_check_config(signed char *member, char *msg, size_t size, bs_store_t *st);
 /* An entity's bucket and its shard per the cached map (loaded). */
 int bs__route_entity(int *shard, int *bucket, bs_store_t *st, const bs_id_t *id);
 /* The shard of a bucket per the cached map (-1: none configured). */

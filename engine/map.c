@@ -337,25 +337,6 @@ int bs__index_row_route(const bs_value_t **vals, bs_value_t *tmps, int *bucket, 
 	return *bucket < 0 ? -1 : st->map.owner[*bucket];
 }
 
-int bs__map_check_config(signed char *member, char *msg, size_t size, bs_store_t *st)
-{
-	blob_t m;
-	int rc = latest(&m, st, NULL, false);
-	msg[0] = '\0';
-	for (int i = 0; i < st->n; i++)
-		member[i] = -1;
-	if (rc || !m.version)
-		return rc;
-	for (int i = 0; i < st->n; i++)
-		member[i] = blob_find(&m, st->shards[i].conf->name) >= 0;
-	for (int k = 0; k < m.nnames && !msg[0]; k++)
-		if (bs__shard_by_name(st, m.names[k]) < 0 && blob_owned(&m, k))
-			snprintf(msg, size, "the bucket map (version %lld) gives %d buckets to shard %s but the configuration "
-			         "does not list it (another shard list?)", (long long)m.version, blob_owned(&m, k), m.names[k]);
-	blob_free(&m);
-	return 0;
-}
-
 /* ------------------------------------------------------------ ownership */
 
 static int state_code(const char *s)

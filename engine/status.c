@@ -164,34 +164,6 @@ fail:
 	return 0;
 }
 
-/* The configuration against the bucket map: a configured shard the map
- * does not name (appended, `init` not run), or a member owning buckets the
- * configuration does not list, is a disagreement as a foreign shard is. */
-static void map_agrees(bs_shard_status_t *out, bs_store_t *st)
-{
-	signed char *member = calloc((size_t)st->n, 1);
-	char msg[sizeof out->error];
-	if (!member || bs__map_check_config(member, msg, sizeof msg, st)) {
-		bs_error_clear();
-		free(member);
-		return;
-	}
-	for (int i = 0; i < st->n; i++) {
-		if (out[i].state == BS_SHARD_DOWN || out[i].fingerprint_ok == 0)
-			continue;
-		if (member[i] == 0) {
-			out[i].fingerprint_ok = 0;
-			snprintf(out[i].error, sizeof out[i].error, "shard %s is in the configuration but not a member of the "
-			         "store's bucket map: run `bagstore init` to add it (or is this another shard list?)",
-			         out[i].name);
-		} else if (msg[0] && out[i].fingerprint_ok > 0) {
-			out[i].fingerprint_ok = 0;
-			snprintf(out[i].error, sizeof out[i].error, "%s", msg);
-		}
-	}
-	free(member);
-}
-
 int bs_shard_status(bs_shard_status_t *out, bs_store_t *st)
 {
 	for (int i = 0; i < st->n; i++) {
@@ -207,7 +179,6 @@ int bs_shard_status(bs_shard_status_t *out, bs_store_t *st)
 		out[i].history_length = out[i].uptime_s = -1;
 	}
 	int rc = bs__shard_each(st, NULL, status_one, out, NULL);
-	map_agrees(out, st);
 	/* a shard in plain text while another is encrypted is marked */
 	bool any_tls = false;
 	for (int i = 0; i < st->n; i++)
