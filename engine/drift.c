@@ -865,6 +865,8 @@ static int check_round(drift_counts_t *out, bs_store_t *st, const bs_index_t *id
 		out->stale += d.stale;
 		out->misfit += d.misfit;
 		out->repaired += d.repaired;
+		out->inserted += d.inserted;
+		out->deleted += d.deleted;
 	}
 	return rc;
 }
