@@ -315,8 +315,8 @@ static void read_states(wants_t *w, int nfiles, char **files)
 			x.present = strcmp(wn, "-") != 0;
 			if (x.present && (got < 5 || unhex(x.user, uh, 16)))
 				continue;
-			snprintf(x.w, sizeof x.w, "%s", wn);
-			snprintf(x.t, sizeof x.t, "%s", t);
+			snprintf(x.w, sizeof x.w, "%.*s", (int)sizeof x.w - 1, wn);
+			snprintf(x.t, sizeof x.t, "%.*s", (int)sizeof x.t - 1, t);
 			if (w->n == w->cap) {
 				w->cap = w->cap ? w->cap * 2 : 4096;
 				w->v = realloc(w->v, w->cap * sizeof *w->v);
