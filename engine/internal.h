@@ -122,7 +122,8 @@ struct bs_store {
 	/* the bucket map (map.c) and the store's id (set by the first shard
 	 * whose identity is checked, or by the map) */
 	bs__map_t map;
-	char store_id[33];
+	char store_id[33];       /* under id_lock: the fan-out checks shards at once */
+	pthread_mutex_t id_lock;
 };
 
 double bs_now_mono(void);   /* monotonic seconds */
@@ -212,6 +213,10 @@ bool bs__denied(unsigned err);
  * configuration reads nothing and writes nothing, instead of answering
  * "not found". */
 int bs__shard_check(bs_store_t *st, int i);
+/* The store's id against id (a shard's, or the map's), under its lock: 0
+ * when it agrees, or when the store had none yet (it takes id); 1 when it
+ * holds another, copied into held. id NULL or "": the store forgets its id. */
+int bs__store_id_agree(char held[33], bs_store_t *st, const char *id);
 /* The identity a shard records in bagstore_meta (all zero when it records
  * none; BS_ECONFIG when bagstore_meta does not exist): the store's id and
  * the shard's name (map members), and the fingerprint, position and count

@@ -252,10 +252,11 @@ static int install(bs_store_t *st, const blob_t *m)
 {
 	bs__map_t c = {0};
 	int rc = 0;
-	if (st->store_id[0] && strcmp(st->store_id, m->store_id) != 0)
+	char held[33];
+	if (bs__store_id_agree(held, st, m->store_id))
 		return bs_error(BS_ECONFIG, "the bucket map (version %lld) belongs to store %s, but a shard of this "
 		                "configuration belongs to store %s: another shard list?", (long long)m->version,
-		                m->store_id, st->store_id);
+		                m->store_id, held);
 	c.owner = calloc((size_t)m->buckets, sizeof *c.owner);
 	c.names = calloc((size_t)m->nnames, sizeof *c.names);
 	c.name_shard = calloc((size_t)m->nnames, sizeof *c.name_shard);
@@ -290,8 +291,6 @@ static int install(bs_store_t *st, const blob_t *m)
 	memcpy(c.store_id, m->store_id, sizeof c.store_id);
 	cache_free(&st->map);
 	st->map = c;
-	if (!st->store_id[0])
-		memcpy(st->store_id, m->store_id, sizeof st->store_id);
 	return 0;
 fail:
 	cache_free(&c);
@@ -934,7 +933,7 @@ int bs__map_init(bs_store_t *st)
 		return bs_error(BS_ENOMEM, "out of memory");
 	for (int i = 0; i < st->n; i++)
 		st->shards[i].fp_state = 0;
-	st->store_id[0] = '\0';
+	bs__store_id_agree(NULL, st, NULL);
 	/* under the map lock: of the existing map's first member, else shard 0 */
 	if ((rc = latest(&m, st, NULL, true)))
 		goto done;

@@ -492,17 +492,32 @@ int bs__shard_check(bs_store_t *st, int i)
 		                "%s records that it is shard %s of its store, but the configuration calls it %s: "
 		                "refusing to use it (another shard list? a shard's name goes with its address)",
 		                bs__shard_label(label, sizeof label, sh), meta.name, sh->conf->name);
-	if (st->store_id[0] && strcmp(meta.store_id, st->store_id) != 0)
+	char held[33];
+	if (bs__store_id_agree(held, st, meta.store_id))
 		return bs_error(BS_ECONFIG,
 		                "%s belongs to another store (id %s) than the rest of this configuration (id %s): "
 		                "refusing to use it (another shard list?)",
-		                bs__shard_label(label, sizeof label, sh), meta.store_id, st->store_id);
+		                bs__shard_label(label, sizeof label, sh), meta.store_id, held);
 	if ((rc = members_agree(st, i)))
 		return rc;
-	if (!st->store_id[0])
-		snprintf(st->store_id, sizeof st->store_id, "%s", meta.store_id);
 	sh->fp_state = 1;
 	return 0;
+}
+
+int bs__store_id_agree(char held[33], bs_store_t *st, const char *id)
+{
+	int differs = 0;
+	pthread_mutex_lock(&st->id_lock);
+	if (!id || !id[0])
+		st->store_id[0] = '\0';
+	else if (!st->store_id[0])
+		snprintf(st->store_id, sizeof st->store_id, "%s", id);
+	else if (strcmp(st->store_id, id) != 0) {
+		memcpy(held, st->store_id, sizeof st->store_id);
+		differs = 1;
+	}
+	pthread_mutex_unlock(&st->id_lock);
+	return differs;
 }
 
 int bs__shard_query_sets(MYSQL_RES **res, int nsets, bs_store_t *st, int i, const char *sql, size_t len)
