@@ -218,5 +218,6 @@ t_contains "$audit" "reshard.start" "audit: start"
 t_contains "$audit" "reshard.pause" "audit: pause"
 t_contains "$audit" "reshard.resume" "audit: resume"
 t_contains "$audit" "reshard.cancel" "audit: cancel"
+t_contains "$audit" "reshard.run	cleaner --reshard; from the command line" "audit: cleaner --reshard, from the command line"
 t_exit 0 "verify after all that" -- "$BAGSTORE" -c "$C3" verify
 t_done test_console_topology

@@ -292,6 +292,8 @@ static int cleaner_oneshot(cli_ctx_t *ctx, const char *index, bool once, bool re
 	o.once = once;
 	if (index)
 		cli_audit(ctx, "index.backfill", index, "cleaner --index");
+	else if (reshard)
+		cli_audit(ctx, "reshard.run", "buckets", "cleaner --reshard");
 	/* a backfill is a worker: `bagstore workers` lists it while it runs */
 	if (index && bs_worker_start(&pr->worker, pr->cfg, "backfill", NULL) < 0)
 		bs_error_clear(); /* not listed; the backfill goes on */
