@@ -409,7 +409,7 @@ cmd_status() {
 gen_config() {
 	names=$(shard_names)
 	echo "# bagstore configuration for local shards (conf/shards.sh config)."
-	echo "# The order of the shard list is part of the data's identity."
+	echo "# Which shard holds which entities is the bucket map's, kept on the shards."
 	echo "shards:"
 	if [ -n "$names" ] && [ -z "$COUNT_SET" ] && [ -z "$PORT_SET" ]; then
 		for n in $names; do

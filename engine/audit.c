@@ -121,8 +121,12 @@ int bs_audit(bs_store_t *st, const char *action, const char *target, const char 
 int bs_audit_entity(bs_store_t *st, const char *action, const bs_audit_entity_t *e, const char *detail)
 {
 	char hex[33];
+	int shard = -1, bucket;
 	bs_id_hex(hex, &e->id);
-	row_t r = { action, hex, detail, st->shards[bs_route_id(&e->id, st->n)].conf->name, e };
+	/* the entity's shard, as the bucket map names it */
+	if (bs__route_entity(&shard, &bucket, st, &e->id))
+		bs_error_clear();
+	row_t r = { action, hex, detail, shard >= 0 ? st->shards[shard].conf->name : "?", e };
 	return write_row(st, &r);
 }
 

@@ -201,9 +201,26 @@ static int chunk_read(chunk_t *c, bs_store_t *st, int shard, const bs_index_t *i
 	c->last_id = after;
 	if (after >= max_id)
 		return 0;
-	bs__buf_printf(&q, "SELECT added_id, id, body FROM entities WHERE added_id>%lld AND added_id<=%lld"
+	if ((rc = bs__map_need(st)))
+		return rc;
+	bs__buf_printf(&q, "SELECT added_id, id, body, " BS__OV_SQL " FROM entities WHERE added_id>%lld AND added_id<=%lld"
 	               " ORDER BY added_id LIMIT %lld", (long long)after, (long long)max_id, (long long)limit);
-	if ((rc = bs__buf_ok(&q)) || (rc = bs__shard_query(&res, st, shard, q.ptr, q.len)))
+	/* the shard's own entities: the copies it holds for a move are indexed
+	 * by their owner's job (backfills and moves take turns) */
+	const uint8_t *states = NULL;
+	for (int round = 0;; round++) {
+		bool exact = false;
+		if ((rc = bs__buf_ok(&q)) || (rc = bs__shard_query(&res, st, shard, q.ptr, q.len)))
+			goto done;
+		MYSQL_ROW first = mysql_fetch_row(res);
+		mysql_data_seek(res, 0);
+		if (!first || (rc = bs__owned_at(&states, &exact, st, shard, first[3] ? strtoll(first[3], NULL, 10) : -1)) ||
+		    exact || round == 4)
+			break;
+		mysql_free_result(res);
+		res = NULL;
+	}
+	if (rc)
 		goto done;
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res))) {
@@ -213,12 +230,18 @@ static int chunk_read(chunk_t *c, bs_store_t *st, int shard, const bs_index_t *i
 		bs_value_t tmps[BS_INDEX_MAX_PROPS];
 		c->scanned++;
 		c->last_id = strtoll(row[0], NULL, 10);
+		if (row[1] && lens[1] == 16 && states) {
+			bs_id_t id;
+			memcpy(id.b, row[1], 16);
+			if (!bs__owns(states[bs_route_id(&id, st->map.buckets)]))
+				continue;
+		}
 		if (!row[1] || lens[1] != 16 || !row[2] ||
 		    bs__body_decode_row(&bag, row[2], lens[2], row[1], "backfill")) {
 			bs_error_clear();
 			continue; /* corrupt: no row; verify reports it */
 		}
-		int t = bs__index_row_for(vals, tmps, idx, &bag, st->n, NULL);
+		int bucket, t = bs__index_row_route(vals, tmps, &bucket, idx, &bag, st, NULL);
 		if (t >= 0 && !rc)
 			rc = chunk_add(c, t, idx, vals, row[1]);
 		for (int k = 0; t >= 0 && k < idx->nprops; k++)
@@ -327,6 +350,7 @@ typedef struct {
 	char lock[65];
 	char host[64];
 	int pid;
+	double moves_checked;   /* monotonic: when a move in flight was last looked for */
 	/* the job as this worker sees it */
 	bs_job_t job;
 	int64_t index_created_us;
@@ -631,12 +655,38 @@ done:
 
 /* The throttle, before a chunk: -1 go; -2 wait and look again; else the
  * outcome that ends the attempt. */
+/* Backfills and moves take turns (doc/DESIGN.md, "Moves"): a backfill's
+ * multi-row upserts are not fenced row by row, so it waits while a move is
+ * in flight. Looked at every 2 s at most. -1 go, -2 look again. */
+static int moves_gate(runner_t *r)
+{
+	char why[200], m[256];
+	bool busy = false;
+	if (bs_now_mono() - r->moves_checked < 2.0)
+		return -1;
+	if (bs__moves_in_flight(&busy, why, sizeof why, r->dst)) {
+		bs_error_clear(); /* the throttle's own check says which shard is down */
+		return -1;
+	}
+	if (!busy) {
+		r->moves_checked = bs_now_mono();
+		return -1;
+	}
+	snprintf(m, sizeof m, "waiting: a reshard is moving buckets (%.180s)", why);
+	if (say_throttled(r, m) == 0)
+		return why_not_mine(r);
+	bs__cleaner_sleep(1.0, bs__stop_flag(r->opts));
+	return -2;
+}
+
 static int throttle_gate(runner_t *r, attempt_t *a)
 {
 	const char *sname = r->src->shards[r->shard].conf->name;
 	bs_cleaner_conf_t cl;
 	char why[256];
-	int level, rc;
+	int level, rc, moves;
+	if ((moves = moves_gate(r)) != -1)
+		return moves;
 	for (int i = 0; i < r->src->n; i++)
 		a->which[i] = a->cur.rows[i] > 0 || i == r->shard;
 	bs__cleaner_conf(&cl, r->opts, r->cfg);

@@ -257,6 +257,7 @@ typedef struct {
 	int nreplicas;
 	int line;            /* where the shard was declared, for messages */
 	bs_tls_conf_t tls;   /* the top level's `tls:`, then the shard's, key by key */
+	bool drain;          /* drain: true: `reshard plan` moves all its buckets off */
 } bs_shard_conf_t;
 
 typedef struct {
@@ -269,6 +270,8 @@ typedef struct {
 	double sleep_coef;      /* after each backfill chunk, sleep this many times
 	                         * its duration (0: full speed), as pt-archiver's
 	                         * --sleep-coef: trades backfill time for writers' latency */
+	double max_fence;       /* seconds a move's cut-over may hold writers of its
+	                         * buckets (1.0); longer, it rolls back and tries again */
 } bs_cleaner_conf_t;
 
 /* What a cleaner hook runs on (cleaner.hooks.on_<name>), bs_hook_name(). */
@@ -303,6 +306,8 @@ typedef struct {
 	bool read_only;
 	bs_tls_conf_t tls;      /* the top-level `tls:` every shard inherits */
 	bs_daemon_conf_t daemon;
+	unsigned buckets;       /* buckets: B for the store's first init (0: the
+	                         * smallest N*2^k >= 4096); the map keeps it after */
 } bs_config_t;
 
 /* Load a configuration. path NULL: $BAGSTORE_CONFIG, else ./bagstore.yaml.
@@ -344,7 +349,9 @@ int bs_init(bs_store_t *st);
 
 /* Entities. put: insert or replace; writes the id to *id_out if non-NULL. */
 int bs_put(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out);
-/* get: BS_ENOTFOUND when absent. updated_us and shard may be NULL. */
+/* get: BS_ENOTFOUND when absent. updated_us and shard may be NULL; shard
+ * gets the shard that holds the entity (its bucket's owner), also when its
+ * body does not decode (BS_ECORRUPT). */
 int bs_get(bs_value_t *out, bs_store_t *st, const bs_id_t *id, int64_t *updated_us, int *shard);
 /* get, returning the raw stored body too (for the console). */
 int bs_get_raw(bs_bytes_t *body, bs_store_t *st, const bs_id_t *id, int64_t *updated_us);
@@ -453,7 +460,12 @@ int bs_query_parse_text(bs_query_spec_t *out, const bs_index_list_t *l, const ch
  *   after_entity_write   put exits the process after the entity is written,
  *                        before any index row.
  *   slow_chunk           backfills take the smallest chunks and sleep 50 ms
- *                        each, so tests can interrupt one midway. */
+ *                        each, so tests can interrupt one midway.
+ *   move_kill_copy       a move's runner exits (75) after its first copy chunk
+ *   move_kill_catchup    ... after its first catch-up round
+ *   move_kill_cutover    ... inside the cut-over fence, before the flip commits
+ *   move_kill_flipped    ... right after the flip commits, before the roll-forward
+ *   slow_move            moves take the smallest chunks and sleep 50 ms each */
 bool bs_fault(const char *name);
 
 /* ------------------------------------------------------------------ shards */
@@ -812,6 +824,117 @@ void bs_cleaner_live_free(bs_cleaner_live_t *l);
  * engine/daemon.c checks it), which is what C11 requires of an object a
  * handler writes.
  */
+/* ------------------------------------------------------------------ buckets */
+
+/* Each shard's part of the bucket map (doc/DESIGN.md, "Buckets and
+ * resharding"). */
+typedef struct {
+	char name[BS_NAME_MAX + 1];
+	int shard;                  /* configured shard, -1 when not configured */
+	int buckets;                /* buckets it owns per the map */
+	int share;                  /* buckets it would own after `reshard plan` */
+	bool draining;              /* drain: true */
+	bool reachable;
+	int64_t entities_est;       /* InnoDB's estimate, -1 unknown */
+	int64_t data_bytes;         /* data + index length of bagstore's tables */
+	int moves_out, moves_in;    /* moves of the latest plan not done */
+} bs_bucket_shard_t;
+
+typedef struct {
+	int64_t version;            /* the map's */
+	int buckets;                /* B */
+	char store_id[33];
+	bs_bucket_shard_t *shards;  /* the map's members, in configured order */
+	int nshards;
+} bs_buckets_t;
+void bs_buckets_free(bs_buckets_t *b);
+/* The map, read fresh, with each member's size. */
+int bs_buckets(bs_buckets_t *out, bs_store_t *st);
+
+/* One move of a plan: buckets from a source shard to a target. */
+typedef struct {
+	char source[BS_NAME_MAX + 1], target[BS_NAME_MAX + 1];
+	int source_shard, target_shard;
+	int nbuckets;
+	int *buckets;               /* ascending */
+	int64_t entities_est;       /* the source's estimate times the share that moves */
+	int64_t index_rows_est;     /* the same, summed over its index tables */
+	double seconds_est;
+} bs_plan_move_t;
+
+typedef struct {
+	int64_t map_version;        /* the map the plan was computed from */
+	int buckets;
+	bs_plan_move_t *moves;
+	int len;
+	double seconds_est;         /* the moves of each source one after another,
+	                             * the sources at once */
+	double rate;                /* rows/s the estimate assumes */
+	bool rate_measured;         /* from the last finished move (else a default) */
+} bs_reshard_plan_t;
+void bs_reshard_plan_free(bs_reshard_plan_t *p);
+/* The moves that spread the buckets evenly over the configured shards not
+ * marked drain: true (a draining shard's buckets all move off). */
+int bs_reshard_plan(bs_reshard_plan_t *out, bs_store_t *st);
+/* Record the plan's moves as jobs (refused while an earlier plan's move
+ * has not ended, or when the map moved since the plan was read). */
+int bs_reshard_start(bs_store_t *st, const bs_reshard_plan_t *plan);
+
+typedef enum {
+	BS_MOVE_COPY, BS_MOVE_INDEX, BS_MOVE_CATCHUP, BS_MOVE_CUTOVER, BS_MOVE_CLEANUP, BS_MOVE_DONE, BS_MOVE_UNDO
+} bs_move_phase_t;
+/* "copy", "index rows", "catch-up", "cut-over", "cleanup", "done", "undo" */
+const char *bs_move_phase_name(bs_move_phase_t p);
+
+typedef struct {
+	int64_t id, plan_id, map_version;
+	char source[BS_NAME_MAX + 1], target[BS_NAME_MAX + 1];
+	int source_shard, target_shard; /* configured shards, -1 when not */
+	int nbuckets;
+	char buckets[256];          /* as ranges ("0-9,12"), cut with "..." */
+	bs_job_state_t state;
+	bs_move_phase_t phase;
+	char reason[256];           /* why throttled or waiting, or the error */
+	int64_t rows_total;         /* the source's entities to scan */
+	int64_t rows_scanned, rows_copied;
+	int64_t index_total;        /* the source's index rows to scan (estimate) */
+	int64_t index_rows;         /* index rows copied */
+	int64_t log_rows;           /* change-log entries replayed */
+	double rate;                /* rows per second, last 10 s, of the current phase */
+	double eta_s;               /* -1 unknown */
+	double progress;            /* 0..1 of the whole move */
+	double fence_ms;            /* the longest cut-over fence held */
+	int fence_tries;            /* cut-overs rolled back (over max_fence) */
+	int64_t flip_us;
+	char worker_host[64];
+	int worker_pid;
+	int64_t heartbeat_us, created_us, started_us, finished_us;
+} bs_move_t;
+
+typedef struct {
+	bs_move_t *items;
+	int len;
+} bs_move_list_t;
+void bs_move_list_free(bs_move_list_t *l);
+/* The latest plan's moves, from every shard answering (unreachable ones
+ * skipped and counted). */
+int bs_move_list(bs_move_list_t *out, bs_store_t *st, int *unreachable);
+
+typedef enum {
+	BS_RESHARD_IDLE, BS_RESHARD_RUNNING, BS_RESHARD_PAUSED, BS_RESHARD_DONE, BS_RESHARD_FAILED,
+	BS_RESHARD_CANCELLED
+} bs_reshard_state_t;
+/* "idle", "running", "paused", "done", "failed", "cancelled" */
+const char *bs_reshard_state_name(bs_reshard_state_t s);
+/* The overall state of a plan's moves: idle without any; failed when one
+ * failed; running while one is queued, running or throttled; paused when
+ * one is; done when all are; else cancelled. */
+bs_reshard_state_t bs_reshard_state(const bs_move_list_t *l);
+/* action: "pause", "resume" or "cancel", for every move of the latest
+ * plan; cancel leaves the buckets of a move before its cut-over where they
+ * were (a move past it finishes). Audited. */
+int bs_reshard_control(bs_store_t *st, const char *action);
+
 typedef struct {
 	atomic_int *stop;        /* when non-NULL and set, return soon */
 	bool once;               /* one pass (cleaner --once) */
@@ -828,14 +951,19 @@ typedef struct {
 	/* settings that may change while it runs; NULL: the store's
 	 * configuration's cleaner section */
 	bs_cleaner_live_t *live;
+	/* after every chunk or phase of a move (may be NULL); as progress */
+	void (*move_progress)(void *ctx, const bs_move_t *move);
 } bs_cleaner_opts_t;
 
 /* Backfill one index on every shard until every job is done (or stop);
  * then, when every job is done, try to mark the index ready. */
 int bs_cleaner_backfill(bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts);
-/* The daemon: pending backfills and the repair loop until stop (or one
- * pass when opts->once). */
+/* The daemon: pending backfills, moves and the repair loop until stop (or
+ * one pass when opts->once). */
 int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts);
+/* Run the recorded moves until every one has ended (or stop): done,
+ * cancelled (undone) or failed; a paused one is waited for. */
+int bs_cleaner_reshard(bs_store_t *st, const bs_cleaner_opts_t *opts);
 
 /* Drift between an index and the bodies. */
 typedef struct {

@@ -68,6 +68,7 @@ void bs_scan_free(bs_scan_t *sc)
 typedef struct {
 	bs_entity_t e;
 	int64_t added_id;
+	bool skip;        /* a copy the shard holds for a move, not its own */
 } scan_row_t;
 
 struct scan_arg {
@@ -75,6 +76,7 @@ struct scan_arg {
 	size_t limit;
 	scan_row_t **rows; /* per shard */
 	size_t *nrows;
+	int64_t *ov;       /* per shard: ownership version of its page */
 };
 
 static int scan_shard(bs_store_t *st, int i, void *p)
@@ -85,7 +87,7 @@ static int scan_shard(bs_store_t *st, int i, void *p)
 	MYSQL_RES *res = NULL;
 	int rc;
 
-	bs__buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities");
+	bs__buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body, " BS__OV_SQL " FROM entities");
 	if (pos->started) {
 		char ts[40];
 		snprintf(ts, sizeof ts, "%lld.%06lld", (long long)(pos->updated_us / 1000000),
@@ -108,6 +110,7 @@ static int scan_shard(bs_store_t *st, int i, void *p)
 		if (!row[0] || !row[1] || lens[1] != 16)
 			continue;
 		r->added_id = strtoll(row[0], NULL, 10);
+		a->ov[i] = row[4] ? strtoll(row[4], NULL, 10) : -1;
 		memcpy(r->e.id.b, row[1], 16);
 		r->e.updated_us = bs__parse_unix_us(row[2]);
 		r->e.shard = i;
@@ -124,9 +127,30 @@ done:
 	return rc;
 }
 
+/* Rows in buckets a shard holds only for a move (copies coming in, or gone
+ * and not yet cleaned up) are skipped, not shown: the owner shows them.
+ * The page's position still moves past them. */
+static int mark_copies(bs_store_t *st, struct scan_arg *a)
+{
+	int rc;
+	if ((rc = bs__map_need(st)))
+		return rc;
+	for (int i = 0; i < st->n; i++) {
+		const uint8_t *states;
+		bool exact;
+		if (!a->nrows[i])
+			continue;
+		if ((rc = bs__owned_at(&states, &exact, st, i, a->ov[i])))
+			return rc;
+		for (size_t k = 0; k < a->nrows[i]; k++)
+			a->rows[i][k].skip = !bs__owns(states[bs_route_id(&a->rows[i][k].e.id, st->map.buckets)]);
+	}
+	return 0;
+}
+
 int bs_scan_next(bs_result_t *out, bs_store_t *st, bs_scan_t *sc, size_t limit)
 {
-	struct scan_arg a = { sc, limit, NULL, NULL };
+	struct scan_arg a = { sc, limit, NULL, NULL, NULL };
 	bool *which = NULL;
 	size_t *taken = NULL;
 	int rc = 0, n = st->n;
@@ -138,9 +162,10 @@ int bs_scan_next(bs_result_t *out, bs_store_t *st, bs_scan_t *sc, size_t limit)
 		return 0;
 	a.rows = calloc((size_t)n, sizeof *a.rows);
 	a.nrows = calloc((size_t)n, sizeof *a.nrows);
+	a.ov = calloc((size_t)n, sizeof *a.ov);
 	which = calloc((size_t)n, sizeof *which);
 	taken = calloc((size_t)n, sizeof *taken);
-	if (!a.rows || !a.nrows || !which || !taken) {
+	if (!a.rows || !a.nrows || !a.ov || !which || !taken) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -151,7 +176,7 @@ int bs_scan_next(bs_result_t *out, bs_store_t *st, bs_scan_t *sc, size_t limit)
 	}
 	if (!any)
 		goto done;
-	if ((rc = bs__shard_each(st, which, scan_shard, &a, NULL)))
+	if ((rc = bs__shard_each(st, which, scan_shard, &a, NULL)) || (rc = mark_copies(st, &a)))
 		goto done;
 	if (!(out->items = calloc(limit, sizeof *out->items))) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
@@ -170,8 +195,10 @@ int bs_scan_next(bs_result_t *out, bs_store_t *st, bs_scan_t *sc, size_t limit)
 		if (best < 0)
 			break;
 		scan_row_t *r = &a.rows[best][taken[best]++];
-		out->items[out->len++] = r->e;
-		bs_value_nil(&r->e.bag); /* moved */
+		if (!r->skip) {
+			out->items[out->len++] = r->e;
+			bs_value_nil(&r->e.bag); /* moved */
+		}
 		sc->pos[best].started = true;
 		sc->pos[best].updated_us = r->e.updated_us;
 		sc->pos[best].added_id = r->added_id;
@@ -187,6 +214,7 @@ done:
 	}
 	free(a.rows);
 	free(a.nrows);
+	free(a.ov);
 	free(which);
 	free(taken);
 	if (rc)
@@ -345,7 +373,7 @@ int bs_entity_index_rows(bs_entity_rows_t **out, int *n, bs_store_t *st, const b
 	if ((rc = bs_bag_id(&id, bag)))
 		return rc;
 	bs__catalog_invalidate(st);
-	if ((rc = bs__catalog_cached(&cat, st)))
+	if ((rc = bs__map_need(st)) || (rc = bs__catalog_cached(&cat, st)))
 		return rc;
 	for (int x = 0; x < cat->len; x++)
 		if (cat->items[x].state != BS_INDEX_DISABLED)
@@ -367,7 +395,8 @@ int bs_entity_index_rows(bs_entity_rows_t **out, int *n, bs_store_t *st, const b
 			continue;
 		bs_entity_rows_t *er = &a.out[slot];
 		snprintf(er->index, sizeof er->index, "%s", idx->name);
-		er->expect_shard = bs__index_row_for(a.expect[slot], tmps[slot], idx, bag, st->n, &er->misfit);
+		int bucket;
+		er->expect_shard = bs__index_row_route(a.expect[slot], tmps[slot], &bucket, idx, bag, st, &er->misfit);
 		if (er->expect_shard >= 0) {
 			size_t o = 0;
 			for (int k = 0; k < idx->nprops; k++) {

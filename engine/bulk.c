@@ -15,6 +15,13 @@
  *
  * An id given twice in one call is written twice, in order: its second
  * occurrence goes in a later round, so each round's old bodies are right.
+ *
+ * Fenced as entity.c's writes are (doc/DESIGN.md, "Buckets and
+ * resharding"): a shard's transaction share-locks the ownership rows of its
+ * entities' buckets and writes only when it owns them all, logging the
+ * entities of leaving buckets for their move; a shard that refuses wrote
+ * nothing, and its entities go again, the map read again. The index rows
+ * are fenced per target shard the same way.
  */
 #include "internal.h"
 
@@ -29,6 +36,7 @@ typedef struct {
 	bs_buf_t sql;      /* this round's statements */
 	char token[48];    /* "" when no index is maintained */
 	bool done;         /* committed */
+	bool refused;      /* the shard did not own every bucket: nothing written */
 } shard_batch_t;
 
 typedef struct {
@@ -43,6 +51,7 @@ typedef struct {
 	bool maintained;
 	shard_batch_t *sb; /* per shard */
 	bs__shard_stmt_t *q;
+	bool *rows_refused; /* per shard: its index statements were refused */
 } bulk_t;
 
 static int push_idx(shard_batch_t *b, size_t k)
@@ -67,32 +76,91 @@ static void id_lits(bs_buf_t *b, const bulk_t *u, const shard_batch_t *sb)
 	}
 }
 
-/* One shard's transaction for this round. */
-static void entity_sql(bulk_t *u, int s)
+static int int_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* The fence of a shard's transaction over buckets[n] (sorted here, kept
+ * once): "SET @bs_want=...;START TRANSACTION;SELECT COUNT(*) INTO @bs_o ...
+ * LOCK IN SHARE MODE", ascending as a move's cut-over locks them. */
+static void fence_sql(bs_buf_t *b, int *buckets, size_t n)
+{
+	size_t m = 0;
+	if (n > 1)
+		qsort(buckets, n, sizeof *buckets, int_cmp);
+	for (size_t k = 0; k < n; k++)
+		if (!m || buckets[m - 1] != buckets[k])
+			buckets[m++] = buckets[k];
+	bs__buf_printf(b, "SET @bs_want=%zu;START TRANSACTION;SELECT COUNT(*) INTO @bs_o FROM bagstore_buckets WHERE"
+	                  " state IN " BS__OWNING_SQL " AND bucket IN (-1", m);
+	for (size_t k = 0; k < m; k++)
+		bs__buf_printf(b, ",%d", buckets[k]);
+	bs__buf_puts(b, ") LOCK IN SHARE MODE WAIT 3");
+}
+
+/* ";INSERT INTO bagstore_move_log ... " of (bucket, id) pairs (a UNION ALL
+ * of "SELECT bucket, id"), for the moves of those buckets that are leaving,
+ * when the shard owned them all. */
+static void log_pairs_sql(bs_buf_t *b, const bs_buf_t *pairs, int kind)
+{
+	if (!pairs->len)
+		return;
+	bs__buf_printf(b, ";INSERT INTO bagstore_move_log (move_id, kind, id) SELECT o.move_id, %d, l.id FROM"
+	                  " bagstore_buckets o JOIN (", kind);
+	bs__buf_putn(b, pairs->ptr, pairs->len);
+	bs__buf_puts(b, ") l ON l.bucket=o.bucket WHERE o.state='leaving' AND @bs_o=@bs_want"
+	                " ON DUPLICATE KEY UPDATE n=n+1");
+}
+
+static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
+{
+	bool first = pairs->len == 0;
+	bs__buf_printf(pairs, first ? "SELECT %d bucket, " : " UNION ALL SELECT %d, ", bucket);
+	bs__buf_hex(pairs, id, 16);
+	if (first)
+		bs__buf_puts(pairs, " id");
+}
+
+/* One shard's transaction for this round, fenced: written only when the
+ * shard owns every bucket of its entities (the last result set says). */
+static int entity_sql(bulk_t *u, int s)
 {
 	shard_batch_t *sb = &u->sb[s];
-	bs_buf_t *b = &sb->sql;
+	bs_buf_t *b = &sb->sql, pairs = {0};
+	int *buckets = malloc((sb->len ? sb->len : 1) * sizeof *buckets);
 	bs__buf_reset(b);
-	if (!sb->len)
-		return;
+	if (!buckets)
+		return bs_error(BS_ENOMEM, "out of memory");
+	if (!sb->len) {
+		free(buckets);
+		return 0;
+	}
+	for (size_t j = 0; j < sb->len; j++) {
+		buckets[j] = bs_route_id(&u->ids[sb->idx[j]], u->st->map.buckets);
+		pair_add(&pairs, buckets[j], u->ids[sb->idx[j]].b);
+	}
 	if (u->maintained) {
 		bs__buf_puts(b, "DO IF(IS_USED_LOCK(");
 		bs__buf_hex(b, sb->token, strlen(sb->token));
 		bs__buf_puts(b, ")=CONNECTION_ID(),1,GET_LOCK(");
 		bs__buf_hex(b, sb->token, strlen(sb->token));
-		bs__buf_puts(b, ",0));START TRANSACTION;INSERT IGNORE INTO bagstore_intents (token, entity_id) VALUES ");
-		for (size_t j = 0; j < sb->len; j++) {
-			bs__buf_puts(b, j ? ",(" : "(");
-			bs__buf_hex(b, sb->token, strlen(sb->token));
-			bs__buf_puts(b, ",");
-			bs__buf_hex(b, u->ids[sb->idx[j]].b, 16);
-			bs__buf_puts(b, ")");
-		}
-		bs__buf_puts(b, ";SELECT id, body FROM entities WHERE id IN (");
-		id_lits(b, u, sb);
-		bs__buf_puts(b, ") FOR UPDATE;");
+		bs__buf_puts(b, ",0));");
 	}
-	bs__buf_puts(b, "INSERT INTO entities (id, updated, body) VALUES ");
+	fence_sql(b, buckets, sb->len);
+	if (u->maintained) {
+		bs__buf_puts(b, ";INSERT IGNORE INTO bagstore_intents (token, entity_id) SELECT ");
+		bs__buf_hex(b, sb->token, strlen(sb->token));
+		bs__buf_puts(b, ", l.id FROM (");
+		bs__buf_putn(b, pairs.ptr, pairs.len);
+		bs__buf_puts(b, ") l WHERE @bs_o=@bs_want;SELECT id, body FROM entities WHERE id IN (");
+		id_lits(b, u, sb);
+		bs__buf_puts(b, ") FOR UPDATE");
+	}
+	/* a compound statement, not INSERT ... SELECT: that would take the
+	 * table's AUTO_INCREMENT lock for the statement */
+	bs__buf_puts(b, ";BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN INSERT INTO entities (id, updated, body) VALUES ");
 	for (size_t j = 0; j < sb->len; j++) {
 		size_t k = sb->idx[j];
 		bs__buf_puts(b, j ? ",(" : "(");
@@ -104,13 +172,19 @@ static void entity_sql(bulk_t *u, int s)
 		bs__buf_puts(b, ")");
 	}
 	bs__buf_puts(b, " ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND),"
-	                "body=VALUES(body)");
+	                "body=VALUES(body); END IF; END");
+	log_pairs_sql(b, &pairs, 0);
 	if (u->maintained) {
 		bs__buf_puts(b, ";UPDATE bagstore_intents i JOIN entities e ON e.id=i.entity_id SET i.ver=e.updated"
 		                " WHERE i.token=");
 		bs__buf_hex(b, sb->token, strlen(sb->token));
-		bs__buf_puts(b, ";COMMIT");
 	}
+	bs__buf_puts(b, ";SELECT @bs_o=@bs_want;COMMIT");
+	if (pairs.oom)
+		b->oom = true;
+	bs__buf_free(&pairs);
+	free(buckets);
+	return 0;
 }
 
 /* The old bodies a shard's transaction read. */
@@ -119,7 +193,7 @@ static void take_old(bulk_t *u, int s)
 	shard_batch_t *sb = &u->sb[s];
 	char where[96];
 	snprintf(where, sizeof where, "shard %s", u->st->shards[s].conf->name);
-	for (int r = 0; r < u->q[s].nres; r++) {
+	for (int r = 0; r + 1 < u->q[s].nres; r++) { /* the last: the fence's answer */
 		MYSQL_RES *res = u->q[s].res[r];
 		MYSQL_ROW row;
 		while ((row = mysql_fetch_row(res))) {
@@ -148,6 +222,7 @@ static void undo(bulk_t *u, int s)
 		return;
 	char msg[1024];
 	int code = bs_last_error_code();
+	unsigned err = st->shards[s].last_errno;
 	snprintf(msg, sizeof msg, "%s", bs_last_error());
 	bs__buf_puts(&b, "ROLLBACK");
 	if (u->sb[s].token[0]) {
@@ -158,13 +233,21 @@ static void undo(bulk_t *u, int s)
 	if (!bs__buf_ok(&b))
 		bs__shard_exec(st, s, b.ptr, b.len);
 	bs__buf_free(&b);
+	st->shards[s].last_errno = err; /* for retryable() */
 	bs_error(code, "%s", msg);
 }
 
 static bool retryable(bs_store_t *st, int s)
 {
 	unsigned e = bs__shard_last_errno(st, s);
-	return e == 1213 || e == 1205;
+	return e == 1213 || e == 1205 || e == 1467 /* the AUTO_INCREMENT lock, lost to a deadlock */;
+}
+
+/* The fence's answer: the last result set of shard s's statements. */
+static bool refused(const bs__shard_stmt_t *q)
+{
+	MYSQL_ROW row = q->nres ? mysql_fetch_row(q->res[q->nres - 1]) : NULL;
+	return !row || !row[0] || strcmp(row[0], "1") != 0;
 }
 
 static void backoff(int tries)
@@ -176,6 +259,14 @@ static void backoff(int tries)
 
 #define TRIES 10
 
+/* Before hop number `hop` (0..) after a refusal: a few ms, as a cut-over
+ * finishes its roll-forward. */
+static void hop_wait(int hop)
+{
+	struct timespec ts = { 0, (long)(hop < 4 ? (hop + 1) * 5 : 50) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
 /* Step 1 for this round: every shard's transaction at once; a deadlocked
  * one again, a few times. Returns the first failure; sb[s].done tells. */
 static int write_entities(bulk_t *u)
@@ -183,8 +274,7 @@ static int write_entities(bulk_t *u)
 	bs_store_t *st = u->st;
 	int rc = 0;
 	for (int s = 0; s < st->n; s++) {
-		entity_sql(u, s);
-		if ((rc = bs__buf_ok(&u->sb[s].sql)))
+		if ((rc = entity_sql(u, s)) || (rc = bs__buf_ok(&u->sb[s].sql)))
 			return rc;
 		u->q[s].sql = u->sb[s].len ? u->sb[s].sql.ptr : NULL;
 		u->q[s].len = u->sb[s].sql.len;
@@ -196,15 +286,18 @@ static int write_entities(bulk_t *u)
 			if (!u->q[s].sql)
 				continue;
 			if (!u->q[s].rc) {
-				u->sb[s].done = true;
-				take_old(u, s);
+				u->sb[s].refused = refused(&u->q[s]);
+				u->sb[s].done = !u->sb[s].refused;
+				if (u->sb[s].done)
+					take_old(u, s);
+				else if (u->sb[s].token[0])
+					bs__lock_release(st, s, u->sb[s].token);
 				u->q[s].sql = NULL;
 				continue;
 			}
 			bs_error(u->q[s].rc, "%s", u->q[s].msg);
 			bool retry = u->q[s].rc == BS_ECONFLICT && retryable(st, s);
-			if (u->maintained)
-				undo(u, s);
+			undo(u, s); /* a statement failed inside the transaction */
 			again |= retry;
 		}
 		bs__shard_stmts_clear(u->q, st->n);
@@ -229,16 +322,44 @@ typedef struct {
 	size_t ndel, nins;
 } rows_t;
 
+/* A target shard's fence over every index's statements: the buckets they
+ * write, the (bucket, id) pairs to log, deletes of rows whose bucket is
+ * unknown (logged for every leaving move). */
+typedef struct {
+	int *bk;
+	size_t nbk, cap;
+	bs_buf_t pairs;
+	bs_buf_t anywhere; /* ids */
+} fence_t;
+
+static void fence_add(fence_t *f, int bucket, const bs_id_t *id)
+{
+	if (f->nbk == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 64;
+		int *p = realloc(f->bk, cap * sizeof *p);
+		if (!p) {
+			f->pairs.oom = true;
+			return;
+		}
+		f->bk = p;
+		f->cap = cap;
+	}
+	f->bk[f->nbk++] = bucket;
+	pair_add(&f->pairs, bucket, id->b);
+}
+
 /* What one entity's write means for idx: the old row removed where it was
- * (everywhere when the old body is unknown), the new row upserted. */
-static void entity_rows(rows_t *per, const bs_index_t *idx, const bs_id_t *id, const bs_value_t *old,
-                        bool old_unknown, const bs_value_t *bag, int n)
+ * (everywhere when the old body is unknown), the new row upserted; the
+ * buckets written go to each shard's fence. */
+static void entity_rows(rows_t *per, fence_t *fen, const bs_index_t *idx, const bs_id_t *id, const bs_value_t *old,
+                        bool old_unknown, const bs_value_t *bag, const bs_store_t *st)
 {
 	const bs_value_t *nv[BS_INDEX_MAX_PROPS], *ov[BS_INDEX_MAX_PROPS];
 	bs_value_t nt[BS_INDEX_MAX_PROPS], ot[BS_INDEX_MAX_PROPS];
-	int ns = bs__index_row_for(nv, nt, idx, bag, n, NULL);
-	int os = old ? bs__index_row_for(ov, ot, idx, old, n, NULL) : -1;
-	if (os >= 0 && ns == os && idx->state == BS_INDEX_READY) {
+	int n = st->n, nb = -1, ob = -1;
+	int ns = bs__index_row_route(nv, nt, &nb, idx, bag, st, NULL);
+	int os = old ? bs__index_row_route(ov, ot, &ob, idx, old, st, NULL) : -1;
+	if (os >= 0 && ns == os && nb == ob && idx->state == BS_INDEX_READY) {
 		bool same = true;
 		for (int k = 0; k < idx->nprops && same; k++)
 			same = bs_value_equal(nv[k], ov[k]);
@@ -249,6 +370,15 @@ static void entity_rows(rows_t *per, const bs_index_t *idx, const bs_id_t *id, c
 		if (i != ns && (old_unknown || i == os)) {
 			bs__buf_puts(&per[i].del, per[i].ndel++ ? "," : "");
 			bs__buf_hex(&per[i].del, id->b, 16);
+			if (old_unknown) {
+				bool first = fen[i].anywhere.len == 0;
+				bs__buf_puts(&fen[i].anywhere, first ? "SELECT " : " UNION ALL SELECT ");
+				bs__buf_hex(&fen[i].anywhere, id->b, 16);
+				if (first)
+					bs__buf_puts(&fen[i].anywhere, " id");
+			} else {
+				fence_add(&fen[i], ob, id);
+			}
 		}
 	if (ns >= 0) {
 		bs_buf_t *b = &per[ns].ins;
@@ -259,23 +389,28 @@ static void entity_rows(rows_t *per, const bs_index_t *idx, const bs_id_t *id, c
 		}
 		bs__buf_hex(b, id->b, 16);
 		bs__buf_puts(b, ")");
+		fence_add(&fen[ns], nb, id);
+		/* the upsert replaces the old row on the same shard: its bucket too */
+		if (os == ns && ob >= 0 && ob != nb)
+			fence_add(&fen[ns], ob, id);
 	}
 }
 
-/* idx's statements per target shard, appended to out[]. */
+/* idx's statements per target shard, appended to out[], each only if the
+ * shard owns every bucket its fence names. */
 static void index_stmts(bs_buf_t *out, rows_t *per, const bs_index_t *idx, int n)
 {
 	for (int i = 0; i < n; i++) {
 		bs_buf_t *b = &out[i];
 		if (per[i].ndel) {
-			bs__buf_puts(b, b->len ? ";DELETE FROM " : "DELETE FROM ");
+			bs__buf_puts(b, ";DELETE FROM ");
 			bs__buf_ident(b, idx->name);
-			bs__buf_puts(b, " WHERE entity_id IN (");
+			bs__buf_puts(b, " WHERE @bs_o=@bs_want AND entity_id IN (");
 			bs__buf_putn(b, per[i].del.ptr, per[i].del.len);
 			bs__buf_puts(b, ")");
 		}
 		if (per[i].nins) {
-			bs__buf_puts(b, b->len ? ";INSERT INTO " : "INSERT INTO ");
+			bs__buf_puts(b, ";BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN INSERT INTO ");
 			bs__buf_ident(b, idx->name);
 			bs__buf_puts(b, " (");
 			for (int k = 0; k < idx->nprops; k++) {
@@ -292,6 +427,7 @@ static void index_stmts(bs_buf_t *out, rows_t *per, const bs_index_t *idx, int n
 				bs__buf_ident(b, idx->props[k].name);
 				bs__buf_puts(b, ")");
 			}
+			bs__buf_puts(b, "; END IF; END");
 		}
 		bs__buf_reset(&per[i].del);
 		bs__buf_reset(&per[i].ins);
@@ -299,18 +435,32 @@ static void index_stmts(bs_buf_t *out, rows_t *per, const bs_index_t *idx, int n
 	}
 }
 
-/* Step 2: the index rows of every entity written this round, every target
- * shard at once; deadlocked shards again (the statements are idempotent). */
-static int write_rows(bulk_t *u, const size_t *round, size_t nround)
+/* A target shard's statements in their fence (out[i] becomes the whole
+ * transaction), its answer last. */
+static void fence_wrap(bs_buf_t *out, fence_t *f)
 {
-	bs_store_t *st = u->st;
-	int n = st->n, rc = 0;
-	rows_t *per = calloc((size_t)n, sizeof *per);
-	bs_buf_t *out = calloc((size_t)n, sizeof *out);
-	if (!per || !out) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
-		goto done;
+	bs_buf_t w = {0};
+	fence_sql(&w, f->bk, f->nbk);
+	bs__buf_putn(&w, out->ptr, out->len);
+	log_pairs_sql(&w, &f->pairs, 1);
+	if (f->anywhere.len) { /* rows whose bucket is unknown: every leaving move */
+		bs__buf_puts(&w, ";INSERT INTO bagstore_move_log (move_id, kind, id) SELECT DISTINCT o.move_id, 1, l.id FROM"
+		                 " bagstore_buckets o JOIN (");
+		bs__buf_putn(&w, f->anywhere.ptr, f->anywhere.len);
+		bs__buf_puts(&w, ") l WHERE o.state='leaving' AND @bs_o=@bs_want ON DUPLICATE KEY UPDATE n=n+1");
 	}
+	bs__buf_puts(&w, ";SELECT @bs_o=@bs_want;COMMIT");
+	if (f->pairs.oom || f->anywhere.oom || out->oom)
+		w.oom = true;
+	bs__buf_free(out);
+	*out = w;
+}
+
+/* Each target shard's fenced statements for the entities written this
+ * round. */
+static void rows_sql(bs_buf_t *out, bulk_t *u, const size_t *round, size_t nround, rows_t *per, fence_t *fen)
+{
+	int n = u->st->n;
 	for (int x = 0; x < u->cat->len; x++) {
 		const bs_index_t *idx = &u->cat->items[x];
 		if (idx->state == BS_INDEX_DISABLED)
@@ -320,29 +470,93 @@ static int write_rows(bulk_t *u, const size_t *round, size_t nround)
 			if (!u->written[k])
 				continue;
 			const bs_value_t *old = u->old[k].type == BS_MAP ? &u->old[k] : NULL;
-			entity_rows(per, idx, &u->ids[k], old, u->found[k] && !old, &u->bags[k], n);
+			entity_rows(per, fen, idx, &u->ids[k], old, u->found[k] && !old, &u->bags[k], u->st);
 		}
 		index_stmts(out, per, idx, n);
 	}
+	for (int i = 0; i < n; i++)
+		if (out[i].len)
+			fence_wrap(&out[i], &fen[i]);
+}
+
+/* Send the round's index statements, every target shard at once;
+ * deadlocked shards again (the statements are idempotent). *refused: a
+ * shard did not own a bucket (the caller reads the map and sends them all
+ * again). */
+static int send_rows(bool *refused_any, bulk_t *u, bs_buf_t *out)
+{
+	bs_store_t *st = u->st;
+	int n = st->n, rc = 0;
+	*refused_any = false;
 	for (int i = 0; i < n; i++) {
+		u->rows_refused[i] = false;
 		if ((rc = bs__buf_ok(&out[i])))
-			goto done;
+			return rc;
 		u->q[i].sql = out[i].len ? out[i].ptr : NULL;
 		u->q[i].len = out[i].len;
 	}
 	for (int tries = 1;; tries++) {
 		rc = bs__shard_run(st, u->q);
-		bs__shard_stmts_clear(u->q, n);
 		bool again = false;
 		for (int i = 0; i < n; i++) {
-			if (u->q[i].sql && u->q[i].rc == BS_ECONFLICT && retryable(st, i))
-				again = true;
-			else if (u->q[i].sql && !u->q[i].rc)
+			if (!u->q[i].sql)
+				continue;
+			if (!u->q[i].rc) {
+				u->rows_refused[i] = refused(&u->q[i]);
+				*refused_any |= u->rows_refused[i];
 				u->q[i].sql = NULL;
+				continue;
+			}
+			unsigned err = st->shards[i].last_errno;
+			if (st->shards[i].conn)
+				bs__shard_exec(st, i, "ROLLBACK", 8);
+			st->shards[i].last_errno = err;
+			again |= u->q[i].rc == BS_ECONFLICT && retryable(st, i);
 		}
+		bs__shard_stmts_clear(u->q, n);
 		if (!rc || !again || tries == TRIES)
 			break;
 		backoff(tries);
+	}
+	return rc;
+}
+
+/* Step 2: the index rows of every entity written this round, fenced per
+ * target shard; a refusal (a bucket moved) reads the map again and sends
+ * them all again, a few times. */
+static int write_rows(bulk_t *u, const size_t *round, size_t nround)
+{
+	bs_store_t *st = u->st;
+	int n = st->n, rc = 0;
+	rows_t *per = calloc((size_t)n, sizeof *per);
+	fence_t *fen = calloc((size_t)n, sizeof *fen);
+	bs_buf_t *out = calloc((size_t)n, sizeof *out);
+	if (!per || !out || !fen) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int hop = 0;; hop++) {
+		bool refused_any = false;
+		for (int i = 0; i < n; i++) {
+			bs__buf_reset(&out[i]);
+			fen[i].nbk = 0;
+			bs__buf_reset(&fen[i].pairs);
+			bs__buf_reset(&fen[i].anywhere);
+		}
+		rows_sql(out, u, round, nround, per, fen);
+		if ((rc = send_rows(&refused_any, u, out)) || !refused_any)
+			break;
+		if (hop == 8) {
+			rc = bs_error(BS_EUNREACHABLE, "the index rows' buckets kept moving");
+			break;
+		}
+		/* where the refused buckets went, from the shards that refused */
+		for (int i = 0; i < n && !rc; i++)
+			if (u->rows_refused[i] && fen[i].nbk)
+				rc = bs__map_learn(st, i, fen[i].bk, (int)fen[i].nbk);
+		if (rc)
+			break;
+		hop_wait(hop);
 	}
 	if (rc) {
 		char msg[1024];
@@ -355,9 +569,15 @@ done:
 		bs__buf_free(&per[i].del);
 		bs__buf_free(&per[i].ins);
 	}
+	for (int i = 0; fen && i < n; i++) {
+		free(fen[i].bk);
+		bs__buf_free(&fen[i].pairs);
+		bs__buf_free(&fen[i].anywhere);
+	}
 	for (int i = 0; out && i < n; i++)
 		bs__buf_free(&out[i]);
 	free(per);
+	free(fen);
 	free(out);
 	return rc;
 }
@@ -433,26 +653,100 @@ static int occurrences(unsigned *occ, const bs_id_t *ids, size_t n)
 	return 0;
 }
 
+/* The entities list[n] grouped by the shard owning their bucket per the
+ * map, in input order, each shard with a new token. */
+static int plan_list(bulk_t *u, const size_t *list, size_t n)
+{
+	bs_store_t *st = u->st;
+	int rc = 0;
+	for (int s = 0; s < st->n; s++) {
+		u->sb[s].len = 0;
+		u->sb[s].done = u->sb[s].refused = false;
+		u->sb[s].token[0] = '\0';
+	}
+	for (size_t j = 0; j < n && !rc; j++) {
+		int s = bs__map_shard(st, bs_route_id(&u->ids[list[j]], st->map.buckets));
+		rc = s < 0 ? bs_error(BS_ECONFIG, "an entity's bucket has no configured shard") : push_idx(&u->sb[s], list[j]);
+	}
+	for (int s = 0; s < st->n; s++)
+		if (u->maintained && u->sb[s].len)
+			new_token(u->sb[s].token);
+	return rc;
+}
+
 /* Round r: the r-th occurrence of every id, grouped by shard in input
  * order. *nround gets how many. */
 static int plan_round(bulk_t *u, size_t n, const unsigned *occ, unsigned r, size_t *round, size_t *nround)
 {
+	*nround = 0;
+	for (size_t k = 0; k < n; k++)
+		if (occ[k] == r)
+			round[(*nround)++] = k;
+	return plan_list(u, round, *nround);
+}
+
+/* The shard an entity of this round went to (its batch). */
+static int batch_of(const bulk_t *u, size_t k)
+{
+	for (int s = 0; s < u->st->n; s++)
+		for (size_t j = 0; j < u->sb[s].len; j++)
+			if (u->sb[s].idx[j] == k)
+				return s;
+	return -1;
+}
+
+/* One round's entities through steps 1 to 3, their shards' refusals sent
+ * again (the map read again) a few times. */
+static int write_round(bulk_t *u, size_t *round, size_t nround)
+{
 	bs_store_t *st = u->st;
 	int rc = 0;
-	*nround = 0;
-	for (int s = 0; s < st->n; s++) {
-		u->sb[s].len = 0;
-		u->sb[s].done = false;
-		u->sb[s].token[0] = '\0';
-	}
-	for (size_t k = 0; k < n && !rc; k++)
-		if (occ[k] == r) {
-			round[(*nround)++] = k;
-			rc = push_idx(&u->sb[bs_route_id(&u->ids[k], st->n)], k);
+	for (int hop = 0; nround; hop++) {
+		/* a shard that failed wrote nothing of this round; the others
+		 * committed: their index rows are written all the same */
+		int erc = write_entities(u);
+		char emsg[1024];
+		snprintf(emsg, sizeof emsg, "%s", bs_last_error());
+		size_t again = 0;
+		for (size_t j = 0; j < nround; j++) {
+			int s = batch_of(u, round[j]);
+			u->written[round[j]] = s >= 0 && u->sb[s].done;
+			if (s >= 0 && u->sb[s].refused)
+				again++;
 		}
-	for (int s = 0; s < st->n; s++)
-		if (u->maintained && u->sb[s].len)
-			new_token(u->sb[s].token);
+		for (size_t j = 0; j < nround; j++)
+			if (u->written[round[j]])
+				bs__fault_after_entity(&u->ids[round[j]]);
+		int rrc = u->maintained ? write_rows(u, round, nround) : 0;
+		settle(u, rrc == 0);
+		if (erc)
+			return bs_error(erc, "%s", emsg);
+		if ((rc = rrc) || !again)
+			return rc;
+		if (hop == 8)
+			return bs_error(BS_EUNREACHABLE, "%zu entities' buckets kept moving: not written", again);
+		size_t m = 0; /* the refused ones, again */
+		for (size_t j = 0; j < nround; j++) {
+			int s = batch_of(u, round[j]);
+			if (s >= 0 && u->sb[s].refused)
+				round[m++] = round[j];
+		}
+		nround = m;
+		/* where the refused entities' buckets went, from their shards */
+		for (int s = 0; s < st->n && !rc; s++)
+			if (u->sb[s].refused) {
+				int *bk = malloc((u->sb[s].len ? u->sb[s].len : 1) * sizeof *bk);
+				if (!bk)
+					return bs_error(BS_ENOMEM, "out of memory");
+				for (size_t j = 0; j < u->sb[s].len; j++)
+					bk[j] = bs_route_id(&u->ids[u->sb[s].idx[j]], st->map.buckets);
+				rc = bs__map_learn(st, s, bk, (int)u->sb[s].len);
+				free(bk);
+			}
+		hop_wait(hop);
+		if (rc || (rc = plan_list(u, round, nround)))
+			return rc;
+	}
 	return rc;
 }
 
@@ -486,6 +780,7 @@ static void bulk_free(bulk_t *u, size_t n)
 	free(u->found);
 	free(u->sb);
 	free(u->q);
+	free(u->rows_refused);
 }
 
 int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, bool *written)
@@ -508,9 +803,10 @@ int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, 
 	u.found = calloc(n, sizeof *u.found);
 	u.sb = calloc((size_t)st->n, sizeof *u.sb);
 	u.q = calloc((size_t)st->n, sizeof *u.q);
+	u.rows_refused = calloc((size_t)st->n, sizeof *u.rows_refused);
 	round = calloc(n, sizeof *round);
 	occ = calloc(n, sizeof *occ);
-	if (!w || !u.bodies || !u.old || !u.found || !u.sb || !u.q || !round || !occ) {
+	if (!w || !u.bodies || !u.old || !u.found || !u.sb || !u.q || !u.rows_refused || !round || !occ) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -527,26 +823,12 @@ int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, 
 		u.maintained |= cat->items[k].state != BS_INDEX_DISABLED;
 	if ((rc = occurrences(occ, ids, ok)))
 		goto done;
+	if ((rc = bs__map_need(st)))
+		goto done;
 	for (unsigned r = 0;; r++) {
 		if ((rc = plan_round(&u, ok, occ, r, round, &nround)) || !nround)
 			break;
-		/* a shard that failed wrote nothing of this round; the others
-		 * committed: their index rows are written all the same */
-		int erc = write_entities(&u);
-		char emsg[1024];
-		snprintf(emsg, sizeof emsg, "%s", bs_last_error());
-		for (size_t j = 0; j < nround; j++)
-			w[round[j]] = u.sb[bs_route_id(&ids[round[j]], st->n)].done;
-		for (size_t j = 0; j < nround; j++)
-			if (w[round[j]])
-				bs__fault_after_entity(&ids[round[j]]);
-		int rrc = u.maintained ? write_rows(&u, round, nround) : 0;
-		settle(&u, rrc == 0);
-		if (erc) {
-			rc = bs_error(erc, "%s", emsg);
-			break;
-		}
-		if ((rc = rrc))
+		if ((rc = write_round(&u, round, nround)))
 			break;
 	}
 	if (!rc && bad)

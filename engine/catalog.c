@@ -98,7 +98,8 @@ int bs__catalog_per_shard(bs_index_list_t **out, int *rcs, bs_store_t *st)
 			snprintf(q[i].msg, sizeof q[i].msg, "%s", bs_last_error());
 		if (rcs[i] && bs__shard_last_errno(st, i) == ER_NO_SUCH_TABLE) {
 			rcs[i] = BS_ECONFIG;
-			snprintf(q[i].msg, sizeof q[i].msg, "%s is not initialised: run `bagstore init`",
+			snprintf(q[i].msg, sizeof q[i].msg, "%s is not initialised: run `bagstore init`"
+			                " (or is this another shard list?)",
 			         bs__shard_label(label, sizeof label, &st->shards[i]));
 		}
 		if (rcs[i] == BS_EUNREACHABLE)
@@ -416,6 +417,63 @@ int bs__catalog_analyze(bs_store_t *st, const char *name)
 	if (!(rc = bs__buf_ok(&b)))
 		rc = bs__exec_everywhere(st, b.ptr, b.len);
 	bs__buf_free(&b);
+	return rc;
+}
+
+/* ------------------------------------------------------------ new shards */
+
+static void ts_sql(bs_buf_t *b, int64_t us)
+{
+	bs__buf_printf(b, "FROM_UNIXTIME(%lld.%06lld)", (long long)(us / 1000000), (long long)(us % 1000000));
+}
+
+/* On shard i: the catalog's rows and tables it lacks (a shard added to the
+ * store since the indexes were created). */
+static int extend_on(bs_store_t *st, int i, void *p)
+{
+	const bs_index_list_t *l = p;
+	bs_buf_t b = {0};
+	int rc = 0;
+	for (int k = 0; k < l->len && !rc; k++) {
+		const bs_index_t *ix = &l->items[k];
+		char on[1024], *ddl = NULL;
+		if (ix->state == BS_INDEX_DISABLED)
+			continue; /* being dropped */
+		if ((rc = bs_index_ddl(&ddl, ix)))
+			break;
+		bs_index_format_on(on, sizeof on, ix);
+		const char *state = bs_index_state_name(ix->state), *shard_on = ix->props[ix->shard_on].name;
+		bs__buf_reset(&b);
+		bs__buf_puts(&b, ddl);
+		bs__buf_puts(&b, ";INSERT IGNORE INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed)"
+		                 " VALUES (");
+		bs__buf_hex(&b, ix->name, strlen(ix->name));
+		bs__buf_puts(&b, ",");
+		bs__buf_hex(&b, on, strlen(on));
+		bs__buf_puts(&b, ",");
+		bs__buf_hex(&b, shard_on, strlen(shard_on));
+		bs__buf_puts(&b, ",");
+		bs__buf_hex(&b, state, strlen(state));
+		bs__buf_puts(&b, ",");
+		ts_sql(&b, ix->created_us);
+		bs__buf_puts(&b, ",");
+		ts_sql(&b, ix->changed_us);
+		bs__buf_puts(&b, ")");
+		free(ddl);
+		if (!(rc = bs__buf_ok(&b)))
+			rc = bs__shard_exec(st, i, b.ptr, b.len);
+	}
+	bs__buf_free(&b);
+	return rc;
+}
+
+int bs__catalog_extend(bs_store_t *st)
+{
+	bs_index_list_t l = {0};
+	int rc = bs_index_list(&l, st);
+	if (!rc && l.len && !(rc = bs__shard_each(st, NULL, extend_on, &l, NULL)))
+		bs__catalog_invalidate(st);
+	bs_index_list_free(&l);
 	return rc;
 }
 

@@ -22,7 +22,18 @@ typedef struct {
 	size_t corrupt;    /* bodies that are corrupt (do not decode, or hold
 	                    * another id): their bag is NIL */
 	char corrupt_first[320]; /* the first of those, why */
+	int64_t ov;        /* the shard's ownership version, read with the rows
+	                    * (a fifth column, BS__OV_SQL), -1 when not */
+	int64_t last_added, last_updated; /* of the last row read, owned or not:
+	                    * the keyset cursor */
+	bool no_bodies;    /* rows without bodies: bags stay NIL, not corrupt */
 } ebatch_t;
+
+/* 16-byte ids, growable. */
+typedef struct {
+	uint8_t (*ids)[16];
+	size_t n, cap;
+} idvec16_t;
 
 void bs__ebatch_reset(ebatch_t *b);
 void bs__ebatch_free(ebatch_t *b);
@@ -31,6 +42,19 @@ int bs__ebatch_load(ebatch_t *b, MYSQL_RES *res);
 /* Reset b and fill it with the rows sql (selecting those columns) returns on
  * shard; *got (optional) gets the rows returned, undecodable ids included. */
 int bs__ebatch_fetch(ebatch_t *b, size_t *got, bs_store_t *st, int shard, const bs_buf_t *sql);
+/* Keep only b's entities whose bucket the shard owned in the snapshot
+ * they were read in (b->ov); *again when the shard has moved past it (read
+ * the batch again). */
+int bs__ebatch_owned(bool *again, ebatch_t *b, bs_store_t *st, int shard);
+/* bs__ebatch_fetch of a scan whose SQL selects BS__OV_SQL fifth, keeping the
+ * shard's own entities (read again when ownership moved under the read).
+ * *got counts every row returned (the scan's end), b->last_* the cursor. */
+int bs__ebatch_scan(ebatch_t *b, size_t *got, bs_store_t *st, int shard, const bs_buf_t *sql);
+/* The current rows of ids[n], read from the shards owning their buckets
+ * (following buckets that moved), sorted by id; ids absent are gone. */
+int bs__entities_current(ebatch_t *out, bs_store_t *st, const bs_id_t *ids, size_t n, bool no_bodies);
+/* qsort_r order of indexes into an array of ids (its argument). */
+int bs__cmp_order_ids(const void *a, const void *b, void *ids);
 /* qsort order of bs_id_t (bytes ascending). */
 int bs__id_cmp(const void *a, const void *b);
 /* Position of id in ids[n] (16-byte ids in ascending order); -1 when absent. */
@@ -68,6 +92,11 @@ int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_in
 /* Make every entity updated at or after since_us (on every shard) right in
  * idx (NULL: every maintained index), newest first. */
 int bs__repair_since(int64_t *rows, bs_store_t *st, const bs_index_t *idx, int64_t since_us);
+
+/* Make right every entity of shard updated at or after since_us whose
+ * bucket is in only[] (per bucket of the map, 1: in), in every maintained
+ * index: a move's target covers what the source's repair had not yet. */
+int bs__repair_moved(int64_t *rows, bs_store_t *st, int shard, int64_t since_us, const uint8_t *only);
 
 /* The repair loop's state across passes (the orphan sweeps' cursors). */
 typedef struct bs__repairer bs__repairer_t;
@@ -175,6 +204,45 @@ void bs__event_emit(const bs_cleaner_opts_t *opts, bs_event_t *ev);
 /* The cleaner settings in force now: opts->live's copy, else cfg's. Read
  * it where a setting is used, each time: a reload takes effect there. */
 void bs__cleaner_conf(bs_cleaner_conf_t *out, const bs_cleaner_opts_t *opts, const bs_config_t *cfg);
+
+/* ------------------------------------------------------------ moves (reshard.c) */
+
+/* A move's row as its runner needs it: the public view, its buckets and
+ * its cursors. */
+typedef struct {
+	bs_move_t pub;
+	int shard;              /* where its row is (the source) */
+	int *buckets;           /* ascending */
+	int nb;
+	uint8_t *in;            /* per bucket of the map: 1 when it moves */
+	bool started_copy;      /* the source's buckets are leaving */
+	int64_t cursor, max_id; /* copy and cleanup: added_id */
+	char index_name[BS_NAME_MAX + 1];
+	uint8_t index_cursor[16];
+	int64_t src_watermark_us;
+} bs__move_t;
+
+void bs__move_free(bs__move_t *m);
+/* The moves whose rows are on shard (its source moves), by id; the
+ * latest plan's only. */
+int bs__moves_on(bs__move_t **out, int *n, bs_store_t *st, int shard);
+/* One move's row, read now. BS_ENOTFOUND when gone. */
+int bs__move_read(bs__move_t *out, bs_store_t *st, int shard, int64_t id);
+/* The GET_LOCK name of a move (at most 64 characters) into buf[65]. */
+void bs__move_lock_name(char buf[65], const bs_store_t *st, int shard, int64_t id);
+/* Is a move past its start and not done on any shard (backfills wait)?
+ * why names it. */
+int bs__moves_in_flight(bool *busy, char *why, size_t size, bs_store_t *st);
+/* Buckets as text ranges "0-9,12" and back. */
+void bs__buckets_format(bs_buf_t *b, const int *buckets, int n);
+int bs__buckets_parse(int **out, int *n, const char *text, int max);
+
+/* ------------------------------------------------------------ running moves (move.c) */
+
+/* Run the moves of the latest plan, one thread per source shard (moves of
+ * one source one after another). st is only read for its configuration:
+ * each thread opens stores of its own. until_done as bs__backfill_run's. */
+int bs__moves_run(bool *all_done, bs_store_t *st, const bs_cleaner_opts_t *opts, bool until_done);
 
 /* ------------------------------------------------------------ misc */
 

@@ -621,11 +621,11 @@ static int opt_key(void *dst, const ctx *c, const node *map, const char *where, 
 /* ------------------------------------------------------------ sections */
 
 static const char *const top_keys[] = {
-	"shards", "timeouts", "catalog_ttl", "read_only", "indexes", "cleaner", "tls", NULL
+	"shards", "timeouts", "catalog_ttl", "read_only", "indexes", "cleaner", "tls", "buckets", NULL
 };
 static const char *const shard_keys[] = {
 	"name", "host", "port", "socket", "database", "user", "password_env",
-	"defaults_file", "option_group", "replicas", "tls", NULL
+	"defaults_file", "option_group", "replicas", "tls", "drain", NULL
 };
 static const char *const replica_keys[] = {
 	"host", "port", "socket", "user", "password_env", "tls", NULL
@@ -635,7 +635,7 @@ static const char *const timeout_keys[] = { "connect", "read", "write", NULL };
 static const char *const index_keys[] = { "name", "on", "shard_on", NULL };
 static const char *const cleaner_keys[] = {
 	"chunk_time", "max_load", "critical_load", "max_replica_lag", "repair_overlap",
-	"repair_interval", "sleep_coef", "metrics", "log_format", "log_every", "hooks", NULL
+	"repair_interval", "sleep_coef", "metrics", "log_format", "log_every", "hooks", "max_fence", NULL
 };
 /* cleaner.hooks: on_event, on_<bs_hook_name>, timeout */
 static const char *const hook_names[BS_HOOK_COUNT] = {
@@ -961,6 +961,10 @@ static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
 			return nerr(c, n, "%s: shard %s is the same server and database as shard %s (line %d): "
 			            "two shards cannot share one set of tables", where, s->name, cfg->shards[j].name,
 			            cfg->shards[j].line);
+	/* drain: true: `reshard plan` moves every bucket off this shard */
+	snprintf(w, sizeof w, "%s.drain", where);
+	if ((v = get(n, "drain")) && (error = get_bool(&s->drain, c, v, w)) < 0)
+		return error;
 	return 0;
 }
 
@@ -1197,7 +1201,8 @@ static int parse_cleaner(bs_config_t *cfg, const ctx *c, const node *root)
 	if ((error = opt_key(&cl->max_replica_lag, c, n, "cleaner", "max_replica_lag", K_SECONDS)) < 0 ||
 	    (error = opt_key(&cl->repair_overlap, c, n, "cleaner", "repair_overlap", K_SECONDS0)) < 0 ||
 	    (error = opt_key(&cl->repair_interval, c, n, "cleaner", "repair_interval", K_SECONDS)) < 0 ||
-	    (error = opt_key(&cl->sleep_coef, c, n, "cleaner", "sleep_coef", K_SECONDS0)) < 0)
+	    (error = opt_key(&cl->sleep_coef, c, n, "cleaner", "sleep_coef", K_SECONDS0)) < 0 ||
+	    (error = opt_key(&cl->max_fence, c, n, "cleaner", "max_fence", K_SECONDS)) < 0)
 		return error;
 	return parse_daemon(&cfg->daemon, c, n);
 }
@@ -1225,6 +1230,10 @@ static int parse_root(bs_config_t *cfg, const ctx *c, const node *root)
 	if ((v = get(root, "read_only")) && (error = get_bool(&cfg->read_only, c, v, "read_only")) < 0)
 		return error;
 	if ((error = parse_indexes(cfg, c, root)) < 0 || (error = parse_cleaner(cfg, c, root)) < 0)
+		return error;
+	/* buckets: read by the store's first init only (the map keeps B) */
+	if ((v = get(root, "buckets")) &&
+	    (error = get_uint(&cfg->buckets, c, v, "buckets", 1, 65536, "a number of buckets")) < 0)
 		return error;
 	return 0;
 }
@@ -1263,6 +1272,7 @@ int bs_config_parse(bs_config_t **out, const char *text, size_t len, const char 
 	cfg->cleaner.repair_interval = 0.2;
 	cfg->daemon.log_every = 5;
 	cfg->daemon.hook_timeout = 10;
+	cfg->cleaner.max_fence = 1.0;
 
 	if (!yaml_parser_initialize(&c.parser)) {
 		error = nomem();

@@ -2,7 +2,8 @@
  * daemon.c - `bagstore cleaner`: the daemon's loop. Each pass reads the
  * catalog, starts a background backfill for every building index that has
  * none running (backfill.c; any number of cleaners share jobs through their
- * locks), runs one repair pass on every shard (repair.c), and promotes the
+ * locks) and a background run of a reshard's moves (move.c), runs one
+ * repair pass on every shard (repair.c), and promotes the
  * indexes whose backfills finished (lifecycle.c). Errors it survives go to
  * the caller's opts->error and the loop goes on; it returns when opts->stop
  * is set, or after one pass with opts->once.
@@ -46,11 +47,37 @@ static void *bg_thread(void *p)
 	return NULL;
 }
 
+/* The reshard's moves, run in the background as backfills are. */
+typedef struct {
+	bs_store_t *st;
+	const bs_cleaner_opts_t *opts;
+	pthread_t tid;
+	bool running;
+	atomic_bool finished;
+	int rc;
+	char msg[1024];
+	double ended;
+} bgmoves_t;
+
+static void *moves_thread(void *p)
+{
+	bgmoves_t *g = p;
+	bool all_done;
+	mysql_thread_init();
+	g->rc = bs__moves_run(&all_done, g->st, g->opts, false);
+	if (g->rc)
+		snprintf(g->msg, sizeof g->msg, "%s", bs_last_error());
+	mysql_thread_end();
+	atomic_store(&g->finished, true);
+	return NULL;
+}
+
 typedef struct {
 	bgjob_t bg[MAX_BG];
 	int nbg;
 	bs__repairer_t *rep;
 	signed char *up;  /* per shard: 1 answers, 0 lost, -1 not known yet */
+	bgmoves_t mv;
 } daemon_t;
 
 /* An error the daemon survives, for the caller to log (opts->error, and
@@ -104,6 +131,31 @@ static void bg_reap(daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts)
 			}
 		}
 	}
+}
+
+/* Moves: a background run when none runs (each of its runners returns as
+ * soon as its move cannot go on; the next pass starts another); with
+ * --once, in the foreground. */
+static int moves_pass(daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts)
+{
+	bgmoves_t *g = &d->mv;
+	if (opts && opts->once) {
+		bool all_done;
+		return bs__moves_run(&all_done, st, opts, false);
+	}
+	if (g->running && atomic_load(&g->finished)) {
+		pthread_join(g->tid, NULL);
+		g->running = false;
+		g->ended = bs_now_mono();
+		if (g->rc)
+			daemon_say(opts, g->rc, "reshard: %s", g->msg);
+	}
+	if (g->running || (g->ended > 0 && bs_now_mono() - g->ended < 1.0))
+		return 0;
+	*g = (bgmoves_t){ .st = st, .opts = opts, .ended = g->ended };
+	if (pthread_create(&g->tid, NULL, moves_thread, g) == 0)
+		g->running = true;
+	return 0;
 }
 
 /* The slot of index's background backfill: its own, a new one, or, when
@@ -251,6 +303,8 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 					daemon_say(opts, bs_last_error_code(), "healing index %s (%s): %s", cat.items[k].name,
 					           cat.items[k].divergence, bs_last_error());
 			backfills(&fe, d, st, opts, &cat);
+			/* moves of a reshard */
+			keep(&fe, moves_pass(d, st, opts));
 			repairs(&fe, d, st, opts, &cat);
 			bg_reap(d, st, opts);
 		}
@@ -271,10 +325,12 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 			break;
 	}
 done:
-	/* background backfills end at their next chunk */
+	/* background backfills and moves end at their next chunk */
 	for (int k = 0; k < d->nbg; k++)
 		if (d->bg[k].running)
 			pthread_join(d->bg[k].tid, NULL);
+	if (d->mv.running)
+		pthread_join(d->mv.tid, NULL);
 	bs__repairer_free(d->rep);
 	free(d->up);
 	free(d);

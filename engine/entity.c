@@ -17,6 +17,14 @@
  *    whatever its age (repair.c). So once writers and the cleaner are
  *    quiet, every index row is what the current body implies.
  *
+ * Every write is fenced (doc/DESIGN.md, "Buckets and resharding"): step 1
+ * share-locks the entity's bucket's ownership row on its shard and writes
+ * only when the shard owns it; step 2's statements on a shard, in one
+ * transaction, share-lock the buckets they write and apply only when the
+ * shard owns them all. A shard that refuses says where the bucket went:
+ * the write follows it (or reads the map again) and goes there. While a
+ * bucket is leaving, the entity is logged for its move's catch-up.
+ *
  * A deadlock or lock wait timeout in step 1 rolls back and retries, a few
  * times with backoff. There is no cross-shard transaction; readers never
  * trust index rows (they re-check bodies).
@@ -32,28 +40,114 @@
 
 static void id_lit(bs_buf_t *b, const bs_id_t *id) { bs__buf_hex(b, id->b, 16); }
 
-static void append_delete(bs_buf_t *b, const bs_index_t *idx, const bs_id_t *id)
+/* Seconds a write waits for a bucket's ownership row: a move's cut-over
+ * holds it at most cleaner.max_fence (1 s by default). */
+#define FENCE_WAIT_S 3
+/* Shards a read or write follows when a bucket is refused, before it
+ * gives up. */
+#define WRITE_HOPS 8
+
+/* Before hop number `hop` (0..): nothing at first, then a few ms, as a
+ * cut-over finishes its roll-forward. */
+static void hop_pause(int hop)
 {
+	if (hop < 1)
+		return;
+	struct timespec ts = { 0, (long)(hop < 4 ? hop * 5 : 50) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+/* One shard's index statements: the buckets they write (fenced together,
+ * in ascending order, as a move's cut-over locks them) and the SQL. */
+typedef struct {
+	bs_buf_t sql;
+	int *buckets;
+	int nb, cap;
+	bool anywhere;  /* deletes of a row whose bucket is unknown */
+	bool refused;   /* the shard did not own them all: nothing applied */
+} shard_rows_t;
+
+static void rows_bucket(shard_rows_t *r, int bucket)
+{
+	for (int k = 0; k < r->nb; k++)
+		if (r->buckets[k] == bucket)
+			return;
+	if (r->nb == r->cap) {
+		int cap = r->cap ? r->cap * 2 : 4;
+		int *b = realloc(r->buckets, (size_t)cap * sizeof *b);
+		if (!b) {
+			r->sql.oom = true;
+			return;
+		}
+		r->buckets = b;
+		r->cap = cap;
+	}
+	r->buckets[r->nb++] = bucket;
+}
+
+/* Delete idx's row of id on this shard: only if it owns the row's bucket
+ * (bucket < 0: the row's bucket is unknown; deleting it anywhere is right). */
+static void append_delete(shard_rows_t *r, const bs_index_t *idx, const bs_id_t *id, int bucket)
+{
+	bs_buf_t *b = &r->sql;
 	bs__buf_puts(b, b->len ? ";DELETE FROM " : "DELETE FROM ");
 	bs__buf_ident(b, idx->name);
 	bs__buf_puts(b, " WHERE entity_id=");
 	id_lit(b, id);
+	if (bucket >= 0) {
+		bs__buf_puts(b, " AND @bs_o=@bs_want");
+		rows_bucket(r, bucket);
+	} else {
+		r->anywhere = true;
+	}
+}
+
+/* Upsert idx's row of id (values vals) on this shard, only if it owns the
+ * row's bucket. */
+static void append_upsert(shard_rows_t *r, const bs_index_t *idx, const bs_id_t *id,
+                          const bs_value_t *const *vals, int bucket)
+{
+	bs_buf_t *b = &r->sql;
+	bs__buf_puts(b, b->len ? ";INSERT INTO " : "INSERT INTO ");
+	bs__buf_ident(b, idx->name);
+	bs__buf_puts(b, " (");
+	for (int k = 0; k < idx->nprops; k++) {
+		bs__buf_ident(b, idx->props[k].name);
+		bs__buf_puts(b, ",");
+	}
+	bs__buf_puts(b, "entity_id) SELECT ");
+	for (int k = 0; k < idx->nprops; k++) {
+		bs__buf_value(b, vals[k], &idx->props[k]);
+		bs__buf_puts(b, ",");
+	}
+	id_lit(b, id);
+	bs__buf_puts(b, " FROM DUAL WHERE @bs_o=@bs_want ON DUPLICATE KEY UPDATE ");
+	for (int k = 0; k < idx->nprops; k++) {
+		if (k)
+			bs__buf_puts(b, ",");
+		bs__buf_ident(b, idx->props[k].name);
+		bs__buf_puts(b, "=VALUES(");
+		bs__buf_ident(b, idx->props[k].name);
+		bs__buf_puts(b, ")");
+	}
+	rows_bucket(r, bucket);
 }
 
 /* Statements that make idx's rows for one entity right, appended per shard.
  * old is the bag before, NULL when there was none; old_unknown when there
  * was one but its body does not decode, so its rows could be on any shard.
  * bag is the new bag, NULL on delete. */
-static void index_sql(bs_buf_t *per_shard, const bs_index_t *idx, const bs_id_t *id,
-                      const bs_value_t *old, bool old_unknown, const bs_value_t *bag, int n)
+static void index_sql(shard_rows_t *per_shard, const bs_index_t *idx, const bs_id_t *id,
+                      const bs_value_t *old, bool old_unknown, const bs_value_t *bag, const bs_store_t *st)
 {
 	/* the temporaries only ever hold floats (ints widened): nothing to free */
 	const bs_value_t *nv[BS_INDEX_MAX_PROPS], *ov[BS_INDEX_MAX_PROPS];
 	bs_value_t nt[BS_INDEX_MAX_PROPS], ot[BS_INDEX_MAX_PROPS];
-	int ns = bag ? bs__index_row_for(nv, nt, idx, bag, n, NULL) : -1;
-	int os = old ? bs__index_row_for(ov, ot, idx, old, n, NULL) : -1;
+	int n = st->n, nb = -1, ob = -1;
+	int ns = bag ? bs__index_row_route(nv, nt, &nb, idx, bag, st, NULL) : -1;
+	int os = old ? bs__index_row_route(ov, ot, &ob, idx, old, st, NULL) : -1;
 
-	if (os >= 0 && ns == os && idx->state == BS_INDEX_READY) {
+	if (os >= 0 && ns == os && nb == ob && idx->state == BS_INDEX_READY) {
 		bool same = true;
 		for (int k = 0; k < idx->nprops && same; k++)
 			same = bs_value_equal(nv[k], ov[k]);
@@ -65,42 +159,62 @@ static void index_sql(bs_buf_t *per_shard, const bs_index_t *idx, const bs_id_t 
 		 * below replaces it (entity_id is unique per table) */
 		for (int i = 0; i < n; i++)
 			if (i != ns)
-				append_delete(&per_shard[i], idx, id);
+				append_delete(&per_shard[i], idx, id, -1);
 	} else if (os >= 0 && os != ns) {
-		append_delete(&per_shard[os], idx, id);
+		append_delete(&per_shard[os], idx, id, ob);
 	}
 	if (ns >= 0) {
-		bs_buf_t *b = &per_shard[ns];
-		bs__buf_puts(b, b->len ? ";INSERT INTO " : "INSERT INTO ");
-		bs__buf_ident(b, idx->name);
-		bs__buf_puts(b, " (");
-		for (int k = 0; k < idx->nprops; k++) {
-			bs__buf_ident(b, idx->props[k].name);
-			bs__buf_puts(b, ",");
-		}
-		bs__buf_puts(b, "entity_id) VALUES (");
-		for (int k = 0; k < idx->nprops; k++) {
-			bs__buf_value(b, nv[k], &idx->props[k]);
-			bs__buf_puts(b, ",");
-		}
-		id_lit(b, id);
-		bs__buf_puts(b, ") ON DUPLICATE KEY UPDATE ");
-		for (int k = 0; k < idx->nprops; k++) {
-			if (k)
-				bs__buf_puts(b, ",");
-			bs__buf_ident(b, idx->props[k].name);
-			bs__buf_puts(b, "=VALUES(");
-			bs__buf_ident(b, idx->props[k].name);
-			bs__buf_puts(b, ")");
-		}
+		append_upsert(&per_shard[ns], idx, id, nv, nb);
+		/* the upsert replaces the old row on the same shard: its bucket is
+		 * written too (fenced, and logged while it is leaving, so that a
+		 * move's copy of the old row goes) */
+		if (os == ns && ob >= 0 && ob != nb)
+			rows_bucket(&per_shard[ns], ob);
 	}
+}
+
+static int int_cmp(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+/* One shard's statements in their fence: a transaction that share-locks
+ * the ownership rows of the buckets written (ascending), applies the
+ * statements only when the shard owns them all, logs the entity for the
+ * moves of its leaving buckets, and answers how many it owns. */
+static void fence_wrap(bs_buf_t *out, shard_rows_t *r, const bs_id_t *id)
+{
+	if (r->nb > 1) /* none: only deletes of rows whose bucket is unknown */
+		qsort(r->buckets, (size_t)r->nb, sizeof *r->buckets, int_cmp);
+	bs__buf_printf(out, "SET @bs_want=%d;START TRANSACTION;SELECT COUNT(*) INTO @bs_o FROM bagstore_buckets"
+	                    " WHERE state IN " BS__OWNING_SQL " AND bucket IN (-1", r->nb);
+	for (int k = 0; k < r->nb; k++)
+		bs__buf_printf(out, ",%d", r->buckets[k]);
+	bs__buf_printf(out, ") LOCK IN SHARE MODE WAIT %d;", FENCE_WAIT_S);
+	bs__buf_putn(out, r->sql.ptr, r->sql.len);
+	bs__buf_puts(out, ";INSERT INTO bagstore_move_log (move_id, kind, id) SELECT move_id, 1, ");
+	id_lit(out, id);
+	bs__buf_puts(out, " FROM bagstore_buckets WHERE state='leaving' AND @bs_o=@bs_want AND bucket IN (-1");
+	for (int k = 0; k < r->nb; k++)
+		bs__buf_printf(out, ",%d", r->buckets[k]);
+	bs__buf_puts(out, ") ON DUPLICATE KEY UPDATE n=n+1");
+	if (r->anywhere) { /* the row could have been in any leaving bucket */
+		bs__buf_puts(out, ";INSERT INTO bagstore_move_log (move_id, kind, id) SELECT DISTINCT move_id, 1, ");
+		id_lit(out, id);
+		bs__buf_puts(out, " FROM bagstore_buckets WHERE state='leaving' ON DUPLICATE KEY UPDATE n=n+1");
+	}
+	bs__buf_puts(out, ";SELECT @bs_o=@bs_want;COMMIT");
+	if (r->sql.oom)
+		out->oom = true;
 }
 
 /* Was the last failure on this shard one a retry may cure? */
 static bool retryable(bs_store_t *st, int shard)
 {
 	unsigned e = bs__shard_last_errno(st, shard);
-	return e == 1213 /* ER_LOCK_DEADLOCK */ || e == 1205 /* ER_LOCK_WAIT_TIMEOUT */;
+	return e == 1213 /* ER_LOCK_DEADLOCK */ || e == 1205 /* ER_LOCK_WAIT_TIMEOUT */ ||
+	       e == 1467 /* ER_AUTOINC_READ_FAILED: the AUTO_INCREMENT lock, lost to a deadlock */;
 }
 
 #define WRITE_TRIES 10
@@ -114,33 +228,69 @@ static void backoff(int tries)
 	nanosleep(&ts, NULL);
 }
 
-/* Send the per-shard index statements, to every target shard at once
- * (fanout.c); the statements are idempotent (a delete and an upsert per
- * index), so a shard that answers with a deadlock or lock wait timeout is
- * sent them again. The first failure is reported with the note that the
- * entity itself is written. */
-static int index_flush(bs_store_t *st, bs_buf_t *per_shard, const bs_id_t *id)
+/* One shard's answer to its fenced statements: the last result set holds
+ * whether the shard owned every bucket written. */
+static bool shard_refused(const bs__shard_stmt_t *q)
+{
+	MYSQL_ROW row = q->nres ? mysql_fetch_row(q->res[q->nres - 1]) : NULL;
+	return !row || !row[0] || strcmp(row[0], "1") != 0;
+}
+
+/* A statement failed inside shard i's transaction: roll it back, keeping
+ * MySQL's error number for retryable(). */
+static void rollback_shard(bs_store_t *st, int i)
+{
+	unsigned err = st->shards[i].last_errno;
+	if (st->shards[i].conn) {
+		bs__shard_exec(st, i, "ROLLBACK", 8);
+		bs_error_clear();
+	}
+	st->shards[i].last_errno = err;
+}
+
+/* Send the per-shard index statements, each shard's fenced in its
+ * transaction, to every target shard at once (fanout.c); the statements
+ * are idempotent, so a shard that answers with a deadlock or lock wait
+ * timeout is sent them again. *refused: a shard no longer owned a bucket
+ * written (nothing was applied there; the caller reads the map again and
+ * sends them all again). The first failure is reported with the note that
+ * the entity itself is written. */
+static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, const bs_id_t *id)
 {
 	bs__shard_stmt_t *q = calloc((size_t)st->n, sizeof *q);
+	bs_buf_t *sql = calloc((size_t)st->n, sizeof *sql);
 	int rc = 0;
-	if (!q)
-		return bs_error(BS_ENOMEM, "out of memory");
+	*refused = false;
+	if (!q || !sql) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
 	for (int i = 0; i < st->n; i++) {
-		if ((rc = bs__buf_ok(&per_shard[i])))
+		if (!per_shard[i].sql.len)
+			continue;
+		fence_wrap(&sql[i], &per_shard[i], id);
+		if ((rc = bs__buf_ok(&sql[i])))
 			goto done;
-		q[i].sql = per_shard[i].len ? per_shard[i].ptr : NULL;
-		q[i].len = per_shard[i].len;
+		q[i].sql = sql[i].ptr;
+		q[i].len = sql[i].len;
 	}
 	for (int tries = 1;; tries++) {
-		rc = bs__shard_run(st, q);
-		bs__shard_stmts_clear(q, st->n);
 		bool again = false;
+		rc = bs__shard_run(st, q);
 		for (int i = 0; i < st->n; i++) {
-			if (q[i].sql && q[i].rc == BS_ECONFLICT && retryable(st, i))
-				again = true;
-			else if (q[i].sql && !q[i].rc)
+			if (!q[i].sql)
+				continue;
+			if (!q[i].rc) {
+				per_shard[i].refused = shard_refused(&q[i]);
+				*refused |= per_shard[i].refused;
 				q[i].sql = NULL; /* done: not sent again */
+				continue;
+			}
+			rollback_shard(st, i);
+			if (q[i].rc == BS_ECONFLICT && retryable(st, i))
+				again = true;
 		}
+		bs__shard_stmts_clear(q, st->n);
 		if (!rc || !again || tries == WRITE_TRIES)
 			break;
 		backoff(tries);
@@ -153,6 +303,9 @@ static int index_flush(bs_store_t *st, bs_buf_t *per_shard, const bs_id_t *id)
 		                  "(readers filter stale rows; the cleaner repairs them)", hex, msg);
 	}
 done:
+	for (int i = 0; sql && i < st->n; i++)
+		bs__buf_free(&sql[i]);
+	free(sql);
 	free(q);
 	return rc;
 }
@@ -166,20 +319,22 @@ static int maintained_count(const bs_index_list_t *cat)
 	return n;
 }
 
-static bs_buf_t *per_shard_new(int n)
+static shard_rows_t *per_shard_new(int n)
 {
-	bs_buf_t *p = calloc((size_t)n, sizeof *p);
+	shard_rows_t *p = calloc((size_t)n, sizeof *p);
 	if (!p)
 		bs_error(BS_ENOMEM, "out of memory");
 	return p;
 }
 
-static void per_shard_free(bs_buf_t *p, int n)
+static void per_shard_free(shard_rows_t *p, int n)
 {
 	if (!p)
 		return;
-	for (int i = 0; i < n; i++)
-		bs__buf_free(&p[i]);
+	for (int i = 0; i < n; i++) {
+		bs__buf_free(&p[i].sql);
+		free(p[i].buckets);
+	}
 	free(p);
 }
 
@@ -199,31 +354,51 @@ static void old_from_row(bs_value_t *old, MYSQL_ROW row, const unsigned long *le
 static int write_rows(bs_store_t *st, const bs_index_list_t *cat, const bs_id_t *id,
                       const bs_value_t *old, bool found, const bs_value_t *bag)
 {
-	bs_buf_t *per;
-	int rc;
+	int rc = 0;
 	if (!maintained_count(cat))
 		return 0;
-	if (!(per = per_shard_new(st->n)))
-		return BS_ENOMEM;
-	for (int k = 0; k < cat->len; k++)
-		if (cat->items[k].state != BS_INDEX_DISABLED)
-			index_sql(per, &cat->items[k], id, old->type == BS_MAP ? old : NULL,
-			          found && old->type != BS_MAP, bag, st->n);
-	rc = index_flush(st, per, id);
-	per_shard_free(per, st->n);
-	return rc;
+	/* a shard that refused (its bucket moved meanwhile): the map again,
+	 * every statement again (each is idempotent) */
+	for (int round = 0; round < WRITE_HOPS; round++) {
+		shard_rows_t *per = per_shard_new(st->n);
+		bool refused = false;
+		if (!per)
+			return BS_ENOMEM;
+		for (int k = 0; k < cat->len; k++)
+			if (cat->items[k].state != BS_INDEX_DISABLED)
+				index_sql(per, &cat->items[k], id, old->type == BS_MAP ? old : NULL,
+				          found && old->type != BS_MAP, bag, st);
+		rc = index_flush(&refused, st, per, id);
+		/* where the refused buckets went, from the shards that refused */
+		for (int i = 0; i < st->n && !rc && refused; i++)
+			if (per[i].refused)
+				rc = bs__map_learn(st, i, per[i].buckets, per[i].nb);
+		per_shard_free(per, st->n);
+		if (rc || !refused)
+			return rc;
+		hop_pause(round);
+	}
+	char hex[33];
+	bs_id_hex(hex, id);
+	return bs_error(BS_EUNREACHABLE, "entity %s is written, but its index rows are not: their buckets kept moving "
+	                "(%d tries; the cleaner repairs them)", hex, WRITE_HOPS);
 }
 
-/* The write in progress: the entity, its shard, what it held before, and
- * its intent's token (also its named lock; "" when there is none). */
+/* The write in progress: the entity, its shard and bucket, what it held
+ * before, and its intent's token (also its named lock; "" when there is
+ * none). */
 typedef struct {
 	bs_id_t id;
-	int shard;
+	int shard, bucket;
 	bs_value_t old;
 	bool found;
 	int64_t old_us;
 	int64_t new_us;  /* the version written, 0 when only @bs_v knows it */
 	char token[48];
+	/* the shard did not own the bucket (nothing was written): its answer */
+	bool refused;
+	char state[16];
+	char peer[BS_NAME_MAX + 1];
 } write_t;
 
 static void rollback(bs_store_t *st, write_t *w)
@@ -260,39 +435,48 @@ static int check_expected(const write_t *w, int64_t expect_us)
 	                expect_us ? "was deleted since it was read" : "already exists");
 }
 
-/* Step 1's statements after the read: the row written (body) or deleted
- * (body NULL) at a version later than any before, the version kept in
- * @bs_v for step 3, the intent row, COMMIT. */
+/* Step 1's statements after the read, each only if the shard owns the
+ * bucket (@bs_own, read under its share lock): the row written (body) or
+ * deleted (body NULL) at a version later than any before, the version kept
+ * in @bs_v for step 3, the entity logged for its bucket's move while the
+ * bucket is leaving, the intent row, COMMIT. */
 static void write_sql(bs_buf_t *b, const write_t *w, const bs_bytes_t *body)
 {
 	if (body) {
-		bs__buf_puts(b, "INSERT INTO entities (id, updated, body) VALUES (");
+		/* a compound statement, not INSERT ... SELECT: that would take the
+		 * table's AUTO_INCREMENT lock for the statement */
+		bs__buf_puts(b, "BEGIN NOT ATOMIC IF @bs_own=1 THEN INSERT INTO entities (id, updated, body) VALUES (");
 		id_lit(b, &w->id);
 		bs__buf_puts(b, ",NOW(6),");
 		bs__buf_hex(b, body->ptr, body->len);
 		bs__buf_puts(b, ") ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),"
-		                "updated+INTERVAL 1 MICROSECOND),body=VALUES(body)");
+		                "updated+INTERVAL 1 MICROSECOND),body=VALUES(body); END IF; END");
 	} else {
-		bs__buf_puts(b, "DELETE FROM entities WHERE id=");
+		bs__buf_puts(b, "DELETE FROM entities WHERE @bs_own=1 AND id=");
 		id_lit(b, &w->id);
 	}
+	bs__buf_puts(b, ";INSERT INTO bagstore_move_log (move_id, kind, id) SELECT move_id, 0, ");
+	id_lit(b, &w->id);
+	bs__buf_printf(b, " FROM bagstore_buckets WHERE bucket=%d AND state='leaving' ON DUPLICATE KEY UPDATE n=n+1",
+	               w->bucket);
 	if (w->token[0]) {
 		if (body) {
 			bs__buf_puts(b, ";SET @bs_v=(SELECT updated FROM entities WHERE id=");
 			id_lit(b, &w->id);
 			bs__buf_puts(b, ")");
 		}
-		bs__buf_puts(b, ";INSERT INTO bagstore_intents (token, entity_id) VALUES (");
+		bs__buf_puts(b, ";INSERT INTO bagstore_intents (token, entity_id) SELECT ");
 		bs__buf_hex(b, w->token, strlen(w->token));
 		bs__buf_puts(b, ",");
 		id_lit(b, &w->id);
-		bs__buf_puts(b, ")");
+		bs__buf_puts(b, " FROM DUAL WHERE @bs_own=1");
 	}
 	bs__buf_puts(b, ";COMMIT");
 }
 
-/* Step 1's opening: the intent's lock, the transaction, the current row
- * read FOR UPDATE. */
+/* Step 1's opening: the intent's lock, the transaction, the bucket's
+ * ownership row under a share lock (a move's cut-over holds it for
+ * update: the write waits for it), the current row read FOR UPDATE. */
 static void read_sql(bs_buf_t *b, const write_t *w)
 {
 	if (w->token[0]) {
@@ -300,109 +484,179 @@ static void read_sql(bs_buf_t *b, const write_t *w)
 		bs__buf_hex(b, w->token, strlen(w->token));
 		bs__buf_puts(b, ",0);");
 	}
-	bs__buf_puts(b, "START TRANSACTION;SELECT body, UNIX_TIMESTAMP(updated) FROM entities WHERE id=");
+	bs__buf_printf(b, "SET @bs_own=0;START TRANSACTION;SELECT state, peer, @bs_own:=(state IN " BS__OWNING_SQL ")"
+	                  " FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE WAIT %d;"
+	                  "SELECT body, UNIX_TIMESTAMP(updated) FROM entities WHERE id=", w->bucket, FENCE_WAIT_S);
 	id_lit(b, &w->id);
 	bs__buf_puts(b, " FOR UPDATE");
 }
 
+/* The answers of step 1's two reads: the bucket's ownership, the row. */
+static void read_answers(write_t *w, MYSQL_RES *own, MYSQL_RES *ent)
+{
+	MYSQL_ROW row = mysql_fetch_row(own);
+	w->refused = !row || !row[2] || strcmp(row[2], "1") != 0;
+	snprintf(w->state, sizeof w->state, "%s", row && row[0] ? row[0] : "");
+	snprintf(w->peer, sizeof w->peer, "%s", row && row[1] ? row[1] : "");
+	if (w->refused)
+		return;
+	if ((row = mysql_fetch_row(ent))) {
+		w->found = true;
+		w->old_us = bs__parse_unix_us(row[1]);
+		old_from_row(&w->old, row, mysql_fetch_lengths(ent), &w->id);
+	}
+}
+
+/* The fenced opening of step 1 on MariaDB 10.5 and later, and without an
+ * index: the bucket's ownership row under a share lock, into @bs_own. */
+static void own_sql(bs_buf_t *b, const write_t *w)
+{
+	bs__buf_printf(b, "SET @bs_own=0;START TRANSACTION;SELECT state, peer, @bs_own:=(state IN " BS__OWNING_SQL ")"
+	                  " FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE WAIT %d", w->bucket, FENCE_WAIT_S);
+}
+
+/* The entity upserted only if the shard owns its bucket (a compound
+ * statement: INSERT ... SELECT would take the table's AUTO_INCREMENT lock);
+ * with returning, the old body is read into @bs_old as it is replaced and
+ * handed back with the new version. */
+static void upsert_sql(bs_buf_t *b, const write_t *w, const bs_bytes_t *body, bool returning)
+{
+	bs__buf_puts(b, ";BEGIN NOT ATOMIC IF @bs_own=1 THEN INSERT INTO entities (id, updated, body) VALUES (");
+	id_lit(b, &w->id);
+	bs__buf_puts(b, ",NOW(6),");
+	bs__buf_hex(b, body->ptr, body->len);
+	if (returning)
+		bs__buf_puts(b, ") ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body)),"
+		                "updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND)"
+		                " RETURNING @bs_old, UNIX_TIMESTAMP(updated); END IF; END");
+	else
+		bs__buf_puts(b, ") ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),"
+		                "updated+INTERVAL 1 MICROSECOND),body=VALUES(body); END IF; END");
+}
+
+/* The entity logged for its bucket's move while the bucket is leaving,
+ * then COMMIT. */
+static void log_commit_sql(bs_buf_t *b, const write_t *w)
+{
+	bs__buf_puts(b, ";INSERT INTO bagstore_move_log (move_id, kind, id) SELECT move_id, 0, ");
+	id_lit(b, &w->id);
+	bs__buf_printf(b, " FROM bagstore_buckets WHERE bucket=%d AND state='leaving' ON DUPLICATE KEY UPDATE n=n+1;"
+	                  "COMMIT", w->bucket);
+}
+
+/* The ownership answer (first result set) into w. */
+static void own_answer(write_t *w, MYSQL_RES *own)
+{
+	MYSQL_ROW row = own ? mysql_fetch_row(own) : NULL;
+	w->refused = !row || !row[2] || strcmp(row[2], "1") != 0;
+	snprintf(w->state, sizeof w->state, "%s", row && row[0] ? row[0] : "");
+	snprintf(w->peer, sizeof w->peer, "%s", row && row[1] ? row[1] : "");
+}
+
 /* Step 1 with no index to maintain and no condition: no old body to read,
- * no intent; one statement (and the rows it touched, for a delete). */
+ * no intent; the fence, one statement (and the rows it touched, for a
+ * delete). */
 static int plain_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 {
 	bs_buf_t b = {0};
-	MYSQL_RES *res = NULL;
+	MYSQL_RES *res[2] = { NULL, NULL };
 	int rc;
+	own_sql(&b, w);
 	if (body) {
-		bs__buf_puts(&b, "INSERT INTO entities (id, updated, body) VALUES (");
-		id_lit(&b, &w->id);
-		bs__buf_puts(&b, ",NOW(6),");
-		bs__buf_hex(&b, body->ptr, body->len);
-		bs__buf_puts(&b, ") ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),"
-		                 "updated+INTERVAL 1 MICROSECOND),body=VALUES(body)");
-		if (!(rc = bs__buf_ok(&b)))
-			rc = bs__shard_exec(st, w->shard, b.ptr, b.len);
+		upsert_sql(&b, w, body, false);
 	} else {
-		bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
+		bs__buf_puts(&b, ";DELETE FROM entities WHERE @bs_own=1 AND id=");
 		id_lit(&b, &w->id);
 		bs__buf_puts(&b, ";SELECT ROW_COUNT()");
-		if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_query(&res, st, w->shard, b.ptr, b.len))) {
-			MYSQL_ROW row = mysql_fetch_row(res);
-			w->found = row && row[0] && strcmp(row[0], "0");
-			mysql_free_result(res);
-		}
 	}
+	log_commit_sql(&b, w);
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query_sets(res, body ? 1 : 2, st, w->shard, b.ptr, b.len)))
+		goto done;
+	own_answer(w, res[0]);
+	if (!body && res[1] && !w->refused) {
+		MYSQL_ROW row = mysql_fetch_row(res[1]);
+		w->found = row && row[0] && strcmp(row[0], "0");
+	}
+done:
+	for (int k = 0; k < 2; k++)
+		if (res[k])
+			mysql_free_result(res[k]);
 	bs__buf_free(&b);
 	return rc;
 }
 
-/* Step 1 on MariaDB 10.5 and later, unconditional: two statements and no
- * explicit transaction. The intent goes first (with its lock, and the
+/* Step 1 on MariaDB 10.5 and later, unconditional: one transaction, no
+ * read before the write. The fence; the intent (with its lock, and the
  * reset of @bs_old): once it is in, whatever the entity write does is
- * covered. Then the entity is written in one statement that reads the body
- * it replaces into @bs_old as it goes (the row lock makes that exact) and
+ * covered; the entity written in one statement that reads the body it
+ * replaces into @bs_old as it goes (the row lock makes that exact) and
  * hands back that old body and the new version (RETURNING); a delete
  * returns the body it removed. */
 static int returning_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 {
 	bs_buf_t b = {0};
-	MYSQL_RES *res = NULL;
+	MYSQL_RES *res[2] = { NULL, NULL };
 	int rc;
-	bs__buf_puts(&b, "INSERT IGNORE INTO bagstore_intents (token, entity_id) SELECT ");
+	own_sql(&b, w);
+	bs__buf_puts(&b, ";INSERT IGNORE INTO bagstore_intents (token, entity_id) SELECT ");
 	bs__buf_hex(&b, w->token, strlen(w->token));
 	bs__buf_puts(&b, ",");
 	id_lit(&b, &w->id);
-	bs__buf_puts(&b, " FROM DUAL WHERE (@bs_old:=NULL) IS NULL AND IF(IS_USED_LOCK(");
+	bs__buf_puts(&b, " FROM DUAL WHERE @bs_own=1 AND (@bs_old:=NULL) IS NULL AND IF(IS_USED_LOCK(");
 	bs__buf_hex(&b, w->token, strlen(w->token));
 	bs__buf_puts(&b, ")=CONNECTION_ID(),1,GET_LOCK(");
 	bs__buf_hex(&b, w->token, strlen(w->token));
-	bs__buf_puts(&b, ",0))=1;");
+	bs__buf_puts(&b, ",0))=1");
 	if (body) {
-		bs__buf_puts(&b, "INSERT INTO entities (id, updated, body) VALUES (");
-		id_lit(&b, &w->id);
-		bs__buf_puts(&b, ",NOW(6),");
-		bs__buf_hex(&b, body->ptr, body->len);
-		bs__buf_puts(&b, ") ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body)),"
-		                 "updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND)"
-		                 " RETURNING @bs_old, UNIX_TIMESTAMP(updated)");
+		upsert_sql(&b, w, body, true);
 	} else {
-		bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
+		bs__buf_puts(&b, ";DELETE FROM entities WHERE @bs_own=1 AND id=");
 		id_lit(&b, &w->id);
 		bs__buf_puts(&b, " RETURNING body, UNIX_TIMESTAMP(updated)");
 	}
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, w->shard, b.ptr, b.len)))
+	log_commit_sql(&b, w);
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query_sets(res, 2, st, w->shard, b.ptr, b.len)))
 		goto done;
-	MYSQL_ROW row = mysql_fetch_row(res);
+	own_answer(w, res[0]);
+	MYSQL_ROW row = !w->refused && res[1] ? mysql_fetch_row(res[1]) : NULL;
 	if (body) {
 		/* the old body; the new version, for step 3 */
 		w->found = row && row[0];
 		w->new_us = row ? bs__parse_unix_us(row[1]) : 0;
 		if (w->found)
-			old_from_row(&w->old, row, mysql_fetch_lengths(res), &w->id);
+			old_from_row(&w->old, row, mysql_fetch_lengths(res[1]), &w->id);
 	} else if (row) {
 		w->found = true;
-		old_from_row(&w->old, row, mysql_fetch_lengths(res), &w->id);
+		old_from_row(&w->old, row, mysql_fetch_lengths(res[1]), &w->id);
 	}
 done:
-	if (res)
-		mysql_free_result(res);
+	for (int k = 0; k < 2; k++)
+		if (res[k])
+			mysql_free_result(res[k]);
 	bs__buf_free(&b);
 	return rc;
 }
 
 /* Step 1, once: one round trip, or two for a conditional write (whose
- * condition is checked between the read and the write). */
+ * condition is checked between the read and the write). A shard that does
+ * not own the bucket writes nothing and says so (w->refused). */
 static int entity_step(bool *retry, bs_store_t *st, write_t *w, const bs_bytes_t *body, bool conditional,
                        int64_t expect_us)
 {
 	bs_buf_t b = {0};
-	MYSQL_RES *res = NULL;
+	MYSQL_RES *res[2] = { NULL, NULL };
 	bool in_tx = true;
 	int rc;
 	bs_value_clear(&w->old);
 	w->found = false;
+	w->refused = false;
 	if (!conditional && (!w->token[0] || (st->shards[w->shard].conn && st->shards[w->shard].returning))) {
 		rc = w->token[0] ? returning_write(st, w, body) : plain_write(st, w, body);
 		*retry = rc == BS_ECONFLICT && retryable(st, w->shard);
+		if (rc)
+			rollback(st, w);
+		else if (w->refused && w->token[0])
+			bs__lock_release(st, w->shard, w->token);
 		return rc;
 	}
 	read_sql(&b, w);
@@ -410,30 +664,32 @@ static int entity_step(bool *retry, bs_store_t *st, write_t *w, const bs_bytes_t
 		bs__buf_puts(&b, ";");
 		write_sql(&b, w, body);
 	}
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, w->shard, b.ptr, b.len)))
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query_sets(res, 2, st, w->shard, b.ptr, b.len)))
 		goto done;
-	MYSQL_ROW row = mysql_fetch_row(res);
-	if (row) {
-		w->found = true;
-		w->old_us = bs__parse_unix_us(row[1]);
-		old_from_row(&w->old, row, mysql_fetch_lengths(res), &w->id);
-	}
+	read_answers(w, res[0], res[1]);
 	in_tx = conditional;
 	if (conditional) {
+		if (w->refused) {
+			rollback(st, w);
+			goto done;
+		}
 		if ((rc = check_expected(w, expect_us)))
 			goto done;
 		bs__buf_reset(&b);
 		write_sql(&b, w, body);
 		if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_exec(st, w->shard, b.ptr, b.len)))
 			in_tx = false;
+	} else if (w->refused && w->token[0]) {
+		bs__lock_release(st, w->shard, w->token);
 	}
 done:
 	/* read before the rollback, whose own statement resets it */
 	*retry = rc == BS_ECONFLICT && retryable(st, w->shard);
 	if (rc && in_tx)
 		rollback(st, w);
-	if (res)
-		mysql_free_result(res);
+	for (int k = 0; k < 2; k++)
+		if (res[k])
+			mysql_free_result(res[k]);
 	bs__buf_free(&b);
 	return rc;
 }
@@ -518,21 +774,44 @@ void bs__fault_after_entity(const bs_id_t *id)
 	}
 }
 
+/* Step 1 on the bucket's owner: a shard that refuses names where the
+ * bucket went (or the map is read again), a few hops at most. */
+static int entity_route_write(bs_store_t *st, write_t *w, const bs_bytes_t *body, bool conditional,
+                              int64_t expect_us)
+{
+	int rc;
+	for (int hop = 0;; hop++) {
+		if ((rc = bs__shard_check(st, w->shard)) ||
+		    (rc = entity_write(st, w, body, conditional, expect_us)) || !w->refused)
+			return rc;
+		if (hop + 1 == WRITE_HOPS)
+			break;
+		hop_pause(hop);
+		if ((rc = bs__map_moved(&w->shard, st, w->bucket, w->shard, w->state, w->peer)))
+			return rc;
+	}
+	char hex[33];
+	bs_id_hex(hex, &w->id);
+	return bs_error(BS_EUNREACHABLE, "entity %s: its bucket %d kept moving (%d shards tried, the last %s says %s): "
+	                "not written", hex, w->bucket, WRITE_HOPS, st->shards[w->shard].conf->name,
+	                w->state[0] ? w->state : "it does not own it");
+}
+
 /* The whole write of bag (encoded as body); bag NULL deletes (absent:
  * BS_ENOTFOUND). */
 static int write_entity(bs_store_t *st, const bs_id_t *id, const bs_value_t *bag, const bs_bytes_t *body,
                         bool conditional, int64_t expect_us)
 {
 	const bs_index_list_t *cat;
-	write_t w = { .id = *id, .shard = bs_route_id(id, st->n) };
+	write_t w = { .id = *id };
 	int rc;
 
 	bs_value_nil(&w.old);
-	if ((rc = bs__catalog_cached(&cat, st)) || (rc = bs__shard_check(st, w.shard)))
+	if ((rc = bs__route_entity(&w.shard, &w.bucket, st, id)) || (rc = bs__catalog_cached(&cat, st)))
 		goto done;
 	if (maintained_count(cat))
 		new_token(w.token);
-	if ((rc = entity_write(st, &w, body, conditional, expect_us)))
+	if ((rc = entity_route_write(st, &w, body, conditional, expect_us)))
 		goto done;
 	if (!bag && !w.found) {
 		char hex[33];
@@ -576,33 +855,40 @@ int bs_put_if(bs_store_t *st, const bs_value_t *bag, int64_t expect_updated_us)
 	return rc;
 }
 
-int bs_get_raw(bs_bytes_t *body, bs_store_t *st, const bs_id_t *id, int64_t *updated_us)
+/* One read of an entity on shard: its bucket's ownership and the row, in
+ * one statement (one snapshot). *refused (with the shard's state and peer)
+ * when the shard does not own the bucket; else *found and the row. */
+static int read_once(bs_bytes_t *body, int64_t *updated_us, bool *found, write_t *w, bs_store_t *st)
 {
 	bs_buf_t b = {0};
 	MYSQL_RES *res = NULL;
-	int s = bs_route_id(id, st->n), rc;
-	memset(body, 0, sizeof *body);
-	bs__buf_puts(&b, "SELECT body, UNIX_TIMESTAMP(updated) FROM entities WHERE id=");
-	id_lit(&b, id);
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, s)) || (rc = bs__shard_query(&res, st, s, b.ptr, b.len)))
+	int rc;
+	*found = false;
+	bs__buf_puts(&b, "SELECT o.state, o.peer, e.body, UNIX_TIMESTAMP(e.updated), e.id IS NOT NULL FROM bagstore_meta m"
+	                 " LEFT JOIN bagstore_buckets o ON o.bucket=");
+	bs__buf_printf(&b, "%d LEFT JOIN entities e ON e.id=", w->bucket);
+	id_lit(&b, &w->id);
+	bs__buf_puts(&b, " WHERE m.k='owned_version'");
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, w->shard)) ||
+	    (rc = bs__shard_query(&res, st, w->shard, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
-	if (!row) {
-		char hex[33];
-		bs_id_hex(hex, id);
-		rc = bs_error(BS_ENOTFOUND, "entity %s not found (looked on shard %s)", hex, st->shards[s].conf->name);
+	snprintf(w->state, sizeof w->state, "%s", row && row[0] ? row[0] : "");
+	snprintf(w->peer, sizeof w->peer, "%s", row && row[1] ? row[1] : "");
+	w->refused = !row || !(row[0] && (!strcmp(row[0], "owned") || !strcmp(row[0], "leaving")));
+	if (w->refused || !row[4] || strcmp(row[4], "1"))
 		goto done;
-	}
-	unsigned long len = mysql_fetch_lengths(res)[0];
+	unsigned long len = mysql_fetch_lengths(res)[2];
 	if (!(body->ptr = malloc(len ? len : 1))) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
-	if (row[0])
-		memcpy(body->ptr, row[0], len);
+	if (row[2])
+		memcpy(body->ptr, row[2], len);
 	body->len = body->cap = len;
 	if (updated_us)
-		*updated_us = bs__parse_unix_us(row[1]);
+		*updated_us = bs__parse_unix_us(row[3]);
+	*found = true;
 done:
 	if (res)
 		mysql_free_result(res);
@@ -610,12 +896,50 @@ done:
 	return rc;
 }
 
+/* Read an entity from its bucket's owner, following a bucket that moved;
+ * *shard gets the shard that answered. */
+static int entity_read(bs_bytes_t *body, int64_t *updated_us, int *shard, bs_store_t *st, const bs_id_t *id)
+{
+	write_t w = { .id = *id };
+	bool found = false;
+	int rc;
+	memset(body, 0, sizeof *body);
+	if ((rc = bs__route_entity(&w.shard, &w.bucket, st, id)))
+		return rc;
+	for (int hop = 0;; hop++) {
+		if ((rc = read_once(body, updated_us, &found, &w, st)) || !w.refused)
+			break;
+		if (hop + 1 == WRITE_HOPS) {
+			char hex[33];
+			bs_id_hex(hex, id);
+			return bs_error(BS_EUNREACHABLE, "entity %s: its bucket %d kept moving (%d shards tried): not read",
+			                hex, w.bucket, WRITE_HOPS);
+		}
+		hop_pause(hop);
+		if ((rc = bs__map_moved(&w.shard, st, w.bucket, w.shard, w.state, w.peer)))
+			return rc;
+	}
+	*shard = w.shard;
+	if (!rc && !found) {
+		char hex[33];
+		bs_id_hex(hex, id);
+		rc = bs_error(BS_ENOTFOUND, "entity %s not found (looked on shard %s)", hex, st->shards[w.shard].conf->name);
+	}
+	return rc;
+}
+
+int bs_get_raw(bs_bytes_t *body, bs_store_t *st, const bs_id_t *id, int64_t *updated_us)
+{
+	int shard;
+	return entity_read(body, updated_us, &shard, st, id);
+}
+
 int bs_get(bs_value_t *out, bs_store_t *st, const bs_id_t *id, int64_t *updated_us, int *shard)
 {
 	bs_bytes_t body;
-	int s = bs_route_id(id, st->n);
+	int s = -1;
 	bs_value_nil(out);
-	int rc = bs_get_raw(&body, st, id, updated_us);
+	int rc = entity_read(&body, updated_us, &s, st, id);
 	if (rc)
 		return rc;
 	if (shard)

@@ -52,9 +52,12 @@ void bs_export_free(bs_export_t *ex)
 
 int bs_export_open(bs_export_t **out, bs_store_t *st, const bs_export_opts_t *opts)
 {
-	bs_export_t *ex = calloc(1, sizeof *ex);
+	bs_export_t *ex;
+	int rc;
 	*out = NULL;
-	if (!ex)
+	if ((rc = bs__map_need(st)))
+		return rc;
+	if (!(ex = calloc(1, sizeof *ex)))
 		return bs_error(BS_ENOMEM, "out of memory");
 	ex->o = *opts;
 	ex->n = st->n;
@@ -86,7 +89,7 @@ static void page_sql(bs_buf_t *b, const bs_export_t *ex, const cursor_t *c)
 {
 	bool newest = ex->o.order == BS_EXPORT_NEWEST;
 	const char *and = " WHERE ";
-	bs__buf_puts(b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities");
+	bs__buf_puts(b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body, " BS__OV_SQL " FROM entities");
 	if (ex->o.since_us) {
 		bs__buf_puts(b, and);
 		bs__buf_puts(b, "updated>=");
@@ -114,11 +117,19 @@ static int take_page(bs_result_t *out, bs_export_t *ex, bs_store_t *st, int i)
 	cursor_t *c = &ex->c[i];
 	char where[96];
 	size_t rows = 0;
+	const uint8_t *states = NULL;
 	snprintf(where, sizeof where, "shard %s", st->shards[i].conf->name);
 	bs_result_free(&c->buf);
 	c->pos = 0;
 	for (int r = 0; r < ex->q[i].nres; r++) {
 		MYSQL_RES *res = ex->q[i].res[r];
+		MYSQL_ROW first = mysql_fetch_row(res);
+		bool exact;
+		int rc;
+		mysql_data_seek(res, 0);
+		/* the shard's own entities: not the copies it holds for a move */
+		if (first && (rc = bs__owned_at(&states, &exact, st, i, first[4] ? strtoll(first[4], NULL, 10) : -1)))
+			return rc;
 		size_t nr = (size_t)mysql_num_rows(res);
 		int64_t *added = realloc(c->added, (nr ? nr : 1) * sizeof *added);
 		bs_entity_t *items = calloc(nr ? nr : 1, sizeof *items);
@@ -142,6 +153,8 @@ static int take_page(bs_result_t *out, bs_export_t *ex, bs_store_t *st, int i)
 			c->cur_us = bs__parse_unix_us(row[2]);
 			bs_entity_t *e = &c->buf.items[c->buf.len];
 			memcpy(e->id.b, row[1], 16);
+			if (states && !bs__owns(states[bs_route_id(&e->id, st->map.buckets)]))
+				continue;
 			e->updated_us = c->cur_us;
 			e->shard = i;
 			if (!row[3] || bs__body_decode_row(&e->bag, row[3], lens[3], row[1], where)) {

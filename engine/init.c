@@ -1,7 +1,10 @@
 /*
- * init.c - `bagstore init`: every shard's tables and identity (schema.c),
- * then the configuration's indexes, created through their lifecycle when
- * absent (lifecycle.c). Idempotent: run it again at any time.
+ * init.c - `bagstore init`: every shard's identity checked before anything
+ * is created (map.c), every shard's tables (schema.c), the bucket
+ * map and each shard's identity (map.c), the catalog on shards added since
+ * (catalog.c), then the configuration's indexes, created through their
+ * lifecycle when absent (lifecycle.c).
+ * Idempotent: run it again at any time.
  */
 #include "internal.h"
 
@@ -10,7 +13,7 @@ int bs_init(bs_store_t *st)
 	int rc;
 	if (st->cfg->read_only)
 		return bs_error(BS_EREADONLY, "read-only: refusing init");
-	if ((rc = bs__schema_init(st)))
+	if ((rc = bs__map_precheck(st)) || (rc = bs__schema_init(st)) || (rc = bs__map_init(st)) || (rc = bs__catalog_extend(st)))
 		return rc;
 	for (int k = 0; k < st->cfg->nindexes; k++) {
 		bs_index_t cur;

@@ -10,9 +10,9 @@
  *
  *   L0  base      error buf bytes value id base64
  *   L1  text      msgpack body json yaml config indexdef route querytext
- *   L2  shards    tls shard fanout store replica schema catalog audit grants
+ *   L2  shards    tls shard fanout store replica schema catalog audit grants map
  *   L3  data      entity bulk query browse export status census count undo
- *   L4  cleaner   events jobs throttle lag drift repair backfill verify lifecycle workers
+ *   L4  cleaner   events jobs throttle lag drift repair reshard backfill verify lifecycle workers move
  *   L5  top       init daemon
  *
  * L0 knows bytes and values; L1 turns them into text and back and reads
@@ -90,7 +90,23 @@ typedef struct {
 	 * (MariaDB 10.5 and later): the write path's one-statement form */
 	bool returning;
 	bs_tls_state_t tls; /* what the open connection's TLS achieved (tls.c) */
+	/* its ownership states per bucket (map.c), as of owned_version; NULL
+	 * until read */
+	uint8_t *bstate;
+	int64_t owned_version;
 } bs_shard_t;
+
+/* The bucket map as a store caches it (map.c). */
+typedef struct {
+	bool loaded;
+	int64_t version;
+	int buckets;             /* B */
+	char store_id[33];
+	int *owner;              /* per bucket: the configured shard that owns it, -1 unknown */
+	int nnames;              /* members, in the map's order */
+	char (*names)[BS_NAME_MAX + 1];
+	int *name_shard;         /* per member: its configured shard, -1 when not configured */
+} bs__map_t;
 
 struct bs_store {
 	const bs_config_t *cfg;
@@ -103,6 +119,11 @@ struct bs_store {
 	/* connect/read/write timeouts, whole seconds, from the configuration (the
 	 * console caps them by opening its stores over a copy of it) */
 	unsigned connect_timeout, read_timeout, write_timeout;
+	/* the bucket map (map.c) and the store's id (set by the first shard
+	 * whose identity is checked, or by the map) */
+	bs__map_t map;
+	char store_id[33];       /* under id_lock: the fan-out checks shards at once */
+	pthread_mutex_t id_lock;
 };
 
 double bs_now_mono(void);   /* monotonic seconds */
@@ -183,20 +204,34 @@ unsigned bs__shard_last_errno(const bs_store_t *st, int i);
 /* Is err MySQL's refusal for want of a privilege (table, column, database
  * or global: 1142, 1143, 1044, 1227)? */
 bool bs__denied(unsigned err);
-/* Refuse reads and writes through a configuration whose shard list
- * disagrees with what the shard records (its fingerprint and position), or
- * when the shard was never initialised: BS_ECONFIG naming both lists.
- * Checked once per connection. Every statement on entities or index tables
- * is preceded by it: a wrong configuration reads nothing and writes
- * nothing, instead of answering "not found". */
+/* Refuse reads and writes through a shard whose identity disagrees
+ * (BS_ECONFIG): not initialised, initialised by an older bagstore (no map:
+ * run init), another name than the configuration gives its address, or
+ * another store's id than the other shards' (doc/DESIGN.md, "Buckets and
+ * resharding"). Checked once per connection; sets st->store_id. Every
+ * statement on entities or index tables is preceded by it: a wrong
+ * configuration reads nothing and writes nothing, instead of answering
+ * "not found". */
 int bs__shard_check(bs_store_t *st, int i);
+/* The store's id against id (a shard's, or the map's), under its lock: 0
+ * when it agrees, or when the store had none yet (it takes id); 1 when it
+ * holds another, copied into held. id NULL or "": the store forgets its id. */
+int bs__store_id_agree(char held[33], bs_store_t *st, const char *id);
 /* The identity a shard records in bagstore_meta (all zero when it records
- * none; BS_ECONFIG when bagstore_meta does not exist). */
+ * none; BS_ECONFIG when bagstore_meta does not exist): the store's id and
+ * the shard's name (map members), and the fingerprint, position and count
+ * of the list it was first initialised with (older bagstores). */
 typedef struct {
 	char fingerprint[64];
 	int index, count;
+	char store_id[33];
+	char name[BS_NAME_MAX + 1];
 } shard_meta_t;
 int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i);
+/* Run a multi-statement and keep its first nsets result sets (row-less
+ * statements skipped; fewer leave NULLs, none is an error); the rest are
+ * drained. */
+int bs__shard_query_sets(MYSQL_RES **res, int nsets, bs_store_t *st, int i, const char *sql, size_t len);
 
 /* Run fn(st, shard, arg) for each shard in `which` (NULL: all shards) at
  * once, each on its own thread using only its own shard's connection.
@@ -210,6 +245,64 @@ int bs__exec_everywhere(bs_store_t *st, const char *sql, size_t len);
 
 /* Parse a MySQL UNIX_TIMESTAMP(x) text ("1700000000.123456") to microseconds. */
 int64_t bs__parse_unix_us(const char *s);
+
+/* ------------------------------------------------------------ the map (map.c) */
+
+/* Ownership states of a bucket on a shard (bagstore_buckets.state). */
+enum { BS__B_NONE = 0, BS__B_OWNED, BS__B_LEAVING, BS__B_INCOMING, BS__B_GONE };
+static inline bool bs__owns(uint8_t state) { return state == BS__B_OWNED || state == BS__B_LEAVING; }
+/* The SQL list of the states in which a shard owns a bucket. */
+#define BS__OWNING_SQL "('owned','leaving')"
+/* A shard's ownership version as a column: read with the rows it goes with,
+ * in the same statement, so rows and ownership are of one snapshot. */
+#define BS__OV_SQL "(SELECT CAST(v AS SIGNED) FROM bagstore_meta WHERE k='owned_version')"
+
+/* The map: loaded on first need (the highest version any shard answering
+ * holds), checked against the configuration (every member owning buckets
+ * configured, every configured shard a member). */
+int bs__map_need(bs_store_t *st);
+/* Read it again (told that it is stale). */
+int bs__map_reload(bs_store_t *st);
+/* An entity's bucket and its shard per the cached map (loaded). */
+int bs__route_entity(int *shard, int *bucket, bs_store_t *st, const bs_id_t *id);
+/* The shard of a bucket per the cached map (-1: none configured). */
+static inline int bs__map_shard(const bs_store_t *st, int bucket) { return st->map.owner[bucket]; }
+/* The configured shard of a member's name, -1 when none. */
+int bs__shard_by_name(const bs_store_t *st, const char *name);
+/* shard refused bucket (it answered state, peer): where to go next. The
+ * cached owner is updated from the answer, or the map read again; an
+ * `incoming` bucket whose source says `gone` to it is rolled forward
+ * (unless read_only). BS_EUNREACHABLE when no owner can be found. */
+int bs__map_moved(int *next, bs_store_t *st, int bucket, int from, const char *state, const char *peer);
+/* shard refused a write to some of buckets[n]: the cached owner of each it
+ * does not own is set from its answer (followed as bs__map_moved does), or
+ * the map read again when it never had one. */
+int bs__map_learn(bs_store_t *st, int shard, const int *buckets, int n);
+/* The ownership states of shard (per bucket, BS__B_*), as of version (-1:
+ * its current one). *exact is false when the shard has moved past version
+ * meanwhile (the caller reads its rows again). */
+int bs__owned_at(const uint8_t **states, bool *exact, bs_store_t *st, int shard, int64_t version);
+/* The bucket of an index row from its shard_on column as MySQL returns it
+ * (raw bytes for strings and bytes, text for numbers); -1 when NULL. */
+int bs__column_bucket(const bs_store_t *st, const bs_prop_t *prop, const char *raw, unsigned long len);
+/* A float column's zero read back as text may have been either zero, whose
+ * buckets differ: the other zero's bucket (b, the first guess, otherwise). */
+int bs__column_bucket_zero(const bs_store_t *st, const bs_prop_t *prop, const char *raw, unsigned long len, int b);
+/* Does some shard own every bucket, in states[shard] (NULL: that shard's
+ * states unknown)? A read over every shard that finds a bucket nobody owned
+ * (a cut-over between two shards' snapshots) reads again. */
+bool bs__map_covered(const bs_store_t *st, const uint8_t *const *states);
+/* Create or complete the map at init: a new store's first map, an older
+ * store's migration, new members, members the configuration dropped that
+ * own nothing; ownership rows and identities. */
+int bs__map_init(bs_store_t *st);
+/* Before init creates anything: every shard's recorded identity agrees
+ * with the configuration and the others' (its name, one store, an older
+ * bagstore's list), so a wrong list touches no shard (a new one included). */
+int bs__map_precheck(bs_store_t *st);
+/* Publish the map's next version in which buckets[n] belong to target (a
+ * member's name); under the map lock, on every shard that answers. */
+int bs__map_publish_move(bs_store_t *st, const int *buckets, int n, const char *target);
 
 /* ------------------------------------------------------------ catalog */
 
@@ -249,6 +342,9 @@ int bs__catalog_put_row(bs_store_t *st, int i, const bs_index_t *def);
 /* ANALYZE TABLE name on every shard: InnoDB's row estimates made fresh
  * (lifecycle.c, when a backfill has filled the table). */
 int bs__catalog_analyze(bs_store_t *st, const char *name);
+/* Give every shard the catalog's rows and index tables it lacks (shards
+ * added to the store since the indexes were created; init). */
+int bs__catalog_extend(bs_store_t *st);
 
 /* The value an entity gives an index's property, normalised to what the
  * column stores (ints widened to float for float columns). Returns 1 and
@@ -262,6 +358,10 @@ int bs__index_prop_value(const bs_value_t **out, bs_value_t *tmp,
  * (a property absent or not fitting; *misfit set when not fitting). */
 int bs__index_row_for(const bs_value_t **vals, bs_value_t *tmps, const bs_index_t *idx,
                   const bs_value_t *bag, int nshards, bool *misfit);
+/* The same with the store's map: the row's bucket into *bucket and its
+ * shard returned (-1: no row). The map must be loaded. */
+int bs__index_row_route(const bs_value_t **vals, bs_value_t *tmps, int *bucket, const bs_index_t *idx,
+                        const bs_value_t *bag, const bs_store_t *st, bool *misfit);
 
 /* An index row as read back by SELECT cols..., in the index's column
  * order, into vals[nprops] (owned: clear each). */

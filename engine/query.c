@@ -13,6 +13,13 @@
  *
  * Every step reaches all its shards at once from this thread (fanout.c):
  * no thread is started for a query.
+ *
+ * Every read checks, in its own snapshot, that its shard owns the bucket of
+ * what it reads (doc/DESIGN.md, "Buckets and resharding"): index rows of
+ * buckets a shard holds only for a move are left out (and a scan that saw
+ * a bucket nobody owned, a cut-over between two shards' snapshots, reads
+ * again); an entity read where its bucket no longer is is read again from
+ * its owner, the map read again.
  */
 #include "internal.h"
 
@@ -72,10 +79,32 @@ struct qctx {
 	const bs_cond_t *conds;
 	int nconds;
 	const bs_prop_t **cprops; /* the index property of each condition */
+	int route_bucket;         /* the shard_on value's bucket, -1: every shard */
 	idvec_t *byshard;         /* per entity shard: ids to fetch */
+	idvec_t moved;            /* ids read where their bucket no longer is: again */
 	bs__shard_stmt_t *stmt;   /* per shard: this round's statements */
 	bs_buf_t *sql;            /* per shard: their text */
+	const uint8_t **states;   /* per shard: ownership as of its last read */
 };
+
+/* The ownership version of shard i's read (its first row's first column);
+ * states[i] as of it. *exact false when the shard moved past it. */
+static int states_of(bool *exact, struct qctx *q, bs_store_t *st, int i, const char *v)
+{
+	*exact = false;
+	q->states[i] = NULL;
+	return bs__owned_at(&q->states[i], exact, st, i, v ? strtoll(v, NULL, 10) : -1);
+}
+
+static bool owned_by(const struct qctx *q, const bs_store_t *st, int i, const bs_id_t *id)
+{
+	return q->states[i] && bs__owns(q->states[i][bs_route_id(id, st->map.buckets)]);
+}
+
+static int entity_shard(const bs_store_t *st, const bs_id_t *id)
+{
+	return bs__map_shard(st, bs_route_id(id, st->map.buckets));
+}
 
 static bool still_matches(const struct qctx *q, const bs_value_t *bag)
 {
@@ -122,99 +151,193 @@ static void clear_round(struct qctx *q, int n)
 		bs__buf_reset(&q->sql[i]);
 }
 
-/* 1. the matching entity_ids, from one shard (route) or all; each goes to
- * its entity shard's list */
-static int scan(size_t *candidates, struct qctx *q, bs_store_t *st, int route)
+/* Step 1's statement on shard i: with the ownership version of the same
+ * snapshot and the routed bucket's state (one row even when none matches),
+ * each row's shard_on value for its bucket. */
+static void scan_sql(bs_buf_t *b, const struct qctx *q)
 {
-	int rc;
-	for (int i = 0; i < st->n; i++) {
-		bs_buf_t *b = &q->sql[i];
-		if (route >= 0 && i != route)
-			continue;
-		bs__buf_puts(b, "SELECT entity_id FROM ");
-		bs__buf_ident(b, q->idx->name);
-		for (int k = 0; k < q->nconds; k++) {
-			bs__buf_puts(b, k ? " AND " : " WHERE ");
-			bs__buf_ident(b, q->conds[k].prop);
-			bs__buf_puts(b, "=");
-			bs__buf_value(b, &q->conds[k].value, q->cprops[k]);
-		}
+	bs__buf_puts(b, "SELECT m.v, o.state, o.peer, i.entity_id, i.");
+	bs__buf_ident(b, q->idx->props[q->idx->shard_on].name);
+	bs__buf_printf(b, " FROM bagstore_meta m LEFT JOIN bagstore_buckets o ON o.bucket=%d LEFT JOIN ", q->route_bucket);
+	bs__buf_ident(b, q->idx->name);
+	bs__buf_puts(b, " i ON ");
+	for (int k = 0; k < q->nconds; k++) {
+		bs__buf_puts(b, k ? " AND i." : "i.");
+		bs__buf_ident(b, q->conds[k].prop);
+		bs__buf_puts(b, "=");
+		bs__buf_value(b, &q->conds[k].value, q->cprops[k]);
 	}
+	bs__buf_puts(b, " WHERE m.k='owned_version'");
+}
+
+/* One scan of the shards in which[] (route >= 0: that one); *again when
+ * ownership moved under it (the routed shard does not own the bucket, a
+ * shard moved past its snapshot, a bucket nobody owned). found[] gets the
+ * ids of the rows each shard owns. */
+static int scan_once(bool *again, idvec_t *found, struct qctx *q, bs_store_t *st, int *route)
+{
+	const bs_prop_t *on = &q->idx->props[q->idx->shard_on];
+	int rc;
+	*again = false;
+	for (int i = 0; i < st->n; i++)
+		if (*route < 0 || i == *route)
+			scan_sql(&q->sql[i], q);
 	if ((rc = run_round(q, st)))
 		goto done;
-	for (int i = 0; i < st->n && !rc; i++)
-		for (int r = 0; r < q->stmt[i].nres && !rc; r++) {
-			MYSQL_ROW row;
-			MYSQL_RES *res = q->stmt[i].res[r];
-			while (!rc && (row = mysql_fetch_row(res))) {
-				if (!row[0] || mysql_fetch_lengths(res)[0] != 16)
-					continue;
-				bs_id_t id;
-				memcpy(id.b, row[0], 16);
-				(*candidates)++;
-				rc = idvec_push(&q->byshard[bs_route_id(&id, st->n)], id.b);
-			}
+	for (int i = 0; i < st->n && !rc; i++) {
+		if (*route >= 0 && i != *route)
+			continue;
+		MYSQL_RES *res = q->stmt[i].nres ? q->stmt[i].res[0] : NULL;
+		MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+		bool exact;
+		if (*route >= 0 && (!row || !row[1] || (strcmp(row[1], "owned") && strcmp(row[1], "leaving")))) {
+			*again = true; /* the routed bucket went elsewhere */
+			rc = bs__map_moved(route, st, q->route_bucket, i, row ? row[1] : NULL, row ? row[2] : NULL);
+			goto done;
 		}
+		if ((rc = states_of(&exact, q, st, i, row ? row[0] : NULL)) || !exact) {
+			*again = !rc;
+			goto done;
+		}
+		for (; row && !rc; row = mysql_fetch_row(res)) {
+			unsigned long *lens = mysql_fetch_lengths(res);
+			/* routed: every row holds the condition's shard_on value, whose
+			 * bucket is known exactly (a float column's text cannot tell
+			 * -0.0 from 0.0, whose buckets differ) */
+			int b = q->route_bucket >= 0 ? q->route_bucket : bs__column_bucket(st, on, row[4], lens[4]);
+			if (b >= 0 && !bs__owns(q->states[i][b]) && q->route_bucket < 0)
+				b = bs__column_bucket_zero(st, on, row[4], lens[4], b);
+			if (row[3] && lens[3] == 16 && b >= 0 && bs__owns(q->states[i][b]))
+				rc = idvec_push(&found[i], row[3]);
+		}
+	}
+	if (!rc && *route < 0 && !bs__map_covered(st, q->states))
+		*again = true;
 done:
 	clear_round(q, st->n);
 	return rc;
 }
 
+/* 1. the matching entity_ids, from one shard (route) or all; each goes to
+ * its entity shard's list */
+static int scan(size_t *candidates, struct qctx *q, bs_store_t *st, int route)
+{
+	idvec_t *found = calloc((size_t)st->n, sizeof *found);
+	int rc = 0;
+	if (!found)
+		return bs_error(BS_ENOMEM, "out of memory");
+	for (int round = 0;; round++) {
+		bool again = false;
+		for (int i = 0; i < st->n; i++)
+			found[i].len = 0;
+		if ((rc = scan_once(&again, found, q, st, &route)) || !again)
+			break;
+		if (round == 8) {
+			rc = bs_error(BS_EUNREACHABLE, "query on %s: the index's buckets kept moving", q->idx->name);
+			break;
+		}
+	}
+	for (int i = 0; i < st->n && !rc; i++)
+		for (size_t k = 0; k < found[i].len && !rc; k++) {
+			int s = entity_shard(st, &found[i].ids[k]);
+			(*candidates)++;
+			rc = s < 0 ? bs_error(BS_ECONFIG, "an entity's bucket has no configured shard")
+			           : idvec_push(&q->byshard[s], found[i].ids[k].b);
+		}
+	for (int i = 0; i < st->n; i++)
+		free(found[i].ids);
+	free(found);
+	return rc;
+}
+
+/* Was id returned (ret sorted)? */
+static bool returned(const idvec_t *ret, const bs_id_t *id)
+{
+	return ret->len && bsearch(id->b, ret->ids, ret->len, sizeof *ret->ids, id_cmp) != NULL;
+}
+
+/* One row of step 2 into out (decoded, re-checked), or counted. */
+static int fetched_row(bs_result_t *out, struct qctx *q, MYSQL_ROW row, const unsigned long *lens, int i,
+                       const char *where)
+{
+	bs_entity_t e = { .shard = i };
+	memcpy(e.id.b, row[0], 16);
+	e.updated_us = bs__parse_unix_us(row[1]);
+	/* a corrupt body cannot be returned: skipped, counted, and the first
+	 * named, so the caller reports it without failing the rest */
+	if (bs__body_decode_row(&e.bag, row[2], lens[2], row[0], where)) {
+		if (!out->corrupt++)
+			snprintf(out->corrupt_first, sizeof out->corrupt_first, "%s", bs_last_error());
+		bs_error_clear();
+		return 0;
+	}
+	if (!still_matches(q, &e.bag)) {
+		bs_value_clear(&e.bag);
+		out->dropped++;
+		return 0;
+	}
+	int rc = result_push(out, &e);
+	if (rc)
+		bs_value_clear(&e.bag);
+	return rc;
+}
+
 /* 2. bodies: the ids of byshard[i][from[i], to[i]) on every shard at once,
- * each decoded, re-checked and kept in out. */
+ * each decoded, re-checked and kept in out; with the ownership version of
+ * the same snapshot: an id whose bucket the shard no longer owns goes to
+ * q->moved (read again from its owner). */
 static int fetch(bs_result_t *out, struct qctx *q, bs_store_t *st, const size_t *from, const size_t *to)
 {
 	char where[96];
+	idvec_t ret = {0};
 	int rc;
 	for (int i = 0; i < st->n; i++) {
 		if (from[i] >= to[i])
 			continue;
 		bs_buf_t *b = &q->sql[i];
-		bs__buf_puts(b, "SELECT id, UNIX_TIMESTAMP(updated), body FROM entities WHERE id IN (");
+		bs__buf_puts(b, "SELECT e.id, UNIX_TIMESTAMP(e.updated), e.body, m.v FROM bagstore_meta m"
+		                " LEFT JOIN entities e ON e.id IN (");
 		for (size_t k = from[i]; k < to[i]; k++) {
 			bs__buf_puts(b, k > from[i] ? "," : "");
 			bs__buf_hex(b, q->byshard[i].ids[k].b, 16);
 		}
-		bs__buf_puts(b, ")");
+		bs__buf_puts(b, ") WHERE m.k='owned_version'");
 	}
 	if ((rc = run_round(q, st)))
 		goto done;
 	for (int i = 0; i < st->n && !rc; i++) {
-		size_t got = 0;
+		MYSQL_RES *res = q->stmt[i].nres ? q->stmt[i].res[0] : NULL;
+		MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+		bool exact = false;
+		if (from[i] >= to[i])
+			continue;
+		if ((rc = states_of(&exact, q, st, i, row ? row[3] : NULL)))
+			break;
 		snprintf(where, sizeof where, "shard %s", st->shards[i].conf->name);
-		for (int r = 0; r < q->stmt[i].nres && !rc; r++) {
-			MYSQL_RES *res = q->stmt[i].res[r];
-			MYSQL_ROW row;
-			while (!rc && (row = mysql_fetch_row(res))) {
-				unsigned long *lens = mysql_fetch_lengths(res);
-				bs_entity_t e = { .shard = i };
-				got++;
-				if (!row[0] || lens[0] != 16 || !row[2])
-					continue;
-				memcpy(e.id.b, row[0], 16);
-				e.updated_us = bs__parse_unix_us(row[1]);
-				/* a corrupt body cannot be returned: skipped, counted, and
-				 * the first named, so the caller reports it without failing
-				 * the rest */
-				if (bs__body_decode_row(&e.bag, row[2], lens[2], row[0], where)) {
-					if (!out->corrupt++)
-						snprintf(out->corrupt_first, sizeof out->corrupt_first, "%s", bs_last_error());
-					bs_error_clear();
-					continue;
-				}
-				if (!still_matches(q, &e.bag)) {
-					bs_value_clear(&e.bag);
-					out->dropped++;
-					continue;
-				}
-				if ((rc = result_push(out, &e)))
-					bs_value_clear(&e.bag);
-			}
+		ret.len = 0;
+		for (; row && !rc; row = mysql_fetch_row(res)) {
+			unsigned long *lens = mysql_fetch_lengths(res);
+			bs_id_t id;
+			if (!row[0] || lens[0] != 16 || !row[2])
+				continue;
+			memcpy(id.b, row[0], 16);
+			if (!exact || !owned_by(q, st, i, &id))
+				continue; /* read again from its owner, below */
+			if (!(rc = idvec_push(&ret, id.b)))
+				rc = fetched_row(out, q, row, lens, i, where);
 		}
-		if (from[i] < to[i])
-			out->dropped += (to[i] - from[i]) - got; /* index rows whose entity is gone */
+		if (ret.len > 1)
+			qsort(ret.ids, ret.len, sizeof *ret.ids, id_cmp);
+		for (size_t k = from[i]; k < to[i] && !rc; k++) {
+			const bs_id_t *id = &q->byshard[i].ids[k];
+			if (!exact || !owned_by(q, st, i, id))
+				rc = idvec_push(&q->moved, id->b);
+			else if (!returned(&ret, id))
+				out->dropped++; /* an index row whose entity is gone */
+		}
 	}
 done:
+	free(ret.ids);
 	clear_round(q, st->n);
 	return rc;
 }
@@ -227,8 +350,34 @@ static int newest_first(const void *a, const void *b)
 	return memcmp(x->id.b, y->id.b, 16);
 }
 
+/* The ids read where their bucket no longer was, back into byshard by
+ * the map read again (false when there are none). */
+static int regroup_moved(bool *any, struct qctx *q, bs_store_t *st, int round)
+{
+	int rc;
+	*any = q->moved.len > 0;
+	if (!*any)
+		return 0;
+	if (round == 8)
+		return bs_error(BS_EUNREACHABLE, "query on %s: entities' buckets kept moving", q->idx->name);
+	if ((rc = bs__map_reload(st)))
+		return rc;
+	for (int i = 0; i < st->n; i++)
+		q->byshard[i].len = 0;
+	for (size_t k = 0; k < q->moved.len; k++) {
+		int s = entity_shard(st, &q->moved.ids[k]);
+		if (s < 0)
+			return bs_error(BS_ECONFIG, "an entity's bucket has no configured shard");
+		if ((rc = idvec_push(&q->byshard[s], q->moved.ids[k].b)))
+			return rc;
+	}
+	q->moved.len = 0;
+	return 0;
+}
+
 /* 2, without a limit (or with one the candidates fit under): every
- * candidate's body, in batches, every shard at once per batch. */
+ * candidate's body, in batches, every shard at once per batch; then, in
+ * rounds, what moved under it, from its owner. */
 static int fetch_all(bs_result_t *out, struct qctx *q, bs_store_t *st)
 {
 	int n = st->n, rc = 0;
@@ -237,14 +386,22 @@ static int fetch_all(bs_result_t *out, struct qctx *q, bs_store_t *st)
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
-	for (;;) {
-		bool any = false;
-		for (int i = 0; i < n; i++) {
-			from[i] = to[i];
-			to[i] = from[i] + FETCH_BATCH < q->byshard[i].len ? from[i] + FETCH_BATCH : q->byshard[i].len;
-			any |= from[i] < to[i];
+	for (int round = 0;; round++) {
+		bool any = true;
+		if (round && ((rc = regroup_moved(&any, q, st, round)) || !any))
+			break;
+		memset(to, 0, (size_t)n * sizeof *to);
+		for (;;) {
+			any = false;
+			for (int i = 0; i < n; i++) {
+				from[i] = to[i];
+				to[i] = from[i] + FETCH_BATCH < q->byshard[i].len ? from[i] + FETCH_BATCH : q->byshard[i].len;
+				any |= from[i] < to[i];
+			}
+			if (!any || (rc = fetch(out, q, st, from, to)))
+				break;
 		}
-		if (!any || (rc = fetch(out, q, st, from, to)))
+		if (rc)
 			break;
 	}
 done:
@@ -272,47 +429,73 @@ static int meta_newest_first(const void *a, const void *b)
 }
 
 /* The update times of byshard[i][from[i], to[i]) on every shard at once,
- * appended to all (sized for every candidate). */
-static int meta_batch(meta_t *all, size_t *nall, size_t cap, struct qctx *q, bs_store_t *st, const size_t *from,
-                      const size_t *to)
+ * appended to all (sized for every candidate), with the ownership version
+ * of the same snapshot: an id whose bucket the shard no longer owns goes to
+ * q->moved (read again from its owner). */
+static int meta_batch(meta_t *all, size_t *nall, size_t cap, bs_result_t *out, struct qctx *q, bs_store_t *st,
+                      const size_t *from, const size_t *to)
 {
+	idvec_t ret = {0};
 	int rc;
 	for (int i = 0; i < st->n; i++) {
 		if (from[i] >= to[i])
 			continue;
 		bs_buf_t *b = &q->sql[i];
-		bs__buf_puts(b, "SELECT id, UNIX_TIMESTAMP(updated) FROM entities WHERE id IN (");
+		bs__buf_puts(b, "SELECT e.id, UNIX_TIMESTAMP(e.updated), m.v FROM bagstore_meta m LEFT JOIN entities e"
+		                " ON e.id IN (");
 		for (size_t k = from[i]; k < to[i]; k++) {
 			bs__buf_puts(b, k > from[i] ? "," : "");
 			bs__buf_hex(b, q->byshard[i].ids[k].b, 16);
 		}
-		bs__buf_puts(b, ")");
+		bs__buf_puts(b, ") WHERE m.k='owned_version'");
 	}
 	if ((rc = run_round(q, st)))
 		goto done;
-	for (int i = 0; i < st->n; i++)
-		for (int r = 0; r < q->stmt[i].nres; r++) {
-			MYSQL_ROW row;
-			while ((row = mysql_fetch_row(q->stmt[i].res[r]))) {
-				if (!row[0] || mysql_fetch_lengths(q->stmt[i].res[r])[0] != 16 || *nall == cap)
-					continue;
-				meta_t *m = &all[(*nall)++];
-				memcpy(m->id.b, row[0], 16);
-				m->updated_us = bs__parse_unix_us(row[1]);
-				m->shard = i;
-			}
+	for (int i = 0; i < st->n && !rc; i++) {
+		MYSQL_RES *res = q->stmt[i].nres ? q->stmt[i].res[0] : NULL;
+		MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+		bool exact = false;
+		if (from[i] >= to[i])
+			continue;
+		if ((rc = states_of(&exact, q, st, i, row ? row[2] : NULL)))
+			break;
+		ret.len = 0;
+		for (; row && !rc; row = mysql_fetch_row(res)) {
+			bs_id_t id;
+			if (!row[0] || mysql_fetch_lengths(res)[0] != 16 || *nall == cap)
+				continue;
+			memcpy(id.b, row[0], 16);
+			if (!exact || !owned_by(q, st, i, &id))
+				continue;
+			meta_t *m = &all[(*nall)++];
+			m->id = id;
+			m->updated_us = bs__parse_unix_us(row[1]);
+			m->shard = i;
+			rc = idvec_push(&ret, id.b);
 		}
+		if (ret.len > 1)
+			qsort(ret.ids, ret.len, sizeof *ret.ids, id_cmp);
+		for (size_t k = from[i]; k < to[i] && !rc; k++) {
+			const bs_id_t *id = &q->byshard[i].ids[k];
+			if (!exact || !owned_by(q, st, i, id))
+				rc = idvec_push(&q->moved, id->b);
+			else if (!returned(&ret, id))
+				out->dropped++; /* a candidate whose entity is gone */
+		}
+	}
 done:
+	free(ret.ids);
 	clear_round(q, st->n);
 	return rc;
 }
 
 /* Every candidate's update time (no body), every shard at once, in
  * batches of FETCH_BATCH ids per shard (one statement of them all would
- * outgrow max_allowed_packet): *all (caller frees) newest first. */
+ * outgrow max_allowed_packet), from the shards owning them (rounds until
+ * none moved under it): *all (caller frees) newest first. */
 static int fetch_meta(meta_t **all, size_t *nall, bs_result_t *out, struct qctx *q, bs_store_t *st)
 {
-	size_t want = 0;
+	size_t cap = 0;
 	int n = st->n, rc = 0;
 	size_t *from = calloc((size_t)n, sizeof *from), *to = calloc((size_t)n, sizeof *to);
 	*all = NULL;
@@ -322,25 +505,30 @@ static int fetch_meta(meta_t **all, size_t *nall, bs_result_t *out, struct qctx 
 		goto done;
 	}
 	for (int i = 0; i < n; i++)
-		want += q->byshard[i].len;
-	if (want && !(*all = malloc(want * sizeof **all))) {
+		cap += q->byshard[i].len;
+	if (cap && !(*all = malloc(cap * sizeof **all))) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
-	for (;;) {
-		bool any = false;
-		for (int i = 0; i < n; i++) {
-			from[i] = to[i];
-			to[i] = from[i] + FETCH_BATCH < q->byshard[i].len ? from[i] + FETCH_BATCH : q->byshard[i].len;
-			any |= from[i] < to[i];
+	for (int round = 0;; round++) {
+		bool any = true;
+		if (round && ((rc = regroup_moved(&any, q, st, round)) || !any))
+			break;
+		memset(to, 0, (size_t)n * sizeof *to);
+		for (;;) {
+			any = false;
+			for (int i = 0; i < n; i++) {
+				from[i] = to[i];
+				to[i] = from[i] + FETCH_BATCH < q->byshard[i].len ? from[i] + FETCH_BATCH : q->byshard[i].len;
+				any |= from[i] < to[i];
+			}
+			if (!any || (rc = meta_batch(*all, nall, cap, out, q, st, from, to)))
+				break;
 		}
-		if (!any || (rc = meta_batch(*all, nall, want, q, st, from, to)))
+		if (rc)
 			break;
 	}
-	if (rc)
-		goto done;
-	out->dropped += want - *nall; /* candidates whose entity is gone */
-	if (*nall > 1)
+	if (!rc && *nall > 1)
 		qsort(*all, *nall, sizeof **all, meta_newest_first);
 done:
 	free(from);
@@ -413,8 +601,10 @@ static int resolve(struct qctx *q, int *route, bs_store_t *st, const char *index
 		if (!bs_value_fits(&c->value, q->cprops[k]))
 			return bs_error(BS_EINVAL, "value for %s does not fit the index's type %s", c->prop,
 			                bs_coltype_name(q->cprops[k]->type));
-		if (q->cprops[k] == &idx->props[idx->shard_on])
-			*route = bs_route_value(&c->value, q->cprops[k], st->n);
+		if (q->cprops[k] == &idx->props[idx->shard_on]) {
+			q->route_bucket = bs_route_value(&c->value, q->cprops[k], st->map.buckets);
+			*route = q->route_bucket < 0 ? -1 : bs__map_shard(st, q->route_bucket);
+		}
 	}
 	return 0;
 }
@@ -423,16 +613,17 @@ int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_
              size_t limit)
 {
 	const bs_prop_t *cprops[BS_INDEX_MAX_PROPS];
-	struct qctx q = { .conds = conds, .nconds = nconds, .cprops = cprops };
+	struct qctx q = { .conds = conds, .nconds = nconds, .cprops = cprops, .route_bucket = -1 };
 	int n = st->n, route, rc;
 
 	memset(out, 0, sizeof *out);
-	if ((rc = resolve(&q, &route, st, index)))
+	if ((rc = bs__map_need(st)) || (rc = resolve(&q, &route, st, index)))
 		return rc;
 	q.byshard = calloc((size_t)n, sizeof *q.byshard);
 	q.stmt = calloc((size_t)n, sizeof *q.stmt);
 	q.sql = calloc((size_t)n, sizeof *q.sql);
-	if (!q.byshard || !q.stmt || !q.sql) {
+	q.states = calloc((size_t)n, sizeof *q.states);
+	if (!q.byshard || !q.stmt || !q.sql || !q.states) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -463,6 +654,8 @@ done:
 	free(q.byshard);
 	free(q.stmt);
 	free(q.sql);
+	free(q.states);
+	free(q.moved.ids);
 	if (rc)
 		bs_result_free(out);
 	return rc;

@@ -53,14 +53,8 @@ int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_in
 	memcpy(ids, eb->ids, n * sizeof *ids);
 	memcpy(upd, eb->updated, n * sizeof *upd);
 	for (int round = 0; round < 3 && n; round++) {
-		bs__buf_reset(&b);
-		bs__buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities WHERE id IN (");
-		for (size_t k = 0; k < n; k++) {
-			bs__buf_puts(&b, k ? "," : "");
-			bs__buf_hex(&b, ids[k].b, 16);
-		}
-		bs__buf_puts(&b, ") ORDER BY id");
-		if ((rc = bs__ebatch_fetch(&again, NULL, st, shard, &b)))
+		/* from their owners: one may have moved since the batch was read */
+		if ((rc = bs__entities_current(&again, st, ids, n, false)))
 			goto done;
 		/* keep what changed; what is gone should have no row (NIL bag) */
 		size_t m = 0;
@@ -107,9 +101,58 @@ done:
 
 /* Entities of shard updated in [since, until] (until 0: no bound), newest
  * first, made right in each of idx[nidx]; per[nidx] (may be NULL) gets
- * each index's rows inserted and deleted. */
+ * each index's rows inserted and deleted; only those in the buckets of
+ * `only` (per bucket, 1: in; NULL: all). */
+static int repair_shard_in(int64_t *rows, int64_t *repaired, drift_counts_t *per, bs_store_t *st, int shard,
+                           const bs_index_t *idx, int nidx, int64_t since_us, int64_t until_us,
+                           const uint8_t *only);
+
 static int repair_shard(int64_t *rows, int64_t *repaired, drift_counts_t *per, bs_store_t *st, int shard,
                         const bs_index_t *idx, int nidx, int64_t since_us, int64_t until_us)
+{
+	return repair_shard_in(rows, repaired, per, st, shard, idx, nidx, since_us, until_us, NULL);
+}
+
+/* Keep b's entities whose bucket is in only. */
+static void keep_only(ebatch_t *b, const bs_store_t *st, const uint8_t *only)
+{
+	size_t m = 0;
+	for (size_t k = 0; k < b->len; k++) {
+		if (!only[bs_route_id(&b->ids[k], st->map.buckets)]) {
+			bs_value_clear(&b->bags[k]);
+			continue;
+		}
+		b->ids[m] = b->ids[k];
+		b->added[m] = b->added[k];
+		b->updated[m] = b->updated[k];
+		b->bags[m] = b->bags[k];
+		if (m != k)
+			bs_value_nil(&b->bags[k]);
+		m++;
+	}
+	b->len = m;
+}
+
+int bs__repair_moved(int64_t *rows, bs_store_t *st, int shard, int64_t since_us, const uint8_t *only)
+{
+	bs_index_list_t l = {0};
+	int64_t r = 0, fixed = 0;
+	int rc, m = 0;
+	if ((rc = bs_index_list(&l, st)))
+		return rc;
+	for (int k = 0; k < l.len; k++)
+		if (l.items[k].state != BS_INDEX_DISABLED)
+			l.items[m++] = l.items[k];
+	rc = repair_shard_in(&r, &fixed, NULL, st, shard, l.items, m, since_us, 0, only);
+	if (rows)
+		*rows = r;
+	bs_index_list_free(&l);
+	return rc;
+}
+
+static int repair_shard_in(int64_t *rows, int64_t *repaired, drift_counts_t *per, bs_store_t *st, int shard,
+                           const bs_index_t *idx, int nidx, int64_t since_us, int64_t until_us,
+                           const uint8_t *only)
 {
 	drift_counts_t *d = calloc((size_t)nidx + 1, sizeof *d);
 	ebatch_t eb = {0};
@@ -123,7 +166,8 @@ static int repair_shard(int64_t *rows, int64_t *repaired, drift_counts_t *per, b
 		goto done;
 	for (;;) {
 		bs__buf_reset(&b);
-		bs__buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities WHERE updated>=");
+		bs__buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body, " BS__OV_SQL
+		                 " FROM entities WHERE updated>=");
 		ts_lit(&b, since_us);
 		if (until_us) {
 			bs__buf_puts(&b, " AND updated<=");
@@ -138,8 +182,11 @@ static int repair_shard(int64_t *rows, int64_t *repaired, drift_counts_t *per, b
 		}
 		bs__buf_printf(&b, " ORDER BY updated DESC, added_id DESC LIMIT %d", REPAIR_BATCH);
 		size_t got;
-		if ((rc = bs__ebatch_fetch(&eb, &got, st, shard, &b)) || eb.len == 0)
+		/* the shard's own entities: not the copies it holds for a move */
+		if ((rc = bs__ebatch_scan(&eb, &got, st, shard, &b)) || got == 0)
 			goto done;
+		if (only)
+			keep_only(&eb, st, only);
 		for (int k = 0; k < nidx; k++)
 			if ((rc = bs__drift_check(&d[k], st, &idx[k], eb.ids, eb.bags, eb.len, true)))
 				goto done;
@@ -147,8 +194,8 @@ static int repair_shard(int64_t *rows, int64_t *repaired, drift_counts_t *per, b
 			goto done;
 		*rows += (int64_t)eb.len;
 		first = false;
-		cu = eb.updated[eb.len - 1];
-		ca = eb.added[eb.len - 1];
+		cu = eb.last_updated;
+		ca = eb.last_added;
 		if (got < REPAIR_BATCH)
 			break;
 	}
@@ -230,15 +277,10 @@ static int settle_intents(int64_t *rows, int64_t *repaired, drift_counts_t *per,
 		bs__buf_puts(&tokens, ")");
 		memcpy(ids[n++].b, row[1], 16);
 	}
-	/* the current bodies, in id order; a missing one should have no row */
-	bs__buf_reset(&b);
-	bs__buf_puts(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities WHERE id IN (");
-	for (size_t k = 0; k < n; k++) {
-		bs__buf_puts(&b, k ? "," : "");
-		bs__buf_hex(&b, ids[k].b, 16);
-	}
-	bs__buf_puts(&b, ") ORDER BY id");
-	if (n && (rc = bs__ebatch_fetch(&eb, NULL, st, shard, &b)))
+	/* the current bodies (from their owners: the entity may have moved to
+	 * another shard since its write), in id order; a missing one should
+	 * have no row */
+	if (n && (rc = bs__entities_current(&eb, st, ids, n, false)))
 		goto done;
 	qsort(ids, n, sizeof *ids, bs__id_cmp);
 	size_t u = 0;

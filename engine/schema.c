@@ -1,11 +1,9 @@
 /*
  * schema.c - the per-shard tables of doc/DESIGN.md (entities, the catalog,
- * the audit log, the cleaner's bookkeeping) and each shard's identity in
- * bagstore_meta: the shard list's fingerprint and the shard's position.
+ * the audit log, the cleaner's bookkeeping, the bucket map and ownership).
+ * Each shard's identity in bagstore_meta and the map's rows are map.c's.
  *
- * Every statement is idempotent: init can run again at any time. A shard
- * that records another list's fingerprint, or another position in it, is
- * refused: the order of shards is part of the data's identity.
+ * Every statement is idempotent: init can run again at any time.
  */
 #include "internal.h"
 
@@ -142,94 +140,92 @@ static const char *const schema[] = {
 	" ADD COLUMN IF NOT EXISTS before_body MEDIUMBLOB NULL,"
 	" ADD COLUMN IF NOT EXISTS after_us BIGINT NULL DEFAULT NULL,"
 	" ADD COLUMN IF NOT EXISTS after_body MEDIUMBLOB NULL",
+
+	/* ------------------------------------------------ buckets (map.c) */
+
+	/* the bucket map's versions: B, the members' names, an owner per bucket
+	 * (two bytes, big-endian: the index of a name); the same on every shard */
+	"CREATE TABLE IF NOT EXISTS bagstore_map ("
+	" version BIGINT NOT NULL PRIMARY KEY,"
+	" buckets INT NOT NULL,"
+	" store_id CHAR(32) NOT NULL,"
+	" shards TEXT NOT NULL,"
+	" owners MEDIUMBLOB NOT NULL,"
+	" created TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)"
+	") ENGINE=InnoDB",
+
+	/* what this shard owns, or has a move relation with: the truth every
+	 * read and write checks (a bucket without a row was never owned here) */
+	"CREATE TABLE IF NOT EXISTS bagstore_buckets ("
+	" bucket INT NOT NULL PRIMARY KEY,"
+	" state ENUM('owned','leaving','incoming','gone') NOT NULL,"
+	" peer VARCHAR(64) NOT NULL DEFAULT '',"
+	" move_id BIGINT NOT NULL DEFAULT 0,"
+	" changed TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),"
+	" KEY (move_id)"
+	") ENGINE=InnoDB",
+
+	/* entities written in leaving buckets, for their move's catch-up (kind
+	 * 0 the entity, 1 its index rows): a set of dirty ids, n counting the
+	 * writes since the row was last replayed (no AUTO_INCREMENT: writers
+	 * insert with INSERT ... SELECT, which would take its table lock) */
+	"CREATE TABLE IF NOT EXISTS bagstore_move_log ("
+	" move_id BIGINT NOT NULL,"
+	" kind TINYINT NOT NULL,"
+	" id BINARY(16) NOT NULL,"
+	" n BIGINT NOT NULL DEFAULT 1,"
+	" PRIMARY KEY (move_id, kind, id)"
+	") ENGINE=InnoDB",
+
+	/* one move of a reshard (buckets from this shard to a target), run
+	 * like a backfill job: its row is its only shared state (reshard.c,
+	 * move.c) */
+	"CREATE TABLE IF NOT EXISTS bagstore_moves ("
+	" move_id BIGINT NOT NULL PRIMARY KEY,"
+	" plan_id BIGINT NOT NULL,"
+	" map_version BIGINT NOT NULL,"
+	" source VARCHAR(64) NOT NULL,"
+	" target VARCHAR(64) NOT NULL,"
+	" buckets MEDIUMTEXT NOT NULL,"
+	" nbuckets INT NOT NULL,"
+	" state ENUM('queued','running','throttled','paused','done','failed','cancelled') NOT NULL,"
+	" phase ENUM('copy','index','catchup','cutover','cleanup','done','undo') NOT NULL DEFAULT 'copy',"
+	" started_copy TINYINT NOT NULL DEFAULT 0,"
+	" reason VARCHAR(255) NOT NULL DEFAULT '',"
+	" cursor_id BIGINT NOT NULL DEFAULT 0,"
+	" max_id BIGINT NOT NULL DEFAULT -1,"
+	" index_name VARCHAR(64) NOT NULL DEFAULT '',"
+	" index_cursor VARBINARY(16) NOT NULL DEFAULT '',"
+	" rows_total BIGINT NOT NULL DEFAULT 0,"
+	" rows_scanned BIGINT NOT NULL DEFAULT 0,"
+	" rows_copied BIGINT NOT NULL DEFAULT 0,"
+	" index_total BIGINT NOT NULL DEFAULT 0,"
+	" index_rows BIGINT NOT NULL DEFAULT 0,"
+	" log_rows BIGINT NOT NULL DEFAULT 0,"
+	" rate DOUBLE NOT NULL DEFAULT 0,"
+	" chunk INT NOT NULL DEFAULT 0,"
+	" fence_ms DOUBLE NOT NULL DEFAULT 0,"
+	" fence_tries INT NOT NULL DEFAULT 0,"
+	" flip_us BIGINT NOT NULL DEFAULT 0,"
+	" src_watermark_us BIGINT NOT NULL DEFAULT 0,"
+	" worker_host VARCHAR(64) NOT NULL DEFAULT '',"
+	" worker_pid INT NOT NULL DEFAULT 0,"
+	" heartbeat TIMESTAMP(6) NULL DEFAULT NULL,"
+	" created TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),"
+	" started TIMESTAMP(6) NULL DEFAULT NULL,"
+	" finished TIMESTAMP(6) NULL DEFAULT NULL"
+	") ENGINE=InnoDB",
 };
-
-struct init_arg {
-	const char *fingerprint;
-	int n;
-};
-
-/* Does shard i's identity (as read) name another list? 0 when it names
- * ours or none. */
-static int meta_agrees(bs_store_t *st, int i, const shard_meta_t *meta, const struct init_arg *a)
-{
-	char label[192];
-	if (meta->fingerprint[0] && (strcmp(meta->fingerprint, a->fingerprint) != 0 || meta->index != i))
-		return bs_error(BS_ECONFIG,
-		                "%s already belongs to another shard list (fingerprint %s, position %d of %d); "
-		                "this configuration's list is %s with it at position %d of %d: refusing to "
-		                "initialise it (resharding is not supported)",
-		                bs__shard_label(label, sizeof label, &st->shards[i]), meta->fingerprint, meta->index,
-		                meta->count, a->fingerprint, i, a->n);
-	return 0;
-}
-
-/* Before anything is created anywhere: a list one shard disagrees with
- * must not claim the others (a new shard among them included). */
-static int check_shard(bs_store_t *st, int i, void *p)
-{
-	static const char q[] = "SELECT COUNT(*) FROM information_schema.TABLES"
-	                        " WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME='bagstore_meta'";
-	MYSQL_RES *res;
-	int rc = bs__shard_query(&res, st, i, q, sizeof q - 1);
-	if (rc)
-		return rc;
-	MYSQL_ROW row = mysql_fetch_row(res);
-	bool made = row && row[0] && strcmp(row[0], "0") != 0;
-	mysql_free_result(res);
-	if (!made) /* none yet: a new shard */
-		return 0;
-	shard_meta_t meta;
-	return (rc = bs__shard_meta(&meta, st, i)) ? rc : meta_agrees(st, i, &meta, p);
-}
 
 static int init_shard(bs_store_t *st, int i, void *p)
 {
-	struct init_arg *a = p;
-	bs_buf_t b = {0};
 	int rc = 0;
-
-	for (size_t k = 0; k < sizeof schema / sizeof *schema; k++)
-		if ((rc = bs__shard_exec(st, i, schema[k], strlen(schema[k]))))
-			goto done;
-
-	shard_meta_t meta;
-	if ((rc = bs__shard_meta(&meta, st, i)))
-		goto done;
-	if (meta.fingerprint[0]) {
-		rc = meta_agrees(st, i, &meta, a);
-		goto done;
-	}
-	/* values as hex literals, like every value bagstore sends */
-	char idx[16], count[16];
-	snprintf(idx, sizeof idx, "%d", i);
-	snprintf(count, sizeof count, "%d", a->n);
-	const char *kv[][2] = { { "fingerprint", a->fingerprint }, { "shard_index", idx },
-	                        { "shard_count", count }, { "shard_name", st->shards[i].conf->name },
-	                        { "schema_version", "1" } };
-	bs__buf_puts(&b, "INSERT INTO bagstore_meta (k, v) VALUES ");
-	for (size_t k = 0; k < sizeof kv / sizeof *kv; k++) {
-		bs__buf_puts(&b, k ? ",(" : "(");
-		bs__buf_hex(&b, kv[k][0], strlen(kv[k][0]));
-		bs__buf_puts(&b, ",");
-		bs__buf_hex(&b, kv[k][1], strlen(kv[k][1]));
-		bs__buf_puts(&b, ")");
-	}
-	if ((rc = bs__buf_ok(&b)))
-		goto done;
-	rc = bs__shard_exec(st, i, b.ptr, b.len);
-done:
-	bs__buf_free(&b);
+	for (size_t k = 0; k < sizeof schema / sizeof *schema && !rc; k++)
+		rc = bs__shard_exec(st, i, schema[k], strlen(schema[k]));
 	return rc;
 }
 
 int bs__schema_init(bs_store_t *st)
 {
-	struct init_arg a = { st->fingerprint, st->n };
-	int rc = bs__shard_each(st, NULL, check_shard, &a, NULL);
-	if (!rc)
-		rc = bs__shard_each(st, NULL, init_shard, &a, NULL);
-	for (int i = 0; i < st->n; i++)
-		st->shards[i].fp_state = 0;
-	return rc;
+	return bs__shard_each(st, NULL, init_shard, NULL, NULL);
 }

@@ -365,7 +365,8 @@ int bs__shard_now_us(int64_t *out, bs_store_t *st, int shard)
 
 int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 {
-	static const char q[] = "SELECT k, v FROM bagstore_meta WHERE k IN ('fingerprint','shard_index','shard_count')";
+	static const char q[] = "SELECT k, v FROM bagstore_meta WHERE k IN ('fingerprint','shard_index','shard_count',"
+	                        "'store_id','shard_name')";
 	MYSQL_RES *res = NULL;
 	char label[192];
 	MYSQL *m;
@@ -376,7 +377,8 @@ int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 		return rc;
 	if (mysql_real_query(m, q, sizeof q - 1)) {
 		if (mysql_errno(m) == ER_NO_SUCH_TABLE)
-			return bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`",
+			return bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`"
+			                " (or is this another shard list?)",
 			                bs__shard_label(label, sizeof label, &st->shards[i]));
 		return bs__shard_fail(st, i, "reading bagstore_meta");
 	}
@@ -390,13 +392,83 @@ int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 			snprintf(out->fingerprint, sizeof out->fingerprint, "%s", row[1]);
 		else if (!strcmp(row[0], "shard_index"))
 			out->index = atoi(row[1]);
-		else
+		else if (!strcmp(row[0], "shard_count"))
 			out->count = atoi(row[1]);
+		else if (!strcmp(row[0], "store_id"))
+			snprintf(out->store_id, sizeof out->store_id, "%s", row[1]);
+		else
+			snprintf(out->name, sizeof out->name, "%s", row[1]);
 	}
 	mysql_free_result(res);
 	return 0;
 }
 
+/* The configuration against the newest bucket map version shard i holds
+ * (its members, in bagstore_map): every configured shard a member, every
+ * member that owns buckets configured. A list missing a shard, or naming
+ * one `init` has not added, reads and writes nothing (not even the
+ * catalog, jobs or logs, which no route goes through). No map yet: 0
+ * (the store's map load says so). */
+static int members_agree(bs_store_t *st, int i)
+{
+	static const char q[] = "SELECT version, shards, owners FROM bagstore_map ORDER BY version DESC LIMIT 1";
+	MYSQL_RES *res = NULL;
+	char label[192];
+	int rc = bs__shard_query(&res, st, i, q, sizeof q - 1);
+	if (rc) {
+		if (rc == BS_ESQL && bs__shard_last_errno(st, i) == ER_NO_SUCH_TABLE) {
+			bs_error_clear();
+			return 0;
+		}
+		return rc;
+	}
+	MYSQL_ROW row = mysql_fetch_row(res);
+	unsigned long *lens = row ? mysql_fetch_lengths(res) : NULL;
+	if (!row || !row[0] || !row[1] || !row[2])
+		goto done;
+	const char *names = row[1];
+	const uint8_t *o = (const uint8_t *)row[2];
+	size_t nb = lens[2] / 2;
+	/* each configured shard among the members */
+	for (int c = 0; c < st->n && !rc; c++) {
+		const char *want = st->shards[c].conf->name, *p = names;
+		size_t wl = strlen(want);
+		bool found = false;
+		while (*p && !found) {
+			size_t len = strcspn(p, ",");
+			found = len == wl && !strncmp(p, want, len);
+			p += len + (p[len] == ',');
+		}
+		if (!found)
+			rc = bs_error(BS_ECONFIG, "shard %s is in the configuration (line %d) but not a member of the store's "
+			              "bucket map (version %s, as %s holds it): run `bagstore init` to add it (or is this "
+			              "another shard list?)", want, st->shards[c].conf->line, row[0],
+			              bs__shard_label(label, sizeof label, &st->shards[i]));
+	}
+	/* each member owning buckets configured */
+	int k = 0;
+	for (const char *p = names; *p && !rc; k++) {
+		size_t len = strcspn(p, ",");
+		bool configured = false, owns = false;
+		for (int c = 0; c < st->n && !configured; c++)
+			configured = strlen(st->shards[c].conf->name) == len && !strncmp(st->shards[c].conf->name, p, len);
+		for (size_t b = 0; b < nb && !configured && !owns; b++)
+			owns = (o[2 * b] << 8 | o[2 * b + 1]) == k;
+		if (owns)
+			rc = bs_error(BS_ECONFIG, "the bucket map (version %s, as %s holds it) gives buckets to shard %.*s but "
+			              "the configuration does not list it: add it back (another shard list? to remove a shard, "
+			              "mark it `drain: true` and reshard first)", row[0],
+			              bs__shard_label(label, sizeof label, &st->shards[i]), (int)len, p);
+		p += len + (p[len] == ',');
+	}
+done:
+	mysql_free_result(res);
+	return rc;
+}
+
+/* The shard's identity (doc/DESIGN.md, "Buckets and resharding"): the
+ * store it belongs to and its own name, against the configuration's name
+ * for this address and the store id the other shards (and the map) gave. */
 int bs__shard_check(bs_store_t *st, int i)
 {
 	bs_shard_t *sh = &st->shards[i];
@@ -408,18 +480,87 @@ int bs__shard_check(bs_store_t *st, int i)
 		return 0;
 	if ((rc = bs__shard_meta(&meta, st, i)))
 		return rc;
-	if (!meta.fingerprint[0])
-		return bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`",
+	if (!meta.store_id[0] && meta.fingerprint[0])
+		return bs_error(BS_ECONFIG, "%s was initialised by an older bagstore (no bucket map): run `bagstore init` "
+		                "to give the store its map (no row moves)", bs__shard_label(label, sizeof label, sh));
+	if (!meta.store_id[0])
+		return bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`"
+			                " (or is this another shard list?)",
 		                bs__shard_label(label, sizeof label, sh));
-	if (strcmp(meta.fingerprint, st->fingerprint) != 0 || meta.index != i)
+	if (strcmp(meta.name, sh->conf->name) != 0)
 		return bs_error(BS_ECONFIG,
-		                "%s belongs to another shard list (fingerprint %s, position %d of %d), "
-		                "but this configuration's list is %s with it at position %d of %d: "
-		                "refusing to read or write through it (the order of shards is part of the data's identity)",
-		                bs__shard_label(label, sizeof label, sh), meta.fingerprint, meta.index, meta.count,
-		                st->fingerprint, i, st->n);
+		                "%s records that it is shard %s of its store, but the configuration calls it %s: "
+		                "refusing to use it (another shard list? a shard's name goes with its address)",
+		                bs__shard_label(label, sizeof label, sh), meta.name, sh->conf->name);
+	char held[33];
+	if (bs__store_id_agree(held, st, meta.store_id))
+		return bs_error(BS_ECONFIG,
+		                "%s belongs to another store (id %s) than the rest of this configuration (id %s): "
+		                "refusing to use it (another shard list?)",
+		                bs__shard_label(label, sizeof label, sh), meta.store_id, held);
+	if ((rc = members_agree(st, i)))
+		return rc;
 	sh->fp_state = 1;
 	return 0;
+}
+
+int bs__store_id_agree(char held[33], bs_store_t *st, const char *id)
+{
+	int differs = 0;
+	pthread_mutex_lock(&st->id_lock);
+	if (!id || !id[0])
+		st->store_id[0] = '\0';
+	else if (!st->store_id[0])
+		snprintf(st->store_id, sizeof st->store_id, "%s", id);
+	else if (strcmp(st->store_id, id) != 0) {
+		memcpy(held, st->store_id, sizeof st->store_id);
+		differs = 1;
+	}
+	pthread_mutex_unlock(&st->id_lock);
+	return differs;
+}
+
+int bs__shard_query_sets(MYSQL_RES **res, int nsets, bs_store_t *st, int i, const char *sql, size_t len)
+{
+	MYSQL *m;
+	int rc, got = 0;
+	for (int k = 0; k < nsets; k++)
+		res[k] = NULL;
+	st->shards[i].last_errno = 0;
+	if ((rc = bs__shard_conn(&m, st, i)))
+		return rc;
+	if (mysql_real_query(m, sql, len))
+		return bs__shard_fail(st, i, "query failed");
+	for (;;) {
+		MYSQL_RES *r = mysql_store_result(m);
+		if (r) {
+			if (got < nsets)
+				res[got++] = r;
+			else
+				mysql_free_result(r);
+		} else if (mysql_field_count(m) != 0) {
+			rc = bs__shard_fail(st, i, "reading rows");
+			break;
+		}
+		int n = mysql_next_result(m);
+		if (n > 0) {
+			rc = bs__shard_fail(st, i, "query failed");
+			break;
+		}
+		if (n < 0)
+			break;
+	}
+	if (!rc && !got) {
+		char label[192];
+		rc = bs_error(BS_ERROR, "%s: statement returned no rows", bs__shard_label(label, sizeof label, &st->shards[i]));
+	}
+	if (rc)
+		for (int k = 0; k < nsets; k++)
+			if (res[k]) {
+				mysql_free_result(res[k]);
+				res[k] = NULL;
+			}
+	return rc;
 }
 
 /* ------------------------------------------------------------ fan-out */
@@ -502,7 +643,7 @@ done:
 struct sql_arg {
 	const char *sql;
 	size_t len;
-	bool writable; /* check the fingerprint first */
+	bool writable; /* check the shard's identity first */
 };
 
 static int exec_on(bs_store_t *st, int i, void *p)

@@ -28,6 +28,7 @@ int bs_store_open(bs_store_t **out, const bs_config_t *cfg)
 	}
 	st->cfg = cfg;
 	st->n = cfg->nshards;
+	pthread_mutex_init(&st->id_lock, NULL);
 	for (int i = 0; i < st->n; i++) {
 		st->shards[i].conf = &cfg->shards[i];
 		st->shards[i].index = i;
@@ -45,10 +46,16 @@ void bs_store_free(bs_store_t *st)
 {
 	if (!st)
 		return;
-	for (int i = 0; i < st->n; i++)
+	for (int i = 0; i < st->n; i++) {
 		bs__shard_close(st, i);
+		free(st->shards[i].bstate);
+	}
+	free(st->map.owner);
+	free(st->map.names);
+	free(st->map.name_shard);
 	bs_index_list_free(&st->cat);
 	free(st->shards);
+	pthread_mutex_destroy(&st->id_lock);
 	free(st);
 }
 

@@ -40,12 +40,13 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 		int64_t after = 0;
 		for (;;) {
 			bs__buf_reset(&b);
-			bs__buf_printf(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities"
+			bs__buf_printf(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body, " BS__OV_SQL " FROM entities"
 			               " WHERE added_id>%lld ORDER BY added_id LIMIT %d", (long long)after, VERIFY_BATCH);
 			size_t got;
-			if ((rc = bs__ebatch_fetch(&eb, &got, st, s, &b)))
+			/* the shard's own entities: not the copies it holds for a move */
+			if ((rc = bs__ebatch_scan(&eb, &got, st, s, &b)))
 				goto done;
-			if (eb.len == 0)
+			if (got == 0)
 				break;
 			out->checked += (int64_t)eb.len;
 			if (eb.corrupt && !out->first_bad[0])
@@ -70,7 +71,7 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 					goto done;
 				d.repaired += again.repaired;
 			}
-			after = eb.added[eb.len - 1];
+			after = eb.last_added;
 			if (got < VERIFY_BATCH)
 				break;
 		}

@@ -246,8 +246,6 @@ static void work(bs_store_t *st, void *arg)
 	ld.rc = bs_get(&ld.bag, st, &q->id, &ld.updated_us, &ld.shard);
 	if (ld.rc < 0)
 		snprintf(ld.err, sizeof ld.err, "%s", bs_last_error());
-	if (ld.rc == BS_ECORRUPT)
-		ld.shard = bs_route_id(&q->id, bs_store_nshards(st));
 	if (ld.rc == 0 || ld.rc == BS_ECORRUPT)
 		bs_get_raw(&ld.raw, st, &q->id, &up2);
 	if (ld.rc == 0) {

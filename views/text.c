@@ -110,7 +110,7 @@ void text_open_help(const struct view_ops *v)
 		fprintf(f, "\n");
 	}
 	fprintf(f, "Commands after ':' (Tab completes):\n"
-	           "  :shards :indexes :cleaner :backfills :entities :properties :audit\n"
+	           "  :shards :indexes :cleaner :backfills :entities :properties :audit :topology\n"
 	           "                     switch screen (a prefix will do)\n"
 	           "  :entity ID         open an entity\n"
 	           "  :refresh SECS      the refresh interval (%g to %g)\n"

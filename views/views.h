@@ -54,7 +54,7 @@ struct view_ops {
 
 extern const struct view_ops view_shards, view_indexes, view_cleaner,
 	view_backfills, view_entities, view_entity, view_text,
-	view_properties, view_audit;
+	view_properties, view_audit, view_topology;
 
 /* One entity (views/entity.c): open it, edit it in $EDITOR (bag and
  * updated_us as read; updated_us 0 creates), delete it after its first 8

@@ -30,7 +30,7 @@ sh conf/shards.sh config --count 16 --port $port16 --dir "$dir16" --out "$BUILD/
 sh conf/shards.sh reset --count 16 --dir "$dir16"
 "$BUILD/bench/bench_fanout" "$BUILD/bench16.yaml" "${BENCH_FANOUT_N:-16000}" "${BENCH_FANOUT_Q:-400}"
 sh conf/shards.sh stop --dir "$dir16" >/dev/null 2>&1 || true
-for extra in tests/bench/backfill.sh tests/bench/console.sh; do
+for extra in tests/bench/backfill.sh tests/bench/console.sh tests/bench/reshard.sh; do
 	if [ -f "$extra" ]; then
 		echo
 		echo "== $extra"

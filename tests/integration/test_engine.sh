@@ -83,10 +83,14 @@ BAGSTORE_FAULT=after_entity_write t_exit 75 "put killed after the entity write" 
 t_eq "$(t_sql 1 "SELECT COUNT(*) FROM entities WHERE id=X'11111111111111111111111111111111'")" 1 "entity written (shard 1)"
 t_eq "$(t_sql 1 "SELECT COUNT(*) FROM index_user_id WHERE entity_id=X'11111111111111111111111111111111'")" 0 "no index row: real drift left behind"
 
-# fingerprint: the same shards in the other order refuse writes
-awk '/^shards:/{print; getline a; getline b; print b; print a; next} {print}' "$C" > "$T/swapped.yaml"
-t_exit 2 "swapped shard order refuses to write" -- "$B" -c "$T/swapped.yaml" put "$T/seed.json"
+# identity: two shards' addresses swapped refuse writes (the bucket map
+# names shards, so the list's order alone no longer matters)
+p0=$(t_port 0) p1=$(t_port 1)
+sed -e "s/port: $p0,/port: PORT1,/" -e "s/port: $p1,/port: $p0,/" -e "s/port: PORT1,/port: $p1,/" "$C" > "$T/swapped.yaml"
+t_exit 2 "swapped shard addresses refuse to write" -- "$B" -c "$T/swapped.yaml" put "$T/seed.json"
 t_contains "$T_ERR" "another shard list" "says why"
+awk '/^shards:/{print; getline a; getline b; print b; print a; next} {print}' "$C" > "$T/reordered.yaml"
+t_exit 0 "the same shards listed in another order read the same entity" -- "$B" -c "$T/reordered.yaml" get $EID
 
 # a stopped shard: clear error naming it; the other shard unaffected
 before=$(t_sql 0 "SELECT COUNT(*) FROM entities")

@@ -1,9 +1,16 @@
 #!/bin/sh
 # test_fingerprint.sh - a configuration whose shard list the shards
-# disagree with (swapped, a shard renamed, a third shard added) has one
-# exit status, 2 (BS_ECONFIG), for every command that touches a shard,
-# reads and status included, and changes nothing on any shard; `shards`
-# still prints its table (MISMATCH, and why) before it exits 2.
+# disagree with (two addresses swapped under their names, a shard renamed,
+# a third shard added and not initialised, a shard missing) has one exit
+# status, 2 (BS_ECONFIG), for every command that touches a shard, reads and
+# status included, and changes nothing on any shard; `shards` still prints
+# its table (MISMATCH, and why) before it exits 2.
+#
+# Since the bucket map (issue 11) the shards are known by their names and
+# the store's id, not by their order: a list reordered with each name beside
+# its own address works, and `init` through a longer list adds the new
+# shard as a member owning nothing (the design's way to add shards), which
+# changes no entity; every other command through it is still refused.
 #
 # And the documents agree: the README's and the man page's exit-status
 # sections and doc/DESIGN.md's error table put the fingerprint mismatch
@@ -22,7 +29,12 @@ t_exit 0 "put two entities" -- "$B" -c "$C" put "$T/e.jsonl"
 t_exit 0 "create ix_b (building)" -- "$B" -c "$C" index create ix_b --on k:int --shard-on k
 t_exit 0 "a cleaner pass (watermarks, lag history)" -- "$B" -c "$C" cleaner --once
 
-awk '/^shards:/{print; getline a; getline b; print b; print a; next} {print}' "$C" >"$T/swapped.yaml"
+# the same two lines in the other order: each name still beside its address
+awk '/^shards:/{print; getline a; getline b; print b; print a; next} {print}' "$C" >"$T/reordered.yaml"
+# the names in their order, the addresses (all but the name) swapped
+awk '/^shards:/{print; getline a; getline b; na = a; sub(/name: s0,.*/, "", na); ra = a; sub(/.*name: s0,/, "", ra)
+	rb = b; sub(/.*name: s1,/, "", rb); print na "name: s0," rb; print na "name: s1," ra; next} {print}' "$C" >"$T/swapped.yaml"
+grep -v -- '- {name: s1,' "$C" >"$T/missing.yaml"
 sed 's/name: s1,/name: s9,/' "$C" >"$T/renamed.yaml"
 sed -n '/- {name: s0/p' "$C" | sed 's/name: s0/name: s2/; s/database: bagstore/database: bagstore_fp3/' >"$T/s2.line"
 awk -v extra="$(cat "$T/s2.line")" '{print} /- \{name: s1/{print extra}' "$C" >"$T/three.yaml"
@@ -41,8 +53,14 @@ state() {
 }
 before=$(state)
 
-for cf in swapped renamed three; do
+t_eq "$(grep -c 'name: s0' "$T/swapped.yaml") $(grep -c 'name: s1' "$T/swapped.yaml")" "1 1" "swapped.yaml keeps both names"
+t_eq "$(grep 'name: s0' "$T/swapped.yaml" | sed 's/.*name: s0,//')" "$(grep 'name: s1' "$C" | sed 's/.*name: s1,//')" \
+	"swapped.yaml gives s0 the address of s1"
+
+for cf in swapped renamed three missing; do
 	while IFS='|' read -r what args; do
+		# init through a longer list adds its new shard (below)
+		[ "$cf $what" = "three init" ] && continue
 		# shellcheck disable=SC2086
 		t_exit 2 "$cf: $what exits 2" -- "$B" -c "$T/$cf.yaml" $args
 		t_match "$T_ERR" "another shard list|is not initialised" "$cf: $what says the shard list disagrees"
@@ -83,9 +101,37 @@ done
 t_eq "$(state)" "$before" "no refused command changed anything on either shard"
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA='bagstore_fp3'")" 0 \
 	"nothing was made in the third shard's database"
-t_sql 0 "DROP DATABASE bagstore_fp3"
 t_exit 0 "the right list still works: shards" -- "$B" -c "$C" shards
 t_exit 0 "the right list still works: get" -- "$B" -c "$C" get 00000000000040008000000000000001
+
+# ------------------------------------------------------------ what the map allows
+# a list reordered with each name beside its own address is the same store
+t_exit 0 "reordered: shards" -- "$B" -c "$T/reordered.yaml" shards
+t_contains "$T_OUT" "ok" "reordered: shards agree"
+t_exit 0 "reordered: get" -- "$B" -c "$T/reordered.yaml" get 00000000000040008000000000000001
+t_contains "$T_OUT" '"k":1' "reordered: get finds the entity"
+t_exit 0 "reordered: query" -- "$B" -c "$T/reordered.yaml" query ix_a k=2
+t_contains "$T_OUT" "00000000-0000-4000-8000-000000000002" "reordered: query finds the other one"
+t_eq "$(state)" "$before" "reading through the reordered list changed nothing"
+printf '{"id":{"$uuid":"00000000-0000-4000-8000-000000000003"},"k":3}\n' >"$T/e3.jsonl"
+t_exit 0 "reordered: put" -- "$B" -c "$T/reordered.yaml" put "$T/e3.jsonl"
+t_exit 0 "the written entity reads back through the configured list" -- "$B" -c "$C" get 00000000000040008000000000000003
+t_contains "$T_OUT" '"k":3' "and it is the one written"
+t_exit 0 "reordered: delete" -- "$B" -c "$T/reordered.yaml" delete 00000000000040008000000000000003
+t_exit 1 "the deleted entity is gone through the configured list" -- "$B" -c "$C" get 00000000000040008000000000000003
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM entities")$(t_sql 1 "SELECT COUNT(*) FROM entities")" "11" \
+	"each shard still holds its one entity"
+
+# init through the longer list: the third shard joins owning nothing
+t_exit 0 "three: init adds the third shard" -- "$B" -c "$T/three.yaml" init
+t_contains "$T_OUT" "owning no bucket yet" "three: init says it owns no bucket yet"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_fp3.entities")" 0 "three: the third shard holds no entity"
+t_exit 0 "three: shards agrees now" -- "$B" -c "$T/three.yaml" shards
+t_exit 0 "three: get through it" -- "$B" -c "$T/three.yaml" get 00000000000040008000000000000001
+t_exit 0 "the two-shard list still works beside it" -- "$B" -c "$C" get 00000000000040008000000000000002
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM entities")$(t_sql 1 "SELECT COUNT(*) FROM entities")" "11" \
+	"no entity moved"
+t_sql 0 "DROP DATABASE bagstore_fp3"
 
 # ------------------------------------------------------------ the documents
 # row_of FILE STATUS: the README's exit-status table row for STATUS

@@ -62,7 +62,7 @@ static const char good_yaml[] =
 	"    replicas:\n"
 	"      - {host: db1-r.example.com, port: 3311, user: mon, password_env: ALPHA_R_PW}\n"
 	"      - socket: /run/r.sock\n"
-	"  - {name: beta-2, socket: /run/mysqld/beta.sock}\n"
+	"  - {name: beta-2, socket: /run/mysqld/beta.sock, drain: true}\n"
 	"  - name: GAMMA_3\n"
 	"    defaults_file: /etc/bagstore/g.cnf\n"
 	"    option_group: bagstore_gamma\n"
@@ -88,7 +88,9 @@ static const char good_yaml[] =
 	"  max_replica_lag: 2.5\n"
 	"  repair_overlap: 0\n"
 	"  repair_interval: 1e-1\n"
-	"  sleep_coef: 1.5\n";
+	"  sleep_coef: 1.5\n"
+	"  max_fence: 0.25\n"
+	"buckets: 1024\n";
 
 static void test_good(void)
 {
@@ -125,6 +127,7 @@ static void test_good(void)
 		CHECK(b->host == NULL && b->port == 0 && b->user == NULL, "beta defaults");
 		CHECK_STR(b->database, "bagstore");
 		CHECK(b->nreplicas == 0 && b->replicas == NULL, "beta replicas");
+		CHECK(b->drain && !a->drain && !g->drain, "drain: true on beta only");
 		CHECK(b->line == 12, "line %d", b->line);
 		CHECK_STR(g->name, "GAMMA_3");
 		CHECK_STR(g->defaults_file, "/etc/bagstore/g.cnf");
@@ -157,6 +160,8 @@ static void test_good(void)
 	CHECK(cfg->cleaner.repair_overlap == 0, "overlap %g", cfg->cleaner.repair_overlap);
 	CHECK(cfg->cleaner.repair_interval == 0.1, "interval %g", cfg->cleaner.repair_interval);
 	CHECK(cfg->cleaner.sleep_coef == 1.5, "sleep_coef %g", cfg->cleaner.sleep_coef);
+	CHECK(cfg->cleaner.max_fence == 0.25, "max_fence %g", cfg->cleaner.max_fence);
+	CHECK(cfg->buckets == 1024, "buckets %u", (unsigned)cfg->buckets);
 	bs_config_free(cfg);
 }
 
@@ -183,6 +188,9 @@ static void test_defaults(void)
 	CHECK(cfg->cleaner.max_replica_lag == 1.0 && cfg->cleaner.repair_overlap == 1.0, "lag/overlap");
 	CHECK(cfg->cleaner.repair_interval == 0.2, "interval");
 	CHECK(cfg->cleaner.sleep_coef == 0, "sleep_coef defaults to full speed");
+	CHECK(cfg->cleaner.max_fence == 1.0, "max_fence defaults to 1 s");
+	CHECK(cfg->buckets == 0, "buckets: 0, init picks the count");
+	CHECK(!cfg->shards[0].drain, "drain defaults to false");
 	bs_config_free(cfg);
 	bs_config_free(NULL);
 }
@@ -389,6 +397,11 @@ static void test_bad_inline(void)
 		{ "shards: [{name: s0, host: h}]\ncleaner: {chunk_time: 0}", "<string>:2:23: ", "greater than 0" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {max_load: 0}", "<string>:2:21: ", "from 1 to" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: [1]", "<string>:2:10: ", "expected a mapping" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {max_fence: 0}", "<string>:2:22: ", "greater than 0" },
+		{ "shards: [{name: s0, host: h}]\nbuckets: 0", "<string>:2:10: ", "from 1 to 65536" },
+		{ "shards: [{name: s0, host: h}]\nbuckets: 70000", "<string>:2:10: ", "from 1 to 65536" },
+		{ "shards: [{name: s0, host: h}]\nbuckets: many", "<string>:2:10: ", "a number of buckets" },
+		{ "shards: [{name: s0, host: h, drain: 2}]", "<string>:1:37: ", "true or false" },
 		{ "shards: [{name: s0, host: h}]\nindexes: {a: 1}", "<string>:2:10: ", "expected a sequence, got a mapping" },
 		{ "shards: [{name: s0, host: h}]\nindexes: [{name: i, on: [], shard_on: a}]", "<string>:2:25: ",
 		  "at least one PROP:TYPE" },

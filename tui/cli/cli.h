@@ -8,7 +8,8 @@
  * Adding a command: write its handler in the cmd_*.c file of its group
  * (cmd_store.c init and shards; cmd_entity.c put, get, delete, query;
  * cmd_index.c index list/create/drop; cmd_cleaner.c cleaner, verify,
- * backfill, lag; cmd_census.c properties; cmd_audit.c audit), declare it below, and add its row to cli_commands[] in
+ * backfill, lag; cmd_census.c properties; cmd_audit.c audit; cmd_reshard.c buckets, reshard), declare it below,
+ * and add its row to cli_commands[] in
  * commands.c. The row gives its usage, --help text and whether it changes
  * data; --help output and the read-only rule (cli_open) come from the row.
  *
@@ -176,5 +177,12 @@ void cli_audit(cli_ctx_t *ctx, const char *action, const char *target, const cha
  * line itself). */
 void cli_audit_entity(cli_ctx_t *ctx, const char *action, const bs_audit_entity_t *e, const char *detail);
 int cli_cmd_workers(cli_ctx_t *ctx, int argc, char **argv);
+int cli_cmd_buckets(cli_ctx_t *ctx, int argc, char **argv);        /* cmd_reshard.c */
+int cli_cmd_reshard_plan(cli_ctx_t *ctx, int argc, char **argv);
+int cli_cmd_reshard_start(cli_ctx_t *ctx, int argc, char **argv);
+int cli_cmd_reshard_status(cli_ctx_t *ctx, int argc, char **argv);
+int cli_cmd_reshard_pause(cli_ctx_t *ctx, int argc, char **argv);
+int cli_cmd_reshard_resume(cli_ctx_t *ctx, int argc, char **argv);
+int cli_cmd_reshard_cancel(cli_ctx_t *ctx, int argc, char **argv);
 
 #endif

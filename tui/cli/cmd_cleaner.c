@@ -1,6 +1,7 @@
 /*
  * cmd_cleaner.c - the cleaner's commands: `cleaner` (one backfill, one
- * pass, or the daemon, whose service is svc.c), `verify` (index rows
+ * pass, the recorded moves of a reshard, or the daemon, whose service is
+ * svc.c), `verify` (index rows
  * against the bodies, optionally repaired), `backfill list|pause|resume|
  * cancel` (the jobs table), `lag` (the repair loop's lag per shard) and
  * `workers` (the worker registry: cleaners and consoles at work).
@@ -47,6 +48,14 @@ typedef struct {
 	char last_err[512];
 	bs_cleaner_live_t *live; /* one backfill: what SIGHUP reloads */
 	bs_worker_t *worker;     /* one backfill: its registry row */
+	/* what was last reported of each move (a line only when it changes) */
+	struct {
+		int64_t id;
+		bs_job_state_t state;
+		bs_move_phase_t phase;
+		char reason[256];
+	} moves[32];
+	int nmoves;
 } progress_t;
 
 /* The daemon logs what changes, one line each, per index and shard. */
@@ -159,6 +168,60 @@ static void on_progress(void *p, const bs_job_t *job)
 	pthread_mutex_unlock(&pr->lock);
 }
 
+/* Did the move's state, phase or reason change since it was last
+ * reported? (It is recorded as reported.) */
+static bool move_changed(progress_t *pr, const bs_move_t *m)
+{
+	int k;
+
+	for (k = 0; k < pr->nmoves && pr->moves[k].id != m->id; k++)
+		;
+	if (k == pr->nmoves) {
+		if (k == (int)(sizeof pr->moves / sizeof pr->moves[0]))
+			k = 0; /* more moves than slots: reuse the first */
+		else
+			pr->nmoves++;
+	} else if (pr->moves[k].state == m->state && pr->moves[k].phase == m->phase &&
+	           !strcmp(pr->moves[k].reason, m->reason)) {
+		return false;
+	}
+	pr->moves[k].id = m->id;
+	pr->moves[k].state = m->state;
+	pr->moves[k].phase = m->phase;
+	snprintf(pr->moves[k].reason, sizeof pr->moves[k].reason, "%s", m->reason);
+	return true;
+}
+
+/* A move's progress: on a terminal one line, rewritten; else a line when
+ * its state, phase or reason changes (the daemon logs the same way). A
+ * move is named by its number in its plan, as `reshard status` shows it. */
+static void on_move(void *p, const bs_move_t *m)
+{
+	progress_t *pr = p;
+	char eta[32] = "-";
+	int64_t no = m->id - m->plan_id * 1000 + 1;
+
+	pthread_mutex_lock(&pr->lock);
+	if (m->eta_s >= 0)
+		fmt_secs(eta, sizeof eta, m->eta_s);
+	if (pr->tty && !pr->daemon) {
+		fprintf(stderr, "\rmove %" PRId64 " %s->%s: %s %s %.0f%%, %.0f rows/s, eta ~%s%s%.60s\033[K", no, m->source,
+		        m->target, bs_job_state_name(m->state), bs_move_phase_name(m->phase), m->progress * 100, m->rate, eta,
+		        m->reason[0] ? ": " : "", m->reason);
+		fflush(stderr);
+	} else if (move_changed(pr, m) && !(m->phase == BS_MOVE_DONE && m->state == BS_JOB_RUNNING)) {
+		/* (running, done) is the moment before the row says done */
+		if (m->phase == BS_MOVE_DONE || m->state == BS_JOB_DONE)
+			fprintf(stderr, "bagstore: cleaner: move %" PRId64 " (%s to %s, %d buckets): %s\n", no, m->source,
+			        m->target, m->nbuckets, bs_job_state_name(m->state));
+		else
+			fprintf(stderr, "bagstore: cleaner: move %" PRId64 " (%s to %s, %d buckets): %s, %s%s%s\n", no,
+			        m->source, m->target, m->nbuckets, bs_job_state_name(m->state), bs_move_phase_name(m->phase),
+			        m->reason[0] ? ": " : "", m->reason);
+	}
+	pthread_mutex_unlock(&pr->lock);
+}
+
 /* An error the daemon survives: logged when it changes. */
 static void on_error(void *p, int code, const char *msg)
 {
@@ -200,18 +263,22 @@ static int backfill_one(cli_ctx_t *ctx, const char *index, bs_cleaner_opts_t *o,
 	return 0;
 }
 
-/* `cleaner --index NAME` or `cleaner --once`: signals by handler (SIGTERM
- * and SIGINT stop, SIGHUP reloads the cleaner: settings at the next chunk). */
-static int cleaner_oneshot(cli_ctx_t *ctx, const char *index, bool once, progress_t *pr)
+static int reshard_all(cli_ctx_t *ctx, bs_cleaner_opts_t *o, progress_t *pr);
+
+/* `cleaner --index NAME`, `cleaner --once` or `cleaner --reshard`: signals
+ * by handler (SIGTERM and SIGINT stop, SIGHUP reloads the cleaner: settings
+ * at the next chunk). */
+static int cleaner_oneshot(cli_ctx_t *ctx, const char *index, bool once, bool reshard, progress_t *pr)
 {
-	bs_cleaner_opts_t o = {.stop = &stop_flag, .progress = on_progress, .error = on_error, .ctx = pr};
+	bs_cleaner_opts_t o = {.stop = &stop_flag, .progress = on_progress, .error = on_error, .ctx = pr,
+	                       .move_progress = on_move};
 	struct sigaction sa;
 	int rc;
 
 	pr->n = bs_store_nshards(ctx->st);
 	pr->cfg = bs_store_config(ctx->st);
 	pr->tty = isatty(STDERR_FILENO);
-	pr->daemon = !index;
+	pr->daemon = !index && !reshard;
 	if (!(pr->last = calloc((size_t)pr->n, sizeof *pr->last)))
 		return bs_error(BS_ENOMEM, "out of memory");
 	if ((rc = bs_cleaner_live_new(&pr->live, &pr->cfg->cleaner)) < 0)
@@ -225,21 +292,51 @@ static int cleaner_oneshot(cli_ctx_t *ctx, const char *index, bool once, progres
 	o.once = once;
 	if (index)
 		cli_audit(ctx, "index.backfill", index, "cleaner --index");
+	else if (reshard)
+		cli_audit(ctx, "reshard.run", "buckets", "cleaner --reshard");
 	/* a backfill is a worker: `bagstore workers` lists it while it runs */
 	if (index && bs_worker_start(&pr->worker, pr->cfg, "backfill", NULL) < 0)
 		bs_error_clear(); /* not listed; the backfill goes on */
-	rc = index ? backfill_one(ctx, index, &o, pr) : bs_cleaner_run(ctx->st, &o);
+	rc = index ? backfill_one(ctx, index, &o, pr) : reshard ? reshard_all(ctx, &o, pr) : bs_cleaner_run(ctx->st, &o);
 	bs_worker_stop(pr->worker);
 	return rc;
+}
+
+/* `cleaner --reshard`: the recorded moves, then what became of them. */
+static int reshard_all(cli_ctx_t *ctx, bs_cleaner_opts_t *o, progress_t *pr)
+{
+	bs_move_list_t l = {0};
+	int rc = bs_cleaner_reshard(ctx->st, o);
+
+	if (pr->tty)
+		fputc('\n', stderr);
+	if (rc < 0)
+		return rc;
+	if (atomic_load(&stop_flag)) {
+		printf("reshard stopped; its moves resume where they stopped\n");
+		return 0;
+	}
+	if ((rc = bs_move_list(&l, ctx->st, NULL)) < 0)
+		return rc;
+	printf("reshard %s: %d moves", bs_reshard_state_name(bs_reshard_state(&l)), l.len);
+	if (l.len) {
+		bs_buckets_t b = {0};
+		if (bs_buckets(&b, ctx->st) == 0)
+			printf(", bucket map version %" PRId64, b.version);
+		bs_buckets_free(&b);
+	}
+	printf("\n");
+	bs_move_list_free(&l);
+	return 0;
 }
 
 int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *index = NULL, *metrics = NULL, *log_format = NULL, *log_every = NULL;
-	bool once = false;
+	bool once = false, reshard = false;
 	const cli_opt_t opts[] = {{"index", &index, NULL}, {"once", NULL, &once}, {"metrics", &metrics, NULL},
 	                          {"log-format", &log_format, NULL}, {"log-every", &log_every, NULL},
-	                          {NULL, NULL, NULL}};
+	                          {"reshard", NULL, &reshard}, {NULL, NULL, NULL}};
 	cli_args_t args = {0};
 	progress_t pr = {.lock = PTHREAD_MUTEX_INITIALIZER};
 	svc_opts_t so = {0};
@@ -247,12 +344,13 @@ int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
 		goto done;
-	if (index && once) {
-		rc = cli_usage_error(ctx, "--index and --once do not go together");
+	if ((index != NULL) + once + reshard > 1) {
+		rc = cli_usage_error(ctx, "--index, --once and --reshard do not go together");
 		goto done;
 	}
-	if ((index || once) && (metrics || log_format || log_every)) {
-		rc = cli_usage_error(ctx, "--metrics, --log-format and --log-every are the daemon's (no --index, no --once)");
+	if ((index || once || reshard) && (metrics || log_format || log_every)) {
+		rc = cli_usage_error(ctx, "--metrics, --log-format and --log-every are the daemon's (no --index, --once "
+		                     "or --reshard)");
 		goto done;
 	}
 	if (log_format && strcmp(log_format, "text") != 0 && strcmp(log_format, "json") != 0) {
@@ -266,8 +364,8 @@ int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 	}
 	if ((rc = cli_open(ctx)) < 0)
 		goto done;
-	if (index || once) {
-		rc = cleaner_oneshot(ctx, index, once, &pr);
+	if (index || once || reshard) {
+		rc = cleaner_oneshot(ctx, index, once, reshard, &pr);
 	} else {
 		so.metrics = metrics;
 		so.log_format = log_format;

@@ -17,19 +17,22 @@
 int cli_cmd_init(cli_ctx_t *ctx, int argc, char **argv)
 {
 	cli_args_t args = {0};
-	char fp[17];
-	int rc;
+	bs_buckets_t b = {0};
+	int rc, empty = 0;
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, NULL, 0, 0)) != 0)
 		goto done;
 	if ((rc = cli_open(ctx)) < 0)
 		goto done;
-	if ((rc = bs_init(ctx->st)) < 0)
+	if ((rc = bs_init(ctx->st)) < 0 || (rc = bs_buckets(&b, ctx->st)) < 0)
 		goto done;
-	bs_config_fingerprint(fp, ctx->cfg);
-	printf("initialised %d shards (fingerprint %s), %d declared indexes\n",
-	       bs_store_nshards(ctx->st), fp, ctx->cfg->nindexes);
+	for (int i = 0; i < b.nshards; i++)
+		empty += b.shards[i].buckets == 0;
+	printf("initialised %d shards (bucket map version %" PRId64 ", %d buckets%s), %d declared indexes\n",
+	       bs_store_nshards(ctx->st), b.version, b.buckets,
+	       empty ? "; shards owning no bucket yet: `bagstore reshard plan`" : "", ctx->cfg->nindexes);
 done:
+	bs_buckets_free(&b);
 	cli_args_free(&args);
 	return rc < 0 ? rc : 0;
 }

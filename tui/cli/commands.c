@@ -16,9 +16,12 @@
 static const cli_cmd_t cli_commands[] = {
 	{NULL, "init", cli_cmd_init, "",
 	 "create bagstore's tables and the configured indexes on every shard",
-	 "Idempotent. Records the shard list's fingerprint on every shard; later\n"
-	 "reads and writes through a configuration whose list differs are refused\n"
-	 "(exit status 2).\n",
+	 "Idempotent. Gives the store its bucket map (a store made by an older\n"
+	 "bagstore migrates with no row moved), adds shards appended to the\n"
+	 "configuration as members owning nothing, and records each shard's name\n"
+	 "and the store's id. Later reads and writes through a configuration whose\n"
+	 "shards disagree with the map (a shard's name, its store, a member missing\n"
+	 "or not yet added) are refused (exit status 2).\n",
 	 true},
 	{NULL, "shards", cli_cmd_shards, "[--json]",
 	 "status of every shard",
@@ -84,22 +87,24 @@ static const cli_cmd_t cli_commands[] = {
 	 "  --yes    required; without it, says what would be dropped and exits 2\n",
 	 true},
 	{NULL, "cleaner", cli_cmd_cleaner,
-	 "[--index NAME | --once] [--metrics HOST:PORT] [--log-format text|json] [--log-every S]",
-	 "backfill one index, or run the cleaner daemon (backfills and repair)",
+	 "[--index NAME | --once | --reshard] [--metrics HOST:PORT] [--log-format text|json] [--log-every S]",
+	 "backfill one index, run the recorded moves, or run the cleaner daemon (backfills, moves and repair)",
 	 "  --index NAME          backfill NAME on every shard, then exit (a progress line on\n"
 	 "                        stderr when it is a terminal); the index becomes ready\n"
 	 "  --once                one pass of the daemon (pending backfills, one repair pass), then exit\n"
+	 "  --reshard             run the recorded moves of a reshard to completion, then exit\n"
 	 "  --metrics HOST:PORT   the daemon serves Prometheus's /metrics there (cleaner.metrics)\n"
 	 "  --log-format FORMAT   the daemon's log on stderr: text or json, one line per event\n"
 	 "                        (cleaner.log_format; default text)\n"
 	 "  --log-every S         seconds between a job's progress lines and between repair\n"
 	 "                        summaries (cleaner.log_every; default 5)\n"
-	 "Without --index or --once: the daemon, until SIGTERM or SIGINT (it finishes the\n"
+	 "Without --index, --once or --reshard: the daemon, until SIGTERM or SIGINT (it finishes the\n"
 	 "chunks in hand and exits 0); SIGHUP reloads the `cleaner:` settings. It registers\n"
 	 "in `bagstore workers`, speaks systemd's notify protocol when $NOTIFY_SOCKET is set,\n"
 	 "and runs cleaner.hooks. Settings: `cleaner:` in the configuration (chunk_time,\n"
 	 "max_load, critical_load, max_replica_lag, repair_overlap, repair_interval,\n"
-	 "sleep_coef, metrics, log_format, log_every, hooks). Any number of cleaners may run.\n",
+	 "sleep_coef, max_fence, metrics, log_format, log_every, hooks). Any number of cleaners\n"
+	 "may run; the daemon runs a reshard's moves as it runs backfills.\n",
 	 true},
 	{NULL, "verify", cli_cmd_verify, "[--index NAME] [--repair] [--json]",
 	 "compare index rows with the bodies: missing, stale, orphaned rows",
@@ -157,6 +162,37 @@ static const cli_cmd_t cli_commands[] = {
 	 "A worker whose newest heartbeat (on any shard) is older than 5 s is shown dead;\n"
 	 "its rows are deleted an hour later. Exits 1 when a shard did not answer.\n",
 	 false},
+	{NULL, "buckets", cli_cmd_buckets, "[--json]",
+	 "the bucket map: version, buckets, entities and bytes per shard, moves in flight",
+	 "  --json   a JSON object instead of the table\n"
+	 "SHARE is what `reshard plan` would give each shard (none to a shard marked\n"
+	 "drain: true). Entities are InnoDB's estimates (~).\n",
+	 false},
+	{"reshard", "plan", cli_cmd_reshard_plan, "[--json]",
+	 "the moves needed: buckets, estimated entities and index rows per move",
+	 "  --json   a JSON object instead of the table\n"
+	 "Spreads the buckets evenly over every configured shard not marked\n"
+	 "drain: true; a draining shard's buckets all move off. Changes nothing.\n",
+	 false},
+	{"reshard", "start", cli_cmd_reshard_start, "[--yes]",
+	 "record the plan as move jobs (asks unless --yes)",
+	 "  --yes    do not ask (without a terminal, --yes is required)\n"
+	 "A cleaner runs the moves: `bagstore cleaner --reshard`, or the daemon.\n"
+	 "Refused while a move of an earlier reshard has not ended.\n",
+	 true},
+	{"reshard", "status", cli_cmd_reshard_status, "[--json]",
+	 "overall state and per move: phase, progress, rate, ETA, throttle reason",
+	 "  --json   a JSON object: \"state\" (idle, running, paused, done, failed,\n"
+	 "           cancelled) and \"moves\"\n",
+	 false},
+	{"reshard", "pause", cli_cmd_reshard_pause, "",
+	 "pause every move (honoured within one chunk)", NULL, true},
+	{"reshard", "resume", cli_cmd_reshard_resume, "",
+	 "resume paused, failed or cancelled moves", NULL, true},
+	{"reshard", "cancel", cli_cmd_reshard_cancel, "",
+	 "cancel: a move before its cut-over leaves its buckets where they were",
+	 "A move past its cut-over finishes. The next cleaner undoes the others.\n",
+	 true},
 	{NULL, NULL, NULL, NULL, NULL, NULL, false},
 };
 

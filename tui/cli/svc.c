@@ -89,6 +89,13 @@ typedef struct {
 	double last_status, last_watchdog;
 	char status[256], doing_jobs[1024], doing_repair[1024];
 	int registry_ok;
+	/* under mu: what was last logged of each move (a line when it changes) */
+	struct {
+		int64_t id;
+		bs_job_state_t state;
+		bs_move_phase_t phase;
+	} moves[32];
+	int nmoves;
 } svc_t;
 
 static double mono(void)
@@ -794,6 +801,43 @@ static void svc_end(svc_t *s, int rc)
 	pthread_mutex_destroy(&s->mu);
 }
 
+/* A reshard's move (the engine's move_progress): a line when its state or
+ * phase changes, as `cleaner --reshard` says it; a move is named by its
+ * number in its plan, as `reshard status` shows it. */
+static void on_move(void *p, const bs_move_t *m)
+{
+	svc_t *s = p;
+	int k;
+	bool changed = true;
+
+	pthread_mutex_lock(&s->mu);
+	for (k = 0; k < s->nmoves && s->moves[k].id != m->id; k++)
+		;
+	if (k < s->nmoves)
+		changed = s->moves[k].state != m->state || s->moves[k].phase != m->phase;
+	else if (s->nmoves < (int)(sizeof s->moves / sizeof s->moves[0]))
+		s->nmoves++;
+	else
+		k = -1;
+	if (k >= 0) {
+		s->moves[k].id = m->id;
+		s->moves[k].state = m->state;
+		s->moves[k].phase = m->phase;
+	}
+	pthread_mutex_unlock(&s->mu);
+	/* (running, done) is the moment before the row says done */
+	if (!changed || (m->phase == BS_MOVE_DONE && m->state == BS_JOB_RUNNING))
+		return;
+	svc_log(&s->log, m->state == BS_JOB_FAILED ? LOG_ERROR_ : LOG_INFO_, "move",
+	        json_pack("{s:I,s:s,s:s,s:i,s:s,s:s,s:s}", "move", (json_int_t)(m->id - m->plan_id * 1000 + 1),
+	                  "source", m->source, "target", m->target, "buckets", m->nbuckets,
+	                  "state", bs_job_state_name(m->state), "phase", bs_move_phase_name(m->phase),
+	                  "reason", m->reason),
+	        "move %" PRId64 " (%s to %s, %d buckets): %s, %s%s%s", m->id - m->plan_id * 1000 + 1, m->source,
+	        m->target, m->nbuckets, bs_job_state_name(m->state), bs_move_phase_name(m->phase),
+	        m->reason[0] ? ": " : "", m->reason);
+}
+
 int svc_run(cli_ctx_t *ctx, const svc_opts_t *o)
 {
 	svc_t *s = calloc(1, sizeof *s);
@@ -806,7 +850,8 @@ int svc_run(cli_ctx_t *ctx, const svc_opts_t *o)
 	s->opts = o;
 	pthread_mutex_init(&s->mu, NULL);
 	if ((rc = svc_begin(s)) == 0) {
-		bs_cleaner_opts_t eo = { .stop = &s->stop, .event = on_event, .ctx = s, .live = s->live };
+		bs_cleaner_opts_t eo = { .stop = &s->stop, .event = on_event, .ctx = s, .live = s->live,
+		                         .move_progress = on_move };
 		rc = bs_cleaner_run(ctx->st, &eo);
 	}
 	svc_end(s, rc);

@@ -120,6 +120,25 @@ char *fmt_age(char *buf, size_t n, int64_t then_us)
 	return buf;
 }
 
+char *fmt_ranges(char *buf, size_t n, const int *b, int nb)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int k = 0; k < nb && used + 16 < n;) {
+		int j = k;
+		while (j + 1 < nb && b[j + 1] == b[j] + 1)
+			j++;
+		used += (size_t)snprintf(buf + used, n - used, k ? ",%d" : "%d", b[k]);
+		if (j > k)
+			used += (size_t)snprintf(buf + used, n - used, "-%d", b[j]);
+		k = j + 1;
+		if (k < nb && used + 16 >= n)
+			snprintf(buf + used, n - used, ",...");
+	}
+	return buf;
+}
+
 /* The quotes go in as characters: a quoted %s in a format is what
  * tests/layers.sh refuses as SQL spliced from text, wherever it appears. */
 char *fmt_quote(char *buf, size_t n, const char *s)

@@ -34,6 +34,8 @@ char *fmt_time(char *buf, size_t n, int64_t us);
 char *fmt_secs(char *buf, size_t n, double s);
 /* How long ago then_us was (fmt_secs + " ago"); "never" when then_us <= 0. */
 char *fmt_age(char *buf, size_t n, int64_t then_us);
+/* Ascending bucket numbers as ranges, "0-9,12", cut with ",..." to fit. */
+char *fmt_ranges(char *buf, size_t n, const int *b, int nb);
 /* A name quoted for a message: 'name'. */
 char *fmt_quote(char *buf, size_t n, const char *s);
 /* A connection's TLS in a word or two: "off", "PLAINTEXT" (off while

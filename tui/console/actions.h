@@ -10,7 +10,8 @@
  *              (actions_strip_dangerous, the one place that rule lives)
  *   SCOPE      "*" for every screen, else the scope letters of the screens
  *              it belongs to: S shards, I indexes, C cleaner, B backfills,
- *              E entities, D one entity, P properties, A audit, T text pages
+ *              E entities, D one entity, P properties, A audit, O topology,
+ *              T text pages
  *
  * A key may mean different actions on different screens; a screen's own
  * action wins over a global one. A key that means nothing on a screen says
@@ -42,22 +43,23 @@
 	X(SCREEN_ENTITIES, '5', 0, 0,  "5",       "entities screen", 0, "*") \
 	X(SCREEN_PROPERTIES,'6', 0, 0, "6",       "properties screen (the census of the bodies)", 0, "*") \
 	X(SCREEN_AUDIT,    '7', 0, 0,  "7",       "audit screen (operators' changes)", 0, "*") \
+	X(SCREEN_TOPOLOGY, '8', 0, 0,  "8",       "topology screen: the bucket map and resharding", 0, "*") \
 	X(RELOAD,      'R', BS_CTRL('l'), 0, "R  ^L", "reload now", 0, "*") \
 	X(PAUSE,       'z', 0, 0,      "z",       "pause / resume the automatic refresh", 0, "*") \
 	X(FASTER,      '+', 0, 0,      "+",       "refresh more often (0.5 s to 1 h)", 0, "*") \
 	X(SLOWER,      '-', 0, 0,      "-",       "refresh less often (0.5 s to 1 h)", 0, "*") \
-	X(SORT_NEXT,   '>', 0, 0,      ">",       "sort by the next column", 0, "SICBPA") \
-	X(SORT_PREV,   '<', 0, 0,      "<",       "sort by the previous column", 0, "SICBPA") \
-	X(SORT_REV,    'I', 0, 0,      "I",       "invert the sort order", 0, "SICBPA") \
+	X(SORT_NEXT,   '>', 0, 0,      ">",       "sort by the next column", 0, "SICBPAO") \
+	X(SORT_PREV,   '<', 0, 0,      "<",       "sort by the previous column", 0, "SICBPAO") \
+	X(SORT_REV,    'I', 0, 0,      "I",       "invert the sort order", 0, "SICBPAO") \
 	X(DOWN,        'j', KEY_DOWN, 0, "j  Down", "next row", 0, "*") \
 	X(UP,          'k', KEY_UP, 0,  "k  Up",   "previous row", 0, "*") \
 	X(PGDN,        ' ', KEY_NPAGE, 0, "Space PgDn", "next page", 0, "*") \
 	X(PGUP,        'b', KEY_PPAGE, 0, "b  PgUp", "previous page", 0, "*") \
 	X(HOME,        'g', KEY_HOME, 0, "g  Home", "first row (entities: newest)", 0, "*") \
-	X(END,         'G', KEY_END, 0,  "G  End",  "last row", 0, "SICBDTPA") \
+	X(END,         'G', KEY_END, 0,  "G  End",  "last row", 0, "SICBDTPAO") \
 	X(OPEN,        '\n', KEY_ENTER, '\r', "Enter", "open the selected row", 0, "SIBEA") \
-	X(COL_RIGHT,   KEY_RIGHT, 0, 0, "Right",  "show the columns further right (narrow terminals)", 0, "SICBEPA") \
-	X(COL_LEFT,    KEY_LEFT, 0, 0,  "Left",   "back to the columns on the left", 0, "SICBEPA") \
+	X(COL_RIGHT,   KEY_RIGHT, 0, 0, "Right",  "show the columns further right (narrow terminals)", 0, "SICBEPAO") \
+	X(COL_LEFT,    KEY_LEFT, 0, 0,  "Left",   "back to the columns on the left", 0, "SICBEPAO") \
 	X(EXACT_COUNT, '#', 0, 0,      "#",       "count exactly (entities, or the index's rows) on a worker; # again cancels", 0, "SI") \
 	X(INDEX_CREATE,  'c', 0, 0,    "c",       "create an index (form, DDL preview)", 1, "I") \
 	X(INDEX_DROP,    'd', 0, 0,    "d",       "drop the selected index (type its name)", 1, "I") \
@@ -67,6 +69,10 @@
 	X(JOB_PAUSE,   'p', 0, 0,      "p",       "pause the selected backfill", 1, "B") \
 	X(JOB_RESUME,  'r', 0, 0,      "r",       "resume the selected backfill", 1, "B") \
 	X(JOB_CANCEL,  'x', 0, 0,      "x",       "cancel the selected backfill", 1, "B") \
+	X(RESHARD_PLAN, 'r', 0, 0,     "r",       "preview the plan the configuration asks for; y, then type reshard, starts it", 1, "O") \
+	X(MOVE_PAUSE,  'p', 0, 0,      "p",       "pause every move of the plan (within one chunk)", 1, "O") \
+	X(MOVE_RESUME, 'u', 0, 0,      "u",       "resume every move of the plan", 1, "O") \
+	X(MOVE_CANCEL, 'x', 0, 0,      "x",       "cancel the plan (type cancel): moves before cut-over are undone", 1, "O") \
 	X(ENT_SHARD,   's', 0, 0,      "s",       "browse one shard / all shards merged", 0, "E") \
 	X(ENT_JUMP,    'i', 0, 0,      "i",       "open an entity by id", 0, "E") \
 	X(ENT_NEW,     'n', 0, 0,      "n",       "create an entity in $EDITOR", 1, "E") \

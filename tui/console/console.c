@@ -324,13 +324,13 @@ static void prompt_key(int key)
 
 static const struct view_ops *screens[] = {
 	&view_shards, &view_indexes, &view_cleaner, &view_backfills, &view_entities,
-	&view_properties, &view_audit,
+	&view_properties, &view_audit, &view_topology,
 };
 #define NSCREENS ((int)(sizeof screens / sizeof screens[0]))
 
 /* What `:` takes, for Tab: the screens first (a prefix of one will do). */
 static const char *const commands[] = {
-	"shards", "indexes", "cleaner", "backfills", "entities", "properties", "audit",
+	"shards", "indexes", "cleaner", "backfills", "entities", "properties", "audit", "topology",
 	"entity", "refresh", "filter", "pause", "help", "quit", "q", "q!",
 };
 
@@ -469,7 +469,7 @@ static reaction_t command_done(const char *text, void *ctx)
 			ui_err("':%s' is ambiguous (Tab lists what it may be)", cmd);
 		else
 			ui_err("unknown command ':%s' (:shards :indexes :cleaner :backfills :entities :properties :audit "
-			       ":entity ID :refresh N :q; Tab completes)", cmd);
+			       ":topology :entity ID :refresh N :q; Tab completes)", cmd);
 		return R_REDRAW;
 	}
 	ui_switch(found);
@@ -576,6 +576,7 @@ static reaction_t global_action(action_t a)
 	case ACT_SCREEN_ENTITIES: ui_switch(&view_entities); return R_REDRAW;
 	case ACT_SCREEN_PROPERTIES: ui_switch(&view_properties); return R_REDRAW;
 	case ACT_SCREEN_AUDIT: ui_switch(&view_audit); return R_REDRAW;
+	case ACT_SCREEN_TOPOLOGY: ui_switch(&view_topology); return R_REDRAW;
 	case ACT_RELOAD: ui_msg("reloading"); return R_RELOAD;
 	case ACT_PAUSE:
 		ui.paused = !ui.paused;
