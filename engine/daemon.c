@@ -130,6 +130,12 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 		free(d);
 		return rc;
 	}
+	/* the heartbeat on every shard all its life, and the throttle its
+	 * background backfills share (a pass of --once has its backfills') */
+	bs__throttle_t *thr = NULL;
+	if (!(opts && opts->once) && !bs__throttle_open(&thr, st->cfg))
+		bs__throttle_run(thr);
+	bs_error_clear();
 	for (;;) {
 		bs_index_list_t cat = {0};
 		first_err_t fe = {0};
@@ -192,6 +198,7 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 	for (int k = 0; k < d->nbg; k++)
 		if (d->bg[k].running)
 			pthread_join(d->bg[k].tid, NULL);
+	bs__throttle_close(thr);
 	bs__repairer_free(d->rep);
 	free(d);
 	return rc;
