@@ -173,5 +173,6 @@ int cli_cmd_audit(cli_ctx_t *ctx, int argc, char **argv);         /* cmd_audit.c
  * a row that cannot be written is a warning on stderr, not an error. */
 void cli_audit(cli_ctx_t *ctx, const char *action, const char *target, const char *detail);
 void cli_audit_entity(cli_ctx_t *ctx, const char *action, const bs_audit_entity_t *e);
+int cli_cmd_throttle(cli_ctx_t *ctx, int argc, char **argv);       /* cmd_throttle.c */
 
 #endif
