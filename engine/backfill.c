@@ -966,6 +966,9 @@ static int run_jobs(bool *all_done, bs_store_t *st, const char *index, const bs_
 	}
 	if ((rc = bs__throttle_open(&thr, st->cfg)) || (rc = bs__writers_new(&wr, st->cfg, thr, bs__stop_flag(opts))))
 		goto done;
+	/* the samplers start here, on the caller's thread: a thread inherits its
+	 * creator's priority, and the probe must not wait as a backfill does */
+	bs__throttle_run(thr);
 	for (int i = 0; i < n; i++) {
 		rs[i] = (runner_t){ .cfg = st->cfg, .index = index, .shard = i, .opts = opts, .thr = thr, .wr = wr,
 		                    .progress_lock = &lock, .daemon = daemon };

@@ -818,7 +818,9 @@ int bs_lag(bs_lag_t *out, bs_store_t *st);
 typedef enum {
 	BS_THR_STARTING,   /* a signal not read yet */
 	BS_THR_GO,         /* every signal under its threshold */
-	BS_THR_OVER,       /* a signal over its threshold: jobs wait, their pace is cut */
+	BS_THR_OVER,       /* a signal over its threshold: the pace is cut and jobs
+	                    * wait (on the probe's latency alone, they wait only
+	                    * once the pace is at its lowest) */
 	BS_THR_UNREADABLE, /* a signal unread for cleaner.max_signal_age: jobs wait */
 	BS_THR_CRITICAL    /* Threads_running above critical_load: jobs stop (failed) */
 } bs_throttle_state_t;
@@ -835,7 +837,7 @@ typedef struct {
 	double value, limit;      /* that signal's value and threshold */
 	char reason[256];         /* in words, as a job says it */
 	double write_latency_s;   /* the heartbeat write (the probe), median of the
-	                           * last 3; -1 unknown */
+	                           * last 5; -1 unknown */
 	double write_baseline_s;  /* its median while no job of this process wrote
 	                           * to the shard; -1 unknown */
 	double write_limit_s;     /* the threshold in force; 0 when no signal */

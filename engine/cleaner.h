@@ -133,7 +133,9 @@ int bs__throttle_open(bs__throttle_t **out, const bs_config_t *cfg);
 /* Drop a reference; the last one stops the samplers. Accepts NULL. */
 void bs__throttle_close(bs__throttle_t *t);
 /* Start its samplers now (they start at the first gate or enter
- * otherwise): the daemon writes the heartbeat all its life. */
+ * otherwise): the daemon writes the heartbeat all its life. Call it from a
+ * thread of normal priority: the samplers inherit it, and the probe must
+ * time a write as a writer, not as a backfill, waits for the CPU. */
 void bs__throttle_run(bs__throttle_t *t);
 /* The settings in force from now on (a reload's). */
 void bs__throttle_settings(bs__throttle_t *t, const bs_cleaner_conf_t *cl);

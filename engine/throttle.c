@@ -37,13 +37,15 @@
 #include <unistd.h>
 
 #define HB_EVERY 0.1        /* seconds between two rounds of a sampler */
-#define PROBES 8            /* probe latencies kept; the signal is the median of the last 3 */
+#define PROBES 8            /* probe latencies kept */
+#define PROBE_WINDOW 5      /* the signal: the median of the last 5 (half a second) */
 #define IDLE_PROBES 31      /* idle probe latencies kept; the baseline is their median */
 #define IDLE_QUIET 0.05     /* a probe is idle when no lane of ours was used for this long */
 #define FIRST_PROBES 3      /* probes of a sampler's first round, back to back */
-#define LAT_MARGIN 0.0002   /* the probe's threshold is at least its baseline plus this */
+#define LAT_MARGIN 0.001    /* the probe's threshold is at least its baseline plus this:
+                             * closer than a millisecond is scheduling noise */
 #define PACE_MIN 0.05       /* the lowest pace: a statement, then 19 times its time closed */
-#define CUT_EVERY 0.25      /* at most one halving in this many seconds */
+#define CUT_EVERY 0.5       /* at most one halving in this many seconds (a window) */
 #define SS_GROWTH 1.2       /* a round, until the first cut: twice in 0.4 s */
 #define AI_STEP 0.02        /* a round at one statement or more: one more every 5 s */
 #define AI_STEP_LOW 0.01    /* a round below one: +10% of the time a second */
@@ -164,12 +166,12 @@ static double median(const double *v, int n)
 	return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
 }
 
-/* The probe's signal: the median of the last 3 latencies, or longer while
- * one is in flight for longer. -1 unknown. */
+/* The probe's signal: the median of the last PROBE_WINDOW latencies, or
+ * longer while one is in flight for longer. -1 unknown. */
 static double latency_now(const shard_t *s, double now)
 {
-	double last[3];
-	int k, n = s->nlat < 3 ? s->nlat : 3;
+	double last[PROBE_WINDOW];
+	int k, n = s->nlat < PROBE_WINDOW ? s->nlat : PROBE_WINDOW;
 	for (k = 0; k < n; k++)
 		last[k] = s->lat[(s->nlat - 1 - k) % PROBES];
 	double v = median(last, n);
@@ -241,7 +243,15 @@ typedef struct {
 	double value, limit;
 	char reason[256];
 	bool headroom;         /* every signal under HEADROOM of its threshold */
+	bool soft;             /* over on the probe's latency alone: the pace is cut,
+	                        * jobs wait only once it is at its lowest */
 } eval_t;
+
+/* Does the verdict close the shard's lanes? */
+static bool closed(const eval_t *e, const shard_t *s)
+{
+	return e->state != BS_THR_GO && !(e->soft && s->pace > PACE_MIN);
+}
 
 static void set_eval(eval_t *e, bs_throttle_state_t state, const char *signal, double value, double limit)
 {
@@ -335,6 +345,7 @@ static void eval_shard(eval_t *e, const bs__throttle_t *t, const shard_t *s, dou
 		e->headroom = false;
 	if (limit > 0 && lat > limit) {
 		set_eval(e, BS_THR_OVER, "write_latency", lat, limit);
+		e->soft = true;
 		snprintf(e->reason, sizeof e->reason, "shard %s: write latency %.2f ms above %.2f ms (%s)", name,
 		         lat * 1e3, limit * 1e3, how);
 	}
@@ -344,6 +355,24 @@ static void eval_shard(eval_t *e, const bs__throttle_t *t, const shard_t *s, dou
  * shard our jobs have not used for IDLE_RESTART starts afresh (slow
  * start from one statement); one they did not use in the last second is
  * not cut for what others do to it (jobs still wait while it is over). */
+/* Halve the pace when a signal is over (or unreadable) and our jobs use
+ * the shard, at most every CUT_EVERY. Called after each round and where
+ * jobs look (a sampler stuck in a probe cannot), under mu. */
+static void cut_if_over(shard_t *s, const eval_t *e, double now)
+{
+	bool used = s->inflight > 0 || now - s->last_used < 1.0;
+	if (!used || now - s->last_cut < CUT_EVERY ||
+	    !(e->state == BS_THR_OVER || e->state == BS_THR_UNREADABLE || e->state == BS_THR_CRITICAL))
+		return;
+	s->pace = s->pace / 2 < PACE_MIN ? PACE_MIN : s->pace / 2;
+	s->last_cut = now;
+	s->slow_start = false;
+	snprintf(s->cut_signal, sizeof s->cut_signal, "%s", e->signal);
+	s->cut_value = e->value;
+	s->cut_limit = e->limit;
+	s->cut_at = now;
+}
+
 static void update_pace(bs__throttle_t *t, shard_t *s, double now)
 {
 	eval_t e;
@@ -354,17 +383,9 @@ static void update_pace(bs__throttle_t *t, shard_t *s, double now)
 		s->pace = 1;
 		s->slow_start = true;
 	}
-	if (used && (e.state == BS_THR_OVER || e.state == BS_THR_UNREADABLE || e.state == BS_THR_CRITICAL)) {
-		if (now - s->last_cut >= CUT_EVERY) {
-			s->pace = s->pace / 2 < PACE_MIN ? PACE_MIN : s->pace / 2;
-			s->last_cut = now;
-			s->slow_start = false;
-			snprintf(s->cut_signal, sizeof s->cut_signal, "%s", e.signal);
-			s->cut_value = e.value;
-			s->cut_limit = e.limit;
-			s->cut_at = now;
-		}
-	} else if (e.state == BS_THR_GO && e.headroom && s->demand) {
+	if (e.state != BS_THR_GO) {
+		cut_if_over(s, &e, now);
+	} else if (e.headroom && s->demand) {
 		s->pace = s->slow_start ? s->pace * SS_GROWTH : s->pace + (s->pace < 1 ? AI_STEP_LOW : AI_STEP);
 	}
 	if (s->pace > most)
@@ -797,6 +818,9 @@ void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which
 		if (which && !which[i])
 			continue;
 		eval_shard(&e, t, s, now);
+		cut_if_over(&t->sh[i], &e, now);
+		if (!closed(&e, s))
+			e.state = BS_THR_GO; /* paced, not held */
 		if (severity(e.state) > severity(out->state)) {
 			out->state = e.state;
 			out->shard = i;
@@ -832,20 +856,22 @@ int bs__throttle_enter(double *t0, bs__throttle_t *t, int shard, double max_wait
 			break;
 		}
 		eval_shard(&e, t, s, now);
+		cut_if_over(s, &e, now);
 		int lanes = s->pace >= 1 ? (int)s->pace : 1;
-		if (e.state == BS_THR_GO && s->inflight < lanes && now >= s->next_free) {
+		bool open = !closed(&e, s);
+		if (open && s->inflight < lanes && now >= s->next_free) {
 			if (++s->inflight >= lanes)
 				s->demand = true;
 			s->last_used = *t0 = now;
 			ret = 0;
 			break;
 		}
-		if (e.state == BS_THR_GO)
+		if (open)
 			s->demand = true; /* held back by the pace itself */
 		if (now >= end)
 			break;
 		double wait = end - now < 0.02 ? end - now : 0.02;
-		if (e.state == BS_THR_GO && s->inflight < lanes && s->next_free - now < wait)
+		if (open && s->inflight < lanes && s->next_free - now < wait)
 			wait = s->next_free - now;
 		cond_wait_s(&t->cv, &t->mu, wait);
 	}
