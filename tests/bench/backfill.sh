@@ -4,12 +4,13 @@
 #
 #   BUILD=build sh tests/bench/backfill.sh [N]     (N entities, default 1000000)
 #
-# First on two shards (ports 36707-36708, or BENCH_BACKFILL_PORT): backfill
+# First on two shards (ports 28740-28741, or BENCH_BACKFILL_PORT: below
+# Linux's ephemeral port range, like every test and bench port): backfill
 # time beside the floor, ALTER TABLE ... ADD INDEX and
 # pt-online-schema-change; put latency without a backfill and during one,
 # unthrottled and throttled with each setting tried (the trade-off curve);
-# repair lag under load with faults. Then on eight shards (ports 36720-
-# 36727, or BENCH_BACKFILL_PORT8; BENCH_BACKFILL_8=0 skips it): backfill
+# repair lag under load with faults. Then on eight shards (ports 28750-
+# 28757, or BENCH_BACKFILL_PORT8; BENCH_BACKFILL_8=0 skips it): backfill
 # time beside the floor and pt-online-schema-change. BENCH_RUNS runs of
 # each figure (default 3). The shards are stopped at the end;
 # BENCH_BACKFILL_KEEP=1 keeps them and their data, so that a second run
@@ -20,8 +21,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 dir=$BUILD/bench-backfill-shards
 dir8=$BUILD/bench-backfill-shards8
-port=${BENCH_BACKFILL_PORT:-36707}
-port8=${BENCH_BACKFILL_PORT8:-36720}
+port=${BENCH_BACKFILL_PORT:-28740}
+port8=${BENCH_BACKFILL_PORT8:-28750}
 n=${1:-${BENCH_BACKFILL_N:-1000000}}
 [ -x "$BUILD/bench/bench_backfill" ] || make --no-print-directory BAGSTORE_NO_DEPS=1 "$BUILD/bench/bench_backfill"
 if [ "${BENCH_BACKFILL_KEEP:-0}" != 1 ]; then

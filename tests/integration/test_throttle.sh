@@ -20,7 +20,7 @@ cp "$BAGSTORE_TEST_CONFIG" "$BASE"
 N=3000
 PORT1=$(t_port 1)
 # a port of this run's block where nothing listens: a replica that does not answer
-DEAD=$((${BAGSTORE_TEST_PORT:-33407} + 499))
+DEAD=$((${BAGSTORE_TEST_PORT:-23407} + 499))
 cfg() { # NAME CLEANER-SETTINGS: a configuration with them, its path printed
 	{ cat "$BASE"; echo "cleaner: {chunk_time: 0.05, $2}"; } >"$TMP/$1.yaml"
 	echo "$TMP/$1.yaml"
