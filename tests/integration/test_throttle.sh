@@ -169,7 +169,8 @@ hold_row() { # SECONDS
 		>/dev/null 2>&1) &
 	echo $! >"$TMP/hold.pid"
 }
-LAT=$(cfg lat "max_signal_age: 30, sleep_coef: 4")
+# (sleep_coef: a slow backfill, still under way when its pace reaches the lowest)
+LAT=$(cfg lat "max_signal_age: 30, sleep_coef: 10")
 hold_row 4
 bs 0 "throttle while s1's heartbeat row is held" "$LAT" throttle --seconds 2.5 --json
 t_eq "$(json_field s1 state)" '"over"' "s1 is over a threshold"
@@ -188,7 +189,7 @@ bs 0 "create by_l" "$DEF" index create by_l --on k:int --shard-on k
 bg lat "$LAT" cleaner --index by_l
 started() { [ "$(scanned by_l)" -gt 0 ]; }
 wait_until 30 started
-hold_row 6
+hold_row 8
 if wait_until 30 said by_l "throttled: shard s1: write latency"; then
 	t_ok "a backfill is held by the heartbeat write's latency, and says so"
 else
