@@ -557,11 +557,20 @@ done:
 	return ret;
 }
 
+/* The cleaner's settings in force now: read here, each time they are used,
+ * so that a reload of the configuration's cleaner section takes effect at
+ * the next chunk. */
+static bs_cleaner_conf_t settings(const runner_t *r)
+{
+	return r->cfg->cleaner;
+}
+
 /* What the throttle says of the shards in which: into the job (for the
  * progress callback), and the attempt's pace. */
 static void gate_look(bs__thr_gate_t *g, runner_t *r, attempt_t *a, const bool *which)
 {
-	bs__throttle_settings(r->thr, &r->cfg->cleaner); /* the settings in force now */
+	bs_cleaner_conf_t cl = settings(r);
+	bs__throttle_settings(r->thr, &cl); /* the settings in force now */
 	bs__throttle_gate(g, r->thr, which);
 	snprintf(r->job.throttle_signal, sizeof r->job.throttle_signal, "%s", g->signal);
 	r->job.throttle_value = g->value;
@@ -687,7 +696,8 @@ done:
 static int64_t next_chunk_size(runner_t *r, const attempt_t *a, double elapsed)
 {
 	int64_t chunk = a->chunk;
-	double target = r->cfg->cleaner.chunk_time > 0 ? r->cfg->cleaner.chunk_time : 0.5;
+	bs_cleaner_conf_t cl = settings(r);
+	double target = cl.chunk_time > 0 ? cl.chunk_time : 0.5;
 	if (a->slow)
 		return CHUNK_MIN;
 	if (a->cur.scanned >= chunk && elapsed > 0) {
@@ -801,8 +811,9 @@ static int chunk_step(runner_t *r, attempt_t *a)
 	}
 	/* pacing, once the chunk is recorded: leave the servers (and the
 	 * writers) time between chunks */
-	if (r->cfg->cleaner.sleep_coef > 0)
-		bs__cleaner_sleep(elapsed * r->cfg->cleaner.sleep_coef, bs__stop_flag(r->opts));
+	bs_cleaner_conf_t cl = settings(r);
+	if (cl.sleep_coef > 0)
+		bs__cleaner_sleep(elapsed * cl.sleep_coef, bs__stop_flag(r->opts));
 	chunk_t t = a->cur;
 	a->cur = a->next;
 	a->next = t;
