@@ -464,7 +464,8 @@ static void job_fail(runner_t *r, const char *m)
  * throttle gave and how long the job has waited for it. */
 typedef struct {
 	chunk_t cur, next;
-	bool *which;
+	bool *which;            /* the shards the current chunk touches */
+	bool *one;              /* scratch: one shard */
 	bs_index_t idx;
 	int64_t chunk;
 	bool slow;
@@ -650,10 +651,9 @@ static int lane_wait(double *t0, runner_t *r, attempt_t *a, int shard)
 	int e, out;
 	while ((e = bs__throttle_enter(t0, r->thr, shard, 0.1, bs__stop_flag(r->opts))) == 1) {
 		bs__thr_gate_t g;
-		bool one[r->src->n];
-		memset(one, 0, sizeof one);
-		one[shard] = true;
-		gate_look(&g, r, a, one);
+		memset(a->one, 0, (size_t)r->src->n * sizeof *a->one);
+		a->one[shard] = true;
+		gate_look(&g, r, a, a->one);
 		if (g.verdict == BS__THR_GO)
 			continue; /* the pace itself: no reason to give */
 		if ((out = not_go(r, a, &g)) >= 0)
@@ -872,7 +872,8 @@ static enum outcome attempt(runner_t *r)
 	r->rc = 0;
 	r->msg[0] = '\0';
 	if ((rc = chunk_init(&a.cur, r->src->n)) || (rc = chunk_init(&a.next, r->src->n)) ||
-	    !(a.which = calloc((size_t)r->src->n, sizeof *a.which))) {
+	    !(a.which = calloc((size_t)r->src->n, sizeof *a.which)) ||
+	    !(a.one = calloc((size_t)r->src->n, sizeof *a.one))) {
 		out = fail_with(r, rc ? rc : bs_error(BS_ENOMEM, "out of memory"));
 		goto done;
 	}
@@ -902,6 +903,7 @@ done:
 	chunk_free(&a.cur, r->src->n);
 	chunk_free(&a.next, r->src->n);
 	free(a.which);
+	free(a.one);
 	return (enum outcome)out;
 }
 
