@@ -203,17 +203,6 @@ static double latency_limit(const bs__throttle_t *t, const shard_t *s, char *how
 	return l < b + LAT_MARGIN ? b + LAT_MARGIN : l;
 }
 
-/* "1.92 ms", "0.43 s", "31": a signal's value as its reason writes it. */
-static void signal_value(char *buf, size_t size, const char *signal, double v)
-{
-	if (!strcmp(signal, "write_latency"))
-		snprintf(buf, size, "%.2f ms", v * 1e3);
-	else if (!strcmp(signal, "replica_lag") || !strcmp(signal, "unreadable"))
-		snprintf(buf, size, "%.2f s", v);
-	else
-		snprintf(buf, size, "%.0f", v);
-}
-
 /* A reason, cut to fit. */
 static void say(char *dst, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void say(char *dst, size_t size, const char *fmt, ...)
@@ -782,23 +771,20 @@ static int severity(bs_throttle_state_t s)
 	}
 }
 
-/* How the slowest shard is paced, for a job's reason (under mu). */
-static void pace_reason(bs__thr_gate_t *out, const bs__throttle_t *t, const shard_t *s, double now)
+/* How the slowest shard is paced, for a job's reason: which signal last
+ * cut it there (its value and threshold then in the fields; the reason
+ * stays the same while that holds, so that a log of reasons is not a line
+ * a chunk). Under mu. */
+static void pace_reason(bs__thr_gate_t *out, const bs__throttle_t *t, const shard_t *s)
 {
-	char v[32], l[32];
 	const char *name = t->cfg->shards[s->i].name;
-	int len = s->pace >= 1 ? snprintf(out->reason, sizeof out->reason, "paced: %.1f statements at once on shard %s (of %.0f)",
-	                                  s->pace, name, most_of(t, s))
-	                       : snprintf(out->reason, sizeof out->reason, "paced: one statement %.0f%% of the time on shard %s",
-	                                  s->pace * 100, name);
-	if (s->cut_at > 0 && len > 0 && (size_t)len < sizeof out->reason) {
-		signal_value(v, sizeof v, s->cut_signal, s->cut_value);
-		signal_value(l, sizeof l, s->cut_signal, s->cut_limit);
-		snprintf(out->reason + len, sizeof out->reason - (size_t)len, "; cut %.1f s ago: %s %s above %s",
-		         now - s->cut_at, s->cut_signal, v, l);
+	if (s->cut_at > 0) {
+		snprintf(out->reason, sizeof out->reason, "paced by %s on shard %s", s->cut_signal, name);
 		snprintf(out->signal, sizeof out->signal, "%s", s->cut_signal);
 		out->value = s->cut_value;
 		out->limit = s->cut_limit;
+	} else {
+		snprintf(out->reason, sizeof out->reason, "paced on shard %s: starting", name);
 	}
 }
 
@@ -837,7 +823,7 @@ void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which
 	out->pace = slowest ? slowest->pace : 1;
 	out->verdict = out->state == BS_THR_CRITICAL ? BS__THR_STOP : out->state == BS_THR_GO ? BS__THR_GO : BS__THR_WAIT;
 	if (out->verdict == BS__THR_GO && !out->full && slowest)
-		pace_reason(out, t, slowest, now);
+		pace_reason(out, t, slowest);
 	pthread_mutex_unlock(&t->mu);
 }
 
