@@ -42,8 +42,8 @@
 #define IDLE_PROBES 31      /* idle probe latencies kept; the baseline is their median */
 #define IDLE_QUIET 0.05     /* a probe is idle when no lane of ours was used for this long */
 #define FIRST_PROBES 3      /* probes of a sampler's first round, back to back */
-#define LAT_MARGIN 0.001    /* the probe's threshold is at least its baseline plus this:
-                             * closer than a millisecond is scheduling noise */
+#define LAT_MARGIN 0.0005   /* the probe's threshold is at least its baseline plus this:
+                             * closer is a busy host's scheduling noise */
 #define PACE_MIN 0.05       /* the lowest pace: a statement, then 19 times its time closed */
 #define CUT_EVERY 0.5       /* at most one halving in this many seconds (a window) */
 #define SS_GROWTH 1.2       /* a round, until the first cut: twice in 0.4 s */
@@ -198,9 +198,13 @@ static double latency_limit(const bs__throttle_t *t, const shard_t *s, char *how
 		snprintf(how, size, "no threshold");
 		return 0;
 	}
-	snprintf(how, size, "%.1fx its idle baseline %.2f ms", cl->write_latency_factor, b * 1e3);
 	double l = b * cl->write_latency_factor;
-	return l < b + LAT_MARGIN ? b + LAT_MARGIN : l;
+	if (l < b + LAT_MARGIN) {
+		snprintf(how, size, "its idle baseline %.2f ms + %.2f ms", b * 1e3, LAT_MARGIN * 1e3);
+		return b + LAT_MARGIN;
+	}
+	snprintf(how, size, "%.1fx its idle baseline %.2f ms", cl->write_latency_factor, b * 1e3);
+	return l;
 }
 
 /* A reason, cut to fit. */

@@ -175,7 +175,7 @@ hold_row 4
 bs 0 "throttle while s1's heartbeat row is held" "$LAT" throttle --seconds 2.5 --json
 t_eq "$(json_field s1 state)" '"over"' "s1 is over a threshold"
 t_eq "$(json_field s1 signal)" '"write_latency"' "the signal is the heartbeat write's latency"
-t_match "$(json_field s1 reason)" 'shard s1: write latency [0-9.]+ ms above [0-9.]+ ms \([0-9.]+x its idle baseline [0-9.]+ ms\)' \
+t_match "$(json_field s1 reason)" 'shard s1: write latency [0-9.]+ ms above [0-9.]+ ms \(([0-9.]+x its idle baseline [0-9.]+ ms|its idle baseline [0-9.]+ ms \+ 0\.50 ms)\)' \
 	"the reason gives value, threshold and idle baseline"
 t_eq "$(json_field s0 state)" '"go"' "s0 goes"
 wait "$(cat "$TMP/hold.pid")"
