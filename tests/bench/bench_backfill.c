@@ -368,11 +368,11 @@ static const setting_t unthrottled = { "unthrottled (probe no signal)", 0, 0, 0,
 static const setting_t defaults = { "defaults (write_latency_factor 2)", 2.0, 0, 0, 0 };
 
 static const setting_t tried[] = {
-	{ "write_latency_factor 5", 5.0, 0, 0, 0 },
-	{ "write_latency_factor 3", 3.0, 0, 0, 0 },
 	{ "write_latency_factor 2 (default)", 2.0, 0, 0, 0 },
-	{ "write_latency_factor 1.5", 1.5, 0, 0, 0 },
+	{ "write_latency_factor 5", 5.0, 0, 0, 0 },
+	{ "max_write_latency 0.5 ms", 0, 0.0005, 0, 0 },
 	{ "max_write_latency 1 ms", 0, 0.001, 0, 0 },
+	{ "max_write_latency 2 ms", 0, 0.002, 0, 0 },
 	{ "sleep_coef 1, probe no signal", 0, 0, 1.0, 0 },
 	{ "sleep_coef 3, probe no signal", 0, 0, 3.0, 0 },
 };
