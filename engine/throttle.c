@@ -344,10 +344,6 @@ static void eval_shard(eval_t *e, const bs__throttle_t *t, const shard_t *s, dou
 	}
 }
 
-/* After a round of readings: move the shard's pace (AIMD), under mu. A
- * shard our jobs have not used for IDLE_RESTART starts afresh (slow
- * start from one statement); one they did not use in the last second is
- * not cut for what others do to it (jobs still wait while it is over). */
 /* Halve the pace when a signal is over (or unreadable) and our jobs use
  * the shard, at most every CUT_EVERY. Called after each round and where
  * jobs look (a sampler stuck in a probe cannot), under mu. */
@@ -366,6 +362,10 @@ static void cut_if_over(shard_t *s, const eval_t *e, double now)
 	s->cut_at = now;
 }
 
+/* After a round of readings: move the shard's pace (AIMD), under mu. A
+ * shard our jobs have not used for IDLE_RESTART starts afresh (slow
+ * start from one statement); one they did not use in the last second is
+ * not cut for what others do to it (jobs still wait while it is over). */
 static void update_pace(bs__throttle_t *t, shard_t *s, double now)
 {
 	eval_t e;

@@ -423,6 +423,7 @@ typedef struct {
 	double throttled_s, last_at;
 	bool throttled;
 	double cpu_srv_done, cpu_mine_done; /* cpu_now() when the last job was done */
+	int64_t rows;      /* rows the jobs scanned */
 } watch_t;
 
 static void on_progress(void *p, const bs_job_t *j)
@@ -442,6 +443,7 @@ static void on_progress(void *p, const bs_job_t *j)
 	}
 	if (j->state == BS_JOB_DONE && j->shard >= 0 && j->shard < nshards && !w->done[j->shard]) {
 		w->done[j->shard] = true;
+		w->rows += j->rows_scanned;
 		if (++w->ndone == nshards) {
 			w->done_at = t;
 			w->cpu_srv_done = cpu_now(&w->cpu_mine_done);
@@ -454,6 +456,7 @@ typedef struct {
 	const char *index;
 	double jobs_s, total_s;   /* every job done; and promoted to ready */
 	double cpu_srv_done, cpu_mine_done;
+	int64_t rows;             /* entities scanned */
 	char signals[256];
 	int rc;
 	char msg[1024];
@@ -478,6 +481,7 @@ static void backfill(bf_result_t *res)
 	res->jobs_s = w.ndone == nshards ? w.done_at - w.t0 : res->total_s;
 	res->cpu_srv_done = w.cpu_srv_done;
 	res->cpu_mine_done = w.cpu_mine_done;
+	res->rows = w.rows;
 	snprintf(res->signals, sizeof res->signals, "%s", w.signals);
 	free(w.done);
 }
@@ -518,10 +522,16 @@ static long long entities(void)
 	return n;
 }
 
-/* Remove the entities puts added (those without a relational copy). */
-static void forget_puts(void)
+/* Remove the entities an earlier run's puts added (those without a
+ * relational copy), once the indexes holding their rows are gone. */
+static void forget_puts(bs_store_t *st)
 {
 	const char *q = "DELETE FROM entities WHERE id NOT IN (SELECT id FROM rel)";
+	const char *names[] = { "by_user", "by_n" };
+	bs_index_t cur;
+	for (int k = 0; k < 2; k++)
+		if (bs_index_get(&cur, st, names[k]) == 0 && bs_index_drop(st, names[k]))
+			die("index drop", bs_last_error());
 	for (int i = 0; i < nshards; i++)
 		raw_exec(raw[i], q, strlen(q));
 }
@@ -737,8 +747,9 @@ static void section_backfill(bs_store_t *st)
 		       t_ptosc / t_floor, bf_j > 0 ? bf_j / t_ptosc : -1);
 }
 
-/* One backfill of by_n with s while puts run one at a time: its time and
- * the puts' p50 and p99 (seconds). */
+/* One backfill of by_n with s while puts run one at a time: its time, in
+ * seconds per million entities scanned (the puts grow the store from one
+ * backfill to the next), and the puts' p50 and p99 (seconds). */
 static void latency_once(double *secs, double *p50, double *p99, char *signals, size_t size, bs_store_t *st,
                          const setting_t *s, double *lat, int max)
 {
@@ -754,7 +765,7 @@ static void latency_once(double *secs, double *p50, double *p99, char *signals, 
 	if (res.rc)
 		die("backfill by_n", res.msg);
 	qsort(lat, (size_t)n, sizeof *lat, cmp_d);
-	*secs = res.jobs_s;
+	*secs = res.rows > 0 ? res.jobs_s * 1e6 / (double)res.rows : res.jobs_s;
 	*p50 = pct(lat, n, 0.5);
 	*p99 = pct(lat, n, 0.99);
 	snprintf(signals, size, "%s", res.signals);
@@ -772,6 +783,7 @@ static void print_latency(const setting_t **set, int ns, double (*secs)[16], dou
 	       " entities\n(median of %d runs; load average %.2f before, %.2f after; %d MariaDB servers, this"
 	       " program and its backfill share %ld CPUs):\n", nent, runs, l0, loadavg(), nshards,
 	       sysconf(_SC_NPROCESSORS_ONLN));
+	printf("  (time: seconds per million entities scanned; the puts grow the store as they go)\n");
 	printf("  %-36s %9s %7s %9s %9s %8s  %s\n", "backfill", "time", "ratio", "put p50", "put p99", "p99 ratio",
 	       "held by");
 	printf("  %-36s %9s %7s %7.0f us %7.0f us %8.2fx\n", "none", "-", "-", median_of(a, runs) * 1e6,
@@ -832,7 +844,6 @@ static void section_latency(bs_store_t *st)
 	}
 	print_latency(set, ns, secs, p50, p99, sig, p50_0, p99_0, l0);
 	free(lat);
-	forget_puts();
 }
 
 /* ------------------------------------------------------------ repair lag */
@@ -958,7 +969,7 @@ static void section_lag(bs_store_t *st)
 
 /* The entities and their relational copy: loaded, or (BENCH_REUSE=1) read
  * back from shards that hold them already. */
-static void load(void)
+static void load(bs_store_t *st)
 {
 	const char *ddl = "CREATE TABLE IF NOT EXISTS rel (id BINARY(16) NOT NULL PRIMARY KEY,"
 	                  " user_id BINARY(16) NOT NULL, n BIGINT NOT NULL, title VARCHAR(255) NOT NULL) ENGINE=InnoDB";
@@ -968,7 +979,7 @@ static void load(void)
 		have += raw_int(raw[i], "SELECT COUNT(*) FROM rel");
 	}
 	if (getenv("BENCH_REUSE") && atoi(getenv("BENCH_REUSE")) && have == nent) {
-		forget_puts();
+		forget_puts(st); /* an earlier run's puts, and the indexes they are in */
 		long k = 0;
 		for (int i = 0; i < nshards; i++) {
 			if (mysql_query(raw[i], "SELECT id, user_id FROM rel"))
@@ -1013,6 +1024,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: bench_backfill CONFIG [N]\n");
 		return 2;
 	}
+	setvbuf(stdout, NULL, _IOLBF, 0); /* figures as they come, into a file too */
 	nent = argc > 2 ? atol(argv[2]) : 1000000;
 	if (getenv("BENCH_RUNS"))
 		runs = atoi(getenv("BENCH_RUNS"));
@@ -1041,7 +1053,7 @@ int main(int argc, char **argv)
 				mysql_free_result(res);
 		}
 	}
-	load();
+	load(st);
 	if (part("floor") || part("backfill") || part("alter") || part("ptosc"))
 		section_backfill(st);
 	if (part("latency"))
