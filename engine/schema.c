@@ -13,6 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the cleaner's heartbeat (throttle.c), pt-heartbeat style: one row per
+ * shard that writes it, NOW(6) every 100 ms while a cleaner runs; a
+ * replica's copy of its shard's row tells its lag */
+#define HEARTBEAT_DDL \
+	"CREATE TABLE IF NOT EXISTS bagstore_heartbeat (" \
+	" shard VARCHAR(64) NOT NULL PRIMARY KEY," \
+	" ts TIMESTAMP(6) NOT NULL," \
+	" writer VARCHAR(128) NOT NULL DEFAULT ''" \
+	") ENGINE=InnoDB"
+
 static const char *const schema[] = {
 	"CREATE TABLE IF NOT EXISTS entities ("
 	" added_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
@@ -142,6 +152,7 @@ static const char *const schema[] = {
 	" ADD COLUMN IF NOT EXISTS before_body MEDIUMBLOB NULL,"
 	" ADD COLUMN IF NOT EXISTS after_us BIGINT NULL DEFAULT NULL,"
 	" ADD COLUMN IF NOT EXISTS after_body MEDIUMBLOB NULL",
+	HEARTBEAT_DDL,
 };
 
 struct init_arg {
@@ -232,4 +243,10 @@ int bs__schema_init(bs_store_t *st)
 	for (int i = 0; i < st->n; i++)
 		st->shards[i].fp_state = 0;
 	return rc;
+}
+
+int bs__schema_heartbeat(bs_store_t *st, int i)
+{
+	static const char q[] = HEARTBEAT_DDL;
+	return bs__shard_exec(st, i, q, sizeof q - 1);
 }

@@ -88,7 +88,13 @@ static const char good_yaml[] =
 	"  max_replica_lag: 2.5\n"
 	"  repair_overlap: 0\n"
 	"  repair_interval: 1e-1\n"
-	"  sleep_coef: 1.5\n";
+	"  sleep_coef: 1.5\n"
+	"  jobs: 3\n"
+	"  writers: auto\n"
+	"  max_history_length: 50000\n"
+	"  max_write_latency: 0.005\n"
+	"  write_latency_factor: 1.5\n"
+	"  max_signal_age: 2\n";
 
 static void test_good(void)
 {
@@ -157,6 +163,12 @@ static void test_good(void)
 	CHECK(cfg->cleaner.repair_overlap == 0, "overlap %g", cfg->cleaner.repair_overlap);
 	CHECK(cfg->cleaner.repair_interval == 0.1, "interval %g", cfg->cleaner.repair_interval);
 	CHECK(cfg->cleaner.sleep_coef == 1.5, "sleep_coef %g", cfg->cleaner.sleep_coef);
+	CHECK(cfg->cleaner.jobs == 3, "jobs %u", cfg->cleaner.jobs);
+	CHECK(cfg->cleaner.writers == 0, "writers auto is 0, got %u", cfg->cleaner.writers);
+	CHECK(cfg->cleaner.max_history_length == 50000, "max_history_length %u", cfg->cleaner.max_history_length);
+	CHECK(cfg->cleaner.max_write_latency == 0.005, "max_write_latency %g", cfg->cleaner.max_write_latency);
+	CHECK(cfg->cleaner.write_latency_factor == 1.5, "write_latency_factor %g", cfg->cleaner.write_latency_factor);
+	CHECK(cfg->cleaner.max_signal_age == 2, "max_signal_age %g", cfg->cleaner.max_signal_age);
 	bs_config_free(cfg);
 }
 
@@ -183,6 +195,11 @@ static void test_defaults(void)
 	CHECK(cfg->cleaner.max_replica_lag == 1.0 && cfg->cleaner.repair_overlap == 1.0, "lag/overlap");
 	CHECK(cfg->cleaner.repair_interval == 0.2, "interval");
 	CHECK(cfg->cleaner.sleep_coef == 0, "sleep_coef defaults to full speed");
+	CHECK(cfg->cleaner.jobs == 0 && cfg->cleaner.writers == 0, "jobs and writers default to auto");
+	CHECK(cfg->cleaner.max_history_length == 1000000, "max_history_length %u", cfg->cleaner.max_history_length);
+	CHECK(cfg->cleaner.max_write_latency == 0, "max_write_latency defaults to the baseline's");
+	CHECK(cfg->cleaner.write_latency_factor == 2.0, "write_latency_factor %g", cfg->cleaner.write_latency_factor);
+	CHECK(cfg->cleaner.max_signal_age == 3.0, "max_signal_age %g", cfg->cleaner.max_signal_age);
 	bs_config_free(cfg);
 	bs_config_free(NULL);
 }
@@ -389,6 +406,20 @@ static void test_bad_inline(void)
 		{ "shards: [{name: s0, host: h}]\ncleaner: {chunk_time: 0}", "<string>:2:23: ", "greater than 0" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {max_load: 0}", "<string>:2:21: ", "from 1 to" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: [1]", "<string>:2:10: ", "expected a mapping" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {jobs: 0}", "<string>:2:17: ",
+		  "cleaner.jobs: expected auto or a number of jobs from 1 to 1024, got \"0\"" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {jobs: all}", "<string>:2:17: ", "got \"all\"" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {writers: 65}", "<string>:2:20: ",
+		  "cleaner.writers: expected auto or a number of writers from 1 to 64" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {max_history_length: -3}", "<string>:2:31: ",
+		  "expected a history list length from 1 to 4000000000" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {write_latency_factor: 0.5}", "<string>:2:33: ",
+		  "cleaner.write_latency_factor: expected a factor from 1 to 1000 (or 0: off), got \"0.5\"" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {max_write_latency: -1}", "<string>:2:30: ", "0 or more" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {max_signal_age: 0}", "<string>:2:27: ", "greater than 0" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {max_signal: 3}", "<string>:2:11: ",
+		  "write_latency_factor, max_signal_age)" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {writer: 3}", "<string>:2:11: ", "did you mean \"writers\"" },
 		{ "shards: [{name: s0, host: h}]\nindexes: {a: 1}", "<string>:2:10: ", "expected a sequence, got a mapping" },
 		{ "shards: [{name: s0, host: h}]\nindexes: [{name: i, on: [], shard_on: a}]", "<string>:2:25: ",
 		  "at least one PROP:TYPE" },

@@ -176,5 +176,6 @@ void cli_audit(cli_ctx_t *ctx, const char *action, const char *target, const cha
  * line itself). */
 void cli_audit_entity(cli_ctx_t *ctx, const char *action, const bs_audit_entity_t *e, const char *detail);
 int cli_cmd_workers(cli_ctx_t *ctx, int argc, char **argv);
+int cli_cmd_throttle(cli_ctx_t *ctx, int argc, char **argv);       /* cmd_throttle.c */
 
 #endif
