@@ -106,14 +106,25 @@ static void bg_reap(daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts)
 	}
 }
 
+/* The slot of index's background backfill: its own, a new one, or, when
+ * MAX_BG are taken, the one whose backfill ended longest ago (indexes come
+ * and go over a daemon's life: slots are not kept for those that went).
+ * NULL only while MAX_BG backfills run at once. */
 static bgjob_t *bg_for(daemon_t *d, const char *index)
 {
+	bgjob_t *g = NULL;
 	for (int k = 0; k < d->nbg; k++)
 		if (!strcmp(d->bg[k].index, index))
 			return &d->bg[k];
-	if (d->nbg == MAX_BG)
-		return NULL;
-	bgjob_t *g = &d->bg[d->nbg++];
+	if (d->nbg < MAX_BG) {
+		g = &d->bg[d->nbg++];
+	} else {
+		for (int k = 0; k < d->nbg; k++)
+			if (!d->bg[k].running && (!g || d->bg[k].ended < g->ended))
+				g = &d->bg[k];
+		if (!g)
+			return NULL;
+	}
 	memset(g, 0, sizeof *g);
 	snprintf(g->index, sizeof g->index, "%s", index);
 	return g;

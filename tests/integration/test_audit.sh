@@ -242,6 +242,22 @@ t_eq "$(target_of entity.put)" "30 entities" "naming the 30 it stored"
 t_contains "$(detail_of entity.put)" "interrupted by signal 15" "and why it stopped"
 t_contains "$(cat "$T/sig.err")" "interrupted by signal 15 after line" "it says so on stderr"
 
+# --- a delete cut short (its entity gone, its index row's shard down) is a
+# change all the same: audited with its before-image, saying what failed
+E=$(t_sql 0 "SELECT LOWER(HEX(id)) FROM entities" | sort >"$T/s0.ids"; t_sql 1 "SELECT LOWER(HEX(entity_id)) FROM index_n" | sort >"$T/s1.ix"; comm -12 "$T/s0.ids" "$T/s1.ix" | head -1)
+t_match "$E" '^[0-9a-f]{32}$' "an entity on s0 whose index_n row is on s1"
+e_before=$(body "$E")
+sh "$SHARDS_SH" stop-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
+"$BAGSTORE" -c "$CFG" delete "$E" >"$T/cut.out" 2>"$T/cut.err"
+cut_rc=$?
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM entities WHERE id=X'$E'")" 0 "with s1 down, the delete removed the entity from s0"
+t_match "$cut_rc" '^[1-9]' "and failed, its index row unreachable"
+t_contains "$(cat "$T/cut.err")" "s1" "naming the shard"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_audit WHERE action='entity.delete' AND LOWER(HEX(entity_id))='$E'")" 1 "it is audited all the same"
+t_contains "$(t_sql 0 "SELECT detail FROM bagstore_audit WHERE action='entity.delete' AND LOWER(HEX(entity_id))='$E'")" "cut short" "saying it was cut short"
+t_eq "$(t_sql 0 "SELECT HEX(before_body) FROM bagstore_audit WHERE action='entity.delete' AND LOWER(HEX(entity_id))='$E'")" "$e_before" "with its before-image, byte for byte"
+sh "$SHARDS_SH" start-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
+
 # the change is made even when its row cannot be written, and says so
 t_sql 0 "RENAME TABLE bagstore_audit TO bagstore_audit_away" >/dev/null
 t_sql 1 "RENAME TABLE bagstore_audit TO bagstore_audit_away" >/dev/null
