@@ -181,7 +181,9 @@ prom >"$TMP/m2"
 s1=$(awk '$1 == "bagstore_backfill_rows_scanned" { s += $3 } END { print s + 0 }' "$TMP/m1")
 s2=$(awk '$1 == "bagstore_backfill_rows_scanned" { s += $3 } END { print s + 0 }' "$TMP/m2")
 if [ "${s2%.*}" -gt "${s1%.*}" ]; then t_ok "rows scanned move between scrapes ($s1 -> $s2)"; else t_fail "rows scanned move" "$s1 -> $s2"; fi
-t_contains "$(cat "$TMP/m2")" 'bagstore_backfill_state index=by_n,reason=,shard=s' "the job's state is a labelled gauge"
+# reason: the job row's: "" at full pace, else how the throttle paces the
+# running job ("paced by write_latency on shard s1"), or why it holds it
+t_match "$(cat "$TMP/m2")" '^bagstore_backfill_state index=by_n,reason=((|paced (by [a-z_]+ )?on shard s[01](: starting)?),shard=s[01],state=running|shard s[01]: [^=]+,shard=s[01],state=throttled) 1' "the job's state is a labelled gauge"
 t_match "$(cat "$TMP/notify.log")" "^STATUS=running: .*backfilling by_n@s[01]" "STATUS= says what it backfills"
 if wait_until 60 jobs_done by_n; then t_ok "the daemon made by_n ready"; else t_fail "by_n ready"; fi
 done_in_metrics() { prom >"$TMP/m3" && [ "$(awk '$1 == "bagstore_backfill_state" && $2 ~ /state=done/' "$TMP/m3" | wc -l)" = 2 ]; }
