@@ -290,7 +290,7 @@ static int read_map(reader_t *r, bs_value_t *out, uint64_t n, int depth)
 		goto done;
 	for (size_t i = 0; i < n; i++) {
 		size_t klen = 0, at = offset(r);
-		bool is_str;
+		bool is_str = false; /* (set on every 0 return; gcc -O1 cannot see it) */
 
 		if ((rc = read_str_header(r, &klen, &is_str)) < 0)
 			goto done;

@@ -112,11 +112,12 @@ static double floor_load(bench_t *b)
 		cap += 2 * b->bodies[i].len + 96;
 	for (int s = 0; s < b->nshards; s++)
 		raw_exec(b->raw[s], "TRUNCATE TABLE bench_layout", 27);
-	char **sql = calloc((size_t)b->nshards, sizeof *sql);
-	size_t *len = calloc((size_t)b->nshards, sizeof *len);
-	int *rows = calloc((size_t)b->nshards, sizeof *rows);
+	size_t ns = b->nshards > 0 ? (size_t)b->nshards : 1; /* (main refuses fewer than one) */
+	char **sql = calloc(ns, sizeof *sql);
+	size_t *len = calloc(ns, sizeof *len);
+	int *rows = calloc(ns, sizeof *rows);
 	for (int s = 0; s < b->nshards; s++)
-		sql[s] = malloc(cap / (size_t)b->nshards * 2 + 1024 * BATCH);
+		sql[s] = malloc(cap / ns * 2 + 1024 * BATCH);
 	double t0 = now();
 	for (int from = 0; from < b->n; from += BATCH) {
 		int to = from + BATCH < b->n ? from + BATCH : b->n;
