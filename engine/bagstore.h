@@ -634,7 +634,8 @@ typedef struct {
 	int64_t sampled;          /* entities sampled (bodies that decode) */
 	int64_t entities_est;     /* entities of the shards sampled: InnoDB's estimate, or
 	                           * exact (= sampled) when complete */
-	bool complete;            /* every entity of the shards sampled was read */
+	bool complete;            /* every entity of the shards asked for was read
+	                           * (false when one of them did not answer) */
 	int shards_sampled;
 	int shards_unreachable;   /* left out: they did not answer */
 	char unreachable_first[256]; /* the first one's message */

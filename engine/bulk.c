@@ -212,6 +212,13 @@ static int write_entities(bulk_t *u)
 			break;
 		backoff(tries);
 	}
+	/* the first failed shard's message (take_old and undo on the other
+	 * shards have used the error slot since) */
+	for (int s = 0; rc && s < st->n; s++)
+		if (u->q[s].sql && u->q[s].rc) {
+			rc = bs_error(u->q[s].rc, "%s", u->q[s].msg);
+			break;
+		}
 	return rc;
 }
 
@@ -361,6 +368,11 @@ done:
 static void settle(bulk_t *u, bool rows_ok)
 {
 	bs_store_t *st = u->st;
+	/* the error of the index rows, when they failed, is the call's: a
+	 * send that fails here (to the same lost shard, likely) keeps it */
+	char msg[1024];
+	int code = bs_last_error_code();
+	snprintf(msg, sizeof msg, "%s", bs_last_error());
 	for (int s = 0; s < st->n; s++) {
 		shard_batch_t *sb = &u->sb[s];
 		bs_buf_t b = {0};
@@ -375,8 +387,13 @@ static void settle(bulk_t *u, bool rows_ok)
 		bs__buf_puts(&b, "DO RELEASE_LOCK(");
 		bs__buf_hex(&b, sb->token, strlen(sb->token));
 		bs__buf_puts(&b, ")");
-		if (!bs__buf_ok(&b) && bs__shard_send(st, s, b.ptr, b.len, sb->token))
-			bs_error_clear(); /* the intents stay: the repair loop settles them */
+		if (!bs__buf_ok(&b) && bs__shard_send(st, s, b.ptr, b.len, sb->token)) {
+			/* the intents stay: the repair loop settles them */
+			if (code)
+				bs_error(code, "%s", msg);
+			else
+				bs_error_clear();
+		}
 		bs__buf_free(&b);
 	}
 }

@@ -613,6 +613,9 @@ static int tally(bs_census_t *out, census_t *c, shard_sample_t *s, bs_store_t *s
 			rc = walk(c, "", &s[i].v[k].bag);
 		}
 	}
+	/* a shard left out (unreachable) holds entities nobody read */
+	if (out->shards_unreachable)
+		out->complete = false;
 	if (out->complete)
 		out->entities_est = out->sampled;
 	return rc;

@@ -476,8 +476,18 @@ static void settle_send(bs_store_t *st, const write_t *w, bool deleted)
 	bs__buf_puts(&b, ");DO RELEASE_LOCK(");
 	bs__buf_hex(&b, w->token, strlen(w->token));
 	bs__buf_puts(&b, ")");
-	if (!bs__buf_ok(&b) && bs__shard_send(st, w->shard, b.ptr, b.len, w->token))
-		bs_error_clear(); /* the intent stays: the repair loop makes the rows right */
+	/* the error of the index rows, when they failed, is the call's: a send
+	 * that fails here (to the same lost shard, likely) keeps it */
+	char msg[1024];
+	int code = bs_last_error_code();
+	snprintf(msg, sizeof msg, "%s", bs_last_error());
+	if (!bs__buf_ok(&b) && bs__shard_send(st, w->shard, b.ptr, b.len, w->token)) {
+		/* the intent stays: the repair loop makes the rows right */
+		if (code)
+			bs_error(code, "%s", msg);
+		else
+			bs_error_clear();
+	}
 	bs__buf_free(&b);
 }
 

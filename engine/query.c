@@ -271,29 +271,23 @@ static int meta_newest_first(const void *a, const void *b)
 	return memcmp(x->id.b, y->id.b, 16);
 }
 
-/* Every candidate's update time (no body), every shard at once: *all
- * (caller frees) newest first. */
-static int fetch_meta(meta_t **all, size_t *nall, bs_result_t *out, struct qctx *q, bs_store_t *st)
+/* The update times of byshard[i][from[i], to[i]) on every shard at once,
+ * appended to all (sized for every candidate). */
+static int meta_batch(meta_t *all, size_t *nall, size_t cap, struct qctx *q, bs_store_t *st, const size_t *from,
+                      const size_t *to)
 {
-	size_t cap = 0, want = 0;
 	int rc;
-	*all = NULL;
-	*nall = 0;
 	for (int i = 0; i < st->n; i++) {
-		bs_buf_t *b = &q->sql[i];
-		want += q->byshard[i].len;
-		if (!q->byshard[i].len)
+		if (from[i] >= to[i])
 			continue;
+		bs_buf_t *b = &q->sql[i];
 		bs__buf_puts(b, "SELECT id, UNIX_TIMESTAMP(updated) FROM entities WHERE id IN (");
-		for (size_t k = 0; k < q->byshard[i].len; k++) {
-			bs__buf_puts(b, k ? "," : "");
+		for (size_t k = from[i]; k < to[i]; k++) {
+			bs__buf_puts(b, k > from[i] ? "," : "");
 			bs__buf_hex(b, q->byshard[i].ids[k].b, 16);
 		}
 		bs__buf_puts(b, ")");
 	}
-	cap = want;
-	if (cap && !(*all = malloc(cap * sizeof **all)))
-		return bs_error(BS_ENOMEM, "out of memory");
 	if ((rc = run_round(q, st)))
 		goto done;
 	for (int i = 0; i < st->n; i++)
@@ -302,17 +296,55 @@ static int fetch_meta(meta_t **all, size_t *nall, bs_result_t *out, struct qctx 
 			while ((row = mysql_fetch_row(q->stmt[i].res[r]))) {
 				if (!row[0] || mysql_fetch_lengths(q->stmt[i].res[r])[0] != 16 || *nall == cap)
 					continue;
-				meta_t *m = &(*all)[(*nall)++];
+				meta_t *m = &all[(*nall)++];
 				memcpy(m->id.b, row[0], 16);
 				m->updated_us = bs__parse_unix_us(row[1]);
 				m->shard = i;
 			}
 		}
+done:
+	clear_round(q, st->n);
+	return rc;
+}
+
+/* Every candidate's update time (no body), every shard at once, in
+ * batches of FETCH_BATCH ids per shard (one statement of them all would
+ * outgrow max_allowed_packet): *all (caller frees) newest first. */
+static int fetch_meta(meta_t **all, size_t *nall, bs_result_t *out, struct qctx *q, bs_store_t *st)
+{
+	size_t want = 0;
+	int n = st->n, rc = 0;
+	size_t *from = calloc((size_t)n, sizeof *from), *to = calloc((size_t)n, sizeof *to);
+	*all = NULL;
+	*nall = 0;
+	if (!from || !to) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (int i = 0; i < n; i++)
+		want += q->byshard[i].len;
+	if (want && !(*all = malloc(want * sizeof **all))) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (;;) {
+		bool any = false;
+		for (int i = 0; i < n; i++) {
+			from[i] = to[i];
+			to[i] = from[i] + FETCH_BATCH < q->byshard[i].len ? from[i] + FETCH_BATCH : q->byshard[i].len;
+			any |= from[i] < to[i];
+		}
+		if (!any || (rc = meta_batch(*all, nall, want, q, st, from, to)))
+			break;
+	}
+	if (rc)
+		goto done;
 	out->dropped += want - *nall; /* candidates whose entity is gone */
 	if (*nall > 1)
 		qsort(*all, *nall, sizeof **all, meta_newest_first);
 done:
-	clear_round(q, st->n);
+	free(from);
+	free(to);
 	return rc;
 }
 
@@ -326,11 +358,6 @@ static int fetch_limited(bs_result_t *out, struct qctx *q, bs_store_t *st, size_
 	int n = st->n, rc;
 	meta_t *all = NULL;
 	size_t total = 0, grow = 2, off = 0;
-	size_t *from = calloc((size_t)n, sizeof *from), *to = calloc((size_t)n, sizeof *to);
-	if (!from || !to) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
-		goto done;
-	}
 	if ((rc = fetch_meta(&all, &total, out, q, st)))
 		goto done;
 	for (; off < total && out->len < limit && !rc;) {
@@ -340,12 +367,9 @@ static int fetch_limited(bs_result_t *out, struct qctx *q, bs_store_t *st, size_
 			q->byshard[i].len = 0;
 		for (size_t k = off; k < end && !rc; k++)
 			rc = idvec_push(&q->byshard[all[k].shard], all[k].id.b);
-		for (int i = 0; i < n; i++) {
-			from[i] = 0;
-			to[i] = q->byshard[i].len;
-		}
+		/* the window's bodies in batches, as without a limit */
 		if (!rc)
-			rc = fetch(out, q, st, from, to);
+			rc = fetch_all(out, q, st);
 		if (out->len == before && grow < 1024)
 			grow *= 2;
 		off = end;
@@ -353,8 +377,6 @@ static int fetch_limited(bs_result_t *out, struct qctx *q, bs_store_t *st, size_
 	*every = off >= total; /* every candidate read: the count found is whole */
 done:
 	free(all);
-	free(from);
-	free(to);
 	return rc;
 }
 

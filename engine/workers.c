@@ -109,7 +109,7 @@ static bool beat_wait(struct bs_worker *w)
 	struct timespec ts;
 	bool go;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the cv's clock: a wall clock stepped back stalls nothing */
 	ts.tv_sec += (time_t)BS_WORKER_HEARTBEAT_S;
 	pthread_mutex_lock(&w->mu);
 	if (!w->stopping)
@@ -173,7 +173,11 @@ int bs_worker_start(bs_worker_t **out, const bs_config_t *cfg, const char *kind,
 	w->pid = (int)getpid();
 	w->started_us = bs_now_us();
 	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	w->n = cfg->nshards;
 	for (int i = 0; i < w->n; i++) {
 		w->beats[i] = (beat_t){ .w = w, .shard = i };

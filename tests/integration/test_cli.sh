@@ -111,6 +111,7 @@ t_match "$T_OUT" '^NAME +ADDRESS +STATE +VERSION +TLS +CIPHER +RTT_MS +ENTITIES 
 t_match "$T_OUT" '^s0 +127\.0\.0\.1:[0-9]+ +up ' "s0 is up"
 t_match "$T_OUT" '^s1 .* ok$' "s1 fingerprint ok"
 t_match "$T_OUT" '^s0 +127\.0\.0\.1:[0-9]+ +up +[^ ]+ +off +- ' "s0 without TLS reads off, no cipher"
+t_match "$T_OUT" '^s0 +127\.0\.0\.1:[0-9]+ +up +[^ ]+ +off +- +[0-9.]+ +~[0-9]+ ' "ENTITIES is InnoDB's estimate, marked ~"
 bs 0 "shards --json" shards --json
 t_contains "$T_OUT" '"fingerprint_ok": true' "shards --json has fingerprint_ok"
 t_contains "$T_OUT" '"name": "s1"' "shards --json names s1"

@@ -328,6 +328,13 @@ bs 0 "index create by_k (throttled: max_load 1 and a sleeping query)" index crea
 throttled() { has_event "$TMP/a.err" throttle_on; }
 if wait_until 30 throttled; then t_ok "throttle_on event"; else t_fail "throttle_on event"; fi
 t_contains "$(field "$TMP/a.err" throttle_on 'o["reason"]')" "Threads_running" "with the reason"
+# on /metrics, the reason is a label of one series per kind of reason: its
+# numbers as '#' (a label that changes with every reading is a new series
+# at every scrape)
+thr_metric() { prom >"$TMP/m4" 2>/dev/null && grep -q '^bagstore_backfill_state index=by_k,reason=[^,]*Threads_running' "$TMP/m4"; }
+if wait_until 10 thr_metric; then t_ok "the throttled job's reason is on /metrics"; else t_fail "throttle reason on /metrics" "$(grep backfill_state "$TMP/m4")"; fi
+t_match "$(grep '^bagstore_backfill_state index=by_k' "$TMP/m4")" "reason=[^,]*Threads_running #" "its numbers as #"
+t_eq "$(sed -n 's/^bagstore_backfill_state .*reason=\([^,]*\),shard=.*/\1/p' "$TMP/m4" | grep -c '[0-9]')" 0 "no reason label holds a number"
 kill $sleeper 2>/dev/null
 printf 'shards: [' >"$TMP/broken.yaml"
 cp "$TMP/a.yaml" "$TMP/a.good"

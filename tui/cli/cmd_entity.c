@@ -63,7 +63,7 @@ static int line_error(int rc, const char *where)
  * else line by line", but reading a large JSON Lines file wholly into memory
  * to try it is not acceptable, so:
  *
- *  1. Read the first non-blank line (getline). If it parses on its own, the
+ *  1. Read the first non-blank line (put_getline). If it parses on its own, the
  *     whole input can parse as one document only when everything after it is
  *     blank, which line mode treats the same way, so go on line by line:
  *     memory stays at one line however long the file is.
@@ -243,7 +243,15 @@ static int put_text(put_state_t *ps, const char *text, size_t len, const char *w
 		int frc = put_flush(ps);
 		return frc < 0 ? frc : bs_error(rc, "%s", msg);
 	}
-	return put_one(ps, &bag, where, lineno);
+	/* JSON but refused (not an object): the same, the lines before it
+	 * stored (a full batch's failure has left none in hand) */
+	if ((rc = put_one(ps, &bag, where, lineno)) < 0 && ps->nbags) {
+		char msg[1024];
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		int frc = put_flush(ps);
+		return frc < 0 ? frc : bs_error(rc, "%s", msg);
+	}
+	return rc;
 }
 
 /* Step 2 above: the first line did not parse alone. line/len hold it. */
@@ -384,6 +392,57 @@ static void put_signals(void)
 			sigaction(sigs[k], &sa, NULL);
 }
 
+/* getline(3) with a bound: a line of JSON Lines longer than PUT_DOC_MAX
+ * could not be stored any more than such a document, and an input with no
+ * newline (/dev/zero, a binary file) must not take all memory. The line's
+ * length; -1 at the end of the input (or an error: ferror tells); -2 when
+ * the line is longer than PUT_DOC_MAX (the rest of it unread); -3 out of
+ * memory. */
+static ssize_t put_getline(char **line, size_t *cap, FILE *f)
+{
+	size_t n = 0;
+	ssize_t ret = 0;
+	int ch;
+
+	flockfile(f);
+	while ((ch = getc_unlocked(f)) != EOF) {
+		if (n + 2 > *cap) {
+			size_t nc = *cap ? *cap * 2 : 8192;
+			char *p = realloc(*line, nc);
+			if (!p) {
+				ret = -3;
+				break;
+			}
+			*line = p;
+			*cap = nc;
+		}
+		(*line)[n++] = (char)ch;
+		if (ch == '\n')
+			break;
+		if (n > PUT_DOC_MAX) {
+			ret = -2;
+			break;
+		}
+	}
+	funlockfile(f);
+	if (ret < 0)
+		return ret;
+	if (!n)
+		return -1;
+	(*line)[n] = '\0';
+	return (ssize_t)n;
+}
+
+/* The error for a line put_getline refused (-2, -3). */
+static int put_line_refused(const put_state_t *ps, ssize_t n, long lineno)
+{
+	if (n == -3)
+		return bs_error(BS_ENOMEM, "%s:%ld: out of memory reading the line", ps->name, lineno);
+	return bs_error(BS_EINVAL, "%s:%ld: a line longer than %zu MiB: an entity that big could not be stored "
+	                "(bodies are limited to %u MiB of MessagePack)", ps->name, lineno, PUT_DOC_MAX >> 20,
+	                BS_BODY_MAX_INFLATED >> 20);
+}
+
 /* After the audit: die of the signal that stopped the put. */
 static void put_die(void)
 {
@@ -439,10 +498,14 @@ int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv)
 	put_signals();
 
 	/* The first non-blank line. */
-	while ((n = getline(&line, &cap, ps.in)) >= 0) {
+	while ((n = put_getline(&line, &cap, ps.in)) >= 0) {
 		lineno++;
 		if (!is_blank(line, (size_t)n))
 			break;
+	}
+	if (n < -1) {
+		rc = put_line_refused(&ps, n, lineno + 1);
+		goto done;
 	}
 	if (n < 0)
 		goto eof; /* empty input: nothing to store */
@@ -460,13 +523,18 @@ int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 
 	/* JSON Lines: one batch in memory at a time. */
-	while (!atomic_load(&put_signal) && (n = getline(&line, &cap, ps.in)) >= 0) {
+	while (!atomic_load(&put_signal) && (n = put_getline(&line, &cap, ps.in)) >= 0) {
 		lineno++;
 		if (is_blank(line, (size_t)n))
 			continue;
 		snprintf(where, sizeof where, "%s:%ld", ps.name, lineno);
 		if ((rc = put_text(&ps, line, (size_t)n, where, lineno)) < 0)
 			goto done;
+	}
+	if (n < -1) { /* the lines before it stored, as for a bad line */
+		int frc = put_flush(&ps);
+		rc = frc < 0 ? frc : put_line_refused(&ps, n, lineno + 1);
+		goto done;
 	}
 eof:
 	if (atomic_load(&put_signal))

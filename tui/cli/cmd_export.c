@@ -23,6 +23,8 @@ static int parse_since(cli_ctx_t *ctx, int64_t *out, const char *text)
 	errno = 0;
 	double secs = strtod(text, &end);
 	if (*text && !*end && !errno && secs >= 0) {
+		if (secs > 253402300799.0) /* 9999-12-31T23:59:59Z, and the int64 cast defined */
+			return cli_usage_error(ctx, "--since %s: past the year 9999", text);
 		*out = (int64_t)(secs * 1e6 + 0.5);
 		return 0;
 	}
@@ -46,6 +48,8 @@ static int parse_since(cli_ctx_t *ctx, int64_t *out, const char *text)
 		return cli_usage_error(ctx, "--since wants unix seconds or a UTC time like 2026-11-23T03:00:00Z, got '%s'",
 		                       text);
 	*out = (int64_t)timegm(&tm) * 1000000 + frac;
+	if (*out < 0) /* before 1970: every entity is newer (and SQL's time literal wants no sign) */
+		*out = 0;
 	return 0;
 }
 

@@ -128,7 +128,7 @@ static int shard_row(cli_table_t *t, const bs_shard_status_t *s)
 	if (!down) {
 		snprintf(rtt, sizeof rtt, "%.2f", s->rtt_ms);
 		if (s->entities_est >= 0)
-			snprintf(ents, sizeof ents, "%" PRId64, s->entities_est);
+			snprintf(ents, sizeof ents, "~%" PRId64, s->entities_est); /* InnoDB's estimate */
 		fmt_bytes(data, sizeof data, s->data_bytes);
 		if (s->threads_running >= 0)
 			snprintf(thr, sizeof thr, "%" PRId64, s->threads_running);

@@ -81,12 +81,58 @@ static void family(mbuf_t *b, const char *name, const char *type, const char *he
 	put(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* A label value, escaped as the format wants (\\, \", \n). */
+/* A reason as a label value: its numbers as '#' ("Threads_running # above
+ * max_load #"), so that a label is one series per kind of reason, not one
+ * per reading (a value that changes every scrape would make a new series
+ * every scrape); the numbers are in the other gauges and the job row. */
+static void reason_kind(char *dst, size_t n, const char *s)
+{
+	size_t o = 0;
+
+	for (; *s && o + 1 < n; s++) {
+		if (*s >= '0' && *s <= '9') {
+			while ((s[1] >= '0' && s[1] <= '9') ||
+			       ((s[1] == '.' || s[1] == ',' || s[1] == ':') && s[2] >= '0' && s[2] <= '9'))
+				s++;
+			dst[o++] = '#';
+		} else {
+			dst[o++] = *s;
+		}
+	}
+	dst[o] = '\0';
+}
+
+/* Bytes of the whole UTF-8 character at s (1 to 4), or 0 when s does not
+ * start one (a stray continuation byte, a character cut short). */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t k, len = *s < 0x80 ? 1 : *s < 0xc2 ? 0 : *s < 0xe0 ? 2 : *s < 0xf0 ? 3 : *s < 0xf5 ? 4 : 0;
+
+	for (k = 1; k < len; k++)
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+	return len;
+}
+
+/* A label value, escaped as the format wants (\\, \", \n), valid UTF-8
+ * (a byte that is not part of a whole character becomes '?': a reason cut
+ * mid-character would make the whole scrape unreadable). */
 static void esc(char *dst, size_t n, const char *s)
 {
 	size_t o = 0;
 
-	for (; *s && o + 3 < n; s++) {
+	for (; *s && o + 4 < n; s++) {
+		size_t len = utf8_len((const unsigned char *)s);
+		if (len > 1) {
+			memcpy(dst + o, s, len);
+			o += len;
+			s += len - 1;
+			continue;
+		}
+		if (len == 0) {
+			dst[o++] = '?';
+			continue;
+		}
 		if (*s == '\\' || *s == '"') {
 			dst[o++] = '\\';
 			dst[o++] = *s;
@@ -106,7 +152,7 @@ static void num(char *dst, size_t n, double v)
 		snprintf(dst, n, "NaN");
 	else if (isinf(v))
 		snprintf(dst, n, v > 0 ? "+Inf" : "-Inf");
-	else if (v == (double)(int64_t)v && fabs(v) < 9e15)
+	else if (fabs(v) < 9e15 && v == (double)(int64_t)v) /* (the cast is defined only in range) */
 		snprintf(dst, n, "%lld", (long long)v);
 	else {
 		/* the shortest of 15 or 17 digits that reads back as v */
@@ -164,6 +210,7 @@ static void render_collector(mbuf_t *b, const svc_snap_t *s)
 {
 	static const char *const names[] = { "status", "lag", "jobs", "verify", "workers" };
 	const char *errs[] = { s->status_err, s->lag_err, s->jobs_err, s->verify_err, s->workers_err };
+	const int64_t at[] = { s->status_at_us, s->lag_at_us, s->jobs_at_us, s->verify_at_us, s->workers_at_us };
 	int64_t now = now_us();
 	char l[64];
 
@@ -174,10 +221,10 @@ static void render_collector(mbuf_t *b, const svc_snap_t *s)
 	age_sample(b, "jobs", s->jobs_at_us, now);
 	age_sample(b, "verify", s->verify_at_us, now);
 	age_sample(b, "workers", s->workers_at_us, now);
-	family(b, "bagstore_collector_up", "gauge", "1 when the last read of a source succeeded");
+	family(b, "bagstore_collector_up", "gauge", "1 when the last read of a source succeeded (0 before the first)");
 	for (int k = 0; k < 5; k++) {
 		snprintf(l, sizeof l, "source=\"%s\"", names[k]);
-		sample(b, "bagstore_collector_up", l, errs[k][0] ? 0 : 1);
+		sample(b, "bagstore_collector_up", l, errs[k][0] || !at[k] ? 0 : 1);
 	}
 	family(b, "bagstore_collector_errors_total", "counter", "Reads of a source that failed");
 	sample(b, "bagstore_collector_errors_total", "", (double)s->errors_total);
@@ -295,10 +342,12 @@ static void render_jobs(mbuf_t *b, const bs_config_t *cfg, const svc_snap_t *s)
 			sample(b, "bagstore_backfill_eta_seconds", job_labels(l, sizeof l, cfg, &s->jobs.items[k]),
 			       s->jobs.items[k].eta_s);
 	family(b, "bagstore_backfill_state", "gauge",
-	       "1 for a job's state now; reason: why it is throttled, paused or failed (\"\" when none)");
+	       "1 for a job's state now; reason: why it is throttled, paused or failed, numbers as # (\"\" when none)");
 	for (int k = 0; k < s->jobs.len; k++) {
 		const bs_job_t *j = &s->jobs.items[k];
-		esc(reason, sizeof reason, j->reason);
+		char kind[sizeof j->reason];
+		reason_kind(kind, sizeof kind, j->reason);
+		esc(reason, sizeof reason, kind);
 		snprintf(rs, sizeof rs, "%s,state=\"%s\",reason=\"%s\"", job_labels(l, sizeof l, cfg, j),
 		         bs_job_state_name(j->state), reason);
 		sample(b, "bagstore_backfill_state", rs, 1);

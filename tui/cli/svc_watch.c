@@ -112,6 +112,18 @@ static void refresh_jobs(svc_watch_t *w, bs_store_t *st)
 	bs_job_list_free(&jobs);
 }
 
+/* Asked to stop? Looked at between calls that may each wait a capped
+ * timeout on a hung shard, so that a stop waits for one of them, not all. */
+static bool stopping(svc_watch_t *w)
+{
+	bool stop;
+
+	pthread_mutex_lock(&w->mu);
+	stop = w->stop;
+	pthread_mutex_unlock(&w->mu);
+	return stop;
+}
+
 static void refresh_verify(svc_watch_t *w, bs_store_t *st)
 {
 	svc_snap_t *s = w->snap;
@@ -123,6 +135,12 @@ static void refresh_verify(svc_watch_t *w, bs_store_t *st)
 	if (rc == 0 && l.len && (!(d = calloc((size_t)l.len, sizeof *d)) || !(have = calloc((size_t)l.len, 1))))
 		rc = bs_error(BS_ENOMEM, "out of memory");
 	for (int k = 0; rc == 0 && k < l.len; k++) {
+		if (stopping(w)) { /* nothing published: the snapshot goes anyway */
+			bs_index_list_free(&l);
+			free(d);
+			free(have);
+			return;
+		}
 		int r = bs_verify_last(&d[k], st, l.items[k].name);
 		if (r == 0)
 			have[k] = true;
@@ -190,7 +208,7 @@ static bool watch_wait(svc_watch_t *w)
 	struct timespec ts;
 	bool go;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* the cv's clock: a wall clock stepped back stalls nothing */
 	ts.tv_sec += (time_t)w->interval;
 	ts.tv_nsec += (long)((w->interval - (double)(time_t)w->interval) * 1e9);
 	if (ts.tv_nsec >= 1000000000L) {
@@ -215,8 +233,9 @@ static void *watch_thread(void *p)
 		return NULL;
 	do {
 		refresh_status(w, st, now_us());
-		refresh_jobs(w, st);
-		if (round++ % VERIFY_EVERY == 0)
+		if (!stopping(w))
+			refresh_jobs(w, st);
+		if (round++ % VERIFY_EVERY == 0 && !stopping(w))
 			refresh_verify(w, st);
 		check_dead(w);
 		bs_error_clear();
@@ -265,7 +284,11 @@ int svc_watch_start(svc_watch_t **out, svc_snap_t **snap, const bs_config_t *cfg
 	w->on_dead = on_dead;
 	w->ctx = ctx;
 	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	if (pthread_create(&w->tid, NULL, watch_thread, w) != 0) {
 		snap_free(s);
 		free(w);
