@@ -112,13 +112,15 @@ asan:
 	  LDFLAGS="-fsanitize=address,undefined" check
 
 # ThreadSanitizer: the engine's unit tests (the cleaner's threads, the
-# fan-out) and the console's tests (its lanes and backfill threads).
+# fan-out), the console's tests (its lanes and backfill threads) and the
+# throttle's (its samplers, lanes and the backfill's writers).
 TSAN_TESTS = unit test_console_screens test_console_indexes test_console_entities \
 	test_console_backfills test_console_hung test_console_readonly \
 	test_tls test_grants \
 	test_console_navigation test_console_honest test_console_narrow test_audit test_properties \
 	test_lag_history \
-	test_console_workers test_service test_console_topology
+	test_console_workers test_service test_console_topology \
+	test_throttle
 # (test_reshard runs under check and asan; under TSan's slowdown it lost one
 # or two index rows of an index sharded apart from its entities in one run
 # of three, a known open bug of moves (doc/DESIGN.md, "Known gaps"), which

@@ -3,13 +3,17 @@
  * walking `entities` by added_id in keyset chunks, decoding bodies and
  * upserting index rows in multi-row batches to the shards that own them.
  *
- * A job runs on its own thread with two stores of its own: the source
- * store reads the next chunk while the target store writes the current one
- * (one thread per target shard), so reading, decoding and writing overlap.
- * The job's GET_LOCK lives on the source store's connection; the checkpoint
- * after every chunk is an UPDATE that only matches while that connection
- * still holds the lock and the job is still running, which is how pause,
- * cancel and a lost lock are noticed within one chunk.
+ * A job runs on its own thread with a store of its own (the source store)
+ * and hands each chunk's INSERTs to the run's writers (writers.c: threads
+ * per target shard with connections of their own), reading the next chunk
+ * while they write the current one, so reading, decoding and writing
+ * overlap. Every statement on a shard, the reads included, runs inside one
+ * of the throttle's lanes for that shard (throttle.c), and a gate before
+ * each chunk waits while a shard the chunk touches is over a threshold.
+ * The job's GET_LOCK lives on the source store's connection; the
+ * checkpoint after every chunk is an UPDATE that only matches while that
+ * connection still holds the lock and the job is still running, which is
+ * how pause, cancel and a lost lock are noticed within one chunk.
  *
  * Rows are written with ON DUPLICATE KEY UPDATE entity_id=entity_id: a
  * backfill never overwrites a row a writer wrote (the post-backfill repair
@@ -29,6 +33,8 @@
 #define CHUNK_MIN 100
 #define CHUNK_MAX 100000
 #define ROWS_PER_INSERT 2000
+#define ROWS_PER_INSERT_MIN 200  /* at the lowest pace: short statements */
+#define SAY_AFTER 0.5            /* a throttle wait this long is said in the job row */
 #define RATE_WINDOW_S 10.0
 #define RATE_MIN_SPAN_S 2.0 /* a rate over less (one chunk after a resume) is a burst, not a rate */
 #define RATE_SAMPLES 64
@@ -43,8 +49,15 @@ typedef struct {
 	uint32_t off, len; /* in the target's text buffer */
 } crow_t;
 
+/* A statement of a chunk: where it is in its target's sql. */
 typedef struct {
-	bs_buf_t *sql;      /* per target shard: the INSERT statements */
+	size_t off, len;
+} stmt_t;
+
+typedef struct {
+	bs_buf_t *sql;      /* per target shard: the INSERT statements, back to back */
+	stmt_t **stmts;     /* per target shard: each one */
+	size_t *nstmts, *stmtcap;
 	bs_buf_t *text;     /* per target shard: "(v,...,id)" of each row */
 	crow_t **rowv;      /* per target shard */
 	size_t *rowcap;
@@ -61,7 +74,12 @@ static void chunk_free(chunk_t *c, int n)
 			bs__buf_free(&c->text[i]);
 		if (c->rowv)
 			free(c->rowv[i]);
+		if (c->stmts)
+			free(c->stmts[i]);
 	}
+	free(c->stmts);
+	free(c->nstmts);
+	free(c->stmtcap);
 	free(c->sql);
 	free(c->text);
 	free(c->rowv);
@@ -78,7 +96,10 @@ static int chunk_init(chunk_t *c, int n)
 	c->rowv = calloc((size_t)n, sizeof *c->rowv);
 	c->rowcap = calloc((size_t)n, sizeof *c->rowcap);
 	c->rows = calloc((size_t)n, sizeof *c->rows);
-	if (!c->sql || !c->text || !c->rowv || !c->rowcap || !c->rows) {
+	c->stmts = calloc((size_t)n, sizeof *c->stmts);
+	c->nstmts = calloc((size_t)n, sizeof *c->nstmts);
+	c->stmtcap = calloc((size_t)n, sizeof *c->stmtcap);
+	if (!c->sql || !c->text || !c->rowv || !c->rowcap || !c->rows || !c->stmts || !c->nstmts || !c->stmtcap) {
 		chunk_free(c, n);
 		return bs_error(BS_ENOMEM, "out of memory for a backfill chunk");
 	}
@@ -91,6 +112,7 @@ static void chunk_reset(chunk_t *c, int n)
 		bs__buf_reset(&c->sql[i]);
 		bs__buf_reset(&c->text[i]);
 		c->rows[i] = 0;
+		c->nstmts[i] = 0;
 	}
 	c->scanned = c->written = 0;
 }
@@ -159,20 +181,41 @@ static int crow_cmp(const void *a, const void *b)
 	return memcmp(((const crow_t *)a)->key, ((const crow_t *)b)->key, 40);
 }
 
-/* Rows of each target in key order, as multi-row INSERTs: sorted rows fill
- * InnoDB's pages in order, which is most of the write's cost. */
-static void chunk_emit(chunk_t *c, int n, const bs_index_t *idx)
+/* Note where target t's statement ends (it started at from). */
+static int stmt_end(chunk_t *c, int t, size_t from)
+{
+	if (c->nstmts[t] == c->stmtcap[t]) {
+		size_t cap = c->stmtcap[t] ? c->stmtcap[t] * 2 : 16;
+		stmt_t *v = realloc(c->stmts[t], cap * sizeof *v);
+		if (!v)
+			return bs_error(BS_ENOMEM, "out of memory for a backfill chunk");
+		c->stmts[t] = v;
+		c->stmtcap[t] = cap;
+	}
+	c->stmts[t][c->nstmts[t]++] = (stmt_t){ from, c->sql[t].len - from };
+	return 0;
+}
+
+/* Rows of each target in key order, as multi-row INSERTs of per_insert
+ * rows: sorted rows fill InnoDB's pages in order, which is most of the
+ * write's cost. */
+static int chunk_emit(chunk_t *c, int n, const bs_index_t *idx, int64_t per_insert)
 {
 	for (int t = 0; t < n; t++) {
 		bs_buf_t *b = &c->sql[t];
+		size_t from = 0;
 		if (!c->rows[t])
 			continue;
 		qsort(c->rowv[t], (size_t)c->rows[t], sizeof *c->rowv[t], crow_cmp);
 		for (int64_t k = 0; k < c->rows[t]; k++) {
 			const crow_t *r = &c->rowv[t][k];
-			if (k % ROWS_PER_INSERT == 0) {
-				if (k)
-					bs__buf_puts(b, " ON DUPLICATE KEY UPDATE entity_id=entity_id;");
+			if (k % per_insert == 0) {
+				if (k) {
+					bs__buf_puts(b, " ON DUPLICATE KEY UPDATE entity_id=entity_id");
+					if (stmt_end(c, t, from))
+						return BS_ENOMEM;
+				}
+				from = b->len;
 				bs__buf_puts(b, "INSERT INTO ");
 				bs__buf_ident(b, idx->name);
 				bs__buf_puts(b, " (");
@@ -187,42 +230,19 @@ static void chunk_emit(chunk_t *c, int n, const bs_index_t *idx)
 			bs__buf_putn(b, c->text[t].ptr + r->off, r->len);
 		}
 		bs__buf_puts(b, " ON DUPLICATE KEY UPDATE entity_id=entity_id");
+		if (stmt_end(c, t, from))
+			return BS_ENOMEM;
 	}
+	return 0;
 }
 
-/* Read the chunk after `after` on the source shard and build its index rows. */
-static int chunk_read(chunk_t *c, bs_store_t *st, int shard, const bs_index_t *idx,
-                      int64_t after, int64_t max_id, int64_t limit)
+/* Build the chunk's index rows from res (added_id, id, body of entities
+ * after `after`, in order). */
+static int chunk_fill(chunk_t *c, MYSQL_RES *res, bs_store_t *st, const uint8_t *states, const bs_index_t *idx,
+                      int64_t per_insert)
 {
-	bs_buf_t q = {0};
-	MYSQL_RES *res = NULL;
-	int rc;
-	chunk_reset(c, st->n);
-	c->last_id = after;
-	if (after >= max_id)
-		return 0;
-	if ((rc = bs__map_need(st)))
-		return rc;
-	bs__buf_printf(&q, "SELECT added_id, id, body, " BS__OV_SQL " FROM entities WHERE added_id>%lld AND added_id<=%lld"
-	               " ORDER BY added_id LIMIT %lld", (long long)after, (long long)max_id, (long long)limit);
-	/* the shard's own entities: the copies it holds for a move are indexed
-	 * by their owner's job (backfills and moves take turns) */
-	const uint8_t *states = NULL;
-	for (int round = 0;; round++) {
-		bool exact = false;
-		if ((rc = bs__buf_ok(&q)) || (rc = bs__shard_query(&res, st, shard, q.ptr, q.len)))
-			goto done;
-		MYSQL_ROW first = mysql_fetch_row(res);
-		mysql_data_seek(res, 0);
-		if (!first || (rc = bs__owned_at(&states, &exact, st, shard, first[3] ? strtoll(first[3], NULL, 10) : -1)) ||
-		    exact || round == 4)
-			break;
-		mysql_free_result(res);
-		res = NULL;
-	}
-	if (rc)
-		goto done;
 	MYSQL_ROW row;
+	int rc = 0, n = st->n;
 	while ((row = mysql_fetch_row(res))) {
 		unsigned long *lens = mysql_fetch_lengths(res);
 		bs_value_t bag;
@@ -249,37 +269,14 @@ static int chunk_read(chunk_t *c, bs_store_t *st, int shard, const bs_index_t *i
 				bs_value_clear(&tmps[k]);
 		bs_value_clear(&bag);
 	}
-	for (int i = 0; i < st->n && !rc; i++)
+	for (int i = 0; i < n && !rc; i++)
 		rc = bs__buf_ok(&c->text[i]);
 	if (!rc)
-		chunk_emit(c, st->n, idx);
-	for (int i = 0; i < st->n && !rc; i++)
+		rc = chunk_emit(c, n, idx, per_insert);
+	for (int i = 0; i < n && !rc; i++)
 		rc = bs__buf_ok(&c->sql[i]);
-done:
-	if (res)
-		mysql_free_result(res);
-	bs__buf_free(&q);
 	return rc;
 }
-
-static int write_on(bs_store_t *st, int i, void *p)
-{
-	chunk_t *c = p;
-	int rc;
-	if (!c->sql[i].len)
-		return 0;
-	if ((rc = bs__shard_check(st, i)))
-		return rc;
-	return bs__shard_exec(st, i, c->sql[i].ptr, c->sql[i].len);
-}
-
-typedef struct {
-	bs_store_t *st;
-	chunk_t *c;
-	bool *which;
-	int rc;
-	char msg[1024];
-} writer_t;
 
 /* A backfill is background work: its threads yield the CPU to the
  * application's (on this host; the servers' threads are theirs to share). */
@@ -288,65 +285,17 @@ static void lower_priority(void)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 }
 
-static void *writer_thread(void *p)
-{
-	writer_t *w = p;
-	mysql_thread_init();
-	lower_priority();
-	bs_error_clear();
-	w->rc = bs__shard_each(w->st, w->which, write_on, w->c, NULL);
-	if (w->rc)
-		snprintf(w->msg, sizeof w->msg, "%s", bs_last_error());
-	mysql_thread_end();
-	return NULL;
-}
-
-/* How many of one process's jobs run at once. Each job's writes already go
- * to every target shard at once; more jobs than half the shards only make
- * the servers' threads contend (measured: the same backfill time, and a
- * put's p99 three times worse, with both jobs of two shards at once). */
-typedef struct {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int free;
-} slots_t;
-
-static void slot_take(slots_t *s, atomic_int *stop)
-{
-	pthread_mutex_lock(&s->lock);
-	while (s->free == 0 && !(stop && atomic_load(stop))) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		pthread_cond_timedwait(&s->cond, &s->lock, &ts);
-	}
-	s->free--;
-	pthread_mutex_unlock(&s->lock);
-}
-
-static void slot_give(slots_t *s)
-{
-	pthread_mutex_lock(&s->lock);
-	s->free++;
-	pthread_cond_signal(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-}
-
 typedef struct {
 	const bs_config_t *cfg;
 	const char *index;
 	int shard;
 	const bs_cleaner_opts_t *opts;
-	slots_t *slots;
+	bs__throttle_t *thr;    /* the process's, shared */
+	bs__writers_t *wr;      /* the run's, shared */
 	pthread_mutex_t *progress_lock;
 	bool daemon;            /* return on busy/paused/wait instead of waiting */
 	/* kept across attempts */
 	bs_store_t *src, *dst;
-	throttle_t *thr;
 	char lock[65];
 	char host[64];
 	int pid;
@@ -558,13 +507,19 @@ static void job_fail(runner_t *r, const char *m)
 }
 
 /* An attempt's working state: two chunks (one written while the next is
- * read), the shards the current one touches, the chunk size. */
+ * read), the shards the current one touches, the chunk size, the pace the
+ * throttle gave and how long the job has waited for it. */
 typedef struct {
 	chunk_t cur, next;
-	bool *which;
+	bool *which;            /* the shards the current chunk touches */
+	bool *one;              /* scratch: one shard */
 	bs_index_t idx;
 	int64_t chunk;
 	bool slow;
+	int64_t per_insert;     /* rows per INSERT, from the pace */
+	char pace_reason[256];  /* how the throttle paces it ("" at full pace) */
+	double wait_since;      /* the throttle holds it since (monotonic), 0 not */
+	double said_at;         /* the job row last said so */
 } attempt_t;
 
 /* Step 1, claim: take the job's lock and read its row; OUT_* when it is
@@ -653,6 +608,65 @@ done:
 	return ret;
 }
 
+/* What the throttle says of the shards in which: into the job (for the
+ * progress callback), and the attempt's pace. */
+static void gate_look(bs__thr_gate_t *g, runner_t *r, attempt_t *a, const bool *which)
+{
+	bs_cleaner_conf_t cl;
+	bs__cleaner_conf(&cl, r->opts, r->cfg); /* the settings in force now (SIGHUP) */
+	bs__throttle_settings(r->thr, &cl);
+	bs__throttle_gate(g, r->thr, which);
+	snprintf(r->job.throttle_signal, sizeof r->job.throttle_signal, "%s", g->signal);
+	r->job.throttle_value = g->value;
+	r->job.throttle_limit = g->limit;
+	r->job.pace = g->pace;
+	if (g->verdict == BS__THR_GO) {
+		double p = g->pace < 1 ? g->pace : 1;
+		a->per_insert = (int64_t)(ROWS_PER_INSERT * p);
+		if (a->per_insert < ROWS_PER_INSERT_MIN)
+			a->per_insert = ROWS_PER_INSERT_MIN;
+		snprintf(a->pace_reason, sizeof a->pace_reason, "%s", g->reason);
+	}
+}
+
+/* The throttle holds the job (g says why): the job row says so, again
+ * every SAY_AFTER (which is also how a pause or a cancel is noticed
+ * meanwhile); a wait on the probe's latency, which comes and goes with
+ * the pace, or on the first readings, only once it has lasted SAY_AFTER.
+ * -1 to wait on, else the outcome. */
+static int held(runner_t *r, attempt_t *a, const bs__thr_gate_t *g)
+{
+	double now = bs_now_mono();
+	if (!a->wait_since)
+		a->wait_since = now;
+	if (bs__stopping(r->opts))
+		return OUT_STOP;
+	bool soft = !strcmp(g->signal, "write_latency") || g->state == BS_THR_STARTING;
+	if ((soft && now - a->wait_since < SAY_AFTER) || now - a->said_at < SAY_AFTER)
+		return -1;
+	const char *why = g->reason;
+	a->said_at = now;
+	if (say_throttled(r, why) == 0)
+		return why_not_mine(r);
+	return -1;
+}
+
+/* The throttle does not let the job go (g says why): a shard above
+ * critical_load fails it, saying how to resume; otherwise it waits (held).
+ * -1 to wait on, else the outcome. */
+static int not_go(runner_t *r, attempt_t *a, const bs__thr_gate_t *g)
+{
+	if (g->verdict == BS__THR_STOP) {
+		char m[256];
+		snprintf(m, sizeof m, "stopped: %.140s (resume with `bagstore backfill resume %.64s`)", g->reason, r->index);
+		snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s %s", r->index,
+		         r->src->shards[r->shard].conf->name, m);
+		job_fail(r, m);
+		return OUT_FAILED;
+	}
+	return held(r, a, g);
+}
+
 /* The throttle, before a chunk: -1 go; -2 wait and look again; else the
  * outcome that ends the attempt. */
 /* Backfills and moves take turns (doc/DESIGN.md, "Moves"): a backfill's
@@ -681,35 +695,88 @@ static int moves_gate(runner_t *r)
 
 static int throttle_gate(runner_t *r, attempt_t *a)
 {
-	const char *sname = r->src->shards[r->shard].conf->name;
-	bs_cleaner_conf_t cl;
-	char why[256];
-	int level, rc, moves;
-	if ((moves = moves_gate(r)) != -1)
-		return moves;
+	bs__thr_gate_t g;
+	int out;
+	if ((out = moves_gate(r)) != -1)
+		return out;
 	for (int i = 0; i < r->src->n; i++)
 		a->which[i] = a->cur.rows[i] > 0 || i == r->shard;
-	bs__cleaner_conf(&cl, r->opts, r->cfg);
-	if ((rc = bs__throttle_check(&level, why, sizeof why, r->thr, r->dst, a->which, &cl))) {
-		char m[512];
-		snprintf(m, sizeof m, "waiting: %s", bs_last_error());
-		say_throttled(r, m);
-		return fail_with(r, rc);
-	}
-	if (level == 2) {
-		char m[256];
-		snprintf(m, sizeof m, "stopped: %.140s (resume with `bagstore backfill resume %.64s`)", why, r->index);
-		snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s %s", r->index, sname, m);
-		job_fail(r, m);
-		return OUT_FAILED;
-	}
-	if (level == 1) {
-		if (say_throttled(r, why) == 0)
-			return why_not_mine(r);
-		bs__cleaner_sleep(0.5, bs__stop_flag(r->opts));
+	gate_look(&g, r, a, a->which);
+	if (g.verdict != BS__THR_GO) {
+		if ((out = not_go(r, a, &g)) >= 0)
+			return out;
+		bs__cleaner_sleep(g.state == BS_THR_STARTING ? 0.01 : 0.05, bs__stop_flag(r->opts));
 		return -2;
 	}
+	a->wait_since = 0;
 	return -1;
+}
+
+/* A lane of shard for one of this job's statements: -1 entered (*t0 set),
+ * else the outcome that ends the attempt. While it waits, the job row says
+ * why (held). */
+static int lane_wait(double *t0, runner_t *r, attempt_t *a, int shard)
+{
+	int e, out;
+	while ((e = bs__throttle_enter(t0, r->thr, shard, 0.1, bs__stop_flag(r->opts))) == 1) {
+		bs__thr_gate_t g;
+		memset(a->one, 0, (size_t)r->src->n * sizeof *a->one);
+		a->one[shard] = true;
+		gate_look(&g, r, a, a->one);
+		if (g.verdict == BS__THR_GO)
+			continue; /* the pace itself: no reason to give */
+		if ((out = not_go(r, a, &g)) >= 0)
+			return out;
+	}
+	return e < 0 ? OUT_STOP : -1;
+}
+
+/* Read the chunk after `after` on the source shard (inside a lane of it)
+ * and build its index rows. 0, or an error; *out an outcome that ends the
+ * attempt (-1 none). */
+static int chunk_read(int *out, runner_t *r, attempt_t *a, chunk_t *c, int64_t after)
+{
+	bs_buf_t q = {0};
+	MYSQL_RES *res = NULL;
+	double t0;
+	int rc = 0;
+	*out = -1;
+	chunk_reset(c, r->src->n);
+	c->last_id = after;
+	if (after >= r->job.max_id)
+		return 0;
+	if ((rc = bs__map_need(r->src)))
+		return rc;
+	bs__buf_printf(&q, "SELECT added_id, id, body, " BS__OV_SQL " FROM entities WHERE added_id>%lld AND added_id<=%lld"
+	               " ORDER BY added_id LIMIT %lld", (long long)after, (long long)r->job.max_id,
+	               (long long)a->chunk);
+	if ((rc = bs__buf_ok(&q)) || (*out = lane_wait(&t0, r, a, r->shard)) >= 0)
+		goto done;
+	/* the shard's own entities: the copies it holds for a move are indexed
+	 * by their owner's job (backfills and moves take turns); read again
+	 * (up to 4 times) until the ownership read matches the rows' version */
+	const uint8_t *states = NULL;
+	for (int round = 0;; round++) {
+		bool exact = false;
+		if ((rc = bs__shard_query(&res, r->src, r->shard, q.ptr, q.len)))
+			break;
+		MYSQL_ROW first = mysql_fetch_row(res);
+		mysql_data_seek(res, 0);
+		if (!first ||
+		    (rc = bs__owned_at(&states, &exact, r->src, r->shard, first[3] ? strtoll(first[3], NULL, 10) : -1)) ||
+		    exact || round == 4)
+			break;
+		mysql_free_result(res);
+		res = NULL;
+	}
+	bs__throttle_leave(r->thr, r->shard, t0);
+	if (!rc)
+		rc = chunk_fill(c, res, r->src, states, &a->idx, a->per_insert);
+done:
+	if (res)
+		mysql_free_result(res);
+	bs__buf_free(&q);
+	return rc;
 }
 
 /* The next chunk size: aim at cleaner.chunk_time per chunk. */
@@ -728,34 +795,79 @@ static int64_t next_chunk_size(const attempt_t *a, double elapsed, const bs_clea
 	return chunk;
 }
 
-/* Step 3, one chunk: write the current chunk's rows (a thread per target
- * shard) while reading the next, then checkpoint. -1 to go on, else the
- * outcome. */
+/* Hand the current chunk's statements to the writers. */
+static int chunk_submit(bs__batch_t **out, runner_t *r, attempt_t *a)
+{
+	int rc = bs__batch_new(out, r->wr);
+	for (int t = 0; t < r->src->n && !rc; t++)
+		for (size_t k = 0; k < a->cur.nstmts[t] && !rc; k++)
+			rc = bs__batch_add(*out, t, a->cur.sql[t].ptr + a->cur.stmts[t][k].off, a->cur.stmts[t][k].len);
+	return rc;
+}
+
+/* Wait for the chunk's statements, saying so in the job row while the
+ * throttle holds them. -1 when they all ended (*rc their result), else the
+ * outcome that ends the attempt (the batch aborted). */
+static int chunk_wait(int *rc, runner_t *r, attempt_t *a, bs__batch_t *b)
+{
+	bool skipped = false;
+	int out = -1;
+	while (!bs__batch_wait(b, 0.1)) {
+		bs__thr_gate_t g;
+		gate_look(&g, r, a, a->which);
+		if (g.verdict == BS__THR_GO) {
+			a->wait_since = 0;
+			continue;
+		}
+		if ((out = not_go(r, a, &g)) >= 0)
+			break;
+	}
+	if (out >= 0) {
+		bs__batch_abort(b);
+		while (!bs__batch_wait(b, 1.0))
+			;
+		return out;
+	}
+	*rc = bs__batch_result(b, &skipped, NULL);
+	if (!*rc && skipped)
+		return OUT_STOP; /* stop was set while statements waited for a lane */
+	return -1;
+}
+
+/* Step 3, one chunk: the writers write the current chunk's rows while this
+ * thread reads the next, then checkpoint. -1 to go on, else the outcome. */
 static int chunk_step(runner_t *r, attempt_t *a)
 {
 	bs_buf_t b = {0};
+	bs__batch_t *batch = NULL;
 	enum outcome out;
-	int ret = -1;
+	int ret = -1, wrc = 0, rout = -1, rrc;
 	double t0 = bs_now_mono();
+	char rmsg[1024] = "";
 	if (a->slow) /* fault point: small, slow chunks, for tests that interrupt a backfill */
 		bs__cleaner_sleep(0.05, NULL);
-	writer_t w = { r->dst, &a->cur, a->which, 0, "" };
-	pthread_t tid;
-	bool threaded = pthread_create(&tid, NULL, writer_thread, &w) == 0;
-	if (!threaded)
-		writer_thread(&w);
-	int rrc = chunk_read(&a->next, r->src, r->shard, &a->idx, a->cur.last_id, r->job.max_id, a->chunk);
-	char rmsg[1024];
-	snprintf(rmsg, sizeof rmsg, "%s", bs_last_error());
-	if (threaded)
-		pthread_join(tid, NULL);
-	if (w.rc) {
-		char m[1100];
-		snprintf(m, sizeof m, "waiting for a shard: %s", w.msg);
-		if (bs__cleaner_transient(w.rc))
+	if ((wrc = chunk_submit(&batch, r, a))) {
+		bs__batch_free(batch);
+		return fail_with(r, wrc);
+	}
+	if ((rrc = chunk_read(&rout, r, a, &a->next, a->cur.last_id)))
+		snprintf(rmsg, sizeof rmsg, "%s", bs_last_error());
+	if (rout >= 0) {
+		bs__batch_free(batch);
+		return rout;
+	}
+	int wout = chunk_wait(&wrc, r, a, batch);
+	bs__batch_free(batch);
+	if (wout >= 0)
+		return wout;
+	if (wrc) {
+		char wmsg[1024], m[1100];
+		snprintf(wmsg, sizeof wmsg, "%s", bs_last_error());
+		snprintf(m, sizeof m, "waiting for a shard: %s", wmsg);
+		if (bs__cleaner_transient(wrc))
 			say_throttled(r, m);
-		bs_error(w.rc, "%s", w.msg);
-		return fail_with(r, w.rc);
+		bs_error(wrc, "%s", wmsg);
+		return fail_with(r, wrc);
 	}
 	/* checkpoint */
 	r->job.cursor = a->cur.last_id;
@@ -767,17 +879,18 @@ static int chunk_step(runner_t *r, attempt_t *a)
 	bs__cleaner_conf(&cl, r->opts, r->cfg); /* the settings in force now (SIGHUP) */
 	a->chunk = next_chunk_size(a, elapsed, &cl);
 	r->job.chunk = a->chunk;
-	bs__buf_printf(&b, "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6), cursor_id=%lld,"
-	                   " rows_scanned=%lld, rows_written=%lld, rate=%.3f, chunk=%lld",
+	bs__buf_printf(&b, "UPDATE bagstore_jobs SET state='running', heartbeat=NOW(6), cursor_id=%lld,"
+	                   " rows_scanned=%lld, rows_written=%lld, rate=%.3f, chunk=%lld, reason=",
 	               (long long)r->job.cursor, (long long)r->job.rows_scanned, (long long)r->job.rows_written,
 	               r->job.rate, (long long)a->chunk);
+	bs__buf_hex(&b, a->pace_reason, strlen(a->pace_reason));
 	where_mine(r, &b);
 	if (!job_update(r, &b, &out)) {
 		ret = out;
 		goto done;
 	}
 	r->job.state = BS_JOB_RUNNING;
-	r->job.reason[0] = '\0';
+	snprintf(r->job.reason, sizeof r->job.reason, "%s", a->pace_reason);
 	report(r);
 	unthrottle(r);
 	emit(r, BS_EV_JOB_PROGRESS, "", 0);
@@ -873,7 +986,8 @@ static enum outcome attempt(runner_t *r)
 	r->rc = 0;
 	r->msg[0] = '\0';
 	if ((rc = chunk_init(&a.cur, r->src->n)) || (rc = chunk_init(&a.next, r->src->n)) ||
-	    !(a.which = calloc((size_t)r->src->n, sizeof *a.which))) {
+	    !(a.which = calloc((size_t)r->src->n, sizeof *a.which)) ||
+	    !(a.one = calloc((size_t)r->src->n, sizeof *a.one))) {
 		out = fail_with(r, rc ? rc : bs_error(BS_ENOMEM, "out of memory"));
 		goto done;
 	}
@@ -881,8 +995,10 @@ static enum outcome attempt(runner_t *r)
 		goto done;
 	a.slow = bs_fault("slow_chunk");
 	a.chunk = a.slow ? CHUNK_MIN : r->job.chunk > 0 ? r->job.chunk : CHUNK_START;
-	if ((rc = chunk_read(&a.cur, r->src, r->shard, &a.idx, r->job.cursor, r->job.max_id, a.chunk))) {
-		out = fail_with(r, rc);
+	a.per_insert = ROWS_PER_INSERT;
+	if ((rc = chunk_read(&out, r, &a, &a.cur, r->job.cursor)) || out >= 0) {
+		if (rc)
+			out = fail_with(r, rc);
 		goto done;
 	}
 	while (a.cur.scanned > 0) {
@@ -901,6 +1017,7 @@ done:
 	chunk_free(&a.cur, r->src->n);
 	chunk_free(&a.next, r->src->n);
 	free(a.which);
+	free(a.one);
 	return (enum outcome)out;
 }
 
@@ -914,8 +1031,7 @@ static void *runner_thread(void *p)
 	lower_priority();
 	bs_error_clear();
 	bs__cleaner_worker_id(r->host, &r->pid);
-	if ((rc = bs_store_open(&r->src, r->cfg)) || (rc = bs_store_open(&r->dst, r->cfg)) ||
-	    (rc = bs__throttle_new(&r->thr, r->cfg))) {
+	if ((rc = bs_store_open(&r->src, r->cfg)) || (rc = bs_store_open(&r->dst, r->cfg))) {
 		r->out = OUT_FAILED;
 		r->rc = rc;
 		snprintf(r->msg, sizeof r->msg, "%s", bs_last_error());
@@ -925,14 +1041,12 @@ static void *runner_thread(void *p)
 	snprintf(r->job.index, sizeof r->job.index, "%s", r->index);
 	r->job.shard = r->shard;
 	for (;;) {
-		slot_take(r->slots, bs__stop_flag(r->opts));
-		if (bs__stopping(r->opts)) { /* asked to stop while it waited: claim nothing */
-			slot_give(r->slots);
-			r->out = OUT_STOP;
+		if (!bs__throttle_job_begin(r->thr, bs__stop_flag(r->opts))) {
+			r->out = OUT_STOP; /* asked to stop while it waited for a slot: claims nothing */
 			break;
 		}
 		r->out = attempt(r);
-		slot_give(r->slots);
+		bs__throttle_job_end(r->thr);
 		if (r->out == OUT_DONE || r->out == OUT_CANCELLED || r->out == OUT_FAILED || r->out == OUT_STOP)
 			break;
 		if (bs__stopping(r->opts)) {
@@ -952,10 +1066,8 @@ static void *runner_thread(void *p)
 		bs__cleaner_sleep(r->out == OUT_WAIT ? 1.0 : 0.5, bs__stop_flag(r->opts));
 	}
 done:
-	bs__throttle_free(r->thr);
 	bs_store_free(r->src);
 	bs_store_free(r->dst);
-	r->thr = NULL;
 	r->src = r->dst = NULL;
 	mysql_thread_end();
 	return NULL;
@@ -972,14 +1084,20 @@ static int run_jobs(bool *all_done, bs_store_t *st, const char *index, const bs_
 	pthread_t *tids = calloc((size_t)n, sizeof *tids);
 	bool *started = calloc((size_t)n, sizeof *started);
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	slots_t slots = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, n / 2 > 1 ? n / 2 : 1 };
+	bs__throttle_t *thr = NULL;
+	bs__writers_t *wr = NULL;
 	*all_done = false;
 	if (!rs || !tids || !started) {
 		rc = bs_error(BS_ENOMEM, "out of memory starting backfill workers");
 		goto done;
 	}
+	if ((rc = bs__throttle_open(&thr, st->cfg)) || (rc = bs__writers_new(&wr, st->cfg, thr, bs__stop_flag(opts))))
+		goto done;
+	/* the samplers start here, on the caller's thread: a thread inherits its
+	 * creator's priority, and the probe must not wait as a backfill does */
+	bs__throttle_run(thr);
 	for (int i = 0; i < n; i++) {
-		rs[i] = (runner_t){ .cfg = st->cfg, .index = index, .shard = i, .opts = opts, .slots = &slots,
+		rs[i] = (runner_t){ .cfg = st->cfg, .index = index, .shard = i, .opts = opts, .thr = thr, .wr = wr,
 		                    .progress_lock = &lock, .daemon = daemon };
 		if (pthread_create(&tids[i], NULL, runner_thread, &rs[i]) == 0)
 			started[i] = true;
@@ -1004,6 +1122,8 @@ static int run_jobs(bool *all_done, bs_store_t *st, const char *index, const bs_
 		}
 	}
 done:
+	bs__writers_free(wr);
+	bs__throttle_close(thr);
 	free(rs);
 	free(tids);
 	free(started);

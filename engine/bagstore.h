@@ -272,6 +272,18 @@ typedef struct {
 	                         * --sleep-coef: trades backfill time for writers' latency */
 	double max_fence;       /* seconds a move's cut-over may hold writers of its
 	                         * buckets (1.0); longer, it rolls back and tries again */
+	/* the throttle (engine/throttle.c, doc/DESIGN.md "The throttle") */
+	unsigned jobs;          /* backfill jobs working at once per process; 0: auto
+	                         * (one per shard) */
+	unsigned writers;       /* statements at once per target shard per process, the
+	                         * throttle's most; 0: auto (the shard server's CPUs,
+	                         * @@thread_pool_size, else 2) */
+	unsigned max_history_length; /* InnoDB history list length: wait above (1000000) */
+	double max_write_latency;    /* seconds: the heartbeat write (the probe) slower
+	                              * than this makes jobs wait; 0: write_latency_factor
+	                              * times its idle baseline (0) */
+	double write_latency_factor; /* (2.0); 0: the probe is no signal */
+	double max_signal_age;  /* seconds a signal may go unread before jobs wait (3) */
 } bs_cleaner_conf_t;
 
 /* What a cleaner hook runs on (cleaner.hooks.on_<name>), bs_hook_name(). */
@@ -735,6 +747,14 @@ typedef struct {
 	char worker_host[64];
 	int worker_pid;
 	int64_t heartbeat_us, created_us, started_us, finished_us;
+	/* the throttle, as this worker saw it (progress callbacks only; a
+	 * listed job has "" and zeros): the signal holding the job back or
+	 * that last cut its pace, its value and threshold, and the pace:
+	 * statements at once allowed on its slowest shard (below 1: that
+	 * share of the time) */
+	char throttle_signal[24];
+	double throttle_value, throttle_limit;
+	double pace;
 } bs_job_t;
 
 typedef struct {
@@ -1075,6 +1095,51 @@ void bs_worker_list_free(bs_worker_list_t *l);
 int bs_workers_list(bs_worker_list_t *out, bs_store_t *st, int *unreachable);
 /* Live workers of a kind in l (kind NULL: any). */
 int bs_workers_alive(const bs_worker_list_t *l, const char *kind);
+
+/* The throttle's verdict on a shard. */
+typedef enum {
+	BS_THR_STARTING,   /* a signal not read yet */
+	BS_THR_GO,         /* every signal under its threshold */
+	BS_THR_OVER,       /* a signal over its threshold: the pace is cut and jobs
+	                    * wait (on the probe's latency alone, they wait only
+	                    * once the pace is at its lowest) */
+	BS_THR_UNREADABLE, /* a signal unread for cleaner.max_signal_age: jobs wait */
+	BS_THR_CRITICAL    /* Threads_running above critical_load: jobs stop (failed) */
+} bs_throttle_state_t;
+const char *bs_throttle_state_name(bs_throttle_state_t s);
+
+#define BS_THROTTLE_REPLICAS 8
+/* What the cleaner's throttle reads on one shard (bs_throttle_sample). */
+typedef struct {
+	char shard[BS_NAME_MAX + 1];
+	bs_throttle_state_t state;
+	char signal[24];          /* what holds it: write_latency, threads_running,
+	                           * history_length, replica_lag, unreadable,
+	                           * critical_load; "" when none */
+	double value, limit;      /* that signal's value and threshold */
+	char reason[256];         /* in words, as a job says it */
+	double write_latency_s;   /* the heartbeat write (the probe), median of the
+	                           * last 5; -1 unknown */
+	double write_baseline_s;  /* its median while no job of this process wrote
+	                           * to the shard; -1 unknown */
+	double write_limit_s;     /* the threshold in force; 0 when no signal */
+	int64_t threads_running;  /* -1 unknown */
+	int64_t history_length;   /* InnoDB's history list length; -1 unknown */
+	int nreplicas;            /* at most BS_THROTTLE_REPLICAS shown */
+	struct {
+		char address[128];
+		double lag_s;         /* by the heartbeat row; -1 unknown */
+		char error[200];      /* why unknown */
+	} replicas[BS_THROTTLE_REPLICAS];
+	double pace;              /* statements at once it allows now (below 1:
+	                           * that share of the time) */
+	int most;                 /* its most: cleaner.writers, plus one read */
+	int64_t heartbeats;       /* heartbeats this process wrote on it */
+} bs_throttle_shard_t;
+/* Run the cleaner's throttle for `seconds` (it writes the heartbeat on
+ * every shard every 100 ms) and say what it reads, per shard (out[nshards],
+ * caller allocates). Refused in read-only mode. */
+int bs_throttle_sample(bs_throttle_shard_t *out, bs_store_t *st, double seconds);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,8 @@
 /*
  * cleaner.h - what the cleaner's files (layer L4 of internal.h: events.c,
- * jobs.c, throttle.c, lag.c, drift.c, repair.c, backfill.c, verify.c,
- * lifecycle.c, workers.c) and the daemon (daemon.c) share, and nobody else
- * sees.
+ * jobs.c, throttle.c, writers.c, lag.c, drift.c, repair.c, backfill.c,
+ * verify.c, lifecycle.c, workers.c) and the daemon (daemon.c) share, and
+ * nobody else sees.
  */
 #ifndef BS_CLEANER_H
 #define BS_CLEANER_H
@@ -149,16 +149,91 @@ int bs__jobs_forget(bs_store_t *st, const char *index);
 
 /* ------------------------------------------------------------ throttle (throttle.c) */
 
-typedef struct throttle throttle_t;
-int bs__throttle_new(throttle_t **out, const bs_config_t *cfg);
-void bs__throttle_free(throttle_t *t);
-/* Check Threads_running on the shards in `which` (NULL: all) through st,
- * and replica lag where replicas are configured, against the limits of cl
- * (the settings in force: bs__cleaner_conf). Returns 0 and sets *level: 0
- * go, 1 pause (reason says why), 2 stop (critical). A shard that does not
- * answer is BS_EUNREACHABLE. */
-int bs__throttle_check(int *level, char *reason, size_t size, throttle_t *t, bs_store_t *st,
-                   const bool *which, const bs_cleaner_conf_t *cl);
+/*
+ * The throttle every cleaner job goes through (doc/DESIGN.md, "The
+ * throttle"). One per configuration per process, shared by reference: a
+ * sampler thread per shard writes the heartbeat every 100 ms, times it
+ * (the probe) and reads the shard's signals and its replicas' lag; per
+ * shard an AIMD pace (statements at once; below one, a share of the time)
+ * grows slowly while every signal is under its threshold and halves when
+ * one is over. A job uses it in three ways:
+ *
+ *   bs__throttle_job_begin/end    around an attempt: cleaner.jobs at once
+ *   bs__throttle_gate             before each chunk, over the shards the
+ *                                 chunk touches: go (at what pace), wait
+ *                                 (why), or stop (critical)
+ *   bs__throttle_enter/leave      around each statement on a shard (a
+ *                                 chunk's read, a batch of rows): waits for
+ *                                 one of the shard's lanes, none while it is
+ *                                 over a threshold or unreadable; leaving
+ *                                 keeps the lane closed for the pause a
+ *                                 pace below one asks
+ */
+typedef struct bs__throttle bs__throttle_t;
+
+/* A reference to the process's throttle for cfg (made on first use; its
+ * samplers start at the first gate, enter or sample). */
+int bs__throttle_open(bs__throttle_t **out, const bs_config_t *cfg);
+/* Drop a reference; the last one stops the samplers. Accepts NULL. */
+void bs__throttle_close(bs__throttle_t *t);
+/* Start its samplers now (they start at the first gate or enter
+ * otherwise): the daemon writes the heartbeat all its life. Call it from a
+ * thread of normal priority: the samplers inherit it, and the probe must
+ * time a write as a writer, not as a backfill, waits for the CPU. */
+void bs__throttle_run(bs__throttle_t *t);
+/* The settings in force from now on (a reload's). */
+void bs__throttle_settings(bs__throttle_t *t, const bs_cleaner_conf_t *cl);
+
+/* Job slots: at most cleaner.jobs attempts at once in the process. begin
+ * returns false when stop was set while it waited (no slot taken). */
+bool bs__throttle_job_begin(bs__throttle_t *t, atomic_int *stop);
+void bs__throttle_job_end(bs__throttle_t *t);
+
+typedef enum { BS__THR_GO, BS__THR_WAIT, BS__THR_STOP } bs__thr_verdict_t;
+typedef struct {
+	bs__thr_verdict_t verdict;
+	bs_throttle_state_t state; /* of the shard that decided (GO when all go) */
+	int shard;                 /* that shard, -1 when all go */
+	char signal[24];           /* the signal holding it, or that last cut the pace */
+	double value, limit;
+	char reason[256];          /* why it waits, or how it is paced ("" at full pace) */
+	double pace;               /* the lowest pace over the shards */
+	bool full;                 /* every shard at its most */
+} bs__thr_gate_t;
+/* The verdict for a job touching the shards in which[nshards] (NULL: all). */
+void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which);
+
+/* Wait for a lane of shard (at most max_wait seconds): 0 entered (*t0 set,
+ * for leave), 1 not yet (look again), -1 stop was set. */
+int bs__throttle_enter(double *t0, bs__throttle_t *t, int shard, double max_wait, atomic_int *stop);
+void bs__throttle_leave(bs__throttle_t *t, int shard, double t0);
+/* Statements at once the shard may take from this process at most:
+ * cleaner.writers, or the server's CPUs (waits for its first reading). */
+int bs__throttle_writers(bs__throttle_t *t, int shard);
+
+/* ------------------------------------------------------------ writers (writers.c) */
+
+/* Per target shard, threads with connections of their own that run a
+ * job's statements, each inside a lane of the throttle (at most
+ * bs__throttle_writers threads a shard). stop (may be NULL) ends lane
+ * waits. Freeing waits for the statements under way. */
+typedef struct bs__writers bs__writers_t;
+int bs__writers_new(bs__writers_t **out, const bs_config_t *cfg, bs__throttle_t *thr, atomic_int *stop);
+void bs__writers_free(bs__writers_t *w);
+
+/* A batch: statements that a job waits for as one (a chunk's). add queues
+ * one at once (sql is borrowed until the batch is freed); wait returns
+ * true when every statement ended, false after s seconds; result gives
+ * the first failure (its message in the error slot), whether any was
+ * skipped (aborted, or stop) and the seconds they ran; abort skips what
+ * has not started; free aborts and waits. */
+typedef struct bs__batch bs__batch_t;
+int bs__batch_new(bs__batch_t **out, bs__writers_t *w);
+int bs__batch_add(bs__batch_t *b, int shard, const char *sql, size_t len);
+int bs__batch_wait(bs__batch_t *b, double s);
+int bs__batch_result(const bs__batch_t *b, bool *skipped, double *busy);
+void bs__batch_abort(bs__batch_t *b);
+void bs__batch_free(bs__batch_t *b);
 
 /* ------------------------------------------------------------ lag (lag.c) */
 

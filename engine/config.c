@@ -588,12 +588,44 @@ static int get_env_name(char **dst, const ctx *c, const node *n, const char *whe
 	return 0;
 }
 
+/* "auto" (0), or a whole number from 1 to max. */
+static int get_auto_uint(unsigned *dst, const ctx *c, const node *n, const char *where, unsigned long max,
+                         const char *what)
+{
+	if (n->kind == N_SCALAR && !is_null(n) && n->len == 4 && !strcmp(n->str, "auto")) {
+		*dst = 0;
+		return 0;
+	}
+	char desc[96];
+	snprintf(desc, sizeof desc, "auto or %s", what);
+	return get_uint(dst, c, n, where, 1, max, desc);
+}
+
+/* A factor: 0 (off), or from 1 to 1000. */
+static int get_factor(double *dst, const ctx *c, const node *n, const char *where)
+{
+	char shown[96];
+	double v;
+	int error;
+
+	if ((error = want_scalar(c, n, where, "a factor")) < 0)
+		return error;
+	if (memchr(n->str, '\0', n->len) != NULL || !is_decimal(n->str) ||
+	    ((v = bs__strtod_c(n->str, NULL)) != 0 && !(v >= 1 && v <= 1000)))
+		return nerr(c, n, "%s: expected a factor from 1 to 1000 (or 0: off), got \"%s\"", where,
+		            bs__quote(shown, sizeof shown, n->str, n->len));
+	*dst = v;
+	return 0;
+}
+
 /* How an optional key's value is read. */
-typedef enum { K_STR, K_ENV, K_PORT, K_THREADS, K_SECONDS, K_SECONDS0 } keykind;
+typedef enum { K_STR, K_ENV, K_PORT, K_THREADS, K_SECONDS, K_SECONDS0, K_JOBS, K_WRITERS, K_LENGTH,
+               K_FACTOR } keykind;
 
 /* Read map's optional `key` (named "where.key" in messages) into *dst,
- * whose type follows kind: char * for K_STR and K_ENV, unsigned for K_PORT
- * and K_THREADS, double for K_SECONDS (> 0) and K_SECONDS0 (>= 0). An
+ * whose type follows kind: char * for K_STR and K_ENV, unsigned for K_PORT,
+ * K_THREADS, K_JOBS and K_WRITERS ("auto": 0) and K_LENGTH, double for
+ * K_SECONDS (> 0), K_SECONDS0 (>= 0) and K_FACTOR (0, or 1 to 1000). An
  * absent key leaves *dst as it is. */
 static int opt_key(void *dst, const ctx *c, const node *map, const char *where, const char *key,
                    keykind kind)
@@ -614,6 +646,10 @@ static int opt_key(void *dst, const ctx *c, const node *map, const char *where, 
 	case K_THREADS: return get_uint(dst, c, v, w, 1, 1000000, "a number of running threads");
 	case K_SECONDS: return get_seconds(dst, c, v, w, false);
 	case K_SECONDS0: return get_seconds(dst, c, v, w, true);
+	case K_JOBS: return get_auto_uint(dst, c, v, w, 1024, "a number of jobs");
+	case K_WRITERS: return get_auto_uint(dst, c, v, w, 64, "a number of writers");
+	case K_LENGTH: return get_uint(dst, c, v, w, 1, 4000000000ul, "a history list length");
+	case K_FACTOR: return get_factor(dst, c, v, w);
 	}
 	return 0;
 }
@@ -635,7 +671,8 @@ static const char *const timeout_keys[] = { "connect", "read", "write", NULL };
 static const char *const index_keys[] = { "name", "on", "shard_on", NULL };
 static const char *const cleaner_keys[] = {
 	"chunk_time", "max_load", "critical_load", "max_replica_lag", "repair_overlap",
-	"repair_interval", "sleep_coef", "metrics", "log_format", "log_every", "hooks", "max_fence", NULL
+	"repair_interval", "sleep_coef", "metrics", "log_format", "log_every", "hooks", "max_fence", "jobs", "writers",
+	"max_history_length", "max_write_latency", "write_latency_factor", "max_signal_age", NULL
 };
 /* cleaner.hooks: on_event, on_<bs_hook_name>, timeout */
 static const char *const hook_names[BS_HOOK_COUNT] = {
@@ -1204,6 +1241,14 @@ static int parse_cleaner(bs_config_t *cfg, const ctx *c, const node *root)
 	    (error = opt_key(&cl->sleep_coef, c, n, "cleaner", "sleep_coef", K_SECONDS0)) < 0 ||
 	    (error = opt_key(&cl->max_fence, c, n, "cleaner", "max_fence", K_SECONDS)) < 0)
 		return error;
+	/* the throttle */
+	if ((error = opt_key(&cl->jobs, c, n, "cleaner", "jobs", K_JOBS)) < 0 ||
+	    (error = opt_key(&cl->writers, c, n, "cleaner", "writers", K_WRITERS)) < 0 ||
+	    (error = opt_key(&cl->max_history_length, c, n, "cleaner", "max_history_length", K_LENGTH)) < 0 ||
+	    (error = opt_key(&cl->max_write_latency, c, n, "cleaner", "max_write_latency", K_SECONDS0)) < 0 ||
+	    (error = opt_key(&cl->write_latency_factor, c, n, "cleaner", "write_latency_factor", K_FACTOR)) < 0 ||
+	    (error = opt_key(&cl->max_signal_age, c, n, "cleaner", "max_signal_age", K_SECONDS)) < 0)
+		return error;
 	return parse_daemon(&cfg->daemon, c, n);
 }
 
@@ -1273,6 +1318,9 @@ int bs_config_parse(bs_config_t **out, const char *text, size_t len, const char 
 	cfg->daemon.log_every = 5;
 	cfg->daemon.hook_timeout = 10;
 	cfg->cleaner.max_fence = 1.0;
+	cfg->cleaner.max_history_length = 1000000;
+	cfg->cleaner.write_latency_factor = 2.0;
+	cfg->cleaner.max_signal_age = 3.0;
 
 	if (!yaml_parser_initialize(&c.parser)) {
 		error = nomem();

@@ -279,6 +279,7 @@ static void repairs(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_clean
 int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 {
 	daemon_t *d = calloc(1, sizeof *d);
+	bs__throttle_t *thr = NULL;
 	int rc = 0;
 	if (!d || !(d->up = malloc((size_t)st->n))) {
 		free(d);
@@ -291,6 +292,11 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 	}
 	if ((rc = bs__repairer_new(&d->rep)))
 		goto done;
+	/* the heartbeat on every shard all its life, and the throttle its
+	 * background backfills share (a pass of --once has its backfills') */
+	if (!(opts && opts->once) && !bs__throttle_open(&thr, st->cfg))
+		bs__throttle_run(thr);
+	bs_error_clear();
 	for (;;) {
 		bs_index_list_t cat = {0};
 		first_err_t fe = {0};
@@ -320,6 +326,8 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 			break;
 		bs_cleaner_conf_t cl;
 		bs__cleaner_conf(&cl, opts, st->cfg); /* the interval in force now (SIGHUP) */
+		if (thr) /* and the throttle's thresholds, jobs and writers (the heartbeat's too) */
+			bs__throttle_settings(thr, &cl);
 		bs__cleaner_sleep(cl.repair_interval, bs__stop_flag(opts));
 		if (bs__stopping(opts))
 			break;
@@ -331,6 +339,7 @@ done:
 			pthread_join(d->bg[k].tid, NULL);
 	if (d->mv.running)
 		pthread_join(d->mv.tid, NULL);
+	bs__throttle_close(thr);
 	bs__repairer_free(d->rep);
 	free(d->up);
 	free(d);

@@ -18,10 +18,15 @@
  *  - cleaner: the same, plus CREATE, DROP and ALTER (init's tables and
  *    bagstore_verify's added columns, index tables made and dropped by the
  *    index lifecycle), and SHOW SLAVE STATUS on the shard's replicas for
- *    the throttle (SLAVE MONITOR; REPLICATION CLIENT on MySQL);
+ *    the throttle (SLAVE MONITOR; REPLICATION CLIENT on MySQL); the
+ *    throttle's heartbeat is DML on bagstore_heartbeat, and reading its
+ *    replicated row on a replica is the database's SELECT there; the
+ *    worker registry (workers.c) is DML on bagstore_workers, a table apart
+ *    (a row per worker, not per shard's writer);
  *  - console: an operator's console and CLI, which do what the cleaner
  *    does (create, drop, backfill, repair) and edit entities: the same
- *    privileges as the cleaner, under an account of its own;
+ *    privileges as the cleaner, under an account of its own (a console
+ *    running backfills writes the heartbeat and registers as a worker);
  *  - readonly: SELECT on the database and the replicas' status: every
  *    reading command and screen works, and every change is refused by the
  *    server itself ("INSERT command denied to user ..."), --read-only or

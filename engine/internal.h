@@ -12,7 +12,7 @@
  *   L1  text      msgpack body json yaml config indexdef route querytext
  *   L2  shards    tls shard fanout store replica schema catalog audit grants map
  *   L3  data      entity bulk query browse export status census count undo
- *   L4  cleaner   events jobs throttle lag drift repair reshard backfill verify lifecycle workers move
+ *   L4  cleaner   events jobs throttle writers lag drift repair reshard backfill verify lifecycle workers move
  *   L5  top       init daemon
  *
  * L0 knows bytes and values; L1 turns them into text and back and reads
@@ -308,6 +308,8 @@ int bs__map_publish_move(bs_store_t *st, const int *buckets, int n, const char *
 
 /* The tables of every shard and each shard's identity row (init). */
 int bs__schema_init(bs_store_t *st);
+/* The heartbeat table on shard i (for a store made before it existed). */
+int bs__schema_heartbeat(bs_store_t *st, int i);
 
 /* The catalog as writers see it: cached for cfg->catalog_ttl seconds.
  * The pointer is borrowed from the store until the next call. */
@@ -375,6 +377,18 @@ void bs__index_value_text(char *buf, size_t size, const bs_value_t *v);
  * what the connection's TLS achieved when it is opened. */
 double bs__replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc,
                               unsigned timeout, char *err, size_t size, bs_tls_state_t *tls);
+/* The heartbeat row of the replica's shard as the replica has it
+ * (replica.c; the throttle's sub-second lag): the replica's NOW(6) and the
+ * row's time in unix microseconds (hb_us 0: no row yet; now_us 0 too when
+ * the table has not reached it), Seconds_Behind_Master (-1: NULL). 0, or
+ * -1 with err set when it does not answer or its SQL thread does not run. */
+typedef struct {
+	int64_t now_us, hb_us;
+	double sbm;
+	bool sql_running;
+} bs__replica_hb_t;
+int bs__replica_heartbeat(bs__replica_hb_t *out, MYSQL **conn, const bs_replica_conf_t *r,
+                          const bs_shard_conf_t *sc, unsigned timeout, char *err, size_t size);
 
 /* ------------------------------------------------------------ tls (tls.c) */
 

@@ -43,7 +43,7 @@ typedef struct {
 	pthread_mutex_t *progress_lock;
 	bool daemon;
 	bs_store_t *src, *dst;
-	throttle_t *thr;
+	bs__throttle_t *thr;
 	char host[64];
 	int pid;
 	/* the move being run */
@@ -223,27 +223,28 @@ static int64_t say_throttled(mover_t *r, const char *why)
 	return matched;
 }
 
-/* Before a chunk: GO, AGAIN (throttled: looked again later) or an outcome. */
+/* Before a chunk: GO, AGAIN (throttled: looked again later) or an outcome.
+ * The backfills' throttle (throttle.c) over the source and the target. */
 static int throttle_gate(mover_t *r)
 {
 	bool *which = calloc((size_t)r->src->n, sizeof *which);
-	char why[256];
-	int level = 0, rc, out = GO;
+	bs__thr_gate_t g;
+	int out = GO;
 	bs_cleaner_conf_t cl;
 	if (!which)
 		return fail_with(r, bs_error(BS_ENOMEM, "out of memory"));
 	which[r->shard] = which[r->t] = true;
 	bs__cleaner_conf(&cl, r->opts, r->cfg); /* the settings in force now (SIGHUP) */
-	if ((rc = bs__throttle_check(&level, why, sizeof why, r->thr, r->dst, which, &cl))) {
-		char m[512];
-		snprintf(m, sizeof m, "waiting: %s", bs_last_error());
-		say_throttled(r, m);
-		out = fail_with(r, rc);
-	} else if (level == 2) {
-		snprintf(r->msg, sizeof r->msg, "stopped: %.200s (resume with `bagstore reshard resume`)", why);
+	bs__throttle_settings(r->thr, &cl);
+	bs__throttle_gate(&g, r->thr, which);
+	if (g.verdict == BS__THR_STOP) {
+		snprintf(r->msg, sizeof r->msg, "stopped: %.200s (resume with `bagstore reshard resume`)", g.reason);
 		out = OUT_FAILED;
-	} else if (level == 1) {
-		out = say_throttled(r, why) ? AGAIN : why_not_mine(r);
+	} else if (g.verdict == BS__THR_WAIT && g.state == BS_THR_STARTING) {
+		bs__cleaner_sleep(0.05, bs__stop_flag(r->opts)); /* the first readings: a moment */
+		out = AGAIN;
+	} else if (g.verdict == BS__THR_WAIT) {
+		out = say_throttled(r, g.reason) ? AGAIN : why_not_mine(r);
 		if (out == AGAIN)
 			bs__cleaner_sleep(0.5, bs__stop_flag(r->opts));
 	}
@@ -1527,7 +1528,7 @@ static void *runner_thread(void *p)
 	bs_error_clear();
 	bs__cleaner_worker_id(r->host, &r->pid);
 	if ((rc = bs_store_open(&r->src, r->cfg)) || (rc = bs_store_open(&r->dst, r->cfg)) ||
-	    (rc = bs__throttle_new(&r->thr, r->cfg))) {
+	    (rc = bs__throttle_open(&r->thr, r->cfg))) {
 		r->out = fail_with(r, rc);
 		goto done;
 	}
@@ -1552,7 +1553,7 @@ static void *runner_thread(void *p)
 	}
 done:
 	bs__move_free(&r->m);
-	bs__throttle_free(r->thr);
+	bs__throttle_close(r->thr);
 	bs_store_free(r->src);
 	bs_store_free(r->dst);
 	r->thr = NULL;

@@ -11,6 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* the cleaner's heartbeat (throttle.c), pt-heartbeat style: one row per
+ * shard that writes it, NOW(6) every 100 ms while a cleaner runs; a
+ * replica's copy of its shard's row tells its lag */
+#define HEARTBEAT_DDL \
+	"CREATE TABLE IF NOT EXISTS bagstore_heartbeat (" \
+	" shard VARCHAR(64) NOT NULL PRIMARY KEY," \
+	" ts TIMESTAMP(6) NOT NULL," \
+	" writer VARCHAR(128) NOT NULL DEFAULT ''" \
+	") ENGINE=InnoDB"
+
 static const char *const schema[] = {
 	"CREATE TABLE IF NOT EXISTS entities ("
 	" added_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
@@ -215,6 +225,7 @@ static const char *const schema[] = {
 	" started TIMESTAMP(6) NULL DEFAULT NULL,"
 	" finished TIMESTAMP(6) NULL DEFAULT NULL"
 	") ENGINE=InnoDB",
+	HEARTBEAT_DDL,
 };
 
 static int init_shard(bs_store_t *st, int i, void *p)
@@ -228,4 +239,10 @@ static int init_shard(bs_store_t *st, int i, void *p)
 int bs__schema_init(bs_store_t *st)
 {
 	return bs__shard_each(st, NULL, init_shard, NULL, NULL);
+}
+
+int bs__schema_heartbeat(bs_store_t *st, int i)
+{
+	static const char q[] = HEARTBEAT_DDL;
+	return bs__shard_exec(st, i, q, sizeof q - 1);
 }

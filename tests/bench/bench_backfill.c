@@ -1,21 +1,30 @@
 /*
  * bench_backfill.c - the cleaner's figures beside their references, on the
- * same servers and values in one run:
+ * same servers and values in one run, each measured BENCH_RUNS times
+ * (default 3; medians shown, with the runs):
  *
  *  1. backfill time of one index over N entities (default 1,000,000), beside
  *     the floor (the same index rows, precomputed, sent as multi-row INSERTs
  *     into empty tables), MariaDB's ALTER TABLE ... ADD INDEX on a relational
  *     table holding the value in a real column, and pt-online-schema-change
- *     adding that index;
- *  2. put latency p50/p99 without and with a backfill running;
+ *     adding that index: the backfill unthrottled (the throttle's latency
+ *     probe no signal: the only writer is the backfill) and with the default
+ *     settings;
+ *  2. put latency p50/p99 without a backfill and during one, unthrottled
+ *     and throttled with each setting tried, and the backfill's time: the
+ *     trade-off curve (p99 ratio against backfill time ratio);
  *  3. repair lag under a steady write load with faults injected (an entity
  *     written without its index rows, as a writer killed between the two
  *     leaves it): p50/p99 from the fault to the repaired row, with the
  *     cleaner daemon running.
  *
- * Usage: bench_backfill CONFIG [N]   (shards empty; tests/bench/backfill.sh
- * starts throwaway ones). Entities are loaded with multi-row INSERTs of
- * bodies built with bs_body_encode.
+ * Usage: bench_backfill CONFIG [N]   (tests/bench/backfill.sh starts
+ * throwaway shards). Entities are loaded with multi-row INSERTs of bodies
+ * built with bs_body_encode; with BENCH_REUSE=1, shards that already hold
+ * N entities and their relational copy (a kept earlier run) are reused.
+ * BENCH_PARTS: a comma list of floor,backfill,alter,ptosc,latency,lag
+ * (default all). BENCH_SETTINGS: the latency section's settings (a comma
+ * list of names from the table below; default all).
  */
 #include "bagstore.h"
 
@@ -30,8 +39,11 @@
 
 static bs_config_t *cfg;
 static int nshards;
+static MYSQL *raw[64];   /* a connection of our own per shard */
 static long nent;
 static bs_id_t *ids, *users;
+
+static int runs = 3;
 
 /* BENCH_PARTS: a comma list of floor,backfill,alter,ptosc,latency,lag (default all) */
 static int part(const char *name)
@@ -40,12 +52,44 @@ static int part(const char *name)
 	return !p || !*p || strstr(p, name) != NULL;
 }
 
-static double cpu_self(void)
+/* CPU seconds of process pid (utime + stime), from /proc; -1 unknown. */
+static double cpu_of(long pid)
 {
-	struct rusage ru;
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	unsigned long ut = 0, stt = 0;
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) != 2)
+		return -1;
+	return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static long server_pid[64];
+static double job_cpu_srv, job_cpu_mine;
+
+/* CPU seconds used so far by the shards' servers (on this host) and by
+ * this program. */
+static double cpu_now(double *mine)
+{
+	double t = 0;
+	for (int i = 0; i < nshards; i++)
+		if (server_pid[i] > 0)
+			t += cpu_of(server_pid[i]);
+	*mine = cpu_of((long)getpid());
+	return t;
+}
+
+static double loadavg(void)
+{
+	double l[1] = { -1 };
+	getloadavg(l, 1);
+	return l[0];
 }
 
 static double now(void)
@@ -289,7 +333,7 @@ static double alter_everywhere(const char *sql)
 	return now() - t0;
 }
 
-/* ------------------------------------------------------------ latency */
+/* ------------------------------------------------------------ statistics */
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -300,42 +344,206 @@ static int cmp_d(const void *a, const void *b)
 static double pct(double *v, int n, double p)
 {
 	int i = (int)(p * (double)n);
-	return v[i >= n ? n - 1 : i];
+	return n ? v[i >= n ? n - 1 : i] : 0;
 }
+
+static double median_of(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_d);
+	return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : -1;
+}
+
+/* ------------------------------------------------------------ settings */
+
+/* The settings a backfill is measured with. */
+typedef struct {
+	const char *name;
+	double factor;       /* cleaner.write_latency_factor (0: the probe is no signal) */
+	double max_latency;  /* cleaner.max_write_latency */
+	double sleep_coef;   /* cleaner.sleep_coef */
+	unsigned writers;    /* cleaner.writers (0 auto) */
+} setting_t;
+
+static const setting_t unthrottled = { "unthrottled (probe no signal)", 0, 0, 0, 0 };
+static const setting_t defaults = { "defaults (write_latency_factor 2)", 2.0, 0, 0, 0 };
+
+static const setting_t tried[] = {
+	{ "write_latency_factor 2 (default)", 2.0, 0, 0, 0 },
+	{ "write_latency_factor 5", 5.0, 0, 0, 0 },
+	{ "max_write_latency 0.5 ms", 0, 0.0005, 0, 0 },
+	{ "max_write_latency 1 ms", 0, 0.001, 0, 0 },
+	{ "max_write_latency 2 ms", 0, 0.002, 0, 0 },
+	{ "sleep_coef 1, probe no signal", 0, 0, 1.0, 0 },
+	{ "sleep_coef 3, probe no signal", 0, 0, 3.0, 0 },
+};
+#define NTRIED (int)(sizeof tried / sizeof *tried)
+
+static bs_cleaner_conf_t saved;
+
+static void apply(const setting_t *s)
+{
+	saved = cfg->cleaner;
+	cfg->cleaner.write_latency_factor = s->factor;
+	cfg->cleaner.max_write_latency = s->max_latency;
+	cfg->cleaner.sleep_coef = s->sleep_coef;
+	if (s->writers)
+		cfg->cleaner.writers = s->writers;
+}
+
+static void restore(void)
+{
+	cfg->cleaner = saved;
+}
+
+/* BENCH_SETTINGS: which of tried[] the latency section runs (by name
+ * prefix; default all). */
+static int setting_wanted(const char *name)
+{
+	const char *p = getenv("BENCH_SETTINGS");
+	if (!p || !*p)
+		return 1;
+	char buf[512];
+	snprintf(buf, sizeof buf, "%s", p);
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+		if (!strncmp(name, t, strlen(t)))
+			return 1;
+	return 0;
+}
+
+/* ------------------------------------------------------------ one backfill */
+
+/* What a backfill's progress said: when its last job was done, what held
+ * it (the signals), how long it was throttled. */
+typedef struct {
+	pthread_mutex_t lock;
+	double t0, done_at;
+	int ndone;
+	bool *done;
+	char signals[256];
+	double throttled_s, last_at;
+	bool throttled;
+	double cpu_srv_done, cpu_mine_done; /* cpu_now() when the last job was done */
+	int64_t rows;      /* rows the jobs scanned */
+} watch_t;
+
+static void on_progress(void *p, const bs_job_t *j)
+{
+	watch_t *w = p;
+	pthread_mutex_lock(&w->lock);
+	double t = now();
+	if (w->throttled)
+		w->throttled_s += t - w->last_at;
+	w->last_at = t;
+	w->throttled = j->state == BS_JOB_THROTTLED;
+	if (j->throttle_signal[0] && !strstr(w->signals, j->throttle_signal) &&
+	    strlen(w->signals) + strlen(j->throttle_signal) + 2 < sizeof w->signals) {
+		if (w->signals[0])
+			strcat(w->signals, ",");
+		strcat(w->signals, j->throttle_signal);
+	}
+	if (j->state == BS_JOB_DONE && j->shard >= 0 && j->shard < nshards && !w->done[j->shard]) {
+		w->done[j->shard] = true;
+		w->rows += j->rows_scanned;
+		if (++w->ndone == nshards) {
+			w->done_at = t;
+			w->cpu_srv_done = cpu_now(&w->cpu_mine_done);
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+}
+
+typedef struct {
+	const char *index;
+	double jobs_s, total_s;   /* every job done; and promoted to ready */
+	double cpu_srv_done, cpu_mine_done;
+	int64_t rows;             /* entities scanned */
+	char signals[256];
+	int rc;
+	char msg[1024];
+} bf_result_t;
 
 static volatile int backfill_done;
 
-typedef struct {
-	bs_config_t *cfg;
-	const char *index;
-	int rc;
-	char msg[1024];
-	double secs;
-} bf_arg_t;
+/* Backfill index (created, building) on a store of its own. */
+static void backfill(bf_result_t *res)
+{
+	bs_store_t *st;
+	watch_t w = { .lock = PTHREAD_MUTEX_INITIALIZER, .done = calloc((size_t)nshards, sizeof(bool)) };
+	bs_cleaner_opts_t o = { .progress = on_progress, .ctx = &w };
+	w.t0 = now();
+	if ((res->rc = bs_store_open(&st, cfg)) == 0) {
+		res->rc = bs_cleaner_backfill(st, res->index, &o);
+		if (res->rc)
+			snprintf(res->msg, sizeof res->msg, "%s", bs_last_error());
+		bs_store_free(st);
+	}
+	res->total_s = now() - w.t0;
+	res->jobs_s = w.ndone == nshards ? w.done_at - w.t0 : res->total_s;
+	res->cpu_srv_done = w.cpu_srv_done;
+	res->cpu_mine_done = w.cpu_mine_done;
+	res->rows = w.rows;
+	snprintf(res->signals, sizeof res->signals, "%s", w.signals);
+	free(w.done);
+}
 
 static void *backfill_thread(void *p)
 {
-	bf_arg_t *a = p;
-	bs_store_t *st;
 	mysql_thread_init();
-	double t0 = now();
-	if ((a->rc = bs_store_open(&st, a->cfg)) == 0) {
-		a->rc = bs_cleaner_backfill(st, a->index, NULL);
-		if (a->rc)
-			snprintf(a->msg, sizeof a->msg, "%s", bs_last_error());
-		bs_store_free(st);
-	}
-	a->secs = now() - t0;
+	backfill(p);
 	backfill_done = 1;
 	mysql_thread_end();
 	return NULL;
 }
 
-/* n puts of new entities, one at a time; latencies into lat (seconds) */
-static int puts_timed(bs_store_t *st, double *lat, int n, long base, volatile int *until)
+static void index_fresh(bs_store_t *st, const char *name, const char *on, const char *shard_on)
+{
+	bs_index_t def, cur;
+	if (bs_index_get(&cur, st, name) == 0 && bs_index_drop(st, name))
+		die("index drop", bs_last_error());
+	if (bs_index_parse(&def, name, on, shard_on) || bs_index_create(st, &def))
+		die("index create", bs_last_error());
+}
+
+static long long index_rows(const char *name)
+{
+	char q[128];
+	long long rows = 0;
+	snprintf(q, sizeof q, "SELECT COUNT(*) FROM %s", name);
+	for (int i = 0; i < nshards; i++)
+		rows += raw_int(raw[i], q);
+	return rows;
+}
+
+static long long entities(void)
+{
+	long long n = 0;
+	for (int i = 0; i < nshards; i++)
+		n += raw_int(raw[i], "SELECT COUNT(*) FROM entities");
+	return n;
+}
+
+/* Remove the entities an earlier run's puts added (those without a
+ * relational copy), once the indexes holding their rows are gone. */
+static void forget_puts(bs_store_t *st)
+{
+	const char *q = "DELETE FROM entities WHERE id NOT IN (SELECT id FROM rel)";
+	const char *names[] = { "by_user", "by_n" };
+	bs_index_t cur;
+	for (int k = 0; k < 2; k++)
+		if (bs_index_get(&cur, st, names[k]) == 0 && bs_index_drop(st, names[k]))
+			die("index drop", bs_last_error());
+	for (int i = 0; i < nshards; i++)
+		raw_exec(raw[i], q, strlen(q));
+}
+
+/* ------------------------------------------------------------ latency */
+
+/* Puts of new entities, one at a time, until *until (or max); latencies
+ * into lat (seconds). */
+static int puts_timed(bs_store_t *st, double *lat, int max, long base, volatile int *until)
 {
 	int k;
-	for (k = 0; k < n && !(until && *until); k++) {
+	for (k = 0; k < max && !(until && *until); k++) {
 		bs_id_t id, user;
 		bs_value_t bag;
 		bs_id_generate(&id);
@@ -348,6 +556,294 @@ static int puts_timed(bs_store_t *st, double *lat, int n, long base, volatile in
 		bs_value_clear(&bag);
 	}
 	return k;
+}
+
+/* ------------------------------------------------------------ sections */
+
+static double floor_once(void)
+{
+	int nf = nshards * nshards;
+	floor_t *fl = calloc((size_t)nf, sizeof *fl);
+	for (int s = 0; s < nshards; s++)
+		for (int t = 0; t < nshards; t++)
+			floor_build(&fl[s * nshards + t], s, t);
+	double t0 = now();
+	for (int k = 0; k < nf; k++)
+		pthread_create(&fl[k].tid, NULL, floor_thread, &fl[k]);
+	for (int k = 0; k < nf; k++)
+		pthread_join(fl[k].tid, NULL);
+	double t = now() - t0;
+	for (int k = 0; k < nf; k++) {
+		free(fl[k].sql.p);
+		free(fl[k].lens);
+	}
+	free(fl);
+	return t;
+}
+
+/* CPU seconds of the servers and of this program over measurements. */
+typedef struct {
+	double srv[16], mine[16];
+	double s0, m0;
+} cpu_t;
+
+static void cpu_start(cpu_t *c)
+{
+	c->s0 = cpu_now(&c->m0);
+}
+
+static void cpu_stop(cpu_t *c, int r)
+{
+	double m;
+	c->srv[r] = cpu_now(&m) - c->s0;
+	c->mine[r] = m - c->m0;
+}
+
+static double floor_cpu_srv, floor_cpu_mine;
+
+/* The floor: the index rows into an empty table of the same definition. */
+static double floor_time(void)
+{
+	bs_index_t def;
+	char *ddl = NULL;
+	double t[16];
+	cpu_t cpu;
+	if (bs_index_parse(&def, "floor_user", "user_id:uuid", "user_id") || bs_index_ddl(&ddl, &def))
+		die("index", bs_last_error());
+	for (int r = 0; r < runs; r++) {
+		for (int i = 0; i < nshards; i++) {
+			raw_exec(raw[i], "DROP TABLE IF EXISTS floor_user", 31);
+			raw_exec(raw[i], ddl, strlen(ddl));
+		}
+		cpu_start(&cpu);
+		t[r] = floor_once();
+		cpu_stop(&cpu, r);
+	}
+	floor_cpu_srv = median_of(cpu.srv, runs);
+	floor_cpu_mine = median_of(cpu.mine, runs);
+	for (int i = 0; i < nshards; i++)
+		raw_exec(raw[i], "DROP TABLE floor_user", 21);
+	free(ddl);
+	return median_of(t, runs);
+}
+
+/* by_user backfilled with s, runs times: medians of the jobs' time and
+ * the time to ready. */
+static void backfill_times(double *jobs, double *total, double *cpu_srv, double *cpu_mine, char *signals,
+                           size_t size, bs_store_t *st, const setting_t *s)
+{
+	double j[16], t[16], jcs[16], jcm[16];
+	cpu_t cpu;
+	signals[0] = '\0';
+	for (int r = 0; r < runs; r++) {
+		bf_result_t res = { .index = "by_user" };
+		index_fresh(st, "by_user", "user_id:uuid", "user_id");
+		apply(s);
+		cpu_start(&cpu);
+		backfill(&res);
+		cpu_stop(&cpu, r);
+		restore();
+		if (res.rc)
+			die("backfill", res.msg);
+		if (index_rows("by_user") != entities())
+			die("backfill", "the index does not hold one row per entity");
+		j[r] = res.jobs_s;
+		t[r] = res.total_s;
+		jcs[r] = res.cpu_srv_done - cpu.s0;
+		jcm[r] = res.cpu_mine_done - cpu.m0;
+		if (res.signals[0] && !strstr(signals, res.signals))
+			snprintf(signals + strlen(signals), size - strlen(signals), "%s%s", signals[0] ? "," : "", res.signals);
+	}
+	*jobs = median_of(j, runs);
+	*total = median_of(t, runs);
+	*cpu_srv = median_of(cpu.srv, runs);
+	*cpu_mine = median_of(cpu.mine, runs);
+	job_cpu_srv = median_of(jcs, runs);
+	job_cpu_mine = median_of(jcm, runs);
+}
+
+static double ptosc_once(void)
+{
+	str_t cmd = {0};
+	char buf[512];
+	sputs(&cmd, "set -e; ");
+	for (int i = 0; i < nshards; i++) {
+		const bs_shard_conf_t *c = &cfg->shards[i];
+		snprintf(buf, sizeof buf,
+		         "pt-online-schema-change --alter 'ADD INDEX k_user (user_id)' --execute --quiet"
+		         " --recursion-method=none --no-check-replication-filters --chunk-time=0.5"
+		         " h=%s,P=%u,u=%s,D=%s,t=rel >/dev/null 2>%s/ptosc.%d.err & p%d=$!; ",
+		         c->host, c->port, c->user, c->database, getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", i, i);
+		sputs(&cmd, buf);
+	}
+	for (int i = 0; i < nshards; i++) {
+		snprintf(buf, sizeof buf, "wait $p%d; ", i);
+		sputs(&cmd, buf);
+	}
+	double t0 = now();
+	int rc = system(cmd.p);
+	double t = now() - t0;
+	free(cmd.p);
+	if (rc) {
+		fprintf(stderr, "bench_backfill: pt-online-schema-change failed (see /tmp/ptosc.*.err)\n");
+		return -1;
+	}
+	alter_everywhere("ALTER TABLE rel DROP INDEX k_user");
+	return t;
+}
+
+static void section_backfill(bs_store_t *st)
+{
+	double t_floor = -1, t_alter = -1, t_ptosc = -1, bf_j = -1, bf_t = -1, df_j = -1, df_t = -1, x[16];
+	double bf_cs = 0, bf_cm = 0, df_cs = 0, df_cm = 0;
+	char sig_bf[256] = "", sig_df[256] = "";
+	double l0 = loadavg();
+	if (part("floor"))
+		t_floor = floor_time();
+	if (part("backfill")) {
+		backfill_times(&bf_j, &bf_t, &bf_cs, &bf_cm, sig_bf, sizeof sig_bf, st, &unthrottled);
+		if (!getenv("BENCH_NO_DEFAULT"))
+			backfill_times(&df_j, &df_t, &df_cs, &df_cm, sig_df, sizeof sig_df, st, &defaults);
+	}
+	if (part("alter")) {
+		for (int r = 0; r < runs; r++) {
+			x[r] = alter_everywhere("ALTER TABLE rel ADD INDEX k_user (user_id)");
+			alter_everywhere("ALTER TABLE rel DROP INDEX k_user");
+		}
+		t_alter = median_of(x, runs);
+	}
+	if (part("ptosc")) {
+		int ok = 0;
+		for (int r = 0; r < runs; r++)
+			if ((x[ok] = ptosc_once()) > 0)
+				ok++;
+		t_ptosc = ok ? median_of(x, ok) : -1;
+	}
+	printf("\nindex of one uuid property over %ld entities, %d shards (median of %d runs; load average %.2f"
+	       " before, %.2f after; %d MariaDB servers and this program share this machine's %ld CPUs):\n",
+	       nent, nshards, runs, l0, loadavg(), nshards, sysconf(_SC_NPROCESSORS_ONLN));
+	if (t_floor <= 0)
+		t_floor = 1;
+	printf("  %-46s %7.2f s  %9.0f rows/s  (CPU: servers %.2f s, client %.2f s)\n",
+	       "floor (precomputed multi-row INSERTs)", t_floor, nent / t_floor, floor_cpu_srv, floor_cpu_mine);
+	if (bf_j > 0) {
+		printf("  %-46s %7.2f s  %9.0f rows/s  %.2fx the floor (target <= 1.0x) (CPU: servers %.2f s,"
+		       " client %.2f s)\n", "bagstore backfill, unthrottled: every job done", bf_j, nent / bf_j,
+		       bf_j / t_floor, job_cpu_srv, job_cpu_mine);
+		printf("  %-46s %7.2f s  %9s        %.2fx the floor%s%s (CPU to ready: servers %.2f s, client %.2f s)\n",
+		       "  and promoted to ready", bf_t, "", bf_t / t_floor, sig_bf[0] ? "; held by " : "", sig_bf,
+		       bf_cs, bf_cm);
+		if (df_j > 0)
+			printf("  %-46s %7.2f s  %9.0f rows/s  %.2fx the floor, %.2fx unthrottled; held by %s\n",
+			       "bagstore backfill, default settings", df_j, nent / df_j, df_j / t_floor, df_j / bf_j,
+			       sig_df[0] ? sig_df : "nothing");
+	}
+	if (t_alter > 0)
+		printf("  %-46s %7.2f s  %9.0f rows/s  %.2fx the floor\n", "ALTER TABLE ... ADD INDEX (relational)",
+		       t_alter, nent / t_alter, t_alter / t_floor);
+	if (t_ptosc > 0)
+		printf("  %-46s %7.2f s  %9.0f rows/s  %.2fx the floor; the unthrottled backfill takes %.2fx"
+		       " its time (target < 1)\n", "pt-online-schema-change ADD INDEX", t_ptosc, nent / t_ptosc,
+		       t_ptosc / t_floor, bf_j > 0 ? bf_j / t_ptosc : -1);
+}
+
+/* One backfill of by_n with s while puts run one at a time: its time, in
+ * seconds per million entities scanned (the puts grow the store from one
+ * backfill to the next), and the puts' p50 and p99 (seconds). */
+static void latency_once(double *secs, double *p50, double *p99, char *signals, size_t size, bs_store_t *st,
+                         const setting_t *s, double *lat, int max)
+{
+	bf_result_t res = { .index = "by_n" };
+	pthread_t tid;
+	index_fresh(st, "by_n", "n:int", "n");
+	apply(s);
+	backfill_done = 0;
+	pthread_create(&tid, NULL, backfill_thread, &res);
+	int n = puts_timed(st, lat, max, 3000000 + (long)(now() * 1000) % 1000000 * 1000, &backfill_done);
+	pthread_join(tid, NULL);
+	restore();
+	if (res.rc)
+		die("backfill by_n", res.msg);
+	qsort(lat, (size_t)n, sizeof *lat, cmp_d);
+	*secs = res.rows > 0 ? res.jobs_s * 1e6 / (double)res.rows : res.jobs_s;
+	*p50 = pct(lat, n, 0.5);
+	*p99 = pct(lat, n, 0.99);
+	snprintf(signals, size, "%s", res.signals);
+}
+
+static void print_latency(const setting_t **set, int ns, double (*secs)[16], double (*p50)[16], double (*p99)[16],
+                          char (*sig)[256], const double *p50_0, const double *p99_0, double l0)
+{
+	double a[16], b[16], c[16], d[16], tr[1 + NTRIED], pr[1 + NTRIED];
+	for (int r = 0; r < runs; r++) {
+		a[r] = p50_0[r];
+		b[r] = p99_0[r];
+	}
+	printf("\nput latency (two maintained indexes), one put at a time, during a backfill of by_n over %ld"
+	       " entities\n(median of %d runs; load average %.2f before, %.2f after; %d MariaDB servers, this"
+	       " program and its backfill share %ld CPUs):\n", nent, runs, l0, loadavg(), nshards,
+	       sysconf(_SC_NPROCESSORS_ONLN));
+	printf("  (time: seconds per million entities scanned; the puts grow the store as they go)\n");
+	printf("  %-36s %9s %7s %9s %9s %8s  %s\n", "backfill", "time", "ratio", "put p50", "put p99", "p99 ratio",
+	       "held by");
+	printf("  %-36s %9s %7s %7.0f us %7.0f us %8.2fx\n", "none", "-", "-", median_of(a, runs) * 1e6,
+	       median_of(b, runs) * 1e6, 1.0);
+	for (int k = 0; k < ns; k++) {
+		for (int r = 0; r < runs; r++) {
+			a[r] = secs[k][r];
+			b[r] = secs[k][r] / secs[0][r];
+			c[r] = p50[k][r];
+			d[r] = p99[k][r] / p99_0[r];
+		}
+		double t = median_of(a, runs);
+		tr[k] = median_of(b, runs);
+		pr[k] = median_of(d, runs);
+		for (int r = 0; r < runs; r++)
+			a[r] = p99[k][r];
+		printf("  %-36s %7.2f s %6.2fx %7.0f us %7.0f us %8.2fx  %s%s\n", set[k]->name, t, tr[k],
+		       median_of(c, runs) * 1e6, median_of(a, runs) * 1e6, pr[k], sig[k][0] ? sig[k] : "-",
+		       k && tr[k] <= 3 && pr[k] <= 1.5 ? "  (meets both targets)" : "");
+	}
+	printf("  targets: p99 at most 1.5x without a backfill, the backfill at most 3x its unthrottled time\n");
+	printf("  trade-off curve, (backfill time ratio, p99 ratio) by time:");
+	for (int done = 0; done < ns; done++) {
+		int best = -1;
+		for (int k = 0; k < ns; k++)
+			if (tr[k] >= 0 && (best < 0 || tr[k] < tr[best]))
+				best = k;
+		printf(" (%.2f, %.2f)", tr[best], pr[best]);
+		tr[best] = -1;
+	}
+	printf("\n");
+}
+
+static void section_latency(bs_store_t *st)
+{
+	int max = 400000, ns = 0;
+	double *lat = calloc((size_t)max, sizeof *lat);
+	const setting_t *set[1 + NTRIED];
+	double p50_0[16], p99_0[16], secs[1 + NTRIED][16], p50[1 + NTRIED][16], p99[1 + NTRIED][16];
+	char sig[1 + NTRIED][256];
+	set[ns++] = &unthrottled;
+	for (int k = 0; k < NTRIED; k++)
+		if (setting_wanted(tried[k].name))
+			set[ns++] = &tried[k];
+	memset(sig, 0, sizeof sig);
+	double l0 = loadavg();
+	for (int r = 0; r < runs; r++) {
+		int n = puts_timed(st, lat, 5000, 2000000, NULL);
+		qsort(lat, (size_t)n, sizeof *lat, cmp_d);
+		p50_0[r] = pct(lat, n, 0.5);
+		p99_0[r] = pct(lat, n, 0.99);
+		for (int k = 0; k < ns; k++) {
+			char s[256];
+			latency_once(&secs[k][r], &p50[k][r], &p99[k][r], s, sizeof s, st, set[k], lat, max);
+			if (s[0] && !strstr(sig[k], s))
+				snprintf(sig[k] + strlen(sig[k]), sizeof sig[k] - strlen(sig[k]), "%s%s", sig[k][0] ? "," : "", s);
+		}
+	}
+	print_latency(set, ns, secs, p50, p99, sig, p50_0, p99_0, l0);
+	free(lat);
 }
 
 /* ------------------------------------------------------------ repair lag */
@@ -395,254 +891,60 @@ static void *load_puts_thread(void *p)
 	return NULL;
 }
 
-int main(int argc, char **argv)
+/* One fault: an entity written without its index rows; seconds until the
+ * repair loop wrote its row. */
+static double fault_once(int f)
 {
-	bs_store_t *st;
-	if (argc < 2) {
-		fprintf(stderr, "usage: bench_backfill CONFIG [N]\n");
-		return 2;
-	}
-	nent = argc > 2 ? atol(argv[2]) : 1000000;
-	if (bs_config_load(&cfg, argv[1]))
-		die("config", bs_last_error());
-	nshards = cfg->nshards;
-	if (bs_store_open(&st, cfg) || bs_init(st))
-		die("init", bs_last_error());
-	ids = calloc((size_t)nent, sizeof *ids);
-	users = calloc((size_t)nent, sizeof *users);
-	for (long k = 0; k < nent; k++) {
-		bs_id_generate(&ids[k]);
-		bs_id_generate(&users[k]);
-	}
+	bs_id_t id, user;
+	bs_value_t bag, v;
+	bs_bytes_t body = {0};
+	str_t q = {0};
+	bs_prop_t prop = { "user_id", BS_COL_UUID, 0 };
+	bs_id_generate(&id);
+	bs_id_generate(&user);
+	make_bag(&bag, 9000000 + f, &id, &user);
+	bs_body_encode(&body, &bag);
+	int s = bs_route_id(&id, nshards);
+	bs_value_bin(&v, user.b, 16);
+	int t = bs_route_value(&v, &prop, nshards);
+	bs_value_clear(&v);
+	sputs(&q, "INSERT INTO entities (id, updated, body) VALUES (");
+	shex(&q, id.b, 16);
+	sputs(&q, ",NOW(6),");
+	shex(&q, body.ptr, body.len);
+	sputs(&q, ")");
+	raw_exec(raw[s], q.p, q.len);
+	double tf = now();
+	q.len = 0;
+	sputs(&q, "SELECT COUNT(*) FROM by_user WHERE entity_id=");
+	shex(&q, id.b, 16);
+	while (raw_int(raw[t], q.p) == 0 && now() - tf < 30)
+		usleep(2000);
+	double lag = now() - tf;
+	free(q.p);
+	bs_bytes_free(&body);
+	bs_value_clear(&bag);
+	return lag;
+}
 
-	/* ---------------------------------------------------- load */
-	MYSQL *raw[16];
-	for (int i = 0; i < nshards; i++) {
-		raw[i] = raw_connect(i);
-		const char *ddl = "DROP TABLE IF EXISTS rel; CREATE TABLE rel (id BINARY(16) NOT NULL PRIMARY KEY,"
-		                  " user_id BINARY(16) NOT NULL, n BIGINT NOT NULL, title VARCHAR(255) NOT NULL) ENGINE=InnoDB";
-		raw_exec(raw[i], ddl, strlen(ddl));
+static void section_lag(bs_store_t *st)
+{
+	bs_index_t cur;
+	if (bs_index_get(&cur, st, "by_user") || cur.state != BS_INDEX_READY) {
+		bf_result_t res = { .index = "by_user" };
+		index_fresh(st, "by_user", "user_id:uuid", "user_id");
+		backfill(&res);
+		if (res.rc)
+			die("backfill", res.msg);
 	}
-	double t0 = now();
-	load_t lt[16];
-	for (int i = 0; i < nshards; i++) {
-		lt[i].shard = i;
-		pthread_create(&lt[i].tid, NULL, load_thread, &lt[i]);
-	}
-	for (int i = 0; i < nshards; i++)
-		pthread_join(lt[i].tid, NULL);
-	printf("loaded %ld entities (and the relational copy) on %d shards in %.1f s\n", nent, nshards, now() - t0);
-
-	/* ---------------------------------------------------- the floor */
-	bs_index_t def;
-	char *ddl = NULL;
-	if (bs_index_parse(&def, "floor_user", "user_id:uuid", "user_id") || bs_index_ddl(&ddl, &def))
-		die("index", bs_last_error());
-	for (int i = 0; i < nshards; i++) {
-		raw_exec(raw[i], "DROP TABLE IF EXISTS floor_user", 31);
-		raw_exec(raw[i], ddl, strlen(ddl));
-	}
-	free(ddl);
-	double t_floor = -1, t_backfill = -1, t_alter = -1, t_ptosc = -1;
-	if (part("floor")) {
-	int nf = nshards * nshards;
-	floor_t *fl = calloc((size_t)nf, sizeof *fl);
-	for (int s = 0; s < nshards; s++)
-		for (int t = 0; t < nshards; t++)
-			floor_build(&fl[s * nshards + t], s, t);
-	t0 = now();
-	for (int k = 0; k < nf; k++)
-		pthread_create(&fl[k].tid, NULL, floor_thread, &fl[k]);
-	for (int k = 0; k < nf; k++)
-		pthread_join(fl[k].tid, NULL);
-	t_floor = now() - t0;
-	for (int k = 0; k < nf; k++) {
-		free(fl[k].sql.p);
-		free(fl[k].lens);
-	}
-	free(fl);
-	for (int i = 0; i < nshards; i++)
-		raw_exec(raw[i], "DROP TABLE floor_user", 21);
-	}
-
-	/* ---------------------------------------------------- the backfill */
-	if (bs_index_parse(&def, "by_user", "user_id:uuid", "user_id") || bs_index_create(st, &def))
-		die("index create", bs_last_error());
-	if (!part("backfill"))
-		goto latency;
-	t0 = now();
-	double c0 = cpu_self();
-	if (bs_cleaner_backfill(st, "by_user", NULL))
-		die("backfill", bs_last_error());
-	t_backfill = now() - t0;
-	double cpu_backfill = cpu_self() - c0;
-	bs_job_list_t jobs;
-	int64_t written = 0;
-	if (!bs_job_list(&jobs, st, NULL)) {
-		for (int k = 0; k < jobs.len; k++)
-			written += jobs.items[k].rows_written;
-		bs_job_list_free(&jobs);
-	}
-	long long rows = 0;
-	for (int i = 0; i < nshards; i++)
-		rows += raw_int(raw[i], "SELECT COUNT(*) FROM by_user");
-	if (rows != nent)
-		die("backfill", "the index does not hold one row per entity");
-
-	/* ---------------------------------------------------- ALTER TABLE */
-	if (part("alter")) {
-		t_alter = alter_everywhere("ALTER TABLE rel ADD INDEX k_user (user_id)");
-		alter_everywhere("ALTER TABLE rel DROP INDEX k_user");
-	}
-
-	/* ---------------------------------------------------- pt-online-schema-change */
-	if (part("ptosc")) {
-		str_t cmd = {0};
-		char part[512];
-		sputs(&cmd, "set -e; ");
-		for (int i = 0; i < nshards; i++) {
-			const bs_shard_conf_t *c = &cfg->shards[i];
-			snprintf(part, sizeof part,
-			         "pt-online-schema-change --alter 'ADD INDEX k_user (user_id)' --execute --quiet"
-			         " --recursion-method=none --no-check-replication-filters --chunk-time=0.5"
-			         " h=%s,P=%u,u=%s,D=%s,t=rel >/dev/null 2>%s/ptosc.%d.err & p%d=$!; ",
-			         c->host, c->port, c->user, c->database, getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", i, i);
-			sputs(&cmd, part);
-		}
-		for (int i = 0; i < nshards; i++) {
-			snprintf(part, sizeof part, "wait $p%d; ", i);
-			sputs(&cmd, part);
-		}
-		t0 = now();
-		int r = system(cmd.p);
-		if (r == 0)
-			t_ptosc = now() - t0;
-		else
-			fprintf(stderr, "bench_backfill: pt-online-schema-change failed (see /tmp/ptosc.*.err)\n");
-		free(cmd.p);
-	}
-
-	printf("\nindex of one uuid property over %ld entities, %d shards:\n", nent, nshards);
-	if (t_floor < 0)
-		t_floor = 1;
-	printf("  %-44s %7.2f s  %9.0f rows/s\n", "floor (precomputed multi-row INSERTs)", t_floor, nent / t_floor);
-	printf("  %-44s %7.2f s  %9.0f rows/s  %.2fx the floor (target <= 1.25x)\n", "bagstore backfill (cleaner --index)",
-	       t_backfill, nent / t_backfill, t_backfill / t_floor);
-	if (t_alter > 0)
-		printf("  %-44s %7.2f s  %9.0f rows/s  %.2fx the floor\n", "ALTER TABLE ... ADD INDEX (relational)",
-		       t_alter, nent / t_alter, t_alter / t_floor);
-	if (t_ptosc > 0)
-		printf("  %-44s %7.2f s  %9.0f rows/s  %.2fx the floor (target: backfill faster)\n",
-		       "pt-online-schema-change ADD INDEX", t_ptosc, nent / t_ptosc, t_ptosc / t_floor);
-	printf("  (%lld index rows; backfill time includes the promotion to ready; the backfill's own CPU: %.2f s)\n",
-	       (long long)written, cpu_backfill);
-
-	/* ---------------------------------------------------- put latency */
-latency:
-	if (!part("latency"))
-		goto lag;
-	if (bs_index_parse(&def, "by_n", "n:int", "n") || bs_index_create(st, &def))
-		die("index create", bs_last_error());
-	int np = 3000;
-	double *lat0 = calloc((size_t)np, sizeof *lat0), *lat1 = calloc((size_t)np, sizeof *lat1);
-	int n0 = puts_timed(st, lat0, np, 2000000, NULL);
-	bf_arg_t bf = { cfg, "by_n", 0, "", 0 };
-	pthread_t btid;
-	backfill_done = 0;
-	pthread_create(&btid, NULL, backfill_thread, &bf);
-	usleep(200000);
-	long long lw0 = 0, lw1 = 0, wf0 = 0, wf1 = 0, lg0 = 0, lg1 = 0;
-	for (int i = 0; i < nshards; i++) {
-		lw0 += raw_int(raw[i], "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='INNODB_ROW_LOCK_WAITS'");
-		wf0 += raw_int(raw[i], "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='INNODB_BUFFER_POOL_WAIT_FREE'");
-		lg0 += raw_int(raw[i], "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='INNODB_LOG_WAITS'");
-	}
-	int n1 = puts_timed(st, lat1, np, 3000000, &backfill_done);
-	for (int i = 0; i < nshards; i++) {
-		lw1 += raw_int(raw[i], "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='INNODB_ROW_LOCK_WAITS'");
-		wf1 += raw_int(raw[i], "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='INNODB_BUFFER_POOL_WAIT_FREE'");
-		lg1 += raw_int(raw[i], "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='INNODB_LOG_WAITS'");
-	}
-	pthread_join(btid, NULL);
-	if (bf.rc)
-		die("backfill by_n", bf.msg);
-	qsort(lat0, (size_t)n0, sizeof *lat0, cmp_d);
-	qsort(lat1, (size_t)n1, sizeof *lat1, cmp_d);
-	printf("\nput latency (two maintained indexes), one put at a time:\n");
-	printf("  %-30s %6d puts  p50 %7.0f us  p99 %7.0f us\n", "without a backfill", n0, pct(lat0, n0, 0.5) * 1e6,
-	       pct(lat0, n0, 0.99) * 1e6);
-	printf("  %-30s %6d puts  p50 %7.0f us  p99 %7.0f us  p99 %.2fx (target <= 1.5x)\n", "with a backfill running", n1,
-	       pct(lat1, n1, 0.5) * 1e6, pct(lat1, n1, 0.99) * 1e6, pct(lat1, n1, 0.99) / pct(lat0, n0, 0.99));
-	printf("  (the concurrent backfill of by_n took %.1f s; meanwhile InnoDB row lock waits %lld,"
-	       " buffer pool free-page waits %lld, log waits %lld)\n", bf.secs, lw1 - lw0, wf1 - wf0, lg1 - lg0);
-
-	/* the same, with the backfill paced (cleaner.sleep_coef: 1, a sleep as
-	 * long as each chunk took): backfill time traded for the writers' */
-	if (bs_index_drop(st, "by_n") || bs_index_create(st, &def))
-		die("index recreate", bs_last_error());
-	double coef = getenv("BENCH_SLEEP_COEF") ? atof(getenv("BENCH_SLEEP_COEF")) : 1.0;
-	cfg->cleaner.sleep_coef = coef;
-	bf_arg_t bf2 = { cfg, "by_n", 0, "", 0 };
-	double *lat2 = calloc((size_t)np, sizeof *lat2);
-	backfill_done = 0;
-	pthread_create(&btid, NULL, backfill_thread, &bf2);
-	usleep(200000);
-	int n2 = puts_timed(st, lat2, np, 4000000, &backfill_done);
-	pthread_join(btid, NULL);
-	cfg->cleaner.sleep_coef = 0;
-	if (bf2.rc)
-		die("paced backfill by_n", bf2.msg);
-	qsort(lat2, (size_t)n2, sizeof *lat2, cmp_d);
-	printf("  %-30s %6d puts  p50 %7.0f us  p99 %7.0f us  p99 %.2fx (target <= 1.5x)\n",
-	       "with a paced backfill", n2, pct(lat2, n2, 0.5) * 1e6, pct(lat2, n2, 0.99) * 1e6,
-	       pct(lat2, n2, 0.99) / pct(lat0, n0, 0.99));
-	printf("  (paced: cleaner.sleep_coef %.1f; that backfill of by_n took %.1f s, %.2fx the unpaced one)\n",
-	       coef, bf2.secs, bf2.secs / bf.secs);
-	free(lat0);
-	free(lat1);
-	free(lat2);
-
-	/* ---------------------------------------------------- repair lag */
-lag:
-	if (!part("lag"))
-		goto done;
 	pthread_t dtid, ltid;
 	pthread_create(&dtid, NULL, daemon_thread, cfg);
 	pthread_create(&ltid, NULL, load_puts_thread, cfg);
 	usleep(1000000);
 	int nfault = 200;
 	double *lag = calloc((size_t)nfault, sizeof *lag);
-	bs_prop_t prop = { "user_id", BS_COL_UUID, 0 };
 	for (int f = 0; f < nfault; f++) {
-		bs_id_t id, user;
-		bs_value_t bag, v;
-		bs_bytes_t body = {0};
-		str_t q = {0};
-		bs_id_generate(&id);
-		bs_id_generate(&user);
-		make_bag(&bag, 9000000 + f, &id, &user);
-		bs_body_encode(&body, &bag);
-		int s = bs_route_id(&id, nshards);
-		bs_value_bin(&v, user.b, 16);
-		int t = bs_route_value(&v, &prop, nshards);
-		bs_value_clear(&v);
-		/* the fault: the entity written, its index rows not */
-		sputs(&q, "INSERT INTO entities (id, updated, body) VALUES (");
-		shex(&q, id.b, 16);
-		sputs(&q, ",NOW(6),");
-		shex(&q, body.ptr, body.len);
-		sputs(&q, ")");
-		raw_exec(raw[s], q.p, q.len);
-		double tf = now();
-		q.len = 0;
-		sputs(&q, "SELECT COUNT(*) FROM by_user WHERE entity_id=");
-		shex(&q, id.b, 16);
-		while (raw_int(raw[t], q.p) == 0 && now() - tf < 30)
-			usleep(2000);
-		lag[f] = now() - tf;
-		free(q.p);
-		bs_bytes_free(&body);
-		bs_value_clear(&bag);
+		lag[f] = fault_once(f);
 		usleep(50000);
 	}
 	stop_load = 1;
@@ -655,15 +957,109 @@ lag:
 	printf("  p50 %.3f s  p99 %.3f s  max %.3f s (target p99 < 1 s)\n", pct(lag, nfault, 0.5),
 	       pct(lag, nfault, 0.99), lag[nfault - 1]);
 	free(lag);
-	{
-		bs_cleaner_opts_t once = { .once = true };
-		bs_drift_t d;
-		if (bs_cleaner_run(st, &once) || bs_verify(&d, st, NULL, false))
-			die("verify", bs_last_error());
-		printf("  verify after the run (load stopped, one more pass): %lld missing, %lld stale, %lld orphaned\n",
-		       (long long)d.missing, (long long)d.stale, (long long)d.orphaned);
+	bs_cleaner_opts_t once = { .once = true };
+	bs_drift_t d;
+	if (bs_cleaner_run(st, &once) || bs_verify(&d, st, NULL, false))
+		die("verify", bs_last_error());
+	printf("  verify after the run (load stopped, one more pass): %lld missing, %lld stale, %lld orphaned\n",
+	       (long long)d.missing, (long long)d.stale, (long long)d.orphaned);
+}
+
+/* ------------------------------------------------------------ main */
+
+/* The entities and their relational copy: loaded, or (BENCH_REUSE=1) read
+ * back from shards that hold them already. */
+static void load(bs_store_t *st)
+{
+	const char *ddl = "CREATE TABLE IF NOT EXISTS rel (id BINARY(16) NOT NULL PRIMARY KEY,"
+	                  " user_id BINARY(16) NOT NULL, n BIGINT NOT NULL, title VARCHAR(255) NOT NULL) ENGINE=InnoDB";
+	long have = 0;
+	for (int i = 0; i < nshards; i++) {
+		raw_exec(raw[i], ddl, strlen(ddl));
+		have += raw_int(raw[i], "SELECT COUNT(*) FROM rel");
 	}
-done:
+	if (getenv("BENCH_REUSE") && atoi(getenv("BENCH_REUSE")) && have == nent) {
+		forget_puts(st); /* an earlier run's puts, and the indexes they are in */
+		long k = 0;
+		for (int i = 0; i < nshards; i++) {
+			if (mysql_query(raw[i], "SELECT id, user_id FROM rel"))
+				die("reuse", mysql_error(raw[i]));
+			MYSQL_RES *res = mysql_store_result(raw[i]);
+			MYSQL_ROW row;
+			while (res && (row = mysql_fetch_row(res)) && k < nent) {
+				memcpy(ids[k].b, row[0], 16);
+				memcpy(users[k].b, row[1], 16);
+				k++;
+			}
+			if (res)
+				mysql_free_result(res);
+		}
+		printf("reused %ld entities (and the relational copy) on %d shards\n", k, nshards);
+		return;
+	}
+	for (int i = 0; i < nshards; i++) {
+		raw_exec(raw[i], "DROP TABLE rel", 14);
+		raw_exec(raw[i], ddl, strlen(ddl));
+		raw_exec(raw[i], "DELETE FROM entities", 20);
+	}
+	for (long k = 0; k < nent; k++) {
+		bs_id_generate(&ids[k]);
+		bs_id_generate(&users[k]);
+	}
+	double t0 = now();
+	load_t lt[64];
+	for (int i = 0; i < nshards; i++) {
+		lt[i].shard = i;
+		pthread_create(&lt[i].tid, NULL, load_thread, &lt[i]);
+	}
+	for (int i = 0; i < nshards; i++)
+		pthread_join(lt[i].tid, NULL);
+	printf("loaded %ld entities (and the relational copy) on %d shards in %.1f s\n", nent, nshards, now() - t0);
+}
+
+int main(int argc, char **argv)
+{
+	bs_store_t *st;
+	if (argc < 2) {
+		fprintf(stderr, "usage: bench_backfill CONFIG [N]\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0); /* figures as they come, into a file too */
+	nent = argc > 2 ? atol(argv[2]) : 1000000;
+	if (getenv("BENCH_RUNS"))
+		runs = atoi(getenv("BENCH_RUNS"));
+	runs = runs < 1 ? 1 : runs > 16 ? 16 : runs;
+	if (bs_config_load(&cfg, argv[1]))
+		die("config", bs_last_error());
+	nshards = cfg->nshards;
+	if (nshards > 64)
+		die("config", "at most 64 shards");
+	if (bs_store_open(&st, cfg) || bs_init(st))
+		die("init", bs_last_error());
+	ids = calloc((size_t)nent, sizeof *ids);
+	users = calloc((size_t)nent, sizeof *users);
+	for (int i = 0; i < nshards; i++) {
+		raw[i] = raw_connect(i);
+		if (!mysql_query(raw[i], "SELECT @@pid_file")) {
+			MYSQL_RES *res = mysql_store_result(raw[i]);
+			MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+			FILE *f = row && row[0] ? fopen(row[0], "r") : NULL;
+			if (f) {
+				if (fscanf(f, "%ld", &server_pid[i]) != 1)
+					server_pid[i] = 0;
+				fclose(f);
+			}
+			if (res)
+				mysql_free_result(res);
+		}
+	}
+	load(st);
+	if (part("floor") || part("backfill") || part("alter") || part("ptosc"))
+		section_backfill(st);
+	if (part("latency"))
+		section_latency(st);
+	if (part("lag"))
+		section_lag(st);
 	for (int i = 0; i < nshards; i++)
 		mysql_close(raw[i]);
 	bs_store_free(st);

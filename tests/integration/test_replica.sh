@@ -3,7 +3,8 @@
 # and a replica of it delayed by MASTER_DELAY. `bagstore shards` reports the
 # replica's Seconds_Behind_Master (the console's shards screen draws the
 # same status), a replica that does not replicate reads "unknown" with its
-# reason, and a backfill waits, throttled, saying which replica lags.
+# reason, and a backfill waits, throttled, saying which replica lags. The
+# cleaner's heartbeat gives the replica's lag below a second, delayed or not.
 # Its own shards (the test port + 394 and + 395, or BAGSTORE_REPLICA_PORT), stopped at
 # the end.
 . tests/lib.sh
@@ -106,5 +107,63 @@ kill -TERM $cpid 2>/dev/null
 wait $cpid
 t_exit 0 "index still building" -- "$B" -c "$T/cfg.yaml" index list
 t_contains "$T_OUT" "building" "not ready while throttled"
+
+# ------------------------------------------------------------ the heartbeat's lag
+# The cleaner's throttle writes a heartbeat row on the primary every 100 ms
+# and reads it on the replica: the replica's NOW(6) minus the row's time is
+# its lag, to the sub-second, where Seconds_Behind_Master has whole seconds.
+# (The probe is no signal here: only the replica's lag is looked at.)
+hb_cfg() { # NAME MAX_REPLICA_LAG
+	sed "s/^cleaner: .*/cleaner: {max_replica_lag: $2, write_latency_factor: 0}/" "$T/cfg.yaml" >"$T/$1.yaml"
+}
+hb_lag() { # the replica's lag in the last `throttle --json` ($T_OUT)
+	printf '%s\n' "$T_OUT" | sed -n 's/.*"lag_s": *\([0-9.e-]*\).*/\1/p' | head -1
+}
+delay() { # SECONDS: the replica applies events that late from now on
+	rsql $R "STOP SLAVE; CHANGE MASTER TO MASTER_DELAY=$1; START SLAVE"
+}
+hb_cfg hb_fine 5
+hb_cfg hb_tight 0.5
+t_exit 0 "the replica applies events at once" -- delay 0
+# the events held back for 60 s apply now; then the heartbeat tells how far behind
+n=0
+lag=""
+while [ $n -lt 20 ]; do
+	t_exit 0 "throttle reads the replica's lag from the heartbeat" -- "$B" -c "$T/hb_fine.yaml" throttle --seconds 1.5 --json
+	lag=$(hb_lag)
+	[ -n "$lag" ] && awk -v l="$lag" 'BEGIN { exit !(l < 1) }' && break
+	n=$((n + 1))
+done
+if [ -n "$lag" ] && awk -v l="$lag" 'BEGIN { exit !(l >= 0 && l < 1) }'; then
+	t_ok "an undelayed replica's lag reads below one second ($lag s)"
+else
+	t_fail "an undelayed replica's lag reads below one second" "got: ${lag:-none}" "$T_OUT"
+fi
+t_exit 0 "throttle with max_replica_lag 0.5 s" -- "$B" -c "$T/hb_tight.yaml" throttle --seconds 1.5 --json
+t_contains "$T_OUT" '"state": "go"' "a sub-second threshold lets it go"
+
+# delayed 2 s: events carry whole-second times, so the heartbeat row a
+# replica shows is 1 to 2 s old (plus what applying takes)
+t_exit 0 "the replica applies events 2 s late" -- delay 2
+sleep 3
+fractions=0
+k=0
+while [ $k -lt 3 ]; do
+	# (longer than the delay: its first heartbeat must have reached the replica)
+	t_exit 0 "throttle on the delayed replica" -- "$B" -c "$T/hb_fine.yaml" throttle --seconds 4 --json
+	lag=$(hb_lag)
+	if [ -n "$lag" ] && awk -v l="$lag" 'BEGIN { exit !(l >= 0.5 && l < 3.5) }'; then
+		t_ok "a replica delayed 2 s reads between 0.5 and 3.5 s behind ($lag s)"
+	else
+		t_fail "a replica delayed 2 s reads between 0.5 and 3.5 s behind" "got: ${lag:-none}" "$T_OUT"
+	fi
+	awk -v l="$lag" 'BEGIN { exit !(l != int(l)) }' && fractions=$((fractions + 1))
+	k=$((k + 1))
+done
+t_eq "$fractions" 3 "the heartbeat's lag has fractions of a second"
+t_exit 0 "throttle with max_replica_lag 0.5 s" -- "$B" -c "$T/hb_tight.yaml" throttle --seconds 1.5 --json
+t_contains "$T_OUT" '"signal": "replica_lag"' "the replica's lag holds backfills"
+t_match "$T_OUT" "replica 127.0.0.1:$R [0-9]+\.[0-9][0-9] s behind, above max_replica_lag 0.50 s" \
+	"the reason gives the lag to the hundredth and the threshold"
 
 t_done test_replica

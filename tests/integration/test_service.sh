@@ -181,7 +181,9 @@ prom >"$TMP/m2"
 s1=$(awk '$1 == "bagstore_backfill_rows_scanned" { s += $3 } END { print s + 0 }' "$TMP/m1")
 s2=$(awk '$1 == "bagstore_backfill_rows_scanned" { s += $3 } END { print s + 0 }' "$TMP/m2")
 if [ "${s2%.*}" -gt "${s1%.*}" ]; then t_ok "rows scanned move between scrapes ($s1 -> $s2)"; else t_fail "rows scanned move" "$s1 -> $s2"; fi
-t_contains "$(cat "$TMP/m2")" 'bagstore_backfill_state index=by_n,reason=,shard=s' "the job's state is a labelled gauge"
+# reason: the job row's: "" at full pace, else how the throttle paces the
+# running job ("paced by write_latency on shard s1"), or why it holds it
+t_match "$(cat "$TMP/m2")" '^bagstore_backfill_state index=by_n,reason=((|paced (by [a-z_]+ )?on shard s[01](: starting)?),shard=s[01],state=running|shard s[01]: [^=]+,shard=s[01],state=throttled) 1' "the job's state is a labelled gauge"
 t_match "$(cat "$TMP/notify.log")" "^STATUS=running: .*backfilling by_n@s[01]" "STATUS= says what it backfills"
 if wait_until 60 jobs_done by_n; then t_ok "the daemon made by_n ready"; else t_fail "by_n ready"; fi
 done_in_metrics() { prom >"$TMP/m3" && [ "$(awk '$1 == "bagstore_backfill_state" && $2 ~ /state=done/' "$TMP/m3" | wc -l)" = 2 ]; }
@@ -365,6 +367,37 @@ hgone() { ! kill -0 "$hchild" 2>/dev/null; }
 if [ -n "$hchild" ] && wait_until 10 hgone; then t_ok "the hook's child that ignored SIGTERM is killed"; else t_fail "the hook's child is killed" "pid '$hchild'"; fi
 t_eq "$(grep -c 'socket:' "$TMP/hookfds")" 0 "a hook inherits none of the daemon's sockets"
 t_match "$(cat "$TMP/hookfds")" " 0 -> /dev/null" "(the listing is real: stdin is /dev/null)"
+
+# ------------------------------------------------------------ the throttle's own settings, live
+
+# A reload hands the throttle its new thresholds too: max_write_latency of a
+# microsecond (every heartbeat write is slower) cuts the pace of the shards
+# by_w's jobs write to until it is at its lowest, where the jobs wait, named
+# in throttle_on; back to 0 (the idle baseline's factor) they go on.
+# sleep_coef 2 makes the job last while the pace comes down.
+sed 's/^  max_load: 1$/  max_load: 50\n  max_write_latency: 0.000001\n  sleep_coef: 2/' "$TMP/a.good" >"$TMP/a.yaml"
+kill -HUP $apid
+ev_with() { # EVENT PYTHON-CONDITION-ON-o: a line of a.err is that event and meets it
+	"$PY" -c 'import json,sys
+sys.exit(0 if any((lambda o: o["event"] == sys.argv[2] and eval(sys.argv[3], {}, {"o": o}))(json.loads(l)) for l in open(sys.argv[1])) else 1)' "$TMP/a.err" "$1" "$2" 2>/dev/null
+}
+wreload() { ev_with reload '"max_write_latency" in o["changed"]'; }
+if wait_until 10 wreload; then t_ok "SIGHUP: a reload of max_write_latency"; else t_fail "reload of max_write_latency" "$(tail -3 "$TMP/a.err")"; fi
+t_eq "$("$PY" -c 'import json,sys
+print([o["changed"]["max_write_latency"] for o in map(json.loads, open(sys.argv[1])) if o["event"] == "reload" and "max_write_latency" in o["changed"]][0])' "$TMP/a.err")" "[0.0, 1e-06]" "the reload says max_write_latency 0 -> 1e-06"
+bs 0 "index create by_w (max_write_latency 1 us)" index create by_w --on n:int --shard-on n
+wthrottled() { ev_with throttle_on 'o["index"] == "by_w"'; }
+if wait_until 30 wthrottled; then t_ok "throttle_on for by_w, held by the reloaded max_write_latency"; else
+	t_fail "throttle_on for by_w" "jobs: $(t_sql 0 "SELECT CONCAT(state,':',reason) FROM bagstore_jobs WHERE index_name='by_w'")"; fi
+t_contains "$("$PY" -c 'import json,sys
+print([o["reason"] for o in map(json.loads, open(sys.argv[1])) if o["event"] == "throttle_on" and o["index"] == "by_w"][:1])' "$TMP/a.err")" \
+	"(max_write_latency)" "its reason names the probe's threshold from the reload"
+sed 's/^  max_load: 1$/  max_load: 50/' "$TMP/a.good" >"$TMP/a.yaml"
+kill -HUP $apid
+if wait_until 60 jobs_done by_w; then t_ok "by_w ready once max_write_latency is back to 0"; else t_fail "by_w ready" "$(tail -3 "$TMP/a.err")"; fi
+woff() { ev_with throttle_off 'o["index"] == "by_w"'; }
+if wait_until 10 woff; then t_ok "throttle_off for by_w"; else t_fail "throttle_off for by_w"; fi
+cp "$TMP/a.good" "$TMP/a.yaml"
 
 # ------------------------------------------------------------ SIGTERM mid-backfill, restart
 

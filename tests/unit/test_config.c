@@ -89,6 +89,12 @@ static const char good_yaml[] =
 	"  repair_overlap: 0\n"
 	"  repair_interval: 1e-1\n"
 	"  sleep_coef: 1.5\n"
+	"  jobs: 3\n"
+	"  writers: auto\n"
+	"  max_history_length: 50000\n"
+	"  max_write_latency: 0.005\n"
+	"  write_latency_factor: 1.5\n"
+	"  max_signal_age: 2\n"
 	"  max_fence: 0.25\n"
 	"buckets: 1024\n";
 
@@ -162,6 +168,12 @@ static void test_good(void)
 	CHECK(cfg->cleaner.sleep_coef == 1.5, "sleep_coef %g", cfg->cleaner.sleep_coef);
 	CHECK(cfg->cleaner.max_fence == 0.25, "max_fence %g", cfg->cleaner.max_fence);
 	CHECK(cfg->buckets == 1024, "buckets %u", (unsigned)cfg->buckets);
+	CHECK(cfg->cleaner.jobs == 3, "jobs %u", cfg->cleaner.jobs);
+	CHECK(cfg->cleaner.writers == 0, "writers auto is 0, got %u", cfg->cleaner.writers);
+	CHECK(cfg->cleaner.max_history_length == 50000, "max_history_length %u", cfg->cleaner.max_history_length);
+	CHECK(cfg->cleaner.max_write_latency == 0.005, "max_write_latency %g", cfg->cleaner.max_write_latency);
+	CHECK(cfg->cleaner.write_latency_factor == 1.5, "write_latency_factor %g", cfg->cleaner.write_latency_factor);
+	CHECK(cfg->cleaner.max_signal_age == 2, "max_signal_age %g", cfg->cleaner.max_signal_age);
 	bs_config_free(cfg);
 }
 
@@ -191,6 +203,11 @@ static void test_defaults(void)
 	CHECK(cfg->cleaner.max_fence == 1.0, "max_fence defaults to 1 s");
 	CHECK(cfg->buckets == 0, "buckets: 0, init picks the count");
 	CHECK(!cfg->shards[0].drain, "drain defaults to false");
+	CHECK(cfg->cleaner.jobs == 0 && cfg->cleaner.writers == 0, "jobs and writers default to auto");
+	CHECK(cfg->cleaner.max_history_length == 1000000, "max_history_length %u", cfg->cleaner.max_history_length);
+	CHECK(cfg->cleaner.max_write_latency == 0, "max_write_latency defaults to the baseline's");
+	CHECK(cfg->cleaner.write_latency_factor == 2.0, "write_latency_factor %g", cfg->cleaner.write_latency_factor);
+	CHECK(cfg->cleaner.max_signal_age == 3.0, "max_signal_age %g", cfg->cleaner.max_signal_age);
 	bs_config_free(cfg);
 	bs_config_free(NULL);
 }
@@ -402,6 +419,20 @@ static void test_bad_inline(void)
 		{ "shards: [{name: s0, host: h}]\nbuckets: 70000", "<string>:2:10: ", "from 1 to 65536" },
 		{ "shards: [{name: s0, host: h}]\nbuckets: many", "<string>:2:10: ", "a number of buckets" },
 		{ "shards: [{name: s0, host: h, drain: 2}]", "<string>:1:37: ", "true or false" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {jobs: 0}", "<string>:2:17: ",
+		  "cleaner.jobs: expected auto or a number of jobs from 1 to 1024, got \"0\"" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {jobs: all}", "<string>:2:17: ", "got \"all\"" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {writers: 65}", "<string>:2:20: ",
+		  "cleaner.writers: expected auto or a number of writers from 1 to 64" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {max_history_length: -3}", "<string>:2:31: ",
+		  "expected a history list length from 1 to 4000000000" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {write_latency_factor: 0.5}", "<string>:2:33: ",
+		  "cleaner.write_latency_factor: expected a factor from 1 to 1000 (or 0: off), got \"0.5\"" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {max_write_latency: -1}", "<string>:2:30: ", "0 or more" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {max_signal_age: 0}", "<string>:2:27: ", "greater than 0" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {max_signal: 3}", "<string>:2:11: ",
+		  "write_latency_factor, max_signal_age)" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {writer: 3}", "<string>:2:11: ", "did you mean \"writers\"" },
 		{ "shards: [{name: s0, host: h}]\nindexes: {a: 1}", "<string>:2:10: ", "expected a sequence, got a mapping" },
 		{ "shards: [{name: s0, host: h}]\nindexes: [{name: i, on: [], shard_on: a}]", "<string>:2:25: ",
 		  "at least one PROP:TYPE" },

@@ -184,5 +184,6 @@ int cli_cmd_reshard_status(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_reshard_pause(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_reshard_resume(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_reshard_cancel(cli_ctx_t *ctx, int argc, char **argv);
+int cli_cmd_throttle(cli_ctx_t *ctx, int argc, char **argv);       /* cmd_throttle.c */
 
 #endif

@@ -193,6 +193,19 @@ static const cli_cmd_t cli_commands[] = {
 	 "cancel: a move before its cut-over leaves its buckets where they were",
 	 "A move past its cut-over finishes. The next cleaner undoes the others.\n",
 	 true},
+	{NULL, "throttle", cli_cmd_throttle, "[--seconds S] [--json]",
+	 "what the cleaner's throttle reads on every shard, and what it would do",
+	 "  --seconds S   sample this long (default 1): the heartbeat is written on\n"
+	 "                every shard every 100 ms meanwhile\n"
+	 "  --json        a JSON array instead of the table\n"
+	 "Per shard: the heartbeat write's latency (the probe) beside its idle baseline\n"
+	 "and threshold, Threads_running, InnoDB's history list length, each replica's\n"
+	 "lag from the heartbeat row, the pace (statements at once it allows, of its\n"
+	 "most), and why it holds backfills when it does. Exits 1 when a shard's signals\n"
+	 "could not be read. Settings: `cleaner:` (max_write_latency,\n"
+	 "write_latency_factor, max_load, max_history_length, max_replica_lag,\n"
+	 "max_signal_age, writers).\n",
+	 true},
 	{NULL, NULL, NULL, NULL, NULL, NULL, false},
 };
 

@@ -474,6 +474,12 @@ static void settings_diff(json_t *f, char *msg, size_t n, const bs_cleaner_conf_
 		{ "repair_overlap", a->repair_overlap, b->repair_overlap },
 		{ "repair_interval", a->repair_interval, b->repair_interval },
 		{ "sleep_coef", a->sleep_coef, b->sleep_coef },
+		{ "jobs", a->jobs, b->jobs },
+		{ "writers", a->writers, b->writers },
+		{ "max_history_length", a->max_history_length, b->max_history_length },
+		{ "max_write_latency", a->max_write_latency, b->max_write_latency },
+		{ "write_latency_factor", a->write_latency_factor, b->write_latency_factor },
+		{ "max_signal_age", a->max_signal_age, b->max_signal_age },
 	};
 	size_t o = 0;
 
