@@ -52,6 +52,8 @@ typedef struct {
 	int t;                        /* its target shard */
 	int64_t chunk;
 	bool slow;
+	bool in_lanes;                /* holding a lane of the source and of the target */
+	double lane_t0[2];
 	double samp_t[RATE_SAMPLES];
 	int64_t samp_n[RATE_SAMPLES];
 	int nsamp;
@@ -225,7 +227,7 @@ static int64_t say_throttled(mover_t *r, const char *why)
 
 /* Before a chunk: GO, AGAIN (throttled: looked again later) or an outcome.
  * The backfills' throttle (throttle.c) over the source and the target. */
-static int throttle_gate(mover_t *r)
+static int gate_once(mover_t *r)
 {
 	bool *which = calloc((size_t)r->src->n, sizeof *which);
 	bs__thr_gate_t g;
@@ -249,6 +251,48 @@ static int throttle_gate(mover_t *r)
 			bs__cleaner_sleep(0.5, bs__stop_flag(r->opts));
 	}
 	free(which);
+	return out;
+}
+
+/* Leave the lanes a chunk held (none held: nothing). */
+static void lanes_leave(mover_t *r)
+{
+	if (!r->in_lanes)
+		return;
+	if (r->t != r->shard)
+		bs__throttle_leave(r->thr, r->t, r->lane_t0[1]);
+	bs__throttle_leave(r->thr, r->shard, r->lane_t0[0]);
+	r->in_lanes = false;
+}
+
+/* A lane of the source, then of the target, as a backfill's statements
+ * take them: the pace the throttle sets (statements at once, or a share of
+ * the time) holds moves too, and their load counts as the job's, not as the
+ * probe's idle baseline. While it waits, the gate is looked at again (a
+ * signal over holds the move, critical load fails it). GO holding both, or
+ * an outcome holding none. */
+static int lanes_enter(mover_t *r)
+{
+	int sh[2] = { r->shard, r->t }, e, out;
+	for (int k = 0; k < (r->t != r->shard ? 2 : 1); k++)
+		while ((e = bs__throttle_enter(&r->lane_t0[k], r->thr, sh[k], 0.1, bs__stop_flag(r->opts))) != 0)
+			if (e < 0 || ((out = gate_once(r)) != GO && out != AGAIN)) {
+				if (k)
+					bs__throttle_leave(r->thr, sh[0], r->lane_t0[0]);
+				return e < 0 ? OUT_STOP : out;
+			}
+	r->in_lanes = true;
+	return GO;
+}
+
+/* Before a chunk: the previous chunk's lanes left, the gate, then a lane
+ * on each side held until the next chunk's gate (or the phase's end). */
+static int throttle_gate(mover_t *r)
+{
+	int out;
+	lanes_leave(r);
+	if ((out = gate_once(r)) == GO)
+		out = lanes_enter(r);
 	if (out == GO && r->slow)
 		bs__cleaner_sleep(0.05, NULL);
 	return out;
@@ -1051,6 +1095,7 @@ done:
 static int fence(mover_t *r)
 {
 	bs_cleaner_conf_t cl;
+	lanes_leave(r); /* the fence waits for no lane */
 	bs__cleaner_conf(&cl, r->opts, r->cfg);
 	double budget = cl.max_fence > 0 ? cl.max_fence : 1.0, t0 = bs_now_mono();
 	bs_buf_t b = {0};
@@ -1477,6 +1522,7 @@ static enum outcome attempt(mover_t *r, int64_t id)
 			break;
 		case BS_MOVE_DONE: out = OUT_DONE; break;
 		}
+		lanes_leave(r); /* a phase ends holding its last chunk's */
 		if (out == AGAIN && r->daemon)
 			out = OUT_WAIT;
 	}
@@ -1589,6 +1635,7 @@ int bs__moves_run(bool *all_done, bs_store_t *st, const bs_cleaner_opts_t *opts,
 	bool *started = calloc((size_t)n, sizeof *started), *which = calloc((size_t)n, sizeof *which);
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	bool cancelled = false;
+	bs__throttle_t *thr = NULL;
 	*all_done = false;
 	if (!rs || !tids || !started || !which) {
 		rc = bs_error(BS_ENOMEM, "out of memory starting movers");
@@ -1596,6 +1643,12 @@ int bs__moves_run(bool *all_done, bs_store_t *st, const bs_cleaner_opts_t *opts,
 	}
 	if ((rc = sources(which, st)))
 		goto done;
+	/* the samplers started here, at the caller's priority (the movers run
+	 * at a lower one: a probe timed from there would wait for the CPU as a
+	 * background job does, not as a writer) */
+	if ((rc = bs__throttle_open(&thr, st->cfg)))
+		goto done;
+	bs__throttle_run(thr);
 	for (int i = 0; i < n; i++) {
 		if (!which[i])
 			continue;
@@ -1623,6 +1676,7 @@ int bs__moves_run(bool *all_done, bs_store_t *st, const bs_cleaner_opts_t *opts,
 		rc = bs_error(BS_ECONFLICT, "the reshard was cancelled: the moves that had not cut over were undone, "
 		              "their buckets stay where they were");
 done:
+	bs__throttle_close(thr);
 	free(rs);
 	free(tids);
 	free(started);

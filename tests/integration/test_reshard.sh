@@ -221,6 +221,23 @@ t_exit 0 "verify after the cancel" -- "$B" -c "$CD" verify
 
 # ------------------------------------------------------------ D. the drain, a shard stopped mid-move
 t_exit 0 "start the drain again" -- "$B" -c "$CD" reshard start --yes
+# the throttle paces moves as it paces backfills: with a write-latency
+# threshold no write can meet, the move is held, saying so (a move that took
+# no lane never had its pace cut, and ran on at full speed)
+{ cat "$CD"; echo "cleaner: {max_write_latency: 0.000001}"; } >"$T/held.yaml"
+BAGSTORE_FAULT=slow_move "$B" -c "$T/held.yaml" cleaner --reshard >"$T/held.out" 2>"$T/held.err" &
+pid_held=$!
+held() { "$B" -c "$CD" reshard status --json 2>/dev/null | grep -q '"state": "throttled"' &&
+	"$B" -c "$CD" reshard status --json 2>/dev/null | grep -q 'write_latency'; }
+i=0
+while [ $i -lt 300 ] && ! held; do
+	sleep 0.2
+	i=$((i + 1))
+done
+if held; then t_ok "a move is held by the write-latency signal"; else t_fail "a move held by write_latency" "$("$B" -c "$CD" reshard status 2>&1)"; fi
+kill -TERM $pid_held
+wait_held() { wait $pid_held; }
+t_exit any "the held mover stops on SIGTERM" -- wait_held
 BAGSTORE_FAULT=slow_move "$B" -c "$CD" cleaner --reshard >"$T/drain.out" 2>"$T/drain.err" &
 pid_drain=$!
 i=0
