@@ -14,6 +14,7 @@
  */
 #include "service.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <netdb.h>
@@ -82,15 +83,17 @@ static void family(mbuf_t *b, const char *name, const char *type, const char *he
 }
 
 /* A reason as a label value: its numbers as '#' ("Threads_running # above
- * max_load #"), so that a label is one series per kind of reason, not one
+ * max_load #"; a shard's name such as s1 stays as it is), so that a label is one series per kind of reason, not one
  * per reading (a value that changes every scrape would make a new series
  * every scrape); the numbers are in the other gauges and the job row. */
 static void reason_kind(char *dst, size_t n, const char *s)
 {
 	size_t o = 0;
+	char prev = ' ';
 
-	for (; *s && o + 1 < n; s++) {
-		if (*s >= '0' && *s <= '9') {
+	for (; *s && o + 1 < n; prev = *s++) {
+		/* digits inside a name ("shard s1", "db-02") are not readings */
+		if (*s >= '0' && *s <= '9' && !(isalnum((unsigned char)prev) || prev == '_' || prev == '-')) {
 			while ((s[1] >= '0' && s[1] <= '9') ||
 			       ((s[1] == '.' || s[1] == ',' || s[1] == ':') && s[2] >= '0' && s[2] <= '9'))
 				s++;
