@@ -477,7 +477,9 @@ int bs_query_parse_text(bs_query_spec_t *out, const bs_index_list_t *l, const ch
  *   move_kill_catchup    ... after its first catch-up round
  *   move_kill_cutover    ... inside the cut-over fence, before the flip commits
  *   move_kill_flipped    ... right after the flip commits, before the roll-forward
- *   slow_move            moves take the smallest chunks and sleep 50 ms each */
+ *   slow_move            moves take the smallest chunks and sleep 50 ms each
+ *   pause_repair_batch   the first repair pass of more than one batch stops
+ *                        (SIGSTOP) after its first batch, once */
 bool bs_fault(const char *name);
 
 /* ------------------------------------------------------------------ shards */

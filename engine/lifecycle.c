@@ -93,6 +93,8 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 /* ------------------------------------------------------------ promotion */
 
 #define SWEEP_BATCH 2000
+#define PROMOTE_ROUNDS 4
+#define PROMOTE_MARGIN_US 1000000
 
 /* Every index row of idx on every shard whose entity is gone, deleted. */
 static int sweep_all(bs_store_t *st, const bs_index_t *idx)
@@ -136,9 +138,30 @@ int bs__index_promote(bool *promoted, bs_store_t *st, const char *name)
 		if (now < idx.created_us + ttl_us)
 			bs__cleaner_sleep((double)(idx.created_us + ttl_us - now) / 1e6, NULL);
 	}
-	/* 3. a repair pass over every entity updated since creation minus the TTL */
-	if ((rc = bs__repair_since(NULL, st, &idx, idx.created_us - ttl_us)))
-		return rc;
+	/* 3. a repair pass over every entity updated since creation minus the
+	 * TTL. A pass reads newest first: an entity a writer changes behind
+	 * its cursor is not seen again, and the writer's own index writes
+	 * remove only the rows of the body it replaced, not a row a backfill
+	 * chunk wrote from an older body. So passes follow over what was
+	 * updated since the pass before began (less PROMOTE_MARGIN_US, for
+	 * the shards' clocks), until one finds nothing, or PROMOTE_ROUNDS;
+	 * beyond that the daemon's repair loop, which walks the same way from
+	 * its watermark, finds what is left. */
+	int64_t since = idx.created_us - ttl_us;
+	for (int round = 0; round < PROMOTE_ROUNDS; round++) {
+		int64_t start = INT64_MAX, rows = 0;
+		for (int s = 0; s < st->n; s++) {
+			if ((rc = bs__shard_now_us(&now, st, s)))
+				return rc;
+			if (now < start)
+				start = now;
+		}
+		if ((rc = bs__repair_since(&rows, st, &idx, since)))
+			return rc;
+		if (round > 0 && rows == 0)
+			break;
+		since = start - PROMOTE_MARGIN_US;
+	}
 	/* 4. and a sweep of the whole index for rows whose entity is gone: a
 	 * backfill chunk read before a delete and written after it leaves one,
 	 * and the repair of step 3 walks entities, which a deleted one is not */

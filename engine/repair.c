@@ -10,10 +10,13 @@
 
 #include <mysqld_error.h>
 
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define REPAIR_BATCH 1000
@@ -150,6 +153,18 @@ int bs__repair_moved(int64_t *rows, bs_store_t *st, int shard, int64_t since_us,
 	return rc;
 }
 
+/* Test fault point: the first pass with more than one batch stops after
+ * its first (SIGSTOP, once), so a test can write behind its cursor. */
+static void fault_between_batches(int shard)
+{
+	static atomic_bool done;
+	if (bs_fault("pause_repair_batch") && !atomic_exchange(&done, true)) {
+		fprintf(stderr, "bagstore: fault pause_repair_batch: a repair pass on shard %d stopped after its first "
+		                "batch (kill -CONT %d resumes)\n", shard, (int)getpid());
+		raise(SIGSTOP);
+	}
+}
+
 static int repair_shard_in(int64_t *rows, int64_t *repaired, drift_counts_t *per, bs_store_t *st, int shard,
                            const bs_index_t *idx, int nidx, int64_t since_us, int64_t until_us,
                            const uint8_t *only)
@@ -198,6 +213,7 @@ static int repair_shard_in(int64_t *rows, int64_t *repaired, drift_counts_t *per
 		ca = eb.last_added;
 		if (got < REPAIR_BATCH)
 			break;
+		fault_between_batches(shard);
 	}
 done:
 	/* what was fixed counts, also when a later batch failed */
