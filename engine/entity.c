@@ -65,6 +65,11 @@ typedef struct {
 	int nb, cap;
 	bool anywhere;  /* deletes of a row whose bucket is unknown */
 	bool refused;   /* the shard did not own them all: nothing applied */
+	/* the statements, and where the first one's fence condition is in sql
+	 * (fence_fast's one-statement form replaces it) */
+	int nstmt;
+	bool del;
+	size_t cond_at, cond_end;
 } shard_rows_t;
 
 static void rows_bucket(shard_rows_t *r, int bucket)
@@ -94,12 +99,18 @@ static void append_delete(shard_rows_t *r, const bs_index_t *idx, const bs_id_t 
 	bs__buf_ident(b, idx->name);
 	bs__buf_puts(b, " WHERE entity_id=");
 	id_lit(b, id);
+	if (!r->nstmt++) {
+		r->del = true;
+		r->cond_at = r->cond_end = b->len;
+	}
 	if (bucket >= 0) {
 		bs__buf_puts(b, " AND @bs_o=@bs_want");
 		rows_bucket(r, bucket);
 	} else {
 		r->anywhere = true;
 	}
+	if (r->nstmt == 1)
+		r->cond_end = b->len;
 }
 
 /* Upsert idx's row of id (values vals) on this shard, only if it owns the
@@ -121,7 +132,12 @@ static void append_upsert(shard_rows_t *r, const bs_index_t *idx, const bs_id_t 
 		bs__buf_puts(b, ",");
 	}
 	id_lit(b, id);
-	bs__buf_puts(b, " FROM DUAL WHERE @bs_o=@bs_want ON DUPLICATE KEY UPDATE ");
+	if (!r->nstmt++)
+		r->cond_at = b->len;
+	bs__buf_puts(b, " FROM DUAL WHERE @bs_o=@bs_want");
+	if (r->nstmt == 1)
+		r->cond_end = b->len;
+	bs__buf_puts(b, " ON DUPLICATE KEY UPDATE ");
 	for (int k = 0; k < idx->nprops; k++) {
 		if (k)
 			bs__buf_puts(b, ",");
@@ -209,6 +225,46 @@ static void fence_wrap(bs_buf_t *out, shard_rows_t *r, const bs_id_t *id)
 		out->oom = true;
 }
 
+/* fence_wrap's fast form, while every bucket written is simply owned here
+ * (none leaving: nothing to log for a move): one SELECT share-locks the
+ * ownership rows (ascending) and answers whether all are 'owned'; the
+ * statements apply only then. Three statements around them in place of
+ * six, or one (and its row count) for one statement on one bucket. A
+ * refusal here (or a delete that found no row) applied nothing: the full
+ * form follows. Not for deletes of a row whose bucket is unknown (r->anywhere: they
+ * are logged in every leaving bucket). */
+static void fence_fast(bs_buf_t *out, shard_rows_t *r)
+{
+	if (r->nstmt == 1 && r->nb == 1) {
+		/* one statement on one bucket: the statement reads the ownership
+		 * row itself, share-locked (as fast_write's), in autocommit; it
+		 * applied when it found its row */
+		bs__buf_putn(out, r->sql.ptr, r->cond_at);
+		if (r->del)
+			bs__buf_printf(out, " AND (SELECT state FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE"
+			                    " WAIT %d)='owned'", r->buckets[0], FENCE_WAIT_S);
+		else
+			bs__buf_printf(out, " FROM bagstore_buckets WHERE bucket=%d AND state='owned' LOCK IN SHARE MODE"
+			                    " WAIT %d", r->buckets[0], FENCE_WAIT_S);
+		bs__buf_putn(out, r->sql.ptr + r->cond_end, r->sql.len - r->cond_end);
+		bs__buf_puts(out, ";SELECT ROW_COUNT()>0");
+		if (r->sql.oom)
+			out->oom = true;
+		return;
+	}
+	if (r->nb > 1)
+		qsort(r->buckets, (size_t)r->nb, sizeof *r->buckets, int_cmp);
+	bs__buf_printf(out, "START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=%d) FROM bagstore_buckets"
+	                    " WHERE state='owned' AND bucket IN (-1", r->nb);
+	for (int k = 0; k < r->nb; k++)
+		bs__buf_printf(out, ",%d", r->buckets[k]);
+	bs__buf_printf(out, ") LOCK IN SHARE MODE WAIT %d;", FENCE_WAIT_S);
+	bs__buf_putn(out, r->sql.ptr, r->sql.len);
+	bs__buf_puts(out, ";COMMIT");
+	if (r->sql.oom)
+		out->oom = true;
+}
+
 /* Was the last failure on this shard one a retry may cure? */
 static bool retryable(bs_store_t *st, int shard)
 {
@@ -255,34 +311,59 @@ static void rollback_shard(bs_store_t *st, int i)
  * written (nothing was applied there; the caller reads the map again and
  * sends them all again). The first failure is reported with the note that
  * the entity itself is written. */
+/* Shard i's statements in their fence: the fast form first (fast[i]),
+ * the full one once the fast one found a bucket not simply owned. */
+static int fence_stmt(bs__shard_stmt_t *q, bs_buf_t *sql, shard_rows_t *r, const bs_id_t *id, bool fast)
+{
+	int rc;
+	bs__buf_reset(sql);
+	if (fast)
+		fence_fast(sql, r);
+	else
+		fence_wrap(sql, r, id);
+	if ((rc = bs__buf_ok(sql)))
+		return rc;
+	q->sql = sql->ptr;
+	q->len = sql->len;
+	return 0;
+}
+
 static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, const bs_id_t *id)
 {
 	bs__shard_stmt_t *q = calloc((size_t)st->n, sizeof *q);
 	bs_buf_t *sql = calloc((size_t)st->n, sizeof *sql);
+	bool *fast = calloc((size_t)st->n, sizeof *fast);
 	int rc = 0;
 	*refused = false;
-	if (!q || !sql) {
+	if (!q || !sql || !fast) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
 	for (int i = 0; i < st->n; i++) {
 		if (!per_shard[i].sql.len)
 			continue;
-		fence_wrap(&sql[i], &per_shard[i], id);
-		if ((rc = bs__buf_ok(&sql[i])))
+		fast[i] = !per_shard[i].anywhere && per_shard[i].nb > 0;
+		if ((rc = fence_stmt(&q[i], &sql[i], &per_shard[i], id, fast[i])))
 			goto done;
-		q[i].sql = sql[i].ptr;
-		q[i].len = sql[i].len;
 	}
 	for (int tries = 1;; tries++) {
-		bool again = false;
+		bool again = false, full = false;
 		rc = bs__shard_run(st, q);
 		for (int i = 0; i < st->n; i++) {
 			if (!q[i].sql)
 				continue;
 			if (!q[i].rc) {
-				per_shard[i].refused = shard_refused(&q[i]);
-				*refused |= per_shard[i].refused;
+				bool no = shard_refused(&q[i]);
+				if (no && fast[i]) { /* nothing applied: the full form decides */
+					bs__shard_stmts_clear(&q[i], 1);
+					fast[i] = false;
+					if ((rc = fence_stmt(&q[i], &sql[i], &per_shard[i], id, false)))
+						goto done;
+					full = true;
+					continue;
+				}
+				per_shard[i].refused = no;
+				*refused |= no;
 				q[i].sql = NULL; /* done: not sent again */
 				continue;
 			}
@@ -291,9 +372,10 @@ static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, c
 				again = true;
 		}
 		bs__shard_stmts_clear(q, st->n);
-		if (!rc || !again || tries == WRITE_TRIES)
+		if (rc ? !again || tries == WRITE_TRIES : !full)
 			break;
-		backoff(tries);
+		if (rc)
+			backoff(tries);
 	}
 	if (rc) {
 		char hex[33], msg[1024];
@@ -307,6 +389,7 @@ done:
 		bs__buf_free(&sql[i]);
 	free(sql);
 	free(q);
+	free(fast);
 	return rc;
 }
 
@@ -553,14 +636,57 @@ static void own_answer(write_t *w, MYSQL_RES *own)
 	snprintf(w->peer, sizeof w->peer, "%s", row && row[1] ? row[1] : "");
 }
 
+/* The fence's fast form, while the bucket is simply owned (not leaving:
+ * nothing to log for a move): the write itself reads the bucket's
+ * ownership row under a share lock, in one statement in autocommit (an
+ * upsert as INSERT ... SELECT from the ownership row, which holds the
+ * AUTO_INCREMENT lock only for its one row; a delete through a locking
+ * subquery), so a cut-over that holds the row waits for it, and it waits
+ * for a cut-over, as the full form's SELECT ... LOCK IN SHARE MODE does.
+ * *applied false: nothing was written (the bucket is not 'owned' here, or
+ * the entity to delete is not here); the full form decides which. */
+static int fast_write(bool *applied, bs_store_t *st, write_t *w, const bs_bytes_t *body)
+{
+	bs_buf_t b = {0};
+	int64_t rows = 0;
+	int rc;
+	if (body) {
+		bs__buf_puts(&b, "INSERT INTO entities (id, updated, body) SELECT ");
+		id_lit(&b, &w->id);
+		bs__buf_puts(&b, ",NOW(6),");
+		bs__buf_hex(&b, body->ptr, body->len);
+		bs__buf_printf(&b, " FROM bagstore_buckets WHERE bucket=%d AND state='owned' LOCK IN SHARE MODE WAIT %d"
+		                   " ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND),"
+		                   "body=VALUES(body)", w->bucket, FENCE_WAIT_S);
+	} else {
+		bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
+		id_lit(&b, &w->id);
+		bs__buf_printf(&b, " AND (SELECT state FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE WAIT %d)='owned'",
+		               w->bucket, FENCE_WAIT_S);
+	}
+	if (!(rc = bs__buf_ok(&b)))
+		rc = bs__shard_exec_rows(&rows, st, w->shard, b.ptr, b.len);
+	*applied = !rc && rows > 0;
+	if (*applied) {
+		w->found = !body;
+		snprintf(w->state, sizeof w->state, "owned");
+		w->peer[0] = '\0';
+	}
+	bs__buf_free(&b);
+	return rc;
+}
+
 /* Step 1 with no index to maintain and no condition: no old body to read,
- * no intent; the fence, one statement (and the rows it touched, for a
- * delete). */
+ * no intent; the fast form, else the fence, one statement (and the rows it
+ * touched, for a delete). */
 static int plain_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 {
 	bs_buf_t b = {0};
 	MYSQL_RES *res[2] = { NULL, NULL };
+	bool applied = false;
 	int rc;
+	if ((rc = fast_write(&applied, st, w, body)) || applied)
+		return rc;
 	own_sql(&b, w);
 	if (body) {
 		upsert_sql(&b, w, body, false);
@@ -585,6 +711,84 @@ done:
 	return rc;
 }
 
+/* The old body and new version a RETURNING set hands back, into w. */
+static void returned(write_t *w, MYSQL_RES *res, bool put)
+{
+	MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+	if (put) {
+		w->found = row && row[0];
+		w->new_us = row ? bs__parse_unix_us(row[1]) : 0;
+	} else {
+		w->found = row != NULL;
+	}
+	if (w->found)
+		old_from_row(&w->old, row, mysql_fetch_lengths(res), &w->id);
+}
+
+/* returning_write's fast form, while the bucket is simply owned (as
+ * fast_write's): the intent is inserted from the bucket's ownership row,
+ * share-locked, only when it is 'owned' (taking the intent's lock); the
+ * entity is written from the intent row, so only when the intent went in;
+ * four statements in place of seven. *applied false: nothing was written
+ * (not 'owned' here, or the entity to delete is not here); the full form
+ * decides which. */
+static int fast_returning_write(bool *applied, bs_store_t *st, write_t *w, const bs_bytes_t *body)
+{
+	bs_buf_t b = {0};
+	MYSQL_RES *res[2] = { NULL, NULL };
+	size_t tl = strlen(w->token);
+	int rc;
+	bs__buf_puts(&b, "START TRANSACTION;INSERT IGNORE INTO bagstore_intents (token, entity_id) SELECT ");
+	bs__buf_hex(&b, w->token, tl);
+	bs__buf_puts(&b, ",");
+	id_lit(&b, &w->id);
+	bs__buf_printf(&b, " FROM bagstore_buckets WHERE bucket=%d AND state='owned' AND (@bs_old:=NULL) IS NULL"
+	                   " AND IF(IS_USED_LOCK(", w->bucket);
+	bs__buf_hex(&b, w->token, tl);
+	bs__buf_puts(&b, ")=CONNECTION_ID(),1,GET_LOCK(");
+	bs__buf_hex(&b, w->token, tl);
+	bs__buf_printf(&b, ",0))=1 LOCK IN SHARE MODE WAIT %d;", FENCE_WAIT_S);
+	if (body) {
+		bs__buf_puts(&b, "INSERT INTO entities (id, updated, body) SELECT ");
+		id_lit(&b, &w->id);
+		bs__buf_puts(&b, ",NOW(6),");
+		bs__buf_hex(&b, body->ptr, body->len);
+		bs__buf_puts(&b, " FROM bagstore_intents WHERE token=");
+		bs__buf_hex(&b, w->token, tl);
+		bs__buf_puts(&b, " AND entity_id=");
+		id_lit(&b, &w->id);
+		bs__buf_puts(&b, " ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body)),"
+		                 "updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND)"
+		                 " RETURNING @bs_old, UNIX_TIMESTAMP(updated)");
+	} else {
+		bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
+		id_lit(&b, &w->id);
+		bs__buf_puts(&b, " AND EXISTS (SELECT 1 FROM bagstore_intents WHERE token=");
+		bs__buf_hex(&b, w->token, tl);
+		bs__buf_puts(&b, ") RETURNING body, UNIX_TIMESTAMP(updated)");
+	}
+	/* a statement that finds nothing may answer without a result set (a
+	 * DELETE whose WHERE the optimizer proves empty): a last set of one
+	 * column marks the end, so the RETURNING set is the one of two */
+	bs__buf_puts(&b, ";COMMIT;SELECT 0");
+	*applied = false;
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query_sets(res, 2, st, w->shard, b.ptr, b.len)))
+		goto done;
+	if (mysql_num_fields(res[0]) != 2 || mysql_num_rows(res[0]) == 0)
+		goto done; /* nothing written, no intent: the full form */
+	*applied = true;
+	w->refused = false;
+	snprintf(w->state, sizeof w->state, "owned");
+	w->peer[0] = '\0';
+	returned(w, res[0], body != NULL);
+done:
+	for (int k = 0; k < 2; k++)
+		if (res[k])
+			mysql_free_result(res[k]);
+	bs__buf_free(&b);
+	return rc;
+}
+
 /* Step 1 on MariaDB 10.5 and later, unconditional: one transaction, no
  * read before the write. The fence; the intent (with its lock, and the
  * reset of @bs_old): once it is in, whatever the entity write does is
@@ -596,7 +800,10 @@ static int returning_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 {
 	bs_buf_t b = {0};
 	MYSQL_RES *res[2] = { NULL, NULL };
+	bool applied = false;
 	int rc;
+	if ((rc = fast_returning_write(&applied, st, w, body)) || applied)
+		return rc;
 	own_sql(&b, w);
 	bs__buf_puts(&b, ";INSERT IGNORE INTO bagstore_intents (token, entity_id) SELECT ");
 	bs__buf_hex(&b, w->token, strlen(w->token));
@@ -618,17 +825,8 @@ static int returning_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query_sets(res, 2, st, w->shard, b.ptr, b.len)))
 		goto done;
 	own_answer(w, res[0]);
-	MYSQL_ROW row = !w->refused && res[1] ? mysql_fetch_row(res[1]) : NULL;
-	if (body) {
-		/* the old body; the new version, for step 3 */
-		w->found = row && row[0];
-		w->new_us = row ? bs__parse_unix_us(row[1]) : 0;
-		if (w->found)
-			old_from_row(&w->old, row, mysql_fetch_lengths(res[1]), &w->id);
-	} else if (row) {
-		w->found = true;
-		old_from_row(&w->old, row, mysql_fetch_lengths(res[1]), &w->id);
-	}
+	/* the old body; the new version, for step 3 */
+	returned(w, w->refused ? NULL : res[1], body != NULL);
 done:
 	for (int k = 0; k < 2; k++)
 		if (res[k])

@@ -190,6 +190,9 @@ void bs__shard_close(bs_store_t *st, int i);
 /* Run one statement (or several, separated by ';'); results are discarded.
  * Errors name the shard and carry MySQL's message. */
 int bs__shard_exec(bs_store_t *st, int i, const char *sql, size_t len);
+/* One statement; *affected its rows (found rows: the connection's
+ * CLIENT_FOUND_ROWS counts a matched row an upsert left as it was). */
+int bs__shard_exec_rows(int64_t *affected, bs_store_t *st, int i, const char *sql, size_t len);
 /* Run a statement that returns rows; *res is stored (mysql_store_result).
  * For multi-statements, the first result set is returned and the rest
  * (which must be row-less) are drained. */
