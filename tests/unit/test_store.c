@@ -311,6 +311,38 @@ static void test_status_and_drop(bs_store_t *st)
 	CHECK_ERR(bs_index_drop(st, "index_title"), BS_ENOTFOUND);
 }
 
+/* Properties named as the ownership table's columns (state, bucket): the
+ * fence's fast form reads bagstore_buckets inside the index statement
+ * (INSERT ... SELECT ... ON DUPLICATE KEY UPDATE), where a bare column
+ * name could be ambiguous or read the wrong table. The rows must be the
+ * body's, through a put, a change that moves the row to the other shard,
+ * a put of the same values, and a delete. */
+static void test_fence_names(bs_store_t *st)
+{
+	bs_index_t def;
+	bs_value_t bag;
+	bs_id_t id;
+	const char *ix = "SELECT COUNT(*) FROM index_fence WHERE entity_id=X'0000000a00004000800000000000f0e1'";
+	const char *v1 = "{\"id\":{\"$uuid\":\"0000000a-0000-4000-8000-00000000f0e1\"},\"state\":3,\"bucket\":9}";
+	const char *v2 = "{\"id\":{\"$uuid\":\"0000000a-0000-4000-8000-00000000f0e1\"},\"state\":4,\"bucket\":11}";
+	CHECK_OK(bs_index_parse(&def, "index_fence", "state:int,bucket:int", "state"));
+	CHECK_OK(bs_index_create(st, &def));
+	CHECK_OK(bs_json_decode(&bag, v1, strlen(v1), "v1"));
+	CHECK_OK(bs_put(st, &bag, &id));
+	bs_value_clear(&bag);
+	/* an int's shard is its value mod N (two shards: 3 on s1, 4 on s0) */
+	CHECK(sql_int(1, "SELECT COUNT(*) FROM index_fence WHERE state=3 AND bucket=9") == 1, "row 3/9 on s1");
+	CHECK_OK(bs_json_decode(&bag, v2, strlen(v2), "v2"));
+	CHECK_OK(bs_put(st, &bag, &id));
+	CHECK_OK(bs_put(st, &bag, &id)); /* the same values again: the upsert matches, changes nothing */
+	bs_value_clear(&bag);
+	CHECK(sql_int(0, "SELECT COUNT(*) FROM index_fence WHERE state=4 AND bucket=11") == 1, "row 4/11 on s0");
+	CHECK(sql_int(1, ix) == 0, "the old row on s1 is gone");
+	CHECK_OK(bs_delete(st, &id));
+	CHECK(sql_int(0, ix) + sql_int(1, ix) == 0, "no row after the delete");
+	CHECK_OK(bs_index_drop(st, "index_fence"));
+}
+
 int main(void)
 {
 	const char *path = getenv("BAGSTORE_TEST_CONFIG");
@@ -330,6 +362,8 @@ int main(void)
 	test_fingerprint();
 	test_unreachable();
 	test_status_and_drop(st);
+	if (cfg->nshards == 2)
+		test_fence_names(st);
 	bs_store_free(st);
 	raw_close_all();
 	bs_config_free(cfg);
