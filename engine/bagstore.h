@@ -479,7 +479,10 @@ int bs_query_parse_text(bs_query_spec_t *out, const bs_index_list_t *l, const ch
  *   move_kill_flipped    ... right after the flip commits, before the roll-forward
  *   slow_move            moves take the smallest chunks and sleep 50 ms each
  *   pause_repair_batch   the first repair pass of more than one batch stops
- *                        (SIGSTOP) after its first batch, once */
+ *                        (SIGSTOP) after its first batch, once
+ *   pause_drift_fix      every fix of index rows (repair, verify --repair, a
+ *                        move's repair) stops (SIGSTOP) before it reads the
+ *                        rows, its bodies already read */
 bool bs_fault(const char *name);
 
 /* ------------------------------------------------------------------ shards */

@@ -83,8 +83,10 @@ int bs__drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs
 /* ------------------------------------------------------------ repair (repair.c) */
 
 /* After bs__drift_check(fix) over eb (read from shard): redo the entities a
- * writer changed or deleted meanwhile from their new bodies (a few rounds),
- * so that no fix made from an old body outlives a writer's newer rows.
+ * writer changed or deleted meanwhile from their new bodies, and read them
+ * again, until a read after the last fix finds them unchanged (16 fixes at
+ * most; one still changing is left an intent for the repair loop), so that
+ * no fix made from an old body outlives a writer's newer rows.
  * out[nidx]: counts added per index (out[x] for idx[x]). */
 int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_t *idx, int nidx,
                  const ebatch_t *eb);

@@ -15,9 +15,11 @@
 #include "cleaner.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ batches */
 
@@ -879,6 +881,13 @@ int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
 		return 0;
 	if ((rc = bs__map_need(st)))
 		return rc;
+	if (fix && bs_fault("pause_drift_fix")) {
+		/* test fault point: a writer may change the entities here, between
+		 * the bodies this fix was computed from and the rows it reads */
+		fprintf(stderr, "bagstore: fault pause_drift_fix: a fix of %zu entities of index %s stopped before it "
+		        "reads their rows (kill -CONT %d resumes)\n", n, idx->name, (int)getpid());
+		raise(SIGSTOP);
+	}
 	for (int round = 0; round < 8; round++) {
 		if ((rc = check_round(out, st, idx, ids, bags, n, fix)) != CHECK_AGAIN)
 			return rc;

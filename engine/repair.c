@@ -30,17 +30,101 @@ static void ts_lit(bs_buf_t *b, int64_t us)
 }
 
 
+/* Rounds of bs__drift_settle before it gives an entity that keeps
+ * changing to the repair loop (an intent) instead. */
+#define SETTLE_ROUNDS 16
+
+/* Keep of ids[n] (versions upd[]) those whose current version (cur) is not
+ * upd: a writer changed or deleted them (upd then their new version, -1
+ * when gone). Their number. */
+static size_t keep_changed(bs_id_t *ids, int64_t *upd, size_t n, const ebatch_t *cur)
+{
+	size_t m = 0;
+	for (size_t k = 0; k < n; k++) {
+		long found = bs__ids_find(cur->ids, cur->len, ids[k].b);
+		if (found >= 0 && cur->updated[found] == upd[k])
+			continue;
+		ids[m] = ids[k];
+		upd[m] = found >= 0 ? cur->updated[found] : -1;
+		m++;
+	}
+	return m;
+}
+
+/* Fix idx[nidx]'s rows of ids[n] from their current bodies (taken out of
+ * cur; an entity cur lacks should have no row). */
+static int fix_current(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx, int nidx, const bs_id_t *ids,
+                       size_t n, ebatch_t *cur)
+{
+	bs_value_t *bags = calloc(n, sizeof *bags);
+	int rc = 0;
+	if (!bags)
+		return bs_error(BS_ENOMEM, "out of memory");
+	for (size_t k = 0; k < n; k++) {
+		long j = bs__ids_find(cur->ids, cur->len, ids[k].b);
+		bs_value_nil(&bags[k]);
+		if (j >= 0) {
+			bags[k] = cur->bags[j];
+			bs_value_nil(&cur->bags[j]); /* moved */
+		}
+	}
+	for (int x = 0; x < nidx && !rc; x++)
+		rc = bs__drift_check(&out[x], st, &idx[x], ids, bags, n, true);
+	for (size_t k = 0; k < n; k++)
+		bs_value_clear(&bags[k]);
+	free(bags);
+	return rc;
+}
+
+/* Entities whose rows the cleaner could not settle (they kept changing):
+ * an intent each on its shard, under a token nobody locks, so that the
+ * repair loop makes their rows right later (see entity.c's intents). */
+static int leave_intents(bs_store_t *st, const bs_id_t *ids, size_t n)
+{
+	bs_buf_t *per = calloc((size_t)st->n, sizeof *per);
+	char token[48], hex[33];
+	bs_id_t r;
+	int rc = 0;
+	if (!per)
+		return bs_error(BS_ENOMEM, "out of memory");
+	bs_id_generate(&r);
+	bs_id_hex(hex, &r);
+	snprintf(token, sizeof token, "bagstore.r.%s", hex);
+	for (size_t k = 0; k < n && !rc; k++) {
+		int shard, bucket;
+		if ((rc = bs__route_entity(&shard, &bucket, st, &ids[k])))
+			break;
+		bs__buf_puts(&per[shard], per[shard].len ? ",("
+		                                         : "INSERT IGNORE INTO bagstore_intents (token, entity_id) VALUES (");
+		bs__buf_hex(&per[shard], token, strlen(token));
+		bs__buf_puts(&per[shard], ",");
+		bs__buf_hex(&per[shard], ids[k].b, 16);
+		bs__buf_puts(&per[shard], ")");
+	}
+	for (int i = 0; i < st->n && !rc; i++)
+		if (per[i].len && !(rc = bs__buf_ok(&per[i])) && !(rc = bs__shard_check(st, i)))
+			rc = bs__shard_exec(st, i, per[i].ptr, per[i].len);
+	for (int i = 0; i < st->n; i++)
+		bs__buf_free(&per[i]);
+	free(per);
+	return rc;
+}
+
 /* After fixing rows for the entities of eb (read from shard), look at
  * them again: any a writer changed or deleted meanwhile is done again from
- * its new body, so that a fix made from an old body never stands in front
- * of a writer's newer rows. (A writer writes its entity first, then its
- * rows: a change not yet visible here is followed by the writer's own
- * index writes, after ours.) A few rounds at most. */
+ * its new body, and looked at again, until a read finds none changed since
+ * the body its last fix was made from. That read is what makes a fix
+ * safe: a writer writes its entity first, then its rows, so a change the
+ * read does not see has its index rows written after the fix, over it;
+ * a change it sees may have had its rows written before the fix, under
+ * it (undone: the writer's row deleted, the old body's written), and is
+ * fixed again. An entity still changing after SETTLE_ROUNDS fixes gets an
+ * intent instead, for the repair loop (issue 11: with three rounds and no
+ * read after the last fix, a writer racing the last one lost its row). */
 int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_t *idx, int nidx,
                  const ebatch_t *eb)
 {
 	ebatch_t again = {0};
-	bs_buf_t b = {0};
 	bs_id_t *ids = NULL;
 	int64_t *upd = NULL;
 	size_t n = eb->len;
@@ -55,48 +139,21 @@ int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_in
 	}
 	memcpy(ids, eb->ids, n * sizeof *ids);
 	memcpy(upd, eb->updated, n * sizeof *upd);
-	for (int round = 0; round < 3 && n; round++) {
+	for (int round = 0; n; round++) {
 		/* from their owners: one may have moved since the batch was read */
 		if ((rc = bs__entities_current(&again, st, ids, n, false)))
 			goto done;
-		/* keep what changed; what is gone should have no row (NIL bag) */
-		size_t m = 0;
-		for (size_t k = 0; k < n; k++) {
-			long found = bs__ids_find(again.ids, again.len, ids[k].b);
-			if (found >= 0 && again.updated[found] == upd[k])
-				continue;
-			ids[m] = ids[k];
-			upd[m] = found >= 0 ? again.updated[found] : -1;
-			m++;
-		}
-		n = m;
-		if (!n)
+		if (!(n = keep_changed(ids, upd, n, &again)))
 			break;
-		/* their current bodies, in ids[] order */
-		bs_value_t *bags = calloc(n, sizeof *bags);
-		if (!bags) {
-			rc = bs_error(BS_ENOMEM, "out of memory");
-			goto done;
+		if (round == SETTLE_ROUNDS) {
+			rc = leave_intents(st, ids, n);
+			break;
 		}
-		for (size_t k = 0; k < n; k++) {
-			long j = bs__ids_find(again.ids, again.len, ids[k].b);
-			bs_value_nil(&bags[k]);
-			if (j >= 0) {
-				bags[k] = again.bags[j];
-				bs_value_nil(&again.bags[j]); /* moved */
-			}
-		}
-		for (int x = 0; x < nidx && !rc; x++)
-			rc = bs__drift_check(&out[x], st, &idx[x], ids, bags, n, true);
-		for (size_t k = 0; k < n; k++)
-			bs_value_clear(&bags[k]);
-		free(bags);
-		if (rc)
+		if ((rc = fix_current(out, st, idx, nidx, ids, n, &again)))
 			goto done;
 	}
 done:
 	bs__ebatch_free(&again);
-	bs__buf_free(&b);
 	free(ids);
 	free(upd);
 	return rc;

@@ -1,0 +1,103 @@
+#!/bin/sh
+# test_settle_race.sh - a fix of index rows made from a body a writer has
+# replaced meanwhile never stands: the cleaner reads the entity again after
+# every fix, until a read finds it unchanged.
+#
+# Found by test_reshard under ThreadSanitizer (issue 11's lost index rows):
+# the move's repair of the entities it moved (as every repair pass, and
+# verify --repair) fixes a batch's rows, then re-reads the entities and
+# fixes again those a writer changed: three rounds at most, the last fix
+# never checked. A writer whose entity write lands after a round's read and
+# whose index rows land before that round's fix has them undone: the fix
+# deletes the writer's row (on the wrong shard for the old body) and writes
+# the old body's. With no later read, the entity kept a stale row and lost
+# its right one; in a reshard the stale one was in a moving bucket, which
+# the cleanup then deleted: a row simply missing.
+#
+# Here verify --repair is stopped before each of its fixes reads the rows
+# (fault pause_drift_fix), and while it is stopped a writer moves E's row
+# from one shard to the other (v odd on s1, even on s0): four times, one
+# more than the old three rounds. It must end with E's one right row.
+. tests/lib.sh
+
+B=$BAGSTORE
+C=$BAGSTORE_TEST_CONFIG
+T=$(t_tmp)
+T_TIMEOUT=120
+
+uuid() { printf '%08x-0000-4000-8000-%012x' "$1" "$2"; }
+hex() { printf '%s' "$1" | tr -d -; }
+E=$(uuid 2 2)
+EH=$(hex "$E")
+put_v() {
+	printf '{"id":{"$uuid":"%s"},"v":%d}\n' "$E" "$1" >"$T/e.json"
+	"$B" -c "$C" put "$T/e.json" >/dev/null
+}
+state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }
+# wait until process $1 stops (T: prints "stopped") or ends ("gone")
+wait_stop() {
+	for _ in $(seq 1 600); do
+		case $(state "$1") in
+		T) echo stopped; return ;;
+		'' | Z) echo gone; return ;;
+		esac
+		sleep 0.05
+	done
+	echo running
+}
+
+t_exit 0 "init" -- "$B" -c "$C" init
+t_exit 0 "index ix_v on v (shard_on v)" -- "$B" -c "$C" index create ix_v --on v:int --shard-on v
+t_exit 0 "ix_v ready (no entity yet)" -- "$B" -c "$C" cleaner --index ix_v
+t_exit 0 "E, v=2 (its row on s0)" -- put_v 2
+t_eq "$(t_sql 0 "SELECT v FROM ix_v WHERE entity_id=X'$EH'")" 2 "E's row: v=2 on s0"
+
+BAGSTORE_FAULT=pause_drift_fix "$B" -c "$C" verify --repair --index ix_v >"$T/v.out" 2>"$T/v.err" &
+vp=$!
+stops=0
+for v in 3 4 5 6; do
+	[ "$(wait_stop $vp)" = stopped ] || break
+	stops=$((stops + 1))
+	put_v $v || t_fail "put v=$v while the fix is stopped"
+	kill -CONT $vp
+done
+# no more writes: let every further round run
+while [ "$(wait_stop $vp)" = stopped ] && [ $stops -lt 40 ]; do
+	stops=$((stops + 1))
+	kill -CONT $vp
+done
+wait $vp
+t_match "$stops" '^([5-9]|[1-3][0-9])$' "the repair fixed E again after each of the 4 writes, and checked it after the last fix"
+t_contains "$(cat "$T/v.err")" "fault pause_drift_fix" "it stopped at the fault point"
+t_eq "$(t_sql 0 "SELECT GROUP_CONCAT(v) FROM ix_v WHERE entity_id=X'$EH'")" 6 "E's row on s0: v=6, the last write's"
+t_eq "$(t_sql 1 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$EH'")" 0 "and none left on s1"
+t_exit 0 "verify ix_v: no drift" -- "$B" -c "$C" verify --index ix_v
+t_contains "$T_OUT" "1 entities checked, 0 missing, 0 stale, 0 orphaned" "verify: 0 missing, 0 stale"
+t_exit 0 "query v=6" -- "$B" -c "$C" query ix_v v=6
+t_contains "$T_OUT" "$E" "the query finds E"
+
+# An entity that changes before every fix, however many: the rounds stop
+# (16 fixes), and E is left an intent that the repair loop settles.
+BAGSTORE_FAULT=pause_drift_fix "$B" -c "$C" verify --repair --index ix_v >"$T/v2.out" 2>"$T/v2.err" &
+vp=$!
+stops=0 v=7
+while [ "$(wait_stop $vp)" = stopped ] && [ $stops -lt 40 ]; do
+	stops=$((stops + 1))
+	put_v $v || t_fail "put v=$v while the fix is stopped"
+	v=$((v + 1))
+	kill -CONT $vp
+done
+wait $vp
+t_eq "$stops" 17 "a write before each of 17 fixes (the batch's, then 16 rounds)"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'$EH' AND token LIKE 'bagstore.r.%'")" 1 \
+	"E is left an intent on its shard"
+last=$((v - 1))
+sleep 1.2 # the repair loop takes intents older than a second
+t_exit 0 "a repair pass" -- "$B" -c "$C" cleaner --once
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'$EH'")" 0 "the repair loop settled the intent"
+t_exit 0 "verify ix_v after it: no drift" -- "$B" -c "$C" verify --index ix_v
+t_contains "$T_OUT" "1 entities checked, 0 missing, 0 stale, 0 orphaned" "verify: 0 missing, 0 stale"
+t_exit 0 "query v=$last" -- "$B" -c "$C" query ix_v v=$last
+t_contains "$T_OUT" "$E" "the query finds E at its last value"
+
+t_done test_settle_race
