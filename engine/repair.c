@@ -34,16 +34,16 @@ static void ts_lit(bs_buf_t *b, int64_t us)
  * changing to the repair loop (an intent) instead. */
 #define SETTLE_ROUNDS 16
 
-/* Keep of ids[n] (versions upd[]) those whose current version (cur) is not
- * upd: a writer changed or deleted them (upd then their new version, -1
- * when gone). Their number. */
+/* Keep of ids[n] (versions upd[], -1: gone) those whose current version
+ * (cur) is not upd: a writer changed, deleted or recreated them (upd then
+ * their new version, -1 when gone). Their number. */
 static size_t keep_changed(bs_id_t *ids, int64_t *upd, size_t n, const ebatch_t *cur)
 {
 	size_t m = 0;
 	for (size_t k = 0; k < n; k++) {
 		long found = bs__ids_find(cur->ids, cur->len, ids[k].b);
-		if (found >= 0 && cur->updated[found] == upd[k])
-			continue;
+		if (found >= 0 ? cur->updated[found] == upd[k] : upd[k] < 0)
+			continue; /* the same version, or still gone */
 		ids[m] = ids[k];
 		upd[m] = found >= 0 ? cur->updated[found] : -1;
 		m++;

@@ -100,4 +100,21 @@ t_contains "$T_OUT" "1 entities checked, 0 missing, 0 stale, 0 orphaned" "verify
 t_exit 0 "query v=$last" -- "$B" -c "$C" query ix_v v=$last
 t_contains "$T_OUT" "$E" "the query finds E at its last value"
 
+# E deleted before the fix: the fix (from the body it read) writes E's row
+# back, the next round finds E gone and deletes it, and the one after finds
+# it still gone: settled, no intent.
+BAGSTORE_FAULT=pause_drift_fix "$B" -c "$C" verify --repair --index ix_v >"$T/v3.out" 2>"$T/v3.err" &
+vp=$!
+stops=0
+while [ "$(wait_stop $vp)" = stopped ] && [ $stops -lt 40 ]; do
+	stops=$((stops + 1))
+	[ $stops = 1 ] && { "$B" -c "$C" delete "$E" >/dev/null || t_fail "delete E while the fix is stopped"; }
+	kill -CONT $vp
+done
+wait $vp
+t_eq "$stops" 2 "two fixes: the batch's (from E's body), then the one that finds E gone"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$EH'") $(t_sql 1 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$EH'")" \
+	"0 0" "E has no row left"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'$EH'")" 0 "and no intent: a gone entity that stays gone is settled"
+
 t_done test_settle_race
