@@ -479,7 +479,10 @@ int bs_query_parse_text(bs_query_spec_t *out, const bs_index_list_t *l, const ch
  *   move_kill_flipped    ... right after the flip commits, before the roll-forward
  *   slow_move            moves take the smallest chunks and sleep 50 ms each
  *   pause_repair_batch   the first repair pass of more than one batch stops
- *                        (SIGSTOP) after its first batch, once */
+ *                        (SIGSTOP) after its first batch, once
+ *   pause_conditional_write  a conditional write (bs_put_if, bs_delete_if)
+ *                        stops (SIGSTOP) between its locking read and its
+ *                        write, each time */
 bool bs_fault(const char *name);
 
 /* ------------------------------------------------------------------ shards */
