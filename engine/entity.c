@@ -32,6 +32,7 @@
 #include "internal.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -836,12 +837,13 @@ done:
 }
 
 /* Test fault point: a conditional write stops (SIGSTOP) between its read
- * (the row or its gap locked FOR UPDATE) and its write, so a test can
- * send another writer into those locks. */
+ * (the row or its gap locked FOR UPDATE) and its write, once (a retry
+ * goes on), so a test can send another writer into those locks. */
 static void fault_conditional_write(const bs_id_t *id)
 {
+	static atomic_bool done;
 	char hex[33];
-	if (bs_fault("pause_conditional_write")) {
+	if (bs_fault("pause_conditional_write") && !atomic_exchange(&done, true)) {
 		bs_id_hex(hex, id);
 		fprintf(stderr, "bagstore: fault pause_conditional_write: entity %s read and locked; stopped before "
 		                "its write (kill -CONT %d resumes)\n", hex, (int)getpid());
