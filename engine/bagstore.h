@@ -482,7 +482,10 @@ int bs_query_parse_text(bs_query_spec_t *out, const bs_index_list_t *l, const ch
  *                        (SIGSTOP) after its first batch, once
  *   pause_drift_fix      every fix of index rows (repair, verify --repair, a
  *                        move's repair) stops (SIGSTOP) before it reads the
- *                        rows, its bodies already read */
+ *                        rows, its bodies already read
+ *   pause_conditional_write  a conditional write (bs_put_if, bs_delete_if)
+ *                        stops (SIGSTOP) between its locking read and its
+ *                        write, once */
 bool bs_fault(const char *name);
 
 /* ------------------------------------------------------------------ shards */

@@ -32,6 +32,7 @@
 #include "internal.h"
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -835,6 +836,21 @@ done:
 	return rc;
 }
 
+/* Test fault point: a conditional write stops (SIGSTOP) between its read
+ * (the row or its gap locked FOR UPDATE) and its write, once (a retry
+ * goes on), so a test can send another writer into those locks. */
+static void fault_conditional_write(const bs_id_t *id)
+{
+	static atomic_bool done;
+	char hex[33];
+	if (bs_fault("pause_conditional_write") && !atomic_exchange(&done, true)) {
+		bs_id_hex(hex, id);
+		fprintf(stderr, "bagstore: fault pause_conditional_write: entity %s read and locked; stopped before "
+		                "its write (kill -CONT %d resumes)\n", hex, (int)getpid());
+		raise(SIGSTOP);
+	}
+}
+
 /* Step 1, once: one round trip, or two for a conditional write (whose
  * condition is checked between the read and the write). A shard that does
  * not own the bucket writes nothing and says so (w->refused). */
@@ -873,6 +889,7 @@ static int entity_step(bool *retry, bs_store_t *st, write_t *w, const bs_bytes_t
 		}
 		if ((rc = check_expected(w, expect_us)))
 			goto done;
+		fault_conditional_write(&w->id);
 		bs__buf_reset(&b);
 		write_sql(&b, w, body);
 		if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_exec(st, w->shard, b.ptr, b.len)))

@@ -98,7 +98,9 @@ int bs__shard_fail(bs_store_t *st, int i, const char *what)
 	sh->last_errno = err;
 	if (lost_connection(err) || err == 0)
 		code = BS_EUNREACHABLE;
-	else if (err == ER_LOCK_DEADLOCK || err == ER_LOCK_WAIT_TIMEOUT || err == ER_DUP_ENTRY)
+	else if (err == ER_LOCK_DEADLOCK || err == ER_LOCK_WAIT_TIMEOUT || err == ER_DUP_ENTRY ||
+	         err == ER_AUTOINC_READ_FAILED) /* InnoDB's answer to the victim of a deadlock over the
+	                                         * AUTO_INCREMENT lock (an INSERT ... SELECT holds it) */
 		code = BS_ECONFLICT;
 	/* MySQL's message names the privilege ("INSERT command denied to user
 	 * ..."); say where the list of what each role needs is */
