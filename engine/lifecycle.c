@@ -94,7 +94,9 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 
 #define SWEEP_BATCH 2000
 #define PROMOTE_ROUNDS 4
-#define PROMOTE_MARGIN_US 1000000
+/* a write's `updated` is its NOW(6), taken before its fence wait (up to
+ * 3 s, entity.c's FENCE_WAIT_S): a row can commit that long after it */
+#define PROMOTE_MARGIN_US 5000000
 
 /* Every index row of idx on every shard whose entity is gone, deleted. */
 static int sweep_all(bs_store_t *st, const bs_index_t *idx)
@@ -144,7 +146,7 @@ int bs__index_promote(bool *promoted, bs_store_t *st, const char *name)
 	 * remove only the rows of the body it replaced, not a row a backfill
 	 * chunk wrote from an older body. So passes follow over what was
 	 * updated since the pass before began (less PROMOTE_MARGIN_US, for
-	 * the shards' clocks), until one finds nothing, or PROMOTE_ROUNDS;
+	 * the shards' clocks and writes that waited at the fence), until one finds nothing, or PROMOTE_ROUNDS;
 	 * beyond that the daemon's repair loop, which walks the same way from
 	 * its watermark, finds what is left. */
 	int64_t since = idx.created_us - ttl_us;

@@ -89,11 +89,14 @@ static void family(mbuf_t *b, const char *name, const char *type, const char *he
 static void reason_kind(char *dst, size_t n, const char *s)
 {
 	size_t o = 0;
-	char prev = ' ';
+	char prev = ' ', before = ' ';
 
-	for (; *s && o + 1 < n; prev = *s++) {
-		/* digits inside a name ("shard s1", "db-02") are not readings */
-		if (*s >= '0' && *s <= '9' && !(isalnum((unsigned char)prev) || prev == '_' || prev == '-')) {
+	for (; *s && o + 1 < n; before = prev, prev = *s++) {
+		/* digits inside a name ("shard s1", "db-02") are not readings; a
+		 * minus sign is a name's only after a letter or digit ("-5" is) */
+		bool named = isalnum((unsigned char)prev) || prev == '_' ||
+		             (prev == '-' && isalnum((unsigned char)before));
+		if (*s >= '0' && *s <= '9' && !named) {
 			while ((s[1] >= '0' && s[1] <= '9') ||
 			       ((s[1] == '.' || s[1] == ',' || s[1] == ':') && s[2] >= '0' && s[2] <= '9'))
 				s++;
