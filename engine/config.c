@@ -903,6 +903,98 @@ static bool same_server(const bs_shard_conf_t *a, const bs_shard_conf_t *b)
 	return false;
 }
 
+/*
+ * The shards seen so far, by name and by server and database: two open
+ * addressing tables of shard indexes (+1, 0 is empty), so that the
+ * duplicate checks cost O(1) per shard and a list of tens of thousands
+ * stays linear (comparing each shard with every earlier one took minutes
+ * on 65,536). Each table keeps the first shard of a key, which is the one
+ * the messages name.
+ */
+typedef struct {
+	int *by_name, *by_server;
+	size_t mask;
+} seen_t;
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/* The hash of what same_server compares, and the database; false when the
+ * shard has no address to compare (an option file's). */
+static bool server_hash(uint64_t *h, const bs_shard_conf_t *s)
+{
+	unsigned port = s->port ? s->port : 3306;
+
+	*h = 14695981039346656037ull;
+	if (s->host) {
+		*h = fnv(*h, "H", 1);
+		*h = fnv(*h, s->host, strlen(s->host) + 1);
+		*h = fnv(*h, &port, sizeof port);
+	} else if (s->socket) {
+		*h = fnv(*h, "S", 1);
+		*h = fnv(*h, s->socket, strlen(s->socket) + 1);
+	} else {
+		return false;
+	}
+	*h = fnv(*h, s->database, strlen(s->database));
+	return true;
+}
+
+static int seen_init(seen_t *t, size_t n)
+{
+	size_t cap = 16;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	t->mask = cap - 1;
+	t->by_name = calloc(cap, sizeof *t->by_name);
+	t->by_server = calloc(cap, sizeof *t->by_server);
+	return t->by_name && t->by_server ? 0 : nomem();
+}
+
+static void seen_free(seen_t *t)
+{
+	free(t->by_name);
+	free(t->by_server);
+}
+
+/* The earlier shard named name (its index), else -1 after recording idx. */
+static int seen_name(seen_t *t, const bs_config_t *cfg, const char *name, int idx)
+{
+	size_t i = fnv(14695981039346656037ull, name, strlen(name)) & t->mask;
+
+	for (; t->by_name[i]; i = (i + 1) & t->mask)
+		if (!strcmp(cfg->shards[t->by_name[i] - 1].name, name))
+			return t->by_name[i] - 1;
+	t->by_name[i] = idx + 1;
+	return -1;
+}
+
+/* The earlier shard on the same server and database as shard idx, else -1
+ * after recording it. */
+static int seen_server(seen_t *t, const bs_config_t *cfg, int idx)
+{
+	const bs_shard_conf_t *s = &cfg->shards[idx];
+	uint64_t h;
+	size_t i;
+
+	if (!server_hash(&h, s))
+		return -1;
+	for (i = h & t->mask; t->by_server[i]; i = (i + 1) & t->mask) {
+		const bs_shard_conf_t *o = &cfg->shards[t->by_server[i] - 1];
+		if (same_server(o, s) && !strcmp(o->database, s->database))
+			return t->by_server[i] - 1;
+	}
+	t->by_server[i] = idx + 1;
+	return -1;
+}
+
 /* The shard's tls: the top level's, then its own mapping. A verify_ca
  * without a CA inherited from the top level is reported there, naming the
  * shard. */
@@ -923,7 +1015,7 @@ static int shard_tls(bs_shard_conf_t *s, const bs_config_t *cfg, const ctx *c, c
 	return 0;
 }
 
-static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
+static int parse_shard(bs_config_t *cfg, seen_t *seen, const ctx *c, const node *n, int idx)
 {
 	bs_shard_conf_t *s = &cfg->shards[idx];
 	char where[64], w[160];
@@ -946,12 +1038,11 @@ static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
 		return nerr(c, v, "%s: shard name \"%s\" is not valid: expected 1 to %d of A-Z a-z 0-9 _ -", w,
 		            bs__quote(shown, sizeof shown, v->str, v->len), SHARD_NAME_MAX);
 	}
-	for (j = 0; j < idx; j++)
-		if (strcmp(cfg->shards[j].name, v->str) == 0)
-			return nerr(c, v, "%s: duplicate shard name \"%s\" (first declared at line %d)", w, v->str,
-			            cfg->shards[j].line);
 	if ((error = get_str(&s->name, c, v, w)) < 0)
 		return error;
+	if ((j = seen_name(seen, cfg, s->name, idx)) >= 0)
+		return nerr(c, v, "%s: duplicate shard name \"%s\" (first declared at line %d)", w, v->str,
+		            cfg->shards[j].line);
 
 	if ((error = opt_key(&s->host, c, n, where, "host", K_STR)) < 0 ||
 	    (error = opt_key(&s->port, c, n, where, "port", K_PORT)) < 0 ||
@@ -993,9 +1084,8 @@ static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
 	}
 	if (s->host == NULL && s->socket == NULL && s->defaults_file == NULL)
 		return nerr(c, n, "%s: a shard needs host, socket or defaults_file", where);
-	for (j = 0; j < idx; j++)
-		if (same_server(&cfg->shards[j], s) && !strcmp(cfg->shards[j].database, s->database))
-			return nerr(c, n, "%s: shard %s is the same server and database as shard %s (line %d): "
+	if ((j = seen_server(seen, cfg, idx)) >= 0)
+		return nerr(c, n, "%s: shard %s is the same server and database as shard %s (line %d): "
 			            "two shards cannot share one set of tables", where, s->name, cfg->shards[j].name,
 			            cfg->shards[j].line);
 	/* drain: true: `reshard plan` moves every bucket off this shard */
@@ -1008,6 +1098,7 @@ static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
 static int parse_shards(bs_config_t *cfg, const ctx *c, const node *root)
 {
 	const node *v = get(root, "shards");
+	seen_t seen = { 0 };
 	size_t i;
 	int error;
 
@@ -1021,12 +1112,16 @@ static int parse_shards(bs_config_t *cfg, const ctx *c, const node *root)
 		return nerr(c, v, "shards: at most 65536 shards");
 	if ((cfg->shards = calloc(v->n, sizeof *cfg->shards)) == NULL)
 		return nomem();
+	if ((error = seen_init(&seen, v->n)) < 0)
+		goto done;
 	for (i = 0; i < v->n; i++) {
 		cfg->nshards = (int)i + 1;
-		if ((error = parse_shard(cfg, c, v->kids[i], (int)i)) < 0)
-			return error;
+		if ((error = parse_shard(cfg, &seen, c, v->kids[i], (int)i)) < 0)
+			goto done;
 	}
-	return 0;
+done:
+	seen_free(&seen);
+	return error;
 }
 
 static int parse_timeouts(bs_config_t *cfg, const ctx *c, const node *root)

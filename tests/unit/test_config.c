@@ -888,6 +888,73 @@ static void test_grants(void)
 	bs_config_free(cfg);
 }
 
+/* ------------------------------------------------------ many shards */
+
+/* "shards:" and n shards s0.. on hosts h0.., then tail (one more shard). */
+static char *many_shards(int n, const char *tail)
+{
+	size_t cap = (size_t)n * 48 + strlen(tail) + 64, o;
+	char *t = malloc(cap);
+
+	if (!t)
+		return NULL;
+	o = (size_t)snprintf(t, cap, "shards:\n");
+	for (int i = 0; i < n; i++)
+		o += (size_t)snprintf(t + o, cap - o, "  - {name: s%d, host: h%d, port: 3306}\n", i, i);
+	snprintf(t + o, cap - o, "%s", tail);
+	return t;
+}
+
+/* The duplicate checks over a list at the 65,536-shard cap: each shard was
+ * compared with every earlier one (minutes; the runner's timeout); now a
+ * hash per key. Same messages, FILE:LINE of both shards. */
+static void test_many_shards(void)
+{
+	static const struct { const char *tail, *want; } cases[] = {
+		{ "  - {name: s0, host: other}\n",
+		  "<string>:65537:12: shards[65535].name: duplicate shard name \"s0\" (first declared at line 2)" },
+		{ "  - {name: s65534, host: other}\n",
+		  "<string>:65537:12: shards[65535].name: duplicate shard name \"s65534\" (first declared at line 65536)" },
+		{ "  - {name: last, host: h7}\n", /* 3306 by default */
+		  "<string>:65537:5: shards[65535]: shard last is the same server and database as shard s7 (line 9): "
+		  "two shards cannot share one set of tables" },
+		{ "  - {name: last, host: h65534, port: 3306, database: bagstore}\n",
+		  "<string>:65537:5: shards[65535]: shard last is the same server and database as shard s65534 (line 65536)" },
+	};
+	bs_config_t *cfg = NULL;
+	char *t;
+
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		if (!(t = many_shards(65535, cases[k].tail))) {
+			CHECK(0, "out of memory");
+			return;
+		}
+		CHECK_ERR(parse(&cfg, t), BS_ECONFIG);
+		CHECK(starts(bs_last_error(), cases[k].want), "case %zu: %s", k, bs_last_error());
+		free(t);
+	}
+	/* not duplicates: another database, another port, a socket named like a host */
+	t = many_shards(65533, "  - {name: x1, host: h7, database: other}\n"
+	                       "  - {name: x2, host: h7, port: 3307}\n"
+	                       "  - {name: x3, socket: h7}\n");
+	if (t) {
+		CHECK_OK(parse(&cfg, t));
+		CHECK(cfg && cfg->nshards == 65536, "%d shards", cfg ? cfg->nshards : -1);
+		bs_config_free(cfg);
+		cfg = NULL;
+		free(t);
+	}
+	/* a socket shard twice, far apart */
+	t = many_shards(3, "  - {name: a, socket: /run/a.sock}\n  - {name: b, socket: /run/b.sock}\n"
+	                   "  - {name: c, socket: /run/a.sock}\n");
+	if (t) {
+		CHECK_ERR(parse(&cfg, t), BS_ECONFIG);
+		CHECK(has(bs_last_error(), "<string>:7:5: shards[5]: shard c is the same server and database as shard a (line 5)"),
+		      "%s", bs_last_error());
+		free(t);
+	}
+}
+
 int main(void)
 {
 	find_fixtures();
@@ -906,5 +973,6 @@ int main(void)
 	test_tls_good();
 	test_tls_bad();
 	test_grants();
+	test_many_shards();
 	return t_done("config");
 }
