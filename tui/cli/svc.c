@@ -13,7 +13,11 @@
  * SIGTERM or SIGINT: the stop flag the engine polls (backfills finish the
  * chunk in hand, checkpoint and put their jobs back to queued; the loop
  * ends), then the registry row is deleted and the process exits 0. A
- * second one exits at once (status 1; the jobs recover as after a kill).
+ * second one exits at once, whatever the stop is waiting on (a hung shard,
+ * a hook), status 1, with a log line that says so; the jobs it held are
+ * taken over from their checkpoints as after a kill (their locks die with
+ * its connections). svc's thread keeps waiting for signals until svc_end
+ * is done: it stops its periodic work when svc_end begins (`ending`).
  * SIGHUP: the configuration file is read again; its cleaner: settings and
  * hooks take effect (doc/DESIGN.md says when each one does); the rest of
  * it needs a restart, and the log says so when it changed.
@@ -74,6 +78,11 @@ typedef struct {
 	svc_hooks_t *hooks;
 	pthread_t tid;
 	bool tid_started;
+	/* set by svc_end under tick_mu: svc's thread then only waits for
+	 * signals (no tick touches what svc_end stops); on_signal and the
+	 * ticks run under tick_mu */
+	pthread_mutex_t tick_mu;
+	bool ending;
 	double started;          /* monotonic */
 	int64_t signals;         /* TERM/INT received (svc's thread only) */
 	char stop_reason[32];
@@ -559,13 +568,23 @@ static void on_signal(svc_t *s, int sig)
 	const char *name = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP";
 
 	if (sig == SIGHUP) {
-		reload(s);
+		if (s->ending)
+			svc_log(&s->log, LOG_WARN_, "signal", json_pack("{s:s}", "signal", name),
+			        "SIGHUP: not reloaded: the cleaner is stopping");
+		else
+			reload(s);
 		return;
 	}
 	if (s->signals++) {
-		svc_log(&s->log, LOG_WARN_, "signal", json_pack("{s:s}", "signal", name),
-		        "%s again: exiting at once (the jobs in hand go back to any cleaner, as after a kill)", name);
+		svc_log(&s->log, LOG_WARN_, "signal", json_pack("{s:s,s:i}", "signal", name, "exit_status", 1),
+		        "%s again: exiting at once, status 1 (the jobs in hand go back to any cleaner, as after a kill)",
+		        name);
 		_exit(1);
+	}
+	if (s->ending) { /* the loop ended on an error: svc_end is under way */
+		svc_log(&s->log, LOG_INFO_, "signal", json_pack("{s:s}", "signal", name),
+		        "%s: the cleaner is already stopping; a second one exits at once", name);
+		return;
 	}
 	snprintf(s->stop_reason, sizeof s->stop_reason, "%s", name);
 	svc_notify_send(&s->nfy, "STOPPING=1\nSTATUS=stopping: finishing the chunks in hand");
@@ -693,11 +712,15 @@ static void *svc_thread(void *p)
 	sigaddset(&set, SIGHUP);
 	while (!atomic_load(&s->quit)) {
 		int sig = sigtimedwait(&set, NULL, &tmo);
+		pthread_mutex_lock(&s->tick_mu);
 		if (sig > 0)
 			on_signal(s, sig);
-		double now = mono();
-		tick_notify(s, now);
-		tick_registry(s, now);
+		if (!s->ending) {
+			double now = mono();
+			tick_notify(s, now);
+			tick_registry(s, now);
+		}
+		pthread_mutex_unlock(&s->tick_mu);
 	}
 	return NULL;
 }
@@ -784,9 +807,14 @@ static void svc_end(svc_t *s, int rc)
 {
 	double up = mono() - s->started;
 
-	atomic_store(&s->quit, true);
-	if (s->tid_started)
-		pthread_join(s->tid, NULL);
+	/* svc's thread stays, for a second SIGTERM while what follows waits
+	 * on a hung shard or a hook; its periodic work stops here */
+	pthread_mutex_lock(&s->tick_mu);
+	s->ending = true;
+	pthread_mutex_unlock(&s->tick_mu);
+	if (s->log.f && s->tid_started)
+		svc_log(&s->log, LOG_INFO_, "stopping", NULL, "the engine's loop ended: leaving the worker registry, "
+		        "stopping hooks and the collector (a second SIGTERM exits at once)");
 	if (!s->stop_reason[0])
 		svc_notify_send(&s->nfy, "STOPPING=1");
 	bs_worker_stop(s->worker);  /* deregisters */
@@ -799,12 +827,16 @@ static void svc_end(svc_t *s, int rc)
 		                  cli_exit_code(rc), "uptime_s", up, "error", rc < 0 ? cli_jstr(bs_last_error()) : json_null()),
 		        "cleaner stopped (%s) after %.0f s: exit %d%s%s", s->stop_reason[0] ? s->stop_reason : "error", up,
 		        cli_exit_code(rc), rc < 0 ? ": " : "", rc < 0 ? bs_last_error() : "");
+	atomic_store(&s->quit, true);
+	if (s->tid_started)
+		pthread_join(s->tid, NULL);
 	svc_notify_close(&s->nfy);
 	bs_cleaner_live_free(s->live);
 	free(s->agg);
 	if (s->ctr.repair_passes)
 		svc_counters_free(&s->ctr);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->tick_mu);
 }
 
 /* A reshard's move (the engine's move_progress): a line when its state or
@@ -855,6 +887,7 @@ int svc_run(cli_ctx_t *ctx, const svc_opts_t *o)
 	s->cfg = bs_store_config(ctx->st);
 	s->opts = o;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->tick_mu, NULL);
 	if ((rc = svc_begin(s)) == 0) {
 		bs_cleaner_opts_t eo = { .stop = &s->stop, .event = on_event, .ctx = s, .live = s->live,
 		                         .move_progress = on_move };
