@@ -1457,6 +1457,8 @@ int bs_config_parse(bs_config_t **out, const char *text, size_t len, const char 
 	c.file = path ? path : "<string>";
 	c.text = text ? text : "";
 	c.len = text ? len : 0;
+	if (c.len > MAX_FILE_BYTES) /* as bs_config_load reads it (a node's text fits 32 bits) */
+		return bs_error(BS_ECONFIG, "%s: cannot read: larger than %u bytes", c.file, MAX_FILE_BYTES);
 
 	if ((cfg = calloc(1, sizeof *cfg)) == NULL || (cfg->path = strdup(c.file)) == NULL) {
 		error = nomem();
