@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,23 +25,42 @@
 
 #define DEFAULT_PATH "./bagstore.yaml"
 #define MAX_FILE_BYTES (16u << 20)
+#define MAX_NODES (1u << 20)  /* YAML nodes (scalars, sequences, mappings) */
 #define MAX_DEPTH 64          /* nesting of YAML collections */
 #define MAX_SECONDS 1000000.0 /* upper bound of every duration */
 #define SHARD_NAME_MAX 64
+#define ARENA_BLOCK (64u << 10)
 
 /* ------------------------------------------------------------ the tree */
 
+/*
+ * The tree is compact, because a configuration's size is the attacker's
+ * choice up to MAX_FILE_BYTES: every node, kid array and scalar text lives
+ * in one arena freed at once (no allocation per node, kid arrays exactly
+ * sized), a node is 40 bytes, and a document of more than MAX_NODES nodes
+ * is refused at the node past the cap. A flat list of 16 MiB took ~1 GB as
+ * a node per malloc with doubling kid arrays; it now stops at 1,048,576
+ * nodes, some 50 MB. A real configuration is kilobytes: 65,536 shards of
+ * six keys each are 852,000 nodes.
+ */
 enum { N_SCALAR, N_SEQ, N_MAP };
 
 typedef struct node node;
 struct node {
-	int kind;
-	int line, col;    /* 1-based, from libyaml's start mark */
-	char *str;        /* scalar: value, NUL-terminated */
-	size_t len;
-	bool plain;       /* scalar: unquoted (may then be null) */
+	char *str;        /* scalar: value, NUL-terminated (in the arena) */
 	node **kids;      /* sequence: items; mapping: key, value, key, value... */
-	size_t n, cap;
+	uint32_t len;     /* scalar: bytes of str */
+	uint32_t n;       /* kids */
+	int line, col;    /* 1-based, from libyaml's start mark */
+	uint8_t kind;
+	bool plain;       /* scalar: unquoted (may then be null) */
+};
+
+typedef struct block block;
+struct block {
+	block *next;
+	size_t used, cap;
+	max_align_t data[];
 };
 
 typedef struct {
@@ -47,19 +68,51 @@ typedef struct {
 	const char *text;
 	size_t len;
 	yaml_parser_t parser;
+	block *arena;     /* the tree's nodes, kid arrays and texts */
+	node **stack;     /* the kids of the collections being read, in order */
+	size_t nstack, capstack;
+	size_t nodes;
 } ctx;
 
-static void node_free(node *n)
+static void arena_free(ctx *c)
 {
-	size_t i;
+	while (c->arena) {
+		block *b = c->arena;
+		c->arena = b->next;
+		free(b);
+	}
+	free(c->stack);
+	c->stack = NULL;
+	c->nstack = c->capstack = 0;
+}
 
-	if (n == NULL)
-		return;
-	for (i = 0; i < n->n; i++)
-		node_free(n->kids[i]);
-	free(n->kids);
-	free(n->str);
-	free(n);
+/* size bytes from the arena at a multiple of align (a power of 2: a
+ * node's, a pointer's, 1 for texts); NULL when out of memory. A large
+ * request gets a block of its own. */
+static void *arena_alloc(ctx *c, size_t size, size_t align)
+{
+	block *b = c->arena;
+	size_t at = b ? (b->used + align - 1) & ~(align - 1) : 0;
+
+	if (!b || b->cap < at || b->cap - at < size) {
+		size_t cap = size > ARENA_BLOCK ? size : ARENA_BLOCK;
+		if ((b = malloc(sizeof *b + cap)) == NULL)
+			return NULL;
+		b->used = 0;
+		b->cap = cap;
+		at = 0;
+		/* a block of its own goes behind the current one, which stays
+		 * the one to bump from */
+		if (size > ARENA_BLOCK && c->arena) {
+			b->next = c->arena->next;
+			c->arena->next = b;
+		} else {
+			b->next = c->arena;
+			c->arena = b;
+		}
+	}
+	b->used = at + size;
+	return (char *)b->data + at;
 }
 
 static int nomem(void)
@@ -139,17 +192,17 @@ static int next_event(ctx *c, yaml_event_t *ev)
 	return 0;
 }
 
-static int push_kid(node *n, node *kid)
+static int stack_push(ctx *c, node *kid)
 {
-	if (n->n == n->cap) {
-		size_t cap = n->cap ? n->cap * 2 : 8;
-		node **k = realloc(n->kids, cap * sizeof *k);
+	if (c->nstack == c->capstack) {
+		size_t cap = c->capstack ? c->capstack * 2 : 64;
+		node **k = realloc(c->stack, cap * sizeof *k);
 		if (k == NULL)
 			return nomem();
-		n->kids = k;
-		n->cap = cap;
+		c->stack = k;
+		c->capstack = cap;
 	}
-	n->kids[n->n++] = kid;
+	c->stack[c->nstack++] = kid;
 	return 0;
 }
 
@@ -159,14 +212,21 @@ static int load_node(node **out, ctx *c, yaml_event_t *ev, int depth)
 	node *n = NULL;
 	yaml_event_t kev;
 	int error = 0, end;
+	size_t base = c->nstack;
 
 	*out = NULL;
-	if ((n = calloc(1, sizeof *n)) == NULL) {
+	if ((n = arena_alloc(c, sizeof *n, _Alignof(node))) == NULL) {
 		error = nomem();
 		goto done;
 	}
+	memset(n, 0, sizeof *n);
 	n->line = (int)ev->start_mark.line + 1;
 	n->col = (int)ev->start_mark.column + 1;
+	if (++c->nodes > MAX_NODES) {
+		error = nerr(c, n, "more than %u YAML nodes (keys, values, lists and mappings): a bagstore "
+		             "configuration is far smaller; is this the right file?", MAX_NODES);
+		goto done;
+	}
 
 	switch (ev->type) {
 	case YAML_ALIAS_EVENT:
@@ -175,8 +235,8 @@ static int load_node(node **out, ctx *c, yaml_event_t *ev, int depth)
 		goto done;
 	case YAML_SCALAR_EVENT:
 		n->kind = N_SCALAR;
-		n->len = ev->data.scalar.length;
-		if ((n->str = malloc(n->len + 1)) == NULL) {
+		n->len = (uint32_t)ev->data.scalar.length; /* < MAX_FILE_BYTES */
+		if ((n->str = arena_alloc(c, (size_t)n->len + 1, 1)) == NULL) {
 			error = nomem();
 			goto done;
 		}
@@ -210,18 +270,22 @@ static int load_node(node **out, ctx *c, yaml_event_t *ev, int depth)
 			yaml_event_delete(&kev);
 			break;
 		}
-		error = load_node(&kid, c, &kev, depth + 1);
-		if (error == 0 && (error = push_kid(n, kid)) < 0)
-			node_free(kid);
-		if (error < 0)
+		if ((error = load_node(&kid, c, &kev, depth + 1)) < 0 || (error = stack_push(c, kid)) < 0)
 			goto done;
 	}
+	/* the kids, read onto the stack, into an array of the exact size */
+	n->n = (uint32_t)(c->nstack - base);
+	if (n->n && (n->kids = arena_alloc(c, n->n * sizeof *n->kids, _Alignof(node *))) == NULL) {
+		error = nomem();
+		goto done;
+	}
+	if (n->n)
+		memcpy(n->kids, c->stack + base, n->n * sizeof *n->kids);
 
 done:
+	c->nstack = base;
 	yaml_event_delete(ev);
-	if (error < 0)
-		node_free(n);
-	else
+	if (error == 0)
 		*out = n;
 	return error;
 }
@@ -262,10 +326,8 @@ static int load_tree(node **out, ctx *c)
 	yaml_event_delete(&ev);
 
 done:
-	if (error < 0)
-		node_free(root);
-	else
-		*out = root;
+	if (error == 0)
+		*out = root; /* the nodes are the arena's: freed with it */
 	return error;
 }
 
@@ -903,6 +965,98 @@ static bool same_server(const bs_shard_conf_t *a, const bs_shard_conf_t *b)
 	return false;
 }
 
+/*
+ * The shards seen so far, by name and by server and database: two open
+ * addressing tables of shard indexes (+1, 0 is empty), so that the
+ * duplicate checks cost O(1) per shard and a list of tens of thousands
+ * stays linear (comparing each shard with every earlier one took minutes
+ * on 65,536). Each table keeps the first shard of a key, which is the one
+ * the messages name.
+ */
+typedef struct {
+	int *by_name, *by_server;
+	size_t mask;
+} seen_t;
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/* The hash of what same_server compares, and the database; false when the
+ * shard has no address to compare (an option file's). */
+static bool server_hash(uint64_t *h, const bs_shard_conf_t *s)
+{
+	unsigned port = s->port ? s->port : 3306;
+
+	*h = 14695981039346656037ull;
+	if (s->host) {
+		*h = fnv(*h, "H", 1);
+		*h = fnv(*h, s->host, strlen(s->host) + 1);
+		*h = fnv(*h, &port, sizeof port);
+	} else if (s->socket) {
+		*h = fnv(*h, "S", 1);
+		*h = fnv(*h, s->socket, strlen(s->socket) + 1);
+	} else {
+		return false;
+	}
+	*h = fnv(*h, s->database, strlen(s->database));
+	return true;
+}
+
+static int seen_init(seen_t *t, size_t n)
+{
+	size_t cap = 16;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	t->mask = cap - 1;
+	t->by_name = calloc(cap, sizeof *t->by_name);
+	t->by_server = calloc(cap, sizeof *t->by_server);
+	return t->by_name && t->by_server ? 0 : nomem();
+}
+
+static void seen_free(seen_t *t)
+{
+	free(t->by_name);
+	free(t->by_server);
+}
+
+/* The earlier shard named name (its index), else -1 after recording idx. */
+static int seen_name(seen_t *t, const bs_config_t *cfg, const char *name, int idx)
+{
+	size_t i = fnv(14695981039346656037ull, name, strlen(name)) & t->mask;
+
+	for (; t->by_name[i]; i = (i + 1) & t->mask)
+		if (!strcmp(cfg->shards[t->by_name[i] - 1].name, name))
+			return t->by_name[i] - 1;
+	t->by_name[i] = idx + 1;
+	return -1;
+}
+
+/* The earlier shard on the same server and database as shard idx, else -1
+ * after recording it. */
+static int seen_server(seen_t *t, const bs_config_t *cfg, int idx)
+{
+	const bs_shard_conf_t *s = &cfg->shards[idx];
+	uint64_t h;
+	size_t i;
+
+	if (!server_hash(&h, s))
+		return -1;
+	for (i = h & t->mask; t->by_server[i]; i = (i + 1) & t->mask) {
+		const bs_shard_conf_t *o = &cfg->shards[t->by_server[i] - 1];
+		if (same_server(o, s) && !strcmp(o->database, s->database))
+			return t->by_server[i] - 1;
+	}
+	t->by_server[i] = idx + 1;
+	return -1;
+}
+
 /* The shard's tls: the top level's, then its own mapping. A verify_ca
  * without a CA inherited from the top level is reported there, naming the
  * shard. */
@@ -923,7 +1077,7 @@ static int shard_tls(bs_shard_conf_t *s, const bs_config_t *cfg, const ctx *c, c
 	return 0;
 }
 
-static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
+static int parse_shard(bs_config_t *cfg, seen_t *seen, const ctx *c, const node *n, int idx)
 {
 	bs_shard_conf_t *s = &cfg->shards[idx];
 	char where[64], w[160];
@@ -946,12 +1100,11 @@ static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
 		return nerr(c, v, "%s: shard name \"%s\" is not valid: expected 1 to %d of A-Z a-z 0-9 _ -", w,
 		            bs__quote(shown, sizeof shown, v->str, v->len), SHARD_NAME_MAX);
 	}
-	for (j = 0; j < idx; j++)
-		if (strcmp(cfg->shards[j].name, v->str) == 0)
-			return nerr(c, v, "%s: duplicate shard name \"%s\" (first declared at line %d)", w, v->str,
-			            cfg->shards[j].line);
 	if ((error = get_str(&s->name, c, v, w)) < 0)
 		return error;
+	if ((j = seen_name(seen, cfg, s->name, idx)) >= 0)
+		return nerr(c, v, "%s: duplicate shard name \"%s\" (first declared at line %d)", w, v->str,
+		            cfg->shards[j].line);
 
 	if ((error = opt_key(&s->host, c, n, where, "host", K_STR)) < 0 ||
 	    (error = opt_key(&s->port, c, n, where, "port", K_PORT)) < 0 ||
@@ -993,9 +1146,8 @@ static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
 	}
 	if (s->host == NULL && s->socket == NULL && s->defaults_file == NULL)
 		return nerr(c, n, "%s: a shard needs host, socket or defaults_file", where);
-	for (j = 0; j < idx; j++)
-		if (same_server(&cfg->shards[j], s) && !strcmp(cfg->shards[j].database, s->database))
-			return nerr(c, n, "%s: shard %s is the same server and database as shard %s (line %d): "
+	if ((j = seen_server(seen, cfg, idx)) >= 0)
+		return nerr(c, n, "%s: shard %s is the same server and database as shard %s (line %d): "
 			            "two shards cannot share one set of tables", where, s->name, cfg->shards[j].name,
 			            cfg->shards[j].line);
 	/* drain: true: `reshard plan` moves every bucket off this shard */
@@ -1008,6 +1160,7 @@ static int parse_shard(bs_config_t *cfg, const ctx *c, const node *n, int idx)
 static int parse_shards(bs_config_t *cfg, const ctx *c, const node *root)
 {
 	const node *v = get(root, "shards");
+	seen_t seen = { 0 };
 	size_t i;
 	int error;
 
@@ -1021,12 +1174,16 @@ static int parse_shards(bs_config_t *cfg, const ctx *c, const node *root)
 		return nerr(c, v, "shards: at most 65536 shards");
 	if ((cfg->shards = calloc(v->n, sizeof *cfg->shards)) == NULL)
 		return nomem();
+	if ((error = seen_init(&seen, v->n)) < 0)
+		goto done;
 	for (i = 0; i < v->n; i++) {
 		cfg->nshards = (int)i + 1;
-		if ((error = parse_shard(cfg, c, v->kids[i], (int)i)) < 0)
-			return error;
+		if ((error = parse_shard(cfg, &seen, c, v->kids[i], (int)i)) < 0)
+			goto done;
 	}
-	return 0;
+done:
+	seen_free(&seen);
+	return error;
 }
 
 static int parse_timeouts(bs_config_t *cfg, const ctx *c, const node *root)
@@ -1300,6 +1457,8 @@ int bs_config_parse(bs_config_t **out, const char *text, size_t len, const char 
 	c.file = path ? path : "<string>";
 	c.text = text ? text : "";
 	c.len = text ? len : 0;
+	if (c.len > MAX_FILE_BYTES) /* as bs_config_load reads it (a node's text fits 32 bits) */
+		return bs_error(BS_ECONFIG, "%s: cannot read: larger than %u bytes", c.file, MAX_FILE_BYTES);
 
 	if ((cfg = calloc(1, sizeof *cfg)) == NULL || (cfg->path = strdup(c.file)) == NULL) {
 		error = nomem();
@@ -1336,7 +1495,7 @@ int bs_config_parse(bs_config_t **out, const char *text, size_t len, const char 
 done:
 	if (parser_ready)
 		yaml_parser_delete(&c.parser);
-	node_free(root);
+	arena_free(&c);
 	bs_config_free(cfg);
 	return error;
 }

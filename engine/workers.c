@@ -84,9 +84,11 @@ static int beat_once(bs_store_t *st, beat_t *bt, unsigned count)
 	if (count % CLEAR_EVERY == 0)
 		bs__buf_printf(&b, ";DELETE FROM bagstore_workers WHERE heartbeat<NOW(6)-INTERVAL %d SECOND",
 		               (int)BS_WORKER_CLEAR_S);
-	if (!(rc = bs__buf_ok(&b)))
-		rc = bs__shard_exec(st, bt->shard, b.ptr, b.len);
-	if (rc && bs__shard_last_errno(st, bt->shard) == ER_NO_SUCH_TABLE) {
+	/* the shard's identity first (once per connection): servers swapped
+	 * under a running worker take no heartbeat of it */
+	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_check(st, bt->shard)) &&
+	    (rc = bs__shard_exec(st, bt->shard, b.ptr, b.len)) &&
+	    bs__shard_last_errno(st, bt->shard) == ER_NO_SUCH_TABLE) {
 		char label[192];
 		rc = bs_error(BS_ECONFIG, "%s: no worker registry (bagstore_workers): run `bagstore init` once with "
 		              "this version", bs__shard_label(label, sizeof label, &st->shards[bt->shard]));
@@ -139,7 +141,7 @@ static void *beat_thread(void *p)
 	/* a clean exit: the row goes */
 	bs__buf_puts(&b, "DELETE FROM bagstore_workers WHERE worker_id=");
 	bs__buf_hex(&b, w->id, strlen(w->id));
-	if (!bs__buf_ok(&b))
+	if (!bs__buf_ok(&b) && !bs__shard_check(st, bt->shard))
 		bs__shard_exec(st, bt->shard, b.ptr, b.len);
 	bs__buf_free(&b);
 done:

@@ -84,7 +84,13 @@ int bs__writers_new(bs__writers_t **out, const bs_config_t *cfg, bs__throttle_t 
 	w->stop = stop;
 	w->n = cfg->nshards;
 	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->cv, NULL);
+	/* bs__batch_wait's deadline is on CLOCK_MONOTONIC: a step of the
+	 * wall clock neither stretches nor cuts it */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	*out = w;
 	return 0;
 }
@@ -252,7 +258,7 @@ int bs__batch_wait(bs__batch_t *b, double s)
 {
 	bs__writers_t *w = b->w;
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* w->cv's clock */
 	double end = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + s;
 	ts.tv_sec = (time_t)end;
 	ts.tv_nsec = (long)((end - (double)ts.tv_sec) * 1e9);

@@ -176,6 +176,7 @@ typedef struct {
 	const char *where;
 	const char *text;
 	size_t len;
+	size_t items;   /* elements of sequences and mappings so far */
 } dec_t;
 
 __attribute__((format(printf, 4, 5)))
@@ -309,6 +310,17 @@ static int scalar_value(dec_t *d, yaml_event_t *ev, bs_value_t *out)
 
 static int parse_node(dec_t *d, yaml_event_t *ev, bs_value_t *out, int depth);
 
+/* One more element of a sequence or mapping (ev, its first event): a body
+ * holds at most BS_BODY_MAX_ITEMS, as bs_json_decode counts them, so a
+ * hostile file is refused where it goes past that rather than read whole
+ * into memory first. */
+static int count_item(dec_t *d, const yaml_event_t *ev)
+{
+	if (++d->items > BS_BODY_MAX_ITEMS)
+		return fail_at(d, BS_EINVAL, ev->start_mark, "body holds more than %u values", BS_BODY_MAX_ITEMS);
+	return 0;
+}
+
 /* Refuse anchors, aliases and container tags we do not know. */
 static int check_node(dec_t *d, yaml_event_t *ev, const yaml_char_t *anchor,
                       const yaml_char_t *tag, const char *plain_tag)
@@ -343,7 +355,9 @@ static int parse_sequence(dec_t *d, yaml_event_t *start, bs_value_t *out, int de
 			yaml_event_delete(&ev);
 			return 0;
 		}
-		rc = parse_node(d, &ev, &item, depth + 1);
+		rc = count_item(d, &ev);
+		if (rc == 0)
+			rc = parse_node(d, &ev, &item, depth + 1);
 		yaml_event_delete(&ev);
 		if (rc == 0)
 			rc = bs_array_push(out, &item);
@@ -382,6 +396,8 @@ static int parse_mapping(dec_t *d, yaml_event_t *start, bs_value_t *out, int dep
 		if (ev.type == YAML_MAPPING_END_EVENT)
 			break;
 		kmark = ev.start_mark;
+		if ((rc = count_item(d, &ev)) < 0)
+			goto done;
 		if (ev.type == YAML_ALIAS_EVENT) {
 			rc = fail_at(d, BS_EINVAL, kmark, "aliases are not supported");
 			goto done;

@@ -840,6 +840,31 @@ static void test_yaml(void)
 	      "%s", bs_last_error());
 	CHECK_ERR(bs_yaml_decode(&v, "a: *x\n", 6, "in.yaml"), BS_EINVAL);
 	CHECK(has(bs_last_error(), "aliases are not supported"), "%s", bs_last_error());
+	/* a body holds at most BS_BODY_MAX_ITEMS values, as JSON's: a longer
+	 * list is refused where it goes past the cap (not read whole first) */
+	{
+		/* the pair "a" and BS_BODY_MAX_ITEMS items: one too many */
+		size_t cnt = BS_BODY_MAX_ITEMS, len = 3 + 2 * cnt;
+		char *doc = malloc(len + 1), want[96];
+
+		if (doc) {
+			memcpy(doc, "a:\n", 3);
+			for (size_t i = 0; i < cnt; i++)
+				memcpy(doc + 3 + 2 * i, "-\n", 2);
+			doc[len] = '\0';
+			CHECK_ERR(bs_yaml_decode(&v, doc, len, "big.yaml"), BS_EINVAL);
+			/* the last item, an empty scalar just after its dash */
+			snprintf(want, sizeof want, "big.yaml:%u:2: body holds more than %u values", BS_BODY_MAX_ITEMS + 1,
+			         BS_BODY_MAX_ITEMS);
+			CHECK_STR(bs_last_error(), want);
+			doc[len - 2] = '\0'; /* one fewer: the cap itself reads */
+			CHECK_OK(bs_yaml_decode(&v, doc, len - 2, "big.yaml"));
+			CHECK(v.type == BS_MAP && v.v.m.len == 1 && v.v.m.items[0].val.v.a.len == BS_BODY_MAX_ITEMS - 1,
+			      "the list read");
+			bs_value_clear(&v);
+			free(doc);
+		}
+	}
 	CHECK_ERR(bs_yaml_decode(&v, "a: !secret 1\n", 13, "in.yaml"), BS_EINVAL);
 	CHECK_STR(bs_last_error(), "in.yaml:1:4: unsupported tag \"!secret\"");
 	CHECK_ERR(bs_yaml_decode(&v, "a: !!set {}\n", 12, "in.yaml"), BS_EINVAL);

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char fixtures[PATH_MAX];
@@ -888,6 +890,183 @@ static void test_grants(void)
 	bs_config_free(cfg);
 }
 
+/* ------------------------------------------------------ many shards */
+
+/* "shards:" and n shards s0.. on hosts h0.., then tail (one more shard). */
+static char *many_shards(int n, const char *tail)
+{
+	size_t cap = (size_t)n * 48 + strlen(tail) + 64, o;
+	char *t = malloc(cap);
+
+	if (!t)
+		return NULL;
+	o = (size_t)snprintf(t, cap, "shards:\n");
+	for (int i = 0; i < n; i++)
+		o += (size_t)snprintf(t + o, cap - o, "  - {name: s%d, host: h%d, port: 3306}\n", i, i);
+	snprintf(t + o, cap - o, "%s", tail);
+	return t;
+}
+
+/* The duplicate checks over a list at the 65,536-shard cap: each shard was
+ * compared with every earlier one (minutes; the runner's timeout); now a
+ * hash per key. Same messages, FILE:LINE of both shards. */
+static void test_many_shards(void)
+{
+	static const struct { const char *tail, *want; } cases[] = {
+		{ "  - {name: s0, host: other}\n",
+		  "<string>:65537:12: shards[65535].name: duplicate shard name \"s0\" (first declared at line 2)" },
+		{ "  - {name: s65534, host: other}\n",
+		  "<string>:65537:12: shards[65535].name: duplicate shard name \"s65534\" (first declared at line 65536)" },
+		{ "  - {name: last, host: h7}\n", /* 3306 by default */
+		  "<string>:65537:5: shards[65535]: shard last is the same server and database as shard s7 (line 9): "
+		  "two shards cannot share one set of tables" },
+		{ "  - {name: last, host: h65534, port: 3306, database: bagstore}\n",
+		  "<string>:65537:5: shards[65535]: shard last is the same server and database as shard s65534 (line 65536)" },
+	};
+	bs_config_t *cfg = NULL;
+	char *t;
+
+	for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+		if (!(t = many_shards(65535, cases[k].tail))) {
+			CHECK(0, "out of memory");
+			return;
+		}
+		CHECK_ERR(parse(&cfg, t), BS_ECONFIG);
+		CHECK(starts(bs_last_error(), cases[k].want), "case %zu: %s", k, bs_last_error());
+		free(t);
+	}
+	/* not duplicates: another database, another port, a socket named like a host */
+	t = many_shards(65533, "  - {name: x1, host: h7, database: other}\n"
+	                       "  - {name: x2, host: h7, port: 3307}\n"
+	                       "  - {name: x3, socket: h7}\n");
+	if (t) {
+		CHECK_OK(parse(&cfg, t));
+		CHECK(cfg && cfg->nshards == 65536, "%d shards", cfg ? cfg->nshards : -1);
+		bs_config_free(cfg);
+		cfg = NULL;
+		free(t);
+	}
+	/* a socket shard twice, far apart */
+	t = many_shards(3, "  - {name: a, socket: /run/a.sock}\n  - {name: b, socket: /run/b.sock}\n"
+	                   "  - {name: c, socket: /run/a.sock}\n");
+	if (t) {
+		CHECK_ERR(parse(&cfg, t), BS_ECONFIG);
+		CHECK(has(bs_last_error(), "<string>:7:5: shards[5]: shard c is the same server and database as shard a (line 5)"),
+		      "%s", bs_last_error());
+		free(t);
+	}
+}
+
+/* ---------------------------------------------------- hostile sizes */
+
+typedef struct {
+	int rc;
+	long maxrss_kb;
+	char msg[600];
+} load_result_t;
+
+/* bs_config_load(path) in a child, which reports its result and its peak
+ * resident set (getrusage: the child starts small, so the peak is the
+ * load's). */
+static bool load_in_child(load_result_t *r, const char *path)
+{
+	int fd[2], st;
+	pid_t pid;
+
+	memset(r, 0, sizeof *r);
+	if (pipe(fd) < 0 || (pid = fork()) < 0)
+		return false;
+	if (pid == 0) {
+		bs_config_t *cfg = NULL;
+		struct rusage ru;
+		load_result_t c = { 0 };
+
+		close(fd[0]);
+		c.rc = bs_config_load(&cfg, path);
+		getrusage(RUSAGE_SELF, &ru);
+		c.maxrss_kb = ru.ru_maxrss;
+		snprintf(c.msg, sizeof c.msg, "%s", c.rc < 0 ? bs_last_error() : "");
+		bs_config_free(cfg);
+		_exit(write(fd[1], &c, sizeof c) == (ssize_t)sizeof c ? 0 : 1);
+	}
+	close(fd[1]);
+	bool ok = read(fd[0], r, sizeof *r) == (ssize_t)sizeof *r;
+	close(fd[0]);
+	waitpid(pid, &st, 0);
+	return ok && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* A flat list just under the 16 MiB file cap, two bytes per node ("-\n",
+ * a null), took ~1 GB to read (a malloc per node and per text, kid arrays
+ * doubling): refused at the node cap with FILE:LINE:COL, in a bounded
+ * memory. Under a sanitizer or valgrind the bound is theirs, not ours. */
+static void test_hostile_size(void)
+{
+	char path[] = "/tmp/bagstore-test-config-XXXXXX", want[256];
+	const size_t n = ((16u << 20) - 16) / 2;
+	load_result_t r;
+	long bound = 128 * 1024;
+	FILE *f;
+	int fd;
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	bound = 0; /* ASan's shadow and allocator: ~520 MB for either file below */
+#endif
+	if (getenv("BAGSTORE_VALGRIND") && !strcmp(getenv("BAGSTORE_VALGRIND"), "1"))
+		bound = 0;
+	if ((fd = mkstemp(path)) < 0 || !(f = fdopen(fd, "w"))) {
+		CHECK(0, "cannot make %s", path);
+		return;
+	}
+	fputs("shards:\n", f);
+	for (size_t i = 0; i < n; i++)
+		fputs("-\n", f);
+	fclose(f);
+	CHECK(load_in_child(&r, path), "the child reported");
+	CHECK(r.rc == BS_ECONFIG, "rc %d", r.rc);
+	/* node 1 is the root mapping, 2 the key, 3 the list: the 1,048,577th
+	 * is the list's 1,048,574th item, on line 1,048,575 (an empty
+	 * scalar starts after its dash) */
+	snprintf(want, sizeof want, "%s:1048575:2: more than 1048576 YAML nodes (keys, values, lists and mappings): "
+	         "a bagstore configuration is far smaller; is this the right file?", path);
+	CHECK_STR(r.msg, want);
+	if (bound)
+		CHECK(r.maxrss_kb < bound, "peak resident set %ld KiB reading a hostile 16 MiB list (bound %ld KiB)",
+		      r.maxrss_kb, bound);
+	printf("# hostile 16 MiB flat list: peak resident set %ld KiB\n", r.maxrss_kb);
+	unlink(path);
+
+	/* bs_config_parse holds a string to the file's cap too */
+	{
+		size_t big = (16u << 20) + 1;
+		char *text = malloc(big);
+		bs_config_t *cfg = NULL;
+
+		if (text) {
+			memset(text, '#', big);
+			CHECK_ERR(bs_config_parse(&cfg, text, big, "big.yaml"), BS_ECONFIG);
+			CHECK_STR(bs_last_error(), "big.yaml: cannot read: larger than 16777216 bytes");
+			free(text);
+		}
+	}
+
+	/* a legitimate list of 65,536 shards still reads */
+	strcpy(path, "/tmp/bagstore-test-config-XXXXXX");
+	if ((fd = mkstemp(path)) < 0 || !(f = fdopen(fd, "w"))) {
+		CHECK(0, "cannot make %s", path);
+		return;
+	}
+	fputs("shards:\n", f);
+	for (int i = 0; i < 65536; i++)
+		fprintf(f, "  - name: s%d\n    host: db%d.example.com\n    port: 3306\n    database: store_%d\n"
+		        "    user: app\n    password_env: PW_%d\n", i, i, i, i);
+	fclose(f);
+	CHECK(load_in_child(&r, path), "the child reported");
+	CHECK(r.rc == 0, "65,536 shards: %d %s", r.rc, r.msg);
+	printf("# 65,536 shards of six keys: peak resident set %ld KiB\n", r.maxrss_kb);
+	unlink(path);
+}
+
 int main(void)
 {
 	find_fixtures();
@@ -906,5 +1085,7 @@ int main(void)
 	test_tls_good();
 	test_tls_bad();
 	test_grants();
+	test_many_shards();
+	test_hostile_size();
 	return t_done("config");
 }

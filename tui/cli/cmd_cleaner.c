@@ -30,9 +30,23 @@
 static atomic_int stop_flag, hup_flag;
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal handler needs a lock-free atomic_int");
 
+/* A second SIGTERM or SIGINT while the first one's stop waits (a chunk on
+ * a hung shard) exits at once, status 1, as the daemon does (svc.c): the
+ * job in hand is taken over from its checkpoint as after a kill. write(2)
+ * and _exit(2) are async-signal-safe. */
 static void on_signal(int sig)
 {
-	atomic_store(sig == SIGHUP ? &hup_flag : &stop_flag, 1);
+	static const char again[] = "bagstore: cleaner: stop signal again: exiting at once, status 1 "
+	                            "(the jobs in hand go back to any cleaner, as after a kill)\n";
+
+	if (sig != SIGHUP && atomic_exchange(&stop_flag, 1)) {
+		if (write(STDERR_FILENO, again, sizeof again - 1) < 0) {
+			/* nothing more to say */
+		}
+		_exit(1);
+	}
+	if (sig == SIGHUP)
+		atomic_store(&hup_flag, 1);
 }
 
 /* What the cleaner's threads report, under lock (progress and errors come

@@ -13,7 +13,11 @@
  * SIGTERM or SIGINT: the stop flag the engine polls (backfills finish the
  * chunk in hand, checkpoint and put their jobs back to queued; the loop
  * ends), then the registry row is deleted and the process exits 0. A
- * second one exits at once (status 1; the jobs recover as after a kill).
+ * second one exits at once, whatever the stop is waiting on (a hung shard,
+ * a hook), status 1, with a log line that says so; the jobs it held are
+ * taken over from their checkpoints as after a kill (their locks die with
+ * its connections). svc's thread keeps waiting for signals until svc_end
+ * is done: it stops its periodic work when svc_end begins (`ending`).
  * SIGHUP: the configuration file is read again; its cleaner: settings and
  * hooks take effect (doc/DESIGN.md says when each one does); the rest of
  * it needs a restart, and the log says so when it changed.
@@ -74,6 +78,11 @@ typedef struct {
 	svc_hooks_t *hooks;
 	pthread_t tid;
 	bool tid_started;
+	/* set by svc_end under tick_mu: svc's thread then only waits for
+	 * signals (no tick touches what svc_end stops); on_signal and the
+	 * ticks run under tick_mu */
+	pthread_mutex_t tick_mu;
+	bool ending;
 	double started;          /* monotonic */
 	int64_t signals;         /* TERM/INT received (svc's thread only) */
 	char stop_reason[32];
@@ -516,19 +525,109 @@ static void reload_restart_notes(svc_t *s, const bs_config_t *nc)
 		        "timeouts or catalog_ttl changed: restart the cleaner to use them");
 }
 
+static bool streq(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* The same shards, in the same order, at the same addresses? */
+static bool same_shards(const bs_config_t *a, const bs_config_t *b)
+{
+	if (a->nshards != b->nshards)
+		return false;
+	for (int i = 0; i < a->nshards; i++) {
+		const bs_shard_conf_t *x = &a->shards[i], *y = &b->shards[i];
+		if (!streq(x->name, y->name) || !streq(x->host, y->host) || x->port != y->port ||
+		    !streq(x->socket, y->socket) || !streq(x->database, y->database) ||
+		    !streq(x->defaults_file, y->defaults_file) || !streq(x->option_group, y->option_group))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A changed shard list, checked against the shards as a start would check
+ * it (each shard's identity: its store, its name, the map's members),
+ * through a store of its own with timeouts capped at 2 s, on svc's thread.
+ * BS_ECONFIG with the first disagreement in the error slot: the reload is
+ * refused. 0 otherwise; shards that did not answer (not checked: a restart
+ * will) are named in unchecked.
+ */
+#define LIST_CHECK_CAP_S 2.0
+static int check_shard_list(const bs_config_t *nc, char *unchecked, size_t un)
+{
+	bs_config_t c = *nc;
+	bs_store_t *st = NULL;
+	bs_shard_status_t *ss = NULL;
+	size_t o = 0;
+	int rc;
+
+	unchecked[0] = '\0';
+	if (c.connect_timeout > LIST_CHECK_CAP_S)
+		c.connect_timeout = LIST_CHECK_CAP_S;
+	if (c.read_timeout > LIST_CHECK_CAP_S)
+		c.read_timeout = LIST_CHECK_CAP_S;
+	if (c.write_timeout > LIST_CHECK_CAP_S)
+		c.write_timeout = LIST_CHECK_CAP_S;
+	if (!(ss = calloc((size_t)c.nshards, sizeof *ss))) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = bs_store_open(&st, &c)) < 0 || (rc = bs_shard_status(ss, st)) < 0) {
+		if (rc != BS_ECONFIG) { /* not a disagreement: unchecked */
+			snprintf(unchecked, un, "%s", bs_last_error());
+			rc = 0;
+		}
+		goto done;
+	}
+	for (int i = 0; i < c.nshards; i++) {
+		if (ss[i].state == BS_SHARD_DOWN) {
+			if (o < un)
+				o += (size_t)snprintf(unchecked + o, un - o, "%s%s (%s)", o ? ", " : "", ss[i].name,
+				                      ss[i].error);
+		} else if (ss[i].fingerprint_ok == 0) {
+			rc = bs_error(BS_ECONFIG, "%s", ss[i].error);
+			goto done;
+		} else if (ss[i].fingerprint_ok < 0) {
+			rc = bs_error(BS_ECONFIG, "shard %s (%s) is not initialised: run `bagstore init` (or is this "
+			              "another shard list?)", ss[i].name, ss[i].address);
+			goto done;
+		}
+	}
+done:
+	if (st)
+		bs_store_free(st);
+	free(ss);
+	return rc;
+}
+
+static void reload_refused(svc_t *s, const char *why)
+{
+	pthread_mutex_lock(&s->ctr.mu);
+	s->ctr.reloads_failed++;
+	pthread_mutex_unlock(&s->ctr.mu);
+	svc_log(&s->log, LOG_ERROR_, "reload_failed", json_pack("{s:o}", "reason", cli_jstr(why)),
+	        "SIGHUP: %s: the settings in force stay", why);
+}
+
 static void reload(svc_t *s)
 {
 	bs_config_t *nc = NULL;
 	bs_cleaner_conf_t was;
-	char msg[1024];
+	char msg[1024], unchecked[512] = "";
 	json_t *f;
 
 	if (bs_config_load(&nc, s->cfg->path) < 0) {
-		pthread_mutex_lock(&s->ctr.mu);
-		s->ctr.reloads_failed++;
-		pthread_mutex_unlock(&s->ctr.mu);
-		svc_log(&s->log, LOG_ERROR_, "reload_failed", json_pack("{s:o}", "reason", cli_jstr(bs_last_error())),
-		        "SIGHUP: %s: the settings in force stay", bs_last_error());
+		reload_refused(s, bs_last_error());
+		return;
+	}
+	/* a file whose shard list the shards disagree with is not applied at
+	 * all (a restart would refuse it): the cleaner goes on as it was */
+	if (!same_shards(s->cfg, nc) && check_shard_list(nc, unchecked, sizeof unchecked) < 0) {
+		snprintf(msg, sizeof msg, "the shard list in %s disagrees with the shards: %s; the cleaner keeps the "
+		         "list it started with", nc->path, bs_last_error());
+		reload_refused(s, msg);
+		bs_config_free(nc);
 		return;
 	}
 	bs_cleaner_live_get(&was, s->live);
@@ -549,6 +648,10 @@ static void reload(svc_t *s)
 	svc_log(&s->log, LOG_INFO_, "reload", json_pack("{s:o,s:o}", "config", cli_jstr(nc->path), "changed", f),
 	        "SIGHUP: reloaded %s: %s", nc->path, msg);
 	reload_restart_notes(s, nc);
+	if (unchecked[0])
+		svc_log(&s->log, LOG_WARN_, "reload_partial", json_pack("{s:o}", "reason", cli_jstr(unchecked)),
+		        "the new shard list could not be checked against every shard: %s: a restart will check it",
+		        unchecked);
 	bs_config_free(nc);
 }
 
@@ -559,13 +662,23 @@ static void on_signal(svc_t *s, int sig)
 	const char *name = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP";
 
 	if (sig == SIGHUP) {
-		reload(s);
+		if (s->ending)
+			svc_log(&s->log, LOG_WARN_, "signal", json_pack("{s:s}", "signal", name),
+			        "SIGHUP: not reloaded: the cleaner is stopping");
+		else
+			reload(s);
 		return;
 	}
 	if (s->signals++) {
-		svc_log(&s->log, LOG_WARN_, "signal", json_pack("{s:s}", "signal", name),
-		        "%s again: exiting at once (the jobs in hand go back to any cleaner, as after a kill)", name);
+		svc_log(&s->log, LOG_WARN_, "signal", json_pack("{s:s,s:i}", "signal", name, "exit_status", 1),
+		        "%s again: exiting at once, status 1 (the jobs in hand go back to any cleaner, as after a kill)",
+		        name);
 		_exit(1);
+	}
+	if (s->ending) { /* the loop ended on an error: svc_end is under way */
+		svc_log(&s->log, LOG_INFO_, "signal", json_pack("{s:s}", "signal", name),
+		        "%s: the cleaner is already stopping; a second one exits at once", name);
+		return;
 	}
 	snprintf(s->stop_reason, sizeof s->stop_reason, "%s", name);
 	svc_notify_send(&s->nfy, "STOPPING=1\nSTATUS=stopping: finishing the chunks in hand");
@@ -693,11 +806,15 @@ static void *svc_thread(void *p)
 	sigaddset(&set, SIGHUP);
 	while (!atomic_load(&s->quit)) {
 		int sig = sigtimedwait(&set, NULL, &tmo);
+		pthread_mutex_lock(&s->tick_mu);
 		if (sig > 0)
 			on_signal(s, sig);
-		double now = mono();
-		tick_notify(s, now);
-		tick_registry(s, now);
+		if (!s->ending) {
+			double now = mono();
+			tick_notify(s, now);
+			tick_registry(s, now);
+		}
+		pthread_mutex_unlock(&s->tick_mu);
 	}
 	return NULL;
 }
@@ -784,9 +901,14 @@ static void svc_end(svc_t *s, int rc)
 {
 	double up = mono() - s->started;
 
-	atomic_store(&s->quit, true);
-	if (s->tid_started)
-		pthread_join(s->tid, NULL);
+	/* svc's thread stays, for a second SIGTERM while what follows waits
+	 * on a hung shard or a hook; its periodic work stops here */
+	pthread_mutex_lock(&s->tick_mu);
+	s->ending = true;
+	pthread_mutex_unlock(&s->tick_mu);
+	if (s->log.f && s->tid_started)
+		svc_log(&s->log, LOG_INFO_, "stopping", NULL, "the engine's loop ended: leaving the worker registry, "
+		        "stopping hooks and the collector (a second SIGTERM exits at once)");
 	if (!s->stop_reason[0])
 		svc_notify_send(&s->nfy, "STOPPING=1");
 	bs_worker_stop(s->worker);  /* deregisters */
@@ -799,12 +921,16 @@ static void svc_end(svc_t *s, int rc)
 		                  cli_exit_code(rc), "uptime_s", up, "error", rc < 0 ? cli_jstr(bs_last_error()) : json_null()),
 		        "cleaner stopped (%s) after %.0f s: exit %d%s%s", s->stop_reason[0] ? s->stop_reason : "error", up,
 		        cli_exit_code(rc), rc < 0 ? ": " : "", rc < 0 ? bs_last_error() : "");
+	atomic_store(&s->quit, true);
+	if (s->tid_started)
+		pthread_join(s->tid, NULL);
 	svc_notify_close(&s->nfy);
 	bs_cleaner_live_free(s->live);
 	free(s->agg);
 	if (s->ctr.repair_passes)
 		svc_counters_free(&s->ctr);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->tick_mu);
 }
 
 /* A reshard's move (the engine's move_progress): a line when its state or
@@ -855,6 +981,7 @@ int svc_run(cli_ctx_t *ctx, const svc_opts_t *o)
 	s->cfg = bs_store_config(ctx->st);
 	s->opts = o;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->tick_mu, NULL);
 	if ((rc = svc_begin(s)) == 0) {
 		bs_cleaner_opts_t eo = { .stop = &s->stop, .event = on_event, .ctx = s, .live = s->live,
 		                         .move_progress = on_move };

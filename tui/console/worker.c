@@ -38,7 +38,7 @@ typedef struct {
 
 static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;  /* the lanes' queues */
 static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;    /* work arrived, or stop */
-static pthread_cond_t idle_cv = PTHREAD_COND_INITIALIZER; /* a request ended, a lane finished */
+static pthread_cond_t idle_cv; /* a request ended, a lane finished (cv_init) */
 static pthread_mutex_t snap_mu = PTHREAD_MUTEX_INITIALIZER; /* snapshots, backfill slots, notices */
 static lane_t lanes[LANE_COUNT];
 /* Set once by worker_stop, under q_mu so that a lane about to wait on q_cv
@@ -74,12 +74,36 @@ void worker_drain_wake(void)
 		;
 }
 
-/* CLOCK_REALTIME (what pthread_cond_timedwait measures) secs from now. */
+/* The condition variables waited on with a deadline measure it on
+ * CLOCK_MONOTONIC, so that a step of the wall clock (NTP, an operator's
+ * `date -s`) neither stretches a wait nor ends it early. Set up once, by
+ * worker_start before any thread exists (or by a wait when none ever did). */
+static pthread_cond_t bf_cv; /* with snap_mu: a backfill ended (see below) */
+static pthread_once_t cv_once = PTHREAD_ONCE_INIT;
+
+static void cv_init_once(void)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&idle_cv, &ca);
+	pthread_cond_init(&bf_cv, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+static void cv_init(void)
+{
+	pthread_once(&cv_once, cv_init_once);
+}
+
+/* CLOCK_MONOTONIC (what idle_cv and bf_cv measure) secs from now. */
 static struct timespec deadline_in(double secs)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	cv_init();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	if (secs < 0)
 		secs = 0;
 	ts.tv_sec += (time_t)secs;
@@ -141,6 +165,7 @@ int worker_start(const bs_config_t *cfg, double timeout_s)
 {
 	int i, rc;
 
+	cv_init();
 	wcfg = *cfg;
 	if (timeout_s > 0) {
 		if (wcfg.connect_timeout <= 0 || wcfg.connect_timeout > timeout_s)
@@ -338,7 +363,7 @@ static bf_slot_t bf[MAX_LOCAL];
  * snap_mu by worker_stop, and read under snap_mu with the slot claim in
  * worker_backfill_start: no slot is claimed once it is set. */
 static atomic_int bf_stop;
-static pthread_cond_t bf_cv = PTHREAD_COND_INITIALIZER; /* with snap_mu: a backfill ended */
+/* bf_cv (declared with cv_init, above), with snap_mu: a backfill ended */
 
 /*
  * The console in the worker registry (`bagstore workers`, kind "console")
