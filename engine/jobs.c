@@ -303,40 +303,46 @@ int bs_backfill_queue(bs_store_t *st, const char *index)
 	return bs__shard_each(st, NULL, queue_on, &a, NULL);
 }
 
+bool bs__control_action(const char *action)
+{
+	return !strcmp(action, "pause") || !strcmp(action, "resume") || !strcmp(action, "cancel");
+}
+
 struct control_arg {
-	const char *index;
-	const char *action;
+	const bs__control_t *c;
 	int64_t *matched; /* per shard */
-	int64_t *jobs;    /* per shard */
+	int64_t *total;   /* per shard */
 };
 
 static int control_on(bs_store_t *st, int i, void *p)
 {
 	struct control_arg *a = p;
+	const bs__control_t *c = a->c;
 	bs_buf_t b = {0};
 	MYSQL_RES *res = NULL;
 	int rc;
 	if ((rc = bs__shard_check(st, i)))
 		goto done;
-	if (!strcmp(a->action, "pause"))
-		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='paused', reason='paused by an operator'"
-		             " WHERE state IN ('queued','running','throttled') AND index_name=");
-	else if (!strcmp(a->action, "resume"))
-		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='queued', reason=''"
-		             " WHERE state IN ('paused','failed','cancelled') AND index_name=");
+	bs__buf_puts(&b, "UPDATE ");
+	bs__buf_puts(&b, c->table);
+	if (!strcmp(c->action, "pause"))
+		bs__buf_puts(&b, " SET state='paused', reason='paused by an operator'"
+		             " WHERE state IN ('queued','running','throttled') AND ");
+	else if (!strcmp(c->action, "resume"))
+		bs__buf_puts(&b, " SET state='queued', reason='' WHERE state IN ('paused','failed','cancelled') AND ");
 	else
-		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='cancelled', reason='cancelled by an operator'"
-		             " WHERE state NOT IN ('done','cancelled') AND index_name=");
-	bs__buf_hex(&b, a->index, strlen(a->index));
+		bs__buf_printf(&b, " SET state='cancelled', reason='cancelled by an operator'"
+		               " WHERE state NOT IN ('done','cancelled') AND %s%s", c->cancel_only ? c->cancel_only : "",
+		               c->cancel_only ? " AND " : "");
+	bs__buf_puts(&b, c->rows);
 	if ((rc = bs__exec_count(&a->matched[i], st, i, &b)))
 		goto done;
 	bs__buf_reset(&b);
-	bs__buf_puts(&b, "SELECT COUNT(*) FROM bagstore_jobs WHERE index_name=");
-	bs__buf_hex(&b, a->index, strlen(a->index));
+	bs__buf_printf(&b, "SELECT COUNT(*) FROM %s WHERE %s", c->table, c->rows);
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
-	a->jobs[i] = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
+	a->total[i] = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
 done:
 	if (res)
 		mysql_free_result(res);
@@ -344,28 +350,43 @@ done:
 	return rc;
 }
 
-int bs_job_control(bs_store_t *st, const char *index, const char *action)
+int bs__control_rows(int64_t *matched, int64_t *total, bs_store_t *st, const bs__control_t *c)
 {
-	int64_t *matched = NULL, *jobs = NULL;
+	struct control_arg a = { c, calloc((size_t)st->n, sizeof *a.matched), calloc((size_t)st->n, sizeof *a.total) };
 	int rc;
-	if (strcmp(action, "pause") && strcmp(action, "resume") && strcmp(action, "cancel"))
-		return bs_error(BS_EINVAL, "unknown job action '%s' (pause, resume or cancel)", action);
-	if (st->cfg->read_only)
-		return bs_error(BS_EREADONLY, "read-only: refusing to %s backfill %s", action, index);
-	matched = calloc((size_t)st->n, sizeof *matched);
-	jobs = calloc((size_t)st->n, sizeof *jobs);
-	if (!matched || !jobs) {
+	*matched = *total = 0;
+	if (!a.matched || !a.total) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
-	struct control_arg a = { index, action, matched, jobs };
 	if ((rc = bs__shard_each(st, NULL, control_on, &a, NULL)))
 		goto done;
-	int64_t m = 0, j = 0;
 	for (int i = 0; i < st->n; i++) {
-		m += matched[i];
-		j += jobs[i];
+		*matched += a.matched[i];
+		*total += a.total[i];
 	}
+done:
+	free(a.matched);
+	free(a.total);
+	return rc;
+}
+
+int bs_job_control(bs_store_t *st, const char *index, const char *action)
+{
+	bs_buf_t rows = {0};
+	int64_t m = 0, j = 0;
+	int rc;
+	if (!bs__control_action(action))
+		return bs_error(BS_EINVAL, "unknown job action '%s' (pause, resume or cancel)", action);
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing to %s backfill %s", action, index);
+	bs__buf_puts(&rows, "index_name=");
+	bs__buf_hex(&rows, index, strlen(index));
+	if ((rc = bs__buf_ok(&rows)))
+		goto done;
+	bs__control_t c = { "bagstore_jobs", rows.ptr, NULL, action };
+	if ((rc = bs__control_rows(&m, &j, st, &c)))
+		goto done;
 	if (j == 0) {
 		rc = bs_error(BS_ENOTFOUND, "no backfill jobs for index %s", index);
 		goto done;
@@ -381,8 +402,7 @@ int bs_job_control(bs_store_t *st, const char *index, const char *action)
 	bs_audit(st, what, index, detail); /* best effort */
 	bs_error_clear();
 done:
-	free(matched);
-	free(jobs);
+	bs__buf_free(&rows);
 	return rc;
 }
 
