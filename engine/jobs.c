@@ -163,27 +163,25 @@ void bs_job_list_free(bs_job_list_t *l)
 	l->len = 0;
 }
 
-struct list_arg {
-	bs_job_list_t *per; /* per shard */
-	char (*err)[512];   /* per shard: the message of a failure */
-};
-
-static int list_rows(bs_store_t *st, int i, struct list_arg *a)
+/* A shard's jobs into its part of the list (bs__collect). */
+static int list_rows(bs__part_t *part, bs_store_t *st, int i, void *arg)
 {
 	static const char q[] = "SELECT " JOB_COLS ", UNIX_TIMESTAMP(NOW(6)) FROM bagstore_jobs ORDER BY index_name";
 	MYSQL_RES *res = NULL;
+	bs_job_t *items;
 	int rc;
+	(void)arg;
 	if ((rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
 		return rc;
 	size_t n = (size_t)mysql_num_rows(res);
-	bs_job_list_t *l = &a->per[i];
-	if (n && !(l->items = calloc(n, sizeof *l->items))) {
+	if (n && !(part->items = calloc(n, sizeof *items))) {
 		rc = bs_error(BS_ENOMEM, "out of memory listing jobs");
 		goto done;
 	}
+	items = part->items;
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res))) {
-		bs_job_t *j = &l->items[l->len++];
+		bs_job_t *j = &items[part->len++];
 		job_from_row(j, NULL, row, i);
 		int64_t now = bs__parse_unix_us(row[17]);
 		if ((j->state == BS_JOB_RUNNING || j->state == BS_JOB_THROTTLED) && j->heartbeat_us &&
@@ -196,53 +194,20 @@ done:
 	return rc;
 }
 
-static int list_on(bs_store_t *st, int i, void *p)
-{
-	struct list_arg *a = p;
-	int rc = list_rows(st, i, a);
-	if (rc) /* bs__shard_each keeps only the first shard's message */
-		snprintf(a->err[i], sizeof a->err[i], "%s", bs_last_error());
-	return rc;
-}
-
 int bs_job_list(bs_job_list_t *out, bs_store_t *st, int *unreachable)
 {
-	struct list_arg a = {0};
-	int *rcs = calloc((size_t)st->n, sizeof *rcs);
-	int rc = 0, down = 0, total = 0, first = -1;
+	static const bs__collect_t c = { sizeof(bs_job_t), list_rows, NULL, NULL,
+	                                 { "listing backfill jobs", "the jobs list", false } };
+	void *items;
+	bs__up_t up;
+	int rc;
 
 	out->items = NULL;
 	out->len = 0;
-	a.per = calloc((size_t)st->n, sizeof *a.per);
-	a.err = calloc((size_t)st->n, sizeof *a.err);
-	if (!rcs || !a.per || !a.err) {
-		rc = bs_error(BS_ENOMEM, "out of memory listing jobs");
-		goto done;
-	}
-	bs__shard_each(st, NULL, list_on, &a, rcs);
-	for (int i = 0; i < st->n; i++) {
-		if (rcs[i] == BS_EUNREACHABLE)
-			down++;
-		else if (rcs[i] && first < 0)
-			first = i;
-		total += a.per[i].len;
-	}
-	if (first >= 0) { /* its message names the shard and carries MySQL's */
-		rc = bs_error(rcs[first], "listing backfill jobs: %s", a.err[first]);
-		goto done;
-	}
-	if (down == st->n) {
-		rc = bs_error(BS_EUNREACHABLE, "no shard answered for the jobs list");
-		goto done;
-	}
-	if (total && !(out->items = calloc((size_t)total, sizeof *out->items))) {
-		rc = bs_error(BS_ENOMEM, "out of memory listing jobs");
-		goto done;
-	}
+	if ((rc = bs__collect(&items, &out->len, &up, st, &c)))
+		return rc;
+	out->items = items;
 	/* by index, then shard */
-	for (int i = 0; i < st->n; i++)
-		for (int k = 0; k < a.per[i].len; k++)
-			out->items[out->len++] = a.per[i].items[k];
 	for (int x = 1; x < out->len; x++) {
 		bs_job_t t = out->items[x];
 		int y = x - 1;
@@ -254,15 +219,8 @@ int bs_job_list(bs_job_list_t *out, bs_store_t *st, int *unreachable)
 		out->items[y + 1] = t;
 	}
 	if (unreachable)
-		*unreachable = down;
-done:
-	if (a.per)
-		for (int i = 0; i < st->n; i++)
-			bs_job_list_free(&a.per[i]);
-	free(a.per);
-	free(a.err);
-	free(rcs);
-	return rc;
+		*unreachable = up.down;
+	return 0;
 }
 
 struct queue_arg {
