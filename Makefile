@@ -120,7 +120,7 @@ TSAN_TESTS = unit test_console_screens test_console_indexes test_console_entitie
 	test_console_navigation test_console_honest test_console_narrow test_audit test_properties \
 	test_lag_history \
 	test_console_workers test_service test_console_topology \
-	test_throttle
+	test_throttle test_collect
 # (test_reshard runs under check and asan; under TSan's slowdown it lost one
 # or two index rows of an index sharded apart from its entities in one run
 # of three, a known open bug of moves (doc/DESIGN.md, "Known gaps"), which
