@@ -191,41 +191,39 @@ static int entry_from_row(bs_audit_entry_t *e, MYSQL_ROW row, const unsigned lon
 	return rc;
 }
 
-struct list_arg {
-	int limit;
-	bs_audit_list_t *per; /* per shard */
-	char (*err)[512];
-};
-
-static int list_rows(bs_store_t *st, int i, struct list_arg *a)
+/* A shard's newest rows, at most *limit, into its part of the log
+ * (bs__collect). */
+static int list_rows(bs__part_t *part, bs_store_t *st, int i, void *arg)
 {
+	const int *limit = arg;
 	bs_buf_t b = {0};
 	MYSQL_RES *res = NULL;
+	bs_audit_entry_t *items;
 	bool full = true;
 	int rc;
 
-	bs__buf_printf(&b, "SELECT " LIST_COLS_FULL " FROM bagstore_audit ORDER BY id DESC LIMIT %d", a->limit);
+	bs__buf_printf(&b, "SELECT " LIST_COLS_FULL " FROM bagstore_audit ORDER BY id DESC LIMIT %d", *limit);
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, i)))
 		goto done;
 	rc = bs__shard_query(&res, st, i, b.ptr, b.len);
 	if (rc == BS_ESQL && bs__shard_last_errno(st, i) == ER_BAD_FIELD_ERROR) {
 		full = false; /* not upgraded by init yet */
 		bs__buf_reset(&b);
-		bs__buf_printf(&b, "SELECT " LIST_COLS " FROM bagstore_audit ORDER BY id DESC LIMIT %d", a->limit);
+		bs__buf_printf(&b, "SELECT " LIST_COLS " FROM bagstore_audit ORDER BY id DESC LIMIT %d", *limit);
 		if (!(rc = bs__buf_ok(&b)))
 			rc = bs__shard_query(&res, st, i, b.ptr, b.len);
 	}
 	if (rc)
 		goto done;
 	size_t n = (size_t)mysql_num_rows(res);
-	bs_audit_list_t *l = &a->per[i];
-	if (n && !(l->items = calloc(n, sizeof *l->items))) {
+	if (n && !(part->items = calloc(n, sizeof *items))) {
 		rc = bs_error(BS_ENOMEM, "out of memory reading the audit log");
 		goto done;
 	}
+	items = part->items;
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res)))
-		if ((rc = entry_from_row(&l->items[l->len++], row, mysql_fetch_lengths(res), full, i)))
+		if ((rc = entry_from_row(&items[part->len++], row, mysql_fetch_lengths(res), full, i)))
 			goto done;
 done:
 	if (res)
@@ -234,13 +232,12 @@ done:
 	return rc;
 }
 
-static int list_on(bs_store_t *st, int i, void *p)
+static void entry_free(void *p)
 {
-	struct list_arg *a = p;
-	int rc = list_rows(st, i, a);
-	if (rc)
-		snprintf(a->err[i], sizeof a->err[i], "%s", bs_last_error());
-	return rc;
+	bs_audit_entry_t *e = p;
+	free(e->detail);
+	bs_bytes_free(&e->before);
+	bs_bytes_free(&e->after);
 }
 
 static int newest_first(const void *x, const void *y)
@@ -253,70 +250,25 @@ static int newest_first(const void *x, const void *y)
 	return a->id > b->id ? -1 : a->id < b->id;
 }
 
-/* The shards' rows into out, newest first, cut at limit. */
-static int merge(bs_audit_list_t *out, bs_audit_list_t *per, int n, int limit)
-{
-	int total = 0;
-	for (int i = 0; i < n; i++)
-		total += per[i].len;
-	if (total && !(out->items = calloc((size_t)total, sizeof *out->items)))
-		return bs_error(BS_ENOMEM, "out of memory reading the audit log");
-	for (int i = 0; i < n; i++) {
-		for (int k = 0; k < per[i].len; k++)
-			out->items[out->len++] = per[i].items[k];
-		per[i].len = 0; /* moved */
-	}
-	if (out->len > 1)
-		qsort(out->items, (size_t)out->len, sizeof *out->items, newest_first);
-	while (out->len > limit) {
-		bs_audit_entry_t *e = &out->items[--out->len];
-		free(e->detail);
-		bs_bytes_free(&e->before);
-		bs_bytes_free(&e->after);
-	}
-	return 0;
-}
-
 int bs_audit_list(bs_audit_list_t *out, bs_store_t *st, int limit)
 {
-	struct list_arg a = { limit > 0 ? limit : 100, NULL, NULL };
-	int *rcs = calloc((size_t)st->n, sizeof *rcs);
-	int rc = 0, down = 0, first = -1;
+	const bs__collect_t c = { sizeof(bs_audit_entry_t), list_rows, entry_free, &limit,
+	                          { "reading the audit log", "the audit log", true } };
+	void *items;
+	bs__up_t up;
+	int rc;
 
 	memset(out, 0, sizeof *out);
-	a.per = calloc((size_t)st->n, sizeof *a.per);
-	a.err = calloc((size_t)st->n, sizeof *a.err);
-	if (!rcs || !a.per || !a.err) {
-		rc = bs_error(BS_ENOMEM, "out of memory reading the audit log");
-		goto done;
-	}
-	bs__shard_each(st, NULL, list_on, &a, rcs);
-	for (int i = 0; i < st->n; i++) {
-		if (rcs[i] == BS_EUNREACHABLE) {
-			if (!down++)
-				snprintf(out->unreachable_first, sizeof out->unreachable_first, "%s", a.err[i]);
-		} else if (rcs[i] && first < 0) {
-			first = i;
-		}
-	}
-	if (first >= 0) {
-		rc = bs_error(rcs[first], "reading the audit log: %s", a.err[first]);
-		goto done;
-	}
-	if (down == st->n) {
-		rc = bs_error(BS_EUNREACHABLE, "no shard answered for the audit log: %s", out->unreachable_first);
-		goto done;
-	}
-	out->unreachable = down;
-	rc = merge(out, a.per, st->n, a.limit);
-done:
-	if (a.per)
-		for (int i = 0; i < st->n; i++)
-			bs_audit_list_free(&a.per[i]);
-	free(a.per);
-	free(a.err);
-	free(rcs);
-	if (rc)
-		bs_audit_list_free(out);
-	return rc;
+	limit = limit > 0 ? limit : 100;
+	if ((rc = bs__collect(&items, &out->len, &up, st, &c)))
+		return rc;
+	out->items = items;
+	out->unreachable = up.down;
+	snprintf(out->unreachable_first, sizeof out->unreachable_first, "%s", up.down_first);
+	/* the shards' rows newest first, cut at limit */
+	if (out->len > 1)
+		qsort(out->items, (size_t)out->len, sizeof *out->items, newest_first);
+	while (out->len > limit)
+		entry_free(&out->items[--out->len]);
+	return 0;
 }

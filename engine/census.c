@@ -68,7 +68,6 @@ typedef struct {
 	int64_t est;        /* InnoDB's row estimate of the shard's entities */
 	bool complete;      /* every row was read */
 	bool skip;          /* not sampled: not asked for, or unreachable */
-	char err[256];      /* why the shard could not be sampled */
 	int64_t corrupt;
 	char first_bad[320];
 } shard_sample_t;
@@ -164,19 +163,9 @@ static void sample_dedupe(shard_sample_t *s)
 	s->n = o;
 }
 
-static int sample_shard(bs_store_t *st, int i, struct sample_arg *a);
-
-static int sample_on(bs_store_t *st, int i, void *p)
+static int sample_shard(bs_store_t *st, int i, void *p)
 {
 	struct sample_arg *a = p;
-	int rc = sample_shard(st, i, a);
-	if (rc) /* bs__shard_each keeps only the first shard's message */
-		snprintf(a->s[i].err, sizeof a->s[i].err, "%s", bs_last_error());
-	return rc;
-}
-
-static int sample_shard(bs_store_t *st, int i, struct sample_arg *a)
-{
 	shard_sample_t *s = &a->s[i];
 	static const char q[] =
 		"SELECT MIN(added_id), MAX(added_id), (SELECT TABLE_ROWS FROM information_schema.TABLES"
@@ -625,35 +614,24 @@ static int tally(bs_census_t *out, census_t *c, shard_sample_t *s, bs_store_t *s
  * out and counted, unless none answers. */
 static int sample_all(bs_census_t *out, bs_store_t *st, struct sample_arg *a)
 {
+	/* a failure's message is its shard's, as it is */
+	static const bs__up_msgs_t m = { NULL, NULL, false };
 	bool *which = calloc((size_t)st->n, sizeof *which);
 	int *rcs = calloc((size_t)st->n, sizeof *rcs);
-	int rc = 0, asked = 0, down = 0;
+	bs__up_t up = {0};
+	int rc = 0;
 
 	if (!which || !rcs) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
 	for (int i = 0; i < st->n; i++)
-		asked += which[i] = a->only < 0 || a->only == i;
-	rc = bs__shard_each(st, which, sample_on, a, rcs);
-	for (int i = 0; i < st->n; i++) {
-		if (!which[i] || rcs[i] != BS_EUNREACHABLE)
-			continue;
-		if (!down++)
-			snprintf(out->unreachable_first, sizeof out->unreachable_first, "%s", a->s[i].err);
-		which[i] = false;
-	}
-	if (rc == BS_EUNREACHABLE && down < asked) {
-		rc = 0;
-		for (int i = 0; i < st->n; i++)
-			if (rcs[i] && rcs[i] != BS_EUNREACHABLE && !rc)
-				rc = rcs[i];
-		if (!rc)
-			bs_error_clear();
-	}
-	out->shards_unreachable = down;
+		which[i] = a->only < 0 || a->only == i;
+	rc = bs__shard_each_up(&up, rcs, st, which, sample_shard, a, &m);
+	out->shards_unreachable = up.down;
+	snprintf(out->unreachable_first, sizeof out->unreachable_first, "%s", up.down_first);
 	for (int i = 0; i < st->n; i++)
-		if (!which[i])
+		if (!which[i] || rcs[i] == BS_EUNREACHABLE)
 			a->s[i].skip = true;
 done:
 	free(which);

@@ -148,6 +148,18 @@ int bs__job_state_parse(bs_job_state_t *out, const char *s);
 int bs__jobs_all_done(bool *all_done, bs_store_t *st, const char *index);
 /* Remove the index's jobs on every shard (index drop). */
 int bs__jobs_forget(bs_store_t *st, const char *index);
+/* An operator's pause, resume or cancel of job rows (backfills'
+ * bagstore_jobs, moves' bagstore_moves): the same state changes on both. */
+bool bs__control_action(const char *action); /* pause, resume or cancel? */
+typedef struct {
+	const char *table;       /* bagstore_jobs or bagstore_moves */
+	const char *rows;        /* SQL: the rows it is about ("index_name=X'..'") */
+	const char *cancel_only; /* SQL: those of them a cancel may change (NULL: all) */
+	const char *action;      /* pause, resume or cancel */
+} bs__control_t;
+/* The action on every shard at once (each checked writable): *matched the
+ * rows in a state to take it (now changed), *total the rows there are. */
+int bs__control_rows(int64_t *matched, int64_t *total, bs_store_t *st, const bs__control_t *c);
 
 /* ------------------------------------------------------------ throttle (throttle.c) */
 

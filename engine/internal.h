@@ -10,7 +10,7 @@
  *
  *   L0  base      error buf bytes value id base64
  *   L1  text      msgpack body json yaml config indexdef route querytext
- *   L2  shards    tls shard fanout store replica schema catalog audit grants map
+ *   L2  shards    tls shard fanout collect store replica schema catalog audit grants map
  *   L3  data      entity bulk query browse export status census count undo
  *   L4  cleaner   events jobs throttle writers lag drift repair reshard backfill verify lifecycle workers move
  *   L5  top       init daemon
@@ -243,6 +243,42 @@ int bs__shard_query_sets(MYSQL_RES **res, int nsets, bs_store_t *st, int i, cons
  * every shard's result. */
 typedef int (*shard_fn)(bs_store_t *st, int shard, void *arg);
 int bs__shard_each(bs_store_t *st, const bool *which, shard_fn fn, void *arg, int *rcs);
+
+/* Reads of every shard that a shard down does not stop (collect.c). The
+ * messages of a failure: another than a shard down is "<failing>: <the
+ * shard's message>" (failing NULL: the message alone); none answering is
+ * "no shard answered for <none>", then ": <the first one's message>" when
+ * none_first (none NULL: that message alone). */
+typedef struct {
+	const char *failing, *none;
+	bool none_first;
+} bs__up_msgs_t;
+/* The shards asked that did not answer: how many, the first one's message. */
+typedef struct {
+	int down;
+	char down_first[256]; /* as long as the public structs' unreachable_first */
+} bs__up_t;
+/* As bs__shard_each, but a shard that does not answer (BS_EUNREACHABLE) is
+ * counted in *up and is no failure unless none of those asked answered;
+ * another failure fails it (m's messages). rcs as bs__shard_each's. */
+int bs__shard_each_up(bs__up_t *up, int *rcs, bs_store_t *st, const bool *which, shard_fn fn, void *arg,
+                      const bs__up_msgs_t *m);
+/* One shard's part of a list: len items (calloc'ed by the reader). */
+typedef struct {
+	void *items;
+	int len;
+} bs__part_t;
+typedef struct {
+	size_t size;                                                /* an item's */
+	int (*read)(bs__part_t *part, bs_store_t *st, int shard, void *arg); /* on its thread */
+	void (*item_free)(void *item); /* what an item holds (NULL: nothing) */
+	void *arg;
+	bs__up_msgs_t msgs;
+} bs__collect_t;
+/* One list from every shard at once (bs__shard_each_up): *items (caller
+ * frees; NULL when empty), *len of them, the shards' parts in shard order;
+ * those of shards that did not answer left out and counted in *up. */
+int bs__collect(void **items, int *len, bs__up_t *up, bs_store_t *st, const bs__collect_t *c);
 /* Run sql on every shard at once, after checking each is writable. */
 int bs__exec_everywhere(bs_store_t *st, const char *sql, size_t len);
 

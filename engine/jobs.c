@@ -163,27 +163,25 @@ void bs_job_list_free(bs_job_list_t *l)
 	l->len = 0;
 }
 
-struct list_arg {
-	bs_job_list_t *per; /* per shard */
-	char (*err)[512];   /* per shard: the message of a failure */
-};
-
-static int list_rows(bs_store_t *st, int i, struct list_arg *a)
+/* A shard's jobs into its part of the list (bs__collect). */
+static int list_rows(bs__part_t *part, bs_store_t *st, int i, void *arg)
 {
 	static const char q[] = "SELECT " JOB_COLS ", UNIX_TIMESTAMP(NOW(6)) FROM bagstore_jobs ORDER BY index_name";
 	MYSQL_RES *res = NULL;
+	bs_job_t *items;
 	int rc;
+	(void)arg;
 	if ((rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
 		return rc;
 	size_t n = (size_t)mysql_num_rows(res);
-	bs_job_list_t *l = &a->per[i];
-	if (n && !(l->items = calloc(n, sizeof *l->items))) {
+	if (n && !(part->items = calloc(n, sizeof *items))) {
 		rc = bs_error(BS_ENOMEM, "out of memory listing jobs");
 		goto done;
 	}
+	items = part->items;
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res))) {
-		bs_job_t *j = &l->items[l->len++];
+		bs_job_t *j = &items[part->len++];
 		job_from_row(j, NULL, row, i);
 		int64_t now = bs__parse_unix_us(row[17]);
 		if ((j->state == BS_JOB_RUNNING || j->state == BS_JOB_THROTTLED) && j->heartbeat_us &&
@@ -196,53 +194,20 @@ done:
 	return rc;
 }
 
-static int list_on(bs_store_t *st, int i, void *p)
-{
-	struct list_arg *a = p;
-	int rc = list_rows(st, i, a);
-	if (rc) /* bs__shard_each keeps only the first shard's message */
-		snprintf(a->err[i], sizeof a->err[i], "%s", bs_last_error());
-	return rc;
-}
-
 int bs_job_list(bs_job_list_t *out, bs_store_t *st, int *unreachable)
 {
-	struct list_arg a = {0};
-	int *rcs = calloc((size_t)st->n, sizeof *rcs);
-	int rc = 0, down = 0, total = 0, first = -1;
+	static const bs__collect_t c = { sizeof(bs_job_t), list_rows, NULL, NULL,
+	                                 { "listing backfill jobs", "the jobs list", false } };
+	void *items;
+	bs__up_t up;
+	int rc;
 
 	out->items = NULL;
 	out->len = 0;
-	a.per = calloc((size_t)st->n, sizeof *a.per);
-	a.err = calloc((size_t)st->n, sizeof *a.err);
-	if (!rcs || !a.per || !a.err) {
-		rc = bs_error(BS_ENOMEM, "out of memory listing jobs");
-		goto done;
-	}
-	bs__shard_each(st, NULL, list_on, &a, rcs);
-	for (int i = 0; i < st->n; i++) {
-		if (rcs[i] == BS_EUNREACHABLE)
-			down++;
-		else if (rcs[i] && first < 0)
-			first = i;
-		total += a.per[i].len;
-	}
-	if (first >= 0) { /* its message names the shard and carries MySQL's */
-		rc = bs_error(rcs[first], "listing backfill jobs: %s", a.err[first]);
-		goto done;
-	}
-	if (down == st->n) {
-		rc = bs_error(BS_EUNREACHABLE, "no shard answered for the jobs list");
-		goto done;
-	}
-	if (total && !(out->items = calloc((size_t)total, sizeof *out->items))) {
-		rc = bs_error(BS_ENOMEM, "out of memory listing jobs");
-		goto done;
-	}
+	if ((rc = bs__collect(&items, &out->len, &up, st, &c)))
+		return rc;
+	out->items = items;
 	/* by index, then shard */
-	for (int i = 0; i < st->n; i++)
-		for (int k = 0; k < a.per[i].len; k++)
-			out->items[out->len++] = a.per[i].items[k];
 	for (int x = 1; x < out->len; x++) {
 		bs_job_t t = out->items[x];
 		int y = x - 1;
@@ -254,15 +219,8 @@ int bs_job_list(bs_job_list_t *out, bs_store_t *st, int *unreachable)
 		out->items[y + 1] = t;
 	}
 	if (unreachable)
-		*unreachable = down;
-done:
-	if (a.per)
-		for (int i = 0; i < st->n; i++)
-			bs_job_list_free(&a.per[i]);
-	free(a.per);
-	free(a.err);
-	free(rcs);
-	return rc;
+		*unreachable = up.down;
+	return 0;
 }
 
 struct queue_arg {
@@ -303,40 +261,46 @@ int bs_backfill_queue(bs_store_t *st, const char *index)
 	return bs__shard_each(st, NULL, queue_on, &a, NULL);
 }
 
+bool bs__control_action(const char *action)
+{
+	return !strcmp(action, "pause") || !strcmp(action, "resume") || !strcmp(action, "cancel");
+}
+
 struct control_arg {
-	const char *index;
-	const char *action;
+	const bs__control_t *c;
 	int64_t *matched; /* per shard */
-	int64_t *jobs;    /* per shard */
+	int64_t *total;   /* per shard */
 };
 
 static int control_on(bs_store_t *st, int i, void *p)
 {
 	struct control_arg *a = p;
+	const bs__control_t *c = a->c;
 	bs_buf_t b = {0};
 	MYSQL_RES *res = NULL;
 	int rc;
 	if ((rc = bs__shard_check(st, i)))
 		goto done;
-	if (!strcmp(a->action, "pause"))
-		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='paused', reason='paused by an operator'"
-		             " WHERE state IN ('queued','running','throttled') AND index_name=");
-	else if (!strcmp(a->action, "resume"))
-		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='queued', reason=''"
-		             " WHERE state IN ('paused','failed','cancelled') AND index_name=");
+	bs__buf_puts(&b, "UPDATE ");
+	bs__buf_puts(&b, c->table);
+	if (!strcmp(c->action, "pause"))
+		bs__buf_puts(&b, " SET state='paused', reason='paused by an operator'"
+		             " WHERE state IN ('queued','running','throttled') AND ");
+	else if (!strcmp(c->action, "resume"))
+		bs__buf_puts(&b, " SET state='queued', reason='' WHERE state IN ('paused','failed','cancelled') AND ");
 	else
-		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='cancelled', reason='cancelled by an operator'"
-		             " WHERE state NOT IN ('done','cancelled') AND index_name=");
-	bs__buf_hex(&b, a->index, strlen(a->index));
+		bs__buf_printf(&b, " SET state='cancelled', reason='cancelled by an operator'"
+		               " WHERE state NOT IN ('done','cancelled') AND %s%s", c->cancel_only ? c->cancel_only : "",
+		               c->cancel_only ? " AND " : "");
+	bs__buf_puts(&b, c->rows);
 	if ((rc = bs__exec_count(&a->matched[i], st, i, &b)))
 		goto done;
 	bs__buf_reset(&b);
-	bs__buf_puts(&b, "SELECT COUNT(*) FROM bagstore_jobs WHERE index_name=");
-	bs__buf_hex(&b, a->index, strlen(a->index));
+	bs__buf_printf(&b, "SELECT COUNT(*) FROM %s WHERE %s", c->table, c->rows);
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
-	a->jobs[i] = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
+	a->total[i] = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
 done:
 	if (res)
 		mysql_free_result(res);
@@ -344,28 +308,43 @@ done:
 	return rc;
 }
 
-int bs_job_control(bs_store_t *st, const char *index, const char *action)
+int bs__control_rows(int64_t *matched, int64_t *total, bs_store_t *st, const bs__control_t *c)
 {
-	int64_t *matched = NULL, *jobs = NULL;
+	struct control_arg a = { c, calloc((size_t)st->n, sizeof *a.matched), calloc((size_t)st->n, sizeof *a.total) };
 	int rc;
-	if (strcmp(action, "pause") && strcmp(action, "resume") && strcmp(action, "cancel"))
-		return bs_error(BS_EINVAL, "unknown job action '%s' (pause, resume or cancel)", action);
-	if (st->cfg->read_only)
-		return bs_error(BS_EREADONLY, "read-only: refusing to %s backfill %s", action, index);
-	matched = calloc((size_t)st->n, sizeof *matched);
-	jobs = calloc((size_t)st->n, sizeof *jobs);
-	if (!matched || !jobs) {
+	*matched = *total = 0;
+	if (!a.matched || !a.total) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
-	struct control_arg a = { index, action, matched, jobs };
 	if ((rc = bs__shard_each(st, NULL, control_on, &a, NULL)))
 		goto done;
-	int64_t m = 0, j = 0;
 	for (int i = 0; i < st->n; i++) {
-		m += matched[i];
-		j += jobs[i];
+		*matched += a.matched[i];
+		*total += a.total[i];
 	}
+done:
+	free(a.matched);
+	free(a.total);
+	return rc;
+}
+
+int bs_job_control(bs_store_t *st, const char *index, const char *action)
+{
+	bs_buf_t rows = {0};
+	int64_t m = 0, j = 0;
+	int rc;
+	if (!bs__control_action(action))
+		return bs_error(BS_EINVAL, "unknown job action '%s' (pause, resume or cancel)", action);
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing to %s backfill %s", action, index);
+	bs__buf_puts(&rows, "index_name=");
+	bs__buf_hex(&rows, index, strlen(index));
+	if ((rc = bs__buf_ok(&rows)))
+		goto done;
+	bs__control_t c = { "bagstore_jobs", rows.ptr, NULL, action };
+	if ((rc = bs__control_rows(&m, &j, st, &c)))
+		goto done;
 	if (j == 0) {
 		rc = bs_error(BS_ENOTFOUND, "no backfill jobs for index %s", index);
 		goto done;
@@ -381,8 +360,7 @@ int bs_job_control(bs_store_t *st, const char *index, const char *action)
 	bs_audit(st, what, index, detail); /* best effort */
 	bs_error_clear();
 done:
-	free(matched);
-	free(jobs);
+	bs__buf_free(&rows);
 	return rc;
 }
 

@@ -282,60 +282,90 @@ static int fetched_row(bs_result_t *out, struct qctx *q, MYSQL_ROW row, const un
 	return rc;
 }
 
-/* 2. bodies: the ids of byshard[i][from[i], to[i]) on every shard at once,
- * each decoded, re-checked and kept in out; with the ownership version of
- * the same snapshot: an id whose bucket the shard no longer owns goes to
- * q->moved (read again from its owner). */
-static int fetch(bs_result_t *out, struct qctx *q, bs_store_t *st, const size_t *from, const size_t *to)
+/* What a batch keeps of a row whose entity its shard owns (keep_body: the
+ * body, keep_meta: the update time): *kept when it kept the row. */
+typedef int (*keep_fn)(bool *kept, void *arg, struct qctx *q, MYSQL_ROW row, const unsigned long *lens, int i,
+                       const char *where);
+
+/* What a batch reads: its columns before m.v (the first e.id), and what
+ * it keeps of a row. */
+typedef struct {
+	const char *cols;
+	unsigned vcol; /* m.v's column: after cols */
+	keep_fn keep;
+	void *arg;
+} batch_t;
+
+/* The statement of byshard[i][from[i], to[i]) on shard i: the ids' rows
+ * with the ownership version of the same snapshot (one row even when no id
+ * is there). */
+static void batch_sql(bs_buf_t *b, const struct qctx *q, const batch_t *bt, int i, size_t from, size_t to)
 {
+	bs__buf_puts(b, "SELECT ");
+	bs__buf_puts(b, bt->cols);
+	bs__buf_puts(b, ", m.v FROM bagstore_meta m LEFT JOIN entities e ON e.id IN (");
+	for (size_t k = from; k < to; k++) {
+		bs__buf_puts(b, k > from ? "," : "");
+		bs__buf_hex(b, q->byshard[i].ids[k].b, 16);
+	}
+	bs__buf_puts(b, ") WHERE m.k='owned_version'");
+}
+
+/* Shard i's answer to its batch: the rows its owner kept (bt->keep),
+ * their ids into ret; then every id of the batch not owned in that
+ * snapshot goes to q->moved (read again from its owner), and one owned
+ * but not there is counted dropped (its entity is gone). */
+static int batch_rows(idvec_t *ret, bs_result_t *out, struct qctx *q, bs_store_t *st, const batch_t *bt, int i,
+                      size_t from, size_t to)
+{
+	MYSQL_RES *res = q->stmt[i].nres ? q->stmt[i].res[0] : NULL;
+	MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
 	char where[96];
+	bool exact = false;
+	int rc;
+	if ((rc = states_of(&exact, q, st, i, row ? row[bt->vcol] : NULL)))
+		return rc;
+	snprintf(where, sizeof where, "shard %s", st->shards[i].conf->name);
+	ret->len = 0;
+	for (; row && !rc; row = mysql_fetch_row(res)) {
+		unsigned long *lens = mysql_fetch_lengths(res);
+		bool kept = false;
+		bs_id_t id;
+		if (!row[0] || lens[0] != 16)
+			continue;
+		memcpy(id.b, row[0], 16);
+		if (!exact || !owned_by(q, st, i, &id))
+			continue; /* read again from its owner, below */
+		if (!(rc = bt->keep(&kept, bt->arg, q, row, lens, i, where)) && kept)
+			rc = idvec_push(ret, id.b);
+	}
+	if (ret->len > 1)
+		qsort(ret->ids, ret->len, sizeof *ret->ids, id_cmp);
+	for (size_t k = from; k < to && !rc; k++) {
+		const bs_id_t *id = &q->byshard[i].ids[k];
+		if (!exact || !owned_by(q, st, i, id))
+			rc = idvec_push(&q->moved, id->b);
+		else if (!returned(ret, id))
+			out->dropped++; /* a candidate whose entity is gone */
+	}
+	return rc;
+}
+
+/* One batch: byshard[i][from[i], to[i]) on every shard at once, each row
+ * through bt->keep. */
+static int batch(bs_result_t *out, struct qctx *q, bs_store_t *st, const batch_t *bt, const size_t *from,
+                 const size_t *to)
+{
 	idvec_t ret = {0};
 	int rc;
-	for (int i = 0; i < st->n; i++) {
-		if (from[i] >= to[i])
-			continue;
-		bs_buf_t *b = &q->sql[i];
-		bs__buf_puts(b, "SELECT e.id, UNIX_TIMESTAMP(e.updated), e.body, m.v FROM bagstore_meta m"
-		                " LEFT JOIN entities e ON e.id IN (");
-		for (size_t k = from[i]; k < to[i]; k++) {
-			bs__buf_puts(b, k > from[i] ? "," : "");
-			bs__buf_hex(b, q->byshard[i].ids[k].b, 16);
-		}
-		bs__buf_puts(b, ") WHERE m.k='owned_version'");
-	}
+	for (int i = 0; i < st->n; i++)
+		if (from[i] < to[i])
+			batch_sql(&q->sql[i], q, bt, i, from[i], to[i]);
 	if ((rc = run_round(q, st)))
 		goto done;
-	for (int i = 0; i < st->n && !rc; i++) {
-		MYSQL_RES *res = q->stmt[i].nres ? q->stmt[i].res[0] : NULL;
-		MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
-		bool exact = false;
-		if (from[i] >= to[i])
-			continue;
-		if ((rc = states_of(&exact, q, st, i, row ? row[3] : NULL)))
-			break;
-		snprintf(where, sizeof where, "shard %s", st->shards[i].conf->name);
-		ret.len = 0;
-		for (; row && !rc; row = mysql_fetch_row(res)) {
-			unsigned long *lens = mysql_fetch_lengths(res);
-			bs_id_t id;
-			if (!row[0] || lens[0] != 16 || !row[2])
-				continue;
-			memcpy(id.b, row[0], 16);
-			if (!exact || !owned_by(q, st, i, &id))
-				continue; /* read again from its owner, below */
-			if (!(rc = idvec_push(&ret, id.b)))
-				rc = fetched_row(out, q, row, lens, i, where);
-		}
-		if (ret.len > 1)
-			qsort(ret.ids, ret.len, sizeof *ret.ids, id_cmp);
-		for (size_t k = from[i]; k < to[i] && !rc; k++) {
-			const bs_id_t *id = &q->byshard[i].ids[k];
-			if (!exact || !owned_by(q, st, i, id))
-				rc = idvec_push(&q->moved, id->b);
-			else if (!returned(&ret, id))
-				out->dropped++; /* an index row whose entity is gone */
-		}
-	}
+	for (int i = 0; i < st->n && !rc; i++)
+		if (from[i] < to[i])
+			rc = batch_rows(&ret, out, q, st, bt, i, from[i], to[i]);
 done:
 	free(ret.ids);
 	clear_round(q, st->n);
@@ -375,10 +405,11 @@ static int regroup_moved(bool *any, struct qctx *q, bs_store_t *st, int round)
 	return 0;
 }
 
-/* 2, without a limit (or with one the candidates fit under): every
- * candidate's body, in batches, every shard at once per batch; then, in
- * rounds, what moved under it, from its owner. */
-static int fetch_all(bs_result_t *out, struct qctx *q, bs_store_t *st)
+/* Every candidate of byshard through bt, every shard at once, in batches
+ * of FETCH_BATCH ids per shard (one statement of them all would outgrow
+ * max_allowed_packet); then, in rounds, what moved under it, from its
+ * owner. */
+static int batched(bs_result_t *out, struct qctx *q, bs_store_t *st, const batch_t *bt)
 {
 	int n = st->n, rc = 0;
 	size_t *from = calloc((size_t)n, sizeof *from), *to = calloc((size_t)n, sizeof *to);
@@ -398,7 +429,7 @@ static int fetch_all(bs_result_t *out, struct qctx *q, bs_store_t *st)
 				to[i] = from[i] + FETCH_BATCH < q->byshard[i].len ? from[i] + FETCH_BATCH : q->byshard[i].len;
 				any |= from[i] < to[i];
 			}
-			if (!any || (rc = fetch(out, q, st, from, to)))
+			if (!any || (rc = batch(out, q, st, bt, from, to)))
 				break;
 		}
 		if (rc)
@@ -408,6 +439,23 @@ done:
 	free(from);
 	free(to);
 	return rc;
+}
+
+/* fetch_all's row: its body decoded and re-checked, kept in out (a row
+ * without a body is not there). */
+static int keep_body(bool *kept, void *arg, struct qctx *q, MYSQL_ROW row, const unsigned long *lens, int i,
+                     const char *where)
+{
+	*kept = row[2] != NULL;
+	return *kept ? fetched_row(arg, q, row, lens, i, where) : 0;
+}
+
+/* 2, without a limit (or with one the candidates fit under): every
+ * candidate's body, decoded, re-checked and kept in out. */
+static int fetch_all(bs_result_t *out, struct qctx *q, bs_store_t *st)
+{
+	batch_t bt = { "e.id, UNIX_TIMESTAMP(e.updated), e.body", 3, keep_body, out };
+	return batched(out, q, st, &bt);
 }
 
 /* ------------------------------------------------------------ with a limit */
@@ -428,111 +476,46 @@ static int meta_newest_first(const void *a, const void *b)
 	return memcmp(x->id.b, y->id.b, 16);
 }
 
-/* The update times of byshard[i][from[i], to[i]) on every shard at once,
- * appended to all (sized for every candidate), with the ownership version
- * of the same snapshot: an id whose bucket the shard no longer owns goes to
- * q->moved (read again from its owner). */
-static int meta_batch(meta_t *all, size_t *nall, size_t cap, bs_result_t *out, struct qctx *q, bs_store_t *st,
-                      const size_t *from, const size_t *to)
+/* Where fetch_meta's rows go: all, sized for every candidate. */
+struct meta_arg {
+	meta_t *all;
+	size_t *nall, cap;
+};
+
+/* fetch_meta's row: its id, update time and shard into all. */
+static int keep_meta(bool *kept, void *arg, struct qctx *q, MYSQL_ROW row, const unsigned long *lens, int i,
+                     const char *where)
 {
-	idvec_t ret = {0};
-	int rc;
-	for (int i = 0; i < st->n; i++) {
-		if (from[i] >= to[i])
-			continue;
-		bs_buf_t *b = &q->sql[i];
-		bs__buf_puts(b, "SELECT e.id, UNIX_TIMESTAMP(e.updated), m.v FROM bagstore_meta m LEFT JOIN entities e"
-		                " ON e.id IN (");
-		for (size_t k = from[i]; k < to[i]; k++) {
-			bs__buf_puts(b, k > from[i] ? "," : "");
-			bs__buf_hex(b, q->byshard[i].ids[k].b, 16);
-		}
-		bs__buf_puts(b, ") WHERE m.k='owned_version'");
+	struct meta_arg *a = arg;
+	(void)q;
+	(void)lens;
+	(void)where;
+	*kept = *a->nall < a->cap;
+	if (*kept) {
+		meta_t *m = &a->all[(*a->nall)++];
+		memcpy(m->id.b, row[0], 16);
+		m->updated_us = bs__parse_unix_us(row[1]);
+		m->shard = i;
 	}
-	if ((rc = run_round(q, st)))
-		goto done;
-	for (int i = 0; i < st->n && !rc; i++) {
-		MYSQL_RES *res = q->stmt[i].nres ? q->stmt[i].res[0] : NULL;
-		MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
-		bool exact = false;
-		if (from[i] >= to[i])
-			continue;
-		if ((rc = states_of(&exact, q, st, i, row ? row[2] : NULL)))
-			break;
-		ret.len = 0;
-		for (; row && !rc; row = mysql_fetch_row(res)) {
-			bs_id_t id;
-			if (!row[0] || mysql_fetch_lengths(res)[0] != 16 || *nall == cap)
-				continue;
-			memcpy(id.b, row[0], 16);
-			if (!exact || !owned_by(q, st, i, &id))
-				continue;
-			meta_t *m = &all[(*nall)++];
-			m->id = id;
-			m->updated_us = bs__parse_unix_us(row[1]);
-			m->shard = i;
-			rc = idvec_push(&ret, id.b);
-		}
-		if (ret.len > 1)
-			qsort(ret.ids, ret.len, sizeof *ret.ids, id_cmp);
-		for (size_t k = from[i]; k < to[i] && !rc; k++) {
-			const bs_id_t *id = &q->byshard[i].ids[k];
-			if (!exact || !owned_by(q, st, i, id))
-				rc = idvec_push(&q->moved, id->b);
-			else if (!returned(&ret, id))
-				out->dropped++; /* a candidate whose entity is gone */
-		}
-	}
-done:
-	free(ret.ids);
-	clear_round(q, st->n);
-	return rc;
+	return 0;
 }
 
-/* Every candidate's update time (no body), every shard at once, in
- * batches of FETCH_BATCH ids per shard (one statement of them all would
- * outgrow max_allowed_packet), from the shards owning them (rounds until
- * none moved under it): *all (caller frees) newest first. */
+/* Every candidate's update time (no body), in batches as fetch_all reads
+ * bodies, from the shards owning them: *all (caller frees) newest first. */
 static int fetch_meta(meta_t **all, size_t *nall, bs_result_t *out, struct qctx *q, bs_store_t *st)
 {
 	size_t cap = 0;
-	int n = st->n, rc = 0;
-	size_t *from = calloc((size_t)n, sizeof *from), *to = calloc((size_t)n, sizeof *to);
+	int rc = 0;
 	*all = NULL;
 	*nall = 0;
-	if (!from || !to) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
-		goto done;
-	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < st->n; i++)
 		cap += q->byshard[i].len;
-	if (cap && !(*all = malloc(cap * sizeof **all))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
-		goto done;
-	}
-	for (int round = 0;; round++) {
-		bool any = true;
-		if (round && ((rc = regroup_moved(&any, q, st, round)) || !any))
-			break;
-		memset(to, 0, (size_t)n * sizeof *to);
-		for (;;) {
-			any = false;
-			for (int i = 0; i < n; i++) {
-				from[i] = to[i];
-				to[i] = from[i] + FETCH_BATCH < q->byshard[i].len ? from[i] + FETCH_BATCH : q->byshard[i].len;
-				any |= from[i] < to[i];
-			}
-			if (!any || (rc = meta_batch(*all, nall, cap, out, q, st, from, to)))
-				break;
-		}
-		if (rc)
-			break;
-	}
-	if (!rc && *nall > 1)
+	if (cap && !(*all = malloc(cap * sizeof **all)))
+		return bs_error(BS_ENOMEM, "out of memory");
+	struct meta_arg a = { *all, nall, cap };
+	batch_t bt = { "e.id, UNIX_TIMESTAMP(e.updated)", 2, keep_meta, &a };
+	if (!(rc = batched(out, q, st, &bt)) && *nall > 1)
 		qsort(*all, *nall, sizeof **all, meta_newest_first);
-done:
-	free(from);
-	free(to);
 	return rc;
 }
 

@@ -829,51 +829,12 @@ int bs_reshard_start(bs_store_t *st, const bs_reshard_plan_t *plan)
 
 /* ------------------------------------------------------------ control */
 
-struct control_arg {
-	const char *action;
-	int64_t plan;
-	int64_t *matched, *total;
-};
-
-static int control_on(bs_store_t *st, int i, void *p)
-{
-	struct control_arg *a = p;
-	bs_buf_t b = {0};
-	MYSQL_RES *res = NULL;
-	int rc;
-	if ((rc = bs__shard_check(st, i)))
-		goto done;
-	if (!strcmp(a->action, "pause"))
-		bs__buf_puts(&b, "UPDATE bagstore_moves SET state='paused', reason='paused by an operator'"
-		                 " WHERE state IN ('queued','running','throttled')");
-	else if (!strcmp(a->action, "resume"))
-		bs__buf_puts(&b, "UPDATE bagstore_moves SET state='queued', reason=''"
-		                 " WHERE state IN ('paused','failed','cancelled')");
-	else /* before the cut-over only: a move past it finishes */
-		bs__buf_puts(&b, "UPDATE bagstore_moves SET state='cancelled', reason='cancelled by an operator'"
-		                 " WHERE state NOT IN ('done','cancelled') AND phase IN ('copy','index','catchup','undo')");
-	bs__buf_printf(&b, " AND plan_id=%lld", (long long)a->plan);
-	if ((rc = bs__exec_count(&a->matched[i], st, i, &b)))
-		goto done;
-	bs__buf_reset(&b);
-	bs__buf_printf(&b, "SELECT COUNT(*) FROM bagstore_moves WHERE plan_id=%lld", (long long)a->plan);
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
-		goto done;
-	MYSQL_ROW row = mysql_fetch_row(res);
-	a->total[i] = row ? ll(row[0]) : 0;
-done:
-	if (res)
-		mysql_free_result(res);
-	bs__buf_free(&b);
-	return rc;
-}
-
 int bs_reshard_control(bs_store_t *st, const char *action)
 {
 	bs__move_t *mv = NULL;
 	int n = 0, rc;
-	int64_t *matched = NULL, *total = NULL, plan = 0;
-	if (strcmp(action, "pause") && strcmp(action, "resume") && strcmp(action, "cancel"))
+	int64_t m = 0, total = 0, plan = 0;
+	if (!bs__control_action(action))
 		return bs_error(BS_EINVAL, "unknown reshard action '%s' (pause, resume or cancel)", action);
 	if (st->cfg->read_only)
 		return bs_error(BS_EREADONLY, "read-only: refusing to %s the reshard", action);
@@ -887,30 +848,19 @@ int bs_reshard_control(bs_store_t *st, const char *action)
 	free(mv);
 	if (!plan)
 		return bs_error(BS_ENOTFOUND, "no reshard recorded (`bagstore reshard start` records one)");
-	matched = calloc((size_t)st->n, sizeof *matched);
-	total = calloc((size_t)st->n, sizeof *total);
-	if (!matched || !total) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
-		goto done;
-	}
-	struct control_arg a = { action, plan, matched, total };
-	if ((rc = bs__shard_each(st, NULL, control_on, &a, NULL)))
-		goto done;
-	int64_t m = 0;
-	for (int i = 0; i < st->n; i++)
-		m += matched[i];
-	if (!m) {
-		rc = bs_error(BS_ECONFLICT, "no move of the reshard is in a state to %s%s", action,
-		              !strcmp(action, "cancel") ? " (a move past its cut-over finishes)" : "");
-		goto done;
-	}
+	char rows[48];
+	snprintf(rows, sizeof rows, "plan_id=%lld", (long long)plan);
+	/* a cancel before the cut-over only: a move past it finishes */
+	bs__control_t c = { "bagstore_moves", rows, "phase IN ('copy','index','catchup','undo')", action };
+	if ((rc = bs__control_rows(&m, &total, st, &c)))
+		return rc;
+	if (!m)
+		return bs_error(BS_ECONFLICT, "no move of the reshard is in a state to %s%s", action,
+		                !strcmp(action, "cancel") ? " (a move past its cut-over finishes)" : "");
 	char detail[64], what[32];
 	snprintf(detail, sizeof detail, "%lld moves of plan %lld", (long long)m, (long long)plan);
 	snprintf(what, sizeof what, "reshard.%s", action);
 	bs_audit(st, what, "buckets", detail); /* best effort */
 	bs_error_clear();
-done:
-	free(matched);
-	free(total);
-	return rc;
+	return 0;
 }

@@ -260,11 +260,6 @@ int bs_workers_alive(const bs_worker_list_t *l, const char *kind)
 	return n;
 }
 
-struct wl_arg {
-	bs_worker_list_t *per; /* per shard */
-	char (*err)[512];
-};
-
 static void info_from_row(bs_worker_info_t *x, MYSQL_ROW row)
 {
 	memset(x, 0, sizeof *x);
@@ -284,41 +279,41 @@ static void info_from_row(bs_worker_info_t *x, MYSQL_ROW row)
 	x->shards = 1;
 }
 
-static int wl_on(bs_store_t *st, int i, void *p)
+/* A shard's registry into its part of the list (bs__collect). */
+static int wl_rows(bs__part_t *part, bs_store_t *st, int i, void *arg)
 {
 	static const char q[] =
 		"SELECT worker_id, kind, host, pid, version, started_us, UNIX_TIMESTAMP(heartbeat),"
 		" TIMESTAMPDIFF(MICROSECOND, heartbeat, NOW(6)), jobs, repair_shards, metrics"
 		" FROM bagstore_workers ORDER BY started_us LIMIT 10000";
-	struct wl_arg *a = p;
-	bs_worker_list_t *l = &a->per[i];
 	MYSQL_RES *res = NULL;
+	bs_worker_info_t *items;
 	char label[192];
 	int rc = bs__shard_check(st, i);
 
+	(void)arg;
 	if (!rc && (rc = bs__shard_query(&res, st, i, q, sizeof q - 1)) &&
 	    bs__shard_last_errno(st, i) == ER_NO_SUCH_TABLE)
 		rc = bs_error(BS_ECONFIG, "%s: no worker registry (bagstore_workers): run `bagstore init` once "
 		              "with this version", bs__shard_label(label, sizeof label, &st->shards[i]));
-	if (rc) {
-		snprintf(a->err[i], sizeof a->err[i], "%s", bs_last_error());
+	if (rc)
 		return rc;
-	}
 	size_t n = (size_t)mysql_num_rows(res);
-	if (n && !(l->items = calloc(n, sizeof *l->items))) {
+	if (n && !(part->items = calloc(n, sizeof *items))) {
 		mysql_free_result(res);
-		snprintf(a->err[i], sizeof a->err[i], "out of memory listing workers");
 		return bs_error(BS_ENOMEM, "out of memory listing workers");
 	}
+	items = part->items;
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res)))
-		info_from_row(&l->items[l->len++], row);
+		info_from_row(&items[part->len++], row);
 	mysql_free_result(res);
 	return 0;
 }
 
-/* Add x to out (sized for every row), merged with the same worker's row
- * from another shard: the freshest heartbeat's fields win. */
+/* Add x to out (whose items are every shard's rows, merged in place: out
+ * never grows past x's row), merged with the same worker's row from
+ * another shard: the freshest heartbeat's fields win. */
 static void wl_merge(bs_worker_list_t *out, const bs_worker_info_t *x)
 {
 	for (int k = 0; k < out->len; k++) {
@@ -346,53 +341,29 @@ static int wl_cmp(const void *a, const void *b)
 
 int bs_workers_list(bs_worker_list_t *out, bs_store_t *st, int *unreachable)
 {
-	struct wl_arg a = {0};
-	int *rcs = calloc((size_t)st->n, sizeof *rcs);
-	int rc = 0, down = 0, total = 0, first = -1;
+	static const bs__collect_t c = { sizeof(bs_worker_info_t), wl_rows, NULL, NULL,
+	                                 { "listing workers", "the workers list", false } };
+	bs_worker_info_t *all = NULL;
+	void *items;
+	bs__up_t up;
+	int rc, len = 0;
 
 	out->items = NULL;
 	out->len = 0;
-	a.per = calloc((size_t)st->n, sizeof *a.per);
-	a.err = calloc((size_t)st->n, sizeof *a.err);
-	if (!rcs || !a.per || !a.err) {
-		rc = bs_error(BS_ENOMEM, "out of memory listing workers");
-		goto done;
+	rc = bs__collect(&items, &len, &up, st, &c);
+	if (unreachable)
+		*unreachable = up.down;
+	if (rc)
+		return rc;
+	/* every shard's rows, each worker's merged in place */
+	out->items = all = items;
+	for (int k = 0; k < len; k++) {
+		bs_worker_info_t x = all[k];
+		wl_merge(out, &x);
 	}
-	bs__shard_each(st, NULL, wl_on, &a, rcs);
-	for (int i = 0; i < st->n; i++) {
-		if (rcs[i] == BS_EUNREACHABLE)
-			down++;
-		else if (rcs[i] && first < 0)
-			first = i;
-		total += a.per[i].len;
-	}
-	if (first >= 0) {
-		rc = bs_error(rcs[first], "listing workers: %s", a.err[first]);
-		goto done;
-	}
-	if (down == st->n) {
-		rc = bs_error(BS_EUNREACHABLE, "no shard answered for the workers list");
-		goto done;
-	}
-	bs_error_clear();
-	if (total && !(out->items = calloc((size_t)total, sizeof *out->items))) {
-		rc = bs_error(BS_ENOMEM, "out of memory listing workers");
-		goto done;
-	}
-	for (int i = 0; i < st->n; i++)
-		for (int k = 0; k < a.per[i].len; k++)
-			wl_merge(out, &a.per[i].items[k]);
 	for (int k = 0; k < out->len; k++)
 		out->items[k].alive = out->items[k].age_s < BS_WORKER_DEAD_S;
 	if (out->len > 1)
 		qsort(out->items, (size_t)out->len, sizeof *out->items, wl_cmp);
-done:
-	if (unreachable)
-		*unreachable = down;
-	for (int i = 0; a.per && i < st->n; i++)
-		bs_worker_list_free(&a.per[i]);
-	free(a.per);
-	free(a.err);
-	free(rcs);
-	return rc;
+	return 0;
 }

@@ -73,31 +73,11 @@ static void bf_open(void)
 	}
 }
 
-static void bar(char *buf, size_t n, double frac, int width)
-{
-	int full = (int)(frac * width + 0.5), i;
-	size_t o = 0;
-
-	if (full > width)
-		full = width;
-	if (full < 0)
-		full = 0;
-	buf[o++] = '[';
-	for (i = 0; i < width && o + 4 < n; i++) {
-		if (ui.ascii)
-			buf[o++] = i < full ? '#' : '.';
-		else
-			o += (size_t)snprintf(buf + o, n - o, "%s", i < full ? "█" : "·");
-	}
-	if (o + 2 < n)
-		buf[o++] = ']';
-	buf[o] = 0;
-}
-
 static void add_job(const bs_job_t *j, bool here)
 {
-	char a[32], b[32], pb[256], eta[32], state[300];
+	char a[32], b[32], state[300];
 	double frac = j->rows_total > 0 ? (double)j->rows_scanned / (double)j->rows_total : 0;
+	bool running = j->state == BS_JOB_RUNNING && j->rate > 0;
 	int r, attr;
 
 	if (j->state == BS_JOB_DONE)
@@ -110,19 +90,14 @@ static void add_job(const bs_job_t *j, bool here)
 	tbl_set(&tbl, r, 0, NAN, "%s@%s", j->index, shard_name(j->shard));
 	snprintf(state, sizeof state, "%s%s%s", bs_job_state_name(j->state), j->reason[0] ? ": " : "", j->reason);
 	tbl_set(&tbl, r, 1, j->state, "%s", state);
-	bar(pb, sizeof pb, frac, 14);
-	tbl_set(&tbl, r, 2, frac, "%s %5.1f%%", pb, frac * 100);
-	tbl_set(&tbl, r, 3, (double)j->rows_scanned, "%s / %s", fmt_count(a, sizeof a, j->rows_scanned),
-	        fmt_count(b, sizeof b, j->rows_total));
 	/* a rate and an ETA only while the job runs: a throttled or paused job's
 	 * last rate says nothing of when it will end; the ETA is an estimate */
-	if (j->state == BS_JOB_RUNNING && j->rate > 0) {
-		tbl_set(&tbl, r, 4, j->rate, "%.0f", j->rate);
-		tbl_set(&tbl, r, 5, j->eta_s, "~%s", fmt_secs(eta, sizeof eta, j->eta_s));
-	} else {
-		tbl_set(&tbl, r, 4, -1, "-");
-		tbl_set(&tbl, r, 5, j->state == BS_JOB_DONE ? 0 : -1, "-");
-	}
+	progress_t p = { .frac = frac, .width = 14, .decimals = 1, .rate = running ? j->rate : -1,
+	                 .eta_s = running ? j->eta_s : -1,
+	                 .eta_key = running ? j->eta_s : j->state == BS_JOB_DONE ? 0 : -1 };
+	tbl_set_progress(&tbl, r, 2, 4, &p);
+	tbl_set(&tbl, r, 3, (double)j->rows_scanned, "%s / %s", fmt_count(a, sizeof a, j->rows_scanned),
+	        fmt_count(b, sizeof b, j->rows_total));
 	if (j->worker_host[0])
 		tbl_set(&tbl, r, 6, NAN, "%s:%d%s", j->worker_host, j->worker_pid, here ? " (here)" : "");
 	else

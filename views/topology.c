@@ -105,27 +105,6 @@ static void tp_open(void)
 
 /* ------------------------------------------------------------ drawing */
 
-static void bar(char *buf, size_t n, double frac, int width)
-{
-	int full = (int)(frac * width + 0.5), i;
-	size_t o = 0;
-
-	if (full > width)
-		full = width;
-	if (full < 0)
-		full = 0;
-	buf[o++] = '[';
-	for (i = 0; i < width && o + 4 < n; i++) {
-		if (ui.ascii)
-			buf[o++] = i < full ? '#' : '.';
-		else
-			o += (size_t)snprintf(buf + o, n - o, "%s", i < full ? "█" : "·");
-	}
-	if (o + 2 < n)
-		buf[o++] = ']';
-	buf[o] = 0;
-}
-
 static bool move_open(const bs_move_t *m)
 {
 	return m->state != BS_JOB_DONE && m->state != BS_JOB_CANCELLED && m->state != BS_JOB_FAILED;
@@ -133,7 +112,7 @@ static bool move_open(const bs_move_t *m)
 
 static void add_move(const bs_move_t *m)
 {
-	char a[32], pb[256], eta[40] = "-", phase[64], fence[32] = "-", worker[128] = "-";
+	char a[32], phase[64], fence[32] = "-", worker[128] = "-";
 	double frac = m->phase == BS_MOVE_DONE ? 1 : m->progress > 1 ? 1 : m->progress;
 	int r, attr;
 
@@ -150,16 +129,11 @@ static void add_move(const bs_move_t *m)
 	else
 		snprintf(phase, sizeof phase, "%s", bs_move_phase_name(m->phase));
 	tbl_set(&tbl, r, 4, m->phase, "%s", phase);
-	bar(pb, sizeof pb, frac, 10);
 	/* the index rows' total is an estimate: so is the progress in that phase */
-	tbl_set(&tbl, r, 5, frac, "%s %s%.0f%%", pb, m->phase == BS_MOVE_INDEX ? "~" : "", frac * 100);
+	progress_t p = { .frac = frac, .width = 10, .estimate = m->phase == BS_MOVE_INDEX, .rate = m->rate,
+	                 .eta_s = move_open(m) ? m->eta_s : -1, .eta_key = m->eta_s };
+	tbl_set_progress(&tbl, r, 5, 7, &p);
 	tbl_set(&tbl, r, 6, (double)m->rows_copied, "%s", fmt_count(a, sizeof a, m->rows_copied));
-	tbl_set(&tbl, r, 7, m->rate, "%.0f", m->rate);
-	if (m->eta_s >= 0 && move_open(m)) {
-		eta[0] = '~';
-		fmt_secs(eta + 1, sizeof eta - 1, m->eta_s);
-	}
-	tbl_set(&tbl, r, 8, m->eta_s, "%s", eta);
 	if (m->fence_ms > 0)
 		snprintf(fence, sizeof fence, "%.0fms", m->fence_ms);
 	tbl_set(&tbl, r, 9, m->fence_ms, "%s", fence);
@@ -189,7 +163,7 @@ static int draw_shards(int y, int h, int w)
 
 		/* 24 wide at 120 columns, narrower (10 at least) on narrower screens */
 		int bw = w - 96 < 10 ? 10 : w - 96 > 32 ? 32 : w - 96;
-		bar(pb, sizeof pb, b->buckets > 0 ? (double)s->buckets / b->buckets : 0, bw);
+		ui_bar(pb, sizeof pb, b->buckets > 0 ? (double)s->buckets / b->buckets : 0, bw);
 		if (s->share != s->buckets)
 			snprintf(share, sizeof share, "-> %d", s->share);
 		if (s->entities_est >= 0) {

@@ -154,6 +154,9 @@ int ui_wrap(const char *s, int width, int *starts, int *lens, int max);
 /* A sparkline of v[n] scaled to max (<= 0: their largest), one character
  * a value; a negative value is a gap, drawn blank. */
 void ui_sparkline(char *buf, size_t size, const double *v, int n, double max);
+/* A bar "[####......]" of frac (0..1) filled, width cells inside its
+ * brackets ("█" and "·", or '#' and '.' with --ascii). */
+void ui_bar(char *buf, size_t size, double frac, int width);
 
 /* Numbers, sizes, times and ages: fmt_* and now_us() (tui/common/fmt.h). */
 
@@ -199,6 +202,19 @@ int tbl_add(table_t *t, int attr);
 void tbl_set(table_t *t, int row, int col, double key, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 void tbl_pin_last(table_t *t); /* the last row added is a totals row */
+/* A job's progress in row's cells (backfills, moves): at col its bar and
+ * percent ("~" before it when the total is an estimate), at rate_col its
+ * rows a second ("-" when rate < 0), at rate_col + 1 its ETA, marked "~"
+ * ("-" when eta_s < 0, sorted by eta_key). */
+typedef struct {
+	double frac;     /* done, 0..1 */
+	int width;       /* the bar's */
+	int decimals;    /* of the percent: 1 is "%5.1f", 0 "%.0f" */
+	bool estimate;   /* the percent is of an estimated total */
+	double rate;
+	double eta_s, eta_key;
+} progress_t;
+void tbl_set_progress(table_t *t, int row, int col, int rate_col, const progress_t *p);
 void tbl_finish(table_t *t, const char *filter);
 /* Does a row match the filter (as tbl_finish shows it)? For totals that
  * add only what is shown. */

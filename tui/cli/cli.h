@@ -139,6 +139,20 @@ int cli_table_add(cli_table_t *t, const char *const *cells, const char *tail);
 void cli_table_print(FILE *f, const cli_table_t *t);
 void cli_table_free(cli_table_t *t);
 
+/* One row of a table written by a cli_row_fn: cells[c] points into buf[c]
+ * or at text that outlives the table's printing (NULL prints "-"); tail
+ * likewise (into tail_buf), NULL or "" for none. */
+typedef struct {
+	const char *cells[CLI_TABLE_MAX_COLS];
+	const char *tail;
+	char buf[CLI_TABLE_MAX_COLS][96];
+	char tail_buf[128];
+} cli_row_t;
+typedef void (*cli_row_fn)(cli_row_t *r, const void *items, int k);
+/* A table of ncols columns (right as in cli_table_t): head, then the row
+ * row() writes of each of items 0..n-1, printed on stdout. */
+int cli_table_rows(const char *const *head, int ncols, unsigned right, int n, cli_row_fn row, const void *items);
+
 /* A JSON string, null for NULL or "" (and a placeholder for text that is
  * not UTF-8, so that a server's message never loses the document). */
 json_t *cli_jstr(const char *s);

@@ -13,6 +13,47 @@
 
 #include "fmt.h"
 
+/* ------------------------------------------------------------ showing */
+
+/* What buckets, reshard plan and reshard status read and show: each
+ * fills its own part (all of it freed after). */
+typedef struct {
+	bs_buckets_t b;
+	bs_reshard_plan_t p;
+	bs_move_list_t l;
+	int unreachable; /* shards that did not answer for l */
+} shown_t;
+
+/* One of those commands (and reshard start): its one flag (--json, or
+ * --yes), read() fills a shown_t, print() shows it (as JSON when the flag
+ * is --json and given) and does what else the command does. */
+typedef struct {
+	const char *flag;
+	int (*read)(shown_t *w, bs_store_t *st);
+	int (*print)(cli_ctx_t *ctx, const shown_t *w, bool flag);
+} show_t;
+
+static int show(cli_ctx_t *ctx, int argc, char **argv, const show_t *s)
+{
+	bool flag = false;
+	const cli_opt_t opts[] = {{s->flag, NULL, &flag}, {NULL, NULL, NULL}};
+	cli_args_t args = {0};
+	shown_t w = {0};
+	int rc;
+
+	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
+		goto done;
+	if ((rc = cli_open(ctx)) < 0 || (rc = s->read(&w, ctx->st)) < 0)
+		goto done;
+	rc = s->print(ctx, &w, flag);
+done:
+	bs_buckets_free(&w.b);
+	bs_reshard_plan_free(&w.p);
+	bs_move_list_free(&w.l);
+	cli_args_free(&args);
+	return rc < 0 ? rc : 0;
+}
+
 /* ------------------------------------------------------------ moves as JSON and text */
 
 static json_t *move_json(const bs_move_t *m)
@@ -46,6 +87,27 @@ static json_t *move_json(const bs_move_t *m)
 	return o;
 }
 
+/* o (released here) with "moves": those of l (only those in flight when
+ * in_flight), printed on stdout. */
+static int moves_json_print(json_t *o, const bs_move_list_t *l, bool in_flight)
+{
+	json_t *moves = json_array();
+	int rc;
+
+	if (!o || !moves) {
+		json_decref(o);
+		json_decref(moves);
+		return bs_error(BS_ENOMEM, "out of memory");
+	}
+	for (int k = 0; k < l->len; k++)
+		if (!in_flight || (l->items[k].state != BS_JOB_DONE && l->items[k].state != BS_JOB_CANCELLED))
+			json_array_append_new(moves, move_json(&l->items[k]));
+	json_object_set_new(o, "moves", moves);
+	rc = cli_json_print(o);
+	json_decref(o);
+	return rc;
+}
+
 /* "45%" of the current phase ("~" where its total is an estimate). */
 static void phase_progress(char *buf, size_t n, const bs_move_t *m)
 {
@@ -59,53 +121,44 @@ static void phase_progress(char *buf, size_t n, const bs_move_t *m)
 		snprintf(buf, n, "-");
 }
 
+/* A move of a plan being run: its row of `reshard status`. */
+static void move_row(cli_row_t *r, const void *items, int k)
+{
+	const bs_move_t *m = (const bs_move_t *)items + k;
+
+	/* its number in the plan (--json has the id) */
+	snprintf(r->buf[0], sizeof r->buf[0], "%" PRId64, m->id - m->plan_id * 1000 + 1);
+	snprintf(r->buf[3], sizeof r->buf[3], "%d", m->nbuckets);
+	phase_progress(r->buf[6], sizeof r->buf[6], m);
+	fmt_count(r->buf[7], sizeof r->buf[7], m->rows_copied);
+	snprintf(r->buf[8], sizeof r->buf[8], "%.0f", m->rate);
+	snprintf(r->buf[9], sizeof r->buf[9], "-");
+	if (m->eta_s >= 0 && m->state != BS_JOB_DONE && m->state != BS_JOB_CANCELLED && m->state != BS_JOB_FAILED) {
+		r->buf[9][0] = '~';
+		fmt_secs(r->buf[9] + 1, sizeof r->buf[9] - 1, m->eta_s);
+	}
+	snprintf(r->buf[10], sizeof r->buf[10], "-");
+	if (m->fence_ms > 0)
+		snprintf(r->buf[10], sizeof r->buf[10], "%.0fms", m->fence_ms);
+	snprintf(r->buf[11], sizeof r->buf[11], "-");
+	if (m->worker_host[0])
+		snprintf(r->buf[11], sizeof r->buf[11], "%s:%d", m->worker_host, m->worker_pid);
+	for (int c = 0; c < 12; c++)
+		r->cells[c] = r->buf[c];
+	r->cells[1] = m->source;
+	r->cells[2] = m->target;
+	r->cells[4] = bs_job_state_name(m->state);
+	r->cells[5] = bs_move_phase_name(m->phase);
+	r->tail = m->reason;
+}
+
 static int moves_table(const bs_move_list_t *l)
 {
 	static const char *const head[] = {"MOVE", "SOURCE", "TARGET", "BUCKETS", "STATE", "PHASE", "PROGRESS",
 	                                   "COPIED", "RATE/S", "ETA", "FENCE", "WORKER"};
-	cli_table_t t = {.ncols = 12, .right = (1u << 3) | (1u << 6) | (1u << 7) | (1u << 8) | (1u << 9) | (1u << 10)};
-	int rc;
 
-	if ((rc = cli_table_add(&t, head, NULL)) < 0)
-		goto done;
-	for (int k = 0; k < l->len; k++) {
-		const bs_move_t *m = &l->items[k];
-		char id[32], nb[16], prog[32], copied[32], rate[32], eta[32] = "-", fence[32] = "-", worker[96] = "-";
-		const char *cells[12];
-
-		/* its number in the plan (--json has the id) */
-		snprintf(id, sizeof id, "%" PRId64, m->id - m->plan_id * 1000 + 1);
-		snprintf(nb, sizeof nb, "%d", m->nbuckets);
-		phase_progress(prog, sizeof prog, m);
-		fmt_count(copied, sizeof copied, m->rows_copied);
-		snprintf(rate, sizeof rate, "%.0f", m->rate);
-		if (m->eta_s >= 0 && m->state != BS_JOB_DONE && m->state != BS_JOB_CANCELLED && m->state != BS_JOB_FAILED) {
-			eta[0] = '~';
-			fmt_secs(eta + 1, sizeof eta - 1, m->eta_s);
-		}
-		if (m->fence_ms > 0)
-			snprintf(fence, sizeof fence, "%.0fms", m->fence_ms);
-		if (m->worker_host[0])
-			snprintf(worker, sizeof worker, "%s:%d", m->worker_host, m->worker_pid);
-		cells[0] = id;
-		cells[1] = m->source;
-		cells[2] = m->target;
-		cells[3] = nb;
-		cells[4] = bs_job_state_name(m->state);
-		cells[5] = bs_move_phase_name(m->phase);
-		cells[6] = prog;
-		cells[7] = copied;
-		cells[8] = rate;
-		cells[9] = eta;
-		cells[10] = fence;
-		cells[11] = worker;
-		if ((rc = cli_table_add(&t, cells, m->reason[0] ? m->reason : NULL)) < 0)
-			goto done;
-	}
-	cli_table_print(stdout, &t);
-done:
-	cli_table_free(&t);
-	return rc;
+	return cli_table_rows(head, 12, (1u << 3) | (1u << 6) | (1u << 7) | (1u << 8) | (1u << 9) | (1u << 10),
+	                      l->len, move_row, l->items);
 }
 
 /* ------------------------------------------------------------ buckets */
@@ -130,13 +183,11 @@ static json_t *bucket_shard_json(const bs_bucket_shard_t *s)
 
 static int buckets_json(const bs_buckets_t *b, const bs_move_list_t *l)
 {
-	json_t *o = json_object(), *shards = json_array(), *moves = json_array();
-	int rc = 0;
+	json_t *o = json_object(), *shards = json_array();
 
-	if (!o || !shards || !moves) {
+	if (!o || !shards) {
 		json_decref(o);
 		json_decref(shards);
-		json_decref(moves);
 		return bs_error(BS_ENOMEM, "out of memory");
 	}
 	json_object_set_new(o, "version", json_integer(b->version));
@@ -145,81 +196,73 @@ static int buckets_json(const bs_buckets_t *b, const bs_move_list_t *l)
 	for (int i = 0; i < b->nshards; i++)
 		json_array_append_new(shards, bucket_shard_json(&b->shards[i]));
 	json_object_set_new(o, "shards", shards);
-	for (int k = 0; k < l->len; k++)
-		if (l->items[k].state != BS_JOB_DONE && l->items[k].state != BS_JOB_CANCELLED)
-			json_array_append_new(moves, move_json(&l->items[k]));
-	json_object_set_new(o, "moves", moves);
-	rc = cli_json_print(o);
-	json_decref(o);
-	return rc;
+	return moves_json_print(o, l, true);
+}
+
+/* A shard's part of the map: its row of `buckets`. */
+static void bucket_shard_row(cli_row_t *r, const void *items, int k)
+{
+	const bs_bucket_shard_t *s = (const bs_bucket_shard_t *)items + k;
+
+	snprintf(r->buf[1], sizeof r->buf[1], "%d", s->buckets);
+	snprintf(r->buf[2], sizeof r->buf[2], "%d", s->share);
+	snprintf(r->buf[3], sizeof r->buf[3], "-");
+	if (s->entities_est >= 0) {
+		r->buf[3][0] = '~';
+		fmt_count(r->buf[3] + 1, sizeof r->buf[3] - 1, s->entities_est);
+	}
+	snprintf(r->buf[4], sizeof r->buf[4], "-");
+	if (s->reachable)
+		fmt_bytes(r->buf[4], sizeof r->buf[4], s->data_bytes);
+	snprintf(r->buf[5], sizeof r->buf[5], "-");
+	if (s->moves_out || s->moves_in)
+		snprintf(r->buf[5], sizeof r->buf[5], "%d out, %d in", s->moves_out, s->moves_in);
+	snprintf(r->tail_buf, sizeof r->tail_buf, "%s%s%s", !s->reachable ? "unreachable " : "",
+	         s->draining ? "draining " : "", !s->buckets && !s->draining ? "new: owns nothing yet" : "");
+	for (int c = 1; c < 6; c++)
+		r->cells[c] = r->buf[c];
+	r->cells[0] = s->name;
+	r->tail = r->tail_buf;
 }
 
 static int buckets_table(const bs_buckets_t *b, const bs_move_list_t *l)
 {
 	static const char *const head[] = {"SHARD", "BUCKETS", "SHARE", "ENTITIES", "DATA", "MOVES"};
-	cli_table_t t = {.ncols = 6, .right = (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4)};
 	int rc, inflight = 0;
 
 	printf("bucket map version %" PRId64 ", %d buckets, store %s\n", b->version, b->buckets, b->store_id);
-	if ((rc = cli_table_add(&t, head, NULL)) < 0)
-		goto done;
-	for (int i = 0; i < b->nshards; i++) {
-		const bs_bucket_shard_t *s = &b->shards[i];
-		char nb[16], share[16], ents[32] = "-", data[32] = "-", moves[48] = "-", note[64] = "";
-		const char *cells[6];
-
-		snprintf(nb, sizeof nb, "%d", s->buckets);
-		snprintf(share, sizeof share, "%d", s->share);
-		if (s->entities_est >= 0) {
-			ents[0] = '~';
-			fmt_count(ents + 1, sizeof ents - 1, s->entities_est);
-		}
-		if (s->reachable)
-			fmt_bytes(data, sizeof data, s->data_bytes);
-		if (s->moves_out || s->moves_in)
-			snprintf(moves, sizeof moves, "%d out, %d in", s->moves_out, s->moves_in);
-		snprintf(note, sizeof note, "%s%s%s", !s->reachable ? "unreachable " : "",
-		         s->draining ? "draining " : "", !s->buckets && !s->draining ? "new: owns nothing yet" : "");
-		cells[0] = s->name;
-		cells[1] = nb;
-		cells[2] = share;
-		cells[3] = ents;
-		cells[4] = data;
-		cells[5] = moves;
-		if ((rc = cli_table_add(&t, cells, note[0] ? note : NULL)) < 0)
-			goto done;
-	}
-	cli_table_print(stdout, &t);
+	rc = cli_table_rows(head, 6, (1u << 1) | (1u << 2) | (1u << 3) | (1u << 4), b->nshards, bucket_shard_row,
+	                    b->shards);
+	if (rc < 0)
+		return rc;
 	for (int k = 0; k < l->len; k++)
 		inflight += l->items[k].state != BS_JOB_DONE && l->items[k].state != BS_JOB_CANCELLED;
 	if (inflight)
 		printf("%d moves in flight (`bagstore reshard status`)\n", inflight);
-done:
-	cli_table_free(&t);
 	return rc;
+}
+
+/* The map, and the moves in flight. */
+static int buckets_read(shown_t *w, bs_store_t *st)
+{
+	int rc = bs_buckets(&w->b, st);
+
+	if (rc >= 0 && bs_move_list(&w->l, st, NULL) < 0)
+		bs_error_clear(); /* the map is shown anyway; its moves unknown */
+	return rc;
+}
+
+static int buckets_print(cli_ctx_t *ctx, const shown_t *w, bool as_json)
+{
+	(void)ctx;
+	return as_json ? buckets_json(&w->b, &w->l) : buckets_table(&w->b, &w->l);
 }
 
 int cli_cmd_buckets(cli_ctx_t *ctx, int argc, char **argv)
 {
-	bool as_json = false;
-	const cli_opt_t opts[] = {{"json", NULL, &as_json}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
-	bs_buckets_t b = {0};
-	bs_move_list_t l = {0};
-	int rc;
+	static const show_t s = {"json", buckets_read, buckets_print};
 
-	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
-		goto done;
-	if ((rc = cli_open(ctx)) < 0 || (rc = bs_buckets(&b, ctx->st)) < 0)
-		goto done;
-	if (bs_move_list(&l, ctx->st, NULL) < 0)
-		bs_error_clear(); /* the map is shown anyway; its moves unknown */
-	rc = as_json ? buckets_json(&b, &l) : buckets_table(&b, &l);
-done:
-	bs_buckets_free(&b);
-	bs_move_list_free(&l);
-	cli_args_free(&args);
-	return rc < 0 ? rc : 0;
+	return show(ctx, argc, argv, &s);
 }
 
 /* ------------------------------------------------------------ plan */
@@ -257,13 +300,33 @@ static json_t *plan_json(const bs_reshard_plan_t *p)
 	return o;
 }
 
+/* A planned move: its row of `reshard plan` (estimates marked ~). */
+static void plan_row(cli_row_t *r, const void *items, int k)
+{
+	const bs_plan_move_t *m = (const bs_plan_move_t *)items + k;
+
+	snprintf(r->buf[2], sizeof r->buf[2], "%d", m->nbuckets);
+	snprintf(r->buf[3], sizeof r->buf[3], "-");
+	if (m->entities_est >= 0) {
+		r->buf[3][0] = '~';
+		fmt_count(r->buf[3] + 1, sizeof r->buf[3] - 1, m->entities_est);
+	}
+	r->buf[4][0] = '~';
+	fmt_count(r->buf[4] + 1, sizeof r->buf[4] - 1, m->index_rows_est);
+	r->buf[5][0] = '~';
+	fmt_secs(r->buf[5] + 1, sizeof r->buf[5] - 1, m->seconds_est);
+	fmt_ranges(r->buf[6], sizeof r->buf[6], m->buckets, m->nbuckets);
+	for (int c = 2; c < 7; c++)
+		r->cells[c] = r->buf[c];
+	r->cells[0] = m->source;
+	r->cells[1] = m->target;
+}
+
 static int plan_text(const bs_reshard_plan_t *p)
 {
 	static const char *const head[] = {"SOURCE", "TARGET", "BUCKETS", "ENTITIES", "INDEX_ROWS", "TIME", "RANGES"};
-	cli_table_t t = {.ncols = 7, .right = (1u << 2) | (1u << 3) | (1u << 4) | (1u << 5)};
 	int64_t ents = 0, rows = 0;
 	char a[32], b[32], c[32];
-	int rc;
 
 	if (!p->len) {
 		printf("nothing to move: map version %" PRId64 " already spreads its %d buckets as the configuration asks\n",
@@ -279,62 +342,33 @@ static int plan_text(const bs_reshard_plan_t *p)
 	       "~%s at %s%.0f rows/s%s\n", p->map_version, p->buckets, p->len, fmt_count(a, sizeof a, ents),
 	       fmt_count(b, sizeof b, rows), c, p->rate_measured ? "" : "~", p->rate,
 	       p->rate_measured ? " (the last move's rate)" : " (assumed: no move has run yet)");
-	if ((rc = cli_table_add(&t, head, NULL)) < 0)
-		goto done;
-	for (int k = 0; k < p->len; k++) {
-		const bs_plan_move_t *m = &p->moves[k];
-		char nb[16], e[40] = "-", r[40], secs[32], rg[96];
-		const char *cells[7];
+	return cli_table_rows(head, 7, (1u << 2) | (1u << 3) | (1u << 4) | (1u << 5), p->len, plan_row, p->moves);
+}
 
-		snprintf(nb, sizeof nb, "%d", m->nbuckets);
-		if (m->entities_est >= 0) {
-			e[0] = '~';
-			fmt_count(e + 1, sizeof e - 1, m->entities_est);
-		}
-		r[0] = '~';
-		fmt_count(r + 1, sizeof r - 1, m->index_rows_est);
-		secs[0] = '~';
-		fmt_secs(secs + 1, sizeof secs - 1, m->seconds_est);
-		fmt_ranges(rg, sizeof rg, m->buckets, m->nbuckets);
-		cells[0] = m->source;
-		cells[1] = m->target;
-		cells[2] = nb;
-		cells[3] = e;
-		cells[4] = r;
-		cells[5] = secs;
-		cells[6] = rg;
-		if ((rc = cli_table_add(&t, cells, NULL)) < 0)
-			goto done;
-	}
-	cli_table_print(stdout, &t);
-done:
-	cli_table_free(&t);
+static int plan_read(shown_t *w, bs_store_t *st)
+{
+	return bs_reshard_plan(&w->p, st);
+}
+
+static int plan_print(cli_ctx_t *ctx, const shown_t *w, bool as_json)
+{
+	json_t *o;
+	int rc;
+
+	(void)ctx;
+	if (!as_json)
+		return plan_text(&w->p);
+	o = plan_json(&w->p);
+	rc = o ? cli_json_print(o) : bs_error(BS_ENOMEM, "out of memory");
+	json_decref(o);
 	return rc;
 }
 
 int cli_cmd_reshard_plan(cli_ctx_t *ctx, int argc, char **argv)
 {
-	bool as_json = false;
-	const cli_opt_t opts[] = {{"json", NULL, &as_json}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
-	bs_reshard_plan_t p = {0};
-	int rc;
+	static const show_t s = {"json", plan_read, plan_print};
 
-	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
-		goto done;
-	if ((rc = cli_open(ctx)) < 0 || (rc = bs_reshard_plan(&p, ctx->st)) < 0)
-		goto done;
-	if (as_json) {
-		json_t *o = plan_json(&p);
-		rc = o ? cli_json_print(o) : bs_error(BS_ENOMEM, "out of memory");
-		json_decref(o);
-	} else {
-		rc = plan_text(&p);
-	}
-done:
-	bs_reshard_plan_free(&p);
-	cli_args_free(&args);
-	return rc < 0 ? rc : 0;
+	return show(ctx, argc, argv, &s);
 }
 
 /* ------------------------------------------------------------ start */
@@ -354,75 +388,77 @@ static bool confirmed(const bs_reshard_plan_t *p)
 	return strcmp(line, "yes") == 0;
 }
 
-int cli_cmd_reshard_start(cli_ctx_t *ctx, int argc, char **argv)
+/* The plan shown, confirmed (--yes, or on the terminal) and recorded. */
+static int start_print(cli_ctx_t *ctx, const shown_t *w, bool yes)
 {
-	bool yes = false;
-	const cli_opt_t opts[] = {{"yes", NULL, &yes}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
-	bs_reshard_plan_t p = {0};
 	int rc;
 
-	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
-		goto done;
-	if ((rc = cli_open(ctx)) < 0 || (rc = bs_reshard_plan(&p, ctx->st)) < 0)
-		goto done;
-	if ((rc = plan_text(&p)) < 0 || !p.len)
-		goto done;
-	if (!yes && !confirmed(&p)) {
-		rc = cli_usage_error(ctx, "not started: confirm on a terminal, or pass --yes");
-		goto done;
-	}
-	if ((rc = bs_reshard_start(ctx->st, &p)) < 0)
-		goto done;
+	if ((rc = plan_text(&w->p)) < 0 || !w->p.len)
+		return rc;
+	if (!yes && !confirmed(&w->p))
+		return cli_usage_error(ctx, "not started: confirm on a terminal, or pass --yes");
+	if ((rc = bs_reshard_start(ctx->st, &w->p)) < 0)
+		return rc;
 	printf("recorded %d moves; a cleaner runs them (`bagstore cleaner --reshard`, or the daemon); "
-	       "`bagstore reshard status` follows them\n", p.len);
-done:
-	bs_reshard_plan_free(&p);
-	cli_args_free(&args);
-	return rc < 0 ? rc : 0;
+	       "`bagstore reshard status` follows them\n", w->p.len);
+	return rc;
+}
+
+int cli_cmd_reshard_start(cli_ctx_t *ctx, int argc, char **argv)
+{
+	static const show_t s = {"yes", plan_read, start_print};
+
+	return show(ctx, argc, argv, &s);
 }
 
 /* ------------------------------------------------------------ status */
 
-int cli_cmd_reshard_status(cli_ctx_t *ctx, int argc, char **argv)
+/* The moves of the last plan, from the shards that answered. */
+static int status_read(shown_t *w, bs_store_t *st)
 {
-	bool as_json = false;
-	const cli_opt_t opts[] = {{"json", NULL, &as_json}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
-	bs_move_list_t l = {0};
-	int unreachable = 0, rc;
+	return bs_move_list(&w->l, st, &w->unreachable);
+}
 
-	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
-		goto done;
-	if ((rc = cli_open(ctx)) < 0 || (rc = bs_move_list(&l, ctx->st, &unreachable)) < 0)
-		goto done;
-	bs_reshard_state_t state = bs_reshard_state(&l);
-	if (as_json) {
-		json_t *o = json_object(), *moves = json_array();
+static int status_json(const bs_move_list_t *l, bs_reshard_state_t state)
+{
+	json_t *o = json_object();
 
+	if (o) {
 		json_object_set_new(o, "state", json_string(bs_reshard_state_name(state)));
-		json_object_set_new(o, "plan_id", l.len ? json_integer(l.items[0].plan_id) : json_null());
-		json_object_set_new(o, "map_version", l.len ? json_integer(l.items[0].map_version) : json_null());
-		for (int k = 0; k < l.len; k++)
-			json_array_append_new(moves, move_json(&l.items[k]));
-		json_object_set_new(o, "moves", moves);
-		rc = cli_json_print(o);
-		json_decref(o);
+		json_object_set_new(o, "plan_id", l->len ? json_integer(l->items[0].plan_id) : json_null());
+		json_object_set_new(o, "map_version", l->len ? json_integer(l->items[0].map_version) : json_null());
+	}
+	return moves_json_print(o, l, false);
+}
+
+static int status_print(cli_ctx_t *ctx, const shown_t *w, bool as_json)
+{
+	const bs_move_list_t *l = &w->l;
+	bs_reshard_state_t state = bs_reshard_state(l);
+	int rc = 0;
+
+	(void)ctx;
+	if (as_json) {
+		rc = status_json(l, state);
 	} else {
 		printf("reshard: %s", bs_reshard_state_name(state));
-		if (l.len)
-			printf(" (plan %" PRId64 ", from bucket map version %" PRId64 ", %d moves)", l.items[0].plan_id,
-			       l.items[0].map_version, l.len);
+		if (l->len)
+			printf(" (plan %" PRId64 ", from bucket map version %" PRId64 ", %d moves)", l->items[0].plan_id,
+			       l->items[0].map_version, l->len);
 		printf("\n");
-		if (l.len)
-			rc = moves_table(&l);
+		if (l->len)
+			rc = moves_table(l);
 	}
-	if (rc >= 0 && unreachable)
-		rc = bs_error(BS_EUNREACHABLE, "%d shards did not answer; their moves are not listed", unreachable);
-done:
-	bs_move_list_free(&l);
-	cli_args_free(&args);
-	return rc < 0 ? rc : 0;
+	if (rc >= 0 && w->unreachable)
+		rc = bs_error(BS_EUNREACHABLE, "%d shards did not answer; their moves are not listed", w->unreachable);
+	return rc;
+}
+
+int cli_cmd_reshard_status(cli_ctx_t *ctx, int argc, char **argv)
+{
+	static const show_t s = {"json", status_read, status_print};
+
+	return show(ctx, argc, argv, &s);
 }
 
 /* ------------------------------------------------------------ pause, resume, cancel */

@@ -85,6 +85,26 @@ void cli_table_print(FILE *f, const cli_table_t *t)
 	}
 }
 
+int cli_table_rows(const char *const *head, int ncols, unsigned right, int n, cli_row_fn row, const void *items)
+{
+	cli_table_t t = {.ncols = ncols, .right = right};
+	int rc;
+
+	if ((rc = cli_table_add(&t, head, NULL)) < 0)
+		goto done;
+	for (int k = 0; k < n; k++) {
+		cli_row_t r = {0};
+
+		row(&r, items, k);
+		if ((rc = cli_table_add(&t, r.cells, r.tail)) < 0)
+			goto done;
+	}
+	cli_table_print(stdout, &t);
+done:
+	cli_table_free(&t);
+	return rc;
+}
+
 void cli_table_free(cli_table_t *t)
 {
 	size_t i;

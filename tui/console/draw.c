@@ -1,7 +1,9 @@
 /*
  * draw.c - drawing helpers for the screens: UTF-8 text clipped to terminal
- * columns, colors (off under NO_COLOR), shard names and the "stale" note
- * of a snapshot. Numbers, sizes and times are tui/common/fmt.c's.
+ * columns, colors (off under NO_COLOR), shard names, the "stale" note
+ * of a snapshot, sparklines, bars and a job's progress cells (backfills
+ * and moves draw them alike). Numbers, sizes and times are
+ * tui/common/fmt.c's.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -204,4 +206,42 @@ void ui_sparkline(char *buf, size_t size, const double *v, int n, double max)
 			o += (size_t)snprintf(buf + o, size - o, "%s", blocks[k]);
 	}
 	buf[o] = 0;
+}
+
+void ui_bar(char *buf, size_t size, double frac, int width)
+{
+	int full = (int)(frac * width + 0.5), i;
+	size_t o = 0;
+
+	if (full > width)
+		full = width;
+	if (full < 0)
+		full = 0;
+	buf[o++] = '[';
+	for (i = 0; i < width && o + 4 < size; i++) {
+		if (ui.ascii)
+			buf[o++] = i < full ? '#' : '.';
+		else
+			o += (size_t)snprintf(buf + o, size - o, "%s", i < full ? "█" : "·");
+	}
+	if (o + 2 < size)
+		buf[o++] = ']';
+	buf[o] = 0;
+}
+
+void tbl_set_progress(table_t *t, int row, int col, int rate_col, const progress_t *p)
+{
+	char pb[256], eta[32];
+
+	ui_bar(pb, sizeof pb, p->frac, p->width);
+	tbl_set(t, row, col, p->frac, "%s %s%*.*f%%", pb, p->estimate ? "~" : "", p->decimals ? 4 + p->decimals : 0,
+	        p->decimals, p->frac * 100);
+	if (p->rate >= 0)
+		tbl_set(t, row, rate_col, p->rate, "%.0f", p->rate);
+	else
+		tbl_set(t, row, rate_col, -1, "-");
+	if (p->eta_s >= 0)
+		tbl_set(t, row, rate_col + 1, p->eta_key, "~%s", fmt_secs(eta, sizeof eta, p->eta_s));
+	else
+		tbl_set(t, row, rate_col + 1, p->eta_key, "-");
 }
