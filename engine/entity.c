@@ -485,6 +485,23 @@ typedef struct {
 	char peer[BS_NAME_MAX + 1];
 } write_t;
 
+/* An entity's upsert after its VALUES or SELECT: a later version than any
+ * before (`updated` strictly grows), the new body; the RETURNING form reads
+ * the body it replaces into @bs_old as it goes and hands it back with the
+ * new version. */
+#define ENTITY_UPSERT " ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND)," \
+	"body=VALUES(body)"
+#define ENTITY_UPSERT_RETURNING " ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body))," \
+	"updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND) RETURNING @bs_old, UNIX_TIMESTAMP(updated)"
+
+/* A fast form applied: the shard owned the bucket outright. */
+static void fast_applied(write_t *w)
+{
+	w->refused = false;
+	snprintf(w->state, sizeof w->state, "owned");
+	w->peer[0] = '\0';
+}
+
 static void rollback(bs_store_t *st, write_t *w)
 {
 	char msg[1024];
@@ -533,8 +550,7 @@ static void write_sql(bs_buf_t *b, const write_t *w, const bs_bytes_t *body)
 		id_lit(b, &w->id);
 		bs__buf_puts(b, ",NOW(6),");
 		bs__buf_hex(b, body->ptr, body->len);
-		bs__buf_puts(b, ") ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),"
-		                "updated+INTERVAL 1 MICROSECOND),body=VALUES(body); END IF; END");
+		bs__buf_puts(b, ")" ENTITY_UPSERT "; END IF; END");
 	} else {
 		bs__buf_puts(b, "DELETE FROM entities WHERE @bs_own=1 AND id=");
 		id_lit(b, &w->id);
@@ -609,13 +625,7 @@ static void upsert_sql(bs_buf_t *b, const write_t *w, const bs_bytes_t *body, bo
 	id_lit(b, &w->id);
 	bs__buf_puts(b, ",NOW(6),");
 	bs__buf_hex(b, body->ptr, body->len);
-	if (returning)
-		bs__buf_puts(b, ") ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body)),"
-		                "updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND)"
-		                " RETURNING @bs_old, UNIX_TIMESTAMP(updated); END IF; END");
-	else
-		bs__buf_puts(b, ") ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),"
-		                "updated+INTERVAL 1 MICROSECOND),body=VALUES(body); END IF; END");
+	bs__buf_puts(b, returning ? ")" ENTITY_UPSERT_RETURNING "; END IF; END" : ")" ENTITY_UPSERT "; END IF; END");
 }
 
 /* The entity logged for its bucket's move while the bucket is leaving,
@@ -657,8 +667,7 @@ static int fast_write(bool *applied, bs_store_t *st, write_t *w, const bs_bytes_
 		bs__buf_puts(&b, ",NOW(6),");
 		bs__buf_hex(&b, body->ptr, body->len);
 		bs__buf_printf(&b, " FROM bagstore_buckets WHERE bucket=%d AND state='owned' LOCK IN SHARE MODE WAIT %d"
-		                   " ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND),"
-		                   "body=VALUES(body)", w->bucket, FENCE_WAIT_S);
+		                   ENTITY_UPSERT, w->bucket, FENCE_WAIT_S);
 	} else {
 		bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
 		id_lit(&b, &w->id);
@@ -670,8 +679,7 @@ static int fast_write(bool *applied, bs_store_t *st, write_t *w, const bs_bytes_
 	*applied = !rc && rows > 0;
 	if (*applied) {
 		w->found = !body;
-		snprintf(w->state, sizeof w->state, "owned");
-		w->peer[0] = '\0';
+		fast_applied(w);
 	}
 	bs__buf_free(&b);
 	return rc;
@@ -758,9 +766,7 @@ static int fast_returning_write(bool *applied, bs_store_t *st, write_t *w, const
 		bs__buf_hex(&b, w->token, tl);
 		bs__buf_puts(&b, " AND entity_id=");
 		id_lit(&b, &w->id);
-		bs__buf_puts(&b, " ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body)),"
-		                 "updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND)"
-		                 " RETURNING @bs_old, UNIX_TIMESTAMP(updated)");
+		bs__buf_puts(&b, ENTITY_UPSERT_RETURNING);
 	} else {
 		bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
 		id_lit(&b, &w->id);
@@ -778,9 +784,7 @@ static int fast_returning_write(bool *applied, bs_store_t *st, write_t *w, const
 	if (mysql_num_fields(res[0]) != 2 || mysql_num_rows(res[0]) == 0)
 		goto done; /* nothing written, no intent: the full form */
 	*applied = true;
-	w->refused = false;
-	snprintf(w->state, sizeof w->state, "owned");
-	w->peer[0] = '\0';
+	fast_applied(w);
 	returned(w, res[0], body != NULL);
 done:
 	for (int k = 0; k < 2; k++)

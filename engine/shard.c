@@ -305,19 +305,8 @@ static int drain(bs_store_t *st, int i, MYSQL *m)
 
 int bs__shard_exec(bs_store_t *st, int i, const char *sql, size_t len)
 {
-	MYSQL *m;
-	st->shards[i].last_errno = 0;
-	int rc = bs__shard_conn(&m, st, i);
-	if (rc)
-		return rc;
-	if (mysql_real_query(m, sql, len))
-		return bs__shard_fail(st, i, "statement failed");
-	MYSQL_RES *res = mysql_store_result(m);
-	if (res)
-		mysql_free_result(res);
-	else if (mysql_field_count(m) != 0)
-		return bs__shard_fail(st, i, "reading a result");
-	return drain(st, i, m);
+	int64_t affected;
+	return bs__shard_exec_rows(&affected, st, i, sql, len);
 }
 
 int bs__shard_exec_rows(int64_t *affected, bs_store_t *st, int i, const char *sql, size_t len)
