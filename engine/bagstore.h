@@ -477,6 +477,8 @@ int bs_query_parse_text(bs_query_spec_t *out, const bs_index_list_t *l, const ch
  *   move_kill_catchup    ... after its first catch-up round
  *   move_kill_cutover    ... inside the cut-over fence, before the flip commits
  *   move_kill_flipped    ... right after the flip commits, before the roll-forward
+ *   move_kill_undo       ... undoing a cancelled move, its source's buckets
+ *                        owned again, the target's copies not yet deleted
  *   slow_move            moves take the smallest chunks and sleep 50 ms each
  *   pause_repair_batch   the first repair pass of more than one batch stops
  *                        (SIGSTOP) after its first batch, once

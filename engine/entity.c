@@ -329,7 +329,7 @@ static int fence_stmt(bs__shard_stmt_t *q, bs_buf_t *sql, shard_rows_t *r, const
 	return 0;
 }
 
-static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, const bs_id_t *id)
+static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, const bs_id_t *id, const char *done)
 {
 	bs__shard_stmt_t *q = calloc((size_t)st->n, sizeof *q);
 	bs_buf_t *sql = calloc((size_t)st->n, sizeof *sql);
@@ -382,8 +382,8 @@ static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, c
 		char hex[33], msg[1024];
 		bs_id_hex(hex, id);
 		snprintf(msg, sizeof msg, "%s", bs_last_error());
-		rc = bs_error(rc, "entity %s is written, but its index rows are not: %s "
-		                  "(readers filter stale rows; the cleaner repairs them)", hex, msg);
+		rc = bs_error(rc, "entity %s is %s, but its index rows are not: %s "
+		                  "(readers filter stale rows; the cleaner repairs them)", hex, done, msg);
 	}
 done:
 	for (int i = 0; sql && i < st->n; i++)
@@ -452,7 +452,7 @@ static int write_rows(bs_store_t *st, const bs_index_list_t *cat, const bs_id_t 
 			if (cat->items[k].state != BS_INDEX_DISABLED)
 				index_sql(per, &cat->items[k], id, old->type == BS_MAP ? old : NULL,
 				          found && old->type != BS_MAP, bag, st);
-		rc = index_flush(&refused, st, per, id);
+		rc = index_flush(&refused, st, per, id, bag ? "written" : "deleted");
 		/* where the refused buckets went, from the shards that refused */
 		for (int i = 0; i < st->n && !rc && refused; i++)
 			if (per[i].refused)
@@ -464,8 +464,8 @@ static int write_rows(bs_store_t *st, const bs_index_list_t *cat, const bs_id_t 
 	}
 	char hex[33];
 	bs_id_hex(hex, id);
-	return bs_error(BS_EUNREACHABLE, "entity %s is written, but its index rows are not: their buckets kept moving "
-	                "(%d tries; the cleaner repairs them)", hex, WRITE_HOPS);
+	return bs_error(BS_EUNREACHABLE, "entity %s is %s, but its index rows are not: their buckets kept moving "
+	                "(%d tries; the cleaner repairs them)", hex, bag ? "written" : "deleted", WRITE_HOPS);
 }
 
 /* The write in progress: the entity, its shard and bucket, what it held
@@ -931,24 +931,28 @@ static int entity_write(bs_store_t *st, write_t *w, const bs_bytes_t *body, bool
 	}
 }
 
-/* Step 3, sent without waiting: the intent goes if the entity is still
- * this write's version (or still gone, for a delete); the lock goes. */
-static void settle_send(bs_store_t *st, const write_t *w, bool deleted)
+/* Step 3, sent without waiting: the intent goes if the index rows were
+ * all written and the entity is still this write's version (or still
+ * gone, for a delete), else it stays for the repair loop; the lock goes. */
+static void settle_send(bs_store_t *st, const write_t *w, bool deleted, bool rows_ok)
 {
 	bs_buf_t b = {0};
 	if (!w->token[0])
 		return;
-	bs__buf_puts(&b, "DELETE FROM bagstore_intents WHERE token=");
-	bs__buf_hex(&b, w->token, strlen(w->token));
-	if (deleted)
-		bs__buf_puts(&b, " AND NOT EXISTS (SELECT 1 FROM entities WHERE id=");
-	else if (w->new_us)
-		bs__buf_printf(&b, " AND EXISTS (SELECT 1 FROM entities WHERE updated=FROM_UNIXTIME(%lld.%06lld) AND id=",
-		               (long long)(w->new_us / 1000000), (long long)(w->new_us % 1000000));
-	else
-		bs__buf_puts(&b, " AND EXISTS (SELECT 1 FROM entities WHERE updated=@bs_v AND id=");
-	id_lit(&b, &w->id);
-	bs__buf_puts(&b, ");DO RELEASE_LOCK(");
+	if (rows_ok) {
+		bs__buf_puts(&b, "DELETE FROM bagstore_intents WHERE token=");
+		bs__buf_hex(&b, w->token, strlen(w->token));
+		if (deleted)
+			bs__buf_puts(&b, " AND NOT EXISTS (SELECT 1 FROM entities WHERE id=");
+		else if (w->new_us)
+			bs__buf_printf(&b, " AND EXISTS (SELECT 1 FROM entities WHERE updated=FROM_UNIXTIME(%lld.%06lld)"
+			                   " AND id=", (long long)(w->new_us / 1000000), (long long)(w->new_us % 1000000));
+		else
+			bs__buf_puts(&b, " AND EXISTS (SELECT 1 FROM entities WHERE updated=@bs_v AND id=");
+		id_lit(&b, &w->id);
+		bs__buf_puts(&b, ");");
+	}
+	bs__buf_puts(&b, "DO RELEASE_LOCK(");
 	bs__buf_hex(&b, w->token, strlen(w->token));
 	bs__buf_puts(&b, ")");
 	/* the error of the index rows, when they failed, is the call's: a send
@@ -1034,14 +1038,14 @@ static int write_entity(bs_store_t *st, const bs_id_t *id, const bs_value_t *bag
 		goto done;
 	if (!bag && !w.found) {
 		char hex[33];
-		settle_send(st, &w, true);
+		settle_send(st, &w, true, true);
 		bs_id_hex(hex, id);
 		rc = bs_error(BS_ENOTFOUND, "entity %s not found (looked on shard %s)", hex, st->shards[w.shard].conf->name);
 		goto done;
 	}
 	bs__fault_after_entity(id);
 	rc = write_rows(st, cat, id, &w.old, w.found, bag);
-	settle_send(st, &w, !bag);
+	settle_send(st, &w, !bag, rc == 0);
 done:
 	bs_value_clear(&w.old);
 	return rc;

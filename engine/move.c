@@ -1381,7 +1381,10 @@ static enum outcome undo(mover_t *r)
 	int rc;
 	r->m.pub.phase = BS_MOVE_UNDO;
 	report(r);
-	if ((rc = unmark_source(r)) || (rc = drop_target_copies(r)))
+	if ((rc = unmark_source(r)))
+		return fail_with(r, rc);
+	fault(r, "move_kill_undo");
+	if ((rc = drop_target_copies(r)))
 		return fail_with(r, rc);
 	bs__buf_printf(&b, "START TRANSACTION;DELETE FROM bagstore_buckets WHERE move_id=%lld AND state='incoming';"
 	                   "UPDATE bagstore_meta SET v=v+1 WHERE k='owned_version';COMMIT", (long long)r->m.pub.id);
@@ -1526,6 +1529,12 @@ static enum outcome attempt(mover_t *r, int64_t id)
 		if (out == AGAIN && r->daemon)
 			out = OUT_WAIT;
 	}
+	/* cancelled under this worker, before the cut-over: undone here, now,
+	 * holding the lock, before anyone is told it was (a kill meanwhile
+	 * leaves it cancelled with started_copy: the next claim undoes it) */
+	if (out == OUT_CANCELLED && r->m.pub.state == BS_JOB_CANCELLED && r->m.started_copy &&
+	    r->m.pub.phase < BS_MOVE_CUTOVER)
+		out = undo(r);
 done:
 	wind_up(r, (enum outcome)out);
 	return (enum outcome)out;

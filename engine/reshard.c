@@ -436,6 +436,11 @@ int bs_move_list(bs_move_list_t *out, bs_store_t *st, int *unreachable)
 	return rc;
 }
 
+/* What to say of a move cancelled and not undone yet (id, source, target):
+ * neither start nor cancel applies to it, the undo is a mover's. */
+#define UNDO_WAITS "move %lld (%s to %s) is cancelled and not undone yet: `bagstore cleaner --reshard` (or a " \
+	"running daemon) undoes it"
+
 /* A move is unfinished until done, or cancelled and undone. */
 static bool unfinished(const bs__move_t *m)
 {
@@ -801,7 +806,10 @@ int bs_reshard_start(bs_store_t *st, const bs_reshard_plan_t *plan)
 	if ((rc = list_moves(&mv, &n, st, NULL)))
 		return rc;
 	for (int k = 0; k < n && !rc; k++)
-		if (unfinished(&mv[k]))
+		if (unfinished(&mv[k]) && mv[k].pub.state == BS_JOB_CANCELLED)
+			rc = bs_error(BS_ECONFLICT, UNDO_WAITS "; then start again", (long long)mv[k].pub.id,
+			              mv[k].pub.source, mv[k].pub.target);
+		else if (unfinished(&mv[k]))
 			rc = bs_error(BS_ECONFLICT, "move %lld (%s to %s) of an earlier reshard is %s: let it finish, or "
 			              "cancel it (`bagstore reshard cancel`) before starting another",
 			              (long long)mv[k].pub.id, mv[k].pub.source, mv[k].pub.target,
@@ -840,23 +848,30 @@ int bs_reshard_control(bs_store_t *st, const char *action)
 		return bs_error(BS_EREADONLY, "read-only: refusing to %s the reshard", action);
 	if ((rc = list_moves(&mv, &n, st, NULL)))
 		return rc;
-	for (int k = 0; k < n; k++) {
+	for (int k = 0; k < n; k++)
 		if (mv[k].pub.plan_id > plan)
 			plan = mv[k].pub.plan_id;
-		bs__move_free(&mv[k]);
-	}
-	free(mv);
-	if (!plan)
-		return bs_error(BS_ENOTFOUND, "no reshard recorded (`bagstore reshard start` records one)");
 	char rows[48];
 	snprintf(rows, sizeof rows, "plan_id=%lld", (long long)plan);
 	/* a cancel before the cut-over only: a move past it finishes */
 	bs__control_t c = { "bagstore_moves", rows, "phase IN ('copy','index','catchup','undo')", action };
-	if ((rc = bs__control_rows(&m, &total, st, &c)))
+	if (!plan)
+		rc = bs_error(BS_ENOTFOUND, "no reshard recorded (`bagstore reshard start` records one)");
+	else if (!(rc = bs__control_rows(&m, &total, st, &c)) && !m) {
+		/* nothing to act on: a move waiting for its undo says what will */
+		for (int k = 0; k < n && !rc; k++)
+			if (mv[k].pub.plan_id == plan && mv[k].pub.state == BS_JOB_CANCELLED && unfinished(&mv[k]))
+				rc = bs_error(BS_ECONFLICT, UNDO_WAITS, (long long)mv[k].pub.id, mv[k].pub.source,
+				              mv[k].pub.target);
+		if (!rc)
+			rc = bs_error(BS_ECONFLICT, "no move of the reshard is in a state to %s%s", action,
+			              !strcmp(action, "cancel") ? " (a move past its cut-over finishes)" : "");
+	}
+	for (int k = 0; k < n; k++)
+		bs__move_free(&mv[k]);
+	free(mv);
+	if (rc)
 		return rc;
-	if (!m)
-		return bs_error(BS_ECONFLICT, "no move of the reshard is in a state to %s%s", action,
-		                !strcmp(action, "cancel") ? " (a move past its cut-over finishes)" : "");
 	char detail[64], what[32];
 	snprintf(detail, sizeof detail, "%lld moves of plan %lld", (long long)m, (long long)plan);
 	snprintf(what, sizeof what, "reshard.%s", action);

@@ -491,6 +491,7 @@ int cli_cmd_reshard_resume(cli_ctx_t *ctx, int argc, char **argv)
 int cli_cmd_reshard_cancel(cli_ctx_t *ctx, int argc, char **argv)
 {
 	return control(ctx, argc, argv, "cancel",
-	               "cancelled: the moves before their cut-over are undone by the next cleaner (their buckets stay "
-	               "where they were); a move past its cut-over finishes");
+	               "cancelled: the moves before their cut-over are undone by the cleaner running them, or the next "
+	               "one (`bagstore cleaner --reshard`); their buckets stay where they were; a move past its "
+	               "cut-over finishes");
 }

@@ -191,7 +191,8 @@ static const cli_cmd_t cli_commands[] = {
 	 "resume paused, failed or cancelled moves", NULL, true},
 	{"reshard", "cancel", cli_cmd_reshard_cancel, "",
 	 "cancel: a move before its cut-over leaves its buckets where they were",
-	 "A move past its cut-over finishes. The next cleaner undoes the others.\n",
+	 "A move past its cut-over finishes. The cleaner running the others undoes\n"
+	 "them (with none running, the next `bagstore cleaner --reshard`).\n",
 	 true},
 	{NULL, "throttle", cli_cmd_throttle, "[--seconds S] [--json]",
 	 "what the cleaner's throttle reads on every shard, and what it would do",
