@@ -635,7 +635,7 @@ static void reload(svc_t *s)
 	settings_diff(f, msg, sizeof msg, &was, &nc->cleaner);
 	bs_cleaner_live_set(s->live, &nc->cleaner);
 	if (s->hooks)
-		svc_hooks_set(s->hooks, &nc->daemon);
+		svc_hooks_set(s->hooks, nc);
 	if (!s->opts->log_format)
 		svc_log_set_json(&s->log, nc->daemon.log_format && !strcmp(nc->daemon.log_format, "json"));
 	pthread_mutex_lock(&s->mu);
@@ -884,7 +884,7 @@ static int svc_begin(svc_t *s)
 	if (s->metrics_addr &&
 	    svc_metrics_start(&s->metrics, s->metrics_addr, s->cfg, s->snap, &s->ctr, err, sizeof err) < 0)
 		return bs_error(BS_ERROR, "cannot serve /metrics on %s", err);
-	if ((rc = svc_hooks_start(&s->hooks, dm, &s->log, &s->ctr)) < 0 ||
+	if ((rc = svc_hooks_start(&s->hooks, s->cfg, &s->log, &s->ctr)) < 0 ||
 	    (rc = bs_worker_start(&s->worker, s->cfg, "cleaner", s->metrics_addr)) < 0)
 		return rc;
 	log_start(s);
