@@ -66,7 +66,9 @@ typedef struct bs_pair bs_pair_t;
 /*
  * A decoded bag or any value inside one. BS_UINT only holds integers above
  * INT64_MAX; every other integer is BS_INT. Strings and binaries are owned,
- * NUL-terminated for convenience (len excludes the NUL). Map keys are
+ * NUL-terminated for convenience (len excludes the NUL). A binary carries
+ * its BSON subtype (`sub`: 0 generic, as bs_value_bin makes it; Extended
+ * JSON's "subType"), kept by every codec; a string's is 0. Map keys are
  * strings; key order is kept as written.
  */
 struct bs_value {
@@ -76,7 +78,7 @@ struct bs_value {
 		int64_t i;
 		uint64_t u;
 		double f;
-		struct { char *ptr; size_t len; } s;              /* STR, BIN */
+		struct { char *ptr; size_t len; uint8_t sub; } s; /* STR, BIN (sub: BIN's subtype) */
 		struct { bs_value_t *items; size_t len, cap; } a; /* ARRAY */
 		struct { bs_pair_t *items; size_t len, cap; } m;  /* MAP */
 	} v;
@@ -149,15 +151,16 @@ int bs_msgpack_decode(bs_value_t *out, const uint8_t *p, size_t len);
 int bs_body_encode(bs_bytes_t *out, const bs_value_t *bag);
 int bs_body_decode(bs_value_t *out, const uint8_t *p, size_t len);
 
-/* JSON (MongoDB Extended JSON for bytes: {"$uuid": "..."} for 16 bytes,
- * {"$binary": {"base64": "...", "subType": "00"}} otherwise).
+/* JSON (MongoDB Extended JSON for bytes: {"$uuid": "..."} for 16 bytes of
+ * subtype 0, {"$binary": {"base64": "...", "subType": "05"}} otherwise).
  * flags: BS_JSON_PRETTY for indented output. Output is NUL-terminated. */
 #define BS_JSON_PRETTY 1
 int bs_json_encode(char **out, const bs_value_t *v, int flags);
 /* Parse one JSON document. `where` names the input in messages. */
 int bs_json_decode(bs_value_t *out, const char *text, size_t len, const char *where);
 
-/* YAML: !uuid for 16 bytes, !!binary (base64) for other bytes. */
+/* YAML: !uuid for 16 bytes, !!binary (base64) for other bytes, !binary/05
+ * (a local tag naming the subtype in hex) for bytes of a subtype but 0. */
 int bs_yaml_encode(char **out, const bs_value_t *v);
 int bs_yaml_decode(bs_value_t *out, const char *text, size_t len, const char *where);
 
