@@ -528,6 +528,8 @@ typedef struct {
 	bs_tls_state_t replica_tls;
 	int nreplica_tls;           /* replicas whose connection was made */
 	bool tls_plaintext_mixed;   /* up without TLS while another shard is encrypted */
+	bool tls_plaintext_preferred; /* up without TLS though tls.mode is preferred: the
+	                             * server offered none (both marked PLAINTEXT) */
 	bs_tls_mode_t tls_mode;     /* the configured mode */
 	/* load (the server's own counters, cumulative since it started: a rate
 	 * is the difference between two reads over load_at_us's difference;

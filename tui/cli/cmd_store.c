@@ -70,6 +70,7 @@ static void shard_tls_json(json_t *o, const bs_shard_status_t *s)
 	if (t && json_is_object(t)) {
 		json_object_set_new(t, "mode", json_string(bs_tls_mode_name(s->tls_mode)));
 		json_object_set_new(t, "plaintext_among_encrypted", json_boolean(s->tls_plaintext_mixed));
+		json_object_set_new(t, "plaintext_preferred", json_boolean(s->tls_plaintext_preferred));
 	}
 	json_object_set_new(o, "tls", t ? t : json_null());
 	t = s->nreplica_tls > 0 ? tls_json(&s->replica_tls) : json_null();
@@ -141,8 +142,10 @@ static int shard_row(cli_table_t *t, const bs_shard_status_t *s)
 			snprintf(lag, sizeof lag, "unknown");
 		fp = s->fingerprint_ok > 0 ? "ok" :
 		     s->fingerprint_ok == 0 ? "MISMATCH" : "uninitialised";
-		fmt_tls(tls, sizeof tls, &s->tls, s->tls_plaintext_mixed);
-		if (!tail && s->tls_plaintext_mixed)
+		fmt_tls(tls, sizeof tls, &s->tls, s->tls_plaintext_mixed || s->tls_plaintext_preferred);
+		if (!tail && s->tls_plaintext_preferred)
+			tail = "not encrypted: tls.mode is preferred and the server offers no TLS";
+		else if (!tail && s->tls_plaintext_mixed)
 			tail = "not encrypted, while other shards are";
 	}
 	cells[0] = s->name;
