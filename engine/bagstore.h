@@ -602,7 +602,8 @@ int bs_entity_index_rows(bs_entity_rows_t **out, int *n, bs_store_t *st, const b
 /* ------------------------------------------------------------------ grants */
 
 /* The MySQL accounts bagstore's parts run as, each with what it needs:
- * app (entities and index rows), cleaner (and its bookkeeping tables, index
+ * app (reads; writes entities, index rows, intents, move-log and audit
+ * rows, per table), cleaner (and its bookkeeping tables, index
  * tables made and dropped, init, replicas' lag), console (an operator: the
  * cleaner's and entity edits), readonly (reads; every change refused by the
  * server). */
@@ -610,14 +611,27 @@ typedef enum { BS_ROLE_APP, BS_ROLE_CLEANER, BS_ROLE_CONSOLE, BS_ROLE_READONLY }
 const char *bs_role_name(bs_role_t r);
 /* "app", "cleaner", "console", "readonly"; BS_EINVAL naming them otherwise. */
 int bs_role_parse(bs_role_t *out, const char *name);
+/* An index table the app role is granted (bs_grants): exists false for one
+ * not made yet, whose grant then carries CREATE (MySQL grants on a missing
+ * table only so). */
+typedef struct {
+	const char *name;
+	bool exists;
+} bs_grant_table_t;
+/* Whether role's grants are per table (app): they then name every index
+ * table, which bs_grants takes from the caller (the catalog's, and any
+ * about to be made). */
+bool bs_role_per_table(bs_role_t role);
 /* The SQL that gives user@host what role needs on every shard of cfg (or
  * the one named shard; BS_ENOTFOUND when none is): per shard a comment
- * naming it, GRANT on its database, SLAVE MONITOR for its replicas where
+ * naming it, GRANT on its database, for a per-table role GRANTs on
+ * bagstore's tables it writes and on each of indexes[nindexes] (names
+ * checked as index names, BS_EINVAL), SLAVE MONITOR for its replicas where
  * the role reads their lag, REQUIRE SSL where its tls.mode is required or
  * stricter. Contacts no shard. user and host are checked (BS_EINVAL) and
  * printed as identifiers. *out is NUL-terminated; free() it. */
 int bs_grants(char **out, const bs_config_t *cfg, bs_role_t role, const char *user, const char *host,
-              const char *shard);
+              const char *shard, const bs_grant_table_t *indexes, int nindexes);
 /* ------------------------------------------------------------------ census */
 
 /* The kinds of value the census tells apart (a 16-byte binary is a uuid). */

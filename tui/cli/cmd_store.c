@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fmt.h"
 
@@ -223,13 +224,24 @@ done:
 
 /* ------------------------------------------------------------ grants */
 
+static bool listed(const bs_grant_table_t *ix, int n, const char *name)
+{
+	for (int k = 0; k < n; k++)
+		if (!strcmp(ix[k].name, name))
+			return true;
+	return false;
+}
+
 int cli_cmd_grants(cli_ctx_t *ctx, int argc, char **argv)
 {
-	const char *role_name = NULL, *user = NULL, *host = "%", *shard = NULL;
+	const char *role_name = NULL, *user = NULL, *host = "%", *shard = NULL, *index = NULL;
 	const cli_opt_t opts[] = {{"role", &role_name, NULL}, {"user", &user, NULL}, {"host", &host, NULL},
-	                          {"shard", &shard, NULL}, {NULL, NULL, NULL}};
+	                          {"shard", &shard, NULL}, {"index", &index, NULL}, {NULL, NULL, NULL}};
 	cli_args_t args = {0};
 	char *sql = NULL, dflt[32];
+	bs_index_list_t cat = {0};
+	bs_grant_table_t *ix = NULL;
+	int nix = 0;
 	bs_role_t role;
 	int rc;
 
@@ -243,18 +255,40 @@ int cli_cmd_grants(cli_ctx_t *ctx, int argc, char **argv)
 		rc = cli_usage_error(ctx, "%s", bs_last_error());
 		goto done;
 	}
+	if (index && !bs_role_per_table(role)) {
+		rc = cli_usage_error(ctx, "--index is for --role app (the other roles' grants are the database's)");
+		goto done;
+	}
 	if (!user) {
 		snprintf(dflt, sizeof dflt, "bagstore_%s", bs_role_name(role));
 		user = dflt;
 	}
-	/* the configuration only: no shard is contacted */
+	/* the configuration, and for the app the catalog: its grants name
+	 * every index table */
 	if ((rc = cli_load_config(ctx)) < 0)
 		goto done;
-	if ((rc = bs_grants(&sql, ctx->cfg, role, user, host, shard)) < 0)
+	if (bs_role_per_table(role)) {
+		if ((rc = cli_open(ctx)) < 0 || (rc = bs_index_list(&cat, ctx->st)) < 0) {
+			rc = bs_error(rc, "the app role's grants name each index table, from the catalog: %s "
+			              "(run them after `bagstore init`)", bs_last_error());
+			goto done;
+		}
+		if (!(ix = calloc((size_t)cat.len + 1, sizeof *ix))) {
+			rc = bs_error(BS_ENOMEM, "out of memory");
+			goto done;
+		}
+		for (int k = 0; k < cat.len; k++)
+			ix[nix++] = (bs_grant_table_t){cat.items[k].name, true};
+		if (index && !listed(ix, nix, index))
+			ix[nix++] = (bs_grant_table_t){index, false};
+	}
+	if ((rc = bs_grants(&sql, ctx->cfg, role, user, host, shard, ix, nix)) < 0)
 		goto done;
 	fputs(sql, stdout);
 done:
 	free(sql);
+	free(ix);
+	bs_index_list_free(&cat);
 	cli_args_free(&args);
 	return rc < 0 ? rc : 0;
 }
