@@ -147,12 +147,16 @@ static void grant(bs_buf_t *b, const char *privileges, const char *db, const cha
 static void app_grants(bs_buf_t *b, const bs_shard_conf_t *s, const bs_grant_table_t *ix, int nix,
                        const char *user, const char *host)
 {
+	int listed = 0;
+
 	for (size_t k = 0; k < sizeof app_tables / sizeof app_tables[0]; k++) {
 		bs__buf_printf(b, "-- %s: %s\n", app_tables[k].table, app_tables[k].why);
 		grant(b, app_tables[k].privileges, s->database, app_tables[k].table, user, host);
 	}
+	for (int k = 0; k < nix; k++)
+		listed += ix[k].exists;
 	bs__buf_printf(b, "-- index tables (%d in the catalog); grant a new one before `index create NAME`: "
-	               "`bagstore grants --role app --index NAME`\n", nix);
+	               "`bagstore grants --role app --index NAME`\n", listed);
 	for (int k = 0; k < nix; k++) {
 		if (!ix[k].exists)
 			bs__buf_printf(b, "-- %s: not made yet; MySQL grants on a table that does not exist only "

@@ -269,8 +269,10 @@ int cli_cmd_grants(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	if (bs_role_per_table(role)) {
 		if ((rc = cli_open(ctx)) < 0 || (rc = bs_index_list(&cat, ctx->st)) < 0) {
+			char why[1024];
+			snprintf(why, sizeof why, "%s", bs_last_error());
 			rc = bs_error(rc, "the app role's grants name each index table, from the catalog: %s "
-			              "(run them after `bagstore init`)", bs_last_error());
+			              "(run them after `bagstore init`)", why);
 			goto done;
 		}
 		if (!(ix = calloc((size_t)cat.len + 1, sizeof *ix))) {
