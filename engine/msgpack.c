@@ -13,8 +13,10 @@
  *
  * A binary of subtype 0 is MessagePack's bin; one of another subtype (an
  * Extended JSON "subType", 1 to 255) is ext type BS__EXT_BINARY (0): the
- * subtype's byte, then the bytes. An ext 0 without that byte, or with
- * subtype 0 (which has bin), is refused as corrupt: one form per value.
+ * subtype's byte, then the bytes. An ext 0 without that byte, with subtype
+ * 0 (which has bin), or holding 16 bytes of subtype 4 (the uuid, a bin of
+ * subtype 0, as the JSON and YAML readers make it) is refused as corrupt:
+ * one form per value.
  */
 #include "codec_internal.h"
 
@@ -68,6 +70,8 @@ static int pack_value(msgpack_packer *pk, const bs_value_t *v, int depth)
 		if (v->v.s.len > UINT32_MAX)
 			return bs_error(BS_EINVAL, "bytes too long for MessagePack (%zu)", v->v.s.len);
 		if (v->v.s.sub) {
+			if (v->v.s.sub == 4 && v->v.s.len == 16)
+				return bs_error(BS_EINVAL, "16 bytes of subtype 04 are a uuid: subtype 0");
 			if (v->v.s.len >= UINT32_MAX)
 				return bs_error(BS_EINVAL, "bytes too long for MessagePack (%zu)", v->v.s.len);
 			rc = msgpack_pack_ext(pk, v->v.s.len + 1, BS__EXT_BINARY);
@@ -350,6 +354,9 @@ static int read_ext(reader_t *r, bs_value_t *out, uint8_t b, uint64_t n)
 	if (n < 1 || r->p[0] == 0)
 		return bs_error(BS_ECORRUPT, "msgpack ext %d at byte %zu holds no binary subtype but 0",
 		                BS__EXT_BINARY, at);
+	if (r->p[0] == 4 && n - 1 == 16) /* what $uuid stands for: bagstore's uuid, a bin */
+		return bs_error(BS_ECORRUPT, "msgpack ext %d at byte %zu: 16 bytes of subtype 04 are a uuid, "
+		                "written as bin", BS__EXT_BINARY, at);
 	if ((rc = charge(r, 0, n)) < 0 || (rc = bs_value_bin(out, r->p + 1, (size_t)n - 1)) < 0)
 		return rc;
 	out->v.s.sub = r->p[0];

@@ -1226,11 +1226,18 @@ static void test_binary_subtypes(void)
 		static const uint8_t sub0[] = { 0xd5, 0x00, 0x00, 0x01 }; /* ext 0, subtype 0 */
 		static const uint8_t none[] = { 0xc7, 0x00, 0x00 };       /* ext 0, no byte */
 		static const uint8_t cut[] = { 0xc7, 0x05, 0x00, 0x05, 0x01 };
+		static const uint8_t uuid4[20] = { 0xc7, 17, 0x00, 0x04 }; /* ext 8 of 17: subtype 04, 16 bytes */
+		CHECK_ERR(bs_msgpack_decode(&d, uuid4, sizeof uuid4), BS_ECORRUPT);
+		CHECK(has(bs_last_error(), "a uuid"), "%s", bs_last_error());
 		CHECK_ERR(bs_msgpack_decode(&d, other, sizeof other), BS_ECORRUPT);
 		CHECK(has(bs_last_error(), "unsupported msgpack ext type 7"), "%s", bs_last_error());
 		CHECK_ERR(bs_msgpack_decode(&d, sub0, sizeof sub0), BS_ECORRUPT);
 		CHECK_ERR(bs_msgpack_decode(&d, none, sizeof none), BS_ECORRUPT);
 		CHECK_ERR(bs_msgpack_decode(&d, cut, sizeof cut), BS_ECORRUPT);
+		bs_value_bin(&v, "0123456789abcdef", 16);
+		v.v.s.sub = 4;
+		CHECK_ERR(bs_msgpack_encode(&mp, &v), BS_EINVAL);
+		bs_value_clear(&v);
 	}
 
 	/* an id is a uuid: 16 bytes of another subtype are refused */
