@@ -66,7 +66,9 @@ typedef struct bs_pair bs_pair_t;
 /*
  * A decoded bag or any value inside one. BS_UINT only holds integers above
  * INT64_MAX; every other integer is BS_INT. Strings and binaries are owned,
- * NUL-terminated for convenience (len excludes the NUL). Map keys are
+ * NUL-terminated for convenience (len excludes the NUL). A binary carries
+ * its BSON subtype (`sub`: 0 generic, as bs_value_bin makes it; Extended
+ * JSON's "subType"), kept by every codec; a string's is 0. Map keys are
  * strings; key order is kept as written.
  */
 struct bs_value {
@@ -76,7 +78,7 @@ struct bs_value {
 		int64_t i;
 		uint64_t u;
 		double f;
-		struct { char *ptr; size_t len; } s;              /* STR, BIN */
+		struct { char *ptr; size_t len; uint8_t sub; } s; /* STR, BIN (sub: BIN's subtype) */
 		struct { bs_value_t *items; size_t len, cap; } a; /* ARRAY */
 		struct { bs_pair_t *items; size_t len, cap; } m;  /* MAP */
 	} v;
@@ -149,15 +151,16 @@ int bs_msgpack_decode(bs_value_t *out, const uint8_t *p, size_t len);
 int bs_body_encode(bs_bytes_t *out, const bs_value_t *bag);
 int bs_body_decode(bs_value_t *out, const uint8_t *p, size_t len);
 
-/* JSON (MongoDB Extended JSON for bytes: {"$uuid": "..."} for 16 bytes,
- * {"$binary": {"base64": "...", "subType": "00"}} otherwise).
+/* JSON (MongoDB Extended JSON for bytes: {"$uuid": "..."} for 16 bytes of
+ * subtype 0, {"$binary": {"base64": "...", "subType": "05"}} otherwise).
  * flags: BS_JSON_PRETTY for indented output. Output is NUL-terminated. */
 #define BS_JSON_PRETTY 1
 int bs_json_encode(char **out, const bs_value_t *v, int flags);
 /* Parse one JSON document. `where` names the input in messages. */
 int bs_json_decode(bs_value_t *out, const char *text, size_t len, const char *where);
 
-/* YAML: !uuid for 16 bytes, !!binary (base64) for other bytes. */
+/* YAML: !uuid for 16 bytes, !!binary (base64) for other bytes, !binary/05
+ * (a local tag naming the subtype in hex) for bytes of a subtype but 0. */
 int bs_yaml_encode(char **out, const bs_value_t *v);
 int bs_yaml_decode(bs_value_t *out, const char *text, size_t len, const char *where);
 
@@ -527,6 +530,8 @@ typedef struct {
 	bs_tls_state_t replica_tls;
 	int nreplica_tls;           /* replicas whose connection was made */
 	bool tls_plaintext_mixed;   /* up without TLS while another shard is encrypted */
+	bool tls_plaintext_preferred; /* up without TLS though tls.mode is preferred: the
+	                             * server offered none (both marked PLAINTEXT) */
 	bs_tls_mode_t tls_mode;     /* the configured mode */
 	/* load (the server's own counters, cumulative since it started: a rate
 	 * is the difference between two reads over load_at_us's difference;
@@ -599,7 +604,8 @@ int bs_entity_index_rows(bs_entity_rows_t **out, int *n, bs_store_t *st, const b
 /* ------------------------------------------------------------------ grants */
 
 /* The MySQL accounts bagstore's parts run as, each with what it needs:
- * app (entities and index rows), cleaner (and its bookkeeping tables, index
+ * app (reads; writes entities, index rows, intents, move-log and audit
+ * rows, per table), cleaner (and its bookkeeping tables, index
  * tables made and dropped, init, replicas' lag), console (an operator: the
  * cleaner's and entity edits), readonly (reads; every change refused by the
  * server). */
@@ -607,14 +613,27 @@ typedef enum { BS_ROLE_APP, BS_ROLE_CLEANER, BS_ROLE_CONSOLE, BS_ROLE_READONLY }
 const char *bs_role_name(bs_role_t r);
 /* "app", "cleaner", "console", "readonly"; BS_EINVAL naming them otherwise. */
 int bs_role_parse(bs_role_t *out, const char *name);
+/* An index table the app role is granted (bs_grants): exists false for one
+ * not made yet, whose grant then carries CREATE (MySQL grants on a missing
+ * table only so). */
+typedef struct {
+	const char *name;
+	bool exists;
+} bs_grant_table_t;
+/* Whether role's grants are per table (app): they then name every index
+ * table, which bs_grants takes from the caller (the catalog's, and any
+ * about to be made). */
+bool bs_role_per_table(bs_role_t role);
 /* The SQL that gives user@host what role needs on every shard of cfg (or
  * the one named shard; BS_ENOTFOUND when none is): per shard a comment
- * naming it, GRANT on its database, SLAVE MONITOR for its replicas where
+ * naming it, GRANT on its database, for a per-table role GRANTs on
+ * bagstore's tables it writes and on each of indexes[nindexes] (names
+ * checked as index names, BS_EINVAL), SLAVE MONITOR for its replicas where
  * the role reads their lag, REQUIRE SSL where its tls.mode is required or
  * stricter. Contacts no shard. user and host are checked (BS_EINVAL) and
  * printed as identifiers. *out is NUL-terminated; free() it. */
 int bs_grants(char **out, const bs_config_t *cfg, bs_role_t role, const char *user, const char *host,
-              const char *shard);
+              const char *shard, const bs_grant_table_t *indexes, int nindexes);
 /* ------------------------------------------------------------------ census */
 
 /* The kinds of value the census tells apart (a 16-byte binary is a uuid). */

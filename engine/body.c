@@ -193,7 +193,7 @@ int bs_body_decode(bs_value_t *out, const uint8_t *p, size_t len)
 		goto done;
 	}
 	id = bs_map_get(out, "id");
-	if (!id || id->type != BS_BIN || id->v.s.len != 16)
+	if (!id || id->type != BS_BIN || id->v.s.len != 16 || id->v.s.sub)
 		rc = bs_error(BS_ECORRUPT, "body has no 16-byte \"id\"");
 done:
 	if (in && (owned || in->cap > BUF_KEEP)) {

@@ -40,7 +40,7 @@ static bs_census_type_t type_of(const bs_value_t *v)
 	case BS_INT: case BS_UINT: return BS_CT_INT;
 	case BS_FLOAT: return BS_CT_FLOAT;
 	case BS_STR: return BS_CT_STRING;
-	case BS_BIN: return v->v.s.len == 16 ? BS_CT_UUID : BS_CT_BINARY;
+	case BS_BIN: return v->v.s.len == 16 && !v->v.s.sub ? BS_CT_UUID : BS_CT_BINARY;
 	case BS_ARRAY: return BS_CT_ARRAY;
 	case BS_MAP: return BS_CT_MAP;
 	}

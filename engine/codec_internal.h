@@ -36,6 +36,11 @@ char *bs__base64_dup(const uint8_t *src, size_t n, size_t *len);
  * or BS_ENOMEM. */
 int bs__base64_value(bs_value_t *out, const char *src, size_t n);
 
+/* A binary's subtype from 1 or 2 hex digits (checked by the caller), for
+ * bytes of length len: 16 bytes of subtype 4 (UUID) are bagstore's uuid,
+ * subtype 0 (id.c). */
+uint8_t bs__subtype(const char *hex, size_t n, size_t len);
+
 /* ------------------------------------------------------------ text */
 
 /* Strict UTF-8: no overlongs, surrogates or code points past U+10FFFF. */
@@ -77,6 +82,11 @@ int bs__map_append_unique(bs_value_t *map, bs__keyset_t *ks, char *key, size_t k
                           bs_value_t *val);
 
 /* ------------------------------------------------------------ msgpack */
+
+/* The one MessagePack ext type bagstore writes: bytes whose subtype is not
+ * 0, as ext 0 holding the subtype's byte, then the bytes (a subtype 0
+ * binary is MessagePack's bin). */
+#define BS__EXT_BINARY 0
 
 /* Append v's MessagePack to out (which may already hold bytes). */
 int bs__msgpack_append(bs_bytes_t *out, const bs_value_t *v);

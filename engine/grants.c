@@ -9,24 +9,31 @@
  *    identity (bagstore_meta), entities and index tables; status reads
  *    information_schema and Threads_running (no privilege in MariaDB), and
  *    named locks (GET_LOCK, IS_USED_LOCK, RELEASE_LOCK) need none;
- *  - app: puts and deletes write entities, index rows and bagstore_intents
- *    (INSERT ... ON DUPLICATE KEY UPDATE, DELETE): SELECT, INSERT, UPDATE,
- *    DELETE on the database. Index tables come and go with `index create`
- *    and `index drop`, and MySQL grants on tables that do not exist yet
- *    only at the database level, so the grant is the database's: it covers
- *    bagstore's own tables too. What the app cannot do is DDL.
- *  - cleaner: the same, plus CREATE, DROP and ALTER (init's tables and
- *    bagstore_verify's added columns, index tables made and dropped by the
- *    index lifecycle), and SHOW SLAVE STATUS on the shard's replicas for
- *    the throttle (SLAVE MONITOR; REPLICATION CLIENT on MySQL); the
- *    throttle's heartbeat is DML on bagstore_heartbeat, and reading its
- *    replicated row on a replica is the database's SELECT there; the
- *    worker registry (workers.c) is DML on bagstore_workers, a table apart
- *    (a row per worker, not per shard's writer);
+ *  - app: SELECT on the database (every table, index tables made later
+ *    too), and per table what puts and deletes write: entities and each
+ *    index table (INSERT ... ON DUPLICATE KEY UPDATE, DELETE),
+ *    bagstore_intents (INSERT, the bulk put's UPDATE, DELETE),
+ *    bagstore_move_log (INSERT ... ON DUPLICATE KEY UPDATE while a bucket
+ *    moves), bagstore_audit (INSERT: an audited put or delete adds its row;
+ *    never UPDATE or DELETE). Nothing on ownership (bagstore_buckets,
+ *    bagstore_map, bagstore_meta: a half-done roll-forward it finds is left
+ *    to the mover), the catalog, jobs or moves, and no DDL. MySQL grants
+ *    per table on no name pattern, and on a table that does not exist yet
+ *    only with CREATE in the grant: the index tables are the catalog's,
+ *    read by the caller, and one not made yet (grants --index, before
+ *    `index create`) gets CREATE too, which lets the grant be given ahead.
+ *  - cleaner: SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER on the
+ *    database (init's tables and bagstore_verify's added columns, index
+ *    tables made and dropped by the index lifecycle and then backfilled and
+ *    repaired, moves, the map, jobs, the worker registry, the throttle's
+ *    heartbeat): tables it makes at run time need its DML at once, and
+ *    DROP on the database covers every table anyway, so nothing is gained
+ *    per table. SHOW SLAVE STATUS on the shard's replicas for the throttle
+ *    (SLAVE MONITOR; REPLICATION CLIENT on MySQL); reading the heartbeat's
+ *    replicated row on a replica is the database's SELECT there;
  *  - console: an operator's console and CLI, which do what the cleaner
  *    does (create, drop, backfill, repair) and edit entities: the same
- *    privileges as the cleaner, under an account of its own (a console
- *    running backfills writes the heartbeat and registers as a worker);
+ *    privileges as the cleaner, under an account of its own;
  *  - readonly: SELECT on the database and the replicas' status: every
  *    reading command and screen works, and every change is refused by the
  *    server itself ("INSERT command denied to user ..."), --read-only or
@@ -43,19 +50,31 @@
 static const struct {
 	const char *name;
 	const char *privileges; /* on the shard's database */
+	bool per_table;         /* and per table: tables[] and each index table */
 	bool replicas;          /* reads its replicas' lag */
 	const char *what;
 } roles[] = {
-	[BS_ROLE_APP] = {"app", "SELECT, INSERT, UPDATE, DELETE", false,
-	                 "the application: reads and writes entities and their index rows; no DDL"},
-	[BS_ROLE_CLEANER] = {"cleaner", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER", true,
-	                     "the cleaner: backfills, repair, its bookkeeping tables, index tables made "
+	[BS_ROLE_APP] = {"app", "SELECT", true, false,
+	                 "the application: reads everything, writes entities, their index rows, write "
+	                 "intents, move-log rows and audit rows; no ownership, catalog or audit change, no DDL"},
+	[BS_ROLE_CLEANER] = {"cleaner", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER", false, true,
+	                     "the cleaner: backfills, repair, moves, its bookkeeping tables, index tables made "
 	                     "and dropped, init; its replicas' lag"},
-	[BS_ROLE_CONSOLE] = {"console", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER", true,
+	[BS_ROLE_CONSOLE] = {"console", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER", false, true,
 	                     "an operator's console and CLI: what the cleaner does, and entity edits"},
-	[BS_ROLE_READONLY] = {"readonly", "SELECT", true,
+	[BS_ROLE_READONLY] = {"readonly", "SELECT", false, true,
 	                      "reads only: every change is refused by the server"},
 };
+/* The app's writes, table by table (its SELECT is the database's). */
+static const struct {
+	const char *table, *privileges, *why;
+} app_tables[] = {
+	{"entities", "INSERT, UPDATE, DELETE", "puts (INSERT ... ON DUPLICATE KEY UPDATE) and deletes"},
+	{"bagstore_intents", "INSERT, UPDATE, DELETE", "each write's intent, made first and removed after"},
+	{"bagstore_move_log", "INSERT, UPDATE", "writes in a moving bucket, for its move's catch-up"},
+	{"bagstore_audit", "INSERT", "an audited put or delete adds its row (no UPDATE, no DELETE)"},
+};
+#define APP_INDEX_PRIVILEGES "INSERT, UPDATE, DELETE"
 #define NROLES ((int)(sizeof roles / sizeof roles[0]))
 
 const char *bs_role_name(bs_role_t r)
@@ -108,9 +127,54 @@ static void account(bs_buf_t *b, const char *user, const char *host)
 	bs__buf_ident(b, host);
 }
 
+static void grant(bs_buf_t *b, const char *privileges, const char *db, const char *table, const char *user,
+                  const char *host)
+{
+	bs__buf_printf(b, "GRANT %s ON ", privileges);
+	bs__buf_ident(b, db);
+	if (table) {
+		bs__buf_puts(b, ".");
+		bs__buf_ident(b, table);
+	} else {
+		bs__buf_puts(b, ".*");
+	}
+	bs__buf_puts(b, " TO ");
+	account(b, user, host);
+	bs__buf_puts(b, ";\n");
+}
+
+/* The app's per-table grants on one shard's database. */
+static void app_grants(bs_buf_t *b, const bs_shard_conf_t *s, const bs_grant_table_t *ix, int nix,
+                       const char *user, const char *host)
+{
+	int listed = 0;
+
+	for (size_t k = 0; k < sizeof app_tables / sizeof app_tables[0]; k++) {
+		bs__buf_printf(b, "-- %s: %s\n", app_tables[k].table, app_tables[k].why);
+		grant(b, app_tables[k].privileges, s->database, app_tables[k].table, user, host);
+	}
+	for (int k = 0; k < nix; k++)
+		listed += ix[k].exists;
+	bs__buf_printf(b, "-- index tables (%d in the catalog); grant a new one before `index create NAME`: "
+	               "`bagstore grants --role app --index NAME`\n", listed);
+	for (int k = 0; k < nix; k++) {
+		if (!ix[k].exists)
+			bs__buf_printf(b, "-- %s: not made yet; MySQL grants on a table that does not exist only "
+			               "with CREATE (the app runs no DDL)\n", ix[k].name);
+		grant(b, ix[k].exists ? APP_INDEX_PRIVILEGES : APP_INDEX_PRIVILEGES ", CREATE", s->database, ix[k].name,
+		      user, host);
+	}
+	bs__buf_puts(b, "-- an account given the database-wide DML of an earlier bagstore keeps it: revoke it with\n"
+	             "--   REVOKE INSERT, UPDATE, DELETE ON ");
+	bs__buf_ident(b, s->database);
+	bs__buf_puts(b, ".* FROM ");
+	account(b, user, host);
+	bs__buf_puts(b, ";\n");
+}
+
 /* One shard's statements. */
 static void shard_grants(bs_buf_t *b, const bs_shard_conf_t *s, bs_role_t role, const char *user,
-                         const char *host)
+                         const char *host, const bs_grant_table_t *ix, int nix)
 {
 	char addr[128];
 
@@ -118,11 +182,9 @@ static void shard_grants(bs_buf_t *b, const bs_shard_conf_t *s, bs_role_t role, 
 	bs__buf_printf(b, "\n-- shard %s (", s->name);
 	comment_text(b, addr);
 	bs__buf_printf(b, "), database %s\n", s->database);
-	bs__buf_printf(b, "GRANT %s ON ", roles[role].privileges);
-	bs__buf_ident(b, s->database);
-	bs__buf_puts(b, ".* TO ");
-	account(b, user, host);
-	bs__buf_puts(b, ";\n");
+	grant(b, roles[role].privileges, s->database, NULL, user, host);
+	if (roles[role].per_table)
+		app_grants(b, s, ix, nix, user, host);
 	if (roles[role].replicas && s->nreplicas > 0) {
 		bs__buf_puts(b, "-- SHOW SLAVE STATUS on its replicas (");
 		for (int r = 0; r < s->nreplicas; r++) {
@@ -145,8 +207,13 @@ static void shard_grants(bs_buf_t *b, const bs_shard_conf_t *s, bs_role_t role, 
 	}
 }
 
+bool bs_role_per_table(bs_role_t role)
+{
+	return (int)role >= 0 && (int)role < NROLES && roles[role].per_table;
+}
+
 int bs_grants(char **out, const bs_config_t *cfg, bs_role_t role, const char *user, const char *host,
-              const char *shard)
+              const char *shard, const bs_grant_table_t *indexes, int nindexes)
 {
 	bs_buf_t b = {0};
 	int rc, found = 0;
@@ -157,6 +224,9 @@ int bs_grants(char **out, const bs_config_t *cfg, bs_role_t role, const char *us
 	if ((rc = check_account_part("user", user, 80, "")) < 0 ||
 	    (rc = check_account_part("host", host, 255, "%:/")) < 0)
 		return rc;
+	for (int k = 0; k < nindexes; k++) /* (checked as the catalog's names are) */
+		if ((rc = bs__index_name_check(indexes[k].name)) < 0)
+			return rc;
 	bs__buf_printf(&b, "-- bagstore grants for role %s: %s.\n", roles[role].name, roles[role].what);
 	bs__buf_puts(&b, "-- Run each shard's statements on that shard's server, after creating the account there\n"
 	             "-- (bagstore never prints a password):\n--   CREATE USER IF NOT EXISTS ");
@@ -166,7 +236,7 @@ int bs_grants(char **out, const bs_config_t *cfg, bs_role_t role, const char *us
 		if (shard && strcmp(shard, cfg->shards[i].name) != 0)
 			continue;
 		found++;
-		shard_grants(&b, &cfg->shards[i], role, user, host);
+		shard_grants(&b, &cfg->shards[i], role, user, host, indexes, nindexes);
 	}
 	if (shard && !found) {
 		bs__buf_free(&b);

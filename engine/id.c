@@ -118,6 +118,18 @@ int bs_bag_id(bs_id_t *out, const bs_value_t *bag)
 		return bs_error(BS_EINVAL, "body has no \"id\": expected 16 bytes, got %s",
 		                bs__type_name(v->type));
 	}
+	if (v->v.s.sub)
+		return bs_error(BS_EINVAL, "body has no \"id\": expected a uuid, got 16 bytes of subtype %02x",
+		                v->v.s.sub);
 	memcpy(out->b, v->v.s.ptr, 16);
 	return 0;
+}
+
+uint8_t bs__subtype(const char *hex, size_t n, size_t len)
+{
+	unsigned sub = 0;
+
+	for (size_t i = 0; i < n; i++)
+		sub = sub << 4 | (unsigned)bs__hexval((unsigned char)hex[i]);
+	return sub == 4 && len == 16 ? 0 : (uint8_t)sub;
 }

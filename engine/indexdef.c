@@ -63,7 +63,7 @@ static unsigned key_bytes(const bs_prop_t *p)
 	return 0;
 }
 
-static int check_index_name(const char *name)
+int bs__index_name_check(const char *name)
 {
 	char shown[96];
 
@@ -240,7 +240,7 @@ int bs_index_parse(bs_index_t *def, const char *name, const char *on, const char
 	memset(def, 0, sizeof *def);
 	def->state = BS_INDEX_BUILDING;
 	def->shard_on = -1;
-	if ((error = check_index_name(name)) < 0)
+	if ((error = bs__index_name_check(name)) < 0)
 		goto done;
 	memcpy(def->name, name, strlen(name) + 1);
 	if ((error = parse_props(def, on ? on : "")) < 0 || (error = parse_shard_on(def, shard_on)) < 0)
@@ -339,7 +339,7 @@ int bs_index_ddl(char **out, const bs_index_t *def)
 		error = bs_error(BS_EINVAL, "index definition has no valid property list");
 		goto done;
 	}
-	if (memchr(def->name, '\0', sizeof def->name) == NULL || (error = check_index_name(def->name)) < 0) {
+	if (memchr(def->name, '\0', sizeof def->name) == NULL || (error = bs__index_name_check(def->name)) < 0) {
 		if (error == 0)
 			error = bs_error(BS_EINVAL, "index name is not terminated");
 		goto done;

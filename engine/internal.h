@@ -358,6 +358,9 @@ void bs__catalog_invalidate(bs_store_t *st);
  * with COMMENT='...'): a table without it is not bagstore's to replace. */
 #define BS__INDEX_TABLE_MARK "bagstore index table"
 
+/* An index name's check: [A-Za-z_][A-Za-z0-9_]*, at most BS_NAME_MAX, not
+ * entities nor bagstore_* (indexdef.c). 0 or BS_EINVAL. */
+int bs__index_name_check(const char *name);
 /* Borrowed lookup in a list (indexdef.c). */
 const bs_index_t *bs__index_find(const bs_index_list_t *l, const char *name);
 

@@ -1,8 +1,11 @@
 /*
  * json.c - bs_value_t <-> JSON with jansson (bs_json_*).
  *
- * Bytes use MongoDB Extended JSON: {"$uuid": "dashed"} for 16 bytes,
- * {"$binary": {"base64": "...", "subType": "00"}} otherwise. Floats JSON
+ * Bytes use MongoDB Extended JSON: {"$uuid": "dashed"} for 16 bytes of
+ * subtype 0 (bagstore's uuid, ids among them), {"$binary": {"base64":
+ * "...", "subType": "05"}} otherwise, the subtype kept (bs_value_t's sub).
+ * Reading, a "$binary" of 16 bytes and subType "00" or "04" is a uuid:
+ * "04" is the subtype Extended JSON's "$uuid" stands for. Floats JSON
  * cannot hold are {"$numberDouble": "NaN" | "Infinity" | "-Infinity"} and
  * integers above INT64_MAX are {"$numberDecimal": "digits"}. A map whose
  * only key is one of those four names is refused on output, since it would
@@ -119,6 +122,8 @@ static int special_binary(ctx_t *c, bs_value_t *out, json_t *arg)
 	if (sub && !(json_is_string(sub) && is_subtype(json_string_value(sub), json_string_length(sub))))
 		return fail(c, BS_EINVAL, "\"$binary\" wants \"subType\" as 1 or 2 hex digits");
 	rc = bs__base64_value(out, json_string_value(b64), json_string_length(b64));
+	if (rc == 0 && sub)
+		out->v.s.sub = bs__subtype(json_string_value(sub), json_string_length(sub), out->v.s.len);
 	return rc == -1 ? fail(c, BS_EINVAL, "\"$binary\" has malformed base64") : rc;
 }
 
@@ -391,10 +396,13 @@ static json_t *float_json(ctx_t *c, double f)
 	return json_real(f);
 }
 
-/* 16 bytes as {"$uuid"}, other bytes as {"$binary"}; NULL when out of memory. */
+/* A uuid (16 bytes, subtype 0) as {"$uuid"}, other bytes as {"$binary"};
+ * NULL when out of memory. */
 static json_t *bytes_json(const bs_value_t *v)
 {
-	if (v->v.s.len == 16) {
+	char sub[3];
+
+	if (v->v.s.len == 16 && !v->v.s.sub) {
 		char buf[37];
 		bs__dashed(buf, v->v.s.ptr);
 		return special("$uuid", json_string(buf));
@@ -405,7 +413,8 @@ static json_t *bytes_json(const bs_value_t *v)
 		return NULL;
 	json_t *inner = json_object();
 	if (inner && (json_object_set_new(inner, "base64", json_stringn(b64, n)) < 0 ||
-	              json_object_set_new(inner, "subType", json_string("00")) < 0)) {
+	              (snprintf(sub, sizeof sub, "%02x", v->v.s.sub),
+	               json_object_set_new(inner, "subType", json_string(sub))) < 0)) {
 		json_decref(inner);
 		inner = NULL;
 	}
@@ -651,7 +660,7 @@ static int put_value(writer_t *w, const bs_value_t *v)
 	case BS_STR:
 		return put_string(w, v->v.s.ptr, v->v.s.len);
 	case BS_BIN:
-		if (v->v.s.len == 16) {
+		if (v->v.s.len == 16 && !v->v.s.sub) {
 			bs__dashed(buf, v->v.s.ptr);
 			return put_special(w, "$uuid", buf);
 		} else {
@@ -663,7 +672,10 @@ static int put_value(writer_t *w, const bs_value_t *v)
 			if (!rc)
 				rc = put(w, b64, n);
 			if (!rc)
-				rc = puts_(w, "\",\"subType\":\"00\"}}");
+				rc = puts_(w, "\",\"subType\":\"");
+			snprintf(buf, sizeof buf, "%02x\"}}", v->v.s.sub);
+			if (!rc)
+				rc = puts_(w, buf);
 			free(b64);
 			return rc;
 		}

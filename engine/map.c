@@ -429,15 +429,24 @@ done:
 
 /* shard holds bucket `incoming` from source, which says `gone` to shard:
  * the cut-over committed; make shard the owner (any reader or writer may). */
-static int roll_forward(bs_store_t *st, int shard, int bucket)
+static int roll_forward(bool *denied, bs_store_t *st, int shard, int bucket)
 {
 	bs_buf_t b = {0};
 	int rc;
+	*denied = false;
 	bs__buf_printf(&b, "START TRANSACTION;UPDATE bagstore_buckets SET state='owned', peer='', move_id=0"
 	                   " WHERE bucket=%d AND state='incoming';UPDATE bagstore_meta SET v=v+ROW_COUNT()"
 	                   " WHERE k='owned_version';COMMIT", bucket);
 	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_check(st, shard)))
 		rc = bs__shard_exec(st, shard, b.ptr, b.len);
+	if (rc == BS_ESQL) {
+		/* refused inside the transaction (an account without UPDATE there,
+		 * the app's or the readonly one): end it, or the connection's next
+		 * statements would run in it, their writes never committed */
+		unsigned err = bs__shard_last_errno(st, shard);
+		(void)bs__shard_exec(st, shard, "ROLLBACK", 8);
+		*denied = bs__denied(err);
+	}
 	bs__buf_free(&b);
 	return rc;
 }
@@ -456,11 +465,13 @@ static int follow(int *next, bs_store_t *st, int bucket, int from, int state, co
 		if ((rc = bucket_row(&ps, pp, st, p, bucket)))
 			return rc;
 		if (ps == BS__B_GONE && !strcmp(pp, st->shards[from].conf->name)) {
-			if (!st->cfg->read_only && (rc = roll_forward(st, from, bucket))) {
-				if (!bs__denied(bs__shard_last_errno(st, from)))
+			bool denied;
+			if (!st->cfg->read_only && (rc = roll_forward(&denied, st, from, bucket))) {
+				if (!denied)
 					return rc;
-				bs_error_clear(); /* an account that may not write (the
-				                   * readonly role): the mover does it */
+				bs_error_clear(); /* an account that may not write there
+				                   * (the app's, the readonly one): the
+				                   * mover does it */
 			}
 			*next = from;
 		} else {

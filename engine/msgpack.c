@@ -8,8 +8,15 @@
  * allocates is bounded by the input's length; it also bounds nesting to
  * BS_BODY_MAX_DEPTH, the values to BS_BODY_MAX_ITEMS and the memory they
  * take to BS_BODY_MAX_DECODED (a 16 KB body can declare 16 million one-byte
- * items, each a bs_value_t), and rejects trailing bytes, ext types,
- * non-string keys, duplicate keys and strings that are not UTF-8.
+ * items, each a bs_value_t), and rejects trailing bytes, ext types but
+ * its own, non-string keys, duplicate keys and strings that are not UTF-8.
+ *
+ * A binary of subtype 0 is MessagePack's bin; one of another subtype (an
+ * Extended JSON "subType", 1 to 255) is ext type BS__EXT_BINARY (0): the
+ * subtype's byte, then the bytes. An ext 0 without that byte, with subtype
+ * 0 (which has bin), or holding 16 bytes of subtype 4 (the uuid, a bin of
+ * subtype 0, as the JSON and YAML readers make it) is refused as corrupt:
+ * one form per value.
  */
 #include "codec_internal.h"
 
@@ -62,6 +69,18 @@ static int pack_value(msgpack_packer *pk, const bs_value_t *v, int depth)
 	case BS_BIN:
 		if (v->v.s.len > UINT32_MAX)
 			return bs_error(BS_EINVAL, "bytes too long for MessagePack (%zu)", v->v.s.len);
+		if (v->v.s.sub) {
+			if (v->v.s.sub == 4 && v->v.s.len == 16)
+				return bs_error(BS_EINVAL, "16 bytes of subtype 04 are a uuid: subtype 0");
+			if (v->v.s.len >= UINT32_MAX)
+				return bs_error(BS_EINVAL, "bytes too long for MessagePack (%zu)", v->v.s.len);
+			rc = msgpack_pack_ext(pk, v->v.s.len + 1, BS__EXT_BINARY);
+			if (rc == 0)
+				rc = msgpack_pack_ext_body(pk, &v->v.s.sub, 1);
+			if (rc == 0)
+				rc = msgpack_pack_ext_body(pk, v->v.s.ptr, v->v.s.len);
+			break;
+		}
 		rc = msgpack_pack_bin(pk, v->v.s.len);
 		if (rc == 0)
 			rc = msgpack_pack_bin_body(pk, v->v.s.ptr, v->v.s.len);
@@ -319,6 +338,32 @@ done:
 	return rc;
 }
 
+/* An ext of n data bytes (its type byte next): only BS__EXT_BINARY, a
+ * binary of a subtype but 0. */
+static int read_ext(reader_t *r, bs_value_t *out, uint8_t b, uint64_t n)
+{
+	size_t at = offset(r) - 1;
+	int rc;
+
+	if (left(r) < 1 || n > left(r) - 1)
+		return truncated(r);
+	if ((int8_t)*r->p != BS__EXT_BINARY)
+		return bs_error(BS_ECORRUPT, "unsupported msgpack ext type %d (0x%02x at byte %zu)",
+		                (int8_t)*r->p, b, at);
+	r->p++;
+	if (n < 1 || r->p[0] == 0)
+		return bs_error(BS_ECORRUPT, "msgpack ext %d at byte %zu holds no binary subtype but 0",
+		                BS__EXT_BINARY, at);
+	if (r->p[0] == 4 && n - 1 == 16) /* what $uuid stands for: bagstore's uuid, a bin */
+		return bs_error(BS_ECORRUPT, "msgpack ext %d at byte %zu: 16 bytes of subtype 04 are a uuid, "
+		                "written as bin", BS__EXT_BINARY, at);
+	if ((rc = charge(r, 0, n)) < 0 || (rc = bs_value_bin(out, r->p + 1, (size_t)n - 1)) < 0)
+		return rc;
+	out->v.s.sub = r->p[0];
+	r->p += n;
+	return 0;
+}
+
 /* One value at r. This is one case per MessagePack format byte, in the
  * order of the specification's format table; it is longer than this
  * project's 80 lines on purpose: split up, the table would no longer read
@@ -412,11 +457,14 @@ static int read_value(reader_t *r, bs_value_t *out, int depth)
 		if ((rc = read_be(r, b == 0xde ? 2 : 4, &n)) < 0)
 			return rc;
 		return read_map(r, out, n, depth);
-	case 0xc1:
+	case 0xc1: default: /* (every other byte has its case) */
 		return bs_error(BS_ECORRUPT, "msgpack: invalid byte 0xc1 at byte %zu", offset(r) - 1);
-	default: /* 0xc7-0xc9, 0xd4-0xd8 */
-		return bs_error(BS_ECORRUPT, "unsupported msgpack ext type (0x%02x at byte %zu)",
-		                b, offset(r) - 1);
+	case 0xc7: case 0xc8: case 0xc9:
+		if ((rc = read_be(r, (size_t)1 << (b - 0xc7), &n)) < 0)
+			return rc;
+		return read_ext(r, out, b, n);
+	case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8:
+		return read_ext(r, out, b, (uint64_t)1 << (b - 0xd4));
 	}
 str:
 	if (n > left(r))

@@ -112,7 +112,7 @@ bool bs_value_fits(const bs_value_t *v, const bs_prop_t *prop)
 {
 	switch (prop->type) {
 	case BS_COL_UUID:
-		return v->type == BS_BIN && v->v.s.len == 16;
+		return v->type == BS_BIN && v->v.s.len == 16 && !v->v.s.sub;
 	case BS_COL_BINARY:
 		return v->type == BS_BIN && v->v.s.len <= prop->len;
 	case BS_COL_STRING: {

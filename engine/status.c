@@ -179,13 +179,18 @@ int bs_shard_status(bs_shard_status_t *out, bs_store_t *st)
 		out[i].history_length = out[i].uptime_s = -1;
 	}
 	int rc = bs__shard_each(st, NULL, status_one, out, NULL);
-	/* a shard in plain text while another is encrypted is marked */
+	/* a shard in plain text while another is encrypted is marked, and one
+	 * whose tls.mode asked for TLS (preferred: required and stricter do not
+	 * connect without it) */
 	bool any_tls = false;
 	for (int i = 0; i < st->n; i++)
 		if (out[i].state != BS_SHARD_DOWN && out[i].tls.level > BS_TLS_NONE)
 			any_tls = true;
-	for (int i = 0; i < st->n; i++)
-		out[i].tls_plaintext_mixed = any_tls && out[i].state != BS_SHARD_DOWN && out[i].tls.level == BS_TLS_NONE;
+	for (int i = 0; i < st->n; i++) {
+		bool plain = out[i].state != BS_SHARD_DOWN && out[i].tls.level == BS_TLS_NONE;
+		out[i].tls_plaintext_mixed = any_tls && plain;
+		out[i].tls_plaintext_preferred = plain && out[i].tls_mode == BS_TLS_PREFERRED;
+	}
 	return rc;
 }
 

@@ -339,6 +339,7 @@ int bs_value_bin(bs_value_t *out, const void *p, size_t len)
 	return value_bytes(out, BS_BIN, p, len);
 }
 
+
 void bs_value_array(bs_value_t *out)
 {
 	bs_value_nil(out);
@@ -425,7 +426,8 @@ int bs_value_copy(bs_value_t *out, const bs_value_t *src)
 		*out = *src;
 		break;
 	case BS_STR: case BS_BIN:
-		rc = value_bytes(out, src->type, src->v.s.ptr, src->v.s.len);
+		if (!(rc = value_bytes(out, src->type, src->v.s.ptr, src->v.s.len)))
+			out->v.s.sub = src->v.s.sub;
 		break;
 	case BS_ARRAY:
 		out->type = BS_ARRAY;
@@ -494,7 +496,7 @@ bool bs_value_equal(const bs_value_t *a, const bs_value_t *b)
 	case BS_UINT: return a->v.u == b->v.u;
 	case BS_FLOAT: return float_equal(a->v.f, b->v.f);
 	case BS_STR: case BS_BIN:
-		return a->v.s.len == b->v.s.len &&
+		return a->v.s.len == b->v.s.len && (a->type == BS_STR || a->v.s.sub == b->v.s.sub) &&
 		       (a->v.s.len == 0 || memcmp(a->v.s.ptr, b->v.s.ptr, a->v.s.len) == 0);
 	case BS_ARRAY:
 		if (a->v.a.len != b->v.a.len)

@@ -2,12 +2,14 @@
  * yaml.c - bs_value_t <-> YAML with libyaml (bs_yaml_*), the face of a bag
  * that people edit in $EDITOR.
  *
- * Output is one block-style document: 16 bytes as `!uuid <dashed>`, other
- * bytes as `!!binary <base64>`, strings double-quoted whenever a plain
+ * Output is one block-style document: a uuid (16 bytes of subtype 0) as
+ * `!uuid <dashed>`, other bytes of subtype 0 as `!!binary <base64>`, bytes
+ * of another subtype as `!binary/05 <base64>` (a local tag naming the
+ * subtype in hex, so that it reads back), strings double-quoted whenever a plain
  * scalar would read back as something else, floats written to read back
  * exactly. Input is one document whose plain scalars resolve like the YAML
- * 1.2 core schema; !uuid, !!binary, !!str, !!int, !!float, !!bool, !!null
- * are honoured, any other tag, anchors and aliases are refused. Mapping
+ * 1.2 core schema; !uuid, !!binary, !binary/XX, !!str, !!int, !!float,
+ * !!bool, !!null are honoured, any other tag, anchors and aliases are refused. Mapping
  * keys are scalars and are always read as strings.
  */
 #include "codec_internal.h"
@@ -21,6 +23,7 @@
 #include <yaml.h>
 
 #define TAG_UUID "!uuid"
+#define TAG_BINARY_SUB "!binary/" /* then the subtype, hex */
 #define TAG_PREFIX "tag:yaml.org,2002:"
 #define TAG(name) TAG_PREFIX name
 
@@ -262,6 +265,19 @@ static int scalar_value(dec_t *d, yaml_event_t *ev, bs_value_t *out)
 	} else if (strcmp(tag, TAG("binary")) == 0) {
 		rc = bs__base64_value(out, s, n);
 		return rc == -1 ? fail_at(d, BS_EINVAL, ev->start_mark, "!!binary: malformed base64") : rc;
+	} else if (strncmp(tag, TAG_BINARY_SUB, strlen(TAG_BINARY_SUB)) == 0) {
+		const char *h = tag + strlen(TAG_BINARY_SUB);
+		size_t hn = strlen(h);
+
+		if (hn < 1 || hn > 2 || bs__hexval((unsigned char)h[0]) < 0 ||
+		    (hn == 2 && bs__hexval((unsigned char)h[1]) < 0))
+			return fail_at(d, BS_EINVAL, ev->start_mark, "%s: expected the subtype as 1 or 2 hex digits "
+			               "after %s", bs__quote(tb, sizeof tb, tag, strlen(tag)), TAG_BINARY_SUB);
+		rc = bs__base64_value(out, s, n);
+		if (rc == 0)
+			out->v.s.sub = bs__subtype(h, hn, out->v.s.len);
+		return rc == -1 ? fail_at(d, BS_EINVAL, ev->start_mark, "%s: malformed base64",
+		                          bs__quote(tb, sizeof tb, tag, strlen(tag))) : rc;
 	} else if (strcmp(tag, TAG("int")) == 0) {
 		if (!is_int_text(s, n))
 			return fail_at(d, BS_EINVAL, ev->start_mark, "!!int: \"%s\" is not an integer",
@@ -609,7 +625,7 @@ static int emit_value(yaml_emitter_t *em, const bs_value_t *v, int depth)
 	case BS_STR:
 		return emit_string(em, v->v.s.ptr, v->v.s.len);
 	case BS_BIN:
-		if (v->v.s.len == 16) {
+		if (v->v.s.len == 16 && !v->v.s.sub) {
 			char dashed[37];
 
 			bs__dashed(dashed, v->v.s.ptr);
@@ -620,7 +636,9 @@ static int emit_value(yaml_emitter_t *em, const bs_value_t *v, int depth)
 
 			if (!b64)
 				return bs_error(BS_ENOMEM, "out of memory");
-			rc = emit_scalar(em, TAG("binary"), b64, n, YAML_PLAIN_SCALAR_STYLE);
+			if (v->v.s.sub)
+				snprintf(buf, sizeof buf, TAG_BINARY_SUB "%02x", v->v.s.sub);
+			rc = emit_scalar(em, v->v.s.sub ? buf : TAG("binary"), b64, n, YAML_PLAIN_SCALAR_STYLE);
 			free(b64);
 			return rc;
 		}

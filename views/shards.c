@@ -185,7 +185,8 @@ static void load_cell(char *buf, size_t n, const double *v, int nh, int width, c
 static void add_shard_row(const bs_shard_status_t *s, int i)
 {
 	bool down = s->state == BS_SHARD_DOWN;
-	int r = tbl_add(&tbl, down ? C_BAD : s->state == BS_SHARD_SLOW || s->tls_plaintext_mixed ? C_WARN : C_NORMAL), c;
+	int r = tbl_add(&tbl, down ? C_BAD : s->state == BS_SHARD_SLOW || s->tls_plaintext_mixed ||
+	                s->tls_plaintext_preferred ? C_WARN : C_NORMAL), c;
 	char a[64], b[64];
 
 	tbl_set(&tbl, r, 0, NAN, "%s", s->name);
@@ -311,12 +312,14 @@ static void tls_line(char *buf, size_t n, const bs_shard_status_t *s)
 	char t[48], r[48] = "";
 	int len;
 
-	fmt_tls(t, sizeof t, &s->tls, s->tls_plaintext_mixed);
+	fmt_tls(t, sizeof t, &s->tls, s->tls_plaintext_mixed || s->tls_plaintext_preferred);
 	len = snprintf(buf, n, "%-20s %s  (mode %s)", t, s->tls.cipher[0] ? s->tls.cipher : "-",
 	               bs_tls_mode_name(s->tls_mode));
 	if (s->nreplica_tls > 0 && len > 0 && (size_t)len < n)
 		snprintf(buf + len, n - (size_t)len, "  replicas: %s", fmt_tls(r, sizeof r, &s->replica_tls, false));
-	if (s->tls_plaintext_mixed && len > 0 && (size_t)len < n)
+	if (s->tls_plaintext_preferred && len > 0 && (size_t)len < n)
+		snprintf(buf + strlen(buf), n - strlen(buf), "  the server offers no TLS");
+	else if (s->tls_plaintext_mixed && len > 0 && (size_t)len < n)
 		snprintf(buf + strlen(buf), n - strlen(buf), "  not encrypted, while other shards are");
 }
 
@@ -344,10 +347,11 @@ static int draw_tls(int line, int end, int w)
 			break;
 		}
 		tls_line(buf, sizeof buf, s);
-		if (s->tls_plaintext_mixed)
+		bool plain = s->tls_plaintext_mixed || s->tls_plaintext_preferred;
+		if (plain)
 			ui_color(C_WARN, true);
 		ui_printf(line++, 0, w, "  %-6s %s", s->name, buf);
-		if (s->tls_plaintext_mixed)
+		if (plain)
 			ui_color(C_WARN, false);
 		shown++;
 	}

@@ -27,7 +27,7 @@ static bool has_body_id(const bs_value_t *v)
 {
 	const bs_value_t *id = bs_map_get(v, "id");
 
-	return v->type == BS_MAP && id && id->type == BS_BIN && id->v.s.len == 16;
+	return v->type == BS_MAP && id && id->type == BS_BIN && id->v.s.len == 16 && !id->v.s.sub;
 }
 
 static void round_trips(const bs_value_t *v, int origin)

@@ -18,7 +18,7 @@ cc=${FUZZ_CC:-clang}
 out=${FUZZ_BUILD:-build/fuzz}
 corpus=${FUZZ_CORPUS:-tests/fuzz/corpus}
 jobs=${FUZZ_JOBS:-1}
-pkgs="msgpack jansson yaml-0.1 zlib uuid"
+pkgs="msgpack jansson yaml-0.1 zlib uuid mysqlclient"
 
 case $out in /*) ;; *) out=$root/$out ;; esac
 case $corpus in /*) ;; *) corpus=$root/$corpus ;; esac
@@ -30,7 +30,7 @@ $cc -std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-Wall -Wextra -Wshadow -Iengine $(pkg-config --cflags $pkgs) \
 	tests/fuzz/fuzz_body.c \
-	engine/error.c engine/value.c engine/id.c engine/base64.c engine/msgpack.c \
+	engine/error.c engine/bytes.c engine/buf.c engine/value.c engine/id.c engine/base64.c engine/msgpack.c \
 	engine/body.c engine/json.c engine/yaml.c \
 	$(pkg-config --libs $pkgs) -pthread -lm -o "$out/fuzz_body"
 

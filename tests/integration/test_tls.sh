@@ -144,6 +144,27 @@ t_eq "$(t_sql 0 'SHOW TABLES')" "" "nothing made on the server without TLS"
 cfg plain_preferred "$P0" "{mode: preferred}"
 t_exit 0 "preferred against a server without TLS" -- "$B" -c "$T/plain_preferred.yaml" shards --json
 t_contains "$T_OUT" '"encrypted": false' "preferred: plain text, and it says so"
+t_contains "$T_OUT" '"plaintext_preferred": true' "preferred: JSON marks the plain text"
+t_exit 0 "shards, preferred against a server without TLS" -- "$B" -c "$T/plain_preferred.yaml" shards
+t_match "$T_OUT" '^s0 .* PLAINTEXT .*not encrypted: tls.mode is preferred and the server offers no TLS$' \
+	"preferred: the table marks it PLAINTEXT, saying why"
+mkdir -p "$T/dumps_pref"
+t_exit 0 "the console, preferred against a server without TLS" -- \
+	"$B" -c "$T/plain_preferred.yaml" --headless "$T/shards.keys" --dump-dir "$T/dumps_pref"
+t_match "$(cat "$T/dumps_pref/shards.txt")" 's0 +PLAINTEXT .*\(mode preferred\) +the server offers no TLS' \
+	"the console marks it PLAINTEXT"
+# the daemon says it once, however many times its collector reads the status
+"$B" -c "$T/plain_preferred.yaml" cleaner --log-format json >"$T/pref.out" 2>"$T/pref.err" &
+dpid=$!
+said() { grep -q '"event":"tls_plaintext"' "$T/pref.err" 2>/dev/null; }
+_end=$(($(date +%s) + 20))
+while ! said && [ "$(date +%s)" -lt "$_end" ]; do sleep 0.2; done
+sleep 3 # three more reads of the collector
+kill -TERM $dpid
+wait $dpid
+t_eq "$(grep -c '"event":"tls_plaintext"' "$T/pref.err")" 1 "the daemon logs the plain-text shard once"
+t_contains "$(grep '"event":"tls_plaintext"' "$T/pref.err")" "shard s0 (127.0.0.1:$P0): connected in plain text: tls.mode is preferred" \
+	"naming the shard and the mode"
 cfg preferred "$P" "{mode: preferred}"
 t_exit 0 "preferred against a TLS server" -- "$B" -c "$T/preferred.yaml" shards --json
 t_contains "$T_OUT" '"encrypted": true' "preferred: encrypted"

@@ -1153,6 +1153,112 @@ static void test_body_items(void)
 	bs_value_clear(&bag);
 }
 
+/* A binary's subtype (Extended JSON's subType) is kept: JSON -> stored body
+ * -> JSON, and through YAML, for generic, function, old binary, old UUID,
+ * MD5, encrypted, compressed, sensitive and user-defined subtypes, empty
+ * and 16 bytes long too (16 bytes of a subtype but 0 or 4 are no uuid). */
+static void test_binary_subtypes(void)
+{
+	static const struct { const char *in, *sub; } cases[] = {
+		{ "AAAA", "01" }, { "AAAA", "02" }, { "AAAA", "03" }, { "AAAA", "05" }, { "AAAA", "06" },
+		{ "AAAA", "07" }, { "AAAA", "08" }, { "AAAA", "80" }, { "AAAA", "ff" }, { "AAAA", "5" },
+		{ "", "09" }, { "cfDE0ikYRMyi329IbpbjfA==", "05" }, { "cfDE0ikYRMyi329IbpbjfA==", "03" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char in[256], want[256], hex[3];
+		bs_value_t v, back, y;
+		bs_bytes_t body = { 0 };
+		char *out = NULL, *yml = NULL, *out2 = NULL;
+
+		snprintf(hex, sizeof hex, "%02x", (unsigned)strtoul(cases[i].sub, NULL, 16));
+		snprintf(in, sizeof in, "{\"id\":{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},"
+		         "\"b\":{\"$binary\":{\"base64\":\"%s\",\"subType\":\"%s\"}}}", cases[i].in, cases[i].sub);
+		snprintf(want, sizeof want, "{\"id\":{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},"
+		         "\"b\":{\"$binary\":{\"base64\":\"%s\",\"subType\":\"%s\"}}}", cases[i].in, hex);
+		CHECK_OK(bs_json_decode(&v, in, strlen(in), "t.json"));
+		CHECK(bs_map_get(&v, "b") && bs_map_get(&v, "b")->v.s.sub == strtoul(hex, NULL, 16),
+		      "subtype %s decoded", cases[i].sub);
+		CHECK_OK(bs_body_encode(&body, &v));
+		CHECK_OK(bs_body_decode(&back, body.ptr, body.len));
+		CHECK(bs_value_equal(&v, &back), "subtype %s: the stored body reads back equal", cases[i].sub);
+		CHECK_OK(bs_json_encode(&out, &back, 0));
+		CHECK_STR(out, want);
+		CHECK_OK(bs_yaml_encode(&yml, &back));
+		{
+			char tag[32];
+			snprintf(tag, sizeof tag, "b: !binary/%s%s%s\n", hex, cases[i].in[0] ? " " : "", cases[i].in);
+			CHECK(has(yml, tag), "yaml shows %s: %s", tag, yml ? yml : "(null)");
+		}
+		CHECK_OK(bs_yaml_decode(&y, yml, yml ? strlen(yml) : 0, "t.yaml"));
+		CHECK(bs_value_equal(&v, &y), "subtype %s: through YAML, equal", cases[i].sub);
+		CHECK_OK(bs_json_encode(&out2, &y, 0));
+		CHECK_STR(out2, want);
+		free(out);
+		free(out2);
+		free(yml);
+		bs_bytes_free(&body);
+		bs_value_clear(&v);
+		bs_value_clear(&back);
+		bs_value_clear(&y);
+	}
+
+	/* 16 bytes of subtype 04 (UUID) are a uuid, what "$uuid" stands for;
+	 * of 00, the uuid they always were */
+	json_round("[{\"$binary\":{\"base64\":\"cfDE0ikYRMyi329IbpbjfA==\",\"subType\":\"04\"}},"
+	           "{\"$binary\":{\"base64\":\"cfDE0ikYRMyi329IbpbjfA==\",\"subType\":\"00\"}},"
+	           "{\"$binary\":{\"base64\":\"AAAA\",\"subType\":\"04\"}}]",
+	           "[{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},"
+	           "{\"$binary\":{\"base64\":\"AAAA\",\"subType\":\"04\"}}]");
+
+	/* the MessagePack: subtype 0 is bin; another is ext 0, the subtype first */
+	{
+		bs_value_t v, d;
+		bs_bytes_t mp = { 0 };
+		static const uint8_t want[] = { 0xd6, 0x00, 0x05, 0x00, 0x00, 0x00 }; /* fixext 4: 05 + 3 bytes */
+
+		const char *in = "{\"$binary\":{\"base64\":\"AAAA\",\"subType\":\"05\"}}";
+		CHECK_OK(bs_json_decode(&v, in, strlen(in), "t"));
+		CHECK_OK(bs_msgpack_encode(&mp, &v));
+		CHECK(mp.len == sizeof want && memcmp(mp.ptr, want, sizeof want) == 0, "ext 0 with the subtype");
+		bs_bytes_free(&mp);
+		bs_value_clear(&v);
+		static const uint8_t other[] = { 0xd4, 0x07, 0x01 };     /* fixext 1 of type 7 */
+		static const uint8_t sub0[] = { 0xd5, 0x00, 0x00, 0x01 }; /* ext 0, subtype 0 */
+		static const uint8_t none[] = { 0xc7, 0x00, 0x00 };       /* ext 0, no byte */
+		static const uint8_t cut[] = { 0xc7, 0x05, 0x00, 0x05, 0x01 };
+		static const uint8_t uuid4[20] = { 0xc7, 17, 0x00, 0x04 }; /* ext 8 of 17: subtype 04, 16 bytes */
+		CHECK_ERR(bs_msgpack_decode(&d, uuid4, sizeof uuid4), BS_ECORRUPT);
+		CHECK(has(bs_last_error(), "a uuid"), "%s", bs_last_error());
+		CHECK_ERR(bs_msgpack_decode(&d, other, sizeof other), BS_ECORRUPT);
+		CHECK(has(bs_last_error(), "unsupported msgpack ext type 7"), "%s", bs_last_error());
+		CHECK_ERR(bs_msgpack_decode(&d, sub0, sizeof sub0), BS_ECORRUPT);
+		CHECK_ERR(bs_msgpack_decode(&d, none, sizeof none), BS_ECORRUPT);
+		CHECK_ERR(bs_msgpack_decode(&d, cut, sizeof cut), BS_ECORRUPT);
+		bs_value_bin(&v, "0123456789abcdef", 16);
+		v.v.s.sub = 4;
+		CHECK_ERR(bs_msgpack_encode(&mp, &v), BS_EINVAL);
+		bs_value_clear(&v);
+	}
+
+	/* an id is a uuid: 16 bytes of another subtype are refused */
+	{
+		bs_value_t v;
+		bs_bytes_t body = { 0 };
+		const char *in = "{\"id\":{\"$binary\":{\"base64\":\"cfDE0ikYRMyi329IbpbjfA==\",\"subType\":\"03\"}}}";
+
+		CHECK_OK(bs_json_decode(&v, in, strlen(in), "t"));
+		CHECK_ERR(bs_body_encode(&body, &v), BS_EINVAL);
+		CHECK(has(bs_last_error(), "subtype 03"), "%s", bs_last_error());
+		bs_value_clear(&v);
+	}
+	/* YAML: a bad subtype tag */
+	{
+		bs_value_t v;
+		CHECK_ERR(bs_yaml_decode(&v, "a: !binary/xyz AAAA\n", 20, "in.yaml"), BS_EINVAL);
+		CHECK(has(bs_last_error(), "1 or 2 hex digits"), "%s", bs_last_error());
+	}
+}
+
 int main(void)
 {
 	test_values();
@@ -1165,6 +1271,7 @@ int main(void)
 	test_json_underflow();
 	test_json_compact_writer();
 	test_json();
+	test_binary_subtypes();
 	test_yaml();
 	test_yaml_random_strings();
 	return t_done("codec");

@@ -856,7 +856,7 @@ static void test_grants(void)
 	CHECK_ERR(bs_role_parse(&role, "admin"), BS_EINVAL);
 	CHECK(has(bs_last_error(), "app, cleaner, console or readonly"), "%s", bs_last_error());
 
-	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_READONLY, "ro", "10.0.0.%", NULL));
+	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_READONLY, "ro", "10.0.0.%", NULL, NULL, 0));
 	CHECK(sql && has(sql, "GRANT SELECT ON `bagstore`.* TO `ro`@`10.0.0.%`;\n"), "readonly: SELECT on a's db: %s", sql);
 	CHECK(sql && has(sql, "GRANT SELECT ON `other_db`.* TO `ro`@`10.0.0.%`;\n"), "readonly: SELECT on b's db");
 	CHECK(sql && has(sql, "GRANT SLAVE MONITOR ON *.* TO `ro`@`10.0.0.%`;"), "readonly: a's replicas' status");
@@ -865,27 +865,54 @@ static void test_grants(void)
 	CHECK(sql && !has(sql, "INSERT") && !has(sql, "CREATE,") && !has(sql, "DROP"), "readonly: nothing else");
 	free(sql);
 
-	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", "b"));
-	CHECK(sql && has(sql, "GRANT SELECT, INSERT, UPDATE, DELETE ON `other_db`.* TO `app`@`%`;"), "app: DML on b: %s", sql);
+	{
+		static const bs_grant_table_t ix[] = {{"idx_a", true}, {"idx_new", false}};
+		CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", "b", ix, 2));
+	}
+	CHECK(sql && has(sql, "GRANT SELECT ON `other_db`.* TO `app`@`%`;"), "app: SELECT on b's database: %s", sql);
+	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`entities` TO `app`@`%`;"), "app: DML on entities");
+	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`bagstore_intents` TO `app`@`%`;"), "app: intents");
+	CHECK(sql && has(sql, "GRANT INSERT, UPDATE ON `other_db`.`bagstore_move_log` TO `app`@`%`;"), "app: move log");
+	CHECK(sql && has(sql, "GRANT INSERT ON `other_db`.`bagstore_audit` TO `app`@`%`;"), "app: audit rows added only");
+	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`idx_a` TO `app`@`%`;"), "app: an index table");
+	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE, CREATE ON `other_db`.`idx_new` TO `app`@`%`;"),
+	      "app: an index table not made yet: with CREATE");
+	CHECK(sql && !has(sql, "bagstore_buckets") && !has(sql, "bagstore_map") && !has(sql, "ON `other_db`.* TO `app`@`%`;\nGRANT INSERT") &&
+	      !has(sql, "DROP,") && !has(sql, "ALTER,"), "app: nothing on ownership, no DDL");
+	{
+		/* every GRANT line but the database's SELECT names one table */
+		int db = 0;
+		for (const char *p = sql; p && (p = strstr(p, "\nGRANT ")); p++)
+			db += strncmp(strstr(p, " ON ") + 4, "`other_db`.*", 12) == 0;
+		CHECK(db == 1, "app: one database-wide grant (SELECT), got %d", db);
+	}
 	CHECK(sql && !has(sql, "`bagstore`") && !has(sql, "SLAVE MONITOR") && !has(sql, "REQUIRE SSL"),
 	      "app, shard b only: no replica grant, preferred needs no REQUIRE SSL");
 	free(sql);
 
-	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_CLEANER, "cl", "%", "a"));
+	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_CLEANER, "cl", "%", "a", NULL, 0));
 	CHECK(sql && has(sql, "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER ON `bagstore`.* TO `cl`@`%`;"),
 	      "cleaner: DML and DDL: %s", sql);
 	CHECK(sql && has(sql, "SLAVE MONITOR"), "cleaner reads its replicas' lag");
 	free(sql);
-	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_CONSOLE, "op", "%", "a"));
+	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_CONSOLE, "op", "%", "a", NULL, 0));
 	CHECK(sql && has(sql, "CREATE, DROP, ALTER ON `bagstore`.* TO `op`@`%`;"), "console: as the cleaner");
 	free(sql);
 
 	sql = (char *)1;
-	CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "a`b", "%", NULL), BS_EINVAL);
+	CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "a`b", "%", NULL, NULL, 0), BS_EINVAL);
 	CHECK(sql == NULL, "out cleared");
-	CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "h'; DROP", NULL), BS_EINVAL);
-	CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "", "%", NULL), BS_EINVAL);
-	CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", "zz"), BS_ENOTFOUND);
+	CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "h'; DROP", NULL, NULL, 0), BS_EINVAL);
+	CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "", "%", NULL, NULL, 0), BS_EINVAL);
+	CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", "zz", NULL, 0), BS_ENOTFOUND);
+	{
+		/* an index name is checked: never bagstore's own tables */
+		static const bs_grant_table_t reserved[] = {{"bagstore_audit", false}};
+		static const bs_grant_table_t bad2[] = {{"x`; DROP", false}};
+		CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", NULL, reserved, 1), BS_EINVAL);
+		CHECK(has(bs_last_error(), "reserved"), "%s", bs_last_error());
+		CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", NULL, bad2, 1), BS_EINVAL);
+	}
 	CHECK_STR(bs_role_name(BS_ROLE_CLEANER), "cleaner");
 	bs_config_free(cfg);
 }

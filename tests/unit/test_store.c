@@ -4,6 +4,7 @@
  * checked with plain SQL on the shards, through connections of our own.
  */
 #include "bagstore.h"
+#include "internal.h"
 #include "rawsql.h"
 #include "t.h"
 
@@ -343,6 +344,99 @@ static void test_fence_names(bs_store_t *st)
 	CHECK_OK(bs_index_drop(st, "index_fence"));
 }
 
+/* A reader that finds a cut-over's roll-forward half done (its bucket
+ * incoming here, gone at the source) finishes it, unless its account may
+ * not write bagstore_buckets (the app's, the readonly one): then ownership
+ * is left to the mover, and the refused transaction is rolled back, not
+ * left open on the connection, where its later reads would see one frozen
+ * snapshot and its writes outside a transaction would never commit. */
+static void test_denied_roll_forward(bs_store_t *st)
+{
+	static const char user[] = "bs_u_norf";
+	bs_config_t *ucfg = NULL;
+	bs_store_t *ust = NULL;
+	bs_value_t bag, got;
+	bs_id_t id;
+	int shard = -1, bucket = -1, k;
+	char q[512], *yaml = NULL;
+	size_t o = 0, cap = 4096;
+
+	for (k = 0; k < 200 && shard != 1; k++) { /* an entity on s1 */
+		bs_id_generate(&id);
+		CHECK_OK(bs__route_entity(&shard, &bucket, st, &id));
+	}
+	if (shard != 1)
+		return;
+	bs_value_map(&bag);
+	bs_value_bin(&got, id.b, 16);
+	bs_map_set(&bag, "id", 2, &got);
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	/* an account that reads only, as a store of its own */
+	for (int i = 0; i < 2; i++) {
+		snprintf(q, sizeof q, "DROP USER IF EXISTS %s@'%%'", user);
+		sql(i, q);
+		snprintf(q, sizeof q, "CREATE USER %s@'%%' IDENTIFIED BY 'norf-pw'", user);
+		sql(i, q);
+		snprintf(q, sizeof q, "GRANT SELECT ON %s.* TO %s@'%%'", cfg->shards[i].database, user);
+		sql(i, q);
+	}
+	setenv("BS_U_NORF_PW", "norf-pw", 1);
+	yaml = malloc(cap);
+	o += (size_t)snprintf(yaml + o, cap - o, "shards:\n");
+	for (int i = 0; i < 2; i++)
+		o += (size_t)snprintf(yaml + o, cap - o, "  - {name: %s, host: %s, port: %u, database: %s, user: %s, "
+		                      "password_env: BS_U_NORF_PW}\n", cfg->shards[i].name, cfg->shards[i].host,
+		                      cfg->shards[i].port, cfg->shards[i].database, user);
+	CHECK_OK(bs_config_parse(&ucfg, yaml, o, "norf.yaml"));
+	if (ucfg)
+		CHECK_OK(bs_store_open(&ust, ucfg));
+	/* the cut-over's flip committed at s0, its roll-forward on s1 not yet */
+	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='incoming', peer='%s', move_id=99 WHERE bucket=%d",
+	         cfg->shards[0].name, bucket);
+	sql(1, q);
+	snprintf(q, sizeof q, "INSERT INTO bagstore_buckets (bucket, state, peer, move_id) VALUES (%d, 'gone', '%s', 99)"
+	         " ON DUPLICATE KEY UPDATE state='gone', peer='%s', move_id=99", bucket, cfg->shards[1].name,
+	         cfg->shards[1].name);
+	sql(0, q);
+	if (ust) {
+		MYSQL_RES *res = NULL;
+		int rc = bs_get(&got, ust, &id, NULL, &shard);
+		CHECK(rc == BS_EUNREACHABLE, "a reader that may not roll forward waits for the mover: %d %s", rc,
+		      bs_last_error());
+		if (rc == 0)
+			bs_value_clear(&got);
+		snprintf(q, sizeof q, "SELECT @@in_transaction");
+		CHECK_OK(bs__shard_query(&res, ust, 1, q, strlen(q)));
+		MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+		CHECK(row && row[0] && !strcmp(row[0], "0"), "the refused roll-forward left no transaction open on s1 (%s)",
+		      row && row[0] ? row[0] : "no row");
+		if (res)
+			mysql_free_result(res);
+	}
+	snprintf(q, sizeof q, "SELECT COUNT(*) FROM bagstore_buckets WHERE bucket=%d AND state='incoming'", bucket);
+	CHECK(sql_int(1, q) == 1, "ownership unchanged by the account that may not write it");
+	/* the mover's roll-forward, and the entity reads again */
+	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='owned', peer='', move_id=0 WHERE bucket=%d", bucket);
+	sql(1, q);
+	snprintf(q, sizeof q, "DELETE FROM bagstore_buckets WHERE bucket=%d", bucket);
+	sql(0, q);
+	sql(1, "UPDATE bagstore_meta SET v=v+1 WHERE k='owned_version'");
+	sql(0, "UPDATE bagstore_meta SET v=v+1 WHERE k='owned_version'");
+	if (ust) {
+		CHECK_OK(bs_get(&got, ust, &id, NULL, &shard));
+		bs_value_clear(&got);
+		bs_store_free(ust);
+	}
+	CHECK_OK(bs_delete(st, &id));
+	for (int i = 0; i < 2; i++) {
+		snprintf(q, sizeof q, "DROP USER IF EXISTS %s@'%%'", user);
+		sql(i, q);
+	}
+	bs_config_free(ucfg);
+	free(yaml);
+}
+
 int main(void)
 {
 	const char *path = getenv("BAGSTORE_TEST_CONFIG");
@@ -362,8 +456,10 @@ int main(void)
 	test_fingerprint();
 	test_unreachable();
 	test_status_and_drop(st);
-	if (cfg->nshards == 2)
+	if (cfg->nshards == 2) {
 		test_fence_names(st);
+		test_denied_roll_forward(st);
+	}
 	bs_store_free(st);
 	raw_close_all();
 	bs_config_free(cfg);

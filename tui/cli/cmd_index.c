@@ -169,6 +169,12 @@ int cli_cmd_index_create(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	printf("created index %s (%s) on %d shards\n", got.name,
 	       bs_index_state_name(got.state), bs_store_nshards(ctx->st));
+	/* MySQL has no grant on a table-name pattern: the app's account
+	 * writes this table's rows only once granted it (doc/DESIGN.md,
+	 * Privileges) */
+	fprintf(stderr, "bagstore: the app role's account needs grants on the new table %s: "
+	        "`bagstore grants --role app --index %s` prints them (before index create, so that no put is "
+	        "refused; after it, at once)\n", got.name, got.name);
 	char detail[1100];
 	snprintf(detail, sizeof detail, "on %s shard_on %s", on, shard_on);
 	cli_audit(ctx, "index.create", got.name, detail);

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fmt.h"
 
@@ -70,6 +71,7 @@ static void shard_tls_json(json_t *o, const bs_shard_status_t *s)
 	if (t && json_is_object(t)) {
 		json_object_set_new(t, "mode", json_string(bs_tls_mode_name(s->tls_mode)));
 		json_object_set_new(t, "plaintext_among_encrypted", json_boolean(s->tls_plaintext_mixed));
+		json_object_set_new(t, "plaintext_preferred", json_boolean(s->tls_plaintext_preferred));
 	}
 	json_object_set_new(o, "tls", t ? t : json_null());
 	t = s->nreplica_tls > 0 ? tls_json(&s->replica_tls) : json_null();
@@ -141,8 +143,10 @@ static int shard_row(cli_table_t *t, const bs_shard_status_t *s)
 			snprintf(lag, sizeof lag, "unknown");
 		fp = s->fingerprint_ok > 0 ? "ok" :
 		     s->fingerprint_ok == 0 ? "MISMATCH" : "uninitialised";
-		fmt_tls(tls, sizeof tls, &s->tls, s->tls_plaintext_mixed);
-		if (!tail && s->tls_plaintext_mixed)
+		fmt_tls(tls, sizeof tls, &s->tls, s->tls_plaintext_mixed || s->tls_plaintext_preferred);
+		if (!tail && s->tls_plaintext_preferred)
+			tail = "not encrypted: tls.mode is preferred and the server offers no TLS";
+		else if (!tail && s->tls_plaintext_mixed)
 			tail = "not encrypted, while other shards are";
 	}
 	cells[0] = s->name;
@@ -220,13 +224,24 @@ done:
 
 /* ------------------------------------------------------------ grants */
 
+static bool listed(const bs_grant_table_t *ix, int n, const char *name)
+{
+	for (int k = 0; k < n; k++)
+		if (!strcmp(ix[k].name, name))
+			return true;
+	return false;
+}
+
 int cli_cmd_grants(cli_ctx_t *ctx, int argc, char **argv)
 {
-	const char *role_name = NULL, *user = NULL, *host = "%", *shard = NULL;
+	const char *role_name = NULL, *user = NULL, *host = "%", *shard = NULL, *index = NULL;
 	const cli_opt_t opts[] = {{"role", &role_name, NULL}, {"user", &user, NULL}, {"host", &host, NULL},
-	                          {"shard", &shard, NULL}, {NULL, NULL, NULL}};
+	                          {"shard", &shard, NULL}, {"index", &index, NULL}, {NULL, NULL, NULL}};
 	cli_args_t args = {0};
 	char *sql = NULL, dflt[32];
+	bs_index_list_t cat = {0};
+	bs_grant_table_t *ix = NULL;
+	int nix = 0;
 	bs_role_t role;
 	int rc;
 
@@ -240,18 +255,42 @@ int cli_cmd_grants(cli_ctx_t *ctx, int argc, char **argv)
 		rc = cli_usage_error(ctx, "%s", bs_last_error());
 		goto done;
 	}
+	if (index && !bs_role_per_table(role)) {
+		rc = cli_usage_error(ctx, "--index is for --role app (the other roles' grants are the database's)");
+		goto done;
+	}
 	if (!user) {
 		snprintf(dflt, sizeof dflt, "bagstore_%s", bs_role_name(role));
 		user = dflt;
 	}
-	/* the configuration only: no shard is contacted */
+	/* the configuration, and for the app the catalog: its grants name
+	 * every index table */
 	if ((rc = cli_load_config(ctx)) < 0)
 		goto done;
-	if ((rc = bs_grants(&sql, ctx->cfg, role, user, host, shard)) < 0)
+	if (bs_role_per_table(role)) {
+		if ((rc = cli_open(ctx)) < 0 || (rc = bs_index_list(&cat, ctx->st)) < 0) {
+			char why[1024];
+			snprintf(why, sizeof why, "%s", bs_last_error());
+			rc = bs_error(rc, "the app role's grants name each index table, from the catalog: %s "
+			              "(run them after `bagstore init`)", why);
+			goto done;
+		}
+		if (!(ix = calloc((size_t)cat.len + 1, sizeof *ix))) {
+			rc = bs_error(BS_ENOMEM, "out of memory");
+			goto done;
+		}
+		for (int k = 0; k < cat.len; k++)
+			ix[nix++] = (bs_grant_table_t){cat.items[k].name, true};
+		if (index && !listed(ix, nix, index))
+			ix[nix++] = (bs_grant_table_t){index, false};
+	}
+	if ((rc = bs_grants(&sql, ctx->cfg, role, user, host, shard, ix, nix)) < 0)
 		goto done;
 	fputs(sql, stdout);
 done:
 	free(sql);
+	free(ix);
+	bs_index_list_free(&cat);
 	cli_args_free(&args);
 	return rc < 0 ? rc : 0;
 }

@@ -127,15 +127,18 @@ static const cli_cmd_t cli_commands[] = {
 	 "the repair loop's lag on every shard",
 	 "  --json   a JSON array instead of the table\n",
 	 false},
-	{NULL, "grants", cli_cmd_grants, "--role ROLE [--user NAME] [--host HOST] [--shard NAME]",
+	{NULL, "grants", cli_cmd_grants, "--role ROLE [--user NAME] [--host HOST] [--shard NAME] [--index NAME]",
 	 "the GRANT statements a role's MySQL account needs on every shard",
-	 "  --role ROLE    app (entities and index rows), cleaner (and its tables, index\n"
+	 "  --role ROLE    app (reads; writes entities, index rows, intents, move-log and\n"
+	 "                 audit rows, table by table), cleaner (and its tables, index\n"
 	 "                 tables made and dropped, init), console (an operator: what the\n"
 	 "                 cleaner does, and edits), readonly (reads; changes refused)\n"
 	 "  --user NAME    the account's user (default bagstore_ROLE)\n"
 	 "  --host HOST    the account's host (default %, any)\n"
 	 "  --shard NAME   only this shard's statements (to pipe into its server)\n"
-	 "Reads the configuration only; contacts no shard. Shards whose tls.mode is\n"
+	 "  --index NAME   app: also index NAME, not made yet (run before index create)\n"
+	 "The app's grants name each index table: they read the catalog (after init);\n"
+	 "the other roles' read the configuration only. Shards whose tls.mode is\n"
 	 "required or stricter get REQUIRE SSL on the account. Create the account first\n"
 	 "(CREATE USER ... IDENTIFIED BY ...): no password is ever printed.\n",
 	 false},

@@ -153,10 +153,11 @@ char *svc_metrics_render(size_t *len, const bs_config_t *cfg, svc_snap_t *snap, 
 /* ------------------------------------------------------------ svc_hooks.c */
 
 typedef struct svc_hooks svc_hooks_t;
-/* Start the hook runner for the commands of dm (copied). */
-int svc_hooks_start(svc_hooks_t **out, const bs_daemon_conf_t *dm, svc_log_t *log, svc_counters_t *ctr);
+/* Start the hook runner for the commands of cfg->daemon (copied); a hook's
+ * environment leaves out every password_env of cfg. */
+int svc_hooks_start(svc_hooks_t **out, const bs_config_t *cfg, svc_log_t *log, svc_counters_t *ctr);
 /* New commands (SIGHUP). */
-void svc_hooks_set(svc_hooks_t *h, const bs_daemon_conf_t *dm);
+void svc_hooks_set(svc_hooks_t *h, const bs_config_t *cfg);
 /* Queue the commands for hook event h with env ("NAME=VALUE", nenv of
  * them, copied); never waits. A full queue drops it, logged and counted. */
 void svc_hooks_fire(svc_hooks_t *h, bs_hook_t ev, const char *const *env, int nenv);

@@ -98,6 +98,7 @@ typedef struct {
 	double last_status, last_watchdog;
 	char status[256], doing_jobs[1024], doing_repair[1024];
 	int registry_ok;
+	bool *plain_said;        /* per shard: its plain text under tls.mode preferred logged */
 	/* under mu: what was last logged of each move (a line when it changes) */
 	struct {
 		int64_t id;
@@ -635,7 +636,7 @@ static void reload(svc_t *s)
 	settings_diff(f, msg, sizeof msg, &was, &nc->cleaner);
 	bs_cleaner_live_set(s->live, &nc->cleaner);
 	if (s->hooks)
-		svc_hooks_set(s->hooks, &nc->daemon);
+		svc_hooks_set(s->hooks, nc);
 	if (!s->opts->log_format)
 		svc_log_set_json(&s->log, nc->daemon.log_format && !strcmp(nc->daemon.log_format, "json"));
 	pthread_mutex_lock(&s->mu);
@@ -728,6 +729,36 @@ static void status_text(svc_t *s, char *buf, size_t n, const char *rep)
 		snprintf(buf + o, n - o, "; %d shard%s down", down, down == 1 ? "" : "s");
 }
 
+/* A shard whose tls.mode is preferred and whose server offered no TLS is
+ * connected in plain text: said once per shard (a warning, event
+ * tls_plaintext), from the collector's snapshot. */
+static void tick_plaintext(svc_t *s)
+{
+	char names[8][BS_NAME_MAX + 1], addr[8][128];
+	int n = 0, idx[8];
+
+	pthread_mutex_lock(&s->snap->mu);
+	for (int i = 0; s->snap->status && i < s->snap->n && i < s->cfg->nshards && n < 8; i++) {
+		const bs_shard_status_t *st = &s->snap->status[i];
+		if (st->tls_plaintext_preferred && !s->plain_said[i]) {
+			snprintf(names[n], sizeof names[n], "%s", st->name);
+			snprintf(addr[n], sizeof addr[n], "%s", st->address);
+			idx[n++] = i;
+		}
+	}
+	pthread_mutex_unlock(&s->snap->mu);
+	for (int k = 0; k < n; k++) {
+		json_t *f = json_object();
+		s->plain_said[idx[k]] = true;
+		json_object_set_new(f, "shard", cli_jstr(names[k]));
+		json_object_set_new(f, "address", cli_jstr(addr[k]));
+		json_object_set_new(f, "tls_mode", json_string("preferred"));
+		svc_log(&s->log, LOG_WARN_, "tls_plaintext", f, "shard %s (%s): connected in plain text: tls.mode is "
+		        "preferred and the server offers no TLS (require it with tls.mode required or stricter)",
+		        names[k], addr[k]);
+	}
+}
+
 static void tick_notify(svc_t *s, double now)
 {
 	char st[256], msg[280];
@@ -812,6 +843,7 @@ static void *svc_thread(void *p)
 		if (!s->ending) {
 			double now = mono();
 			tick_notify(s, now);
+			tick_plaintext(s);
 			tick_registry(s, now);
 		}
 		pthread_mutex_unlock(&s->tick_mu);
@@ -877,14 +909,15 @@ static int svc_begin(svc_t *s)
 	s->registry_ok = -1;
 	if ((rc = svc_counters_init(&s->ctr, s->cfg->nshards)) < 0 || (rc = bs_cleaner_live_new(&s->live, &s->cfg->cleaner)) < 0)
 		return rc;
-	if (!(s->agg = calloc((size_t)s->cfg->nshards, sizeof *s->agg)))
+	if (!(s->agg = calloc((size_t)s->cfg->nshards, sizeof *s->agg)) ||
+	    !(s->plain_said = calloc((size_t)s->cfg->nshards, sizeof *s->plain_said)))
 		return bs_error(BS_ENOMEM, "out of memory");
 	if ((rc = svc_watch_start(&s->watch, &s->snap, s->cfg, 1.0, on_dead, s)) < 0)
 		return rc;
 	if (s->metrics_addr &&
 	    svc_metrics_start(&s->metrics, s->metrics_addr, s->cfg, s->snap, &s->ctr, err, sizeof err) < 0)
 		return bs_error(BS_ERROR, "cannot serve /metrics on %s", err);
-	if ((rc = svc_hooks_start(&s->hooks, dm, &s->log, &s->ctr)) < 0 ||
+	if ((rc = svc_hooks_start(&s->hooks, s->cfg, &s->log, &s->ctr)) < 0 ||
 	    (rc = bs_worker_start(&s->worker, s->cfg, "cleaner", s->metrics_addr)) < 0)
 		return rc;
 	log_start(s);
@@ -927,6 +960,7 @@ static void svc_end(svc_t *s, int rc)
 	svc_notify_close(&s->nfy);
 	bs_cleaner_live_free(s->live);
 	free(s->agg);
+	free(s->plain_said);
 	if (s->ctr.repair_passes)
 		svc_counters_free(&s->ctr);
 	pthread_mutex_destroy(&s->mu);

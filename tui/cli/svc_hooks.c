@@ -10,6 +10,13 @@
  * bounded by cleaner.hooks.timeout (its process group is sent SIGTERM,
  * then SIGKILL a second later); its output (the first 2 KiB) and its exit
  * status are logged; a failure is logged and counted, nothing more.
+ *
+ * A hook's environment is not the daemon's: it gets the event's BAGSTORE_*
+ * variables and, from ours, PATH, HOME, LANG, LC_ALL and TZ when set (PATH
+ * a default when not), nothing else. The daemon's environment holds the
+ * shards' passwords (password_env, MYSQL_PWD), which are no hook's
+ * business; a name some shard or replica uses as its password_env is left
+ * out even from that short list.
  */
 #include "service.h"
 
@@ -26,11 +33,10 @@
 
 #include "fmt.h"
 
-extern char **environ;
-
 #define QUEUE_MAX 64
 #define ENV_MAX 24
 #define OUT_MAX 2048
+#define BASE_MAX 8
 
 typedef struct {
 	bs_hook_t ev;
@@ -46,6 +52,8 @@ struct svc_hooks {
 	double stop_deadline;      /* monotonic; while stopping */
 	char *on_event, *on[BS_HOOK_COUNT];
 	double timeout;
+	char *base[BASE_MAX];      /* what a hook gets of our environment */
+	int nbase;
 	job_t q[QUEUE_MAX];
 	int head, len;
 	svc_log_t *log;
@@ -69,9 +77,52 @@ static void job_free(job_t *j)
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
 
-/* Under mu. */
-static void set_commands(svc_hooks_t *h, const bs_daemon_conf_t *dm)
+/* Whether name is some shard's or replica's password_env. */
+static bool is_password_env(const bs_config_t *cfg, const char *name, size_t len)
 {
+	for (int i = 0; i < cfg->nshards; i++) {
+		const bs_shard_conf_t *s = &cfg->shards[i];
+		if (s->password_env && strlen(s->password_env) == len && !strncmp(s->password_env, name, len))
+			return true;
+		for (int r = 0; r < s->nreplicas; r++) {
+			const char *p = s->replicas[r].password_env;
+			if (p && strlen(p) == len && !strncmp(p, name, len))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Under mu: the part of our environment a hook gets. */
+static void set_base(svc_hooks_t *h, const bs_config_t *cfg)
+{
+	static const char *const keep[] = { "PATH", "HOME", "LANG", "LC_ALL", "TZ" };
+	bool path = false;
+
+	for (int k = 0; k < h->nbase; k++)
+		free(h->base[k]);
+	h->nbase = 0;
+	for (size_t k = 0; k < sizeof keep / sizeof keep[0]; k++) {
+		const char *v = getenv(keep[k]);
+		char *e;
+		if (!v || is_password_env(cfg, keep[k], strlen(keep[k])))
+			continue;
+		if (!(e = malloc(strlen(keep[k]) + strlen(v) + 2)))
+			continue;
+		sprintf(e, "%s=%s", keep[k], v);
+		h->base[h->nbase++] = e;
+		path |= !strcmp(keep[k], "PATH");
+	}
+	if (!path && !is_password_env(cfg, "PATH", 4) && (h->base[h->nbase] = strdup("PATH=/usr/local/bin:/usr/bin:/bin")))
+		h->nbase++;
+}
+
+/* Under mu. */
+static void set_commands(svc_hooks_t *h, const bs_config_t *cfg)
+{
+	const bs_daemon_conf_t *dm = &cfg->daemon;
+
+	set_base(h, cfg);
 	free(h->on_event);
 	h->on_event = dup_or_null(dm->hook_on_event);
 	for (int k = 0; k < BS_HOOK_COUNT; k++) {
@@ -81,26 +132,33 @@ static void set_commands(svc_hooks_t *h, const bs_daemon_conf_t *dm)
 	h->timeout = dm->hook_timeout > 0 ? dm->hook_timeout : 10;
 }
 
-/* The environment of a hook: ours, then the event's (which win). */
-static char **hook_env(const job_t *j)
+/* The environment of a hook: the base (h->base, copied under mu), then
+ * the event's variables. Free the array and its first *nbase strings. */
+static char **hook_env(int *nbase, svc_hooks_t *h, const job_t *j)
 {
-	size_t n = 0;
 	char **e;
+	int o = 0;
 
-	while (environ && environ[n])
-		n++;
-	if (!(e = calloc(n + (size_t)j->nenv + 1, sizeof *e)))
+	*nbase = 0;
+	if (!(e = calloc(BASE_MAX + (size_t)j->nenv + 1, sizeof *e)))
 		return NULL;
-	size_t o = 0;
-	for (size_t k = 0; k < n; k++) {
-		if (strncmp(environ[k], "BAGSTORE_EVENT=", 15) == 0)
-			continue;
-		e[o++] = environ[k];
-	}
+	pthread_mutex_lock(&h->mu);
+	for (int k = 0; k < h->nbase; k++)
+		if ((e[o] = strdup(h->base[k])))
+			o++;
+	pthread_mutex_unlock(&h->mu);
+	*nbase = o;
 	for (int k = 0; k < j->nenv; k++)
 		e[o++] = j->env[k];
 	e[o] = NULL;
 	return e;
+}
+
+static void env_free(char **e, int nbase)
+{
+	for (int k = 0; e && k < nbase; k++)
+		free(e[k]);
+	free(e);
 }
 
 /* Start `sh -c cmd`: its own process group, default signals, stdin from
@@ -281,8 +339,8 @@ static void run_one(svc_hooks_t *h, const job_t *j, const char *key, const char 
 {
 	result_t r = {0};
 	pid_t pid = 0;
-	int fd = -1, rc = 0;
-	char **env = hook_env(j);
+	int fd = -1, rc = 0, nbase;
+	char **env = hook_env(&nbase, h, j);
 
 	if (!env || (rc = spawn(&pid, &fd, cmd, env)) != 0) {
 		pthread_mutex_lock(&h->ctr->mu);
@@ -290,10 +348,10 @@ static void run_one(svc_hooks_t *h, const job_t *j, const char *key, const char 
 		pthread_mutex_unlock(&h->ctr->mu);
 		svc_log(h->log, LOG_WARN_, "hook_failed", NULL, "hook %s for %s did not start: %s", key,
 		        bs_hook_name(j->ev), env ? strerror(rc) : "out of memory");
-		free(env);
+		env_free(env, nbase);
 		return;
 	}
-	free(env);
+	env_free(env, nbase);
 	await(&r, h, pid, fd, mono() + timeout);
 	report(h, key, cmd, j->ev, &r);
 }
@@ -330,7 +388,7 @@ static void *hooks_thread(void *p)
 	return NULL;
 }
 
-int svc_hooks_start(svc_hooks_t **out, const bs_daemon_conf_t *dm, svc_log_t *log, svc_counters_t *ctr)
+int svc_hooks_start(svc_hooks_t **out, const bs_config_t *cfg, svc_log_t *log, svc_counters_t *ctr)
 {
 	svc_hooks_t *h = calloc(1, sizeof *h);
 
@@ -341,7 +399,7 @@ int svc_hooks_start(svc_hooks_t **out, const bs_daemon_conf_t *dm, svc_log_t *lo
 	pthread_cond_init(&h->cv, NULL);
 	h->log = log;
 	h->ctr = ctr;
-	set_commands(h, dm);
+	set_commands(h, cfg);
 	if (pthread_create(&h->tid, NULL, hooks_thread, h) != 0) {
 		free(h);
 		return bs_error(BS_ERROR, "cannot start the hook thread");
@@ -351,10 +409,10 @@ int svc_hooks_start(svc_hooks_t **out, const bs_daemon_conf_t *dm, svc_log_t *lo
 	return 0;
 }
 
-void svc_hooks_set(svc_hooks_t *h, const bs_daemon_conf_t *dm)
+void svc_hooks_set(svc_hooks_t *h, const bs_config_t *cfg)
 {
 	pthread_mutex_lock(&h->mu);
-	set_commands(h, dm);
+	set_commands(h, cfg);
 	pthread_mutex_unlock(&h->mu);
 }
 
@@ -415,6 +473,8 @@ void svc_hooks_stop(svc_hooks_t *h, double wait_s)
 	free(h->on_event);
 	for (int k = 0; k < BS_HOOK_COUNT; k++)
 		free(h->on[k]);
+	for (int k = 0; k < h->nbase; k++)
+		free(h->base[k]);
 	pthread_mutex_destroy(&h->mu);
 	pthread_cond_destroy(&h->cv);
 	free(h);
