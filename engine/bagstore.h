@@ -1152,6 +1152,12 @@ typedef struct {
 	double write_baseline_s;  /* its median while no job of this process wrote
 	                           * to the shard; -1 unknown */
 	double write_limit_s;     /* the threshold in force; 0 when no signal */
+	double other_writes_s;    /* other clients' INSERT, REPLACE, UPDATE and DELETE
+	                           * statements a second (the server's Com_ counters
+	                           * less this process's), over the last 2 s; -1
+	                           * unknown */
+	bool others_write;        /* more than noise, or unknown: the write latency
+	                           * is a signal; else nobody is there to protect */
 	int64_t threads_running;  /* -1 unknown */
 	int64_t history_length;   /* InnoDB's history list length; -1 unknown */
 	int nreplicas;            /* at most BS_THROTTLE_REPLICAS shown */

@@ -87,6 +87,7 @@ static void send_query(bs__shard_stmt_t *q, run_t *r, bs_store_t *st, int i)
 	int ret = 0, status;
 	r->step = S_QUERY;
 	st->shards[i].last_errno = 0;
+	bs__shard_sent(&st->shards[i], q->sql, q->len);
 	if ((status = mysql_real_query_start(&ret, r->m, q->sql, (unsigned long)q->len))) {
 		waiting(r, status);
 		return;

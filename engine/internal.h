@@ -94,6 +94,9 @@ typedef struct {
 	 * until read */
 	uint8_t *bstate;
 	int64_t owned_version;
+	/* this process's data-changing statements sent to the shard's server
+	 * (bs__shard_sent); NULL until the first is counted */
+	struct bs__writes *writes;
 } bs_shard_t;
 
 /* The bucket map as a store caches it (map.c). */
@@ -132,6 +135,17 @@ int64_t bs_now_us(void);    /* wall clock, unix microseconds */
 /* "s0 (127.0.0.1:3307)" into buf */
 const char *bs__shard_label(char *buf, size_t size, const bs_shard_t *sh);
 void bs__shard_address(char *buf, size_t size, const bs_shard_conf_t *c);
+
+/* This process's own writes (throttle.c tells other clients' writes from
+ * them): bs__shard_sent counts the INSERT, REPLACE, UPDATE and DELETE
+ * statements in sql, as the server's Com_insert... counters will, for the
+ * shard's server (its address), every store of the process together; every
+ * statement sent to a shard goes through it. bs__shard_writes_sent is the
+ * count so far. */
+void bs__shard_sent(bs_shard_t *sh, const char *sql, size_t len);
+uint64_t bs__shard_writes_sent(bs_store_t *st, int i);
+/* The data-changing statements in sql (a multi-statement counted each). */
+uint64_t bs__sql_writes(const char *sql, size_t len);
 
 /* Now on the shard's clock, unix microseconds. */
 int bs__shard_now_us(int64_t *out, bs_store_t *st, int shard);

@@ -9,14 +9,18 @@
  */
 #include "internal.h"
 
+#include <ctype.h>
 #include <errmsg.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <mysqld_error.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 double bs_now_mono(void)
@@ -114,6 +118,118 @@ int bs__shard_fail(bs_store_t *st, int i, const char *what)
 
 unsigned bs__shard_last_errno(const bs_store_t *st, int i) { return st->shards[i].last_errno; }
 
+/* ------------------------------------------------------------ our own writes */
+
+/* One counter per server address for the whole process, made on first use
+ * and kept for its life (a process talks to few servers). */
+struct bs__writes {
+	struct bs__writes *next;
+	char address[256];
+	atomic_uint_least64_t n;
+};
+
+static pthread_mutex_t writes_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct bs__writes *writes_list;
+
+static struct bs__writes *writes_of(bs_shard_t *sh)
+{
+	char address[256];
+	struct bs__writes *w;
+	if (sh->writes)
+		return sh->writes;
+	bs__shard_address(address, sizeof address, sh->conf);
+	pthread_mutex_lock(&writes_mu);
+	for (w = writes_list; w && strcmp(w->address, address); w = w->next)
+		;
+	if (!w && (w = calloc(1, sizeof *w))) {
+		snprintf(w->address, sizeof w->address, "%s", address);
+		atomic_init(&w->n, 0);
+		w->next = writes_list;
+		writes_list = w;
+	}
+	pthread_mutex_unlock(&writes_mu);
+	return sh->writes = w;
+}
+
+/* Past white space and comments. */
+static const char *sql_skip(const char *p, const char *end)
+{
+	for (;;) {
+		while (p < end && isspace((unsigned char)*p))
+			p++;
+		if (end - p >= 2 && p[0] == '/' && p[1] == '*') {
+			const char *q = p + 2;
+			while (end - q >= 2 && !(q[0] == '*' && q[1] == '/'))
+				q++;
+			p = end - q >= 2 ? q + 2 : end;
+		} else if (p < end && (*p == '#' || (end - p >= 3 && p[0] == '-' && p[1] == '-' && isspace((unsigned char)p[2])))) {
+			while (p < end && *p != '\n')
+				p++;
+		} else {
+			return p;
+		}
+	}
+}
+
+static bool sql_word(const char *p, const char *end, const char *w)
+{
+	size_t n = strlen(w);
+	return (size_t)(end - p) >= n && !strncasecmp(p, w, n) &&
+	       ((size_t)(end - p) == n || !(isalnum((unsigned char)p[n]) || p[n] == '_'));
+}
+
+/* Past the statement at p: after its ';' outside quotes and comments, or
+ * the end. */
+static const char *sql_next(const char *p, const char *end)
+{
+	while (p < end) {
+		char c = *p;
+		if (c == ';')
+			return p + 1;
+		if (c == '\'' || c == '"' || c == '`') {
+			for (p++; p < end && *p != c; p++)
+				if (*p == '\\' && c != '`' && p + 1 < end)
+					p++;
+			p += p < end;
+		} else if (c == '/' || c == '#' || c == '-') {
+			const char *q = sql_skip(p, end);
+			p = q == p ? p + 1 : q;
+		} else {
+			p++;
+		}
+	}
+	return end;
+}
+
+uint64_t bs__sql_writes(const char *sql, size_t len)
+{
+	const char *p = sql, *end = sql + len;
+	uint64_t n = 0;
+	while ((p = sql_skip(p, end)) < end) {
+		if (sql_word(p, end, "INSERT") || sql_word(p, end, "REPLACE") || sql_word(p, end, "UPDATE") ||
+		    sql_word(p, end, "DELETE"))
+			n++;
+		if (!memchr(p, ';', (size_t)(end - p)))
+			break; /* the last statement (the common case: no scan) */
+		p = sql_next(p, end);
+	}
+	return n;
+}
+
+void bs__shard_sent(bs_shard_t *sh, const char *sql, size_t len)
+{
+	uint64_t n = bs__sql_writes(sql, len);
+	struct bs__writes *w;
+	if (n && (w = writes_of(sh)))
+		atomic_fetch_add(&w->n, n);
+}
+
+uint64_t bs__shard_writes_sent(bs_store_t *st, int i)
+{
+	struct bs__writes *w = writes_of(&st->shards[i]);
+	return w ? atomic_load(&w->n) : 0;
+}
+
 /* Read the answer of a statement bs__shard_send sent; on failure release
  * its lock again (best effort: the server releases it anyway when the
  * connection closes). */
@@ -156,6 +272,7 @@ int bs__shard_send(bs_store_t *st, int i, const char *sql, size_t len, const cha
 	int rc;
 	if ((rc = bs__shard_conn(&m, st, i)))
 		return rc;
+	bs__shard_sent(sh, sql, len);
 	if (mysql_send_query(m, sql, (unsigned long)len))
 		return bs__shard_fail(st, i, "sending a statement");
 	sh->pending = true;
@@ -317,6 +434,7 @@ int bs__shard_exec_rows(int64_t *affected, bs_store_t *st, int i, const char *sq
 	int rc = bs__shard_conn(&m, st, i);
 	if (rc)
 		return rc;
+	bs__shard_sent(&st->shards[i], sql, len);
 	if (mysql_real_query(m, sql, len))
 		return bs__shard_fail(st, i, "statement failed");
 	*affected = (int64_t)mysql_affected_rows(m);
@@ -336,6 +454,7 @@ int bs__shard_query(MYSQL_RES **out, bs_store_t *st, int i, const char *sql, siz
 	st->shards[i].last_errno = 0;
 	if ((rc = bs__shard_conn(&m, st, i)))
 		return rc;
+	bs__shard_sent(&st->shards[i], sql, len);
 	if (mysql_real_query(m, sql, len))
 		return bs__shard_fail(st, i, "query failed");
 	/* skip leading row-less statements (START TRANSACTION; SELECT ...) */
@@ -539,6 +658,7 @@ int bs__shard_query_sets(MYSQL_RES **res, int nsets, bs_store_t *st, int i, cons
 	st->shards[i].last_errno = 0;
 	if ((rc = bs__shard_conn(&m, st, i)))
 		return rc;
+	bs__shard_sent(&st->shards[i], sql, len);
 	if (mysql_real_query(m, sql, len))
 		return bs__shard_fail(st, i, "query failed");
 	for (;;) {

@@ -54,6 +54,13 @@
 #define SAMPLER_TIMEOUT 2   /* seconds: the samplers' connect, read and write timeouts */
 #define DEFAULT_WRITERS 2   /* when the server does not say how many CPUs it has */
 #define MAX_WRITERS 64
+#define FW_RING 64          /* rounds of write counters kept (6 s at HB_EVERY) */
+#define FW_WINDOW 2.0       /* seconds over which other clients' writes are counted */
+#define FW_SPAN_MIN 0.5     /* fewer seconds read: not known yet (the latency signal applies) */
+#define FW_SLACK 2          /* other clients' writes in a window that count as none: a
+                             * statement of ours counted as sent but not yet run by the
+                             * server, at either end of the window, at most our lanes
+                             * (most_of) plus this */
 
 enum { HIST_STATUS, HIST_METRICS, HIST_NONE };
 
@@ -86,6 +93,14 @@ typedef struct {
 	double lat_ok_at, status_ok_at;
 	char lat_err[320], status_err[320];
 	int64_t running, history, heartbeats;
+	/* the server's data-changing statements (its Com_insert... counters
+	 * summed) and this process's own (bs__shard_writes_sent), each round */
+	struct {
+		double at;
+		int64_t com;
+		uint64_t own;
+	} fw[FW_RING];
+	int nfw;                /* rounds ever (the ring holds the last FW_RING) */
 	unsigned cpus;          /* @@thread_pool_size; 0 unknown */
 	bool cpus_read;
 	int nrep;
@@ -185,6 +200,39 @@ static double baseline(const shard_t *s)
 	return median(s->idle, s->nidle < IDLE_PROBES ? s->nidle : IDLE_PROBES);
 }
 
+/* Other clients' writes on the shard in the FW_WINDOW before its last
+ * reading: the server's data-changing statements less ours; -1 while fewer
+ * than FW_SPAN_MIN seconds were read (or the counters cannot be). *span:
+ * the seconds they cover. A reading too old is the status signal's
+ * unreadable (eval_ages), which holds jobs whatever this says. */
+static int64_t foreign_writes(const shard_t *s, double *span)
+{
+	int n = s->nfw < FW_RING ? s->nfw : FW_RING;
+	*span = 0;
+	if (n < 2)
+		return -1;
+	int last = (s->nfw - 1) % FW_RING, first = last;
+	for (int k = 1; k < n; k++) {
+		int j = (s->nfw - 1 - k) % FW_RING;
+		if (s->fw[j].at < s->fw[last].at - FW_WINDOW)
+			break;
+		first = j;
+	}
+	*span = s->fw[last].at - s->fw[first].at;
+	if (*span < FW_SPAN_MIN)
+		return -1;
+	int64_t theirs = (s->fw[last].com - s->fw[first].com) - (int64_t)(s->fw[last].own - s->fw[first].own);
+	return theirs > 0 ? theirs : 0;
+}
+
+/* Does anybody else write to the shard? Unknown counts as yes. */
+static bool others_write(const bs__throttle_t *t, const shard_t *s)
+{
+	double span;
+	int64_t f = foreign_writes(s, &span);
+	return f < 0 || f > (int64_t)most_of(t, s) + FW_SLACK;
+}
+
 /* The probe's threshold now (0: no signal); *how says where it comes from. */
 static double latency_limit(const bs__throttle_t *t, const shard_t *s, char *how, size_t size)
 {
@@ -238,6 +286,8 @@ typedef struct {
 	bool headroom;         /* every signal under HEADROOM of its threshold */
 	bool soft;             /* over on the probe's latency alone: the pace is cut,
 	                        * jobs wait only once it is at its lowest */
+	bool alone;            /* nobody else writes to the shard: its latency is
+	                        * not a signal (nobody to protect) */
 } eval_t;
 
 /* Does the verdict close the shard's lanes? */
@@ -334,6 +384,11 @@ static void eval_shard(eval_t *e, const bs__throttle_t *t, const shard_t *s, dou
 	}
 	char how[96];
 	double lat = latency_now(s, now), limit = latency_limit(t, s, how, sizeof how);
+	if (!others_write(t, s)) {
+		e->alone = true;
+		say(e->reason, sizeof e->reason, "full pace: no other writers on shard %s", name);
+		return;
+	}
 	if (limit > 0 && lat > HEADROOM * limit)
 		e->headroom = false;
 	if (limit > 0 && lat > limit) {
@@ -375,6 +430,11 @@ static void update_pace(bs__throttle_t *t, shard_t *s, double now)
 	if (!used && now - s->last_used > IDLE_RESTART && !s->slow_start) {
 		s->pace = 1;
 		s->slow_start = true;
+	}
+	if (e.alone && s->cut_at > 0) {
+		/* nobody else writes: a cut for them is void, the pace grows back fast */
+		s->slow_start = true;
+		s->cut_at = 0;
 	}
 	if (e.state != BS_THR_GO) {
 		cut_if_over(s, &e, now);
@@ -452,18 +512,27 @@ static int64_t status_int(const char *v)
 static void read_status(shard_t *s)
 {
 	bs__throttle_t *t = s->t;
-	static const char q[] = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Threads_running','Innodb_history_list_length')";
+	static const char q[] = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Threads_running','Innodb_history_list_length',"
+	                        "'Com_insert','Com_insert_select','Com_replace','Com_replace_select','Com_update',"
+	                        "'Com_update_multi','Com_delete','Com_delete_multi')";
 	static const char qm[] = "SELECT COUNT FROM information_schema.INNODB_METRICS WHERE NAME='trx_rseg_history_len'";
 	MYSQL_RES *res = NULL;
-	int64_t running = -1, history = -1;
+	int64_t running = -1, history = -1, com = -1;
 	int rc;
+	/* ours before the server's: a statement of ours counted here and not
+	 * yet run there is one of ours too many, never one of theirs too few */
+	uint64_t own = bs__shard_writes_sent(s->st, s->i);
 	if ((rc = bs__shard_query(&res, s->st, s->i, q, sizeof q - 1)))
 		goto done;
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res))) {
-		if (row[0] && !strcasecmp(row[0], "Threads_running"))
+		if (!row[0])
+			continue;
+		if (!strcasecmp(row[0], "Threads_running"))
 			running = status_int(row[1]);
-		else if (row[0])
+		else if (!strncasecmp(row[0], "Com_", 4))
+			com = (com < 0 ? 0 : com) + (status_int(row[1]) > 0 ? status_int(row[1]) : 0);
+		else
 			history = status_int(row[1]);
 	}
 	mysql_free_result(res);
@@ -487,6 +556,12 @@ done:
 		s->running = running;
 		s->history = history;
 		s->status_ok_at = bs_now_mono();
+		if (com >= 0) {
+			int k = s->nfw++ % FW_RING;
+			s->fw[k].at = s->status_ok_at;
+			s->fw[k].com = com;
+			s->fw[k].own = own;
+		}
 	} else {
 		snprintf(s->status_err, sizeof s->status_err, "%s", bs_last_error());
 	}
@@ -792,9 +867,32 @@ static void pace_reason(bs__thr_gate_t *out, const bs__throttle_t *t, const shar
 	}
 }
 
+/* Why a job goes at full pace, for its reason: the shards nobody else
+ * writes to, and those where the probe's latency is within its threshold
+ * (someone else writes, or that is not known yet). */
+static void full_reason(bs__thr_gate_t *out, const bs__throttle_t *t, const bool *alone, const bool *which)
+{
+	char none[160] = "", within[160] = "";
+	for (int i = 0; i < t->n; i++) {
+		if (which && !which[i])
+			continue;
+		char *dst = alone[i] ? none : within;
+		size_t len = strlen(dst);
+		snprintf(dst + len, sizeof none - len, "%s%s", len ? ", " : "", t->cfg->shards[i].name);
+	}
+	if (within[0] && none[0])
+		say(out->reason, sizeof out->reason,
+		    "full pace: write latency within its limit on shard %s, no other writers on shard %s", within, none);
+	else if (within[0])
+		say(out->reason, sizeof out->reason, "full pace: write latency within its limit on shard %s", within);
+	else if (none[0])
+		say(out->reason, sizeof out->reason, "full pace: no other writers on shard %s", none);
+}
+
 void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which)
 {
 	const shard_t *slowest = NULL;
+	bool *alone = calloc((size_t)t->n, sizeof *alone);
 	memset(out, 0, sizeof *out);
 	out->state = BS_THR_GO;
 	out->shard = -1;
@@ -809,6 +907,8 @@ void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which
 			continue;
 		eval_shard(&e, t, s, now);
 		cut_if_over(&t->sh[i], &e, now);
+		if (alone)
+			alone[i] = e.alone;
 		if (!closed(&e, s))
 			e.state = BS_THR_GO; /* paced, not held */
 		if (severity(e.state) > severity(out->state)) {
@@ -826,9 +926,15 @@ void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which
 	}
 	out->pace = slowest ? slowest->pace : 1;
 	out->verdict = out->state == BS_THR_CRITICAL ? BS__THR_STOP : out->state == BS_THR_GO ? BS__THR_GO : BS__THR_WAIT;
-	if (out->verdict == BS__THR_GO && !out->full && slowest)
+	/* paced by a signal, or going as fast as its jobs ask: say which */
+	if (out->verdict == BS__THR_GO && !out->full && slowest && slowest->cut_at > 0)
+		pace_reason(out, t, slowest);
+	else if (out->verdict == BS__THR_GO && alone)
+		full_reason(out, t, alone, which);
+	else if (out->verdict == BS__THR_GO && !out->full && slowest)
 		pace_reason(out, t, slowest);
 	pthread_mutex_unlock(&t->mu);
+	free(alone);
 }
 
 int bs__throttle_enter(double *t0, bs__throttle_t *t, int shard, double max_wait, atomic_int *stop)
@@ -915,6 +1021,10 @@ static void reading(bs_throttle_shard_t *o, const bs__throttle_t *t, const shard
 	o->write_latency_s = s->nlat ? latency_now(s, now) : -1;
 	o->write_baseline_s = baseline(s);
 	o->write_limit_s = latency_limit(t, s, how, sizeof how);
+	double span;
+	int64_t f = foreign_writes(s, &span);
+	o->other_writes_s = f >= 0 && span > 0 ? (double)f / span : -1;
+	o->others_write = others_write(t, s);
 	o->threads_running = s->running;
 	o->history_length = s->history;
 	o->nreplicas = s->nrep < BS_THROTTLE_REPLICAS ? s->nrep : BS_THROTTLE_REPLICAS;

@@ -20,6 +20,11 @@
 #                              $BAGSTORE_TEST_CONFIG; prints rows tab-separated
 # t_port SHARD_INDEX           the shard's port, from the config
 # t_tmp                        a scratch folder for this test, removed by t_done
+# t_other_writer PORT SECONDS  another application's writer on the server at
+#                              PORT (autocommit INSERTs into database other_app,
+#                              ~100 a second) for at most SECONDS, in the
+#                              background: the throttle protects only real writers
+# t_other_stop                 stop every such writer
 # t_done NAME                  print "NAME: N passed, N failed"; exit 1 on any
 #                              failure, else 0
 #
@@ -152,4 +157,21 @@ t_done() {
 	[ -n "$T_TMPDIR" ] && rm -rf "$T_TMPDIR"
 	[ "$T_FAILED" = 0 ] || exit 1
 	exit 0
+}
+
+T_OTHER_PIDS=""
+t_other_writer() {
+	timeout 30 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$1" -u root \
+		-e "CREATE DATABASE IF NOT EXISTS other_app; CREATE TABLE IF NOT EXISTS other_app.w (id INT AUTO_INCREMENT PRIMARY KEY, v INT)" ||
+		{ t_fail "another application's writer on port $1" "could not create its table"; return 1; }
+	awk -v n=$(($2 * 100)) 'BEGIN { for (k = 1; k <= n; k++) printf("INSERT INTO w (v) VALUES (%d); DO SLEEP(0.01);\n", k) }' |
+		timeout "$2" mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$1" -u root other_app >/dev/null 2>&1 &
+	T_OTHER_PIDS="$T_OTHER_PIDS $!"
+}
+t_other_stop() {
+	for _p in $T_OTHER_PIDS; do
+		kill "$_p" 2>/dev/null
+		wait "$_p" 2>/dev/null
+	done
+	T_OTHER_PIDS=""
 }

@@ -12,7 +12,9 @@
  *     settings;
  *  2. put latency p50/p99 without a backfill and during one, unthrottled
  *     and throttled with each setting tried, and the backfill's time: the
- *     trade-off curve (p99 ratio against backfill time ratio);
+ *     trade-off curve (p99 ratio against backfill time ratio). The puts run
+ *     in a child process, as another application's would: the throttle
+ *     tells other clients' writes from its own process's;
  *  3. repair lag under a steady write load with faults injected (an entity
  *     written without its index rows, as a writer killed between the two
  *     leaves it): p50/p99 from the fault to the repaired row, with the
@@ -34,7 +36,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static bs_config_t *cfg;
@@ -538,24 +542,77 @@ static void forget_puts(bs_store_t *st)
 
 /* ------------------------------------------------------------ latency */
 
-/* Puts of new entities, one at a time, until *until (or max); latencies
- * into lat (seconds). */
-static int puts_timed(bs_store_t *st, double *lat, int max, long base, volatile int *until)
+/* Puts of new entities, one at a time, by another application: a child
+ * process with a store of its own (the throttle counts this process's
+ * writes as its own, and protects only other clients' writers). Forked
+ * by putter_start before any thread of this process runs, it waits for
+ * putter_run; the flags and latencies (seconds) are shared memory. */
+typedef struct {
+	volatile int go, stop, n, failed;
+	double lat[];
+} putter_shm_t;
+
+typedef struct {
+	pid_t pid;
+	size_t size;
+	putter_shm_t *sh;
+} putter_t;
+
+static void putter_start(putter_t *p, int max, long base)
 {
-	int k;
-	for (k = 0; k < max && !(until && *until); k++) {
+	p->size = sizeof *p->sh + (size_t)max * sizeof(double);
+	p->sh = mmap(NULL, p->size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p->sh == MAP_FAILED)
+		die("mmap", "no shared memory for the putter");
+	fflush(stdout);
+	if ((p->pid = fork()) < 0)
+		die("fork", "cannot start the putter");
+	if (p->pid > 0)
+		return;
+	putter_shm_t *sh = p->sh;
+	bs_store_t *st;
+	while (!sh->go && !sh->stop)
+		usleep(1000);
+	if (bs_store_open(&st, cfg)) {
+		sh->failed = 1;
+		_exit(1);
+	}
+	for (int k = 0; k < max && !sh->stop; k++) {
 		bs_id_t id, user;
 		bs_value_t bag;
 		bs_id_generate(&id);
 		bs_id_generate(&user);
 		make_bag(&bag, base + k, &id, &user);
 		double t0 = now();
-		if (bs_put(st, &bag, NULL))
-			die("put", bs_last_error());
-		lat[k] = now() - t0;
+		if (bs_put(st, &bag, NULL)) {
+			fprintf(stderr, "bench_backfill: put: %s\n", bs_last_error());
+			sh->failed = 1;
+			_exit(1);
+		}
+		sh->lat[k] = now() - t0;
+		sh->n = k + 1;
 		bs_value_clear(&bag);
 	}
-	return k;
+	bs_store_free(st);
+	_exit(0);
+}
+
+/* Let the putter go until *until (or its max): its latencies into lat,
+ * their count returned. */
+static int putter_run(putter_t *p, double *lat, volatile int *until)
+{
+	int status = 0;
+	p->sh->go = 1;
+	while (!(until && *until) && waitpid(p->pid, &status, WNOHANG) == 0)
+		usleep(2000);
+	p->sh->stop = 1;
+	waitpid(p->pid, &status, 0);
+	if (p->sh->failed)
+		die("put", "the putter failed (its message above)");
+	int n = p->sh->n;
+	memcpy(lat, p->sh->lat, (size_t)n * sizeof *lat);
+	munmap(p->sh, p->size);
+	return n;
 }
 
 /* ------------------------------------------------------------ sections */
@@ -755,11 +812,13 @@ static void latency_once(double *secs, double *p50, double *p99, char *signals, 
 {
 	bf_result_t res = { .index = "by_n" };
 	pthread_t tid;
+	putter_t put;
 	index_fresh(st, "by_n", "n:int", "n");
 	apply(s);
 	backfill_done = 0;
+	putter_start(&put, max, 3000000 + (long)(now() * 1000) % 1000000 * 1000);
 	pthread_create(&tid, NULL, backfill_thread, &res);
-	int n = puts_timed(st, lat, max, 3000000 + (long)(now() * 1000) % 1000000 * 1000, &backfill_done);
+	int n = putter_run(&put, lat, &backfill_done);
 	pthread_join(tid, NULL);
 	restore();
 	if (res.rc)
@@ -831,7 +890,9 @@ static void section_latency(bs_store_t *st)
 	memset(sig, 0, sizeof sig);
 	double l0 = loadavg();
 	for (int r = 0; r < runs; r++) {
-		int n = puts_timed(st, lat, 5000, 2000000, NULL);
+		putter_t put;
+		putter_start(&put, 5000, 2000000);
+		int n = putter_run(&put, lat, NULL);
 		qsort(lat, (size_t)n, sizeof *lat, cmp_d);
 		p50_0[r] = pct(lat, n, 0.5);
 		p99_0[r] = pct(lat, n, 0.99);

@@ -28,6 +28,7 @@ T_TIMEOUT=240
 
 stop_all() {
 	[ -f "$T/stop" ] || touch "$T/stop" 2>/dev/null
+	t_other_stop
 	sh "$SHARDS_SH" stop --dir "$XD" >/dev/null 2>&1
 }
 trap stop_all EXIT
@@ -223,7 +224,10 @@ t_exit 0 "verify after the cancel" -- "$B" -c "$CD" verify
 t_exit 0 "start the drain again" -- "$B" -c "$CD" reshard start --yes
 # the throttle paces moves as it paces backfills: with a write-latency
 # threshold no write can meet, the move is held, saying so (a move that took
-# no lane never had its pace cut, and ran on at full speed)
+# no lane never had its pace cut, and ran on at full speed), while another
+# application writes to the shards (without one, nobody is hurt: the
+# latency is no signal)
+for p in "$P0" "$P1" "$XP" $((XP + 1)); do t_other_writer "$p" 120; done
 { cat "$CD"; echo "cleaner: {max_write_latency: 0.000001}"; } >"$T/held.yaml"
 BAGSTORE_FAULT=slow_move "$B" -c "$T/held.yaml" cleaner --reshard >"$T/held.out" 2>"$T/held.err" &
 pid_held=$!
@@ -235,6 +239,7 @@ while [ $i -lt 300 ] && ! held; do
 	i=$((i + 1))
 done
 if held; then t_ok "a move is held by the write-latency signal"; else t_fail "a move held by write_latency" "$("$B" -c "$CD" reshard status 2>&1)"; fi
+t_other_stop
 kill -TERM $pid_held
 wait_held() { wait $pid_held; }
 t_exit any "the held mover stops on SIGTERM" -- wait_held

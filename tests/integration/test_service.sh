@@ -160,6 +160,7 @@ cleaner:
   chunk_time: 0.05
   repair_interval: 0.1
   log_every: 1
+  sleep_coef: 2
   hooks:
     on_event: 'echo "\$BAGSTORE_EVENT \$BAGSTORE_INDEX \$BAGSTORE_SHARD \$BAGSTORE_ROWS_SCANNED" >>$TMP/hooks.log'
     on_backfill_done: 'echo oops; exit 3'
@@ -181,9 +182,10 @@ prom >"$TMP/m2"
 s1=$(awk '$1 == "bagstore_backfill_rows_scanned" { s += $3 } END { print s + 0 }' "$TMP/m1")
 s2=$(awk '$1 == "bagstore_backfill_rows_scanned" { s += $3 } END { print s + 0 }' "$TMP/m2")
 if [ "${s2%.*}" -gt "${s1%.*}" ]; then t_ok "rows scanned move between scrapes ($s1 -> $s2)"; else t_fail "rows scanned move" "$s1 -> $s2"; fi
-# reason: the job row's: "" at full pace, else how the throttle paces the
+# reason: the job row's: at full pace why ("full pace: no other writers on
+# shard s0, s1"; "" before its first chunk), else how the throttle paces the
 # running job ("paced by write_latency on shard s1"), or why it holds it
-t_match "$(cat "$TMP/m2")" '^bagstore_backfill_state index=by_n,reason=((|paced (by [a-z_]+ )?on shard s[01](: starting)?),shard=s[01],state=running|shard s[01]: [^=]+,shard=s[01],state=throttled) 1' "the job's state is a labelled gauge"
+t_match "$(cat "$TMP/m2")" '^bagstore_backfill_state index=by_n,reason=((|full pace: [^=]+|paced (by [a-z_]+ )?on shard s[01](: starting)?),shard=s[01],state=running|shard s[01]: [^=]+,shard=s[01],state=throttled) 1' "the job's state is a labelled gauge"
 t_match "$(cat "$TMP/notify.log")" "^STATUS=running: .*backfilling by_n@s[01]" "STATUS= says what it backfills"
 if wait_until 60 jobs_done by_n; then t_ok "the daemon made by_n ready"; else t_fail "by_n ready"; fi
 done_in_metrics() { prom >"$TMP/m3" && [ "$(awk '$1 == "bagstore_backfill_state" && $2 ~ /state=done/' "$TMP/m3" | wc -l)" = 2 ]; }
@@ -375,8 +377,12 @@ t_match "$(cat "$TMP/hookfds")" " 0 -> /dev/null" "(the listing is real: stdin i
 # microsecond (every heartbeat write is slower) cuts the pace of the shards
 # by_w's jobs write to until it is at its lowest, where the jobs wait, named
 # in throttle_on; back to 0 (the idle baseline's factor) they go on.
-# sleep_coef 2 makes the job last while the pace comes down.
-sed 's/^  max_load: 1$/  max_load: 50\n  max_write_latency: 0.000001\n  sleep_coef: 2/' "$TMP/a.good" >"$TMP/a.yaml"
+# sleep_coef 2 (from the start) makes the job last while the pace comes down. Another
+# application writes to both shards meanwhile: without one, the write
+# latency is no signal (nobody to protect).
+t_other_writer "$(t_port 0)" 90
+t_other_writer "$(t_port 1)" 90
+sed 's/^  max_load: 1$/  max_load: 50\n  max_write_latency: 0.000001/' "$TMP/a.good" >"$TMP/a.yaml"
 kill -HUP $apid
 ev_with() { # EVENT PYTHON-CONDITION-ON-o: a line of a.err is that event and meets it
 	"$PY" -c 'import json,sys
@@ -393,6 +399,7 @@ if wait_until 30 wthrottled; then t_ok "throttle_on for by_w, held by the reload
 t_contains "$("$PY" -c 'import json,sys
 print([o["reason"] for o in map(json.loads, open(sys.argv[1])) if o["event"] == "throttle_on" and o["index"] == "by_w"][:1])' "$TMP/a.err")" \
 	"(max_write_latency)" "its reason names the probe's threshold from the reload"
+t_other_stop
 sed 's/^  max_load: 1$/  max_load: 50/' "$TMP/a.good" >"$TMP/a.yaml"
 kill -HUP $apid
 if wait_until 60 jobs_done by_w; then t_ok "by_w ready once max_write_latency is back to 0"; else t_fail "by_w ready" "$(tail -3 "$TMP/a.err")"; fi

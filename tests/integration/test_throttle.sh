@@ -8,7 +8,10 @@
 # held meanwhile (not moving, its job saying why) that finishes once the
 # load is gone; critical_load stopping a job; failing closed when a signal
 # cannot be read for max_signal_age (the heartbeat table broken on a shard,
-# a replica that does not answer); read-only mode.
+# a replica that does not answer); read-only mode. The write latency is a
+# signal only while another application writes to the shard (its writes
+# counted by the server, less ours): without one, a backfill goes at full
+# pace and says so; with one (t_other_writer), the latency holds it.
 #
 # Backfills are slowed with BAGSTORE_FAULT=slow_chunk; nothing here asserts
 # a duration.
@@ -88,7 +91,8 @@ json_field() { # SHARD FIELD: the field of that shard's object in $T_OUT (thrott
 		$0 ~ "\"shard\": " s { on = 1 }
 		on && index($0, f) { sub(/.*": */, ""); sub(/,$/, ""); print; exit }'
 }
-trap 'sleepers_kill' EXIT
+trap 'sleepers_kill; t_other_stop' EXIT
+num_ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 >= b + 0) }'; }
 
 DEF=$(cfg def "repair_interval: 0.1")
 bs 0 "init" "$DEF" init
@@ -114,8 +118,22 @@ t_eq "$(t_sql 1 "SELECT shard FROM bagstore_heartbeat")" s1 "s1's heartbeat row 
 t_match "$(t_sql 1 "SELECT writer FROM bagstore_heartbeat")" '^.+:[0-9]+$' "it names its writer (host:pid)"
 t_eq "$(t_sql 1 "SELECT TIMESTAMPDIFF(MICROSECOND, ts, NOW(6)) < 60000000 FROM bagstore_heartbeat")" 1 "its time is the shard's NOW(6)"
 bs 0 "throttle as a table" "$DEF" throttle --seconds 0.3
-t_match "$T_OUT" '^SHARD +STATE +WRITE_MS +BASELINE_MS +LIMIT_MS +THREADS +HISTORY +REPLICA_LAG +PACE' "the table's columns"
+t_match "$T_OUT" '^SHARD +STATE +WRITE_MS +BASELINE_MS +LIMIT_MS +OTHER_W/S +THREADS +HISTORY +REPLICA_LAG +PACE' "the table's columns"
 t_match "$T_OUT" '^s1 +go ' "one row per shard"
+
+# ------------------------------------------------------------ other applications' writes
+
+bs 0 "throttle with nobody else writing" "$DEF" throttle --seconds 1.5 --json
+t_eq "$(json_field s1 others_write)" false "nobody else writes to s1 (its own heartbeats and the test's reads do not count)"
+t_match "$(json_field s1 other_writes_per_s)" '^[0-9.e-]+$' "other clients' writes a second are counted"
+t_eq "$(json_field s1 reason)" '"full pace: no other writers on shard s1"' "the reason says full pace, and why"
+t_other_writer "$PORT1" 20
+bs 0 "throttle while another application writes to s1" "$DEF" throttle --seconds 2.5 --json
+t_eq "$(json_field s1 others_write)" true "another application writes to s1"
+w=$(json_field s1 other_writes_per_s)
+if num_ge "$w" 20; then t_ok "its writes are counted ($w a second)"; else t_fail "its writes are counted" "other_writes_per_s: $w"; fi
+t_eq "$(json_field s0 others_write)" false "and not to s0"
+t_other_stop
 
 # ------------------------------------------------------------ Threads_running
 
@@ -171,6 +189,13 @@ hold_row() { # SECONDS
 }
 # (sleep_coef: a slow backfill, still under way when its pace reaches the lowest)
 LAT=$(cfg lat "max_signal_age: 30, sleep_coef: 10")
+# with nobody else writing, nobody is hurt: the latency does not count
+hold_row 4
+bs 0 "throttle while s1's heartbeat row is held, nobody else writing" "$LAT" throttle --seconds 2.5 --json
+t_eq "$(json_field s1 state)" '"go"' "s1 goes: nobody else writes there"
+t_eq "$(json_field s1 reason)" '"full pace: no other writers on shard s1"' "and the reason says why"
+wait "$(cat "$TMP/hold.pid")"
+t_other_writer "$PORT1" 60
 hold_row 4
 bs 0 "throttle while s1's heartbeat row is held" "$LAT" throttle --seconds 2.5 --json
 t_eq "$(json_field s1 state)" '"over"' "s1 is over a threshold"
@@ -185,6 +210,18 @@ bs 0 "throttle with max_write_latency" "$ABS" throttle --seconds 2.5 --json
 t_match "$(json_field s1 reason)" 'shard s1: write latency [0-9.]+ ms above 50.00 ms \(max_write_latency\)' \
 	"max_write_latency is the threshold when set"
 wait "$(cat "$TMP/hold.pid")"
+t_other_stop
+# a backfill with nobody else writing says it goes at full pace, and why
+bs 0 "create by_f" "$DEF" index create by_f --on k:int --shard-on k
+bg full "$LAT" cleaner --index by_f
+if wait_until 30 said by_f "running: full pace: no other writers on shard s[01]"; then
+	t_ok "a backfill with nobody else writing goes at full pace, saying why"
+else
+	t_fail "a backfill with nobody else writing goes at full pace, saying why" "$(cat "$TMP/reasons.txt")"
+fi
+bg_wait full
+t_eq "$(rows by_f)" "$N" "by_f complete"
+t_other_writer "$PORT1" 90
 bs 0 "create by_l" "$DEF" index create by_l --on k:int --shard-on k
 bg lat "$LAT" cleaner --index by_l
 started() { [ "$(scanned by_l)" -gt 0 ]; }
@@ -195,6 +232,7 @@ if wait_until 30 said by_l "throttled: shard s1: write latency"; then
 else
 	t_fail "a backfill is held by the heartbeat write's latency, and says so" "$(cat "$TMP/reasons.txt")"
 fi
+t_other_stop
 bg_wait lat
 t_eq "$?" 0 "it finishes once the row is released"
 t_eq "$(rows by_l)" "$N" "by_l complete"

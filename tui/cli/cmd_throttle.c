@@ -45,6 +45,8 @@ static json_t *reading_json(const bs_throttle_shard_t *r)
 	json_object_set_new(o, "write_latency_ms", ms_json(r->write_latency_s));
 	json_object_set_new(o, "write_baseline_ms", ms_json(r->write_baseline_s));
 	json_object_set_new(o, "write_limit_ms", r->write_limit_s > 0 ? json_real(r->write_limit_s * 1e3) : json_null());
+	json_object_set_new(o, "other_writes_per_s", r->other_writes_s >= 0 ? json_real(r->other_writes_s) : json_null());
+	json_object_set_new(o, "others_write", json_boolean(r->others_write));
 	json_object_set_new(o, "threads_running", r->threads_running >= 0 ? json_integer(r->threads_running) : json_null());
 	json_object_set_new(o, "history_length", r->history_length >= 0 ? json_integer(r->history_length) : json_null());
 	for (int k = 0; k < r->nreplicas; k++) {
@@ -76,12 +78,16 @@ static void replicas_text(char *buf, size_t size, const bs_throttle_shard_t *r)
 
 static void readings_table(const bs_throttle_shard_t *r, int n, const bs_config_t *cfg)
 {
-	cli_table_t t = {.ncols = 9, .right = 0x1fc};
-	const char *head[] = {"SHARD", "STATE", "WRITE_MS", "BASELINE_MS", "LIMIT_MS", "THREADS", "HISTORY",
+	cli_table_t t = {.ncols = 10, .right = 0x3fc};
+	const char *head[] = {"SHARD", "STATE", "WRITE_MS", "BASELINE_MS", "LIMIT_MS", "OTHER_W/S", "THREADS", "HISTORY",
 	                      "REPLICA_LAG", "PACE"};
 	cli_table_add(&t, head, NULL);
 	for (int i = 0; i < n; i++) {
-		char w[32], b[32], l[32], th[48], h[48], rl[160], p[48];
+		char w[32], b[32], l[32], ow[32], th[48], h[48], rl[160], p[48];
+		if (r[i].other_writes_s >= 0)
+			snprintf(ow, sizeof ow, "%.0f", r[i].other_writes_s);
+		else
+			snprintf(ow, sizeof ow, "?");
 		snprintf(th, sizeof th, "%" PRId64 "/%u", r[i].threads_running, cfg->cleaner.max_load);
 		if (r[i].history_length >= 0)
 			snprintf(h, sizeof h, "%" PRId64 "/%u", r[i].history_length, cfg->cleaner.max_history_length);
@@ -91,7 +97,7 @@ static void readings_table(const bs_throttle_shard_t *r, int n, const bs_config_
 		snprintf(p, sizeof p, "%.2f/%d", r[i].pace, r[i].most);
 		const char *row[] = {r[i].shard, bs_throttle_state_name(r[i].state), ms(w, sizeof w, r[i].write_latency_s),
 		                     ms(b, sizeof b, r[i].write_baseline_s),
-		                     r[i].write_limit_s > 0 ? ms(l, sizeof l, r[i].write_limit_s) : "-",
+		                     r[i].write_limit_s > 0 ? ms(l, sizeof l, r[i].write_limit_s) : "-", ow,
 		                     r[i].threads_running >= 0 ? th : "-", h, rl, p};
 		cli_table_add(&t, row, NULL);
 	}
