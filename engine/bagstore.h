@@ -355,6 +355,47 @@ void bs_store_free(bs_store_t *st);
 const bs_config_t *bs_store_config(const bs_store_t *st);
 int bs_store_nshards(const bs_store_t *st);
 
+/* The statement trace: every statement a store sends to a shard, told to a
+ * callback once its answer is read (or it failed). One hook, in
+ * engine/shard.c and engine/fanout.c where statements are sent: when no
+ * trace is set it costs a test of one pointer per statement. Statements to
+ * a shard's replicas (the lag read) and the connection's own setup are not
+ * traced. */
+typedef struct {
+	const char *shard;      /* the shard's name */
+	int shard_index;        /* its place in the configuration */
+	/* the statement as sent, with every value (a quoted string or an X'..'
+	 * literal) longer than 64 bytes shortened to its first 32 and its size,
+	 * the whole cut after 4,000 bytes; a statement that could carry a
+	 * password (CREATE USER, ALTER USER, SET PASSWORD, GRANT, CHANGE
+	 * MASTER, anything with IDENTIFIED or PASSWORD) is masked after its
+	 * first words */
+	const char *sql;
+	int64_t at_us;          /* when it was sent, unix microseconds */
+	double seconds;         /* from sending to its last result read */
+	int64_t rows;           /* rows of its result sets, else rows affected
+	                         * (summed over the statements of a multi-statement) */
+	bool async;             /* sent without waiting (the write path's last
+	                         * step): seconds runs until its answer was read,
+	                         * at the connection's next use */
+	unsigned err;           /* MySQL's error number, 0 when it succeeded */
+	const char *error;      /* MySQL's message, "" when it succeeded */
+} bs_trace_t;
+/* Called from the thread that sent the statement: a store's fan-out runs
+ * several at once (a thread per shard), so fn must be thread-safe. t and
+ * everything it points to are borrowed for the call. fn must not use the
+ * store. */
+typedef void (*bs_trace_fn)(void *arg, const bs_trace_t *t);
+/* The process's trace: every store opened after this call (those the
+ * engine opens for itself too: backfill runners, the throttle's samplers)
+ * starts with it. fn NULL: none. Call it before opening stores. */
+void bs_trace_set(bs_trace_fn fn, void *arg);
+/* This store's trace (fn NULL: none), in place of the process's. Set it
+ * while no call runs on the store. */
+void bs_store_trace(bs_store_t *st, bs_trace_fn fn, void *arg);
+/* The trace st has now (*fn NULL: none): to put it back after a change. */
+void bs_store_trace_get(const bs_store_t *st, bs_trace_fn *fn, void **arg);
+
 /* Create the per-shard tables on every shard, idempotently, record the
  * shard list's fingerprint, and create the configuration's indexes. */
 int bs_init(bs_store_t *st);

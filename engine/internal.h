@@ -89,6 +89,11 @@ typedef struct {
 	/* the server takes INSERT ... RETURNING and DELETE ... RETURNING
 	 * (MariaDB 10.5 and later): the write path's one-statement form */
 	bool returning;
+	/* the trace of the statement bs__shard_send sent (its text shortened,
+	 * owned; NULL when not traced), told when its answer is read */
+	char *pending_trace;
+	double pending_t0;
+	int64_t pending_at;
 	bs_tls_state_t tls; /* what the open connection's TLS achieved (tls.c) */
 	/* its ownership states per bucket (map.c), as of owned_version; NULL
 	 * until read */
@@ -124,6 +129,10 @@ struct bs_store {
 	bs__map_t map;
 	char store_id[33];       /* under id_lock: the fan-out checks shards at once */
 	pthread_mutex_t id_lock;
+	/* the statement trace (bs_store_trace): fn NULL when off; set while no
+	 * call runs on the store, read by its fan-out's threads */
+	bs_trace_fn trace_fn;
+	void *trace_arg;
 };
 
 double bs_now_mono(void);   /* monotonic seconds */
@@ -183,6 +192,18 @@ typedef struct {
 } bs__shard_stmt_t;
 int bs__shard_run(bs_store_t *st, bs__shard_stmt_t *q);
 void bs__shard_stmts_clear(bs__shard_stmt_t *q, int n);
+
+/* The statement trace (shard.c): tell st's trace about one statement sent
+ * on shard i at at_us (monotonic t0), answered with rows (err, msg: MySQL's
+ * error, 0 and NULL when none). Call only when st->trace_fn is set: the
+ * callers test it (one branch) and take the times. bs__trace_text writes
+ * the text the trace shows (values shortened, passwords masked); caller
+ * frees (NULL when out of memory). */
+void bs__trace_emit(bs_store_t *st, int i, const char *sql, size_t len, double t0, int64_t at_us, int64_t rows,
+                    bool async, unsigned err, const char *msg);
+char *bs__trace_text(const char *sql, size_t len);
+/* The process's trace, for a store being opened (store.c). */
+void bs__trace_default(bs_trace_fn *fn, void **arg);
 
 /* The shard's connection, connecting if needed. */
 int bs__shard_conn(MYSQL **out, bs_store_t *st, int i);

@@ -160,6 +160,9 @@ json_t *cli_jstr(const char *s);
 int cli_json_print(json_t *doc);
 /* An entity as one line of JSON on stdout. */
 int cli_print_bag(const bs_value_t *bag);
+/* The statement trace (--trace), a bs_trace_fn: one line on stderr per
+ * statement, "trace: SHARD TIME ROWS[ error N (MESSAGE)]: SQL". */
+void cli_trace_print(void *arg, const bs_trace_t *t);
 
 /* ------------------------------------------------------------ handlers */
 

@@ -308,6 +308,8 @@ void cli_print_usage(FILE *f, const char *group)
 	      "global options, before the command:\n"
 	      "  -c FILE       configuration (default $BAGSTORE_CONFIG, else ./bagstore.yaml)\n"
 	      "  --read-only   refuse every command that changes data\n"
+	      "  --trace       print every statement the command sends on stderr: shard,\n"
+	      "                time, rows, MySQL's error (long values shortened, passwords masked)\n"
 	      "  --help        this text; `bagstore COMMAND --help` for one command\n"
 	      "  --version     print the version\n"
 	      "\n"
