@@ -61,7 +61,7 @@ static void candidates(bs_explain_t *e, const bs_index_list_t *l)
 {
 	char props[400];
 	size_t o = 0;
-	int fewer = 0;
+	int ties = 0;
 	props_list(props, sizeof props, e);
 	for (int i = 0; i < l->len; i++) {
 		const bs_index_t *c = &l->items[i];
@@ -76,7 +76,7 @@ static void candidates(bs_explain_t *e, const bs_index_list_t *l)
 			for (int j = 0; j < l->len; j++)
 				if (!strcmp(l->items[j].name, e->index))
 					mine = &l->items[j];
-			fewer += mine && c->nprops < mine->nprops;
+			ties += mine && c->nprops == mine->nprops;
 		}
 		if (o < sizeof e->others)
 			o += (size_t)snprintf(e->others + o, sizeof e->others - o, "%s%s (%s, %d propert%s)", o ? "; " : "",
@@ -90,7 +90,7 @@ static void candidates(bs_explain_t *e, const bs_index_list_t *l)
 		snprintf(e->why, sizeof e->why, "the only ready index holding %s", props);
 	else
 		snprintf(e->why, sizeof e->why, "of the %d ready indexes holding %s, the one with the fewest properties%s",
-		         e->ready, props, fewer ? "" : " (then the first by name)");
+		         e->ready, props, ties ? " (and of those, the first by name)" : "");
 }
 
 /* ------------------------------------------------------------ estimates */
@@ -328,7 +328,11 @@ int bs_explain(bs_explain_t *out, bs_store_t *st, const char *index, const char 
 		snprintf(out->why, sizeof out->why, "%s", bs_last_error());
 		bs_error_clear();
 		candidates(out, &l);
-		suggest(out, st);
+		if (out->others[0] && strstr(out->others, "(building"))
+			snprintf(out->suggest_note, sizeof out->suggest_note, "none: an index holding them is building "
+			         "(`bagstore backfill list` shows its backfill)");
+		else
+			suggest(out, st);
 		rc = 0;
 		goto done;
 	}

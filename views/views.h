@@ -54,7 +54,7 @@ struct view_ops {
 
 extern const struct view_ops view_shards, view_indexes, view_cleaner,
 	view_backfills, view_entities, view_entity, view_text,
-	view_properties, view_audit, view_topology;
+	view_properties, view_audit, view_topology, view_log;
 
 /* One entity (views/entity.c): open it, edit it in $EDITOR (bag and
  * updated_us as read; updated_us 0 creates), delete it after its first 8
@@ -68,6 +68,9 @@ reaction_t entity_delete(const bs_id_t *id, int shard);
 void entities_changed(void);
 /* Browse one shard (-1: all merged) on the entities screen. */
 void entities_show_shard(int shard);
+/* :explain QUERY (views/explain.c): how the query ("[INDEX:] PROP=VALUE
+ * ...") would be answered, as a text page once the browse lane has it. */
+reaction_t explain_open(const char *query);
 /* The create-index form (views/indexes.c), its fields prefilled (NULL:
  * empty): the properties screen's `c`. */
 reaction_t indexes_create_form(const char *name, const char *on);
