@@ -76,6 +76,14 @@ for q in "user=u1" "n=3" "title=t2" "user=u2 n=2"; do
 	t_eq "$(json 'sum(s["run"]["step1_rows"] for s in d["shards"])')" "$(json 'd["run"]["candidates"]')" \
 		"--run $q: step 1's rows per shard add up to the candidates"
 done
+# per shard: the matches are the query's results whose entity is there
+t_exit 0 "query user=u1" -- "$BAGSTORE" -c "$CFG" query by_user user=u1
+ids=$(printf '%s\n' "$T_OUT" | python3 -c "import json, sys; print(','.join(\"X'\" + json.loads(l)['id']['\$uuid'].replace('-', '') + \"'\" for l in sys.stdin if l.strip()))")
+t_exit 0 "explain --run --json user=u1" -- "$BAGSTORE" -c "$CFG" explain --run --json user=u1
+for s in 0 1; do
+	t_eq "$(json "d['shards'][$s]['run']['matched']")" "$(t_sql $s "SELECT COUNT(*) FROM entities WHERE id IN ($ids)")" \
+		"--run user=u1: s$s's matches are the results held on s$s"
+done
 t_exit 0 "explain --run (text)" -- "$BAGSTORE" -c "$CFG" explain --run user=u1
 t_contains "$T_OUT" "Run (the query itself, no limit): 15 matched" "text: the run's count (60 entities, user u1 is 1 in 4)"
 t_match "$T_OUT" '^  s[01] +[0-9]+ +[0-9.]+m?s ' "text: a shard's step 1 rows and time"
