@@ -6,8 +6,10 @@
  * the worker (tui/console/worker.h) for a snapshot and draws the latest one.
  * Key handlers get a named action (tui/console/actions.h) and return a
  * reaction; the loop in tui/console/console.c acts on it. A new screen is a
- * views/NAME.c with its view_ops, declared here and listed in console.c's
- * screens[] (and in actions.h's scopes when it has keys of its own).
+ * views/NAME.c with its view_ops, declared here, and named where
+ * doc/DESIGN.md's "Where things go" lists (console.c's screens[], commands[],
+ * the unknown-command hint and global_action; actions.h's SCREEN_* key and
+ * scope letters; the help's command list in views/text.c).
  *
  * Screens belong to the console's room: they call the console and the
  * engine, and tui/common/, never the command line (tests/layers.sh).
