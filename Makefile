@@ -114,14 +114,15 @@ asan:
 # ThreadSanitizer: the engine's unit tests (the cleaner's threads, the
 # fan-out), the console's tests (its lanes and backfill threads), the
 # throttle's (its samplers, lanes and the backfill's writers) and the
-# reshard's (a runner thread per source shard, writers racing the moves).
+# reshard's (a runner thread per source shard, writers racing the moves);
+# the statement log's (lane threads and their fan-out threads into its ring).
 TSAN_TESTS = unit test_console_screens test_console_indexes test_console_entities \
 	test_console_backfills test_console_hung test_console_readonly \
 	test_tls test_grants \
 	test_console_navigation test_console_honest test_console_narrow test_audit test_properties \
 	test_lag_history \
 	test_console_workers test_service test_console_topology \
-	test_throttle test_reshard test_reshard_settle test_collect
+	test_throttle test_reshard test_reshard_settle test_collect test_console_log
 tsan: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan \
 	  CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" LDFLAGS="-fsanitize=thread" all

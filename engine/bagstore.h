@@ -358,6 +358,47 @@ void bs_store_free(bs_store_t *st);
 const bs_config_t *bs_store_config(const bs_store_t *st);
 int bs_store_nshards(const bs_store_t *st);
 
+/* The statement trace: every statement a store sends to a shard, told to a
+ * callback once its answer is read (or it failed). One hook, in
+ * engine/shard.c and engine/fanout.c where statements are sent: when no
+ * trace is set it costs a test of one pointer per statement. Statements to
+ * a shard's replicas (the lag read) and the connection's own setup are not
+ * traced. */
+typedef struct {
+	const char *shard;      /* the shard's name */
+	int shard_index;        /* its place in the configuration */
+	/* the statement as sent, with every value (a quoted string or an X'..'
+	 * literal) longer than 64 bytes shortened to its first 32 and its size,
+	 * the whole cut after 4,000 bytes; a statement that could carry a
+	 * password (CREATE USER, ALTER USER, SET PASSWORD, GRANT, CHANGE
+	 * MASTER, anything with IDENTIFIED or PASSWORD) is masked after its
+	 * first words */
+	const char *sql;
+	int64_t at_us;          /* when it was sent, unix microseconds */
+	double seconds;         /* from sending to its last result read */
+	int64_t rows;           /* rows of its result sets, else rows affected
+	                         * (summed over the statements of a multi-statement) */
+	bool async;             /* sent without waiting (the write path's last
+	                         * step): seconds runs until its answer was read,
+	                         * at the connection's next use */
+	unsigned err;           /* MySQL's error number, 0 when it succeeded */
+	const char *error;      /* MySQL's message, "" when it succeeded */
+} bs_trace_t;
+/* Called from the thread that sent the statement: a store's fan-out runs
+ * several at once (a thread per shard), so fn must be thread-safe. t and
+ * everything it points to are borrowed for the call. fn must not use the
+ * store. */
+typedef void (*bs_trace_fn)(void *arg, const bs_trace_t *t);
+/* The process's trace: every store opened after this call (those the
+ * engine opens for itself too: backfill runners, the throttle's samplers)
+ * starts with it. fn NULL: none. Call it before opening stores. */
+void bs_trace_set(bs_trace_fn fn, void *arg);
+/* This store's trace (fn NULL: none), in place of the process's. Set it
+ * while no call runs on the store. */
+void bs_store_trace(bs_store_t *st, bs_trace_fn fn, void *arg);
+/* The trace st has now (*fn NULL: none): to put it back after a change. */
+void bs_store_trace_get(const bs_store_t *st, bs_trace_fn *fn, void **arg);
+
 /* Create the per-shard tables on every shard, idempotently, record the
  * shard list's fingerprint, and create the configuration's indexes. */
 int bs_init(bs_store_t *st);
@@ -469,6 +510,82 @@ int bs_query_parse(bs_query_spec_t *out, const bs_index_list_t *l, const char *i
  * conditions separated by blanks or commas; a VALUE may be double-quoted
  * ("a b", with \" and \\ inside) to hold blanks, commas or quotes. */
 int bs_query_parse_text(bs_query_spec_t *out, const bs_index_list_t *l, const char *text);
+
+/* ------------------------------------------------------------------ explain */
+
+/* What a query does on one shard (bs_explain). */
+typedef struct {
+	char name[BS_NAME_MAX + 1];  /* the shard */
+	bool step1;                  /* step 1 reads this shard */
+	/* MariaDB's own EXPLAIN of step 1 here, for the index table: an
+	 * estimate (~) */
+	int64_t est_rows;            /* its rows column; -1 unknown (see est_error) */
+	char est_type[16];           /* its type: ref, range, index, ALL ... */
+	char est_key[BS_NAME_MAX + 1]; /* the key it would use, "" none */
+	char est_error[256];         /* why unknown: the shard's message */
+	/* with BS_EXPLAIN_RUN: what the query really did here, per step (0: its
+	 * catalog and map reads, 1: the index rows, 2: the entities) */
+	int stmts[3];
+	double seconds[3];           /* summed over the step's statements here */
+	int64_t index_rows;          /* step 1: index rows read */
+	int64_t entity_rows;         /* step 2: entity rows read */
+	int64_t matched;             /* results whose entity is on this shard */
+} bs_explain_shard_t;
+
+typedef struct {
+	int nconds;
+	char props[BS_INDEX_MAX_PROPS][BS_NAME_MAX + 1]; /* the conditions' properties, as given */
+	/* the index: the ready one that answers, or none */
+	char index[BS_NAME_MAX + 1]; /* "" when none can */
+	char index_on[256];          /* its properties, "user_id:uuid,n:int" */
+	char shard_on[BS_NAME_MAX + 1];
+	bool named;                  /* named by the caller, not picked */
+	int ready;                   /* ready indexes holding every property named */
+	char why[512];               /* why this index (the rule that picked it), or
+	                              * why none can answer */
+	char others[512];            /* the other indexes holding every property, with
+	                              * their state ("" when none) */
+	/* none can: the census's suggestion of one, from a sample */
+	char suggest_on[256];        /* "title:string(64),n:int"; "" when the sample
+	                              * suggests no type (suggest_note says why) */
+	char suggest_shard_on[BS_NAME_MAX + 1]; /* the property with the most distinct values */
+	char suggest_note[256];
+	int64_t entities_est;        /* ~ entities a backfill would read */
+	double backfill_s;           /* ~ its time from the last backfills' measured rate
+	                              * on these shards; -1 when no rate is known */
+	double backfill_rate;        /* rows/s per shard assumed (the slowest shard's
+	                              * measured rate); -1 none */
+	int rate_shards;             /* shards with a measured rate */
+	/* routing (an index answers) */
+	int buckets;                 /* B */
+	int route_bucket;            /* the shard_on value's bucket; -1: not fixed */
+	int route_shard;             /* the one shard step 1 reads; -1: every shard */
+	char *step1_sql;             /* step 1's statement, as sent (owned) */
+	char *step2_sql;             /* step 2's, its ids elided (owned) */
+	bs_explain_shard_t *shards;  /* every configured shard (owned) */
+	int nshards;
+	/* with BS_EXPLAIN_RUN: the query run (bs_query, no limit) */
+	bool ran;
+	double run_s;
+	size_t candidates, matched, dropped, corrupt; /* as bs_result_t has them */
+} bs_explain_t;
+
+#define BS_EXPLAIN_RUN 1 /* run the query too, counting and timing each step */
+/* How a query by conditions "PROP=VALUE" (texts[ntexts]) would be answered
+ * (engine/explain.c), with bs_query_parse's rules and bs_query's plan:
+ * the ready index (index names it; NULL picks it as the query does) or
+ * why none can, with the census's suggestion (a sample of every shard),
+ * the routing, MariaDB's EXPLAIN of step 1 on each shard it reads (a shard
+ * that does not answer keeps its message in est_error), both steps'
+ * statements; with BS_EXPLAIN_RUN the query itself, counted and timed per
+ * shard and step through the store's trace (the caller's trace, if any,
+ * is still told). No ready index is not an error: out->index is "".
+ * Free with bs_explain_free. */
+int bs_explain(bs_explain_t *out, bs_store_t *st, const char *index, const char *const *texts, int ntexts,
+               int flags);
+/* The same for the console's one-line form "[INDEX:] PROP=VALUE ...". */
+int bs_explain_text(bs_explain_t *out, bs_store_t *st, const char *text, int flags);
+void bs_explain_free(bs_explain_t *e);
 
 /* Fault points (SQLite's sqlite3FaultSim, by name): BAGSTORE_FAULT=NAME in
  * the environment makes bs_fault(NAME) true. The engine's points:

@@ -11,6 +11,10 @@
  * each result set, move to the next one, done. The connect, read and write
  * timeouts of the store apply as they do to blocking calls (the library
  * reports them as MYSQL_WAIT_TIMEOUT).
+ *
+ * With a statement trace set (bs_store_trace), each shard's statements are
+ * told to it when they are done (bs__trace_emit): their time from sending
+ * to the last result stored, their rows and MySQL's error.
  */
 #include "internal.h"
 
@@ -26,16 +30,26 @@ typedef struct {
 	int wait;      /* what the library waits for (MYSQL_WAIT_*), 0 when not */
 	MYSQL *m;      /* the connection (or the handle being connected) */
 	double deadline; /* monotonic seconds, when waiting with a timeout */
+	double t0;     /* when the statements were sent, traced only (else 0) */
+	int64_t at_us;
+	int64_t rows;  /* rows of the result sets, else rows affected: the trace's */
 } run_t;
+
+/* Shard i's statements are done: told to the trace when it is on. */
+static void finish(bs__shard_stmt_t *q, run_t *r, bs_store_t *st, int i)
+{
+	r->step = S_DONE;
+	r->wait = 0;
+	if (r->t0 > 0)
+		bs__trace_emit(st, i, q->sql, q->len, r->t0, r->at_us, r->rows, false,
+		               q->rc ? st->shards[i].last_errno : 0, q->rc ? q->msg : NULL);
+}
 
 static void fail(bs__shard_stmt_t *q, run_t *r, bs_store_t *st, int i, int rc)
 {
-	(void)st;
-	(void)i;
 	q->rc = rc;
 	snprintf(q->msg, sizeof q->msg, "%s", bs_last_error());
-	r->step = S_DONE;
-	r->wait = 0;
+	finish(q, r, st, i);
 }
 
 /* Note what the library waits for after a _start or _cont call. */
@@ -51,6 +65,7 @@ static void waiting(run_t *r, int status)
 static void after_store(bs__shard_stmt_t *q, run_t *r, bs_store_t *st, int i, MYSQL_RES *res)
 {
 	if (res) {
+		r->rows += (int64_t)mysql_num_rows(res);
 		if (q->nres < BS__MAX_RESULTS)
 			q->res[q->nres++] = res;
 		else
@@ -58,9 +73,11 @@ static void after_store(bs__shard_stmt_t *q, run_t *r, bs_store_t *st, int i, MY
 	} else if (mysql_field_count(r->m) != 0) {
 		fail(q, r, st, i, bs__shard_fail(st, i, "reading rows"));
 		return;
+	} else {
+		r->rows += (int64_t)mysql_affected_rows(r->m);
 	}
 	if (!mysql_more_results(r->m)) {
-		r->step = S_DONE;
+		finish(q, r, st, i);
 		return;
 	}
 	r->step = S_NEXT;
@@ -88,6 +105,10 @@ static void send_query(bs__shard_stmt_t *q, run_t *r, bs_store_t *st, int i)
 	r->step = S_QUERY;
 	st->shards[i].last_errno = 0;
 	bs__shard_sent(&st->shards[i], q->sql, q->len);
+	if (st->trace_fn) {
+		r->t0 = bs_now_mono();
+		r->at_us = bs_now_us();
+	}
 	if ((status = mysql_real_query_start(&ret, r->m, q->sql, (unsigned long)q->len))) {
 		waiting(r, status);
 		return;

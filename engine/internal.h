@@ -12,7 +12,7 @@
  *   L1  text      msgpack body json yaml config indexdef route querytext
  *   L2  shards    tls shard fanout collect store replica schema catalog audit grants map
  *   L3  data      entity bulk query browse export status census count undo
- *   L4  cleaner   events jobs throttle writers lag drift repair reshard backfill verify lifecycle workers move
+ *   L4  cleaner   events jobs throttle writers lag drift repair reshard backfill verify lifecycle workers move explain
  *   L5  top       init daemon
  *
  * L0 knows bytes and values; L1 turns them into text and back and reads
@@ -89,6 +89,11 @@ typedef struct {
 	/* the server takes INSERT ... RETURNING and DELETE ... RETURNING
 	 * (MariaDB 10.5 and later): the write path's one-statement form */
 	bool returning;
+	/* the trace of the statement bs__shard_send sent (its text shortened,
+	 * owned; NULL when not traced), told when its answer is read */
+	char *pending_trace;
+	double pending_t0;
+	int64_t pending_at;
 	bs_tls_state_t tls; /* what the open connection's TLS achieved (tls.c) */
 	/* its ownership states per bucket (map.c), as of owned_version; NULL
 	 * until read */
@@ -127,6 +132,10 @@ struct bs_store {
 	bs__map_t map;
 	char store_id[33];       /* under id_lock: the fan-out checks shards at once */
 	pthread_mutex_t id_lock;
+	/* the statement trace (bs_store_trace): fn NULL when off; set while no
+	 * call runs on the store, read by its fan-out's threads */
+	bs_trace_fn trace_fn;
+	void *trace_arg;
 };
 
 double bs_now_mono(void);   /* monotonic seconds */
@@ -197,6 +206,45 @@ typedef struct {
 } bs__shard_stmt_t;
 int bs__shard_run(bs_store_t *st, bs__shard_stmt_t *q);
 void bs__shard_stmts_clear(bs__shard_stmt_t *q, int n);
+
+/* The console's query form "[INDEX:] PROP=VALUE ..." split in place in buf
+ * (querytext.c): *index (NULL: none named) and the condition texts
+ * words[BS_INDEX_MAX_PROPS + 1], unquoted. */
+int bs__query_split(char **index, char **words, int *nwords, char *buf);
+/* A query's plan, as bs_query would run it (query.c, for explain.c): the
+ * ready index (a copy), the shard_on value's bucket (-1: no condition
+ * fixes it) and the shard step 1 reads (-1: every shard), and the text of
+ * step 1's statement as sent and of step 2's with its ids elided. */
+typedef struct {
+	bs_index_t index;
+	int buckets;
+	int route_bucket, route_shard;
+	bs_buf_t step1, step2;
+} bs__query_plan_t;
+int bs__query_plan(bs__query_plan_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds);
+void bs__query_plan_free(bs__query_plan_t *p);
+/* bs_query counting what it reads (stats may be NULL): the step it is in
+ * (0 before step 1: the catalog and the map; 1; 2), and per shard the
+ * index rows step 1 read (index_rows[n]) and the entity rows step 2 read
+ * (entity_rows[n]), arrays the caller zeroes. */
+typedef struct {
+	int step;
+	int64_t *index_rows, *entity_rows;
+} bs__query_stats_t;
+int bs__query_run(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds,
+                  size_t limit, bs__query_stats_t *stats);
+
+/* The statement trace (shard.c): tell st's trace about one statement sent
+ * on shard i at at_us (monotonic t0), answered with rows (err, msg: MySQL's
+ * error, 0 and NULL when none). Call only when st->trace_fn is set: the
+ * callers test it (one branch) and take the times. bs__trace_text writes
+ * the text the trace shows (values shortened, passwords masked); caller
+ * frees (NULL when out of memory). */
+void bs__trace_emit(bs_store_t *st, int i, const char *sql, size_t len, double t0, int64_t at_us, int64_t rows,
+                    bool async, unsigned err, const char *msg);
+char *bs__trace_text(const char *sql, size_t len);
+/* The process's trace, for a store being opened (store.c). */
+void bs__trace_default(bs_trace_fn *fn, void **arg);
 
 /* The shard's connection, connecting if needed. */
 int bs__shard_conn(MYSQL **out, bs_store_t *st, int i);

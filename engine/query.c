@@ -85,6 +85,7 @@ struct qctx {
 	bs__shard_stmt_t *stmt;   /* per shard: this round's statements */
 	bs_buf_t *sql;            /* per shard: their text */
 	const uint8_t **states;   /* per shard: ownership as of its last read */
+	bs__query_stats_t *stats; /* explain's counts, NULL for a plain query */
 };
 
 /* The ownership version of shard i's read (its first row's first column);
@@ -209,6 +210,8 @@ static int scan_once(bool *again, idvec_t *found, struct qctx *q, bs_store_t *st
 				b = bs__column_bucket_zero(st, on, row[4], lens[4], b);
 			if (row[3] && lens[3] == 16 && b >= 0 && bs__owns(q->states[i][b]))
 				rc = idvec_push(&found[i], row[3]);
+			if (row[3] && q->stats)
+				q->stats->index_rows[i]++;
 		}
 	}
 	if (!rc && *route < 0 && !bs__map_covered(st, q->states))
@@ -299,16 +302,26 @@ typedef struct {
 /* The statement of byshard[i][from[i], to[i]) on shard i: the ids' rows
  * with the ownership version of the same snapshot (one row even when no id
  * is there). */
-static void batch_sql(bs_buf_t *b, const struct qctx *q, const batch_t *bt, int i, size_t from, size_t to)
+static void batch_open(bs_buf_t *b, const char *cols)
 {
 	bs__buf_puts(b, "SELECT ");
-	bs__buf_puts(b, bt->cols);
+	bs__buf_puts(b, cols);
 	bs__buf_puts(b, ", m.v FROM bagstore_meta m LEFT JOIN entities e ON e.id IN (");
+}
+
+static void batch_close(bs_buf_t *b)
+{
+	bs__buf_puts(b, ") WHERE m.k='owned_version'");
+}
+
+static void batch_sql(bs_buf_t *b, const struct qctx *q, const batch_t *bt, int i, size_t from, size_t to)
+{
+	batch_open(b, bt->cols);
 	for (size_t k = from; k < to; k++) {
 		bs__buf_puts(b, k > from ? "," : "");
 		bs__buf_hex(b, q->byshard[i].ids[k].b, 16);
 	}
-	bs__buf_puts(b, ") WHERE m.k='owned_version'");
+	batch_close(b);
 }
 
 /* Shard i's answer to its batch: the rows its owner kept (bt->keep),
@@ -333,6 +346,8 @@ static int batch_rows(idvec_t *ret, bs_result_t *out, struct qctx *q, bs_store_t
 		bs_id_t id;
 		if (!row[0] || lens[0] != 16)
 			continue;
+		if (q->stats)
+			q->stats->entity_rows[i]++;
 		memcpy(id.b, row[0], 16);
 		if (!exact || !owned_by(q, st, i, &id))
 			continue; /* read again from its owner, below */
@@ -595,8 +610,14 @@ static int resolve(struct qctx *q, int *route, bs_store_t *st, const char *index
 int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds,
              size_t limit)
 {
+	return bs__query_run(out, st, index, conds, nconds, limit, NULL);
+}
+
+int bs__query_run(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds,
+                  size_t limit, bs__query_stats_t *stats)
+{
 	const bs_prop_t *cprops[BS_INDEX_MAX_PROPS];
-	struct qctx q = { .conds = conds, .nconds = nconds, .cprops = cprops, .route_bucket = -1 };
+	struct qctx q = { .conds = conds, .nconds = nconds, .cprops = cprops, .route_bucket = -1, .stats = stats };
 	int n = st->n, route, rc;
 
 	memset(out, 0, sizeof *out);
@@ -611,8 +632,12 @@ int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_
 		goto done;
 	}
 	/* 1. matching entity_ids, each on its entity shard's list */
+	if (stats)
+		stats->step = 1;
 	if ((rc = scan(&out->candidates, &q, st, route)))
 		goto done;
+	if (stats)
+		stats->step = 2;
 	for (int i = 0; i < n; i++)
 		out->dropped += idvec_uniq(&q.byshard[i]);
 	/* 2. bodies: all at once, or newest first while a limit is not met */
@@ -643,3 +668,36 @@ done:
 		bs_result_free(out);
 	return rc;
 }
+
+/* ------------------------------------------------------------ the plan */
+
+int bs__query_plan(bs__query_plan_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds)
+{
+	const bs_prop_t *cprops[BS_INDEX_MAX_PROPS];
+	struct qctx q = { .conds = conds, .nconds = nconds, .cprops = cprops, .route_bucket = -1 };
+	int route, rc;
+
+	memset(out, 0, sizeof *out);
+	out->route_bucket = out->route_shard = -1;
+	if ((rc = bs__map_need(st)) || (rc = resolve(&q, &route, st, index)))
+		return rc;
+	out->index = *q.idx;
+	out->buckets = st->map.buckets;
+	out->route_bucket = q.route_bucket;
+	out->route_shard = route;
+	/* what bs_query sends: step 1 as it is, step 2 with its ids elided */
+	scan_sql(&out->step1, &q);
+	batch_open(&out->step2, "e.id, UNIX_TIMESTAMP(e.updated), e.body");
+	bs__buf_puts(&out->step2, "<the ids step 1 found whose entities this shard holds, at most 1,000 a statement>");
+	batch_close(&out->step2);
+	if ((rc = bs__buf_ok(&out->step1)) || (rc = bs__buf_ok(&out->step2)))
+		bs__query_plan_free(out);
+	return rc;
+}
+
+void bs__query_plan_free(bs__query_plan_t *p)
+{
+	bs__buf_free(&p->step1);
+	bs__buf_free(&p->step2);
+}
+

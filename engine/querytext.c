@@ -196,35 +196,43 @@ static int split_words(char *buf, char **words, int *nwords, int max)
 	}
 }
 
+int bs__query_split(char **index, char **words, int *nwords, char *buf)
+{
+	char *p = buf;
+	int rc;
+
+	*index = NULL;
+	*nwords = 0;
+	/* "INDEX: ..." names the index; a ':' inside a value does not */
+	char *colon = strchr(p, ':'), *eq = strchr(p, '=');
+	if (colon && (!eq || colon < eq)) {
+		*colon = '\0';
+		char *name = p;
+		while (*name == ' ')
+			name++;
+		for (char *e = colon; e > name && e[-1] == ' ';)
+			*--e = '\0';
+		*index = *name ? name : NULL;
+		p = colon + 1;
+	}
+	if ((rc = split_words(p, words, nwords, BS_INDEX_MAX_PROPS)))
+		return rc;
+	if (!*nwords)
+		return bs_error(BS_EINVAL, "a query is PROP=VALUE [PROP=VALUE...]");
+	return 0;
+}
+
 int bs_query_parse_text(bs_query_spec_t *out, const bs_index_list_t *l, const char *text)
 {
 	char *buf = strdup(text), *words[BS_INDEX_MAX_PROPS + 1];
-	char *index = NULL, *p;
+	char *index = NULL;
 	int n = 0, rc;
 
 	memset(out, 0, sizeof *out);
 	if (!buf)
 		return bs_error(BS_ENOMEM, "out of memory");
-	p = buf;
-	/* "INDEX: ..." names the index; a ':' inside a value does not */
-	char *colon = strchr(p, ':'), *eq = strchr(p, '=');
-	if (colon && (!eq || colon < eq)) {
-		*colon = '\0';
-		index = p;
-		while (*index == ' ')
-			index++;
-		for (char *e = colon; e > index && e[-1] == ' ';)
-			*--e = '\0';
-		p = colon + 1;
-	}
-	if ((rc = split_words(p, words, &n, BS_INDEX_MAX_PROPS)))
-		goto done;
-	if (!n) {
-		rc = bs_error(BS_EINVAL, "a query is PROP=VALUE [PROP=VALUE...]");
-		goto done;
-	}
-	rc = bs_query_parse(out, l, index && *index ? index : NULL, (const char *const *)words, n);
-done:
+	if (!(rc = bs__query_split(&index, words, &n, buf)))
+		rc = bs_query_parse(out, l, index, (const char *const *)words, n);
 	free(buf);
 	return rc;
 }

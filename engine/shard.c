@@ -6,6 +6,11 @@
  * with the configuration's timeouts and closed when the server is lost, so
  * the next call reconnects. Errors always name the shard and carry MySQL's
  * own message and number.
+ *
+ * Every blocking statement is sent and its answer read in one place,
+ * stmt(), which is also where the statement trace (bs_store_trace) hooks
+ * in: a test of one pointer when it is off. fanout.c tells the trace of the
+ * statements it sends without blocking the same way (bs__trace_emit).
  */
 #include "internal.h"
 
@@ -230,36 +235,227 @@ uint64_t bs__shard_writes_sent(bs_store_t *st, int i)
 	return w ? atomic_load(&w->n) : 0;
 }
 
+/* ------------------------------------------------------------ the trace */
+
+/* The process's trace, which stores opened afterwards start with. */
+static pthread_mutex_t trace_mu = PTHREAD_MUTEX_INITIALIZER;
+static bs_trace_fn trace_fn_default;
+static void *trace_arg_default;
+
+void bs_trace_set(bs_trace_fn fn, void *arg)
+{
+	pthread_mutex_lock(&trace_mu);
+	trace_fn_default = fn;
+	trace_arg_default = arg;
+	pthread_mutex_unlock(&trace_mu);
+}
+
+void bs__trace_default(bs_trace_fn *fn, void **arg)
+{
+	pthread_mutex_lock(&trace_mu);
+	*fn = trace_fn_default;
+	*arg = trace_arg_default;
+	pthread_mutex_unlock(&trace_mu);
+}
+
+void bs_store_trace(bs_store_t *st, bs_trace_fn fn, void *arg)
+{
+	st->trace_fn = fn;
+	st->trace_arg = arg;
+}
+
+void bs_store_trace_get(const bs_store_t *st, bs_trace_fn *fn, void **arg)
+{
+	*fn = st->trace_fn;
+	*arg = st->trace_arg;
+}
+
+#define TRACE_VALUE_MAX 64  /* bytes of a value shown whole */
+#define TRACE_TEXT_MAX 4000 /* bytes of a statement shown */
+
+/* Could the statement carry a password? Its first words, or IDENTIFIED or
+ * PASSWORD anywhere (values reach SQL as hex, whose digits spell neither). */
+static bool may_carry_password(const char *sql, size_t len)
+{
+	static const char *const starts[] = { "CREATE USER", "ALTER USER", "SET PASSWORD", "GRANT", "CHANGE MASTER",
+	                                      "CHANGE REPLICATION" };
+	static const char *const words[] = { "IDENTIFIED", "PASSWORD" };
+	size_t i = 0;
+	while (i < len && (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n' || sql[i] == '\r'))
+		i++;
+	for (size_t k = 0; k < sizeof starts / sizeof *starts; k++)
+		if (len - i >= strlen(starts[k]) && !strncasecmp(sql + i, starts[k], strlen(starts[k])))
+			return true;
+	for (size_t k = 0; k < sizeof words / sizeof *words; k++) {
+		size_t n = strlen(words[k]);
+		for (size_t j = i; j + n <= len; j++)
+			if (!strncasecmp(sql + j, words[k], n))
+				return true;
+	}
+	return false;
+}
+
+char *bs__trace_text(const char *sql, size_t len)
+{
+	bs_buf_t b = {0};
+	size_t i = 0;
+	if (may_carry_password(sql, len)) {
+		/* its first two words, no more */
+		int words = 0;
+		while (i < len && (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n'))
+			i++;
+		size_t from = i;
+		while (i < len && words < 2) {
+			while (i < len && sql[i] != ' ' && sql[i] != '\t' && sql[i] != '\n')
+				i++;
+			words++;
+			if (words < 2)
+				while (i < len && (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n'))
+					i++;
+		}
+		bs__buf_putn(&b, sql + from, i - from < 32 ? i - from : 32);
+		bs__buf_puts(&b, " <masked: the statement may carry a password>");
+		return b.oom ? (bs__buf_free(&b), NULL) : b.ptr;
+	}
+	while (i < len && b.len < TRACE_TEXT_MAX) {
+		char c = sql[i];
+		bool hex = (c == 'X' || c == 'x') && i + 1 < len && sql[i + 1] == '\'' &&
+		           (i == 0 || !(isalnum((unsigned char)sql[i - 1]) || sql[i - 1] == '_'));
+		if (hex) {
+			size_t j = i + 2;
+			while (j < len && sql[j] != '\'')
+				j++;
+			size_t digits = j - (i + 2);
+			if (digits > 2 * TRACE_VALUE_MAX) {
+				bs__buf_putn(&b, sql + i, 2 + TRACE_VALUE_MAX);
+				bs__buf_printf(&b, "...'[%zu bytes]", digits / 2);
+			} else {
+				bs__buf_putn(&b, sql + i, j + 1 <= len ? j + 1 - i : len - i);
+			}
+			i = j + 1;
+			continue;
+		}
+		if (c == '\'' || c == '"') {
+			size_t j = i + 1;
+			while (j < len) {
+				if (sql[j] == '\\') {
+					j += 2;
+					continue;
+				}
+				if (sql[j] == c) {
+					if (j + 1 < len && sql[j + 1] == c) {
+						j += 2;
+						continue;
+					}
+					break;
+				}
+				j++;
+			}
+			if (j > len)
+				j = len;
+			size_t n = j - (i + 1);
+			if (n > TRACE_VALUE_MAX) {
+				size_t keep = TRACE_VALUE_MAX / 2;
+				while (keep > 0 && ((unsigned char)sql[i + 1 + keep] & 0xC0) == 0x80)
+					keep--; /* not inside a UTF-8 character */
+				bs__buf_putn(&b, sql + i, 1 + keep);
+				bs__buf_printf(&b, "...%c[%zu bytes]", c, n);
+			} else {
+				bs__buf_putn(&b, sql + i, j < len ? j + 1 - i : len - i);
+			}
+			i = j + 1;
+			continue;
+		}
+		bs__buf_putn(&b, &c, 1);
+		i++;
+	}
+	if (i < len)
+		bs__buf_printf(&b, " ... [%zu bytes in all]", len);
+	if (!b.ptr)
+		bs__buf_puts(&b, "");
+	return b.oom ? (bs__buf_free(&b), NULL) : b.ptr;
+}
+
+/* Tell the trace about a statement whose text is shown already. */
+static void trace_tell(bs_store_t *st, int i, const char *text, double t0, int64_t at_us, int64_t rows, bool async,
+                       unsigned err, const char *msg)
+{
+	bs_trace_t t = {
+		.shard = st->shards[i].conf->name,
+		.shard_index = i,
+		.sql = text,
+		.at_us = at_us,
+		.seconds = bs_now_mono() - t0,
+		.rows = rows,
+		.async = async,
+		.err = err,
+		.error = msg ? msg : "",
+	};
+	if (st->trace_fn)
+		st->trace_fn(st->trace_arg, &t);
+}
+
+void bs__trace_emit(bs_store_t *st, int i, const char *sql, size_t len, double t0, int64_t at_us, int64_t rows,
+                    bool async, unsigned err, const char *msg)
+{
+	char *text = bs__trace_text(sql, len);
+	trace_tell(st, i, text ? text : "(out of memory showing the statement)", t0, at_us, rows, async, err, msg);
+	free(text);
+}
+
 /* Read the answer of a statement bs__shard_send sent; on failure release
  * its lock again (best effort: the server releases it anyway when the
- * connection closes). */
-static void drain_pending(bs_shard_t *sh)
+ * connection closes). A traced one is told now, with its rows and error. */
+static void drain_pending(bs_store_t *st, int i)
 {
+	bs_shard_t *sh = &st->shards[i];
 	MYSQL *m = sh->conn;
 	bool failed = false;
+	int64_t rows = 0;
+	unsigned err = 0;
+	char msg[512] = "";
 	sh->pending = false;
 	if (mysql_read_query_result(m))
 		failed = true;
-	for (;;) {
+	for (; !failed;) {
 		MYSQL_RES *res = mysql_store_result(m);
-		if (res)
+		if (res) {
+			rows += (int64_t)mysql_num_rows(res);
 			mysql_free_result(res);
+		} else {
+			rows += (int64_t)mysql_affected_rows(m);
+		}
 		int r = mysql_next_result(m);
 		if (r < 0)
 			break;
-		if (r > 0) {
+		if (r > 0)
 			failed = true;
-			break;
-		}
+	}
+	if (failed) {
+		err = mysql_errno(m);
+		snprintf(msg, sizeof msg, "%s", mysql_error(m));
+	}
+	if (sh->pending_trace) {
+		trace_tell(st, i, sh->pending_trace, sh->pending_t0, sh->pending_at, rows, true, err, failed ? msg : NULL);
+		free(sh->pending_trace);
+		sh->pending_trace = NULL;
 	}
 	if (failed && sh->pending_lock[0]) {
 		bs_buf_t b = {0};
 		bs__buf_puts(&b, "DO RELEASE_LOCK(");
 		bs__buf_hex(&b, sh->pending_lock, strlen(sh->pending_lock));
 		bs__buf_puts(&b, ")");
-		if (!bs__buf_ok(&b) && !mysql_real_query(m, b.ptr, (unsigned long)b.len))
-			while (mysql_next_result(m) == 0)
-				;
+		if (!bs__buf_ok(&b)) {
+			double t0 = st->trace_fn ? bs_now_mono() : 0;
+			int64_t at = st->trace_fn ? bs_now_us() : 0;
+			int bad = mysql_real_query(m, b.ptr, (unsigned long)b.len) != 0;
+			if (!bad)
+				while (mysql_next_result(m) == 0)
+					;
+			if (st->trace_fn)
+				bs__trace_emit(st, i, b.ptr, b.len, t0, at, 0, false, bad ? mysql_errno(m) : 0,
+				               bad ? mysql_error(m) : NULL);
+		}
 		bs__buf_free(&b);
 	}
 	sh->pending_lock[0] = '\0';
@@ -272,10 +468,24 @@ int bs__shard_send(bs_store_t *st, int i, const char *sql, size_t len, const cha
 	int rc;
 	if ((rc = bs__shard_conn(&m, st, i)))
 		return rc;
+	double t0 = 0;
+	int64_t at = 0;
+	if (st->trace_fn) {
+		t0 = bs_now_mono();
+		at = bs_now_us();
+	}
 	bs__shard_sent(sh, sql, len);
-	if (mysql_send_query(m, sql, (unsigned long)len))
-		return bs__shard_fail(st, i, "sending a statement");
+	if (mysql_send_query(m, sql, (unsigned long)len)) {
+		int code = bs__shard_fail(st, i, "sending a statement");
+		if (st->trace_fn)
+			bs__trace_emit(st, i, sql, len, t0, at, 0, true, sh->last_errno, bs_last_error());
+		return code;
+	}
 	sh->pending = true;
+	free(sh->pending_trace);
+	sh->pending_trace = st->trace_fn ? bs__trace_text(sql, len) : NULL;
+	sh->pending_t0 = t0;
+	sh->pending_at = at;
 	snprintf(sh->pending_lock, sizeof sh->pending_lock, "%s", lock ? lock : "");
 	return 0;
 }
@@ -284,8 +494,10 @@ void bs__shard_close(bs_store_t *st, int i)
 {
 	bs_shard_t *sh = &st->shards[i];
 	if (sh->conn && sh->pending)
-		drain_pending(sh);
+		drain_pending(st, i);
 	sh->pending = false;
+	free(sh->pending_trace);
+	sh->pending_trace = NULL;
 	if (sh->conn) {
 		mysql_close(sh->conn);
 		sh->conn = NULL;
@@ -389,7 +601,7 @@ int bs__shard_conn(MYSQL **out, bs_store_t *st, int i)
 
 	if (sh->conn) {
 		if (sh->pending)
-			drain_pending(sh);
+			drain_pending(st, i);
 		*out = sh->conn;
 		return 0;
 	}
@@ -404,20 +616,71 @@ int bs__shard_conn(MYSQL **out, bs_store_t *st, int i)
 	return 0;
 }
 
-/* Drain every remaining result of a multi-statement; the first error wins. */
-static int drain(bs_store_t *st, int i, MYSQL *m)
+/* What a blocking statement keeps of its answer: result sets, up to nres
+ * (the rest freed); the first statement's affected rows; rows of every
+ * result set, else rows affected, summed (the trace's count). */
+typedef struct {
+	MYSQL_RES **res;
+	int nres, got;
+	int64_t affected, rows;
+} answer_t;
+
+/* Send sql on m and read every result; what names a failure. */
+static int stmt_plain(answer_t *a, bs_store_t *st, int i, MYSQL *m, const char *sql, size_t len, const char *what)
 {
-	int r;
-	while ((r = mysql_next_result(m)) == 0) {
+	int rc = 0;
+	bs__shard_sent(&st->shards[i], sql, len);
+	if (mysql_real_query(m, sql, (unsigned long)len))
+		return bs__shard_fail(st, i, what);
+	a->affected = (int64_t)mysql_affected_rows(m);
+	for (;;) {
 		MYSQL_RES *res = mysql_store_result(m);
-		if (res)
-			mysql_free_result(res);
-		else if (mysql_field_count(m) != 0)
-			return bs__shard_fail(st, i, "reading a result");
+		if (res) {
+			a->rows += (int64_t)mysql_num_rows(res);
+			if (a->got < a->nres)
+				a->res[a->got++] = res;
+			else
+				mysql_free_result(res);
+		} else if (mysql_field_count(m) != 0) {
+			rc = bs__shard_fail(st, i, "reading rows");
+			break;
+		} else {
+			a->rows += (int64_t)mysql_affected_rows(m);
+		}
+		int r = mysql_next_result(m);
+		if (r > 0) {
+			rc = bs__shard_fail(st, i, what);
+			break;
+		}
+		if (r < 0)
+			break;
 	}
-	if (r > 0)
-		return bs__shard_fail(st, i, "statement failed");
-	return 0;
+	if (rc)
+		for (; a->got > 0; a->got--) {
+			mysql_free_result(a->res[a->got - 1]);
+			a->res[a->got - 1] = NULL;
+		}
+	return rc;
+}
+
+/* The one place a blocking statement is sent on shard i (connecting first
+ * when needed) and its answer read into a; the trace, when one is set, is
+ * told (the only cost when it is not: this test). */
+static int stmt(answer_t *a, bs_store_t *st, int i, const char *sql, size_t len, const char *what)
+{
+	MYSQL *m;
+	int rc;
+	st->shards[i].last_errno = 0;
+	if ((rc = bs__shard_conn(&m, st, i)))
+		return rc;
+	if (!st->trace_fn)
+		return stmt_plain(a, st, i, m, sql, len, what);
+	double t0 = bs_now_mono();
+	int64_t at = bs_now_us();
+	rc = stmt_plain(a, st, i, m, sql, len, what);
+	bs__trace_emit(st, i, sql, len, t0, at, a->rows, false, rc ? st->shards[i].last_errno : 0,
+	               rc ? bs_last_error() : NULL);
+	return rc;
 }
 
 int bs__shard_exec(bs_store_t *st, int i, const char *sql, size_t len)
@@ -428,55 +691,28 @@ int bs__shard_exec(bs_store_t *st, int i, const char *sql, size_t len)
 
 int bs__shard_exec_rows(int64_t *affected, bs_store_t *st, int i, const char *sql, size_t len)
 {
-	MYSQL *m;
-	*affected = 0;
-	st->shards[i].last_errno = 0;
-	int rc = bs__shard_conn(&m, st, i);
-	if (rc)
-		return rc;
-	bs__shard_sent(&st->shards[i], sql, len);
-	if (mysql_real_query(m, sql, len))
-		return bs__shard_fail(st, i, "statement failed");
-	*affected = (int64_t)mysql_affected_rows(m);
-	MYSQL_RES *res = mysql_store_result(m);
-	if (res)
-		mysql_free_result(res);
-	else if (mysql_field_count(m) != 0)
-		return bs__shard_fail(st, i, "reading a result");
-	return drain(st, i, m);
+	answer_t a = {0};
+	int rc = stmt(&a, st, i, sql, len, "statement failed");
+	*affected = rc ? 0 : a.affected;
+	return rc;
+}
+
+/* No result set came: an error naming the shard. */
+static int no_rows(bs_store_t *st, int i)
+{
+	char label[192];
+	return bs_error(BS_ERROR, "%s: statement returned no rows", bs__shard_label(label, sizeof label, &st->shards[i]));
 }
 
 int bs__shard_query(MYSQL_RES **out, bs_store_t *st, int i, const char *sql, size_t len)
 {
-	MYSQL *m;
+	answer_t a = { .res = out, .nres = 1 };
 	int rc;
 	*out = NULL;
-	st->shards[i].last_errno = 0;
-	if ((rc = bs__shard_conn(&m, st, i)))
+	/* leading row-less statements (START TRANSACTION; SELECT ...) give none */
+	if ((rc = stmt(&a, st, i, sql, len, "query failed")))
 		return rc;
-	bs__shard_sent(&st->shards[i], sql, len);
-	if (mysql_real_query(m, sql, len))
-		return bs__shard_fail(st, i, "query failed");
-	/* skip leading row-less statements (START TRANSACTION; SELECT ...) */
-	MYSQL_RES *res;
-	while (!(res = mysql_store_result(m))) {
-		if (mysql_field_count(m) != 0)
-			return bs__shard_fail(st, i, "reading rows");
-		int r = mysql_next_result(m);
-		if (r > 0)
-			return bs__shard_fail(st, i, "query failed");
-		if (r < 0) {
-			char label[192];
-			return bs_error(BS_ERROR, "%s: statement returned no rows",
-			                bs__shard_label(label, sizeof label, &st->shards[i]));
-		}
-	}
-	if ((rc = drain(st, i, m))) {
-		mysql_free_result(res);
-		return rc;
-	}
-	*out = res;
-	return 0;
+	return a.got ? 0 : no_rows(st, i);
 }
 
 int bs__shard_now_us(int64_t *out, bs_store_t *st, int shard)
@@ -497,22 +733,20 @@ int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 	static const char q[] = "SELECT k, v FROM bagstore_meta WHERE k IN ('fingerprint','shard_index','shard_count',"
 	                        "'store_id','shard_name')";
 	MYSQL_RES *res = NULL;
+	answer_t a = { .res = &res, .nres = 1 };
 	char label[192];
-	MYSQL *m;
 	int rc;
 
 	memset(out, 0, sizeof *out);
-	if ((rc = bs__shard_conn(&m, st, i)))
-		return rc;
-	if (mysql_real_query(m, q, sizeof q - 1)) {
-		if (mysql_errno(m) == ER_NO_SUCH_TABLE)
+	if ((rc = stmt(&a, st, i, q, sizeof q - 1, "reading bagstore_meta"))) {
+		if (rc == BS_ESQL && st->shards[i].last_errno == ER_NO_SUCH_TABLE)
 			return bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`"
 			                " (or is this another shard list?)",
 			                bs__shard_label(label, sizeof label, &st->shards[i]));
-		return bs__shard_fail(st, i, "reading bagstore_meta");
+		return rc;
 	}
-	if (!(res = mysql_store_result(m)))
-		return bs__shard_fail(st, i, "reading bagstore_meta");
+	if (!res)
+		return no_rows(st, i);
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res))) {
 		if (!row[0] || !row[1])
@@ -651,46 +885,13 @@ int bs__store_id_agree(char held[33], bs_store_t *st, const char *id)
 
 int bs__shard_query_sets(MYSQL_RES **res, int nsets, bs_store_t *st, int i, const char *sql, size_t len)
 {
-	MYSQL *m;
-	int rc, got = 0;
+	answer_t a = { .res = res, .nres = nsets };
+	int rc;
 	for (int k = 0; k < nsets; k++)
 		res[k] = NULL;
-	st->shards[i].last_errno = 0;
-	if ((rc = bs__shard_conn(&m, st, i)))
+	if ((rc = stmt(&a, st, i, sql, len, "query failed")))
 		return rc;
-	bs__shard_sent(&st->shards[i], sql, len);
-	if (mysql_real_query(m, sql, len))
-		return bs__shard_fail(st, i, "query failed");
-	for (;;) {
-		MYSQL_RES *r = mysql_store_result(m);
-		if (r) {
-			if (got < nsets)
-				res[got++] = r;
-			else
-				mysql_free_result(r);
-		} else if (mysql_field_count(m) != 0) {
-			rc = bs__shard_fail(st, i, "reading rows");
-			break;
-		}
-		int n = mysql_next_result(m);
-		if (n > 0) {
-			rc = bs__shard_fail(st, i, "query failed");
-			break;
-		}
-		if (n < 0)
-			break;
-	}
-	if (!rc && !got) {
-		char label[192];
-		rc = bs_error(BS_ERROR, "%s: statement returned no rows", bs__shard_label(label, sizeof label, &st->shards[i]));
-	}
-	if (rc)
-		for (int k = 0; k < nsets; k++)
-			if (res[k]) {
-				mysql_free_result(res[k]);
-				res[k] = NULL;
-			}
-	return rc;
+	return a.got ? 0 : no_rows(st, i);
 }
 
 /* ------------------------------------------------------------ fan-out */

@@ -38,6 +38,7 @@ int bs_store_open(bs_store_t **out, const bs_config_t *cfg)
 	st->connect_timeout = secs(cfg->connect_timeout);
 	st->read_timeout = secs(cfg->read_timeout);
 	st->write_timeout = secs(cfg->write_timeout);
+	bs__trace_default(&st->trace_fn, &st->trace_arg);
 	*out = st;
 	return 0;
 }

@@ -47,6 +47,8 @@ static int usage_error(const char *group, const char *fmt, ...)
 
 /* Set by --headless (console.h): the console runs without a terminal. */
 static bool console_headless;
+/* Set by --trace: every statement a command sends, on stderr. */
+static bool trace;
 
 /* No subcommand: the console on a terminal, usage otherwise. */
 static int run_console(cli_ctx_t *ctx, int argc, char **argv)
@@ -88,6 +90,8 @@ static int global_options(int *next, cli_ctx_t *ctx, int argc, char **argv)
 			ctx->config_path = a + 2;
 		} else if (strcmp(a, "--read-only") == 0) {
 			ctx->read_only = true;
+		} else if (strcmp(a, "--trace") == 0) {
+			trace = true;
 		} else if (bs_console_option(a) == 2) {
 			/* the console's own option; bs_console_main reads it from argv */
 			if (++i == argc)
@@ -167,10 +171,16 @@ int main(int argc, char **argv)
 	if ((status = global_options(&i, &ctx, argc, argv)) >= 0)
 		return status;
 	if (i == argc) {
+		/* the console draws on the terminal: its :log lists its statements */
+		if (trace)
+			return usage_error(NULL, "--trace is for a command (the console's :log lists its statements)");
 		status = run_console(&ctx, argc, argv);
 	} else {
 		if (!(cmd = find_command(&status, &i, argc, argv)))
 			return status;
+		/* before any store is opened: every store starts with it */
+		if (trace)
+			bs_trace_set(cli_trace_print, NULL);
 		status = run_command(&ctx, cmd, argc - i, argv + i);
 	}
 	/* Output that did not reach its reader is a failure too. */

@@ -110,9 +110,10 @@ void text_open_help(const struct view_ops *v)
 		fprintf(f, "\n");
 	}
 	fprintf(f, "Commands after ':' (Tab completes):\n"
-	           "  :shards :indexes :cleaner :backfills :entities :properties :audit :topology\n"
+	           "  :shards :indexes :cleaner :backfills :entities :properties :audit :topology :log\n"
 	           "                     switch screen (a prefix will do)\n"
 	           "  :entity ID         open an entity\n"
+	           "  :explain [QUERY]   how QUERY (else the entities screen's /PROP=VALUE) is answered\n"
 	           "  :refresh SECS      the refresh interval (%g to %g)\n"
 	           "  :filter TEXT       the same as /\n"
 	           "  :pause             pause the refresh\n"

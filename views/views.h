@@ -6,8 +6,10 @@
  * the worker (tui/console/worker.h) for a snapshot and draws the latest one.
  * Key handlers get a named action (tui/console/actions.h) and return a
  * reaction; the loop in tui/console/console.c acts on it. A new screen is a
- * views/NAME.c with its view_ops, declared here and listed in console.c's
- * screens[] (and in actions.h's scopes when it has keys of its own).
+ * views/NAME.c with its view_ops, declared here, and named where
+ * doc/DESIGN.md's "Where things go" lists (console.c's screens[], commands[],
+ * the unknown-command hint and global_action; actions.h's SCREEN_* key and
+ * scope letters; the help's command list in views/text.c).
  *
  * Screens belong to the console's room: they call the console and the
  * engine, and tui/common/, never the command line (tests/layers.sh).
@@ -54,7 +56,7 @@ struct view_ops {
 
 extern const struct view_ops view_shards, view_indexes, view_cleaner,
 	view_backfills, view_entities, view_entity, view_text,
-	view_properties, view_audit, view_topology;
+	view_properties, view_audit, view_topology, view_log;
 
 /* One entity (views/entity.c): open it, edit it in $EDITOR (bag and
  * updated_us as read; updated_us 0 creates), delete it after its first 8
@@ -68,6 +70,9 @@ reaction_t entity_delete(const bs_id_t *id, int shard);
 void entities_changed(void);
 /* Browse one shard (-1: all merged) on the entities screen. */
 void entities_show_shard(int shard);
+/* :explain QUERY (views/explain.c): how the query ("[INDEX:] PROP=VALUE
+ * ...") would be answered, as a text page once the browse lane has it. */
+reaction_t explain_open(const char *query);
 /* The create-index form (views/indexes.c), its fields prefilled (NULL:
  * empty): the properties screen's `c`. */
 reaction_t indexes_create_form(const char *name, const char *on);

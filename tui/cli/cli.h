@@ -6,7 +6,7 @@
  * the table, opening the store, exit codes).
  *
  * Adding a command: write its handler in the cmd_*.c file of its group
- * (cmd_store.c init and shards; cmd_entity.c put, get, delete, query;
+ * (cmd_store.c init and shards; cmd_entity.c put, get, delete, query; cmd_explain.c explain;
  * cmd_index.c index list/create/drop; cmd_cleaner.c cleaner, verify,
  * backfill, lag; cmd_census.c properties; cmd_audit.c audit; cmd_reshard.c buckets, reshard), declare it below,
  * and add its row to cli_commands[] in
@@ -160,6 +160,9 @@ json_t *cli_jstr(const char *s);
 int cli_json_print(json_t *doc);
 /* An entity as one line of JSON on stdout. */
 int cli_print_bag(const bs_value_t *bag);
+/* The statement trace (--trace), a bs_trace_fn: one line on stderr per
+ * statement, "trace: SHARD TIME ROWS[ error N (MESSAGE)]: SQL". */
+void cli_trace_print(void *arg, const bs_trace_t *t);
 
 /* ------------------------------------------------------------ handlers */
 
@@ -169,6 +172,7 @@ int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv);            /* cmd_entity
 int cli_cmd_get(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_delete(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_query(cli_ctx_t *ctx, int argc, char **argv);
+int cli_cmd_explain(cli_ctx_t *ctx, int argc, char **argv);        /* cmd_explain.c */
 int cli_cmd_export(cli_ctx_t *ctx, int argc, char **argv);          /* cmd_export.c */
 int cli_cmd_index_list(cli_ctx_t *ctx, int argc, char **argv);     /* cmd_index.c */
 int cli_cmd_index_create(cli_ctx_t *ctx, int argc, char **argv);

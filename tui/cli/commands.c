@@ -57,6 +57,18 @@ static const cli_cmd_t cli_commands[] = {
 	 "Each PROP is one of the index's properties; VALUE is read per its type\n"
 	 "(uuid: hex or dashed; int; float; bool: true/false; string; binary: hex).\n",
 	 false},
+	{NULL, "explain", cli_cmd_explain, "[--index NAME] [--run] [--json] PROP=VALUE...",
+	 "how a query would be answered: index, routing, estimates, statements",
+	 "  --index NAME   through this index (default: the one `query` would pick, the\n"
+	 "                 ready index holding every property with the fewest properties)\n"
+	 "  --run          run the query too: index rows, entities, matches and time per\n"
+	 "                 shard and step\n"
+	 "  --json         a JSON document instead of the text\n"
+	 "Names the index and why, or why none can answer with the census's suggestion of\n"
+	 "one (its type and a backfill time from the last backfills' measured rate); one\n"
+	 "shard (and the bucket) or every shard; MariaDB's EXPLAIN of step 1 per shard (~);\n"
+	 "the statements of both steps as they are sent. Changes nothing.\n",
+	 false},
 	{NULL, "export", cli_cmd_export,
 	 "[--shard NAME] [--since TIME] [--order newest|added] [--index NAME PROP=VALUE...]",
 	 "every entity as JSON Lines (the form get prints, what put reads)",
@@ -312,6 +324,8 @@ void cli_print_usage(FILE *f, const char *group)
 	      "global options, before the command:\n"
 	      "  -c FILE       configuration (default $BAGSTORE_CONFIG, else ./bagstore.yaml)\n"
 	      "  --read-only   refuse every command that changes data\n"
+	      "  --trace       print every statement the command sends on stderr: shard,\n"
+	      "                time, rows, MySQL's error (long values shortened, passwords masked)\n"
 	      "  --help        this text; `bagstore COMMAND --help` for one command\n"
 	      "  --version     print the version\n"
 	      "\n"

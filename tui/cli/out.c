@@ -4,6 +4,7 @@
  * JSON lines. Numbers and times inside cells come from tui/common/fmt.h.
  */
 #include "cli.h"
+#include "fmt.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -154,3 +155,20 @@ int cli_print_bag(const bs_value_t *bag)
 	free(s);
 	return 0;
 }
+
+/* ------------------------------------------------------------ the trace */
+
+void cli_trace_print(void *arg, const bs_trace_t *t)
+{
+	char d[32], rows[48] = "", err[600] = "";
+
+	(void)arg;
+	fmt_ms(d, sizeof d, t->seconds);
+	snprintf(rows, sizeof rows, "%lld row%s", (long long)t->rows, t->rows == 1 ? "" : "s");
+	if (t->err || t->error[0])
+		snprintf(err, sizeof err, " error %u (%s)", t->err, t->error);
+	/* one call, one line: the fan-out's threads print at once */
+	fprintf(stderr, "trace: %s %s%s %s%s%s: %s\n", t->shard, t->async ? "<=" : "", d, rows, err,
+	        t->async ? " (sent without waiting; timed to its answer's read)" : "", t->sql);
+}
+

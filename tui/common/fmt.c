@@ -107,6 +107,19 @@ char *fmt_secs(char *buf, size_t n, double s)
 	return buf;
 }
 
+char *fmt_ms(char *buf, size_t n, double s)
+{
+	if (s < 0 || isnan(s))
+		snprintf(buf, n, "-");
+	else if (s < 0.01)
+		snprintf(buf, n, "%.2fms", s * 1e3);
+	else if (s < 1)
+		snprintf(buf, n, "%.1fms", s * 1e3);
+	else
+		snprintf(buf, n, "%.2fs", s);
+	return buf;
+}
+
 char *fmt_age(char *buf, size_t n, int64_t then_us)
 {
 	char t[32];

@@ -32,6 +32,8 @@ char *fmt_iso_utc(char *buf, size_t n, int64_t us);
 char *fmt_time(char *buf, size_t n, int64_t us);
 /* A duration: 4.2s, 37s, 12m05s, 3h07m, 2d04h; "-" when s < 0 or NaN. */
 char *fmt_secs(char *buf, size_t n, double s);
+/* A statement's time: 0.41ms, 12.3ms, 1.24s; "-" when s < 0 or NaN. */
+char *fmt_ms(char *buf, size_t n, double s);
 /* How long ago then_us was (fmt_secs + " ago"); "never" when then_us <= 0. */
 char *fmt_age(char *buf, size_t n, int64_t then_us);
 /* Ascending bucket numbers as ranges, "0-9,12", cut with ",..." to fit. */

@@ -11,7 +11,7 @@
  *   SCOPE      "*" for every screen, else the scope letters of the screens
  *              it belongs to: S shards, I indexes, C cleaner, B backfills,
  *              E entities, D one entity, P properties, A audit, O topology,
- *              T text pages
+ *              L log, T text pages
  *
  * A key may mean different actions on different screens; a screen's own
  * action wins over a global one. A key that means nothing on a screen says
@@ -30,7 +30,7 @@
 
 #define BS_ACTIONS(X) \
 	X(HELP,        '?', 'h', KEY_F(1), "?  h  F1", "help: the keys of this screen", 0, "*") \
-	X(COMMAND,     ':', 0, 0,      ":",       "command line: :shards :audit :entity ID :refresh N :q ... (Tab completes)", 0, "*") \
+	X(COMMAND,     ':', 0, 0,      ":",       "command line: :shards :audit :log :entity ID :explain QUERY :refresh N :q ... (Tab completes)", 0, "*") \
 	X(FILTER,      '/', 0, 0,      "/",       "filter the rows as you type (on entities: PROP=VALUE queries an index)", 0, "*") \
 	X(BACK,        'q', BS_KEY_ESC, 0, "q  Esc", "back to the screen before (never quits)", 0, "*") \
 	X(QUIT,        'Q', BS_CTRL('c'), KEY_F(10), "Q  ^C  F10", "quit the console (asks first while it runs backfills)", 0, "*") \
@@ -44,22 +44,23 @@
 	X(SCREEN_PROPERTIES,'6', 0, 0, "6",       "properties screen (the census of the bodies)", 0, "*") \
 	X(SCREEN_AUDIT,    '7', 0, 0,  "7",       "audit screen (operators' changes)", 0, "*") \
 	X(SCREEN_TOPOLOGY, '8', 0, 0,  "8",       "topology screen: the bucket map and resharding", 0, "*") \
+	X(SCREEN_LOG,      '9', 0, 0,  "9",       "log screen: the statements the console's actions sent", 0, "*") \
 	X(RELOAD,      'R', BS_CTRL('l'), 0, "R  ^L", "reload now", 0, "*") \
 	X(PAUSE,       'z', 0, 0,      "z",       "pause / resume the automatic refresh", 0, "*") \
 	X(FASTER,      '+', 0, 0,      "+",       "refresh more often (0.5 s to 1 h)", 0, "*") \
 	X(SLOWER,      '-', 0, 0,      "-",       "refresh less often (0.5 s to 1 h)", 0, "*") \
-	X(SORT_NEXT,   '>', 0, 0,      ">",       "sort by the next column", 0, "SICBPAO") \
-	X(SORT_PREV,   '<', 0, 0,      "<",       "sort by the previous column", 0, "SICBPAO") \
-	X(SORT_REV,    'I', 0, 0,      "I",       "invert the sort order", 0, "SICBPAO") \
+	X(SORT_NEXT,   '>', 0, 0,      ">",       "sort by the next column", 0, "SICBPAOL") \
+	X(SORT_PREV,   '<', 0, 0,      "<",       "sort by the previous column", 0, "SICBPAOL") \
+	X(SORT_REV,    'I', 0, 0,      "I",       "invert the sort order", 0, "SICBPAOL") \
 	X(DOWN,        'j', KEY_DOWN, 0, "j  Down", "next row", 0, "*") \
 	X(UP,          'k', KEY_UP, 0,  "k  Up",   "previous row", 0, "*") \
 	X(PGDN,        ' ', KEY_NPAGE, 0, "Space PgDn", "next page", 0, "*") \
 	X(PGUP,        'b', KEY_PPAGE, 0, "b  PgUp", "previous page", 0, "*") \
 	X(HOME,        'g', KEY_HOME, 0, "g  Home", "first row (entities: newest)", 0, "*") \
-	X(END,         'G', KEY_END, 0,  "G  End",  "last row", 0, "SICBDTPAO") \
-	X(OPEN,        '\n', KEY_ENTER, '\r', "Enter", "open the selected row", 0, "SIBEA") \
-	X(COL_RIGHT,   KEY_RIGHT, 0, 0, "Right",  "show the columns further right (narrow terminals)", 0, "SICBEPAO") \
-	X(COL_LEFT,    KEY_LEFT, 0, 0,  "Left",   "back to the columns on the left", 0, "SICBEPAO") \
+	X(END,         'G', KEY_END, 0,  "G  End",  "last row", 0, "SICBDTPAOL") \
+	X(OPEN,        '\n', KEY_ENTER, '\r', "Enter", "open the selected row", 0, "SIBEAL") \
+	X(COL_RIGHT,   KEY_RIGHT, 0, 0, "Right",  "show the columns further right (narrow terminals)", 0, "SICBEPAOL") \
+	X(COL_LEFT,    KEY_LEFT, 0, 0,  "Left",   "back to the columns on the left", 0, "SICBEPAOL") \
 	X(EXACT_COUNT, '#', 0, 0,      "#",       "count exactly (entities, or the index's rows) on a worker; # again cancels", 0, "SI") \
 	X(INDEX_CREATE,  'c', 0, 0,    "c",       "create an index (form, DDL preview)", 1, "I") \
 	X(INDEX_DROP,    'd', 0, 0,    "d",       "drop the selected index (type its name)", 1, "I") \

@@ -48,8 +48,33 @@ static struct {
 	const struct view_ops *v;
 	char filter[256];
 	char crumb[96];   /* its part of the breadcrumb ("" : the screen's name) */
+	char origin[64];  /* the action that opened it: a page's `y` is of that action */
 } stack[STACK_MAX];
 static int depth;
+/* The operator's action being handled now, "" none (a refresh): what it
+ * queues on the lanes is stamped with it, and the :log screen names it
+ * beside the statements it sent (worker_set_origin). */
+static char cur_origin[64];
+
+static void set_origin(const char *label)
+{
+	snprintf(cur_origin, sizeof cur_origin, "%s", label ? label : "");
+	worker_set_origin(cur_origin);
+}
+
+/* ACT_INDEX_DROP as the log names it: "index drop". */
+static void action_origin(action_t a)
+{
+	char buf[64];
+	const char *n = bs_action_info[a].name;
+	size_t k;
+
+	for (k = 0; n[k] && k + 1 < sizeof buf; k++)
+		buf[k] = n[k] == '_' ? ' ' : (char)(n[k] >= 'A' && n[k] <= 'Z' ? n[k] - 'A' + 'a' : n[k]);
+	buf[k] = '\0';
+	/* a page's `y` does what the action that opened the page offered */
+	set_origin(a == ACT_CONFIRM && depth > 0 && stack[depth - 1].origin[0] ? stack[depth - 1].origin : buf);
+}
 static bool quit;
 static bool need_draw = true;
 static bool need_clear;
@@ -100,6 +125,7 @@ void ui_push_crumb(const struct view_ops *v, const char *crumb)
 	stack[depth].v = v;
 	stack[depth].filter[0] = 0;
 	snprintf(stack[depth].crumb, sizeof stack[depth].crumb, "%s", crumb ? crumb : "");
+	snprintf(stack[depth].origin, sizeof stack[depth].origin, "%s", cur_origin);
 	depth++;
 	if (v->open)
 		v->open();
@@ -235,6 +261,7 @@ static struct {
 	void (*live)(const char *text, void *ctx);    /* after every edit */
 	void (*complete)(char *buf, size_t size);     /* Tab */
 	void *ctx;
+	char origin[64];     /* the action that asked: its answer is of that action */
 } prompt;
 
 void ui_prompt(const char *label, const char *initial, ui_prompt_fn done, void *ctx)
@@ -246,6 +273,7 @@ void ui_prompt(const char *label, const char *initial, ui_prompt_fn done, void *
 	prompt.len = strlen(prompt.buf);
 	prompt.done = done;
 	prompt.ctx = ctx;
+	snprintf(prompt.origin, sizeof prompt.origin, "%s", cur_origin);
 	need_draw = true;
 }
 
@@ -261,6 +289,7 @@ void ui_confirm(const char *label, void (*answer)(bool yes, void *ctx), void *ct
 	snprintf(prompt.label, sizeof prompt.label, "%s", label);
 	prompt.yes_no = answer;
 	prompt.ctx = ctx;
+	snprintf(prompt.origin, sizeof prompt.origin, "%s", cur_origin);
 	need_draw = true;
 }
 
@@ -275,7 +304,9 @@ static void prompt_end(bool ok)
 	snprintf(text, sizeof text, "%s", prompt.buf);
 	prompt.active = false;
 	need_draw = true;
+	set_origin(prompt.origin);
 	apply(fn(ok ? text : NULL, ctx));
+	set_origin(NULL);
 }
 
 static void prompt_key(int key)
@@ -284,7 +315,9 @@ static void prompt_key(int key)
 		void (*fn)(bool, void *) = prompt.yes_no;
 		prompt.active = false;
 		need_draw = true;
+		set_origin(prompt.origin);
 		fn(key == 'y' || key == 'Y', prompt.ctx);
+		set_origin(NULL);
 		return;
 	}
 	if (key == '\n' || key == '\r' || key == KEY_ENTER) {
@@ -324,14 +357,14 @@ static void prompt_key(int key)
 
 static const struct view_ops *screens[] = {
 	&view_shards, &view_indexes, &view_cleaner, &view_backfills, &view_entities,
-	&view_properties, &view_audit, &view_topology,
+	&view_properties, &view_audit, &view_topology, &view_log,
 };
 #define NSCREENS ((int)(sizeof screens / sizeof screens[0]))
 
 /* What `:` takes, for Tab: the screens first (a prefix of one will do). */
 static const char *const commands[] = {
-	"shards", "indexes", "cleaner", "backfills", "entities", "properties", "audit", "topology",
-	"entity", "refresh", "filter", "pause", "help", "quit", "q", "q!",
+	"shards", "indexes", "cleaner", "backfills", "entities", "properties", "audit", "topology", "log",
+	"entity", "explain", "refresh", "filter", "pause", "help", "quit", "q", "q!",
 };
 
 /* Tab on the command line: the command completed when one fits, else as
@@ -441,6 +474,11 @@ static reaction_t command_done(const char *text, void *ctx)
 		text++;
 	if (sscanf(text, "%63s %255[^\n]", cmd, arg) < 1)
 		return R_REDRAW;
+	{
+		char o[64];
+		snprintf(o, sizeof o, ":%.40s", cmd);
+		set_origin(o);
+	}
 	if (strcmp(cmd, "q!") == 0) {
 		quit = true;
 		return R_REDRAW;
@@ -463,13 +501,16 @@ static reaction_t command_done(const char *text, void *ctx)
 	}
 	if (strcmp(cmd, "entity") == 0)
 		return command_entity(arg);
+	/* the query given, else the entities screen's /PROP=VALUE */
+	if (strcmp(cmd, "explain") == 0)
+		return explain_open(arg[0] ? arg : top() == &view_entities ? ui_filter() : "");
 	found = screen_named(cmd, &ambiguous);
 	if (!found) {
 		if (ambiguous)
 			ui_err("':%s' is ambiguous (Tab lists what it may be)", cmd);
 		else
 			ui_err("unknown command ':%s' (:shards :indexes :cleaner :backfills :entities :properties :audit "
-			       ":topology :entity ID :refresh N :q; Tab completes)", cmd);
+			       ":topology :log :entity ID :explain QUERY :refresh N :q; Tab completes)", cmd);
 		return R_REDRAW;
 	}
 	ui_switch(found);
@@ -577,6 +618,7 @@ static reaction_t global_action(action_t a)
 	case ACT_SCREEN_PROPERTIES: ui_switch(&view_properties); return R_REDRAW;
 	case ACT_SCREEN_AUDIT: ui_switch(&view_audit); return R_REDRAW;
 	case ACT_SCREEN_TOPOLOGY: ui_switch(&view_topology); return R_REDRAW;
+	case ACT_SCREEN_LOG: ui_switch(&view_log); return R_REDRAW;
 	case ACT_RELOAD: ui_msg("reloading"); return R_RELOAD;
 	case ACT_PAUSE:
 		ui.paused = !ui.paused;
@@ -625,10 +667,12 @@ void console_key(int key)
 	if (key == KEY_MOUSE) {
 		if (getmouse(&ui_mouse) != OK)
 			return;
+		set_origin("mouse");
 		r = top()->key(ACT_NONE, KEY_MOUSE);
 		if (r == R_UNHANDLED && (ui_mouse.bstate & (BUTTON1_DOUBLE_CLICKED)))
 			r = top()->key(ACT_OPEN, '\n');
 		apply(r);
+		set_origin(NULL);
 		return;
 	}
 	a = action_for_key(key, top()->scope, &stripped);
@@ -636,6 +680,7 @@ void console_key(int key)
 		ui_err("read-only: this key changes data and is disabled");
 		return;
 	}
+	action_origin(a);
 	r = top()->key(a, key);
 	if (r == R_UNHANDLED)
 		r = global_action(a);
@@ -643,6 +688,7 @@ void console_key(int key)
 		ui_msg("%s does nothing on the %s screen (? lists its keys)", key_label(kl, sizeof kl, key),
 		       top()->name);
 	apply(r);
+	set_origin(NULL);
 }
 
 void console_tick(void)

@@ -24,6 +24,7 @@ typedef struct req {
 	void *arg;
 	void (*free_arg)(void *);
 	int64_t queued_us;
+	char origin[64];   /* the operator's action that asked for it, "" a refresh */
 } req_t;
 
 typedef struct {
@@ -34,6 +35,11 @@ typedef struct {
 	req_t *head, *tail; /* q_mu */
 	req_t *running;    /* q_mu */
 	int64_t running_since; /* q_mu */
+	/* the running request's origin: written by the lane thread before it
+	 * runs the request, read by the trace (lane_trace) on that thread and
+	 * the fan-out threads it starts meanwhile */
+	char label[64];
+	int no;            /* its LANE_* */
 } lane_t;
 
 static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;  /* the lanes' queues */
@@ -115,6 +121,96 @@ static struct timespec deadline_in(double secs)
 	return ts;
 }
 
+/* ------------------------------------------------------------ statement log */
+
+/* The operator's action the calling thread is handling (the UI thread's
+ * key or command; a lane's running request): stamped on what it queues. */
+static _Thread_local char worker_origin[64];
+
+void worker_set_origin(const char *label)
+{
+	snprintf(worker_origin, sizeof worker_origin, "%s", label ? label : "");
+}
+
+/* The last WORKER_LOG_MAX statements the operator's actions sent, a ring
+ * under log_mu (taken alone: never with q_mu or snap_mu held). Lanes' trace
+ * callbacks write it, the :log screen copies it. */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static log_entry_t log_ring[WORKER_LOG_MAX]; /* log_mu */
+static int log_next, log_len;                /* log_mu */
+static uint64_t log_seq;                     /* log_mu: statements listed so far */
+static int64_t log_refresh;                  /* log_mu: refresh statements, not listed */
+
+static const char *const lane_names[LANE_COUNT] = { "status", "browse", "action", "scan" };
+
+/* A lane store's trace (bs_store_trace): from the lane's thread or the
+ * fan-out threads it started. A refresh's statements are counted only. */
+static void lane_trace(void *arg, const bs_trace_t *t)
+{
+	const lane_t *l = arg;
+	char *sql = NULL, *err = NULL;
+	log_entry_t *e;
+
+	if (!l->label[0]) {
+		pthread_mutex_lock(&log_mu);
+		log_refresh++;
+		pthread_mutex_unlock(&log_mu);
+		return;
+	}
+	sql = strdup(t->sql);
+	err = t->error[0] ? strdup(t->error) : NULL;
+	pthread_mutex_lock(&log_mu);
+	e = &log_ring[log_next];
+	free(e->sql);
+	free(e->error);
+	e->seq = ++log_seq;
+	e->at_us = t->at_us;
+	e->seconds = t->seconds;
+	e->rows = t->rows;
+	e->err = t->err;
+	e->async = t->async;
+	e->lane = lane_names[l->no];
+	snprintf(e->shard, sizeof e->shard, "%s", t->shard);
+	snprintf(e->action, sizeof e->action, "%s", l->label);
+	e->sql = sql;
+	e->error = err;
+	log_next = (log_next + 1) % WORKER_LOG_MAX;
+	if (log_len < WORKER_LOG_MAX)
+		log_len++;
+	pthread_mutex_unlock(&log_mu);
+}
+
+int worker_log_copy(log_entry_t **out, uint64_t *seq, int64_t *unlisted)
+{
+	int n, k;
+
+	*out = NULL;
+	pthread_mutex_lock(&log_mu);
+	n = log_len;
+	*seq = log_seq;
+	*unlisted = log_refresh;
+	if (n && !(*out = calloc((size_t)n, sizeof **out)))
+		n = -1;
+	for (k = 0; k < n; k++) {
+		/* newest first */
+		const log_entry_t *e = &log_ring[(log_next - 1 - k + 2 * WORKER_LOG_MAX) % WORKER_LOG_MAX];
+		(*out)[k] = *e;
+		(*out)[k].sql = e->sql ? strdup(e->sql) : NULL;
+		(*out)[k].error = e->error ? strdup(e->error) : NULL;
+	}
+	pthread_mutex_unlock(&log_mu);
+	return n;
+}
+
+void worker_log_free(log_entry_t *l, int n)
+{
+	for (int k = 0; l && k < n; k++) {
+		free(l[k].sql);
+		free(l[k].error);
+	}
+	free(l);
+}
+
 /* ------------------------------------------------------------ lanes */
 
 static void req_free(req_t *r)
@@ -144,10 +240,14 @@ static void *lane_main(void *p)
 			l->tail = NULL;
 		l->running = r;
 		l->running_since = now_us();
+		snprintf(l->label, sizeof l->label, "%s", r->origin);
 		pthread_mutex_unlock(&q_mu);
 
 		bs_error_clear();
+		worker_set_origin(r->origin); /* what it queues is of the same action */
 		r->fn(l->st, r->arg);
+		worker_set_origin(NULL);
+		l->label[0] = '\0';
 
 		pthread_mutex_lock(&q_mu);
 		l->running = NULL;
@@ -186,6 +286,8 @@ int worker_start(const bs_config_t *cfg, double timeout_s)
 	for (i = 0; i < LANE_COUNT; i++) {
 		if ((rc = bs_store_open(&lanes[i].st, &wcfg)) < 0)
 			return rc;
+		lanes[i].no = i;
+		bs_store_trace(lanes[i].st, lane_trace, &lanes[i]);
 		if (pthread_create(&lanes[i].thread, NULL, lane_main, &lanes[i]) != 0)
 			return bs_error(BS_ERROR, "cannot start a worker thread");
 		lanes[i].started = true;
@@ -198,6 +300,8 @@ int worker_submit(int lane, const char *key, bool skip_running,
 {
 	lane_t *l = &lanes[lane];
 	req_t *r, *q;
+	/* the status lane only refreshes screens: never listed in the log */
+	const char *origin = lane == LANE_STATUS ? "" : worker_origin;
 
 	pthread_mutex_lock(&q_mu);
 	/* closing (a request queueing another while the lanes stop), or a
@@ -217,6 +321,8 @@ int worker_submit(int lane, const char *key, bool skip_running,
 				q->fn = fn;
 				q->arg = arg;
 				q->free_arg = free_arg;
+				if (origin[0]) /* a refresh does not take an action's place */
+					snprintf(q->origin, sizeof q->origin, "%s", origin);
 				pthread_mutex_unlock(&q_mu);
 				return 0;
 			}
@@ -234,6 +340,7 @@ int worker_submit(int lane, const char *key, bool skip_running,
 	r->arg = arg;
 	r->free_arg = free_arg;
 	r->queued_us = now_us();
+	snprintf(r->origin, sizeof r->origin, "%s", origin);
 	if (l->tail)
 		l->tail->next = r;
 	else

@@ -21,9 +21,23 @@
  *
  * Threads: the UI thread (the loop, the screens' draw and key hooks), one
  * thread per lane, one per console backfill. What they share is under one
- * of two locks, q_mu (the queues, worker.c's own) and snap_mu (snap_lock:
+ * of three locks, q_mu (the queues, worker.c's own), snap_mu (snap_lock:
  * every screen's published snapshot, the backfill slots, notices and
- * pages); flags read outside them are atomics. A lane's store is its own;
+ * pages) and log_mu (the statement log, taken alone, never with another
+ * held); flags read outside them are atomics.
+ *
+ * The statement log: each lane's store has a trace (bs_store_trace) that
+ * writes every statement the lane sends into a ring of the last
+ * WORKER_LOG_MAX, with the operator's action that asked for it: a request
+ * carries the origin of what queued it (worker_set_origin: the UI thread
+ * sets it around a key's or a command's handling; a lane sets it to its
+ * running request's, so what a request queues is of the same action). A
+ * request with no origin (the periodic refresh) and every request of the
+ * status lane (the screens' reloads, also those an action asks for after
+ * it is done) are refreshes: their statements are counted, not listed. The trace runs on the lane's thread and on the
+ * fan-out threads it starts (bs__shard_each), hence the ring's mutex.
+ * Console backfills' own stores are not traced (the action's request that
+ * queued the backfill is). A lane's store is its own;
  * a screen's lane-side state (the entity browser's scan positions) is
  * touched by requests of that lane only.
  *
@@ -82,6 +96,33 @@ void worker_published(void);
  * worker_drain_wake). */
 int worker_wake_fd(void);
 void worker_drain_wake(void);
+
+/* ------------------------------------------------------------ statement log */
+
+#define WORKER_LOG_MAX 1000
+
+typedef struct {
+	uint64_t seq;        /* its number: 1 for the first listed */
+	int64_t at_us;       /* when it was sent */
+	double seconds;
+	int64_t rows;
+	unsigned err;        /* MySQL's error number, 0 */
+	bool async;          /* sent without waiting (see bs_trace_t) */
+	const char *lane;    /* "status", "browse", "action", "scan" (static) */
+	char shard[BS_NAME_MAX + 1];
+	char action[64];     /* the operator's action that sent it */
+	char *sql;           /* shortened, passwords masked (bs_trace_t) */
+	char *error;         /* MySQL's message, NULL when none */
+} log_entry_t;
+
+/* The operator's action the calling thread handles now (NULL or "": none,
+ * a refresh): what it queues is stamped with it. UI thread, or a lane. */
+void worker_set_origin(const char *label);
+/* A copy of the log, newest first (*out: n entries; free with
+ * worker_log_free); *seq: how many were ever listed; *unlisted: refresh
+ * statements left out. Returns n (-1 when out of memory). Any thread. */
+int worker_log_copy(log_entry_t **out, uint64_t *seq, int64_t *unlisted);
+void worker_log_free(log_entry_t *l, int n);
 
 /* ------------------------------------------------------------ backfills */
 
