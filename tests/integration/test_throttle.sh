@@ -117,7 +117,7 @@ t_eq "$(t_sql 0 "SELECT shard FROM bagstore_heartbeat")" s0 "s0's heartbeat row 
 t_eq "$(t_sql 1 "SELECT shard FROM bagstore_heartbeat")" s1 "s1's heartbeat row names s1"
 t_match "$(t_sql 1 "SELECT writer FROM bagstore_heartbeat")" '^.+:[0-9]+$' "it names its writer (host:pid)"
 t_eq "$(t_sql 1 "SELECT TIMESTAMPDIFF(MICROSECOND, ts, NOW(6)) < 60000000 FROM bagstore_heartbeat")" 1 "its time is the shard's NOW(6)"
-bs 0 "throttle as a table" "$DEF" throttle --seconds 0.3
+bs 0 "throttle as a table" "$DEF" throttle --seconds 0.8
 t_match "$T_OUT" '^SHARD +STATE +WRITE_MS +BASELINE_MS +LIMIT_MS +OTHER_W/S +THREADS +HISTORY +REPLICA_LAG +PACE' "the table's columns"
 t_match "$T_OUT" '^s1 +go ' "one row per shard"
 
