@@ -4,18 +4,31 @@
 #   make deps       install missing Debian packages (scripts/deps.sh)
 #   make check      deps, then every test, against throwaway MariaDB shards
 #   make asan       the same tests under AddressSanitizer + UBSan
-#   make tsan       engine unit tests and console tests under ThreadSanitizer
+#   make tsan       the threaded tests (TSAN_TESTS below: the engine's unit tests,
+#                   the console's, the cleaner service's, the throttle's, the
+#                   reshard's...) under ThreadSanitizer; a report is a failure
 #   make valgrind   the engine's unit tests under valgrind (leaks are errors)
-#   make layers     the layering check alone (make check runs it too)
+#   make layers     the layering check alone (make check runs it too): an engine
+#                   file calling a higher layer, the engine calling the program,
+#                   the command line and the console calling each other, an
+#                   unprefixed library symbol, '%s' spliced into SQL
 #   make bench      the benchmarks under tests/bench (prints figures)
 #   make demo       deps, local shards, sample entities, then the console
+#   make fuzz       the decoders' fuzz targets (clang with libFuzzer)
+#   make shards-stop  stop the demo's shards
 #   make install    PREFIX=/usr/local DESTDIR= (the program, library, header, man
-#                   page and conf/bagstore-cleaner.service under lib/systemd/system)
+#                   page, doc/operations.md under share/doc/bagstore and
+#                   conf/bagstore-cleaner.service under lib/systemd/system, its
+#                   ExecStart pointed at PREFIX/bin/bagstore); installs no package
+#   make uninstall  remove them again
+#   make clean      remove build/, build-asan/ and build-tsan/
 #
 # V=1 shows full command lines. `make deps`, `check`, `demo`, `asan`, `tsan`,
-# `valgrind` and `bench` install missing packages first (through apt-get, as
-# root or with sudo); set BAGSTORE_NO_DEPS=1 to skip that step. A plain `make`
-# only says which package is missing.
+# `valgrind` and `bench` install missing packages first (the list is in
+# scripts/deps.sh; through apt-get, as root or with sudo); set
+# BAGSTORE_NO_DEPS=1 to skip that step. A plain `make` only says which package
+# is missing. CC and CFLAGS may be overridden; the flags bagstore needs are
+# appended.
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -152,6 +165,8 @@ install: all
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libbagstore.a
 	install -m 644 engine/bagstore.h $(DESTDIR)$(PREFIX)/include/bagstore.h
 	install -m 644 doc/bagstore.1 $(DESTDIR)$(PREFIX)/share/man/man1/bagstore.1
+	install -d $(DESTDIR)$(PREFIX)/share/doc/bagstore
+	install -m 644 doc/operations.md $(DESTDIR)$(PREFIX)/share/doc/bagstore/operations.md
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	sed 's|/usr/local/bin/bagstore|$(PREFIX)/bin/bagstore|' conf/bagstore-cleaner.service \
 	  >$(DESTDIR)$(PREFIX)/lib/systemd/system/bagstore-cleaner.service
@@ -160,6 +175,7 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/bagstore $(DESTDIR)$(PREFIX)/lib/libbagstore.a \
 	  $(DESTDIR)$(PREFIX)/include/bagstore.h $(DESTDIR)$(PREFIX)/share/man/man1/bagstore.1 \
+	  $(DESTDIR)$(PREFIX)/share/doc/bagstore/operations.md \
 	  $(DESTDIR)$(PREFIX)/lib/systemd/system/bagstore-cleaner.service
 
 clean:
