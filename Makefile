@@ -16,8 +16,11 @@
 #   make demo       deps, local shards, sample entities, then the console
 #   make fuzz       the decoders' fuzz targets (clang with libFuzzer)
 #   make shards-stop  stop the demo's shards
+#   make compile_commands.json  the compilation database for clangd and other
+#                   tools (through bear, a full build in $(BUILD)/cc)
 #   make install    PREFIX=/usr/local DESTDIR= (the program, library, header, man
-#                   page, doc/operations.md under share/doc/bagstore and
+#                   page, lib/pkgconfig/bagstore.pc for programs linking
+#                   libbagstore.a, doc/operations.md under share/doc/bagstore and
 #                   conf/bagstore-cleaner.service under lib/systemd/system, its
 #                   ExecStart pointed at PREFIX/bin/bagstore); installs no package
 #   make uninstall  remove them again
@@ -28,7 +31,8 @@
 # scripts/deps.sh; through apt-get, as root or with sudo); set
 # BAGSTORE_NO_DEPS=1 to skip that step. A plain `make` only says which package
 # is missing. CC and CFLAGS may be overridden; the flags bagstore needs are
-# appended.
+# appended, then EXTRA_CFLAGS; WERROR=1 makes every warning an error (CI
+# sets it).
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -36,7 +40,11 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 BUILD   ?= build
 
-PKGS := mysqlclient ncursesw zlib yaml-0.1 uuid msgpack jansson libmicrohttpd
+# The library's pkg-config modules (bagstore.pc's Requires.private), then the
+# program's own.
+ENGINE_PKGS := mysqlclient zlib yaml-0.1 uuid msgpack jansson
+PKGS := $(ENGINE_PKGS) ncursesw libmicrohttpd
+VERSION = $(shell sed -n 's/^\#define BS_VERSION "\(.*\)"/\1/p' engine/bagstore.h)
 
 ifeq ($(V),1)
 Q :=
@@ -50,7 +58,10 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 REQ_CFLAGS := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wshadow -Wno-unused-parameter \
               -Iengine -Itui/common -Itui/cli -Itui/console -Iviews -pthread -MMD -MP
-ALL_CFLAGS = $(REQ_CFLAGS) $(PKG_CFLAGS) $(CFLAGS)
+ifeq ($(WERROR),1)
+REQ_CFLAGS += -Werror
+endif
+ALL_CFLAGS = $(REQ_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(EXTRA_CFLAGS)
 ALL_LIBS   = $(PKG_LIBS) -pthread -lm $(LDLIBS)
 
 ENGINE_SRC := $(wildcard engine/*.c)
@@ -68,7 +79,8 @@ BIN := $(BUILD)/bagstore
 
 .SECONDARY:
 
-.PHONY: all deps pkgs-ok check asan tsan valgrind layers bench demo install uninstall clean shards-stop fuzz
+.PHONY: all deps pkgs-ok check asan tsan valgrind layers bench demo install uninstall clean shards-stop fuzz \
+	compile_commands.json
 
 all: $(LIB) $(BIN) $(UNIT_BIN) $(BENCH_BIN)
 
@@ -152,6 +164,13 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)BUILD=$(BUILD) sh conf/demo.sh
 
+# The compilation database: every compile of a full build, as bear saw it
+# (a build folder of its own, so that the usual one is not rebuilt).
+compile_commands.json: | $(BUILD)/.pkgs-ok
+	$(Q)rm -rf $(BUILD)/cc
+	$(Q)bear --output $@ -- $(MAKE) --no-print-directory BUILD=$(BUILD)/cc all
+	@echo "  GEN     $@ ($$(grep -c '"file"' $@) files)"
+
 shards-stop:
 	$(Q)sh conf/shards.sh stop
 
@@ -160,10 +179,13 @@ fuzz:
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
-	  $(DESTDIR)$(PREFIX)/share/man/man1
+	  $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/bagstore
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libbagstore.a
 	install -m 644 engine/bagstore.h $(DESTDIR)$(PREFIX)/include/bagstore.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@PKGS@|$(ENGINE_PKGS)|' \
+	  engine/bagstore.pc.in >$(DESTDIR)$(PREFIX)/lib/pkgconfig/bagstore.pc
+	chmod 644 $(DESTDIR)$(PREFIX)/lib/pkgconfig/bagstore.pc
 	install -m 644 doc/bagstore.1 $(DESTDIR)$(PREFIX)/share/man/man1/bagstore.1
 	install -d $(DESTDIR)$(PREFIX)/share/doc/bagstore
 	install -m 644 doc/operations.md $(DESTDIR)$(PREFIX)/share/doc/bagstore/operations.md
@@ -175,7 +197,7 @@ install: all
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/bagstore $(DESTDIR)$(PREFIX)/lib/libbagstore.a \
 	  $(DESTDIR)$(PREFIX)/include/bagstore.h $(DESTDIR)$(PREFIX)/share/man/man1/bagstore.1 \
-	  $(DESTDIR)$(PREFIX)/share/doc/bagstore/operations.md \
+	  $(DESTDIR)$(PREFIX)/share/doc/bagstore/operations.md $(DESTDIR)$(PREFIX)/lib/pkgconfig/bagstore.pc \
 	  $(DESTDIR)$(PREFIX)/lib/systemd/system/bagstore-cleaner.service
 
 clean:
