@@ -2,7 +2,10 @@
 #
 #   make            build/libbagstore.a and build/bagstore (installs nothing)
 #   make deps       install missing Debian packages (scripts/deps.sh)
-#   make check      deps, then every test, against throwaway MariaDB shards
+#   make quick      the tests that need no server (QUICK_TESTS below and a
+#                   replay of every fuzz corpus): seconds, no MariaDB
+#   make check      deps, then make quick, then every test against throwaway
+#                   MariaDB shards
 #   make asan       the same tests under AddressSanitizer + UBSan
 #   make tsan       the threaded tests (TSAN_TESTS below: the engine's unit tests,
 #                   the console's, the cleaner service's, the throttle's, the
@@ -14,7 +17,8 @@
 #                   unprefixed library symbol, '%s' spliced into SQL
 #   make bench      the benchmarks under tests/bench (prints figures)
 #   make demo       deps, local shards, sample entities, then the console
-#   make fuzz       the decoders' fuzz targets (clang with libFuzzer)
+#   make fuzz       every fuzz target (tests/fuzz/) under clang's libFuzzer,
+#                   FUZZ_SECONDS (60) each; installs clang first
 #   make shards-stop  stop the demo's shards
 #   make compile_commands.json  the compilation database for clangd and other
 #                   tools (through bear, a full build in $(BUILD)/cc)
@@ -68,21 +72,27 @@ ENGINE_SRC := $(wildcard engine/*.c)
 APP_SRC    := $(wildcard tui/*.c tui/*/*.c views/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 BENCH_SRC  := $(wildcard tests/bench/bench_*.c)
+FUZZ_SRC   := $(wildcard tests/fuzz/fuzz_*.c)
 
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
 APP_OBJ    := $(APP_SRC:%.c=$(BUILD)/%.o)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BIN  := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
+FUZZ_BIN   := $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz-replay/%)
+
+# The unit tests that need no server: make quick runs them (tests/run.sh,
+# with shards, runs every unit test).
+QUICK_TESTS := test_codec test_config test_route_text test_program
 
 LIB := $(BUILD)/libbagstore.a
 BIN := $(BUILD)/bagstore
 
 .SECONDARY:
 
-.PHONY: all deps pkgs-ok check asan tsan valgrind layers bench demo install uninstall clean shards-stop fuzz \
+.PHONY: all deps pkgs-ok quick quick-build check asan tsan valgrind layers bench demo install uninstall clean shards-stop fuzz \
 	compile_commands.json
 
-all: $(LIB) $(BIN) $(UNIT_BIN) $(BENCH_BIN)
+all: $(LIB) $(BIN) $(UNIT_BIN) $(BENCH_BIN) $(FUZZ_BIN)
 
 # Before any compiling (even under -j): say which pkg-config module is
 # missing and how to get it, rather than let the compiler fail for want of a
@@ -115,6 +125,19 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(ALL_LIBS) $(LDFLAGS)
 
+# A fuzz target with replay.c's main(): make quick replays its corpus.
+$(BUILD)/fuzz-replay/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/replay.o $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(ALL_LIBS) $(LDFLAGS)
+
+# test_program tests the program's own pieces: it links its objects but main.o.
+PROGRAM_OBJ := $(filter-out $(BUILD)/tui/main.o,$(APP_OBJ))
+$(BUILD)/tests/test_program: $(BUILD)/tests/unit/test_program.o $(PROGRAM_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(PROGRAM_OBJ) $(LIB) $(ALL_LIBS) $(LDFLAGS)
+
 $(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
@@ -122,8 +145,15 @@ $(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(LIB)
 
 # The targets that run things install what is missing first, then build
 # (a sub-make, so that nothing compiles before the packages are there).
+quick:
+	$(Q)$(MAKE) --no-print-directory quick-build
+	$(Q)BUILD=$(BUILD) sh tests/quick.sh $(QUICK_TESTS)
+quick-build: $(QUICK_TESTS:%=$(BUILD)/tests/%) $(FUZZ_BIN)
+	@:
+
 check: deps
 	$(Q)$(MAKE) --no-print-directory all
+	$(Q)BUILD=$(BUILD) sh tests/quick.sh $(QUICK_TESTS)
 	$(Q)sh tests/layers.sh $(BUILD)
 	$(Q)BUILD=$(BUILD) sh tests/run.sh
 
@@ -175,6 +205,7 @@ shards-stop:
 	$(Q)sh conf/shards.sh stop
 
 fuzz:
+	$(Q)sh scripts/deps.sh clang libclang-rt-dev
 	$(Q)sh tests/fuzz/run.sh
 
 install: all
@@ -203,4 +234,5 @@ uninstall:
 clean:
 	rm -rf build build-asan build-tsan $(BUILD)
 
--include $(ENGINE_OBJ:.o=.d) $(APP_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d) $(BENCH_SRC:%.c=$(BUILD)/%.d)
+-include $(ENGINE_OBJ:.o=.d) $(APP_OBJ:.o=.d) $(UNIT_SRC:%.c=$(BUILD)/%.d) $(BENCH_SRC:%.c=$(BUILD)/%.d) \
+	$(FUZZ_SRC:%.c=$(BUILD)/%.d)

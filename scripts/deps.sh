@@ -5,7 +5,8 @@
 # cleaner's service tests need curl, python3-prometheus-client (the reference
 # parser of /metrics) and systemd (systemd-analyze verify).
 set -e
-# Extra packages may be named as arguments (make bench adds percona-toolkit).
+# Extra packages may be named as arguments (make bench adds percona-toolkit,
+# make fuzz clang and libclang-rt-dev, the fuzzer's runtime).
 pkgs="build-essential pkg-config libmariadb-dev libmariadb-dev-compat libncurses-dev
       zlib1g-dev libyaml-dev uuid-dev libmsgpack-dev libjansson-dev libmicrohttpd-dev
       mariadb-server mariadb-client tmux valgrind openssl curl python3 python3-prometheus-client systemd $*"
