@@ -197,6 +197,7 @@ demo: deps
 # The compilation database: every compile of a full build, as bear saw it
 # (a build folder of its own, so that the usual one is not rebuilt).
 compile_commands.json: | $(BUILD)/.pkgs-ok
+	$(Q)command -v bear >/dev/null || { echo "bagstore: $@ needs bear (apt-get install bear)" >&2; exit 1; }
 	$(Q)rm -rf $(BUILD)/cc
 	$(Q)bear --output $@ -- $(MAKE) --no-print-directory BUILD=$(BUILD)/cc all
 	@echo "  GEN     $@ ($$(grep -c '"file"' $@) files)"
