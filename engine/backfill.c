@@ -993,7 +993,7 @@ static enum outcome attempt(runner_t *r)
 	}
 	if ((out = claim(r)) >= 0 || (out = validate(r, &a.idx)) >= 0)
 		goto done;
-	a.slow = bs_fault("slow_chunk");
+	a.slow = bs_fault(BS_FAULT_SLOW_CHUNK);
 	a.chunk = a.slow ? CHUNK_MIN : r->job.chunk > 0 ? r->job.chunk : CHUNK_START;
 	a.per_insert = ROWS_PER_INSERT;
 	if ((rc = chunk_read(&out, r, &a, &a.cur, r->job.cursor)) || out >= 0) {

@@ -587,28 +587,49 @@ int bs_explain(bs_explain_t *out, bs_store_t *st, const char *index, const char 
 int bs_explain_text(bs_explain_t *out, bs_store_t *st, const char *text, int flags);
 void bs_explain_free(bs_explain_t *e);
 
-/* Fault points (SQLite's sqlite3FaultSim, by name): BAGSTORE_FAULT=NAME in
- * the environment makes bs_fault(NAME) true. The engine's points:
- *   after_entity_write   put exits the process after the entity is written,
- *                        before any index row.
- *   slow_chunk           backfills take the smallest chunks and sleep 50 ms
- *                        each, so tests can interrupt one midway.
- *   move_kill_copy       a move's runner exits (75) after its first copy chunk
- *   move_kill_catchup    ... after its first catch-up round
- *   move_kill_cutover    ... inside the cut-over fence, before the flip commits
- *   move_kill_flipped    ... right after the flip commits, before the roll-forward
- *   move_kill_undo       ... undoing a cancelled move, its source's buckets
- *                        owned again, the target's copies not yet deleted
- *   slow_move            moves take the smallest chunks and sleep 50 ms each
- *   pause_repair_batch   the first repair pass of more than one batch stops
- *                        (SIGSTOP) after its first batch, once
- *   pause_drift_fix      every fix of index rows (repair, verify --repair, a
- *                        move's repair) stops (SIGSTOP) before it reads the
- *                        rows, its bodies already read
- *   pause_conditional_write  a conditional write (bs_put_if, bs_delete_if)
- *                        stops (SIGSTOP) between its locking read and its
- *                        write, once */
-bool bs_fault(const char *name);
+/* Fault points (SQLite's sqlite3FaultSim), for tests: BAGSTORE_FAULT=NAME
+ * in the environment, or several NAMEs separated by commas, makes
+ * bs_fault(BS_FAULT_X) true at the spot each names. This is the one list of
+ * points: X(ID, NAME, what happens there). A name that is not in it is
+ * refused: bs_store_open fails with BS_EINVAL naming it, so a test with a
+ * typo fails instead of testing nothing. */
+#define BS_FAULTS(X) \
+	X(AFTER_ENTITY_WRITE, "after_entity_write", \
+	  "a put exits the process (75) after the entity is written, before any index row") \
+	X(PAUSE_BEFORE_INDEX_ROWS, "pause_before_index_rows", \
+	  "a put stops the process (SIGSTOP) after the entity is written, before its index rows") \
+	X(SLOW_CHUNK, "slow_chunk", \
+	  "backfills take the smallest chunks and sleep 50 ms each, so a test can interrupt one midway") \
+	X(MOVE_KILL_COPY, "move_kill_copy", "a move's runner exits (75) after its first copy chunk") \
+	X(MOVE_KILL_CATCHUP, "move_kill_catchup", "... after its first catch-up round") \
+	X(MOVE_KILL_CUTOVER, "move_kill_cutover", "... inside the cut-over fence, before the flip commits") \
+	X(MOVE_KILL_FLIPPED, "move_kill_flipped", "... right after the flip commits, before the roll-forward") \
+	X(MOVE_KILL_UNDO, "move_kill_undo", \
+	  "... undoing a cancelled move, its source's buckets owned again, the target's copies not yet deleted") \
+	X(SLOW_MOVE, "slow_move", "moves take the smallest chunks and sleep 50 ms each") \
+	X(PAUSE_REPAIR_BATCH, "pause_repair_batch", \
+	  "the first repair pass of more than one batch stops (SIGSTOP) after its first batch, once") \
+	X(PAUSE_DRIFT_FIX, "pause_drift_fix", \
+	  "every fix of index rows (repair, verify --repair, a move's repair) stops (SIGSTOP) before " \
+	  "it reads the rows, its bodies already read") \
+	X(PAUSE_CONDITIONAL_WRITE, "pause_conditional_write", \
+	  "a conditional write (bs_put_if, bs_delete_if) stops (SIGSTOP) between its locking read and " \
+	  "its write, once")
+
+typedef enum {
+#define BS_FAULT_ENUM_(id, name, doc) BS_FAULT_##id,
+	BS_FAULTS(BS_FAULT_ENUM_)
+#undef BS_FAULT_ENUM_
+	BS_FAULT_COUNT
+} bs_fault_t;
+
+/* Is the point named in BAGSTORE_FAULT (read at each call)? */
+bool bs_fault(bs_fault_t point);
+/* The point's NAME ("slow_chunk"). */
+const char *bs_fault_name(bs_fault_t point);
+/* 0, or BS_EINVAL naming the first name in BAGSTORE_FAULT that is no point
+ * of BS_FAULTS (bs_store_open calls it). */
+int bs_fault_check(void);
 
 /* ------------------------------------------------------------------ shards */
 

@@ -881,7 +881,7 @@ int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
 		return 0;
 	if ((rc = bs__map_need(st)))
 		return rc;
-	if (fix && bs_fault("pause_drift_fix")) {
+	if (fix && bs_fault(BS_FAULT_PAUSE_DRIFT_FIX)) {
 		/* test fault point: a writer may change the entities here, between
 		 * the bodies this fix was computed from and the rows it reads */
 		fprintf(stderr, "bagstore: fault pause_drift_fix: a fix of %zu entities of index %s stopped before it "

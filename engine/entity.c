@@ -847,7 +847,7 @@ static void fault_conditional_write(const bs_id_t *id)
 {
 	static atomic_bool done;
 	char hex[33];
-	if (bs_fault("pause_conditional_write") && !atomic_exchange(&done, true)) {
+	if (bs_fault(BS_FAULT_PAUSE_CONDITIONAL_WRITE) && !atomic_exchange(&done, true)) {
 		bs_id_hex(hex, id);
 		fprintf(stderr, "bagstore: fault pause_conditional_write: entity %s read and locked; stopped before "
 		                "its write (kill -CONT %d resumes)\n", hex, (int)getpid());
@@ -984,12 +984,12 @@ static void new_token(char token[48])
 void bs__fault_after_entity(const bs_id_t *id)
 {
 	char hex[33];
-	if (bs_fault("after_entity_write")) {
+	if (bs_fault(BS_FAULT_AFTER_ENTITY_WRITE)) {
 		bs_id_hex(hex, id);
 		fprintf(stderr, "bagstore: fault after_entity_write: entity %s written, exiting before its index rows\n", hex);
 		_exit(75);
 	}
-	if (bs_fault("pause_before_index_rows")) {
+	if (bs_fault(BS_FAULT_PAUSE_BEFORE_INDEX_ROWS)) {
 		bs_id_hex(hex, id);
 		fprintf(stderr, "bagstore: fault pause_before_index_rows: entity %s written; stopped before its "
 		                "index rows (kill -CONT %d resumes)\n", hex, (int)getpid());

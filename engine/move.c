@@ -317,11 +317,11 @@ static void next_chunk(mover_t *r, int64_t got, double elapsed)
 		bs__cleaner_sleep(elapsed * cl.sleep_coef, bs__stop_flag(r->opts));
 }
 
-static void fault(const mover_t *r, const char *name)
+static void fault(const mover_t *r, bs_fault_t point)
 {
-	if (bs_fault(name)) {
-		fprintf(stderr, "bagstore: fault %s: move %lld (%s to %s) exits here\n", name, (long long)r->m.pub.id,
-		        r->m.pub.source, r->m.pub.target);
+	if (bs_fault(point)) {
+		fprintf(stderr, "bagstore: fault %s: move %lld (%s to %s) exits here\n", bs_fault_name(point),
+		        (long long)r->m.pub.id, r->m.pub.source, r->m.pub.target);
 		_exit(75);
 	}
 }
@@ -600,7 +600,7 @@ static int phase_copy(mover_t *r)
 		if ((out = checkpoint(r)) != GO)
 			return out;
 		if (first)
-			fault(r, "move_kill_copy");
+			fault(r, BS_FAULT_MOVE_KILL_COPY);
 	}
 	new_phase(r, BS_MOVE_INDEX);
 	return checkpoint(r);
@@ -1120,7 +1120,7 @@ static int fence(mover_t *r)
 		return AGAIN;
 	}
 	if (!rc) {
-		fault(r, "move_kill_cutover");
+		fault(r, BS_FAULT_MOVE_KILL_CUTOVER);
 		rc = flip(r, bs_now_mono() - t0, &flipped);
 	}
 	if (rc || !flipped) {
@@ -1133,7 +1133,7 @@ static int fence(mover_t *r)
 	if (held * 1000 > r->m.pub.fence_ms)
 		r->m.pub.fence_ms = held * 1000;
 	r->m.pub.phase = BS_MOVE_CUTOVER;
-	fault(r, "move_kill_flipped");
+	fault(r, BS_FAULT_MOVE_KILL_FLIPPED);
 	return GO;
 }
 
@@ -1156,7 +1156,7 @@ static int phase_catchup(mover_t *r)
 		if ((out = checkpoint(r)) != GO)
 			return out;
 		if (first)
-			fault(r, "move_kill_catchup");
+			fault(r, BS_FAULT_MOVE_KILL_CATCHUP);
 		if (n >= LOG_SMALL)
 			continue;
 		if ((out = fence(r)) == GO)
@@ -1383,7 +1383,7 @@ static enum outcome undo(mover_t *r)
 	report(r);
 	if ((rc = unmark_source(r)))
 		return fail_with(r, rc);
-	fault(r, "move_kill_undo");
+	fault(r, BS_FAULT_MOVE_KILL_UNDO);
 	if ((rc = drop_target_copies(r)))
 		return fail_with(r, rc);
 	bs__buf_printf(&b, "START TRANSACTION;DELETE FROM bagstore_buckets WHERE move_id=%lld AND state='incoming';"
@@ -1426,7 +1426,7 @@ static int claim(mover_t *r, int64_t id)
 		r->m.in[r->m.buckets[k]] = 1;
 	r->t = r->m.pub.target_shard;
 	r->m.pub.source_shard = r->shard;
-	r->slow = bs_fault("slow_move");
+	r->slow = bs_fault(BS_FAULT_SLOW_MOVE);
 	r->chunk = r->slow ? CHUNK_MIN : CHUNK_START;
 	switch (r->m.pub.state) {
 	case BS_JOB_DONE:

@@ -215,7 +215,7 @@ int bs__repair_moved(int64_t *rows, bs_store_t *st, int shard, int64_t since_us,
 static void fault_between_batches(int shard)
 {
 	static atomic_bool done;
-	if (bs_fault("pause_repair_batch") && !atomic_exchange(&done, true)) {
+	if (bs_fault(BS_FAULT_PAUSE_REPAIR_BATCH) && !atomic_exchange(&done, true)) {
 		fprintf(stderr, "bagstore: fault pause_repair_batch: a repair pass on shard %d stopped after its first "
 		                "batch (kill -CONT %d resumes)\n", shard, (int)getpid());
 		raise(SIGSTOP);

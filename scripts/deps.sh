@@ -3,12 +3,15 @@
 # Building needs the -dev packages; the tests and the demo need mariadb-server,
 # and the TLS tests openssl (conf/tls-certs.sh makes their certificates); the
 # cleaner's service tests need curl, python3-prometheus-client (the reference
-# parser of /metrics) and systemd (systemd-analyze verify).
+# parser of /metrics) and systemd (systemd-analyze verify); the completion
+# test zsh.
 set -e
-# Extra packages may be named as arguments (make bench adds percona-toolkit).
+# Extra packages may be named as arguments (make bench adds percona-toolkit,
+# make fuzz clang and libclang-rt-dev, the fuzzer's runtime).
 pkgs="build-essential pkg-config libmariadb-dev libmariadb-dev-compat libncurses-dev
       zlib1g-dev libyaml-dev uuid-dev libmsgpack-dev libjansson-dev libmicrohttpd-dev
-      mariadb-server mariadb-client tmux valgrind openssl curl python3 python3-prometheus-client systemd $*"
+      mariadb-server mariadb-client tmux valgrind openssl curl python3 python3-prometheus-client systemd
+      zsh $*"
 [ -n "$BAGSTORE_NO_DEPS" ] && exit 0
 missing=""
 for p in $pkgs; do

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/console/capture.sh - the text captures in README.md (The console): loads a
+# tests/console/capture.sh - the text captures in doc/operations.md (The console): loads a
 # small demo data set into the (empty, initialised here) shards of CONFIG and
 # dumps every screen headless at 100x24 (the load panel at 100x16 while
 # entities are written, two at 60x15), into OUTDIR.

@@ -8,7 +8,8 @@
  * Adding a command: write its handler in the cmd_*.c file of its group
  * (cmd_store.c init and shards; cmd_entity.c put, get, delete, query; cmd_explain.c explain;
  * cmd_index.c index list/create/drop; cmd_cleaner.c cleaner, verify,
- * backfill, lag; cmd_census.c properties; cmd_audit.c audit; cmd_reshard.c buckets, reshard), declare it below,
+ * backfill, lag; cmd_census.c properties; cmd_audit.c audit; cmd_reshard.c buckets, reshard;
+ * cmd_completion.c completion), declare it below,
  * and add its row to cli_commands[] in
  * commands.c. The row gives its usage, --help text and whether it changes
  * data; --help output and the read-only rule (cli_open) come from the row.
@@ -59,6 +60,9 @@ struct cli_ctx {
 
 /* ------------------------------------------------------------ commands.c */
 
+/* Every command, in the table's order, ending with a row of name NULL
+ * (what cmd_completion.c generates its scripts from). */
+const cli_cmd_t *cli_command_table(void);
 /* Find a command: group NULL for a top-level name. NULL when unknown. */
 const cli_cmd_t *cli_find(const char *group, const char *name);
 /* Is `name` a group (like "index")? */
@@ -174,6 +178,7 @@ int cli_cmd_delete(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_query(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_explain(cli_ctx_t *ctx, int argc, char **argv);        /* cmd_explain.c */
 int cli_cmd_export(cli_ctx_t *ctx, int argc, char **argv);          /* cmd_export.c */
+int cli_cmd_completion(cli_ctx_t *ctx, int argc, char **argv);      /* cmd_completion.c */
 int cli_cmd_index_list(cli_ctx_t *ctx, int argc, char **argv);     /* cmd_index.c */
 int cli_cmd_index_create(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_index_drop(cli_ctx_t *ctx, int argc, char **argv);

@@ -222,8 +222,20 @@ static const cli_cmd_t cli_commands[] = {
 	 "write_latency_factor, max_load, max_history_length, max_replica_lag,\n"
 	 "max_signal_age, writers).\n",
 	 true},
+	{NULL, "completion", cli_cmd_completion, "bash|zsh | --list indexes|shards",
+	 "print a shell completion script",
+	 "  bash, zsh        the script for that shell, made from this command table:\n"
+	 "                   source <(bagstore completion bash)\n"
+	 "  --list WHAT      index or shard names, one a line, through the\n"
+	 "                   configuration (what the script completes them with)\n",
+	 false},
 	{NULL, NULL, NULL, NULL, NULL, NULL, false},
 };
+
+const cli_cmd_t *cli_command_table(void)
+{
+	return cli_commands;
+}
 
 static bool in_group(const cli_cmd_t *c, const char *group)
 {
