@@ -23,7 +23,7 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 BUILD   ?= build
 
-PKGS := mysqlclient ncursesw zlib yaml-0.1 uuid msgpack jansson libmicrohttpd
+PKGS := mysqlclient ncursesw zlib yaml-0.1 uuid msgpack jansson libmicrohttpd gnutls libcrypt
 
 ifeq ($(V),1)
 Q :=

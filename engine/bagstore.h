@@ -298,6 +298,12 @@ const char *bs_hook_name(bs_hook_t h);
  * keys of the cleaner: section too. */
 typedef struct {
 	char *metrics;          /* cleaner.metrics: HOST:PORT to serve /metrics on; NULL none */
+	char *metrics_web_config; /* cleaner.metrics_web_config: the exporter web
+	                         * configuration (TLS, basic auth) of /metrics; NULL none */
+	bool metrics_insecure;  /* cleaner.metrics_insecure: serve /metrics on an address
+	                         * that is not loopback without one (false) */
+	char metrics_at[320], metrics_web_config_at[320]; /* "FILE:LINE:COL: KEY" of
+	                         * those keys, for messages ("" when absent) */
 	char *log_format;       /* cleaner.log_format: "text" or "json"; NULL: text */
 	double log_every;       /* cleaner.log_every: seconds between a job's progress lines
 	                         * and between repair summaries (5) */

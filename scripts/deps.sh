@@ -8,6 +8,7 @@ set -e
 # Extra packages may be named as arguments (make bench adds percona-toolkit).
 pkgs="build-essential pkg-config libmariadb-dev libmariadb-dev-compat libncurses-dev
       zlib1g-dev libyaml-dev uuid-dev libmsgpack-dev libjansson-dev libmicrohttpd-dev
+      libgnutls28-dev libcrypt-dev
       mariadb-server mariadb-client tmux valgrind openssl curl python3 python3-prometheus-client systemd $*"
 [ -n "$BAGSTORE_NO_DEPS" ] && exit 0
 missing=""
