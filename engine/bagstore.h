@@ -953,6 +953,10 @@ void bs_move_list_free(bs_move_list_t *l);
 /* The latest plan's moves, from every shard answering (unreachable ones
  * skipped and counted). */
 int bs_move_list(bs_move_list_t *out, bs_store_t *st, int *unreachable);
+/* The move's log backlog: entries of bagstore_move_log on its source that
+ * catch-up has not replayed yet (writes to its buckets since), into *out.
+ * Read-only; for status (/metrics). */
+int bs_move_backlog(int64_t *out, bs_store_t *st, const bs_move_t *m);
 
 typedef enum {
 	BS_RESHARD_IDLE, BS_RESHARD_RUNNING, BS_RESHARD_PAUSED, BS_RESHARD_DONE, BS_RESHARD_FAILED,

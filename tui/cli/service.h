@@ -8,7 +8,7 @@
  *                  notifications (READY, STATUS, WATCHDOG, STOPPING), reload
  *   svc_log.c      one line per event on stderr, as text or JSON Lines
  *   svc_watch.c    the collector: a thread that reads the shards' status,
- *                  lag, jobs, verifies and workers in the background, so
+ *                  lag, jobs, moves, verifies and workers in the background, so
  *                  that nothing that answers a scrape waits on a shard
  *   svc_metrics.c  /metrics in Prometheus's text format (libmicrohttpd)
  *   svc_web.c      its web configuration (TLS, basic auth), the file
@@ -95,8 +95,12 @@ typedef struct {
 	int64_t verify_at_us;
 	bs_worker_list_t workers;
 	int64_t workers_at_us;
+	bs_move_list_t moves;           /* the latest reshard's moves */
+	int64_t *backlog;               /* per move: its log backlog, -1 unknown */
+	int moves_unreachable;          /* shards whose moves were not read */
+	int64_t moves_at_us;
 	/* the last attempt of each group failed: why ("" when it went well) */
-	char status_err[256], lag_err[256], jobs_err[256], verify_err[256], workers_err[256];
+	char status_err[256], lag_err[256], jobs_err[256], verify_err[256], workers_err[256], moves_err[256];
 	int64_t errors_total;           /* refreshes that failed, any group */
 	bool *answered;                 /* per shard: answered once since start */
 	bool all_answered;

@@ -225,9 +225,10 @@ static void age_sample(mbuf_t *b, const char *source, int64_t at_us, int64_t now
 
 static void render_collector(mbuf_t *b, const svc_snap_t *s)
 {
-	static const char *const names[] = { "status", "lag", "jobs", "verify", "workers" };
-	const char *errs[] = { s->status_err, s->lag_err, s->jobs_err, s->verify_err, s->workers_err };
-	const int64_t at[] = { s->status_at_us, s->lag_at_us, s->jobs_at_us, s->verify_at_us, s->workers_at_us };
+	static const char *const names[] = { "status", "lag", "jobs", "verify", "workers", "moves" };
+	const char *errs[] = { s->status_err, s->lag_err, s->jobs_err, s->verify_err, s->workers_err, s->moves_err };
+	const int64_t at[] = { s->status_at_us, s->lag_at_us, s->jobs_at_us, s->verify_at_us, s->workers_at_us,
+	                       s->moves_at_us };
 	int64_t now = now_us();
 	char l[64];
 
@@ -238,8 +239,9 @@ static void render_collector(mbuf_t *b, const svc_snap_t *s)
 	age_sample(b, "jobs", s->jobs_at_us, now);
 	age_sample(b, "verify", s->verify_at_us, now);
 	age_sample(b, "workers", s->workers_at_us, now);
+	age_sample(b, "moves", s->moves_at_us, now);
 	family(b, "bagstore_collector_up", "gauge", "1 when the last read of a source succeeded (0 before the first)");
-	for (int k = 0; k < 5; k++) {
+	for (int k = 0; k < 6; k++) {
 		snprintf(l, sizeof l, "source=\"%s\"", names[k]);
 		sample(b, "bagstore_collector_up", l, errs[k][0] || !at[k] ? 0 : 1);
 	}
@@ -371,6 +373,97 @@ static void render_jobs(mbuf_t *b, const bs_config_t *cfg, const svc_snap_t *s)
 	}
 }
 
+static const char *move_labels(char *l, size_t n, const bs_move_t *m)
+{
+	char src[200], dst[200];
+
+	esc(src, sizeof src, m->source);
+	esc(dst, sizeof dst, m->target);
+	snprintf(l, n, "move=\"%lld\",source=\"%s\",target=\"%s\"", (long long)m->id, src, dst);
+	return l;
+}
+
+/* The latest reshard's moves, labelled as backfill jobs are (a move is a
+ * job: its id, its source and target shards), and the reshard's state. */
+static void render_moves(mbuf_t *b, const svc_snap_t *s)
+{
+	/* a phase as a label: the column's names (bagstore_moves.phase) */
+	static const char *const phases[] = { "copy", "index", "catchup", "cutover", "cleanup", "done", "undo" };
+	static const struct { const char *name, *help; } g[] = {
+		{ "bagstore_move_buckets", "Buckets a move moves (one move: buckets from a source shard to a target)" },
+		{ "bagstore_move_rows_scanned", "Entities of the source the move's copy scanned" },
+		{ "bagstore_move_rows_expected", "Entities of the source the copy expects to scan (counted when it started)" },
+		{ "bagstore_move_rows_copied", "Entities of the moving buckets the copy wrote to the target" },
+		{ "bagstore_move_index_rows_copied", "Index rows of the moving buckets copied to the target" },
+		{ "bagstore_move_index_rows_expected", "Index rows of the source the index phase expects to scan (estimate)" },
+		{ "bagstore_move_log_rows_replayed", "Change-log entries (writes during the move) catch-up replayed" },
+		{ "bagstore_move_rate_rows_per_second", "Rows per second of the current phase over the last 10 s (0 when not running)" },
+		{ "bagstore_move_progress_ratio", "How much of the whole move is done, 0 to 1" },
+		{ "bagstore_move_fence_seconds", "The longest cut-over fence the move held (writers of its buckets wait during it)" },
+		{ "bagstore_move_fence_rollbacks", "Cut-overs of the move rolled back for holding the fence past cleaner.max_fence" },
+	};
+	char l[600], rs[1400], reason[520];
+
+	if (!s->moves_at_us)
+		return;
+	family(b, "bagstore_reshard_state", "gauge",
+	       "1 for the latest reshard's state now (idle: none recorded; then running, paused, done, failed, cancelled)");
+	snprintf(l, sizeof l, "state=\"%s\"", bs_reshard_state_name(bs_reshard_state(&s->moves)));
+	sample(b, "bagstore_reshard_state", l, 1);
+	family(b, "bagstore_reshard_plan", "gauge", "The latest reshard's plan id (0: none recorded)");
+	sample(b, "bagstore_reshard_plan", "", s->moves.len ? (double)s->moves.items[0].plan_id : 0);
+	family(b, "bagstore_reshard_unreachable_shards", "gauge",
+	       "Shards whose moves could not be read at the last read (their moves are missing above)");
+	sample(b, "bagstore_reshard_unreachable_shards", "", s->moves_unreachable);
+	for (size_t f = 0; f < sizeof g / sizeof *g; f++) {
+		family(b, g[f].name, "gauge", g[f].help);
+		for (int k = 0; k < s->moves.len; k++) {
+			const bs_move_t *m = &s->moves.items[k];
+			const double v[] = { m->nbuckets, (double)m->rows_scanned, (double)m->rows_total, (double)m->rows_copied,
+			                     (double)m->index_rows, (double)m->index_total, (double)m->log_rows, m->rate,
+			                     m->progress, m->fence_ms / 1e3, m->fence_tries };
+			sample(b, g[f].name, move_labels(l, sizeof l, m), v[f]);
+		}
+	}
+	family(b, "bagstore_move_log_backlog_rows", "gauge",
+	       "Change-log entries on the source not replayed yet (writes to the moving buckets catch-up still owes; "
+	       "absent while the source does not answer)");
+	for (int k = 0; k < s->moves.len; k++)
+		if (s->backlog && s->backlog[k] >= 0)
+			sample(b, "bagstore_move_log_backlog_rows", move_labels(l, sizeof l, &s->moves.items[k]),
+			       (double)s->backlog[k]);
+	family(b, "bagstore_move_eta_seconds", "gauge", "Seconds a running move should still take, at its rate");
+	for (int k = 0; k < s->moves.len; k++)
+		if (s->moves.items[k].eta_s >= 0)
+			sample(b, "bagstore_move_eta_seconds", move_labels(l, sizeof l, &s->moves.items[k]), s->moves.items[k].eta_s);
+	family(b, "bagstore_move_heartbeat_timestamp_seconds", "gauge",
+	       "When the move's worker last beat on it, unix seconds on the source's clock (a running move whose beat "
+	       "stops is stuck)");
+	for (int k = 0; k < s->moves.len; k++)
+		if (s->moves.items[k].heartbeat_us)
+			sample(b, "bagstore_move_heartbeat_timestamp_seconds", move_labels(l, sizeof l, &s->moves.items[k]),
+			       (double)s->moves.items[k].heartbeat_us / 1e6);
+	family(b, "bagstore_move_phase", "gauge",
+	       "1 for a move's phase now (copy, index, catchup, cutover, cleanup, done, undo)");
+	for (int k = 0; k < s->moves.len; k++) {
+		const bs_move_t *m = &s->moves.items[k];
+		snprintf(rs, sizeof rs, "%s,phase=\"%s\"", move_labels(l, sizeof l, m),
+		         (unsigned)m->phase < sizeof phases / sizeof *phases ? phases[m->phase] : "unknown");
+		sample(b, "bagstore_move_phase", rs, 1);
+	}
+	family(b, "bagstore_move_state", "gauge",
+	       "1 for a move's state now; reason: why it is throttled, waiting or failed, numbers as # (\"\" when none)");
+	for (int k = 0; k < s->moves.len; k++) {
+		const bs_move_t *m = &s->moves.items[k];
+		char kind[sizeof m->reason];
+		reason_kind(kind, sizeof kind, m->reason);
+		esc(reason, sizeof reason, kind);
+		snprintf(rs, sizeof rs, "%s,state=\"%s\",reason=\"%s\"", move_labels(l, sizeof l, m),
+		         bs_job_state_name(m->state), reason);
+		sample(b, "bagstore_move_state", rs, 1);
+	}
+}
+
 /* One gauge family over the indexes with a recorded verify: field f of
  * each (0 checked, 1..3 missing/stale/orphaned by kind, 4 misfit, 5
  * corrupt, 6 when). */
@@ -463,6 +556,7 @@ char *svc_metrics_render(size_t *len, const bs_config_t *cfg, svc_snap_t *snap, 
 	render_shards(&b, cfg, snap);
 	render_lag(&b, cfg, snap);
 	render_jobs(&b, cfg, snap);
+	render_moves(&b, snap);
 	render_verify(&b, snap);
 	render_service(&b, snap, ctr);
 	pthread_mutex_unlock(&snap->mu);
