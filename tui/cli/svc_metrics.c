@@ -598,7 +598,7 @@ static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const cha
 static const char *client_cert_refused(struct MHD_Connection *c, const svc_web_t *w)
 {
 	const union MHD_ConnectionInfo *ci;
-	unsigned status = 0;
+	unsigned status = 0, npeers = 0;
 	int rc;
 
 	if (w->client_auth == SVC_WEB_NO_CLIENT_CERT)
@@ -606,7 +606,8 @@ static const char *client_cert_refused(struct MHD_Connection *c, const svc_web_t
 	if (!(ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION)) || !ci->tls_session)
 		return "no TLS session\n";
 	rc = gnutls_certificate_verify_peers2((gnutls_session_t)ci->tls_session, &status);
-	if (rc == GNUTLS_E_NO_CERTIFICATE_FOUND || (rc == 0 && !gnutls_certificate_get_peers(ci->tls_session, NULL)))
+	if (rc == GNUTLS_E_NO_CERTIFICATE_FOUND ||
+	    (rc == 0 && (!gnutls_certificate_get_peers(ci->tls_session, &npeers) || !npeers)))
 		return w->client_auth == SVC_WEB_REQUIRE_AND_VERIFY ? "a client certificate is required\n" : NULL;
 	if (rc < 0 || status != 0)
 		return "the client certificate is not signed by the client CA (or not valid now)\n";
