@@ -803,7 +803,8 @@ int svc_metrics_reload_web(svc_metrics_t *m, char *err, size_t size)
 	if (svc_web_load(&web, old->web->path, err, size) < 0)
 		return -1;
 	/* the old daemon stops accepting (its socket stays open), the new one
-	 * accepts on it; the old one ends with the scrapes it was serving */
+	 * accepts on it, then the old one stops: a scrape it was answering at
+	 * that instant is cut (the scraper's next one goes to the new one) */
 	if (MHD_quiesce_daemon(old->d) < 0) {
 		snprintf(err, size, "%s: libmicrohttpd could not hand its socket over", m->addr);
 		svc_web_free(web);
