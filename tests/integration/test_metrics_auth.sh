@@ -204,6 +204,12 @@ t_contains "$T_ERR" "--web.config.file: $C/none.yaml: No such file" "names the f
 { cat "$BASE"; printf 'cleaner:\n  metrics: "127.0.0.1:%s"\n  metrics_web_config: %s\n' $((MP + 3)) "$C/b5.yaml"; } >"$TMP/wc.yaml"
 t_exit 2 "cleaner.metrics_web_config broken" -- "$BAGSTORE" -c "$TMP/wc.yaml" cleaner
 t_match "$T_ERR" "wc.yaml:[0-9]+:23: cleaner.metrics_web_config: .*b5.yaml:2:9: basic_auth_users.prom: expected a bcrypt hash" "names both files' lines"
+"$BAGSTORE" -c "$CFG" cleaner --web.config.file "$C/web.yaml" >"$TMP/n.out" 2>"$TMP/n.err" &
+npid=$!
+said() { grep -q "started" "$TMP/n.err"; }
+wait_until 20 said
+stop $npid
+t_contains "$(cat "$TMP/n.err")" "--web.config.file is not used: /metrics is not served" "a web configuration without an address is said to be unused"
 t_exit 2 "--web.config.file goes with the daemon only" -- "$BAGSTORE" -c "$CFG" cleaner --once --web.config.file "$C/web.yaml"
 
 t_done test_metrics_auth

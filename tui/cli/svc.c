@@ -922,7 +922,9 @@ static int svc_begin(svc_t *s)
 		if ((rc = svc_metrics_start(&s->metrics, &mc, s->cfg, s->snap, &s->ctr, err, sizeof err)) < 0)
 			return rc == -2 ? bs_error(BS_ECONFIG, "cannot serve /metrics: %s", err) :
 			                  bs_error(BS_ERROR, "cannot serve /metrics on %s", err);
-	}
+	} else if (s->opts->web_config || dm->metrics_web_config)
+		svc_log(&s->log, LOG_WARN_, "metrics", NULL, "%s is not used: /metrics is not served (neither --metrics "
+		        "nor cleaner.metrics)", s->opts->web_config ? "--web.config.file" : dm->metrics_web_config_at);
 	if ((rc = svc_hooks_start(&s->hooks, dm, &s->log, &s->ctr)) < 0 ||
 	    (rc = bs_worker_start(&s->worker, s->cfg, "cleaner", s->metrics_addr)) < 0)
 		return rc;
