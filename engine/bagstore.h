@@ -301,6 +301,12 @@ const char *bs_hook_name(bs_hook_t h);
  * keys of the cleaner: section too. */
 typedef struct {
 	char *metrics;          /* cleaner.metrics: HOST:PORT to serve /metrics on; NULL none */
+	char *metrics_web_config; /* cleaner.metrics_web_config: the exporter web
+	                         * configuration (TLS, basic auth) of /metrics; NULL none */
+	bool metrics_insecure;  /* cleaner.metrics_insecure: serve /metrics on an address
+	                         * that is not loopback without one (false) */
+	char metrics_at[320], metrics_web_config_at[320]; /* "FILE:LINE:COL: KEY" of
+	                         * those keys, for messages ("" when absent) */
 	char *log_format;       /* cleaner.log_format: "text" or "json"; NULL: text */
 	double log_every;       /* cleaner.log_every: seconds between a job's progress lines
 	                         * and between repair summaries (5) */
@@ -1106,6 +1112,10 @@ void bs_move_list_free(bs_move_list_t *l);
 /* The latest plan's moves, from every shard answering (unreachable ones
  * skipped and counted). */
 int bs_move_list(bs_move_list_t *out, bs_store_t *st, int *unreachable);
+/* The move's log backlog: entries of bagstore_move_log on its source that
+ * catch-up has not replayed yet (writes to its buckets since), into *out.
+ * Read-only; for status (/metrics). */
+int bs_move_backlog(int64_t *out, bs_store_t *st, const bs_move_t *m);
 
 typedef enum {
 	BS_RESHARD_IDLE, BS_RESHARD_RUNNING, BS_RESHARD_PAUSED, BS_RESHARD_DONE, BS_RESHARD_FAILED,

@@ -733,7 +733,7 @@ static const char *const timeout_keys[] = { "connect", "read", "write", NULL };
 static const char *const index_keys[] = { "name", "on", "shard_on", NULL };
 static const char *const cleaner_keys[] = {
 	"chunk_time", "max_load", "critical_load", "max_replica_lag", "repair_overlap",
-	"repair_interval", "sleep_coef", "metrics", "log_format", "log_every", "hooks", "max_fence", "jobs", "writers",
+	"repair_interval", "sleep_coef", "metrics", "metrics_web_config", "metrics_insecure", "log_format", "log_every", "hooks", "max_fence", "jobs", "writers",
 	"max_history_length", "max_write_latency", "write_latency_factor", "max_signal_age", NULL
 };
 /* cleaner.hooks: on_event, on_<bs_hook_name>, timeout */
@@ -1359,7 +1359,19 @@ static int parse_daemon(bs_daemon_conf_t *dm, const ctx *c, const node *n)
 	const node *v;
 	int error;
 
-	if ((v = get(n, "metrics")) && (error = get_listen(&dm->metrics, c, v, "cleaner.metrics")) < 0)
+	if ((v = get(n, "metrics"))) {
+		if ((error = get_listen(&dm->metrics, c, v, "cleaner.metrics")) < 0)
+			return error;
+		snprintf(dm->metrics_at, sizeof dm->metrics_at, "%s:%d:%d: cleaner.metrics", c->file, v->line, v->col);
+	}
+	if ((v = get(n, "metrics_web_config"))) {
+		if ((error = get_str(&dm->metrics_web_config, c, v, "cleaner.metrics_web_config")) < 0)
+			return error;
+		snprintf(dm->metrics_web_config_at, sizeof dm->metrics_web_config_at, "%s:%d:%d: cleaner.metrics_web_config",
+		         c->file, v->line, v->col);
+	}
+	if ((v = get(n, "metrics_insecure")) &&
+	    (error = get_bool(&dm->metrics_insecure, c, v, "cleaner.metrics_insecure")) < 0)
 		return error;
 	if ((v = get(n, "log_format"))) {
 		char shown[96];
@@ -1593,6 +1605,7 @@ void bs_config_free(bs_config_t *cfg)
 	tls_free(&cfg->tls);
 	free(cfg->path);
 	free(cfg->daemon.metrics);
+	free(cfg->daemon.metrics_web_config);
 	free(cfg->daemon.log_format);
 	free(cfg->daemon.hook_on_event);
 	for (i = 0; i < BS_HOOK_COUNT; i++)

@@ -879,3 +879,28 @@ int bs_reshard_control(bs_store_t *st, const char *action)
 	bs_error_clear();
 	return 0;
 }
+
+/* ------------------------------------------------------------ backlog */
+
+int bs_move_backlog(int64_t *out, bs_store_t *st, const bs_move_t *m)
+{
+	bs_buf_t b = {0};
+	MYSQL_RES *res = NULL;
+	MYSQL_ROW row;
+	int rc;
+
+	*out = -1;
+	if (m->source_shard < 0 || m->source_shard >= st->n)
+		return bs_error(BS_ENOTFOUND, "move %lld: its source %s is not a configured shard", (long long)m->id,
+		                m->source);
+	bs__buf_printf(&b, "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=%lld", (long long)m->id);
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, m->source_shard, b.ptr, b.len)))
+		goto done;
+	if ((row = mysql_fetch_row(res)) && row[0])
+		*out = strtoll(row[0], NULL, 10);
+done:
+	if (res)
+		mysql_free_result(res);
+	bs__buf_free(&b);
+	return rc;
+}

@@ -10,6 +10,7 @@ set -e
 # make fuzz clang and libclang-rt-dev, the fuzzer's runtime).
 pkgs="build-essential pkg-config libmariadb-dev libmariadb-dev-compat libncurses-dev
       zlib1g-dev libyaml-dev uuid-dev libmsgpack-dev libjansson-dev libmicrohttpd-dev
+      libgnutls28-dev libcrypt-dev
       mariadb-server mariadb-client tmux valgrind openssl curl python3 python3-prometheus-client systemd
       zsh $*"
 [ -n "$BAGSTORE_NO_DEPS" ] && exit 0

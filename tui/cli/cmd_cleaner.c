@@ -346,9 +346,10 @@ static int reshard_all(cli_ctx_t *ctx, bs_cleaner_opts_t *o, progress_t *pr)
 
 int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 {
-	const char *index = NULL, *metrics = NULL, *log_format = NULL, *log_every = NULL;
+	const char *index = NULL, *metrics = NULL, *log_format = NULL, *log_every = NULL, *web_config = NULL;
 	bool once = false, reshard = false;
 	const cli_opt_t opts[] = {{"index", &index, NULL}, {"once", NULL, &once}, {"metrics", &metrics, NULL},
+	                          {"web.config.file", &web_config, NULL},
 	                          {"log-format", &log_format, NULL}, {"log-every", &log_every, NULL},
 	                          {"reshard", NULL, &reshard}, {NULL, NULL, NULL}};
 	cli_args_t args = {0};
@@ -362,9 +363,9 @@ int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 		rc = cli_usage_error(ctx, "--index, --once and --reshard do not go together");
 		goto done;
 	}
-	if ((index || once || reshard) && (metrics || log_format || log_every)) {
-		rc = cli_usage_error(ctx, "--metrics, --log-format and --log-every are the daemon's (no --index, --once "
-		                     "or --reshard)");
+	if ((index || once || reshard) && (metrics || web_config || log_format || log_every)) {
+		rc = cli_usage_error(ctx, "--metrics, --web.config.file, --log-format and --log-every are the daemon's "
+		                     "(no --index, --once or --reshard)");
 		goto done;
 	}
 	if (log_format && strcmp(log_format, "text") != 0 && strcmp(log_format, "json") != 0) {
@@ -382,6 +383,7 @@ int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 		rc = cleaner_oneshot(ctx, index, once, reshard, &pr);
 	} else {
 		so.metrics = metrics;
+		so.web_config = web_config;
 		so.log_format = log_format;
 		rc = svc_run(ctx, &so);
 	}

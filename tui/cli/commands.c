@@ -99,13 +99,18 @@ static const cli_cmd_t cli_commands[] = {
 	 "  --yes    required; without it, says what would be dropped and exits 2\n",
 	 true},
 	{NULL, "cleaner", cli_cmd_cleaner,
-	 "[--index NAME | --once | --reshard] [--metrics HOST:PORT] [--log-format text|json] [--log-every S]",
+	 "[--index NAME | --once | --reshard] [--metrics HOST:PORT] [--web.config.file FILE] "
+	 "[--log-format text|json] [--log-every S]",
 	 "backfill one index, run the recorded moves, or run the cleaner daemon (backfills, moves and repair)",
 	 "  --index NAME          backfill NAME on every shard, then exit (a progress line on\n"
 	 "                        stderr when it is a terminal); the index becomes ready\n"
 	 "  --once                one pass of the daemon (pending backfills, one repair pass), then exit\n"
 	 "  --reshard             run the recorded moves of a reshard to completion, then exit\n"
-	 "  --metrics HOST:PORT   the daemon serves Prometheus's /metrics there (cleaner.metrics)\n"
+	 "  --metrics HOST:PORT   the daemon serves Prometheus's /metrics there (cleaner.metrics);\n"
+	 "                        an address that is not loopback needs a web configuration\n"
+	 "                        (or cleaner.metrics_insecure: true)\n"
+	 "  --web.config.file FILE  TLS and basic auth of /metrics, the exporters' web configuration\n"
+	 "                        (cleaner.metrics_web_config); SIGHUP reads it again\n"
 	 "  --log-format FORMAT   the daemon's log on stderr: text or json, one line per event\n"
 	 "                        (cleaner.log_format; default text)\n"
 	 "  --log-every S         seconds between a job's progress lines and between repair\n"
@@ -115,7 +120,8 @@ static const cli_cmd_t cli_commands[] = {
 	 "in `bagstore workers`, speaks systemd's notify protocol when $NOTIFY_SOCKET is set,\n"
 	 "and runs cleaner.hooks. Settings: `cleaner:` in the configuration (chunk_time,\n"
 	 "max_load, critical_load, max_replica_lag, repair_overlap, repair_interval,\n"
-	 "sleep_coef, max_fence, metrics, log_format, log_every, hooks). Any number of cleaners\n"
+	 "sleep_coef, max_fence, metrics, metrics_web_config, metrics_insecure, log_format,\n"
+	 "log_every, hooks). Any number of cleaners\n"
 	 "may run; the daemon runs a reshard's moves as it runs backfills.\n",
 	 true},
 	{NULL, "verify", cli_cmd_verify, "[--index NAME] [--repair] [--json]",

@@ -8,9 +8,11 @@
  *                  notifications (READY, STATUS, WATCHDOG, STOPPING), reload
  *   svc_log.c      one line per event on stderr, as text or JSON Lines
  *   svc_watch.c    the collector: a thread that reads the shards' status,
- *                  lag, jobs, verifies and workers in the background, so
+ *                  lag, jobs, moves, verifies and workers in the background, so
  *                  that nothing that answers a scrape waits on a shard
  *   svc_metrics.c  /metrics in Prometheus's text format (libmicrohttpd)
+ *   svc_web.c      its web configuration (TLS, basic auth), the file
+ *                  Prometheus's exporters take as --web.config.file
  *   svc_hooks.c    hooks: commands run off the cleaner's threads, bounded
  *                  by a timeout, their details in environment variables
  *   svc_notify.c   the systemd notify protocol over $NOTIFY_SOCKET
@@ -93,8 +95,12 @@ typedef struct {
 	int64_t verify_at_us;
 	bs_worker_list_t workers;
 	int64_t workers_at_us;
+	bs_move_list_t moves;           /* the latest reshard's moves */
+	int64_t *backlog;               /* per move: its log backlog, -1 unknown */
+	int moves_unreachable;          /* shards whose moves were not read */
+	int64_t moves_at_us;
 	/* the last attempt of each group failed: why ("" when it went well) */
-	char status_err[256], lag_err[256], jobs_err[256], verify_err[256], workers_err[256];
+	char status_err[256], lag_err[256], jobs_err[256], verify_err[256], workers_err[256], moves_err[256];
 	int64_t errors_total;           /* refreshes that failed, any group */
 	bool *answered;                 /* per shard: answered once since start */
 	bool all_answered;
@@ -139,14 +145,61 @@ void svc_counters_free(svc_counters_t *c);
 /* Add a repair pass's counts (under c->mu inside). */
 void svc_counters_repair(svc_counters_t *c, const bs_event_t *ev);
 
+/* ------------------------------------------------------------ svc_web.c */
+
+typedef enum { SVC_WEB_NO_CLIENT_CERT, SVC_WEB_VERIFY_IF_GIVEN, SVC_WEB_REQUIRE_AND_VERIFY } svc_client_auth_t;
+typedef struct svc_web_user svc_web_user_t;
+
+/* A web configuration, read whole: immutable after svc_web_load but for
+ * the password cache (under mu). */
+typedef struct {
+	char *path;
+	char *cert_pem, *key_pem;       /* NULL: no TLS */
+	char *ca_pem;                   /* NULL: no client certificates */
+	svc_client_auth_t client_auth;
+	svc_web_user_t *users;          /* basic auth; none: no basic auth */
+	int nusers;
+	unsigned char hmac_key[32];     /* the password cache's */
+	pthread_mutex_t mu;
+} svc_web_t;
+
+/* Read and check the file at path (certificates and keys read, the pair
+ * checked, every hash checked to be bcrypt). 0, or -1 with why in err
+ * ("FILE:LINE:COL: ..."). */
+int svc_web_load(svc_web_t **out, const char *path, char *err, size_t size);
+void svc_web_free(svc_web_t *w);
+/* Whether user and pass (either NULL: none given) pass basic auth (true
+ * when the file names no users). Any thread. */
+bool svc_web_check(svc_web_t *w, const char *user, const char *pass);
+
 /* ------------------------------------------------------------ svc_metrics.c */
 
+typedef struct {
+	const char *addr;       /* "HOST:PORT", IPv6 in brackets */
+	const char *addr_from;  /* where addr was set, for messages ("FILE:L:C:
+	                         * cleaner.metrics", "--metrics") */
+	const char *web_config; /* the web configuration's file, NULL none */
+	const char *web_from;   /* where that was set, for messages */
+	bool insecure;          /* a non-loopback addr without web_config is allowed */
+} svc_metrics_conf_t;
+
 typedef struct svc_metrics svc_metrics_t;
-/* Serve /metrics on addr ("HOST:PORT", IPv6 in brackets) from snap and
- * ctr (borrowed until svc_metrics_stop). 0, or -1 with why in err. */
-int svc_metrics_start(svc_metrics_t **out, const char *addr, const bs_config_t *cfg, svc_snap_t *snap,
+/* Serve /metrics as mc says from snap and ctr (borrowed until
+ * svc_metrics_stop). 0; -2 with why in err for what the configuration
+ * says (a web configuration that does not read, an address that is not
+ * loopback with neither web_config nor insecure); -1 for the rest (an
+ * address that does not resolve or bind). */
+int svc_metrics_start(svc_metrics_t **out, const svc_metrics_conf_t *mc, const bs_config_t *cfg, svc_snap_t *snap,
                       svc_counters_t *ctr, char *err, size_t size);
+/* Read the web configuration again (SIGHUP) and serve with it on the same
+ * socket; a file that does not read keeps the one in use. 0, 1 when
+ * /metrics has none (or is no longer served), or -1 with why in err.
+ * svc's thread. */
+int svc_metrics_reload_web(svc_metrics_t *m, char *err, size_t size);
 void svc_metrics_stop(svc_metrics_t *m);
+/* "TLS and basic auth", "TLS, client certificates and basic auth", ...,
+ * "open", or NULL when /metrics is no longer served (a failed reload). */
+const char *svc_metrics_protection(const svc_metrics_t *m);
 /* The exposition text (for tests and the handler); caller frees. */
 char *svc_metrics_render(size_t *len, const bs_config_t *cfg, svc_snap_t *snap, svc_counters_t *ctr);
 
@@ -169,6 +222,7 @@ void svc_hooks_stop(svc_hooks_t *h, double wait_s);
 
 typedef struct {
 	const char *metrics;    /* --metrics, else cleaner.metrics */
+	const char *web_config; /* --web.config.file, else cleaner.metrics_web_config */
 	const char *log_format; /* --log-format, else cleaner.log_format */
 	double log_every;       /* --log-every, else cleaner.log_every (0: not given) */
 } svc_opts_t;

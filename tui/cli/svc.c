@@ -505,6 +505,33 @@ static void settings_diff(json_t *f, char *msg, size_t n, const bs_cleaner_conf_
 		snprintf(msg, n, "no cleaner setting changed");
 }
 
+static bool streq(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* /metrics's web configuration, read again: its file's path stays (a new
+ * path, or metrics_insecure changed, wants a restart), its contents apply. */
+static void reload_metrics_web(svc_t *s)
+{
+	char err[768];
+	int rc;
+
+	if (!s->metrics || (rc = svc_metrics_reload_web(s->metrics, err, sizeof err)) > 0)
+		return;
+	if (rc < 0) {
+		pthread_mutex_lock(&s->ctr.mu);
+		s->ctr.reloads_failed++;
+		pthread_mutex_unlock(&s->ctr.mu);
+		svc_log(&s->log, LOG_ERROR_, "reload_failed", json_pack("{s:o}", "reason", cli_jstr(err)),
+		        "SIGHUP: /metrics's web configuration: %s: the one in force stays", err);
+		return;
+	}
+	svc_log(&s->log, LOG_INFO_, "reload", json_pack("{s:o}", "metrics_protection",
+	        cli_jstr(svc_metrics_protection(s->metrics))),
+	        "SIGHUP: /metrics's web configuration read again (%s)", svc_metrics_protection(s->metrics));
+}
+
 /* What a reload cannot apply, said. */
 static void reload_restart_notes(svc_t *s, const bs_config_t *nc)
 {
@@ -520,16 +547,16 @@ static void reload_restart_notes(svc_t *s, const bs_config_t *nc)
 	if (!s->opts->metrics && ((m == NULL) != (nm == NULL) || (m && nm && strcmp(m, nm) != 0)))
 		svc_log(&s->log, LOG_WARN_, "reload_partial", NULL, "cleaner.metrics changed: restart the cleaner to "
 		        "serve /metrics on %s", nm ? nm : "(none)");
+	if (!s->opts->web_config && (!streq(s->cfg->daemon.metrics_web_config, nc->daemon.metrics_web_config) ||
+	                             s->cfg->daemon.metrics_insecure != nc->daemon.metrics_insecure))
+		svc_log(&s->log, LOG_WARN_, "reload_partial", NULL, "cleaner.metrics_web_config or metrics_insecure "
+		        "changed: restart the cleaner to serve /metrics with them");
 	if (nc->connect_timeout != s->cfg->connect_timeout || nc->read_timeout != s->cfg->read_timeout ||
 	    nc->write_timeout != s->cfg->write_timeout || nc->catalog_ttl != s->cfg->catalog_ttl)
 		svc_log(&s->log, LOG_WARN_, "reload_partial", NULL,
 		        "timeouts or catalog_ttl changed: restart the cleaner to use them");
 }
 
-static bool streq(const char *a, const char *b)
-{
-	return a == b || (a && b && !strcmp(a, b));
-}
 
 /* The same shards, in the same order, at the same addresses? */
 static bool same_shards(const bs_config_t *a, const bs_config_t *b)
@@ -649,6 +676,7 @@ static void reload(svc_t *s)
 	svc_log(&s->log, LOG_INFO_, "reload", json_pack("{s:o,s:o}", "config", cli_jstr(nc->path), "changed", f),
 	        "SIGHUP: reloaded %s: %s", nc->path, msg);
 	reload_restart_notes(s, nc);
+	reload_metrics_web(s);
 	if (unchecked[0])
 		svc_log(&s->log, LOG_WARN_, "reload_partial", json_pack("{s:o}", "reason", cli_jstr(unchecked)),
 		        "the new shard list could not be checked against every shard: %s: a restart will check it",
@@ -870,11 +898,13 @@ static void log_start(svc_t *s)
 	json_object_set_new(f, "config", cli_jstr(s->cfg->path));
 	json_object_set_new(f, "shards", sh);
 	json_object_set_new(f, "metrics", cli_jstr(s->metrics_addr));
+	json_object_set_new(f, "metrics_protection", cli_jstr(s->metrics ? svc_metrics_protection(s->metrics) : NULL));
 	json_object_set_new(f, "systemd_notify", json_boolean(s->nfy.fd >= 0));
 	json_object_set_new(f, "watchdog_s", json_real((double)s->nfy.watchdog_us / 1e6));
-	svc_log(&s->log, LOG_INFO_, "start", f, "bagstore %s cleaner started: pid %d, worker %s, %d shards (%s)%s%s, config %s",
-	        BS_VERSION, (int)getpid(), bs_worker_id(s->worker), s->cfg->nshards, names,
+	svc_log(&s->log, LOG_INFO_, "start", f, "bagstore %s cleaner started: pid %d, worker %s, %d shards (%s)%s%s%s%s%s, "
+	        "config %s", BS_VERSION, (int)getpid(), bs_worker_id(s->worker), s->cfg->nshards, names,
 	        s->metrics_addr ? ", /metrics on " : "", s->metrics_addr ? s->metrics_addr : "",
+	        s->metrics ? " (" : "", s->metrics ? svc_metrics_protection(s->metrics) : "", s->metrics ? ")" : "",
 	        s->cfg->path ? s->cfg->path : "-");
 }
 
@@ -914,9 +944,20 @@ static int svc_begin(svc_t *s)
 		return bs_error(BS_ENOMEM, "out of memory");
 	if ((rc = svc_watch_start(&s->watch, &s->snap, s->cfg, 1.0, on_dead, s)) < 0)
 		return rc;
-	if (s->metrics_addr &&
-	    svc_metrics_start(&s->metrics, s->metrics_addr, s->cfg, s->snap, &s->ctr, err, sizeof err) < 0)
-		return bs_error(BS_ERROR, "cannot serve /metrics on %s", err);
+	if (s->metrics_addr) {
+		svc_metrics_conf_t mc = {
+			.addr = s->metrics_addr,
+			.addr_from = s->opts->metrics ? "--metrics" : dm->metrics_at,
+			.web_config = s->opts->web_config ? s->opts->web_config : dm->metrics_web_config,
+			.web_from = s->opts->web_config ? "--web.config.file" : dm->metrics_web_config_at,
+			.insecure = dm->metrics_insecure,
+		};
+		if ((rc = svc_metrics_start(&s->metrics, &mc, s->cfg, s->snap, &s->ctr, err, sizeof err)) < 0)
+			return rc == -2 ? bs_error(BS_ECONFIG, "cannot serve /metrics: %s", err) :
+			                  bs_error(BS_ERROR, "cannot serve /metrics on %s", err);
+	} else if (s->opts->web_config || dm->metrics_web_config)
+		svc_log(&s->log, LOG_WARN_, "metrics", NULL, "%s is not used: /metrics is not served (neither --metrics "
+		        "nor cleaner.metrics)", s->opts->web_config ? "--web.config.file" : dm->metrics_web_config_at);
 	if ((rc = svc_hooks_start(&s->hooks, s->cfg, &s->log, &s->ctr)) < 0 ||
 	    (rc = bs_worker_start(&s->worker, s->cfg, "cleaner", s->metrics_addr)) < 0)
 		return rc;

@@ -24,13 +24,24 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 
 #include "fmt.h"
 
-struct svc_metrics {
+/* One libmicrohttpd daemon and the web configuration it serves with
+ * (a reload starts another on the same socket). */
+typedef struct {
 	struct MHD_Daemon *d;
+	svc_web_t *web;         /* NULL: open */
+	struct svc_metrics *m;
+} server_t;
+
+struct svc_metrics {
+	server_t *srv;
 	int fd;
+	char addr[256];
 	const bs_config_t *cfg;
 	svc_snap_t *snap;
 	svc_counters_t *ctr;
@@ -214,9 +225,10 @@ static void age_sample(mbuf_t *b, const char *source, int64_t at_us, int64_t now
 
 static void render_collector(mbuf_t *b, const svc_snap_t *s)
 {
-	static const char *const names[] = { "status", "lag", "jobs", "verify", "workers" };
-	const char *errs[] = { s->status_err, s->lag_err, s->jobs_err, s->verify_err, s->workers_err };
-	const int64_t at[] = { s->status_at_us, s->lag_at_us, s->jobs_at_us, s->verify_at_us, s->workers_at_us };
+	static const char *const names[] = { "status", "lag", "jobs", "verify", "workers", "moves" };
+	const char *errs[] = { s->status_err, s->lag_err, s->jobs_err, s->verify_err, s->workers_err, s->moves_err };
+	const int64_t at[] = { s->status_at_us, s->lag_at_us, s->jobs_at_us, s->verify_at_us, s->workers_at_us,
+	                       s->moves_at_us };
 	int64_t now = now_us();
 	char l[64];
 
@@ -227,8 +239,9 @@ static void render_collector(mbuf_t *b, const svc_snap_t *s)
 	age_sample(b, "jobs", s->jobs_at_us, now);
 	age_sample(b, "verify", s->verify_at_us, now);
 	age_sample(b, "workers", s->workers_at_us, now);
+	age_sample(b, "moves", s->moves_at_us, now);
 	family(b, "bagstore_collector_up", "gauge", "1 when the last read of a source succeeded (0 before the first)");
-	for (int k = 0; k < 5; k++) {
+	for (int k = 0; k < 6; k++) {
 		snprintf(l, sizeof l, "source=\"%s\"", names[k]);
 		sample(b, "bagstore_collector_up", l, errs[k][0] || !at[k] ? 0 : 1);
 	}
@@ -360,6 +373,97 @@ static void render_jobs(mbuf_t *b, const bs_config_t *cfg, const svc_snap_t *s)
 	}
 }
 
+static const char *move_labels(char *l, size_t n, const bs_move_t *m)
+{
+	char src[200], dst[200];
+
+	esc(src, sizeof src, m->source);
+	esc(dst, sizeof dst, m->target);
+	snprintf(l, n, "move=\"%lld\",source=\"%s\",target=\"%s\"", (long long)m->id, src, dst);
+	return l;
+}
+
+/* The latest reshard's moves, labelled as backfill jobs are (a move is a
+ * job: its id, its source and target shards), and the reshard's state. */
+static void render_moves(mbuf_t *b, const svc_snap_t *s)
+{
+	/* a phase as a label: the column's names (bagstore_moves.phase) */
+	static const char *const phases[] = { "copy", "index", "catchup", "cutover", "cleanup", "done", "undo" };
+	static const struct { const char *name, *help; } g[] = {
+		{ "bagstore_move_buckets", "Buckets a move moves (one move: buckets from a source shard to a target)" },
+		{ "bagstore_move_rows_scanned", "Entities of the source the move's copy scanned" },
+		{ "bagstore_move_rows_expected", "Entities of the source the copy expects to scan (counted when it started)" },
+		{ "bagstore_move_rows_copied", "Entities of the moving buckets the copy wrote to the target" },
+		{ "bagstore_move_index_rows_copied", "Index rows of the moving buckets copied to the target" },
+		{ "bagstore_move_index_rows_expected", "Index rows of the source the index phase expects to scan (estimate)" },
+		{ "bagstore_move_log_rows_replayed", "Change-log entries (writes during the move) catch-up replayed" },
+		{ "bagstore_move_rate_rows_per_second", "Rows per second of the current phase over the last 10 s (0 when not running)" },
+		{ "bagstore_move_progress_ratio", "How much of the whole move is done, 0 to 1" },
+		{ "bagstore_move_fence_seconds", "The longest cut-over fence the move held (writers of its buckets wait during it)" },
+		{ "bagstore_move_fence_rollbacks", "Cut-overs of the move rolled back for holding the fence past cleaner.max_fence" },
+	};
+	char l[600], rs[1400], reason[520];
+
+	if (!s->moves_at_us)
+		return;
+	family(b, "bagstore_reshard_state", "gauge",
+	       "1 for the latest reshard's state now (idle: none recorded; then running, paused, done, failed, cancelled)");
+	snprintf(l, sizeof l, "state=\"%s\"", bs_reshard_state_name(bs_reshard_state(&s->moves)));
+	sample(b, "bagstore_reshard_state", l, 1);
+	family(b, "bagstore_reshard_plan", "gauge", "The latest reshard's plan id (0: none recorded)");
+	sample(b, "bagstore_reshard_plan", "", s->moves.len ? (double)s->moves.items[0].plan_id : 0);
+	family(b, "bagstore_reshard_unreachable_shards", "gauge",
+	       "Shards whose moves could not be read at the last read (their moves are missing above)");
+	sample(b, "bagstore_reshard_unreachable_shards", "", s->moves_unreachable);
+	for (size_t f = 0; f < sizeof g / sizeof *g; f++) {
+		family(b, g[f].name, "gauge", g[f].help);
+		for (int k = 0; k < s->moves.len; k++) {
+			const bs_move_t *m = &s->moves.items[k];
+			const double v[] = { m->nbuckets, (double)m->rows_scanned, (double)m->rows_total, (double)m->rows_copied,
+			                     (double)m->index_rows, (double)m->index_total, (double)m->log_rows, m->rate,
+			                     m->progress, m->fence_ms / 1e3, m->fence_tries };
+			sample(b, g[f].name, move_labels(l, sizeof l, m), v[f]);
+		}
+	}
+	family(b, "bagstore_move_log_backlog_rows", "gauge",
+	       "Change-log entries on the source not replayed yet (writes to the moving buckets catch-up still owes; "
+	       "absent while the source does not answer)");
+	for (int k = 0; k < s->moves.len; k++)
+		if (s->backlog && s->backlog[k] >= 0)
+			sample(b, "bagstore_move_log_backlog_rows", move_labels(l, sizeof l, &s->moves.items[k]),
+			       (double)s->backlog[k]);
+	family(b, "bagstore_move_eta_seconds", "gauge", "Seconds a running move should still take, at its rate");
+	for (int k = 0; k < s->moves.len; k++)
+		if (s->moves.items[k].eta_s >= 0)
+			sample(b, "bagstore_move_eta_seconds", move_labels(l, sizeof l, &s->moves.items[k]), s->moves.items[k].eta_s);
+	family(b, "bagstore_move_heartbeat_timestamp_seconds", "gauge",
+	       "When the move's worker last beat on it, unix seconds on the source's clock (a running move whose beat "
+	       "stops is stuck)");
+	for (int k = 0; k < s->moves.len; k++)
+		if (s->moves.items[k].heartbeat_us)
+			sample(b, "bagstore_move_heartbeat_timestamp_seconds", move_labels(l, sizeof l, &s->moves.items[k]),
+			       (double)s->moves.items[k].heartbeat_us / 1e6);
+	family(b, "bagstore_move_phase", "gauge",
+	       "1 for a move's phase now (copy, index, catchup, cutover, cleanup, done, undo)");
+	for (int k = 0; k < s->moves.len; k++) {
+		const bs_move_t *m = &s->moves.items[k];
+		snprintf(rs, sizeof rs, "%s,phase=\"%s\"", move_labels(l, sizeof l, m),
+		         (unsigned)m->phase < sizeof phases / sizeof *phases ? phases[m->phase] : "unknown");
+		sample(b, "bagstore_move_phase", rs, 1);
+	}
+	family(b, "bagstore_move_state", "gauge",
+	       "1 for a move's state now; reason: why it is throttled, waiting or failed, numbers as # (\"\" when none)");
+	for (int k = 0; k < s->moves.len; k++) {
+		const bs_move_t *m = &s->moves.items[k];
+		char kind[sizeof m->reason];
+		reason_kind(kind, sizeof kind, m->reason);
+		esc(reason, sizeof reason, kind);
+		snprintf(rs, sizeof rs, "%s,state=\"%s\",reason=\"%s\"", move_labels(l, sizeof l, m),
+		         bs_job_state_name(m->state), reason);
+		sample(b, "bagstore_move_state", rs, 1);
+	}
+}
+
 /* One gauge family over the indexes with a recorded verify: field f of
  * each (0 checked, 1..3 missing/stale/orphaned by kind, 4 misfit, 5
  * corrupt, 6 when). */
@@ -452,6 +556,7 @@ char *svc_metrics_render(size_t *len, const bs_config_t *cfg, svc_snap_t *snap, 
 	render_shards(&b, cfg, snap);
 	render_lag(&b, cfg, snap);
 	render_jobs(&b, cfg, snap);
+	render_moves(&b, snap);
 	render_verify(&b, snap);
 	render_service(&b, snap, ctr);
 	pthread_mutex_unlock(&snap->mu);
@@ -481,34 +586,100 @@ static enum MHD_Result answer(struct MHD_Connection *c, unsigned status, const c
 	return ret;
 }
 
+static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const char *msg)
+{
+	char *body = strdup(msg);
+
+	return answer(c, status, "text/plain; charset=utf-8", body, body ? strlen(msg) : 0);
+}
+
+/* The client's certificate, as the web configuration asks: NULL when it
+ * passes, else why not. */
+static const char *client_cert_refused(struct MHD_Connection *c, const svc_web_t *w)
+{
+	const union MHD_ConnectionInfo *ci;
+	unsigned status = 0, npeers = 0;
+	int rc;
+
+	if (w->client_auth == SVC_WEB_NO_CLIENT_CERT)
+		return NULL;
+	if (!(ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION)) || !ci->tls_session)
+		return "no TLS session\n";
+	rc = gnutls_certificate_verify_peers2((gnutls_session_t)ci->tls_session, &status);
+	if (rc == GNUTLS_E_NO_CERTIFICATE_FOUND ||
+	    (rc == 0 && (!gnutls_certificate_get_peers(ci->tls_session, &npeers) || !npeers)))
+		return w->client_auth == SVC_WEB_REQUIRE_AND_VERIFY ? "a client certificate is required\n" : NULL;
+	if (rc < 0 || status != 0)
+		return "the client certificate is not signed by the client CA (or not valid now)\n";
+	return NULL;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
-	svc_metrics_t *m = cls;
+	server_t *sv = cls;
+	svc_metrics_t *m = sv->m;
 	size_t len = 0;
 	char *body;
+	const char *why;
 
 	(void)version;
 	(void)upload;
 	(void)upload_size;
 	(void)con_cls;
+	if (sv->web) {
+		if ((why = client_cert_refused(c, sv->web)))
+			return text(c, MHD_HTTP_FORBIDDEN, why);
+		if (sv->web->nusers) {
+			char *pass = NULL, *user = MHD_basic_auth_get_username_password(c, &pass);
+			bool ok = svc_web_check(sv->web, user, pass);
+			if (pass) {
+				explicit_bzero(pass, strlen(pass));
+				MHD_free(pass);
+			}
+			if (user)
+				MHD_free(user);
+			if (!ok) {
+				static const char msg[] = "401 Unauthorized: /metrics wants a user and password\n";
+				struct MHD_Response *r =
+					MHD_create_response_from_buffer(sizeof msg - 1, (void *)msg, MHD_RESPMEM_PERSISTENT);
+				enum MHD_Result ret;
+				if (!r)
+					return MHD_NO;
+				MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+				ret = MHD_queue_basic_auth_fail_response(c, "bagstore cleaner", r);
+				MHD_destroy_response(r);
+				return ret;
+			}
+		}
+	}
 	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-		return answer(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", strdup("GET only\n"), 9);
+		return text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only\n");
 	if (strcmp(url, "/metrics") == 0) {
 		if (!(body = svc_metrics_render(&len, m->cfg, m->snap, m->ctr)))
-			return answer(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8",
-			              strdup("out of memory\n"), 14);
+			return text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 		return answer(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", body, len);
 	}
-	if (strcmp(url, "/") == 0) {
-		static const char root[] = "bagstore cleaner: metrics at /metrics\n";
-		return answer(c, MHD_HTTP_OK, "text/plain; charset=utf-8", strdup(root), sizeof root - 1);
-	}
-	return answer(c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", strdup("not found: try /metrics\n"), 24);
+	if (strcmp(url, "/") == 0)
+		return text(c, MHD_HTTP_OK, "bagstore cleaner: metrics at /metrics\n");
+	return text(c, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
 }
 
-/* A listening socket on HOST:PORT (IPv6 in brackets), or -1 with err. */
-static int listen_on(const char *addr, char *err, size_t size)
+static bool loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return false;
+}
+
+/* A listening socket on HOST:PORT (IPv6 in brackets), or -1 with err;
+ * *lo: whether it is a loopback address. */
+static int listen_on(const char *addr, bool *lo, char *err, size_t size)
 {
 	char host[256];
 	const char *colon = strrchr(addr, ':');
@@ -528,6 +699,7 @@ static int listen_on(const char *addr, char *err, size_t size)
 		snprintf(err, size, "%s: %s", addr, gai_strerror(rc));
 		return -1;
 	}
+	*lo = loopback(ai->ai_addr);
 	if ((fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
 	    bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0) {
@@ -540,10 +712,47 @@ static int listen_on(const char *addr, char *err, size_t size)
 	return fd;
 }
 
-int svc_metrics_start(svc_metrics_t **out, const char *addr, const bs_config_t *cfg, svc_snap_t *snap,
+/* A daemon on m's socket serving with web (taken over; NULL: open). */
+static server_t *serve(svc_metrics_t *m, svc_web_t *web, char *err, size_t size)
+{
+	server_t *sv = calloc(1, sizeof *sv);
+	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC;
+
+	if (!sv) {
+		snprintf(err, size, "out of memory");
+		svc_web_free(web);
+		return NULL;
+	}
+	*sv = (server_t){ .web = web, .m = m };
+	if (web && web->cert_pem && !MHD_is_feature_supported(MHD_FEATURE_TLS)) {
+		snprintf(err, size, "%s: tls_server_config: this libmicrohttpd is built without TLS", web->path);
+		goto fail;
+	}
+	if (web && web->cert_pem)
+		sv->d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, handle, sv, MHD_OPTION_LISTEN_SOCKET, m->fd,
+		                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT,
+		                         (unsigned)10, MHD_OPTION_HTTPS_MEM_KEY, web->key_pem, MHD_OPTION_HTTPS_MEM_CERT,
+		                         web->cert_pem, MHD_OPTION_HTTPS_MEM_TRUST, web->ca_pem, MHD_OPTION_END);
+	else
+		sv->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, sv, MHD_OPTION_LISTEN_SOCKET, m->fd,
+		                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT,
+		                         (unsigned)10, MHD_OPTION_END);
+	if (sv->d)
+		return sv;
+	snprintf(err, size, "%s: libmicrohttpd did not start%s", m->addr, web && web->cert_pem ? " with TLS" : "");
+fail:
+	svc_web_free(web);
+	free(sv);
+	return NULL;
+}
+
+int svc_metrics_start(svc_metrics_t **out, const svc_metrics_conf_t *mc, const bs_config_t *cfg, svc_snap_t *snap,
                       svc_counters_t *ctr, char *err, size_t size)
 {
 	svc_metrics_t *m = calloc(1, sizeof *m);
+	svc_web_t *web = NULL;
+	bool lo = false;
+	int rc = -2;
 
 	*out = NULL;
 	if (!m) {
@@ -551,27 +760,98 @@ int svc_metrics_start(svc_metrics_t **out, const char *addr, const bs_config_t *
 		return -1;
 	}
 	*m = (svc_metrics_t){ .fd = -1, .cfg = cfg, .snap = snap, .ctr = ctr };
-	if ((m->fd = listen_on(addr, err, size)) < 0) {
-		free(m);
-		return -1;
+	snprintf(m->addr, sizeof m->addr, "%s", mc->addr);
+	if (mc->web_config && svc_web_load(&web, mc->web_config, err, size) < 0) {
+		char msg[768];
+		snprintf(msg, sizeof msg, "%s", err);
+		snprintf(err, size, "%s: %s", mc->web_from, msg);
+		goto fail;
 	}
-	m->d = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, handle, m,
-	                        MHD_OPTION_LISTEN_SOCKET, m->fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)32,
-	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_END);
-	if (!m->d) {
-		snprintf(err, size, "%s: libmicrohttpd did not start", addr);
-		close(m->fd);
-		free(m);
-		return -1;
+	rc = -1;
+	if ((m->fd = listen_on(mc->addr, &lo, err, size)) < 0)
+		goto fail;
+	rc = -2;
+	if (!lo && !web && !mc->insecure) {
+		snprintf(err, size, "%s: %s is not a loopback address and /metrics has no web configuration: anyone who "
+		         "reaches it would read it; give one (cleaner.metrics_web_config or --web.config.file: TLS and "
+		         "basic auth, as Prometheus's exporters take) or say cleaner.metrics_insecure: true",
+		         mc->addr_from, mc->addr);
+		goto fail;
+	}
+	rc = -1;
+	if (!(m->srv = serve(m, web, err, size))) {
+		web = NULL;
+		goto fail;
 	}
 	*out = m;
 	return 0;
+fail:
+	svc_web_free(web);
+	if (m->fd >= 0)
+		close(m->fd);
+	free(m);
+	return rc;
+}
+
+int svc_metrics_reload_web(svc_metrics_t *m, char *err, size_t size)
+{
+	svc_web_t *web = NULL;
+	server_t *old = m->srv, *sv;
+
+	if (!old || !old->web)
+		return 1;
+	if (svc_web_load(&web, old->web->path, err, size) < 0)
+		return -1;
+	/* the old daemon stops accepting (its socket stays open), the new one
+	 * accepts on it, then the old one stops: a scrape it was answering at
+	 * that instant is cut (the scraper's next one goes to the new one) */
+	if (MHD_quiesce_daemon(old->d) < 0) {
+		snprintf(err, size, "%s: libmicrohttpd could not hand its socket over", m->addr);
+		svc_web_free(web);
+		return -1;
+	}
+	if (!(sv = serve(m, web, err, size))) {
+		/* serve with what served before (else there is no /metrics) */
+		char e2[256];
+		MHD_stop_daemon(old->d);
+		sv = serve(m, old->web, e2, sizeof e2);
+		free(old);
+		if (!(m->srv = sv))
+			snprintf(err + strlen(err), size - strlen(err), "; and again with the old one: %s", e2);
+		return -1;
+	}
+	m->srv = sv;
+	MHD_stop_daemon(old->d);
+	svc_web_free(old->web);
+	free(old);
+	return 0;
+}
+
+const char *svc_metrics_protection(const svc_metrics_t *m)
+{
+	const svc_web_t *w = m->srv ? m->srv->web : NULL;
+
+	if (!m->srv)
+		return NULL;
+	if (!w)
+		return "open";
+	if (w->cert_pem && w->client_auth != SVC_WEB_NO_CLIENT_CERT)
+		return w->nusers ? "TLS, client certificates and basic auth" : "TLS and client certificates";
+	if (w->cert_pem)
+		return w->nusers ? "TLS and basic auth" : "TLS";
+	return "basic auth, no TLS: passwords cross the network in clear";
 }
 
 void svc_metrics_stop(svc_metrics_t *m)
 {
 	if (!m)
 		return;
-	MHD_stop_daemon(m->d); /* closes the listening socket it was given */
+	if (m->srv) {
+		MHD_stop_daemon(m->srv->d); /* closes the listening socket it was given */
+		svc_web_free(m->srv->web);
+		free(m->srv);
+	} else if (m->fd >= 0) {
+		close(m->fd);
+	}
 	free(m);
 }

@@ -1,7 +1,8 @@
 /*
  * svc_watch.c - the daemon's collector: a thread with a store of its own
  * that reads, every interval, the shards' status, the repair lag, the
- * backfill jobs, the workers and (less often) the last verify of every
+ * backfill jobs, the latest reshard's moves (with each unfinished move's
+ * log backlog), the workers and (less often) the last verify of every
  * index, into a snapshot. Whoever shows these values (/metrics, STATUS=)
  * reads the snapshot and never waits on a shard; each group carries the
  * time of its last success, so its age can be shown beside it.
@@ -110,6 +111,46 @@ static void refresh_jobs(svc_watch_t *w, bs_store_t *st)
 	}
 	pthread_mutex_unlock(&s->mu);
 	bs_job_list_free(&jobs);
+}
+
+/* The latest reshard's moves, and the log backlog of those not ended (a
+ * count on the source's bagstore_move_log: a move whose source does not
+ * answer keeps -1, unknown). */
+static void refresh_moves(svc_watch_t *w, bs_store_t *st)
+{
+	svc_snap_t *s = w->snap;
+	bs_move_list_t l = {0};
+	int64_t *backlog = NULL;
+	int down = 0, rc = bs_move_list(&l, st, &down);
+
+	if (rc == 0 && l.len && !(backlog = malloc((size_t)l.len * sizeof *backlog)))
+		rc = bs_error(BS_ENOMEM, "out of memory");
+	for (int k = 0; rc == 0 && k < l.len; k++) {
+		const bs_move_t *m = &l.items[k];
+		backlog[k] = -1;
+		if (m->phase == BS_MOVE_DONE || m->state == BS_JOB_DONE ||
+		    (m->state == BS_JOB_CANCELLED && m->phase != BS_MOVE_UNDO))
+			backlog[k] = 0;
+		else if (bs_move_backlog(&backlog[k], st, m) < 0) {
+			backlog[k] = -1; /* its source does not answer: unknown, the rest stands */
+			bs_error_clear();
+		}
+	}
+	pthread_mutex_lock(&s->mu);
+	note_err(s->moves_err, sizeof s->moves_err, rc, &s->errors_total);
+	if (rc == 0) {
+		bs_move_list_free(&s->moves);
+		free(s->backlog);
+		s->moves = l;
+		s->backlog = backlog;
+		s->moves_unreachable = down;
+		l = (bs_move_list_t){0};
+		backlog = NULL;
+		s->moves_at_us = now_us();
+	}
+	pthread_mutex_unlock(&s->mu);
+	bs_move_list_free(&l);
+	free(backlog);
 }
 
 /* Asked to stop? Looked at between calls that may each wait a capped
@@ -235,6 +276,8 @@ static void *watch_thread(void *p)
 		refresh_status(w, st, now_us());
 		if (!stopping(w))
 			refresh_jobs(w, st);
+		if (!stopping(w))
+			refresh_moves(w, st);
 		if (round++ % VERIFY_EVERY == 0 && !stopping(w))
 			refresh_verify(w, st);
 		check_dead(w);
@@ -255,6 +298,8 @@ static void snap_free(svc_snap_t *s)
 	free(s->verify);
 	free(s->have_verify);
 	bs_worker_list_free(&s->workers);
+	bs_move_list_free(&s->moves);
+	free(s->backlog);
 	free(s->answered);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
