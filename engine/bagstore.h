@@ -108,6 +108,10 @@ int bs_value_copy(bs_value_t *out, const bs_value_t *src);
 bool bs_value_equal(const bs_value_t *a, const bs_value_t *b);
 /* Frees what the value owns and leaves it NIL. Accepts NULL. */
 void bs_value_clear(bs_value_t *v);
+/* A finite double as the shortest text that reads back as the same double
+ * ("%.*g" with 15, 16 or 17 digits, the first that does; C locale): what
+ * every JSON the program prints uses. Returns the digits used. */
+int bs_float_text(char buf[40], double d);
 
 /* ------------------------------------------------------------------ ids */
 
@@ -920,6 +924,11 @@ typedef struct {
 	int source_shard, target_shard; /* configured shards, -1 when not */
 	int nbuckets;
 	char buckets[256];          /* as ranges ("0-9,12"), cut with "..." */
+	int (*ranges)[2];           /* every bucket, as [first, last] ranges,
+	                             * ascending: nranges of them; set by
+	                             * bs_move_list (its own: freed with the list),
+	                             * NULL in a mover's progress */
+	int nranges;
 	bs_job_state_t state;
 	bs_move_phase_t phase;
 	char reason[256];           /* why throttled or waiting, or the error */

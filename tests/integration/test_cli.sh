@@ -125,10 +125,10 @@ t_eq "$T_OUT" "created index idx_cli_user (ready) on 2 shards" "index create rep
 bs 1 "index create twice" index create idx_cli_user --on user_id:uuid --shard-on user_id
 bs 0 "index list" index list
 t_match "$T_OUT" '^NAME +STATE +ON +SHARD_ON +ROWS$' "index list header"
-t_match "$T_OUT" '^idx_cli_user +ready +user_id:uuid,n:int +user_id +[0-9]+$' "index list row"
+t_match "$T_OUT" '^idx_cli_user +ready +user_id:uuid,n:int +user_id +~[0-9]+$' "index list row (ROWS an estimate, marked ~)"
 bs 0 "index list --json" index list --json
 t_contains "$T_OUT" '"name": "idx_cli_user"' "index list --json names the index"
-t_contains "$T_OUT" '"rows_per_shard": [' "index list --json has rows per shard"
+t_contains "$T_OUT" '"rows_per_shard": {' "index list --json has rows per shard (keyed by name)"
 t_match "$T_OUT" '"created": "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z"' "created is ISO-8601 UTC"
 
 # ------------------------------------------------------------ ids
