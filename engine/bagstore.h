@@ -467,8 +467,10 @@ void bs_query_spec_clear(bs_query_spec_t *q);
 int bs_query_parse(bs_query_spec_t *out, const bs_index_list_t *l, const char *index,
                    const char *const *texts, int ntexts);
 /* The console's form in one line: "[INDEX:] PROP=VALUE [PROP=VALUE...]",
- * conditions separated by blanks or commas; a VALUE may be double-quoted
- * ("a b", with \" and \\ inside) to hold blanks, commas or quotes. */
+ * conditions separated by blanks or commas; a VALUE may be quoted, "a b"
+ * or 'a b' (with \" or \' and \\ inside), to hold blanks, commas or
+ * quotes (a single quote opens only where a word or a value starts). A
+ * word without '=' after the first is refused saying how to quote. */
 int bs_query_parse_text(bs_query_spec_t *out, const bs_index_list_t *l, const char *text);
 
 /* Fault points (SQLite's sqlite3FaultSim, by name): BAGSTORE_FAULT=NAME in

@@ -279,6 +279,8 @@ static void work(bs_store_t *st, void *arg)
 		rc = run_query(&page, st, q->query, QUERY_LIMIT);
 		if (rc < 0) /* refused: said, and never read as a filter of the page */
 			worker_notify(true, "/%s: %s", q->query, bs_last_error());
+		else if (!q->reload) /* in place of "querying ..." */
+			worker_notify(false, "/%s: %zu found", q->query, page.matched > page.len ? page.matched : page.len);
 		publish(&page, rc, !q->reload, true, true, q->query, q->shard);
 		return;
 	}

@@ -16,6 +16,7 @@ export TMPDIR
 
 c_init
 t_exit 0 "a ready index (empty store)" -- "$BAGSTORE" -c "$CFG" index create index_user_id --on user_id:uuid --shard-on user_id
+t_exit 0 "an index on the title (empty store)" -- "$BAGSTORE" -c "$CFG" index create index_title --on "title:string(32)" --shard-on title
 post() {
 	printf '{"user_id": {"$uuid": "f48b0000-0000-4000-8000-00000000000%d"}, "title": "post %d", "n": %d}\n' \
 		$(($1 % 3)) "$1" "$1"
@@ -80,6 +81,37 @@ t_contains "$(d raw)" "00000000  78" "a hex dump of the zlib body"
 t_contains "$(d query)" "matching user_id=f48b0000-0000-4000-8000-000000000001 (index query, 20 found" "a query through the index"
 t_contains "$(d unquery)" "all shards merged: page 1" "Esc leaves the query"
 t_contains "$(d opened)" 'title: "post 59"' "Enter opens the newest"
+
+# --- a query of a value with blanks: quoted either way; unquoted, the
+# refusal says how to quote; the status line gives the count, not
+# "querying ..."
+cat >"$T/quoted.keys" <<KEYS
+keys 5
+wait-idle
+keys /title="post 7"\n
+wait-idle
+dump q_double
+key Esc
+wait-idle
+keys /title='post 8'\n
+wait-idle
+dump q_single
+key Esc
+wait-idle
+keys /title=post 9\n
+wait-idle
+dump q_bare
+keys :q\n
+KEYS
+c_headless "queries of values with blanks" "$T/quoted.keys"
+t_contains "$(d q_double)" 'title="post 7"' "a double-quoted value: the entity found"
+t_contains "$(d q_double)" "index query, 1 found" "a double-quoted value: one found"
+t_match "$(d q_double | tail -n 1)" '/title="post 7": 1 found' "the status line gives the count"
+c_lacks q_double "querying" "no 'querying ...' left once the results are in"
+t_contains "$(d q_single)" 'title="post 8"' "a single-quoted value: the entity found"
+t_contains "$(d q_single)" "index query, 1 found" "a single-quoted value: one found"
+t_contains "$(d q_bare | tr -s '\n ' '  ')" "expected PROP=VALUE, got '9'; a value with blanks or commas is quoted: title=\"a b\" or title='a b'" \
+	"unquoted: the refusal says how to quote"
 
 # --- edit: saved only through bs_put_if, audited
 cat >"$T/edit.keys" <<KEYS
