@@ -572,6 +572,15 @@ static reaction_t page_key(action_t a)
 			submit(OP_FIRST);
 		tbl.sel = 0;
 		return R_REDRAW;
+	case ACT_END:
+		/* on the last row already: the next page's last (a page is read
+		 * by key: the oldest is as many pages away as there are) */
+		if (browsing && tbl.nshown > 0 && tbl.sel >= tbl.nshown - 1 && !at_end) {
+			select_last = true;
+			submit(OP_NEXT);
+			return R_REDRAW;
+		}
+		return R_UNHANDLED;
 	case ACT_DOWN:
 		if (browsing && tbl.sel >= tbl.nshown - 1 && !at_end) {
 			submit(OP_NEXT);
@@ -595,7 +604,7 @@ static reaction_t en_key(action_t a, int key)
 	reaction_t r;
 
 	switch (a) {
-	case ACT_PGDN: case ACT_PGUP: case ACT_HOME: case ACT_DOWN: case ACT_UP:
+	case ACT_PGDN: case ACT_PGUP: case ACT_HOME: case ACT_END: case ACT_DOWN: case ACT_UP:
 		if ((r = page_key(a)) != R_UNHANDLED)
 			return r;
 		break;
