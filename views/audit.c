@@ -98,13 +98,14 @@ static void build(void)
 
 static void au_draw(int y, int h, int w)
 {
-	char stale[128], t[64];
+	char stale[128], t[64], cnt[32];
 	int rows, line;
 
 	snap_lock();
 	build();
 	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
-	ui_printf(y, 0, w, "Audit: the newest %d changes of every shard (as of %s)  %s", snap.l.len,
+	ui_printf(y, 0, w, "Audit: %s changes, the newest of every shard (as of %s)  %s",
+	          tbl_count(cnt, sizeof cnt, &tbl),
 	          snap.taken_us ? fmt_time(t, sizeof t, snap.taken_us) : "-", stale);
 	rows = h - 3 > 2 ? h - 3 : 2;
 	tbl_draw(&tbl, y + 1, rows, w);

@@ -340,13 +340,14 @@ static int draw_notes(int line, int end, int w)
 
 static void ix_draw(int y, int h, int w)
 {
-	char stale[128], t[64];
+	char stale[128], t[64], cnt[32];
 	int rows, line;
 
 	snap_lock();
 	build();
 	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
-	ui_printf(y, 0, w, "Indexes: %d  (rows: ~ InnoDB's estimates, # counts exactly; as of %s)  %s", snap.n,
+	ui_printf(y, 0, w, "Indexes: %s  (rows: ~ InnoDB's estimates, # counts exactly; as of %s)  %s",
+	          tbl_count(cnt, sizeof cnt, &tbl),
 	          snap.taken_us ? fmt_time(t, sizeof t, snap.taken_us) : "-", stale);
 	rows = tbl.nshown + 1 < h - 4 ? tbl.nshown + 1 : h - 4;
 	if (rows < 2)

@@ -2,7 +2,8 @@
 # test_console_indexes.sh - the indexes screen's actions, headless against
 # real shards: create from the form with the DDL preview, backfill on a
 # console worker, verify, drop only after the name is typed (the prompt
-# naming rows and shards), each in the audit table.
+# naming rows and shards), each in the audit table; headers count what a
+# filter shows ("1 of 3").
 . tests/console/lib.sh
 
 c_init
@@ -30,6 +31,26 @@ case $T_OUT in
 *) t_ok "the engine no longer has index_title" ;;
 esac
 t_contains "$T_OUT" "index_n" "the other index stays"
+
+# headers count what the filter shows: "1 of 3", not 3
+t_exit 0 "index_a" -- "$BAGSTORE" -c "$CFG" index create index_a --on title:string\(16\) --shard-on title
+t_exit 0 "index_b" -- "$BAGSTORE" -c "$CFG" index create index_b --on title:string\(16\) --shard-on title
+cat >"$T/filtered.keys" <<KEYS
+keys 2
+wait-idle
+keys /index_a\n
+wait-idle
+dump ix_filtered
+keys 4
+wait-idle
+keys /index_a\n
+wait-idle
+dump bf_filtered
+keys :q\n
+KEYS
+c_headless "filtered headers" "$T/filtered.keys"
+t_contains "$(d ix_filtered)" "Indexes: 1 of 3 " "indexes: the header counts the rows the filter shows"
+t_match "$(d bf_filtered)" "Backfills: 2 of [0-9]+ jobs" "backfills: the header counts the rows the filter shows"
 
 audit=$(t_sql 0 "SELECT action, target FROM bagstore_audit ORDER BY 1"; t_sql 1 "SELECT action, target FROM bagstore_audit ORDER BY 1")
 t_contains "$audit" "index.create	index_title" "audit: create"

@@ -146,6 +146,17 @@ void tbl_finish(table_t *t, const char *filter)
 		t->sel = 0;
 }
 
+char *tbl_count(char *buf, size_t n, const table_t *t)
+{
+	int body = t->nrows - t->npinned, shown = t->nshown - t->npinned;
+
+	if (shown < body)
+		snprintf(buf, n, "%d of %d", shown, body);
+	else
+		snprintf(buf, n, "%d", body);
+	return buf;
+}
+
 int tbl_selected(const table_t *t)
 {
 	if (t->nshown == 0 || t->sel < 0 || t->sel >= t->nshown)
