@@ -214,8 +214,8 @@ static void add_shard_row(const bs_shard_status_t *s, int i)
 			tbl_set(&tbl, r, 8, s->replica_lag, "%.1fs", s->replica_lag);
 	}
 	tbl_set(&tbl, r, 9, s->fingerprint_ok, "%s",
-	        down ? "-" : s->fingerprint_ok == 1 ? "agrees" :
-	        s->fingerprint_ok == 0 ? "DISAGREES" : "not initialised");
+	        /* the command line's words (bagstore shards) */
+	        down ? "-" : s->fingerprint_ok == 1 ? "ok" : s->fingerprint_ok == 0 ? "MISMATCH" : "uninitialised");
 }
 
 /* The totals row: over the rows the filter shows, marked ~ while any
