@@ -99,6 +99,10 @@ t_contains "$T_ERR" "nonexistent.yaml" "missing configuration is named"
 printf 'shards: [\n' >"$TMP/broken.yaml"
 t_exit 2 "configuration that is not YAML" -- $VG "$BAGSTORE" -c "$TMP/broken.yaml" index list
 t_match "$T_ERR" "broken.yaml:[0-9]+:[0-9]+: " "YAML syntax error names FILE:LINE:COL"
+mkdir -p "$TMP/empty"
+t_exit 2 "no configuration anywhere" -- sh -c 'cd "$1" && exec env -u BAGSTORE_CONFIG "$2" shards' sh "$TMP/empty" "$(cd "$(dirname "$BAGSTORE")" && pwd)/$(basename "$BAGSTORE")"
+t_contains "$T_ERR" "./bagstore.yaml: cannot read" "no configuration: the file looked for"
+t_contains "$T_ERR" "name the configuration with -c FILE or \$BAGSTORE_CONFIG" "no configuration: how to name one"
 t_exit 0 "help needs no configuration" -- $VG "$BAGSTORE" -c "$TMP/bad.yaml" get --help
 
 # ------------------------------------------------------------ init, shards
