@@ -35,6 +35,7 @@ t_contains "$T_OUT" "index_n" "the other index stays"
 # headers count what the filter shows: "1 of 3", not 3
 t_exit 0 "index_a" -- "$BAGSTORE" -c "$CFG" index create index_a --on title:string\(16\) --shard-on title
 t_exit 0 "index_b" -- "$BAGSTORE" -c "$CFG" index create index_b --on title:string\(16\) --shard-on title
+t_exit 0 "index_a's backfill cancelled" -- "$BAGSTORE" -c "$CFG" backfill cancel index_a
 cat >"$T/filtered.keys" <<KEYS
 keys 2
 wait-idle
@@ -50,6 +51,7 @@ keys :q\n
 KEYS
 c_headless "filtered headers" "$T/filtered.keys"
 t_contains "$(d ix_filtered)" "Indexes: 1 of 3 " "indexes: the header counts the rows the filter shows"
+t_match "$(d ix_filtered)" "^index_a .* 0\.0% cancelled " "a cell wider than its column gets the room left, not cut short"
 t_match "$(d bf_filtered)" "Backfills: 2 of [0-9]+ jobs" "backfills: the header counts the rows the filter shows"
 
 audit=$(t_sql 0 "SELECT action, target FROM bagstore_audit ORDER BY 1"; t_sql 1 "SELECT action, target FROM bagstore_audit ORDER BY 1")
