@@ -640,8 +640,9 @@ typedef struct {
 	int64_t types[BS_CT_COUNT]; /* of those, per kind */
 	int64_t distinct;         /* distinct values in the sample (exact, up to 200,000) */
 	bool distinct_capped;     /* more distinct values than that: distinct is a floor */
-	double distinct_est;      /* estimated distinct values in the store (GEE; equals
-	                           * distinct when the sample read every entity) */
+	double distinct_est;      /* estimated distinct values in the store (Haas and
+	                           * Stokes' Duj1; equals distinct when the sample
+	                           * read every entity) */
 	int64_t max_bytes;        /* the largest string (UTF-8 bytes) or binary */
 	int64_t max_chars;        /* the longest string, in characters */
 	int64_t max_items;        /* the largest array or map, in elements */
