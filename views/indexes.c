@@ -270,6 +270,9 @@ static void row_progress(int r, const irow_t *it, int ns)
 		int64_t sum = d->missing + d->stale + d->orphaned;
 		if (sum == 0)
 			tbl_set(&tbl, r, 6 + ns, 0, "ok, %s", fmt_age(age, sizeof age, d->at_us));
+		else if (d->repaired > 0) /* what it found, it fixed (V) */
+			tbl_set(&tbl, r, 6 + ns, 0, "ok: %lld repaired, %s", (long long)d->repaired,
+			        fmt_age(age, sizeof age, d->at_us));
 		else
 			tbl_set(&tbl, r, 6 + ns, (double)sum, "miss %lld stale %lld orph %lld, %s",
 			        (long long)d->missing, (long long)d->stale, (long long)d->orphaned,
@@ -425,10 +428,13 @@ static void do_verify(bs_store_t *st, void *arg)
 		         (long long)d.missing, (long long)d.stale, (long long)d.orphaned, (long long)d.repaired);
 		worker_audit(st, "index.repair", q->name, det);
 	}
+	char fixed[64] = "";
+	if (q->repair)
+		snprintf(fixed, sizeof fixed, "; %lld index row%s repaired", (long long)d.repaired, d.repaired == 1 ? "" : "s");
 	worker_notify(d.missing + d.stale + d.orphaned > 0 && !q->repair,
 	              "verify %s: checked %lld, missing %lld, stale %lld, orphaned %lld, misfit %lld%s",
 	              q->name, (long long)d.checked, (long long)d.missing, (long long)d.stale,
-	              (long long)d.orphaned, (long long)d.misfit, q->repair ? ", repaired" : "");
+	              (long long)d.orphaned, (long long)d.misfit, fixed);
 	worker_submit(LANE_STATUS, KEY_SNAP, false, work, NULL, NULL);
 }
 

@@ -54,6 +54,27 @@ t_contains "$(d ix_filtered)" "Indexes: 1 of 3 " "indexes: the header counts the
 t_match "$(d ix_filtered)" "^index_a .* 0\.0% cancelled " "a cell wider than its column gets the room left, not cut short"
 t_match "$(d bf_filtered)" "Backfills: 2 of [0-9]+ jobs" "backfills: the header counts the rows the filter shows"
 
+# V: one index row gone, repaired; the status line counts it and DRIFT no
+# longer says it is missing
+t_exit 0 "backfill index_n" -- "$BAGSTORE" -c "$CFG" cleaner --index index_n
+t_sql 0 "DELETE FROM index_n LIMIT 1"
+cat >"$T/repair.keys" <<KEYS
+keys 2
+wait-idle
+keys /index_n\n
+wait-idle
+keys V
+wait-for repaired
+wait-idle
+dump repaired
+keys :q\n
+KEYS
+c_headless "V repairs a missing row" "$T/repair.keys"
+t_contains "$(d repaired | tr -s '\n ' '  ')" "verify index_n: checked 200, missing 1, stale 0, orphaned 0, misfit 0; 1 index row repaired" \
+	"V: the status line says how many rows it repaired"
+t_match "$(d repaired)" "^index_n .* ok: 1 repaired, " "V: DRIFT says the missing row was repaired"
+c_lacks repaired "miss 1" "V: DRIFT no longer says a row is missing"
+
 audit=$(t_sql 0 "SELECT action, target FROM bagstore_audit ORDER BY 1"; t_sql 1 "SELECT action, target FROM bagstore_audit ORDER BY 1")
 t_contains "$audit" "index.create	index_title" "audit: create"
 t_contains "$audit" "index.backfill	index_title" "audit: backfill"
