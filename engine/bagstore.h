@@ -1045,7 +1045,11 @@ typedef struct {
 	double history_step_s;   /* seconds between samples, at least */
 	int64_t now_us;          /* the shard's clock when read */
 	int64_t repairs_total;   /* index rows repaired since the watermark row was made
-	                          * (a rate is the difference between two reads) */
+	                          * (a rate is the difference between two reads):
+	                          * drift of ready indexes, and orphans swept */
+	int64_t fills_total;     /* rows the repair passes inserted into indexes still
+	                          * building: backfill's work (a new daemon's first
+	                          * pass), not drift; counted apart */
 	char error[256];         /* why the shard could not be read ("" when it was) */
 	double repairs_per_s;
 	int64_t last_pass_us;

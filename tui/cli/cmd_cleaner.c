@@ -695,6 +695,7 @@ static json_t *lag_json(const bs_lag_t *g, int cleaners)
 		json_object_set_new(o, "history_at_us", h);
 	}
 	json_object_set_new(o, "repairs_total", json_integer(g->repairs_total));
+	json_object_set_new(o, "fills_total", json_integer(g->fills_total));
 	return o;
 }
 
