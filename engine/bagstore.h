@@ -110,6 +110,10 @@ int bs_value_copy(bs_value_t *out, const bs_value_t *src);
 bool bs_value_equal(const bs_value_t *a, const bs_value_t *b);
 /* Frees what the value owns and leaves it NIL. Accepts NULL. */
 void bs_value_clear(bs_value_t *v);
+/* A finite double as the shortest text that reads back as the same double
+ * ("%.*g" with 15, 16 or 17 digits, the first that does; C locale): what
+ * every JSON the program prints uses. Returns the digits used. */
+int bs_float_text(char buf[40], double d);
 
 /* ------------------------------------------------------------------ ids */
 
@@ -513,8 +517,10 @@ void bs_query_spec_clear(bs_query_spec_t *q);
 int bs_query_parse(bs_query_spec_t *out, const bs_index_list_t *l, const char *index,
                    const char *const *texts, int ntexts);
 /* The console's form in one line: "[INDEX:] PROP=VALUE [PROP=VALUE...]",
- * conditions separated by blanks or commas; a VALUE may be double-quoted
- * ("a b", with \" and \\ inside) to hold blanks, commas or quotes. */
+ * conditions separated by blanks or commas; a VALUE may be quoted, "a b"
+ * or 'a b' (with \" or \' and \\ inside), to hold blanks, commas or
+ * quotes (a single quote opens only where a word or a value starts). A
+ * word without '=' after the first is refused saying how to quote. */
 int bs_query_parse_text(bs_query_spec_t *out, const bs_index_list_t *l, const char *text);
 
 /* ------------------------------------------------------------------ explain */
@@ -799,8 +805,9 @@ typedef struct {
 	int64_t types[BS_CT_COUNT]; /* of those, per kind */
 	int64_t distinct;         /* distinct values in the sample (exact, up to 200,000) */
 	bool distinct_capped;     /* more distinct values than that: distinct is a floor */
-	double distinct_est;      /* estimated distinct values in the store (GEE; equals
-	                           * distinct when the sample read every entity) */
+	double distinct_est;      /* estimated distinct values in the store (Haas and
+	                           * Stokes' Duj1; equals distinct when the sample
+	                           * read every entity) */
 	int64_t max_bytes;        /* the largest string (UTF-8 bytes) or binary */
 	int64_t max_chars;        /* the longest string, in characters */
 	int64_t max_items;        /* the largest array or map, in elements */
@@ -1085,6 +1092,11 @@ typedef struct {
 	int source_shard, target_shard; /* configured shards, -1 when not */
 	int nbuckets;
 	char buckets[256];          /* as ranges ("0-9,12"), cut with "..." */
+	int (*ranges)[2];           /* every bucket, as [first, last] ranges,
+	                             * ascending: nranges of them; set by
+	                             * bs_move_list (its own: freed with the list),
+	                             * NULL in a mover's progress */
+	int nranges;
 	bs_job_state_t state;
 	bs_move_phase_t phase;
 	char reason[256];           /* why throttled or waiting, or the error */
@@ -1202,7 +1214,11 @@ typedef struct {
 	double history_step_s;   /* seconds between samples, at least */
 	int64_t now_us;          /* the shard's clock when read */
 	int64_t repairs_total;   /* index rows repaired since the watermark row was made
-	                          * (a rate is the difference between two reads) */
+	                          * (a rate is the difference between two reads):
+	                          * drift of ready indexes, and orphans swept */
+	int64_t fills_total;     /* rows the repair passes inserted into indexes still
+	                          * building: backfill's work (a new daemon's first
+	                          * pass), not drift; counted apart */
 	char error[256];         /* why the shard could not be read ("" when it was) */
 	double repairs_per_s;
 	int64_t last_pass_us;

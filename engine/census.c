@@ -8,14 +8,13 @@
  * every sampled body (a.b inside maps, a[] for an array's elements) gets
  * the types its values had, in how many sampled entities it occurs, its
  * distinct values (exact in the sample, and an estimate for the store by
- * the GEE estimator: sqrt(N/n) f1 + the values seen more than once; N
- * when every value seen differs), its
+ * Haas and Stokes' Duj1 jackknife, bounded by the values seen and the
+ * values there are: bs__distinct_estimate), its
  * largest value, an example, the indexes that hold it, and the index type
  * its values would fit.
  */
 #include "internal.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -532,21 +531,50 @@ static void covering(bs_census_prop_t *p, const bs_index_list_t *cat)
 	}
 }
 
-/* GEE: sqrt(N/n) f1 + (d - f1), N the values the store holds at the path
- * by the sample's share of the estimated entities. */
+double bs__distinct_estimate(const uint32_t *counts, size_t ncounts, double N)
+{
+	double n = 0, d = 0, n2 = 0, d2 = 0, f1 = 0, big = 0, N2, est;
+
+	for (size_t k = 0; k < ncounts; k++) {
+		if (!counts[k])
+			continue;
+		n += counts[k];
+		d++;
+		if (counts[k] > BS__DISTINCT_STABLE) {
+			big++;
+			continue;
+		}
+		n2 += counts[k];
+		d2++;
+		f1 += counts[k] == 1;
+	}
+	if (d == 0)
+		return 0;
+	if (N < n)
+		N = n;
+	N2 = N * n2 / n; /* the values of the others, by their share */
+	/* Duj1 over the others: d2 / (1 - (1 - n2/N2) f1/n2); its denominator
+	 * is at least n2/N2 */
+	est = big + (n2 > 0 ? n2 * d2 / ((n2 - f1) + f1 * n2 / N2) : 0);
+	if (!(est >= d))
+		est = d;
+	if (est > N)
+		est = N;
+	return est;
+}
+
+/* The store's distinct values at the path (bs__distinct_estimate), N the
+ * values the store holds there by the sample's share of the estimated
+ * entities. (GEE, sqrt(N/n) f1 + the rest, was 8 times low for a title
+ * nearly unique: it is the geometric mean of d and (N/n) f1.) */
 static void distinct(bs_census_prop_t *p, const hset_t *s, double scale, bool complete)
 {
-	int64_t f1 = 0;
-	for (size_t k = 0; k < s->cap; k++)
-		f1 += s->keys[k] && s->counts[k] == 1;
 	p->distinct = (int64_t)s->len;
 	p->distinct_capped = s->capped;
 	if (complete || scale <= 1)
 		p->distinct_est = (double)s->len;
-	else if (f1 == p->values) /* every value seen differs: likely unique (an id) */
-		p->distinct_est = (double)p->values * scale;
 	else
-		p->distinct_est = sqrt(scale) * (double)f1 + (double)(s->len - (size_t)f1);
+		p->distinct_est = bs__distinct_estimate(s->counts, s->cap, (double)p->values * scale);
 }
 
 static int by_path(const void *x, const void *y)

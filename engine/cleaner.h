@@ -256,7 +256,7 @@ void bs__batch_free(bs__batch_t *b);
  * watermark moved, now minus prev_us (the watermark the pass started from;
  * 0 when there was none). */
 int bs__lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t prev_us, int64_t pass_rows,
-               int64_t repairs, double pass_seconds);
+               int64_t repairs, int64_t fills, double pass_seconds);
 /* A lag sample without a pass (now minus the watermark as it stands, at
  * most one per step): a pass that was blocked or failed on a shard that
  * answers still shows in the history. */

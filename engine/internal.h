@@ -494,6 +494,19 @@ typedef struct {
 int bs__replica_heartbeat(bs__replica_hb_t *out, MYSQL **conn, const bs_replica_conf_t *r,
                           const bs_shard_conf_t *sc, unsigned timeout, char *err, size_t size);
 
+/* ------------------------------------------------------------ census (census.c) */
+
+/* The distinct values a store holds, from a sample of its N values
+ * (estimated): counts[k] is how often the sample holds its k-th distinct
+ * value (0: skipped; n is their sum). Haas and Stokes' first-order
+ * jackknife Duj1 (as PostgreSQL's ANALYZE uses it), n d / (n - f1 + f1 n
+ * / N) over d values seen, f1 of them once, stabilised as theirs is: the
+ * values seen more than BS__DISTINCT_STABLE times are set aside (counted
+ * once each, their share of N taken out) so that one common value does
+ * not hide the rest. Bounded by [values seen, N]. */
+#define BS__DISTINCT_STABLE 10
+double bs__distinct_estimate(const uint32_t *counts, size_t ncounts, double N);
+
 /* ------------------------------------------------------------ tls (tls.c) */
 
 /* Before mysql_real_connect: the connection's tls settings as Connector/C

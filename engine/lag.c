@@ -63,7 +63,7 @@ static void sample_sql(bs_buf_t *b, int64_t from_us)
 }
 
 int bs__lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t prev_us, int64_t pass_rows,
-               int64_t repairs, double pass_seconds)
+               int64_t repairs, int64_t fills, double pass_seconds)
 {
 	bs_buf_t b = {0};
 	int rc;
@@ -76,6 +76,11 @@ int bs__lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t prev
 	           " last_pass_rows=VALUES(last_pass_rows), repairs=repairs+VALUES(repairs),"
 	           " repairs_per_s=VALUES(repairs_per_s);",
 	           (long long)watermark_us, (long long)pass_rows, (long long)repairs, rps);
+	/* fills of indexes still building: a row of their own ('fills', its
+	 * total in repairs), apart from the drift repaired */
+	if (fills > 0)
+		bs__buf_printf(&b, "INSERT INTO bagstore_watermarks (name, repairs) VALUES ('fills',%lld)"
+		               " ON DUPLICATE KEY UPDATE repairs=repairs+VALUES(repairs);", (long long)fills);
 	sample_sql(&b, prev_us > 0 && prev_us < watermark_us ? prev_us : watermark_us);
 	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_check(st, shard)))
 		rc = bs__shard_exec(st, shard, b.ptr, b.len);
@@ -88,8 +93,9 @@ static int lag_on(bs_store_t *st, int i, void *p)
 	bs_lag_t *out = &((bs_lag_t *)p)[i];
 	static const char q[] =
 		"SELECT CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED), w.watermark_us, w.last_pass_us,"
-		" w.last_pass_rows, w.repairs_per_s, w.repairs FROM (SELECT 1) d"
-		" LEFT JOIN bagstore_watermarks w ON w.name='repair'";
+		" w.last_pass_rows, w.repairs_per_s, w.repairs, f.repairs FROM (SELECT 1) d"
+		" LEFT JOIN bagstore_watermarks w ON w.name='repair'"
+		" LEFT JOIN bagstore_watermarks f ON f.name='fills'";
 	MYSQL_RES *res = NULL;
 	bs_buf_t b = {0};
 	int rc;
@@ -102,6 +108,7 @@ static int lag_on(bs_store_t *st, int i, void *p)
 	out->last_pass_rows = row && row[3] ? strtoll(row[3], NULL, 10) : 0;
 	out->repairs_per_s = row && row[4] ? strtod(row[4], NULL) : 0;
 	out->repairs_total = row && row[5] ? strtoll(row[5], NULL, 10) : 0;
+	out->fills_total = row && row[6] ? strtoll(row[6], NULL, 10) : 0;
 	out->now_us = now;
 	out->lag_s = out->watermark_us ? (double)(now - out->watermark_us) / 1e6 : -1;
 	out->reachable = true;

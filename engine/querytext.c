@@ -161,7 +161,10 @@ done:
 }
 
 /* Split the console's one-line form into condition texts (in words[],
- * unquoted, NUL-terminated inside buf). */
+ * unquoted, NUL-terminated inside buf). A double quote opens or closes a
+ * quoted part anywhere; a single quote only where a word or a value starts
+ * (title='a b'), so that an apostrophe inside a value (title=don't) is a
+ * letter. Inside either, a backslash escapes that quote and a backslash. */
 static int split_words(char *buf, char **words, int *nwords, int max)
 {
 	char *r = buf, *w = buf;
@@ -174,20 +177,22 @@ static int split_words(char *buf, char **words, int *nwords, int max)
 		if (*nwords == max)
 			return bs_error(BS_EINVAL, "a query has at most %d conditions", max);
 		words[(*nwords)++] = w;
-		bool quoted = false;
+		char *word = w, quote = 0;
 		for (; *r; r++) {
-			if (quoted && *r == '\\' && (r[1] == '"' || r[1] == '\\')) {
+			if (quote && *r == '\\' && (r[1] == quote || r[1] == '\\')) {
 				*w++ = *++r;
-			} else if (*r == '"') {
-				quoted = !quoted;
-			} else if (!quoted && (*r == ' ' || *r == '\t' || *r == ',')) {
+			} else if (quote && *r == quote) {
+				quote = 0;
+			} else if (!quote && (*r == '"' || (*r == '\'' && (w == word || w[-1] == '=')))) {
+				quote = *r;
+			} else if (!quote && (*r == ' ' || *r == '\t' || *r == ',')) {
 				break;
 			} else {
 				*w++ = *r;
 			}
 		}
-		if (quoted)
-			return bs_error(BS_EINVAL, "a quote is not closed in the query");
+		if (quote)
+			return bs_error(BS_EINVAL, "a quote (%c) is not closed in the query", quote);
 		bool end = !*r;
 		*w++ = '\0';
 		if (end)
@@ -219,6 +224,11 @@ int bs__query_split(char **index, char **words, int *nwords, char *buf)
 		return rc;
 	if (!*nwords)
 		return bs_error(BS_EINVAL, "a query is PROP=VALUE [PROP=VALUE...]");
+	/* a value with blanks split in two: say how to keep it whole */
+	for (int j = 0; j < *nwords; j++)
+		if (!strchr(words[j], '=') || words[j][0] == '=')
+			return bs_error(BS_EINVAL, "expected PROP=VALUE, got '%s'; a value with blanks or commas "
+			                "is quoted: title=\"a b\" or title='a b'", words[j]);
 	return 0;
 }
 

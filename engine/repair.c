@@ -621,7 +621,15 @@ int bs__repair_pass(bs__repair_stats_t *out, bs__repairer_t *d, bs_store_t *st, 
 	/* orphans: a bounded batch per index on this shard */
 	if ((rc = sweep_batch(&repaired, per, d, st, shard, live, nlive)))
 		goto done;
-	if (!(rc = bs__lag_record(st, shard, start, prev, rows, repaired, bs_now_mono() - t0)) && out)
+	/* rows inserted into an index still building are its backfill's work
+	 * done early (a new daemon's first pass reads every entity), not drift */
+	int64_t fills = 0;
+	for (int k = 0; k < nlive; k++)
+		if (live[k].state == BS_INDEX_BUILDING)
+			fills += per[k].inserted;
+	if (fills > repaired)
+		fills = repaired;
+	if (!(rc = bs__lag_record(st, shard, start, prev, rows, repaired - fills, fills, bs_now_mono() - t0)) && out)
 		out->watermark_us = start;
 done:
 	if (rc && mine && st->shards[shard].conn) {

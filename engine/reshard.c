@@ -313,9 +313,34 @@ void bs_move_list_free(bs_move_list_t *l)
 {
 	if (!l)
 		return;
+	for (int k = 0; l->items && k < l->len; k++)
+		free(l->items[k].ranges);
 	free(l->items);
 	l->items = NULL;
 	l->len = 0;
+}
+
+/* The move's buckets (ascending) as [first, last] ranges, into p. */
+static int move_ranges(bs_move_t *p, const int *b, int n)
+{
+	int k, r = 0;
+
+	p->ranges = NULL;
+	p->nranges = 0;
+	if (!n)
+		return 0;
+	if (!(p->ranges = malloc((size_t)n * sizeof *p->ranges)))
+		return bs_error(BS_ENOMEM, "out of memory");
+	for (k = 0; k < n; k++) {
+		if (r && b[k] == p->ranges[r - 1][1] + 1)
+			p->ranges[r - 1][1] = b[k];
+		else {
+			p->ranges[r][0] = p->ranges[r][1] = b[k];
+			r++;
+		}
+	}
+	p->nranges = r;
+	return 0;
 }
 
 struct list_arg {
@@ -428,8 +453,10 @@ int bs_move_list(bs_move_list_t *out, bs_store_t *st, int *unreachable)
 	if (n && !(out->items = calloc((size_t)n, sizeof *out->items)))
 		rc = bs_error(BS_ENOMEM, "out of memory");
 	for (int k = 0; k < n; k++) {
-		if (!rc)
-			out->items[out->len++] = mv[k].pub;
+		if (!rc) {
+			out->items[out->len] = mv[k].pub;
+			rc = move_ranges(&out->items[out->len++], mv[k].buckets, mv[k].nb);
+		}
 		bs__move_free(&mv[k]);
 	}
 	free(mv);

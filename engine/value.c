@@ -164,6 +164,11 @@ int bs__float_format(char buf[40], double d)
 	return p;
 }
 
+int bs_float_text(char buf[40], double d)
+{
+	return bs__float_format(buf, d);
+}
+
 /* ------------------------------------------------------------ keyset */
 
 #define KEYSET_MIN_ITEMS 8

@@ -3,7 +3,7 @@
  * shard's audit log (bs_audit_list): when, who (OS user, host, pid), what,
  * on which shards, the detail. Enter shows a change in full, an entity
  * change with its before and after and the difference; `u` undoes an
- * entity change (bs_audit_undo): the before-image is written back only if
+ * entity change, as `y` does on its page (bs_audit_undo): the before-image is written back only if
  * the entity is still what the change wrote, else nothing is written and
  * the conflict page shows both versions. The undo is audited itself.
  */
@@ -98,13 +98,14 @@ static void build(void)
 
 static void au_draw(int y, int h, int w)
 {
-	char stale[128], t[64];
+	char stale[128], t[64], cnt[32];
 	int rows, line;
 
 	snap_lock();
 	build();
 	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
-	ui_printf(y, 0, w, "Audit: the newest %d changes of every shard (as of %s)  %s", snap.l.len,
+	ui_printf(y, 0, w, "Audit: %s changes, the newest of every shard (as of %s)  %s",
+	          tbl_count(cnt, sizeof cnt, &tbl),
 	          snap.taken_us ? fmt_time(t, sizeof t, snap.taken_us) : "-", stale);
 	rows = h - 3 > 2 ? h - 3 : 2;
 	tbl_draw(&tbl, y + 1, rows, w);
@@ -251,6 +252,27 @@ static void undo_answer(bool yes, void *ctx)
 	worker_submit(LANE_ACTION, NULL, false, do_undo, e, entry_free);
 }
 
+/* What an undo of e would write, for its question. */
+static const char *undo_what(const bs_audit_entry_t *e)
+{
+	return e->has_before ? (e->has_after ? "write its before-image back" : "re-create it (only if absent)") :
+	       "delete it";
+}
+
+/* `y` on a change's page: the undo, asked for there (the page names it). */
+static reaction_t undo_from_page(void *ctx)
+{
+	ui_msg("undoing ...");
+	worker_submit(LANE_ACTION, NULL, false, do_undo, ctx, entry_free);
+	return R_POP;
+}
+
+/* The page closed without `y`: its entry goes. */
+static void page_closed(void *ctx)
+{
+	entry_free(ctx);
+}
+
 static reaction_t undo_selected(void)
 {
 	const bs_audit_entry_t *e;
@@ -270,9 +292,7 @@ static reaction_t undo_selected(void)
 	row_name(name, sizeof name, copy);
 	bs_id_hex(hex, &copy->entity_id);
 	snprintf(label, sizeof label, "Undo %s (%s of %s): %s, only if the entity is still what this change "
-	         "wrote. y/n ", name, copy->action, hex,
-	         copy->has_before ? (copy->has_after ? "write its before-image back" : "re-create it (only if absent)") :
-	         "delete it");
+	         "wrote. y/n ", name, copy->action, hex, undo_what(copy));
 	ui_confirm(label, undo_answer, copy);
 	return R_REDRAW;
 }
@@ -286,13 +306,26 @@ static reaction_t au_key(action_t a, int key)
 		return r;
 	switch (a) {
 	case ACT_OPEN: {
-		char *page = NULL, title[160] = "";
+		char *page = NULL, title[160] = "", label[160] = "";
+		bs_audit_entry_t *copy = NULL;
 		snap_lock();
-		if ((e = selected_locked()))
+		if ((e = selected_locked())) {
 			entry_page(&page, title, sizeof title, e);
+			/* an entity change's page offers its undo */
+			if (e->entity && (copy = calloc(1, sizeof *copy)) && entry_copy(copy, e) < 0) {
+				free(copy);
+				copy = NULL;
+			}
+			if (copy)
+				snprintf(label, sizeof label, "undo this change: %s, only if the entity is still what it wrote",
+				         undo_what(copy));
+		}
 		snap_unlock();
-		if (title[0])
-			text_open(title, page ? page : "", NULL, NULL, NULL);
+		if (title[0]) {
+			text_open(title, page ? page : "", copy ? undo_from_page : NULL, copy, label);
+			if (copy)
+				text_set_cancel(page_closed);
+		}
 		free(page);
 		return R_REDRAW;
 	}

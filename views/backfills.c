@@ -125,7 +125,7 @@ static void build(local_backfill_t *loc, int nloc)
 static void bf_draw(int y, int h, int w)
 {
 	static local_backfill_t loc[16];
-	char stale[128], t[64];
+	char stale[128], t[64], cnt[32];
 	int nloc = worker_backfills(loc, 16), i, line, queued = 0, hint;
 
 	snap_lock();
@@ -136,7 +136,7 @@ static void bf_draw(int y, int h, int w)
 		h--;
 	build(loc, nloc);
 	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
-	ui_printf(y, 0, w, "Backfills: %d jobs (as of %s)  %s", snap.jobs.len,
+	ui_printf(y, 0, w, "Backfills: %s jobs (as of %s)  %s", tbl_count(cnt, sizeof cnt, &tbl),
 	          snap.taken_us ? fmt_time(t, sizeof t, snap.taken_us) : "-", stale);
 	tbl_draw(&tbl, y + 1, h - 4 - (nloc > 0 ? 1 : 0), w);
 	line = y + h - 3 - (nloc > 0 ? 1 : 0);

@@ -39,7 +39,7 @@ static char lag_title[64] = "LAG, LAST MINUTES";
 static const col_t cols[] = {
 	{"SHARD", 8, false, 0}, {"WATERMARK (UTC)", 19, false, 1}, {"LAG", 8, true, 0},
 	{lag_title, 38, false, 0}, {"REPAIRS/S", 9, true, 1}, {"REPAIRED", 10, true, 2},
-	{"LAST PASS", 0, false, 2},
+	{"FILLED", 8, true, 2}, {"LAST PASS", 0, false, 2},
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 #define SPARK_W 24   /* columns of the lag sparkline */
@@ -229,7 +229,9 @@ static void build(double bin_s)
 		else
 			tbl_set(&tbl, r, 4, rate, "%.1f", rate);
 		tbl_set(&tbl, r, 5, (double)l->repairs_total, "%s", fmt_count(cnt, sizeof cnt, l->repairs_total));
-		tbl_set(&tbl, r, 6, (double)l->last_pass_us, "%s, %lld entities",
+		/* rows of indexes still building: backfill's work, not drift */
+		tbl_set(&tbl, r, 6, (double)l->fills_total, "%s", fmt_count(cnt, sizeof cnt, l->fills_total));
+		tbl_set(&tbl, r, 7, (double)l->last_pass_us, "%s, %lld entities",
 		        fmt_age(age, sizeof age, l->last_pass_us), (long long)l->last_pass_rows);
 	}
 	tbl_finish(&tbl, ui_filter());

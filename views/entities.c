@@ -279,6 +279,8 @@ static void work(bs_store_t *st, void *arg)
 		rc = run_query(&page, st, q->query, QUERY_LIMIT);
 		if (rc < 0) /* refused: said, and never read as a filter of the page */
 			worker_notify(true, "/%s: %s", q->query, bs_last_error());
+		else if (!q->reload) /* in place of "querying ..." */
+			worker_notify(false, "/%s: %zu found", q->query, page.matched > page.len ? page.matched : page.len);
 		publish(&page, rc, !q->reload, true, true, q->query, q->shard);
 		return;
 	}
@@ -570,6 +572,15 @@ static reaction_t page_key(action_t a)
 			submit(OP_FIRST);
 		tbl.sel = 0;
 		return R_REDRAW;
+	case ACT_END:
+		/* on the last row already: the next page's last (a page is read
+		 * by key: the oldest is as many pages away as there are) */
+		if (browsing && tbl.nshown > 0 && tbl.sel >= tbl.nshown - 1 && !at_end) {
+			select_last = true;
+			submit(OP_NEXT);
+			return R_REDRAW;
+		}
+		return R_UNHANDLED;
 	case ACT_DOWN:
 		if (browsing && tbl.sel >= tbl.nshown - 1 && !at_end) {
 			submit(OP_NEXT);
@@ -593,7 +604,7 @@ static reaction_t en_key(action_t a, int key)
 	reaction_t r;
 
 	switch (a) {
-	case ACT_PGDN: case ACT_PGUP: case ACT_HOME: case ACT_DOWN: case ACT_UP:
+	case ACT_PGDN: case ACT_PGUP: case ACT_HOME: case ACT_END: case ACT_DOWN: case ACT_UP:
 		if ((r = page_key(a)) != R_UNHANDLED)
 			return r;
 		break;

@@ -9,7 +9,9 @@
  *    with bs_put_if against the updated time read when it was opened. A
  *    conflict writes nothing, keeps the edited YAML in its file, and shows
  *    the store's version beside the operator's.
- *  - create: the same with a new id, written only if absent.
+ *  - create: the same with a new id, written only if absent; a template
+ *    that comes back unchanged is an abort, as an unchanged edit is.
+ * One file kept after a failure at a time (keep_file).
  *  - delete: after the first 8 hex digits of the id are typed.
  * Every change goes to the audit table.
  */
@@ -526,6 +528,42 @@ static struct {
 	bs_value_t bag;          /* decoded edit */
 } ed;
 
+/* The one edit file kept after a failure, named in its message (a YAML
+ * error, a conflict, a write that failed): a later failure's file takes its
+ * place and the older is removed; writing or giving up the edit kept in it
+ * removes it. Under snap_lock: a lane's write keeps or removes it too. */
+static char kept_path[256];
+
+static void keep_file(const char *path)
+{
+	char old[sizeof kept_path];
+
+	snap_lock();
+	snprintf(old, sizeof old, "%s", kept_path);
+	snprintf(kept_path, sizeof kept_path, "%s", path);
+	snap_unlock();
+	if (old[0] && strcmp(old, path) != 0)
+		unlink(old);
+}
+
+/* The edit in path is written or given up: its file goes. 0: removed. */
+static int drop_file(const char *path)
+{
+	int rc = unlink(path);
+
+	snap_lock();
+	if (strcmp(kept_path, path) == 0)
+		kept_path[0] = 0;
+	snap_unlock();
+	return rc;
+}
+
+/* The key that edits the kept file again: `e` for an edit, `n` for a create. */
+static char again_key(void)
+{
+	return ed.expect_us ? 'e' : 'n';
+}
+
 static void ed_reset(void)
 {
 	free(ed.orig_yaml);
@@ -628,6 +666,7 @@ static void write_conflict(bs_store_t *st, const wreq_t *w, const char *hex)
 
 	snprintf(opened, sizeof opened, "opened at version updated %s.%06lld", fmt_time(t1, sizeof t1, w->expect_us),
 	         (long long)(w->expect_us % 1000000));
+	keep_file(w->path);
 	entity_conflict_page(st, &w->id, w->expect_us ? "changed since you opened it" :
 	                     "exists already (a create writes only if absent)", w->new_yaml, w->path,
 	                     w->expect_us ? opened : NULL);
@@ -660,12 +699,13 @@ static void do_write(bs_store_t *st, void *arg)
 	/* a failure after the entity was written (its index rows: a target
 	 * shard down) is still a change: audited, its before-image kept */
 	if (rc < 0 && (!ae.after_us || ae.after_us == w->expect_us)) {
+		keep_file(w->path);
 		worker_notify(true, "not written (%s); your edit is in %s", msg, w->path);
 		goto done;
 	}
 	snprintf(detail, sizeof detail, "%s%s%.1000s", w->detail, rc < 0 ? "; cut short: " : "", msg);
 	worker_audit_entity(st, w->expect_us ? "entity.edit" : "entity.create", &ae, detail);
-	unlink(w->path);
+	drop_file(w->path);
 	worker_notify(rc < 0, "%s entity %s%s%s", w->expect_us ? "saved" : "created", hex, rc < 0 ? ", but: " : "", msg);
 	entities_changed();
 	reload_current();
@@ -723,7 +763,7 @@ static void edit_given_up(void *ctx)
 	(void)ctx;
 	if (!ed.active)
 		return;
-	if (ed.path[0] && unlink(ed.path) == 0)
+	if (ed.path[0] && drop_file(ed.path) == 0)
 		ui_msg("edit given up; nothing written (its file %s is removed)", ed.path);
 	else
 		ui_msg("edit given up; nothing written");
@@ -739,7 +779,8 @@ static void yaml_error(void)
 
 	if (pl && strncmp(m, ed.path, pl) == 0 && m[pl] == ':')
 		m += pl + 1;
-	ui_err("not saved; your edit is kept in %s (e edits it again): YAML line:column %s", ed.path, m);
+	keep_file(ed.path);
+	ui_err("not saved; your edit is kept in %s (%c edits it again): YAML line:column %s", ed.path, again_key(), m);
 }
 
 /* After the editor: decode, check, show the change. */
@@ -752,9 +793,10 @@ static reaction_t after_edit(void)
 		ui_err("cannot read %s: %s", ed.path, strerror(errno));
 		return R_REDRAW;
 	}
-	if (ed.expect_us && strcmp(text, ed.orig_yaml) == 0) {
-		ui_msg("no change; nothing written");
-		unlink(ed.path);
+	/* unchanged: an abort, for a create's template as for an edit */
+	if (strcmp(text, ed.orig_yaml) == 0) {
+		ui_msg(ed.expect_us ? "no change; nothing written" : "the new entity was left as its template; nothing was created");
+		drop_file(ed.path);
 		free(text);
 		ed_reset();
 		return R_REDRAW;
@@ -766,8 +808,9 @@ static reaction_t after_edit(void)
 		return R_REDRAW;
 	}
 	if (bs_bag_id(&id, &ed.bag) < 0 || memcmp(id.b, ed.id.b, 16) != 0) {
-		ui_err("not saved; your edit is kept in %s (e edits it again): the id must stay %s",
-		       ed.path, (bs_id_hex(hex, &ed.id), hex));
+		keep_file(ed.path);
+		ui_err("not saved; your edit is kept in %s (%c edits it again): the id must stay %s",
+		       ed.path, again_key(), (bs_id_hex(hex, &ed.id), hex));
 		free(text);
 		return R_REDRAW;
 	}
@@ -797,8 +840,11 @@ static reaction_t start_edit(const bs_id_t *id, int64_t expect_us, const char *y
 
 	/* an edit of the same entity that failed to decode: reopen its file */
 	if (ed.active && memcmp(ed.id.b, id->b, 16) == 0 && ed.path[0] && access(ed.path, R_OK) == 0) {
-		if (ui_edit_file(ed.path) != 0)
-			ui_err("the editor failed; your edit is kept in %s", ed.path);
+		if (ui_edit_file(ed.path) != 0) {
+			keep_file(ed.path);
+			ui_err("the editor failed; your edit is kept in %s (%c edits it again)", ed.path, again_key());
+			return R_REDRAW;
+		}
 		return after_edit();
 	}
 	ed_reset();
@@ -817,7 +863,8 @@ static reaction_t start_edit(const bs_id_t *id, int64_t expect_us, const char *y
 	fputs(yaml, f);
 	fclose(f);
 	if (ui_edit_file(ed.path) != 0) {
-		ui_err("the editor failed; nothing written (your text is in %s)", ed.path);
+		keep_file(ed.path);
+		ui_err("the editor failed; nothing written (your text is in %s; %c edits it again)", ed.path, again_key());
 		return R_REDRAW;
 	}
 	return after_edit();
@@ -844,6 +891,9 @@ reaction_t entity_create(void)
 	char hex[37], *yaml = NULL;
 	reaction_t r;
 
+	/* a create that failed to decode: reopen its file, as `e` does an edit's */
+	if (ed.active && !ed.expect_us && ed.path[0] && access(ed.path, R_OK) == 0)
+		return start_edit(&ed.id, 0, ed.orig_yaml);
 	bs_id_generate(&id);
 	bs_id_dashed(hex, &id);
 	if (asprintf(&yaml, "id: !uuid %s\n", hex) < 0)

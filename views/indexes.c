@@ -270,6 +270,9 @@ static void row_progress(int r, const irow_t *it, int ns)
 		int64_t sum = d->missing + d->stale + d->orphaned;
 		if (sum == 0)
 			tbl_set(&tbl, r, 6 + ns, 0, "ok, %s", fmt_age(age, sizeof age, d->at_us));
+		else if (d->repaired > 0) /* what it found, it fixed (V) */
+			tbl_set(&tbl, r, 6 + ns, 0, "ok: %lld repaired, %s", (long long)d->repaired,
+			        fmt_age(age, sizeof age, d->at_us));
 		else
 			tbl_set(&tbl, r, 6 + ns, (double)sum, "miss %lld stale %lld orph %lld, %s",
 			        (long long)d->missing, (long long)d->stale, (long long)d->orphaned,
@@ -340,13 +343,14 @@ static int draw_notes(int line, int end, int w)
 
 static void ix_draw(int y, int h, int w)
 {
-	char stale[128], t[64];
+	char stale[128], t[64], cnt[32];
 	int rows, line;
 
 	snap_lock();
 	build();
 	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
-	ui_printf(y, 0, w, "Indexes: %d  (rows: ~ InnoDB's estimates, # counts exactly; as of %s)  %s", snap.n,
+	ui_printf(y, 0, w, "Indexes: %s  (rows: ~ InnoDB's estimates, # counts exactly; as of %s)  %s",
+	          tbl_count(cnt, sizeof cnt, &tbl),
 	          snap.taken_us ? fmt_time(t, sizeof t, snap.taken_us) : "-", stale);
 	rows = tbl.nshown + 1 < h - 4 ? tbl.nshown + 1 : h - 4;
 	if (rows < 2)
@@ -424,10 +428,13 @@ static void do_verify(bs_store_t *st, void *arg)
 		         (long long)d.missing, (long long)d.stale, (long long)d.orphaned, (long long)d.repaired);
 		worker_audit(st, "index.repair", q->name, det);
 	}
+	char fixed[64] = "";
+	if (q->repair)
+		snprintf(fixed, sizeof fixed, "; %lld index row%s repaired", (long long)d.repaired, d.repaired == 1 ? "" : "s");
 	worker_notify(d.missing + d.stale + d.orphaned > 0 && !q->repair,
 	              "verify %s: checked %lld, missing %lld, stale %lld, orphaned %lld, misfit %lld%s",
 	              q->name, (long long)d.checked, (long long)d.missing, (long long)d.stale,
-	              (long long)d.orphaned, (long long)d.misfit, q->repair ? ", repaired" : "");
+	              (long long)d.orphaned, (long long)d.misfit, fixed);
 	worker_submit(LANE_STATUS, KEY_SNAP, false, work, NULL, NULL);
 }
 

@@ -86,6 +86,7 @@ static void pr_open(void)
 static void types_text(char *buf, size_t n, const bs_census_prop_t *p)
 {
 	bool done[BS_CT_COUNT] = {false};
+	char pct[16];
 	size_t o = 0;
 
 	buf[0] = 0;
@@ -97,21 +98,21 @@ static void types_text(char *buf, size_t n, const bs_census_prop_t *p)
 		if (best < 0 || o + 2 >= n)
 			break;
 		done[best] = true;
-		o += (size_t)snprintf(buf + o, n - o, "%s%s %.0f%%", o ? " " : "", bs_census_type_name((bs_census_type_t)best),
-		                      100.0 * (double)p->types[best] / (double)p->values);
+		o += (size_t)snprintf(buf + o, n - o, "%s%s %s", o ? " " : "", bs_census_type_name((bs_census_type_t)best),
+		                      fmt_share(pct, sizeof pct, p->types[best], p->values));
 	}
 }
 
 static void add_prop(const bs_census_prop_t *p)
 {
-	char types[128], a[32];
+	char types[128], a[32], pc[16];
 	int r = tbl_add(&tbl, p->suggest[0] ? C_NORMAL : C_DIM);
 	double share = snap.c.sampled ? 100.0 * (double)p->present / (double)snap.c.sampled : 0;
 
 	types_text(types, sizeof types, p);
 	tbl_set(&tbl, r, 0, NAN, "%s", p->path);
 	tbl_set(&tbl, r, 1, NAN, "%s", types);
-	tbl_set(&tbl, r, 2, share, "%.0f%%", share);
+	tbl_set(&tbl, r, 2, share, "%s", fmt_share(pc, sizeof pc, p->present, snap.c.sampled));
 	tbl_set(&tbl, r, 3, p->distinct_est, "%s%s%s", snap.c.complete ? "" : "~",
 	        fmt_count(a, sizeof a, (int64_t)(p->distinct_est + 0.5)), p->distinct_capped ? "+" : "");
 	if (p->max_chars)

@@ -57,6 +57,10 @@ typedef struct {
 } load_t;
 static load_t *load;
 static unsigned load_seq;
+/* The screen came back (sh_open): the next snapshot is a new baseline, not
+ * the end of an interval that spans the time it was away (whose statements
+ * would be the other screens' own). snap_lock. */
+static bool load_restart;
 
 static void push(double *v, int nh, double x)
 {
@@ -65,8 +69,11 @@ static void push(double *v, int nh, double x)
 	v[nh < LOAD_HISTORY ? nh : LOAD_HISTORY - 1] = x;
 }
 
-/* A new snapshot: each shard's rates since the one before (snap_lock held). */
-static void load_update(void)
+/* A new snapshot: each shard's rates since the one before (snap_lock held),
+ * if that one is one refresh away: a longer interval (the screen was not
+ * refreshed: another was shown, or the refresh paused) is a gap, and this
+ * snapshot the new baseline. refresh_s: the interval asked for. */
+static void load_update(double refresh_s)
 {
 	int i;
 
@@ -75,13 +82,18 @@ static void load_update(void)
 	load_seq = snap.seq;
 	if (!load && !(load = calloc((size_t)snap.n, sizeof *load)))
 		return;
+	if (load_restart) {
+		for (i = 0; i < snap.n; i++)
+			load[i].at_us = 0; /* a gap, then rates over one refresh each */
+		load_restart = false;
+	}
 	for (i = 0; i < snap.n; i++) {
 		const bs_shard_status_t *s = &snap.st[i];
 		load_t *l = &load[i];
 		double dt = (double)(s->load_at_us - l->at_us) / 1e6, q = -1, w = -1;
 		bool fresh = s->state != BS_SHARD_DOWN && s->load_at_us > 0;
 
-		if (fresh && l->at_us > 0 && dt > 0 && s->uptime_s >= l->uptime && s->questions >= l->questions &&
+		if (fresh && l->at_us > 0 && dt > 0 && dt <= 2 * refresh_s + 5 && s->uptime_s >= l->uptime && s->questions >= l->questions &&
 		    s->rows_written >= l->rows) {
 			q = s->questions >= 0 ? (double)(s->questions - l->questions) / dt : -1;
 			w = s->rows_written >= 0 ? (double)(s->rows_written - l->rows) / dt : -1;
@@ -104,8 +116,8 @@ static void work(bs_store_t *st, void *arg)
 {
 	int n = bs_store_nshards(st), rc;
 	bs_shard_status_t *s = calloc((size_t)n, sizeof *s);
+	double refresh_s = arg ? *(double *)arg : 1;
 
-	(void)arg;
 	if (!s)
 		return;
 	rc = bs_shard_status(s, st);
@@ -117,7 +129,7 @@ static void work(bs_store_t *st, void *arg)
 	snprintf(snap.err, sizeof snap.err, "%s", rc < 0 ? bs_last_error() : "");
 	snap.taken_us = now_us();
 	snap.seq++;
-	load_update(); /* every snapshot, drawn or not */
+	load_update(refresh_s); /* every snapshot, drawn or not */
 	snap_unlock();
 	worker_published();
 }
@@ -152,7 +164,11 @@ static void count_work(bs_store_t *st, void *arg)
 
 static void sh_reload(void)
 {
-	worker_submit(LANE_STATUS, KEY_SNAP, true, work, NULL, NULL);
+	double *refresh_s = malloc(sizeof *refresh_s);
+
+	if (refresh_s)
+		*refresh_s = ui.refresh_s;
+	worker_submit(LANE_STATUS, KEY_SNAP, true, work, refresh_s, free);
 }
 
 static void sh_open(void)
@@ -163,6 +179,9 @@ static void sh_open(void)
 		tbl_init(&tbl, cols, NCOLS);
 		init = true;
 	}
+	snap_lock();
+	load_restart = true;
+	snap_unlock();
 }
 
 /* "1,234/s ▁▂▃" : the last value and the sparkline of the last `w`. */
@@ -215,8 +234,8 @@ static void add_shard_row(const bs_shard_status_t *s, int i)
 			tbl_set(&tbl, r, 8, s->replica_lag, "%.1fs", s->replica_lag);
 	}
 	tbl_set(&tbl, r, 9, s->fingerprint_ok, "%s",
-	        down ? "-" : s->fingerprint_ok == 1 ? "agrees" :
-	        s->fingerprint_ok == 0 ? "DISAGREES" : "not initialised");
+	        /* the command line's words (bagstore shards) */
+	        down ? "-" : s->fingerprint_ok == 1 ? "ok" : s->fingerprint_ok == 0 ? "MISMATCH" : "uninitialised");
 }
 
 /* The totals row: over the rows the filter shows, marked ~ while any

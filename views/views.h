@@ -221,6 +221,9 @@ typedef struct {
 } progress_t;
 void tbl_set_progress(table_t *t, int row, int col, int rate_col, const progress_t *p);
 void tbl_finish(table_t *t, const char *filter);
+/* What a header counts of the rows (totals aside): "12", or "2 of 12"
+ * while a filter hides some. Into buf, returned. */
+char *tbl_count(char *buf, size_t n, const table_t *t);
 /* Does a row match the filter (as tbl_finish shows it)? For totals that
  * add only what is shown. */
 bool tbl_matches(const table_t *t, int row, const char *filter);

@@ -2,7 +2,8 @@
 # test_audit.sh - the audit log and undo, against real shards: who (OS user,
 # host, pid), when, what and on which shards, with an entity change's
 # before and after (bagstore audit, --json); undo from the console's audit
-# screen writes the before-image back byte for byte; an entity changed
+# screen (u on a row, y on a change's page) writes the before-image back
+# byte for byte; an entity changed
 # since (from the CLI) makes the undo refuse with the conflict page and
 # write nothing; a delete's undo re-creates the entity, a create's deletes
 # it; every undo is audited; a backfill's pause, resume and cancel write one
@@ -139,7 +140,8 @@ c_headless "delete C, then undo" "$T/del.keys"
 t_eq "$(body "$C")" "$c_before" "a delete's undo re-creates the entity, byte for byte"
 t_eq "$(rows_of entity.delete | sum)" 1 "the delete is audited once"
 
-# --- create D in the console, undo: D is gone
+# --- create D in the console, undo it from its page on the audit screen
+# (Enter, then y): D is gone
 cat >"$T/create.keys" <<KEYS
 keys 5
 wait-idle
@@ -149,7 +151,8 @@ wait-for created entity
 keys 7
 wait-idle
 dump created_audit
-keys u
+key Enter
+dump created_page
 keys y
 wait-for undid
 keys :q\n
@@ -158,6 +161,8 @@ EDITOR="sh $TEST_ROOT/tests/console/edit_add.sh" c_headless "create D, then undo
 # (not D: c_headless dumps into $D)
 DID=$(d created_audit | sed -n 's/.*entity\.create *\([0-9a-f]\{32\}\).*/\1/p' | head -n 1)
 t_match "$DID" '^[0-9a-f]{32}$' "the create is on the audit screen"
+t_contains "$(d created_page)" "y: undo this change: delete it, only if the entity is still what it wrote" \
+	"an entity change's page offers its undo"
 t_exit 1 "a create's undo deletes it" -- "$BAGSTORE" -c "$CFG" get "$DID"
 
 # --- backfill controls: one row each, from the command line and the console

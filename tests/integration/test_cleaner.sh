@@ -197,9 +197,25 @@ bs 0 "verify after cleaner --once: no drift" verify
 t_eq "$(t_sql 1 "SELECT COUNT(*) FROM by_n WHERE n=-1") $(t_sql 0 "SELECT COUNT(*) FROM by_n WHERE n=-1")" \
 	"$(if [ "$(t_sql 0 "SELECT COUNT(*) FROM by_n WHERE n=-1")" = 1 ]; then echo "0 1"; else echo "1 0"; fi)" "the repaired row is on one shard"
 bs 0 "lag" lag
-t_contains "$T_OUT" "ok" "lag: shards have a watermark"
+# a watermark but no cleaner alive to move it: not ok, and said
+t_match "$T_OUT" '^s0 +no cleaner ' "lag: with no cleaner running, not ok"
+t_contains "$T_OUT" "no cleaner is running: nothing repairs the shards and the lag grows" "lag: says no cleaner runs"
 bs 0 "lag --json" lag --json
 t_contains "$T_OUT" '"lag_s"' "lag --json has lag_s"
+t_contains "$T_OUT" '"state": "no cleaner"' "lag --json: the state"
+"$BAGSTORE" -c "$CFG" cleaner >"$TMP/daemon.log" 2>&1 &
+dpid=$!
+alive=no
+for _ in $(seq 1 100); do
+	"$BAGSTORE" -c "$CFG" workers --json 2>/dev/null | grep -q "\"alive\": true" && { alive=yes; break; }
+	sleep 0.2
+done
+t_eq "$alive" yes "a cleaner daemon registered"
+bs 0 "lag with a cleaner" lag
+t_match "$T_OUT" '^s0 +ok ' "lag: ok while a cleaner runs"
+case $T_OUT in *"no cleaner"*) t_fail "lag: no 'no cleaner' while one runs" "$T_OUT" ;; *) t_ok "lag: no 'no cleaner' while one runs" ;; esac
+kill -TERM "$dpid" 2>/dev/null
+wait "$dpid" 2>/dev/null
 
 # drift planted by hand
 t_sql 0 "DELETE FROM by_user ORDER BY entity_id LIMIT 3"

@@ -6,7 +6,9 @@
 # error that keeps the file (its path named once, the error whole), an edit
 # given up (its file removed), an edit conflict that writes nothing and
 # shows both versions, create and delete (the deleted entity's page goes
-# back); `i` opens an id; every change in the audit table.
+# back); `i` opens an id; an unchanged create template writes nothing; a
+# broken create reopened by `n`; one kept edit file at a time; every change
+# in the audit table.
 . tests/console/lib.sh
 export BAGSTORE BAGSTORE_TEST_CONFIG
 TMPDIR=$T
@@ -14,6 +16,7 @@ export TMPDIR
 
 c_init
 t_exit 0 "a ready index (empty store)" -- "$BAGSTORE" -c "$CFG" index create index_user_id --on user_id:uuid --shard-on user_id
+t_exit 0 "an index on the title (empty store)" -- "$BAGSTORE" -c "$CFG" index create index_title --on "title:string(32)" --shard-on title
 post() {
 	printf '{"user_id": {"$uuid": "f48b0000-0000-4000-8000-00000000000%d"}, "title": "post %d", "n": %d}\n' \
 		$(($1 % 3)) "$1" "$1"
@@ -78,6 +81,37 @@ t_contains "$(d raw)" "00000000  78" "a hex dump of the zlib body"
 t_contains "$(d query)" "matching user_id=f48b0000-0000-4000-8000-000000000001 (index query, 20 found" "a query through the index"
 t_contains "$(d unquery)" "all shards merged: page 1" "Esc leaves the query"
 t_contains "$(d opened)" 'title: "post 59"' "Enter opens the newest"
+
+# --- a query of a value with blanks: quoted either way; unquoted, the
+# refusal says how to quote; the status line gives the count, not
+# "querying ..."
+cat >"$T/quoted.keys" <<KEYS
+keys 5
+wait-idle
+keys /title="post 7"\n
+wait-idle
+dump q_double
+key Esc
+wait-idle
+keys /title='post 8'\n
+wait-idle
+dump q_single
+key Esc
+wait-idle
+keys /title=post 9\n
+wait-idle
+dump q_bare
+keys :q\n
+KEYS
+c_headless "queries of values with blanks" "$T/quoted.keys"
+t_contains "$(d q_double)" 'title="post 7"' "a double-quoted value: the entity found"
+t_contains "$(d q_double)" "index query, 1 found" "a double-quoted value: one found"
+t_match "$(d q_double | tail -n 1)" '/title="post 7": 1 found' "the status line gives the count"
+c_lacks q_double "querying" "no 'querying ...' left once the results are in"
+t_contains "$(d q_single)" 'title="post 8"' "a single-quoted value: the entity found"
+t_contains "$(d q_single)" "index query, 1 found" "a single-quoted value: one found"
+t_contains "$(d q_bare | tr -s '\n ' '  ')" "expected PROP=VALUE, got '9'; a value with blanks or commas is quoted: title=\"a b\" or title='a b'" \
+	"unquoted: the refusal says how to quote"
 
 # --- edit: saved only through bs_put_if, audited
 cat >"$T/edit.keys" <<KEYS
@@ -222,6 +256,70 @@ msg=$(d broken2 | tr -s '\n ' '  ')
 t_contains "$msg" "not saved; your edit is kept in $kept (e edits it again): YAML line:column " "the YAML error: the path, what to do, where"
 t_eq "$(printf '%s' "$msg" | grep -o "bagstore-edit-" | wc -l | tr -d ' ')" 1 "the path is named once"
 t_match "$msg" "YAML line:column [0-9]+:[0-9]+: " "the line and column of the error, whole"
+
+# --- a create whose template comes back unchanged is an abort (EDITOR=true,
+# as vi's :q): nothing written, nothing audited (a `y` after it confirms
+# nothing), no file left
+ents() { echo $(($(t_sql 0 "SELECT COUNT(*) FROM entities") + $(t_sql 1 "SELECT COUNT(*) FROM entities"))); }
+creates() { echo $(($(t_sql 0 "SELECT COUNT(*) FROM bagstore_audit WHERE action='entity.create'") + $(t_sql 1 "SELECT COUNT(*) FROM bagstore_audit WHERE action='entity.create'"))); }
+n0=$(ents)
+c0=$(creates)
+cat >"$T/untouched.keys" <<KEYS
+keys 5
+wait-idle
+keys n
+wait-idle
+dump untouched
+keys y
+wait-idle
+keys :q\n
+KEYS
+rm -f "$T"/bagstore-edit-*
+EDITOR=true c_headless "n with an editor that changes nothing" "$T/untouched.keys"
+t_contains "$(d untouched)" "nothing was created" "an unchanged template: the status line says nothing was created"
+c_lacks untouched "create: the new entity" "an unchanged template: no change page"
+t_eq "$(ents)" "$n0" "an unchanged template writes no entity"
+t_eq "$(creates)" "$c0" "an unchanged template writes no audit row"
+t_eq "$(ls "$T"/bagstore-edit-* 2>/dev/null | wc -l | tr -d ' ')" 0 "an unchanged template's file is removed"
+
+# --- a create that fails to decode: n (not e, which edits the selected
+# entity) opens its kept file again; written, the file goes
+cat >"$T/create_again.keys" <<KEYS
+keys 5
+wait-idle
+keys n
+dump create_broken
+keys n
+dump create_mended
+keys y
+wait-for created entity
+dump create_written
+keys :q\n
+KEYS
+rm -f "$T"/bagstore-edit-*
+EDITOR="sh $TEST_ROOT/tests/console/edit_twice.sh" c_headless "a broken create, mended with n" "$T/create_again.keys"
+t_contains "$(d create_broken | tr -s '\n ' '  ')" "(n edits it again)" "a broken create offers n, not e"
+t_contains "$(d create_mended)" "+ title: mended in the console" "n reopens the kept file"
+t_contains "$(d create_written)" "created entity" "the mended create is written"
+t_eq "$(ls "$T"/bagstore-edit-* 2>/dev/null | wc -l | tr -d ' ')" 0 "the kept file is removed once written"
+t_eq "$(ents)" "$((n0 + 1))" "one entity created"
+
+# --- two failed edits keep one file, the one the last message names
+cat >"$T/two_broken.keys" <<KEYS
+keys :entity $first\n
+wait-idle
+keys e
+keys :entity $(d page1 | sed -n 's/^\([0-9a-f]\{32\}\) .*/\1/p' | sed -n 2p)\n
+wait-idle
+keys e
+dump two_broken
+keys :q\n
+KEYS
+rm -f "$T"/bagstore-edit-*
+EDITOR="sh $TEST_ROOT/tests/console/edit_broken.sh" c_headless "two broken edits" "$T/two_broken.keys"
+kept=$(ls "$T"/bagstore-edit-* 2>/dev/null)
+t_eq "$(printf '%s\n' "$kept" | grep -c bagstore-edit-)" 1 "two failed edits leave one file"
+t_contains "$(d two_broken | tr -s '\n ' '  ')" "kept in $kept " "the file left is the one the message names"
 
 audit=$(t_sql 0 "SELECT action, target FROM bagstore_audit"; t_sql 1 "SELECT action, target FROM bagstore_audit")
 t_contains "$audit" "entity.edit	$first" "audit: edit"

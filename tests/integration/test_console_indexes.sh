@@ -2,7 +2,8 @@
 # test_console_indexes.sh - the indexes screen's actions, headless against
 # real shards: create from the form with the DDL preview, backfill on a
 # console worker, verify, drop only after the name is typed (the prompt
-# naming rows and shards), each in the audit table.
+# naming rows and shards), each in the audit table; headers count what a
+# filter shows ("1 of 3").
 . tests/console/lib.sh
 
 c_init
@@ -30,6 +31,49 @@ case $T_OUT in
 *) t_ok "the engine no longer has index_title" ;;
 esac
 t_contains "$T_OUT" "index_n" "the other index stays"
+
+# headers count what the filter shows: "1 of 3", not 3
+t_exit 0 "index_a" -- "$BAGSTORE" -c "$CFG" index create index_a --on title:string\(16\) --shard-on title
+t_exit 0 "index_b" -- "$BAGSTORE" -c "$CFG" index create index_b --on title:string\(16\) --shard-on title
+t_exit 0 "index_a's backfill cancelled" -- "$BAGSTORE" -c "$CFG" backfill cancel index_a
+cat >"$T/filtered.keys" <<KEYS
+keys 2
+wait-idle
+keys /index_a\n
+wait-idle
+dump ix_filtered
+keys 4
+wait-idle
+keys /index_a\n
+wait-idle
+dump bf_filtered
+keys :q\n
+KEYS
+c_headless "filtered headers" "$T/filtered.keys"
+t_contains "$(d ix_filtered)" "Indexes: 1 of 3 " "indexes: the header counts the rows the filter shows"
+t_match "$(d ix_filtered)" "^index_a .* 0\.0% cancelled " "a cell wider than its column gets the room left, not cut short"
+t_match "$(d bf_filtered)" "Backfills: 2 of [0-9]+ jobs" "backfills: the header counts the rows the filter shows"
+
+# V: one index row gone, repaired; the status line counts it and DRIFT no
+# longer says it is missing
+t_exit 0 "backfill index_n" -- "$BAGSTORE" -c "$CFG" cleaner --index index_n
+t_sql 0 "DELETE FROM index_n LIMIT 1"
+cat >"$T/repair.keys" <<KEYS
+keys 2
+wait-idle
+keys /index_n\n
+wait-idle
+keys V
+wait-for repaired
+wait-idle
+dump repaired
+keys :q\n
+KEYS
+c_headless "V repairs a missing row" "$T/repair.keys"
+t_contains "$(d repaired | tr -s '\n ' '  ')" "verify index_n: checked 200, missing 1, stale 0, orphaned 0, misfit 0; 1 index row repaired" \
+	"V: the status line says how many rows it repaired"
+t_match "$(d repaired)" "^index_n .* ok: 1 repaired, " "V: DRIFT says the missing row was repaired"
+c_lacks repaired "miss 1" "V: DRIFT no longer says a row is missing"
 
 audit=$(t_sql 0 "SELECT action, target FROM bagstore_audit ORDER BY 1"; t_sql 1 "SELECT action, target FROM bagstore_audit ORDER BY 1")
 t_contains "$audit" "index.create	index_title" "audit: create"

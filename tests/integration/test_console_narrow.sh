@@ -77,8 +77,12 @@ done
 t_match "$(d shards)" "[0-9]+ more →" "shards: the columns that gave way are named"
 t_contains "$(d shards)" "~" "shards: the estimate stays in sight"
 t_contains "$(d shards_right)" "FINGERPRINT" "Right reaches the columns that gave way"
-t_contains "$(d shards_right)" "agrees" "with their values"
+t_match "$(d shards_right)" " ok *$" "with their values"
 t_contains "$(d indexes)" "TOTAL" "indexes: the total stays in sight"
+t_match "$(d indexes | sed -n 2p)" "^Indexes: [0-9]  \\(rows: ~ InnoDB's estimates, # counts exactly…$" \
+	"a header too long is cut after a whole word, and says so"
+t_match "$(d cleaner | sed -n 2p)" "^Cleaner: repair lag per shard \\(as of [0-9: -]+; a…$" \
+	"the cleaner's header too"
 t_contains "$(d drop_typing)" "drop index_n: ~40 rows" "the drop question, wrapped"
 t_contains "$(d drop_typing | tail -n 1)" "> index_n" "what is typed stays in sight on the last line"
 t_contains "$(d create_typing | tail -n 1)" "to_type_in_here" "a long name being typed: its end in sight"

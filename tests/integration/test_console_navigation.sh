@@ -5,8 +5,9 @@
 # first while this console runs backfills (whose jobs then go back to
 # queued); the breadcrumb on the title line; Tab cycles the screens; `:`
 # completes with Tab; `/` filters as it is typed (Esc puts the old filter
-# back); h is help; a key that means nothing says so; :refresh and + and -
-# share one range; :entity with a bad id says why.
+# back); h is help; a key that means nothing says so, named as typed; G and
+# End on the entities screen; a message stays on its screen; :refresh and +
+# and - share one range; :entity with a bad id says why.
 . tests/console/lib.sh
 
 c_init
@@ -50,6 +51,40 @@ case $T_OUT in
 *STILL-RUNNING-AFTER-QUIT*) t_fail "F10 quits at once when no backfill runs" "$T_OUT" ;;
 *) t_ok "F10 quits at once when no backfill runs" ;;
 esac
+
+# Keys are named as an operator types them (End, F5, Ctrl-X), never curses'
+# KEY_END; G and End on the entities screen go to the page's last row, and
+# from there to the next page's; a message does not follow to another screen.
+cat >"$T/keys.keys" <<KEYS
+keys 5
+wait-idle
+key End
+dump ent_end
+key Enter
+wait-idle
+dump ent_end_open
+key Esc
+wait-idle
+keys G
+wait-idle
+dump ent_end2
+key F5
+dump f5
+key C-x
+dump ctrl_x
+keys 2
+wait-idle
+dump switched
+keys :q\n
+KEYS
+LINES=12 c_headless "End, unbound keys, a message and a new screen" "$T/keys.keys"
+c_lacks ent_end "does nothing" "End means something on the entities screen"
+t_contains "$(d ent_end_open)" 'title: "post 23"' "End selects the page's last row (12 lines: 7 rows, post 29 to 23)"
+t_contains "$(d ent_end2)" "page 2" "G on the last row: the next page"
+t_contains "$(d ent_end2)" "post 16" "which holds the next 7"
+t_contains "$(d f5)" "F5 does nothing on the entities screen" "F5 named as typed"
+t_contains "$(d ctrl_x)" "Ctrl-X does nothing on the entities screen" "Ctrl-X named as typed"
+c_lacks switched "does nothing" "a message does not follow to another screen"
 
 # Quitting while this console runs a backfill: asked first; n stays, y quits
 # and the job goes back to queued for any cleaner.

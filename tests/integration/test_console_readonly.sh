@@ -43,7 +43,7 @@ t_contains "$(d entity)" "x raw bytes / tree   q back" "entity: the hints leave 
 t_contains "$(d backfills)" "index_n@s0" "backfills: the jobs are shown"
 t_contains "$(d backfills)" "read-only: this key changes data and is disabled" "backfills: x does nothing"
 c_lacks backfills "cancel backfill" "no cancel prompt"
-t_contains "$(d audit)" "Audit: the newest" "audit: the screen is shown"
+t_contains "$(d audit)" "changes, the newest of every shard" "audit: the screen is shown"
 t_contains "$(d audit)" "read-only: this key changes data and is disabled" "audit: u does nothing"
 c_lacks audit "Undo " "no undo question"
 t_contains "$(d properties)" "Properties of 8 sampled entities" "properties: the census is shown"

@@ -26,7 +26,7 @@ t_contains "$(d shards)" "[1 shards]" "the title names the screen"
 t_contains "$(d shards)" "SHARD  ADDRESS" "shards: header"
 t_contains "$(d shards)" "s0     127.0.0.1:" "shards: s0 with its address"
 t_contains "$(d shards)" "MariaDB" "shards: server version"
-t_contains "$(d shards)" "agrees" "shards: fingerprint agrees"
+t_match "$(d shards)" "^ *s0 .* ok *$" "shards: fingerprint ok, the CLI's word"
 t_contains "$(d shards)" "TOTAL  2 shards" "shards: totals row"
 t_contains "$(d shards)" "2/2 up" "shards: totals count the shards up"
 t_contains "$(d help_shards)" "help: shards" "help: for the screen"
@@ -80,4 +80,29 @@ t_contains "$(d load)" "LOAD   STATEMENTS/S" "shards: the load panel"
 t_contains "$(d load)" "ROWS WRITTEN/S" "with rows written per second"
 t_match "$(d load)" "^ s[01] +[0-9,.]+/s +[▁▂▃▄▅▆▇█]{4,} +[0-9,.]*[1-9][0-9,.]*/s +[▁▂▃▄▅▆▇█]{4,} +[0-9,]+ +[▁▂▃▄▅▆▇█]{4,} +[0-9,]+ +[▁▂▃▄▅▆▇█]{4,}" \
 	"a shard written to: its rates, connections and history list, each with a sparkline"
+
+# the rates are over the last refresh only: back on the shards screen after
+# another screen, the first snapshot is a new baseline (a gap, "-"), not the
+# average over the time away (which would count the other screen's own
+# statements); one refresh later, a rate again
+cat >"$T/back.keys" <<KEYS
+wait-idle
+sleep 3.5
+wait-idle
+dump load_before
+keys 2
+wait-idle
+sleep 5
+keys 1
+wait-idle
+dump load_back
+sleep 3.5
+wait-idle
+dump load_again
+keys :q\n
+KEYS
+c_headless "back on the shards screen" "$T/back.keys" --refresh 3
+t_match "$(d load_before)" "^ s0 +[0-9,.]+/s " "before: s0's statements per second"
+t_match "$(d load_back)" "^ s0 +-/s " "back after another screen: no rate over the time away"
+t_match "$(d load_again)" "^ s0 +[0-9,.]+/s " "one refresh later: a rate again"
 t_done test_console_screens

@@ -18,6 +18,7 @@
 static char *types_text(char *buf, size_t n, const bs_census_prop_t *p)
 {
 	bool done[BS_CT_COUNT] = {false};
+	char pct[16];
 	size_t o = 0;
 
 	buf[0] = 0;
@@ -29,9 +30,9 @@ static char *types_text(char *buf, size_t n, const bs_census_prop_t *p)
 		if (best < 0 || o + 2 >= n)
 			break;
 		done[best] = true;
-		o += (size_t)snprintf(buf + o, n - o, "%s%s %.0f%%", o ? ", " : "",
+		o += (size_t)snprintf(buf + o, n - o, "%s%s %s", o ? ", " : "",
 		                      bs_census_type_name((bs_census_type_t)best),
-		                      100.0 * (double)p->types[best] / (double)p->values);
+		                      fmt_share(pct, sizeof pct, p->types[best], p->values));
 	}
 	return buf;
 }
@@ -123,7 +124,7 @@ static int census_table(const bs_census_t *c)
 	for (int k = 0; k < c->nprops && !rc; k++) {
 		const bs_census_prop_t *p = &c->props[k];
 		char types[128], present[48], distinct[48], largest[32];
-		snprintf(present, sizeof present, "%.0f%%", c->sampled ? 100.0 * (double)p->present / (double)c->sampled : 0);
+		fmt_share(present, sizeof present, p->present, c->sampled);
 		snprintf(distinct, sizeof distinct, "%s%.0f%s", c->complete ? "" : "~", p->distinct_est,
 		         p->distinct_capped ? "+" : "");
 		const char *cells[8] = {p->path, types_text(types, sizeof types, p), present, distinct,

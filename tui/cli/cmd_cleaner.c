@@ -661,7 +661,14 @@ int cli_cmd_backfill_cancel(cli_ctx_t *ctx, int argc, char **argv)
 
 /* ------------------------------------------------------------ lag */
 
-static json_t *lag_json(const bs_lag_t *g)
+/* A shard's repair state: ok only while a cleaner repairs it. cleaners:
+ * live cleaners in the registry, -1 unknown. */
+static const char *lag_state(const bs_lag_t *g, int cleaners)
+{
+	return !g->reachable ? "unreachable" : !g->watermark_us ? "never ran" : cleaners == 0 ? "no cleaner" : "ok";
+}
+
+static json_t *lag_json(const bs_lag_t *g, int cleaners)
 {
 	json_t *o = json_object(), *h = json_array();
 	int k;
@@ -673,6 +680,7 @@ static json_t *lag_json(const bs_lag_t *g)
 	}
 	json_object_set_new(o, "shard", cli_jstr(g->shard));
 	json_object_set_new(o, "reachable", json_boolean(g->reachable));
+	json_object_set_new(o, "state", json_string(lag_state(g, cleaners)));
 	json_object_set_new(o, "watermark_us", g->watermark_us ? json_integer(g->watermark_us) : json_null());
 	json_object_set_new(o, "lag_s", g->lag_s >= 0 ? json_real(g->lag_s) : json_null());
 	json_object_set_new(o, "repairs_per_s", json_real(g->repairs_per_s));
@@ -689,10 +697,11 @@ static json_t *lag_json(const bs_lag_t *g)
 		json_object_set_new(o, "history_at_us", h);
 	}
 	json_object_set_new(o, "repairs_total", json_integer(g->repairs_total));
+	json_object_set_new(o, "fills_total", json_integer(g->fills_total));
 	return o;
 }
 
-static void lag_table(const bs_lag_t *lag, int n)
+static void lag_table(const bs_lag_t *lag, int n, int cleaners)
 {
 	int i;
 
@@ -709,7 +718,7 @@ static void lag_table(const bs_lag_t *lag, int n)
 		else
 			snprintf(l, sizeof l, "-");
 		printf("%-8s %-11s %10s %-20s %-20s %10" PRId64 " %10.1f\n", g->shard,
-		       !g->reachable ? "unreachable" : g->watermark_us ? "ok" : "never ran", l, wm, lp,
+		       lag_state(g, cleaners), l, wm, lp,
 		       g->last_pass_rows, g->repairs_per_s);
 	}
 }
@@ -720,8 +729,9 @@ int cli_cmd_lag(cli_ctx_t *ctx, int argc, char **argv)
 	const cli_opt_t opts[] = {{"json", NULL, &as_json}, {NULL, NULL, NULL}};
 	cli_args_t args = {0};
 	bs_lag_t *lag = NULL;
+	bs_worker_list_t wl = {0};
 	json_t *arr = NULL;
-	int i, n, down = 0, rc;
+	int i, n, down = 0, cleaners = -1, rc;
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
 		goto done;
@@ -736,22 +746,30 @@ int cli_cmd_lag(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	for (i = 0; i < n; i++)
 		down += !lag[i].reachable;
+	/* who repairs: a lag is ok only while a cleaner is alive to shrink it */
+	if (bs_workers_list(&wl, ctx->st, NULL) == 0)
+		cleaners = bs_workers_alive(&wl, "cleaner");
+	bs_error_clear();
 	if (as_json) {
 		if (!(arr = json_array())) {
 			rc = bs_error(BS_ENOMEM, "out of memory");
 			goto done;
 		}
 		for (i = 0; i < n; i++)
-			json_array_append_new(arr, lag_json(&lag[i]));
+			json_array_append_new(arr, lag_json(&lag[i], cleaners));
 		if ((rc = cli_json_print(arr)) < 0)
 			goto done;
 	} else {
-		lag_table(lag, n);
+		lag_table(lag, n, cleaners);
+		if (cleaners == 0)
+			printf("no cleaner is running: nothing repairs the shards and the lag grows; "
+			       "start one with `bagstore cleaner`\n");
 	}
 	if (down)
 		rc = bs_error(BS_EUNREACHABLE, "%d shards did not answer", down);
 done:
 	json_decref(arr);
+	bs_worker_list_free(&wl);
 	free(lag);
 	cli_args_free(&args);
 	return rc < 0 ? rc : 0;

@@ -47,12 +47,14 @@ typedef struct {
 	int64_t total;
 	const int64_t *counts; /* per shard */
 	int nshards;
+	bs_store_t *st;
 } index_info_t;
 
 static int index_list_json(json_t *arr, const index_info_t *in)
 {
 	const bs_index_t *x = in->x;
-	json_t *o = json_object(), *per = in->have_rows ? json_array() : json_null();
+	const bs_config_t *cfg = bs_store_config(in->st);
+	json_t *o = json_object(), *per = in->have_rows ? json_object() : json_null();
 	char created[32];
 	int s;
 
@@ -61,7 +63,7 @@ static int index_list_json(json_t *arr, const index_info_t *in)
 		return bs_error(BS_ENOMEM, "out of memory");
 	}
 	for (s = 0; in->have_rows && s < in->nshards; s++)
-		json_array_append_new(per, json_integer(in->counts[s]));
+		json_object_set_new(per, cfg->shards[s].name, json_integer(in->counts[s]));
 	json_object_set_new(o, "name", json_string(x->name));
 	json_object_set_new(o, "state", json_string(bs_index_state_name(x->state)));
 	json_object_set_new(o, "on", json_string(in->on));
@@ -82,7 +84,7 @@ static int index_list_row(cli_table_t *t, const index_info_t *in)
 	const char *cells[5] = {in->x->name, state, in->on, in->shard_on, rows};
 
 	if (in->have_rows)
-		snprintf(rows, sizeof rows, "%" PRId64, in->total);
+		snprintf(rows, sizeof rows, "~%" PRId64, in->total); /* InnoDB's estimate */
 	/* shards that disagree: marked, and said under the row */
 	snprintf(state, sizeof state, "%s%s", bs_index_state_name(in->x->state), in->x->diverged ? "!" : "");
 	snprintf(tail, sizeof tail, "(the shards' catalogs differ: %s; the cleaner completes it)",
@@ -120,7 +122,7 @@ int cli_cmd_index_list(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	for (i = 0; i < l.len; i++) {
 		const bs_index_t *x = &l.items[i];
-		index_info_t in = {.x = x, .counts = counts, .nshards = bs_store_nshards(ctx->st)};
+		index_info_t in = {.x = x, .counts = counts, .nshards = bs_store_nshards(ctx->st), .st = ctx->st};
 
 		in.shard_on = x->shard_on >= 0 && x->shard_on < x->nprops ? x->props[x->shard_on].name : "-";
 		in.have_rows = index_rows(counts, &in.total, ctx, x->name);

@@ -58,15 +58,21 @@ done:
 
 static json_t *move_json(const bs_move_t *m)
 {
-	json_t *o = json_object();
+	json_t *o = json_object(), *ranges = json_array();
 
-	if (!o)
+	if (!o || !ranges) {
+		json_decref(o);
+		json_decref(ranges);
 		return NULL;
+	}
+	/* every bucket, as data: [[first, last], ...] */
+	for (int k = 0; k < m->nranges; k++)
+		json_array_append_new(ranges, json_pack("[ii]", m->ranges[k][0], m->ranges[k][1]));
 	json_object_set_new(o, "id", json_integer(m->id));
 	json_object_set_new(o, "source", cli_jstr(m->source));
 	json_object_set_new(o, "target", cli_jstr(m->target));
 	json_object_set_new(o, "nbuckets", json_integer(m->nbuckets));
-	json_object_set_new(o, "buckets", cli_jstr(m->buckets));
+	json_object_set_new(o, "buckets", ranges);
 	json_object_set_new(o, "state", json_string(bs_job_state_name(m->state)));
 	json_object_set_new(o, "phase", json_string(bs_move_phase_name(m->phase)));
 	json_object_set_new(o, "progress", json_real(m->progress));

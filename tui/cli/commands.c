@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ the table */
 
@@ -362,7 +363,16 @@ int cli_load_config(cli_ctx_t *ctx)
 		return 0;
 	rc = bs_config_load(&ctx->cfg, ctx->config_path);
 	if (rc < 0) {
+		const char *env = getenv("BAGSTORE_CONFIG");
+		char why[512];
+
 		ctx->cfg = NULL;
+		/* no file named, and none where one is looked for: say how to name one */
+		snprintf(why, sizeof why, "%s", bs_last_error());
+		if (!ctx->config_path && rc == BS_ECONFIG && strstr(why, ": cannot read: ") &&
+		    access(env && env[0] ? env : "./bagstore.yaml", F_OK) != 0)
+			bs_error(rc, "%s; name the configuration with -c FILE or $BAGSTORE_CONFIG "
+			         "(conf/example.yaml is one to start from)", why);
 		/* Whatever went wrong reading it, it is a configuration error. */
 		return rc == BS_ENOMEM ? rc : BS_ECONFIG;
 	}

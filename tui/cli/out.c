@@ -1,13 +1,16 @@
 /*
  * out.c - the command line's one output module (see cli.h): text tables
- * with aligned columns, JSON documents through jansson, and entities as
- * JSON lines. Numbers and times inside cells come from tui/common/fmt.h.
+ * with aligned columns, JSON documents (jansson's, written by jtext.h with
+ * floats at their shortest), and entities as JSON lines. Numbers and times
+ * inside cells come from tui/common/fmt.h.
  */
 #include "cli.h"
 #include "fmt.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "jtext.h"
 
 /* ------------------------------------------------------------ tables */
 
@@ -135,7 +138,7 @@ json_t *cli_jstr(const char *s)
 
 int cli_json_print(json_t *doc)
 {
-	char *s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	char *s = jtext_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 
 	if (!s)
 		return bs_error(BS_ENOMEM, "out of memory");

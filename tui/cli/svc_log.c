@@ -5,7 +5,7 @@
  *
  * A JSON line is one object: "ts" (ISO 8601 UTC, milliseconds), "level"
  * (debug, info, warning, error), "event", "msg" (the text line's sentence)
- * and the event's own fields. A text line is "TS LEVEL EVENT: SENTENCE";
+ * and the event's own fields (floats at their shortest, jtext.h). A text line is "TS LEVEL EVENT: SENTENCE";
  * when stderr is the journal ($JOURNAL_STREAM names it) the timestamp is
  * left to journald and the line starts with the syslog priority "<N>" that
  * journald reads (sd-daemon(3)), so journalctl shows levels as it should.
@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "jtext.h"
 
 #include "fmt.h"
 
@@ -89,7 +91,7 @@ static void write_json(svc_log_t *l, const char *ts, svc_level_t level, const ch
 	json_object_set_new(o, "msg", m ? m : json_string("(not UTF-8)"));
 	if (fields)
 		json_object_update_missing(o, fields);
-	if ((text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII))) {
+	if ((text = jtext_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII))) {
 		fputs(text, l->f);
 		fputc('\n', l->f);
 		free(text);

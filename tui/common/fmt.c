@@ -43,6 +43,21 @@ char *fmt_count(char *buf, size_t n, int64_t v)
 	return buf;
 }
 
+char *fmt_share(char *buf, size_t n, int64_t part, int64_t whole)
+{
+	double pct = whole > 0 ? 100.0 * (double)part / (double)whole : 0;
+
+	if (whole <= 0)
+		snprintf(buf, n, "-");
+	else if (part > 0 && pct < 0.5)
+		snprintf(buf, n, "<1%%");
+	else if (part < whole && pct >= 99.5)
+		snprintf(buf, n, ">99%%");
+	else
+		snprintf(buf, n, "%.0f%%", pct);
+	return buf;
+}
+
 char *fmt_bytes(char *buf, size_t n, int64_t v)
 {
 	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};

@@ -24,6 +24,9 @@ int64_t now_us(void);
 
 /* 1,204,331 (thousands separated by commas). */
 char *fmt_count(char *buf, size_t n, int64_t v);
+/* part of whole as a percent: "37%"; never 0% or 100% unless it is:
+ * "<1%" and ">99%" where rounding would say so; "-" when whole <= 0. */
+char *fmt_share(char *buf, size_t n, int64_t part, int64_t whole);
 /* 512 B, 12.3 MiB (powers of 1024, up to TiB); "-" when v < 0 (unknown). */
 char *fmt_bytes(char *buf, size_t n, int64_t v);
 /* ISO-8601 in UTC, to the second: 2024-05-01T12:00:00Z; "-" when us <= 0. */

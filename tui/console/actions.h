@@ -57,7 +57,7 @@
 	X(PGDN,        ' ', KEY_NPAGE, 0, "Space PgDn", "next page", 0, "*") \
 	X(PGUP,        'b', KEY_PPAGE, 0, "b  PgUp", "previous page", 0, "*") \
 	X(HOME,        'g', KEY_HOME, 0, "g  Home", "first row (entities: newest)", 0, "*") \
-	X(END,         'G', KEY_END, 0,  "G  End",  "last row", 0, "SICBDTPAOL") \
+	X(END,         'G', KEY_END, 0,  "G  End",  "last row (entities: of the page; again: the next page's last)", 0, "SICBEDTPAOL") \
 	X(OPEN,        '\n', KEY_ENTER, '\r', "Enter", "open the selected row", 0, "SIBEAL") \
 	X(COL_RIGHT,   KEY_RIGHT, 0, 0, "Right",  "show the columns further right (narrow terminals)", 0, "SICBEPAOL") \
 	X(COL_LEFT,    KEY_LEFT, 0, 0,  "Left",   "back to the columns on the left", 0, "SICBEPAOL") \

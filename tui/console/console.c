@@ -140,6 +140,8 @@ void ui_push(const struct view_ops *v)
 
 void ui_switch(const struct view_ops *v)
 {
+	/* a message is about the screen it was said on: another starts clean */
+	msg[0] = 0;
 	close_above(0);
 	ui_push(v);
 }
@@ -631,19 +633,36 @@ static reaction_t global_action(action_t a)
 	}
 }
 
-/* "x", "Left", "F5": a key as the status line names it. */
+/* "'x'", "End", "Ctrl-X", "F5": a key as the status line names it, as an
+ * operator types it (the help's names), never curses' KEY_END. */
 static const char *key_label(char *buf, size_t n, int key)
 {
+	static const struct { int key; const char *name; } names[] = {
+		{' ', "Space"}, {'\n', "Enter"}, {'\r', "Enter"}, {KEY_ENTER, "Enter"}, {'\t', "Tab"},
+		{KEY_BTAB, "Shift-Tab"}, {27, "Esc"}, {127, "Backspace"}, {KEY_BACKSPACE, "Backspace"},
+		{KEY_UP, "Up"}, {KEY_DOWN, "Down"}, {KEY_LEFT, "Left"}, {KEY_RIGHT, "Right"},
+		{KEY_HOME, "Home"}, {KEY_END, "End"}, {KEY_PPAGE, "PgUp"}, {KEY_NPAGE, "PgDn"},
+		{KEY_IC, "Insert"}, {KEY_DC, "Delete"}, {KEY_SLEFT, "Shift-Left"}, {KEY_SRIGHT, "Shift-Right"},
+		{KEY_SR, "Shift-Up"}, {KEY_SF, "Shift-Down"}, {KEY_SHOME, "Shift-Home"}, {KEY_SEND, "Shift-End"},
+	};
 	const char *k;
+	size_t i;
 
+	for (i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (names[i].key == key) {
+			snprintf(buf, n, "%s", names[i].name);
+			return buf;
+		}
 	if (key > 32 && key < 127)
 		snprintf(buf, n, "'%c'", key);
-	else if (key == ' ')
-		snprintf(buf, n, "Space");
+	else if (key >= 0 && key < 32)
+		snprintf(buf, n, "Ctrl-%c", key + '@');
+	else if (key >= KEY_F(1) && key <= KEY_F(63))
+		snprintf(buf, n, "F%d", key - KEY_F0);
 	else if ((k = keyname(key)))
-		snprintf(buf, n, "%s", k);
+		snprintf(buf, n, "%s", strncmp(k, "KEY_", 4) == 0 ? k + 4 : k);
 	else
-		snprintf(buf, n, "%d", key);
+		snprintf(buf, n, "key %d", key);
 	return buf;
 }
 

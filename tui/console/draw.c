@@ -101,14 +101,53 @@ int ui_put(int y, int x, int w, const char *s)
 	return used;
 }
 
+/* A line that does not fit in w is cut after its last whole word that
+ * does, and says so ("…"); a word longer than half the line is cut where
+ * the line ends. */
+static void cut_at_word(char *buf, int w)
+{
+	const char *more = ui.ascii ? "~" : "…";
+	int room = w - ui_width(more), cut = -1;
+	size_t i;
+	char save;
+
+	if (w < 12 || ui_width(buf) <= w)
+		return;
+	for (i = 1; buf[i]; i++) {
+		if (buf[i] != ' ' || buf[i - 1] == ' ')
+			continue;
+		save = buf[i];
+		buf[i] = 0;
+		if (ui_width(buf) > room) {
+			buf[i] = save;
+			break;
+		}
+		buf[i] = save;
+		cut = (int)i;
+	}
+	if (cut < 0)
+		return;
+	/* the last whole word: worth it only if it keeps most of the line */
+	save = buf[cut];
+	buf[cut] = 0;
+	if (ui_width(buf) < w / 2) {
+		buf[cut] = save;
+		return;
+	}
+	while (cut > 0 && strchr(" ,;:(", buf[cut - 1]))
+		buf[--cut] = 0;
+	strcat(buf, more);
+}
+
 int ui_printf(int y, int x, int w, const char *fmt, ...)
 {
 	char buf[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
+	vsnprintf(buf, sizeof buf - 8, fmt, ap);
 	va_end(ap);
+	cut_at_word(buf, w);
 	return ui_put(y, x, w, buf);
 }
 

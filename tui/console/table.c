@@ -146,6 +146,17 @@ void tbl_finish(table_t *t, const char *filter)
 		t->sel = 0;
 }
 
+char *tbl_count(char *buf, size_t n, const table_t *t)
+{
+	int body = t->nrows - t->npinned, shown = t->nshown - t->npinned;
+
+	if (shown < body)
+		snprintf(buf, n, "%d of %d", shown, body);
+	else
+		snprintf(buf, n, "%d", body);
+	return buf;
+}
+
 int tbl_selected(const table_t *t)
 {
 	if (t->nshown == 0 || t->sel < 0 || t->sel >= t->nshown)
@@ -162,10 +173,24 @@ static void remember(table_t *t)
 
 #define FLEX_MIN 12
 
+/* The width column c's title and the cells shown need in full. */
+static int content_width(const table_t *t, int c)
+{
+	int need = ui_width(t->cols[c].title) + (c == t->sort_col), i; /* + its sort mark */
+
+	for (i = 0; i < t->nshown; i++) {
+		int cw = ui_width(tbl_cell(t, t->order[i], c));
+		if (cw > need)
+			need = cw;
+	}
+	return need;
+}
+
 /* Which columns fit in w, and where (t->x, t->wid; -1 not shown): the
  * first always, then the others by priority (then order), skipping the
  * first t->hscroll of them, until one does not fit; shown in their own
- * order, the flexible one (width 0) taking what is left. */
+ * order. What is left widens the columns whose cells it would cut, then
+ * the flexible one (width 0) takes the rest. */
 static void layout(table_t *t, int w)
 {
 	int order[64], n = 0, c, k, used, flex = -1, x;
@@ -206,8 +231,29 @@ static void layout(table_t *t, int w)
 		if (t->cols[c].width == 0)
 			flex = c;
 	}
-	if (flex >= 0 && used - 1 < w)
-		t->wid[flex] += w - (used - 1);
+	/* room left: first to the columns whose cells or title it cuts, the
+	 * smallest want first (so that as many as can be are shown whole; by
+	 * priority among equals), the flexible one among them; then the
+	 * flexible one takes the rest */
+	int room = w - (used - 1), need[64];
+	for (c = 0; c < t->ncols && c < 64; c++)
+		need[c] = t->x[c] < 0 ? 0 : content_width(t, c) - t->wid[c];
+	while (room > 0) {
+		int best = -1;
+		for (k = -1; k < n; k++) {
+			c = k < 0 ? 0 : order[k];
+			if (c < 64 && need[c] > 0 && (best < 0 || need[c] < need[best]))
+				best = c;
+		}
+		if (best < 0)
+			break;
+		int give = need[best] < room ? need[best] : room;
+		t->wid[best] += give;
+		room -= give;
+		need[best] = 0;
+	}
+	if (flex >= 0 && room > 0)
+		t->wid[flex] += room;
 	for (c = 0, x = 0; c < t->ncols; c++) {
 		if (t->x[c] < 0)
 			continue;
