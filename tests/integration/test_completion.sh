@@ -68,7 +68,7 @@ complete() { bash "$T/complete.bash" "$T/bagstore.bash" "$@" 2>&1; }
 
 t_eq "$(complete "$B" ind)" "index " "bagstore ind<TAB>: index"
 t_eq "$(complete "$B" "")" \
-	"audit backfill buckets cleaner completion delete export get grants index init lag properties put query reshard shards throttle verify workers " \
+	"audit backfill buckets cleaner completion delete explain export get grants index init lag properties put query reshard shards throttle verify workers " \
 	"bagstore <TAB>: every command and group of the table"
 t_eq "$(complete "$B" index "")" "create drop list " "bagstore index <TAB>: its subcommands"
 t_eq "$(complete "$B" --read-only reshard s)" "start status " "after a global option too"

@@ -29,7 +29,14 @@ t_eq "$(t_sql 0 'SELECT COUNT(*) FROM entities')$(t_sql 1 'SELECT COUNT(*) FROM 
 
 # the points, read from the one list
 points=$(sed -n 's/^.*X([A-Z_]*, "\([a-z_]*\)",.*$/\1/p' "$ROOT/engine/bagstore.h")
-t_eq "$(printf '%s\n' "$points" | wc -l | tr -d ' ')" 11 "BS_FAULTS lists 11 points"
+rows=$(grep -c '^[[:space:]]*X([A-Z_]*, "' "$ROOT/engine/bagstore.h")
+t_eq "$(printf '%s\n' "$points" | wc -l | tr -d ' ')" "$rows" "every row of BS_FAULTS read ($rows points)"
+ids=$(sed -n 's/^[[:space:]]*X(\([A-Z_]*\), ".*$/\1/p' "$ROOT/engine/bagstore.h")
+unused=""
+for id in $ids; do
+	grep -q "BS_FAULT_$id\b" "$ROOT"/engine/*.c "$ROOT"/tui/*/*.c "$ROOT"/views/*.c || unused="$unused $id"
+done
+t_eq "$unused" "" "every point of BS_FAULTS is checked somewhere"
 all=""
 for p in $points; do
 	t_exit 0 "BAGSTORE_FAULT=$p is accepted" -- env BAGSTORE_FAULT=$p "$B" -c "$C" index list
