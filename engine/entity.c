@@ -1083,11 +1083,13 @@ static int read_once(bs_bytes_t *body, int64_t *updated_us, bool *found, write_t
 	MYSQL_RES *res = NULL;
 	int rc;
 	*found = false;
-	bs__buf_puts(&b, "SELECT o.state, o.peer, e.body, UNIX_TIMESTAMP(e.updated), e.id IS NOT NULL FROM bagstore_meta m"
-	                 " LEFT JOIN bagstore_buckets o ON o.bucket=");
-	bs__buf_printf(&b, "%d LEFT JOIN entities e ON e.id=", w->bucket);
+	/* two primary-key lookups: no ownership row, no row at all (refused,
+	 * as the map's cache then is wrong) */
+	bs__buf_puts(&b, "SELECT o.state, o.peer, e.body, UNIX_TIMESTAMP(e.updated), e.id IS NOT NULL FROM bagstore_buckets o"
+	                 " LEFT JOIN entities e ON e.id=");
 	id_lit(&b, &w->id);
-	bs__buf_puts(&b, " WHERE m.k='owned_version'");
+	bs__buf_puts(&b, " WHERE o.bucket=");
+	bs__buf_uint(&b, (unsigned)w->bucket);
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, w->shard)) ||
 	    (rc = bs__shard_query(&res, st, w->shard, b.ptr, b.len)))
 		goto done;
