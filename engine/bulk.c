@@ -3,10 +3,11 @@
  * batches, for loading JSON Lines and the like.
  *
  * The entities of one shard go in one transaction, one round trip: their
- * intent rows (one token, one named lock per shard and batch), their old
- * bodies read FOR UPDATE, one multi-row INSERT ... ON DUPLICATE KEY
- * UPDATE, the versions written copied into the intents; every shard at
- * once (fanout.c). Then the index rows they need, as one multi-row delete
+ * old bodies read FOR UPDATE, then one compound statement with the
+ * multi-row INSERT ... ON DUPLICATE KEY UPDATE and their intent rows (one
+ * token, one named lock per shard and batch) inserted from the rows just
+ * written, versions and all; every shard at once (fanout.c). Then the
+ * index rows they need, as one multi-row delete
  * and one multi-row upsert per index and target shard, every target shard
  * at once; then, sent without waiting, each shard's intents removed where
  * the entity is still the version written, and the lock released. The
@@ -18,10 +19,13 @@
  *
  * Fenced as entity.c's writes are (doc/DESIGN.md, "Buckets and
  * resharding"): a shard's transaction share-locks the ownership rows of its
- * entities' buckets and writes only when it owns them all, logging the
- * entities of leaving buckets for their move; a shard that refuses wrote
- * nothing, and its entities go again, the map read again. The index rows
- * are fenced per target shard the same way.
+ * entities' buckets and writes only when it owns them all. The fast form
+ * comes first: every bucket simply owned, nothing to log. A shard whose
+ * fast form refused applied nothing and gets the full form at once, which
+ * also writes to leaving buckets, logging their entities for the move; a
+ * shard that refuses that wrote nothing, and its entities go again, the
+ * map read again. The index rows are fenced per target shard the same
+ * way.
  */
 #include "internal.h"
 
