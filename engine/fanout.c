@@ -58,6 +58,8 @@ static void after_store(bs__shard_stmt_t *q, run_t *r, bs_store_t *st, int i, MY
 	} else if (mysql_field_count(r->m) != 0) {
 		fail(q, r, st, i, bs__shard_fail(st, i, "reading rows"));
 		return;
+	} else {
+		q->affected = (int64_t)mysql_affected_rows(r->m);
 	}
 	if (!mysql_more_results(r->m)) {
 		r->step = S_DONE;
@@ -87,6 +89,7 @@ static void send_query(bs__shard_stmt_t *q, run_t *r, bs_store_t *st, int i)
 	int ret = 0, status;
 	r->step = S_QUERY;
 	st->shards[i].last_errno = 0;
+	q->affected = 0;
 	if ((status = mysql_real_query_start(&ret, r->m, q->sql, (unsigned long)q->len))) {
 		waiting(r, status);
 		return;

@@ -180,6 +180,7 @@ typedef struct {
 	bool unchecked;
 	MYSQL_RES *res[BS__MAX_RESULTS];
 	int nres;
+	int64_t affected; /* the last statement's rows (found rows), when it returned no set */
 	int rc;
 	char msg[512];
 } bs__shard_stmt_t;
