@@ -88,10 +88,12 @@ static int int_cmp(const void *a, const void *b)
 }
 
 /* The fence of a shard's transaction over buckets[n] (sorted here, kept
- * once): "START TRANSACTION;SELECT COUNT(*), n INTO @bs_o, @bs_want ...
- * LOCK IN SHARE MODE", ascending as a move's cut-over locks them. The fast
- * form counts only buckets simply 'owned' (none leaving: nothing to log
- * for a move); the full form also 'leaving' ones, whose writes it logs. */
+ * once): "START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=n) ...
+ * LOCK IN SHARE MODE", ascending as a move's cut-over locks them; its
+ * answer, the transaction's first result set, says whether the shard owns
+ * them all (the statements after it apply only then). The fast form counts
+ * only buckets simply 'owned' (none leaving: nothing to log for a move);
+ * the full form also 'leaving' ones, whose writes it logs. */
 static void fence_sql(bs_buf_t *b, int *buckets, size_t n, bool fast)
 {
 	size_t m = 0;
@@ -100,7 +102,7 @@ static void fence_sql(bs_buf_t *b, int *buckets, size_t n, bool fast)
 	for (size_t k = 0; k < n; k++)
 		if (!m || buckets[m - 1] != buckets[k])
 			buckets[m++] = buckets[k];
-	bs__buf_printf(b, "START TRANSACTION;SELECT COUNT(*),%zu INTO @bs_o,@bs_want FROM bagstore_buckets WHERE state%s"
+	bs__buf_printf(b, "START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=%zu) FROM bagstore_buckets WHERE state%s"
 	                  " AND bucket IN (-1", m, fast ? "='owned'" : " IN " BS__OWNING_SQL);
 	for (size_t k = 0; k < m; k++) {
 		bs__buf_putn(b, ",", 1);
@@ -135,7 +137,7 @@ static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
 }
 
 /* One shard's transaction for this round, fenced: written only when the
- * shard owns every bucket of its entities (the last result set says). The
+ * shard owns every bucket of its entities (the first result set says). The
  * fast form (sb->fast) applies only when every bucket is simply owned and
  * logs nothing; the full form also writes to leaving buckets, logging
  * their entities for the move. With indexes, the intents go in the same
@@ -201,7 +203,7 @@ static int entity_sql(bulk_t *u, int s)
 	bs__buf_puts(b, " END IF; END");
 	if (!sb->fast)
 		log_pairs_sql(b, &pairs, 0);
-	bs__buf_puts(b, ";SELECT @bs_o=@bs_want;COMMIT");
+	bs__buf_puts(b, ";COMMIT");
 	if (pairs.oom)
 		b->oom = true;
 	bs__buf_free(&pairs);
@@ -215,7 +217,7 @@ static void take_old(bulk_t *u, int s)
 	shard_batch_t *sb = &u->sb[s];
 	char where[96];
 	snprintf(where, sizeof where, "shard %s", u->st->shards[s].conf->name);
-	for (int r = 0; r + 1 < u->q[s].nres; r++) { /* the last: the fence's answer */
+	for (int r = 1; r < u->q[s].nres; r++) { /* the first: the fence's answer */
 		MYSQL_RES *res = u->q[s].res[r];
 		MYSQL_ROW row;
 		while ((row = mysql_fetch_row(res))) {
@@ -265,10 +267,10 @@ static bool retryable(bs_store_t *st, int s)
 	return e == 1213 || e == 1205 || e == 1467 /* the AUTO_INCREMENT lock, lost to a deadlock */;
 }
 
-/* The fence's answer: the last result set of shard s's statements. */
+/* The fence's answer: the first result set of shard s's statements. */
 static bool refused(const bs__shard_stmt_t *q)
 {
-	MYSQL_ROW row = q->nres ? mysql_fetch_row(q->res[q->nres - 1]) : NULL;
+	MYSQL_ROW row = q->nres ? mysql_fetch_row(q->res[0]) : NULL;
 	return !row || !row[0] || strcmp(row[0], "1") != 0;
 }
 
@@ -486,7 +488,7 @@ static void index_stmts(bs_buf_t *out, rows_t *per, const bs_index_t *idx, int n
 }
 
 /* A target shard's statements (in) in their fence, the whole transaction
- * into out, its answer last. The fast form (every bucket simply owned)
+ * into out, its answer first. The fast form (every bucket simply owned)
  * logs nothing; the full one logs the entities of leaving buckets for
  * their moves, and is the only form for deletes of rows whose bucket is
  * unknown (logged for every leaving move). */
@@ -504,7 +506,7 @@ static void fence_wrap(bs_buf_t *out, const bs_buf_t *in, fence_t *f, bool fast)
 			bs__buf_puts(out, ") l WHERE o.state='leaving' AND @bs_o=@bs_want ON DUPLICATE KEY UPDATE n=n+1");
 		}
 	}
-	bs__buf_puts(out, ";SELECT @bs_o=@bs_want;COMMIT");
+	bs__buf_puts(out, ";COMMIT");
 	if (f->pairs.oom || f->anywhere.oom || in->oom)
 		out->oom = true;
 }
