@@ -92,6 +92,16 @@ void bs__buf_hex(bs_buf_t *b, const void *p, size_t n)
 	b->len += 2 * n + 3;
 }
 
+void bs__buf_uint(bs_buf_t *b, unsigned long long v)
+{
+	char d[24];
+	size_t i = sizeof d;
+	do
+		d[--i] = (char)('0' + v % 10);
+	while ((v /= 10));
+	bs__buf_putn(b, d + i, sizeof d - i);
+}
+
 void bs__buf_ident(bs_buf_t *b, const char *name)
 {
 	bs__buf_putn(b, "`", 1);

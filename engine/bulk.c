@@ -3,10 +3,11 @@
  * batches, for loading JSON Lines and the like.
  *
  * The entities of one shard go in one transaction, one round trip: their
- * intent rows (one token, one named lock per shard and batch), their old
- * bodies read FOR UPDATE, one multi-row INSERT ... ON DUPLICATE KEY
- * UPDATE, the versions written copied into the intents; every shard at
- * once (fanout.c). Then the index rows they need, as one multi-row delete
+ * old bodies read FOR UPDATE, then one compound statement with the
+ * multi-row INSERT ... ON DUPLICATE KEY UPDATE and their intent rows (one
+ * token, one named lock per shard and batch) inserted from the rows just
+ * written, versions and all; every shard at once (fanout.c). Then the
+ * index rows they need, as one multi-row delete
  * and one multi-row upsert per index and target shard, every target shard
  * at once; then, sent without waiting, each shard's intents removed where
  * the entity is still the version written, and the lock released. The
@@ -18,10 +19,13 @@
  *
  * Fenced as entity.c's writes are (doc/DESIGN.md, "Buckets and
  * resharding"): a shard's transaction share-locks the ownership rows of its
- * entities' buckets and writes only when it owns them all, logging the
- * entities of leaving buckets for their move; a shard that refuses wrote
- * nothing, and its entities go again, the map read again. The index rows
- * are fenced per target shard the same way.
+ * entities' buckets and writes only when it owns them all. The fast form
+ * comes first: every bucket simply owned, nothing to log. A shard whose
+ * fast form refused applied nothing and gets the full form at once, which
+ * also writes to leaving buckets, logging their entities for the move; a
+ * shard that refuses that wrote nothing, and its entities go again, the
+ * map read again. The index rows are fenced per target shard the same
+ * way.
  */
 #include "internal.h"
 
@@ -37,6 +41,7 @@ typedef struct {
 	char token[48];    /* "" when no index is maintained */
 	bool done;         /* committed */
 	bool refused;      /* the shard did not own every bucket: nothing written */
+	bool fast;         /* this try is the fence's fast form (every bucket owned) */
 } shard_batch_t;
 
 typedef struct {
@@ -83,9 +88,13 @@ static int int_cmp(const void *a, const void *b)
 }
 
 /* The fence of a shard's transaction over buckets[n] (sorted here, kept
- * once): "SET @bs_want=...;START TRANSACTION;SELECT COUNT(*) INTO @bs_o ...
- * LOCK IN SHARE MODE", ascending as a move's cut-over locks them. */
-static void fence_sql(bs_buf_t *b, int *buckets, size_t n)
+ * once): "START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=n) ...
+ * LOCK IN SHARE MODE", ascending as a move's cut-over locks them; its
+ * answer, the transaction's first result set, says whether the shard owns
+ * them all (the statements after it apply only then). The fast form counts
+ * only buckets simply 'owned' (none leaving: nothing to log for a move);
+ * the full form also 'leaving' ones, whose writes it logs. */
+static void fence_sql(bs_buf_t *b, int *buckets, size_t n, bool fast)
 {
 	size_t m = 0;
 	if (n > 1)
@@ -93,10 +102,12 @@ static void fence_sql(bs_buf_t *b, int *buckets, size_t n)
 	for (size_t k = 0; k < n; k++)
 		if (!m || buckets[m - 1] != buckets[k])
 			buckets[m++] = buckets[k];
-	bs__buf_printf(b, "SET @bs_want=%zu;START TRANSACTION;SELECT COUNT(*) INTO @bs_o FROM bagstore_buckets WHERE"
-	                  " state IN " BS__OWNING_SQL " AND bucket IN (-1", m);
-	for (size_t k = 0; k < m; k++)
-		bs__buf_printf(b, ",%d", buckets[k]);
+	bs__buf_printf(b, "START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=%zu) FROM bagstore_buckets WHERE state%s"
+	                  " AND bucket IN (-1", m, fast ? "='owned'" : " IN " BS__OWNING_SQL);
+	for (size_t k = 0; k < m; k++) {
+		bs__buf_putn(b, ",", 1);
+		bs__buf_uint(b, (unsigned)buckets[k]);
+	}
 	bs__buf_puts(b, ") LOCK IN SHARE MODE WAIT 3");
 }
 
@@ -117,14 +128,22 @@ static void log_pairs_sql(bs_buf_t *b, const bs_buf_t *pairs, int kind)
 static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
 {
 	bool first = pairs->len == 0;
-	bs__buf_printf(pairs, first ? "SELECT %d bucket, " : " UNION ALL SELECT %d, ", bucket);
+	bs__buf_puts(pairs, first ? "SELECT " : " UNION ALL SELECT ");
+	bs__buf_uint(pairs, (unsigned)bucket);
+	bs__buf_puts(pairs, first ? " bucket, " : ", ");
 	bs__buf_hex(pairs, id, 16);
 	if (first)
 		bs__buf_puts(pairs, " id");
 }
 
 /* One shard's transaction for this round, fenced: written only when the
- * shard owns every bucket of its entities (the last result set says). */
+ * shard owns every bucket of its entities (the first result set says). The
+ * fast form (sb->fast) applies only when every bucket is simply owned and
+ * logs nothing; the full form also writes to leaving buckets, logging
+ * their entities for the move. With indexes, the intents go in the same
+ * compound statement as the entities, from the rows just written (their
+ * versions with them): one statement for both, no intent without its
+ * entity write, and none left when the fence refused. */
 static int entity_sql(bulk_t *u, int s)
 {
 	shard_batch_t *sb = &u->sb[s];
@@ -139,7 +158,8 @@ static int entity_sql(bulk_t *u, int s)
 	}
 	for (size_t j = 0; j < sb->len; j++) {
 		buckets[j] = bs_route_id(&u->ids[sb->idx[j]], u->st->map.buckets);
-		pair_add(&pairs, buckets[j], u->ids[sb->idx[j]].b);
+		if (!sb->fast)
+			pair_add(&pairs, buckets[j], u->ids[sb->idx[j]].b);
 	}
 	if (u->maintained) {
 		bs__buf_puts(b, "DO IF(IS_USED_LOCK(");
@@ -148,13 +168,9 @@ static int entity_sql(bulk_t *u, int s)
 		bs__buf_hex(b, sb->token, strlen(sb->token));
 		bs__buf_puts(b, ",0));");
 	}
-	fence_sql(b, buckets, sb->len);
+	fence_sql(b, buckets, sb->len, sb->fast);
 	if (u->maintained) {
-		bs__buf_puts(b, ";INSERT IGNORE INTO bagstore_intents (token, entity_id) SELECT ");
-		bs__buf_hex(b, sb->token, strlen(sb->token));
-		bs__buf_puts(b, ", l.id FROM (");
-		bs__buf_putn(b, pairs.ptr, pairs.len);
-		bs__buf_puts(b, ") l WHERE @bs_o=@bs_want;SELECT id, body FROM entities WHERE id IN (");
+		bs__buf_puts(b, ";SELECT id, body FROM entities WHERE id IN (");
 		id_lits(b, u, sb);
 		bs__buf_puts(b, ") FOR UPDATE");
 	}
@@ -167,19 +183,27 @@ static int entity_sql(bulk_t *u, int s)
 		bs__buf_hex(b, u->ids[k].b, 16);
 		/* one statement, one NOW(6): a microsecond apart keeps the input's
 		 * order newest last on the shard */
-		bs__buf_printf(b, ",NOW(6)+INTERVAL %zu MICROSECOND,", j);
+		bs__buf_puts(b, ",NOW(6)+INTERVAL ");
+		bs__buf_uint(b, j);
+		bs__buf_puts(b, " MICROSECOND,");
 		bs__buf_hex(b, u->bodies[k].ptr, u->bodies[k].len);
 		bs__buf_puts(b, ")");
 	}
 	bs__buf_puts(b, " ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND),"
-	                "body=VALUES(body); END IF; END");
-	log_pairs_sql(b, &pairs, 0);
+	                "body=VALUES(body);");
 	if (u->maintained) {
-		bs__buf_puts(b, ";UPDATE bagstore_intents i JOIN entities e ON e.id=i.entity_id SET i.ver=e.updated"
-		                " WHERE i.token=");
+		/* entities has the AUTO_INCREMENT column, bagstore_intents none:
+		 * this INSERT ... SELECT takes no table lock */
+		bs__buf_puts(b, "INSERT INTO bagstore_intents (token, entity_id, ver) SELECT ");
 		bs__buf_hex(b, sb->token, strlen(sb->token));
+		bs__buf_puts(b, ", id, updated FROM entities WHERE id IN (");
+		id_lits(b, u, sb);
+		bs__buf_puts(b, ") ON DUPLICATE KEY UPDATE ver=VALUES(ver);");
 	}
-	bs__buf_puts(b, ";SELECT @bs_o=@bs_want;COMMIT");
+	bs__buf_puts(b, " END IF; END");
+	if (!sb->fast)
+		log_pairs_sql(b, &pairs, 0);
+	bs__buf_puts(b, ";COMMIT");
 	if (pairs.oom)
 		b->oom = true;
 	bs__buf_free(&pairs);
@@ -193,7 +217,7 @@ static void take_old(bulk_t *u, int s)
 	shard_batch_t *sb = &u->sb[s];
 	char where[96];
 	snprintf(where, sizeof where, "shard %s", u->st->shards[s].conf->name);
-	for (int r = 0; r + 1 < u->q[s].nres; r++) { /* the last: the fence's answer */
+	for (int r = 1; r < u->q[s].nres; r++) { /* the first: the fence's answer */
 		MYSQL_RES *res = u->q[s].res[r];
 		MYSQL_ROW row;
 		while ((row = mysql_fetch_row(res))) {
@@ -243,10 +267,10 @@ static bool retryable(bs_store_t *st, int s)
 	return e == 1213 || e == 1205 || e == 1467 /* the AUTO_INCREMENT lock, lost to a deadlock */;
 }
 
-/* The fence's answer: the last result set of shard s's statements. */
+/* The fence's answer: the first result set of shard s's statements. */
 static bool refused(const bs__shard_stmt_t *q)
 {
-	MYSQL_ROW row = q->nres ? mysql_fetch_row(q->res[q->nres - 1]) : NULL;
+	MYSQL_ROW row = q->nres ? mysql_fetch_row(q->res[0]) : NULL;
 	return !row || !row[0] || strcmp(row[0], "1") != 0;
 }
 
@@ -267,26 +291,53 @@ static void hop_wait(int hop)
 	nanosleep(&ts, NULL);
 }
 
-/* Step 1 for this round: every shard's transaction at once; a deadlocked
- * one again, a few times. Returns the first failure; sb[s].done tells. */
+/* Shard s's transaction (its fast or full form) into u->q[s]. */
+static int entity_stmt(bulk_t *u, int s)
+{
+	int rc;
+	if ((rc = entity_sql(u, s)) || (rc = bs__buf_ok(&u->sb[s].sql)))
+		return rc;
+	u->q[s].sql = u->sb[s].len ? u->sb[s].sql.ptr : NULL;
+	u->q[s].len = u->sb[s].sql.len;
+	return 0;
+}
+
+/* Step 1 for this round: every shard's transaction at once, the fence's
+ * fast form first; a shard whose fast form refused (a bucket not simply
+ * owned: leaving, or not its own) applied nothing and is sent the full
+ * form, which writes to leaving buckets and logs them, or refuses; a
+ * deadlocked one again, a few times. Returns the first failure;
+ * sb[s].done tells. */
 static int write_entities(bulk_t *u)
 {
 	bs_store_t *st = u->st;
 	int rc = 0;
 	for (int s = 0; s < st->n; s++) {
-		if ((rc = entity_sql(u, s)) || (rc = bs__buf_ok(&u->sb[s].sql)))
+		u->sb[s].fast = true;
+		if ((rc = entity_stmt(u, s)))
 			return rc;
-		u->q[s].sql = u->sb[s].len ? u->sb[s].sql.ptr : NULL;
-		u->q[s].len = u->sb[s].sql.len;
 	}
 	for (int tries = 1;; tries++) {
 		rc = bs__shard_run(st, u->q);
-		bool again = false;
+		bool again = false, full = false;
 		for (int s = 0; s < st->n; s++) {
 			if (!u->q[s].sql)
 				continue;
+			bool no = !u->q[s].rc && refused(&u->q[s]); /* reads the answer's row */
+			if (no && u->sb[s].fast) {
+				/* nothing applied: the full form decides */
+				bs__shard_stmts_clear(&u->q[s], 1);
+				u->sb[s].fast = false;
+				int erc = entity_stmt(u, s);
+				if (erc) {
+					bs__shard_stmts_clear(u->q, st->n);
+					return erc;
+				}
+				full = true;
+				continue;
+			}
 			if (!u->q[s].rc) {
-				u->sb[s].refused = refused(&u->q[s]);
+				u->sb[s].refused = no;
 				u->sb[s].done = !u->sb[s].refused;
 				if (u->sb[s].done)
 					take_old(u, s);
@@ -301,9 +352,10 @@ static int write_entities(bulk_t *u)
 			again |= retry;
 		}
 		bs__shard_stmts_clear(u->q, st->n);
-		if (!rc || !again || tries == TRIES)
+		if (rc ? !again || tries == TRIES : !full)
 			break;
-		backoff(tries);
+		if (rc)
+			backoff(tries);
 	}
 	/* the first failed shard's message (take_old and undo on the other
 	 * shards have used the error slot since) */
@@ -435,29 +487,32 @@ static void index_stmts(bs_buf_t *out, rows_t *per, const bs_index_t *idx, int n
 	}
 }
 
-/* A target shard's statements in their fence (out[i] becomes the whole
- * transaction), its answer last. */
-static void fence_wrap(bs_buf_t *out, fence_t *f)
+/* A target shard's statements (in) in their fence, the whole transaction
+ * into out, its answer first. The fast form (every bucket simply owned)
+ * logs nothing; the full one logs the entities of leaving buckets for
+ * their moves, and is the only form for deletes of rows whose bucket is
+ * unknown (logged for every leaving move). */
+static void fence_wrap(bs_buf_t *out, const bs_buf_t *in, fence_t *f, bool fast)
 {
-	bs_buf_t w = {0};
-	fence_sql(&w, f->bk, f->nbk);
-	bs__buf_putn(&w, out->ptr, out->len);
-	log_pairs_sql(&w, &f->pairs, 1);
-	if (f->anywhere.len) { /* rows whose bucket is unknown: every leaving move */
-		bs__buf_puts(&w, ";INSERT INTO bagstore_move_log (move_id, kind, id) SELECT DISTINCT o.move_id, 1, l.id FROM"
-		                 " bagstore_buckets o JOIN (");
-		bs__buf_putn(&w, f->anywhere.ptr, f->anywhere.len);
-		bs__buf_puts(&w, ") l WHERE o.state='leaving' AND @bs_o=@bs_want ON DUPLICATE KEY UPDATE n=n+1");
+	bs__buf_reset(out);
+	fence_sql(out, f->bk, f->nbk, fast);
+	bs__buf_putn(out, in->ptr, in->len);
+	if (!fast) {
+		log_pairs_sql(out, &f->pairs, 1);
+		if (f->anywhere.len) { /* rows whose bucket is unknown: every leaving move */
+			bs__buf_puts(out, ";INSERT INTO bagstore_move_log (move_id, kind, id) SELECT DISTINCT o.move_id, 1,"
+			                  " l.id FROM bagstore_buckets o JOIN (");
+			bs__buf_putn(out, f->anywhere.ptr, f->anywhere.len);
+			bs__buf_puts(out, ") l WHERE o.state='leaving' AND @bs_o=@bs_want ON DUPLICATE KEY UPDATE n=n+1");
+		}
 	}
-	bs__buf_puts(&w, ";SELECT @bs_o=@bs_want;COMMIT");
-	if (f->pairs.oom || f->anywhere.oom || out->oom)
-		w.oom = true;
-	bs__buf_free(out);
-	*out = w;
+	bs__buf_puts(out, ";COMMIT");
+	if (f->pairs.oom || f->anywhere.oom || in->oom)
+		out->oom = true;
 }
 
-/* Each target shard's fenced statements for the entities written this
- * round. */
+/* Each target shard's statements for the entities written this round,
+ * into in[] (unfenced). */
 static void rows_sql(bs_buf_t *out, bulk_t *u, const size_t *round, size_t nround, rows_t *per, fence_t *fen)
 {
 	int n = u->st->n;
@@ -474,35 +529,63 @@ static void rows_sql(bs_buf_t *out, bulk_t *u, const size_t *round, size_t nroun
 		}
 		index_stmts(out, per, idx, n);
 	}
-	for (int i = 0; i < n; i++)
-		if (out[i].len)
-			fence_wrap(&out[i], &fen[i]);
 }
 
-/* Send the round's index statements, every target shard at once;
- * deadlocked shards again (the statements are idempotent). *refused: a
- * shard did not own a bucket (the caller reads the map and sends them all
- * again). */
-static int send_rows(bool *refused_any, bulk_t *u, bs_buf_t *out)
+/* Target shard i's statements in[i] in their fence (fast[i]: its fast
+ * form) into out[i] and u->q[i]. */
+static int rows_stmt(bulk_t *u, int i, bs_buf_t *out, const bs_buf_t *in, fence_t *fen, bool fast)
+{
+	int rc;
+	fence_wrap(out, in, fen, fast);
+	if ((rc = bs__buf_ok(out)))
+		return rc;
+	u->q[i].sql = out->ptr;
+	u->q[i].len = out->len;
+	return 0;
+}
+
+/* Send the round's index statements (in[]), each shard's in its fence,
+ * every target shard at once: the fast form first, the full one for a
+ * shard whose fast form refused (nothing applied there); deadlocked
+ * shards again (the statements are idempotent). *refused: a shard did not
+ * own a bucket (the caller reads the map and sends them all again). */
+static int send_rows(bool *refused_any, bulk_t *u, bs_buf_t *out, const bs_buf_t *in, fence_t *fen)
 {
 	bs_store_t *st = u->st;
 	int n = st->n, rc = 0;
+	bool *fast = calloc((size_t)n, sizeof *fast);
 	*refused_any = false;
+	if (!fast)
+		return bs_error(BS_ENOMEM, "out of memory");
 	for (int i = 0; i < n; i++) {
 		u->rows_refused[i] = false;
-		if ((rc = bs__buf_ok(&out[i])))
-			return rc;
-		u->q[i].sql = out[i].len ? out[i].ptr : NULL;
-		u->q[i].len = out[i].len;
+		u->q[i].sql = NULL;
+		fast[i] = !fen[i].anywhere.len;
+		if (in[i].len && (rc = rows_stmt(u, i, &out[i], &in[i], &fen[i], fast[i])))
+			goto done;
 	}
 	for (int tries = 1;; tries++) {
 		rc = bs__shard_run(st, u->q);
-		bool again = false;
+		bool again = false, full = false;
 		for (int i = 0; i < n; i++) {
 			if (!u->q[i].sql)
 				continue;
+			bool no = !u->q[i].rc && refused(&u->q[i]); /* reads the answer's row */
+			if (no && fast[i]) {
+				/* nothing applied: the full form decides */
+				bs__shard_stmts_clear(&u->q[i], 1);
+				fast[i] = false;
+				int frc = rows_stmt(u, i, &out[i], &in[i], &fen[i], false);
+				if (frc) {
+					bs__shard_stmts_clear(u->q, n);
+					rc = frc;
+					goto done;
+				}
+				full = true;
+				continue;
+			}
 			if (!u->q[i].rc) {
-				u->rows_refused[i] = refused(&u->q[i]);
+				u->rows_refused[i] = no;
 				*refused_any |= u->rows_refused[i];
 				u->q[i].sql = NULL;
 				continue;
@@ -514,10 +597,13 @@ static int send_rows(bool *refused_any, bulk_t *u, bs_buf_t *out)
 			again |= u->q[i].rc == BS_ECONFLICT && retryable(st, i);
 		}
 		bs__shard_stmts_clear(u->q, n);
-		if (!rc || !again || tries == TRIES)
+		if (rc ? !again || tries == TRIES : !full)
 			break;
-		backoff(tries);
+		if (rc)
+			backoff(tries);
 	}
+done:
+	free(fast);
 	return rc;
 }
 
@@ -530,21 +616,21 @@ static int write_rows(bulk_t *u, const size_t *round, size_t nround)
 	int n = st->n, rc = 0;
 	rows_t *per = calloc((size_t)n, sizeof *per);
 	fence_t *fen = calloc((size_t)n, sizeof *fen);
-	bs_buf_t *out = calloc((size_t)n, sizeof *out);
-	if (!per || !out || !fen) {
+	bs_buf_t *out = calloc((size_t)n, sizeof *out), *in = calloc((size_t)n, sizeof *in);
+	if (!per || !out || !in || !fen) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
 	for (int hop = 0;; hop++) {
 		bool refused_any = false;
 		for (int i = 0; i < n; i++) {
-			bs__buf_reset(&out[i]);
+			bs__buf_reset(&in[i]);
 			fen[i].nbk = 0;
 			bs__buf_reset(&fen[i].pairs);
 			bs__buf_reset(&fen[i].anywhere);
 		}
-		rows_sql(out, u, round, nround, per, fen);
-		if ((rc = send_rows(&refused_any, u, out)) || !refused_any)
+		rows_sql(in, u, round, nround, per, fen);
+		if ((rc = send_rows(&refused_any, u, out, in, fen)) || !refused_any)
 			break;
 		if (hop == 8) {
 			rc = bs_error(BS_EUNREACHABLE, "the index rows' buckets kept moving");
@@ -576,6 +662,9 @@ done:
 	}
 	for (int i = 0; out && i < n; i++)
 		bs__buf_free(&out[i]);
+	for (int i = 0; in && i < n; i++)
+		bs__buf_free(&in[i]);
+	free(in);
 	free(per);
 	free(fen);
 	free(out);

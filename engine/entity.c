@@ -226,17 +226,24 @@ static void fence_wrap(bs_buf_t *out, shard_rows_t *r, const bs_id_t *id)
 		out->oom = true;
 }
 
+/* fence_fast's one-statement form: one statement on one bucket. */
+static bool fence_one(const shard_rows_t *r)
+{
+	return r->nstmt == 1 && r->nb == 1;
+}
+
 /* fence_wrap's fast form, while every bucket written is simply owned here
  * (none leaving: nothing to log for a move): one SELECT share-locks the
  * ownership rows (ascending) and answers whether all are 'owned'; the
  * statements apply only then. Three statements around them in place of
- * six, or one (and its row count) for one statement on one bucket. A
+ * six, or one for one statement on one bucket (its row count, read by the
+ * client, is the answer: fence_one). A
  * refusal here (or a delete that found no row) applied nothing: the full
  * form follows. Not for deletes of a row whose bucket is unknown (r->anywhere: they
  * are logged in every leaving bucket). */
 static void fence_fast(bs_buf_t *out, shard_rows_t *r)
 {
-	if (r->nstmt == 1 && r->nb == 1) {
+	if (fence_one(r)) {
 		/* one statement on one bucket: the statement reads the ownership
 		 * row itself, share-locked (as fast_write's), in autocommit; it
 		 * applied when it found its row */
@@ -248,7 +255,6 @@ static void fence_fast(bs_buf_t *out, shard_rows_t *r)
 			bs__buf_printf(out, " FROM bagstore_buckets WHERE bucket=%d AND state='owned' LOCK IN SHARE MODE"
 			                    " WAIT %d", r->buckets[0], FENCE_WAIT_S);
 		bs__buf_putn(out, r->sql.ptr + r->cond_end, r->sql.len - r->cond_end);
-		bs__buf_puts(out, ";SELECT ROW_COUNT()>0");
 		if (r->sql.oom)
 			out->oom = true;
 		return;
@@ -354,7 +360,9 @@ static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, c
 			if (!q[i].sql)
 				continue;
 			if (!q[i].rc) {
-				bool no = shard_refused(&q[i]);
+				/* the one-statement form applied when it touched a row
+				 * (CLIENT_FOUND_ROWS: an upsert that changed nothing too) */
+				bool no = fast[i] && fence_one(&per_shard[i]) ? q[i].affected <= 0 : shard_refused(&q[i]);
 				if (no && fast[i]) { /* nothing applied: the full form decides */
 					bs__shard_stmts_clear(&q[i], 1);
 					fast[i] = false;
@@ -774,12 +782,13 @@ static int fast_returning_write(bool *applied, bs_store_t *st, write_t *w, const
 		bs__buf_hex(&b, w->token, tl);
 		bs__buf_puts(&b, ") RETURNING body, UNIX_TIMESTAMP(updated)");
 	}
-	/* a statement that finds nothing may answer without a result set (a
-	 * DELETE whose WHERE the optimizer proves empty): a last set of one
-	 * column marks the end, so the RETURNING set is the one of two */
-	bs__buf_puts(&b, ";COMMIT;SELECT 0");
+	/* a DELETE that finds nothing may answer without a result set (when
+	 * the optimizer proves its WHERE empty): a last set of one column marks
+	 * the end, so the RETURNING set is the one of two. An INSERT ... SELECT
+	 * ... RETURNING answers with a set, empty or not: its own is the one. */
+	bs__buf_puts(&b, body ? ";COMMIT" : ";COMMIT;SELECT 0");
 	*applied = false;
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query_sets(res, 2, st, w->shard, b.ptr, b.len)))
+	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query_sets(res, body ? 1 : 2, st, w->shard, b.ptr, b.len)))
 		goto done;
 	if (mysql_num_fields(res[0]) != 2 || mysql_num_rows(res[0]) == 0)
 		goto done; /* nothing written, no intent: the full form */
@@ -1087,11 +1096,13 @@ static int read_once(bs_bytes_t *body, int64_t *updated_us, bool *found, write_t
 	MYSQL_RES *res = NULL;
 	int rc;
 	*found = false;
-	bs__buf_puts(&b, "SELECT o.state, o.peer, e.body, UNIX_TIMESTAMP(e.updated), e.id IS NOT NULL FROM bagstore_meta m"
-	                 " LEFT JOIN bagstore_buckets o ON o.bucket=");
-	bs__buf_printf(&b, "%d LEFT JOIN entities e ON e.id=", w->bucket);
+	/* two primary-key lookups: no ownership row, no row at all (refused,
+	 * as the map's cache then is wrong) */
+	bs__buf_puts(&b, "SELECT o.state, o.peer, e.body, UNIX_TIMESTAMP(e.updated), e.id IS NOT NULL FROM bagstore_buckets o"
+	                 " LEFT JOIN entities e ON e.id=");
 	id_lit(&b, &w->id);
-	bs__buf_puts(&b, " WHERE m.k='owned_version'");
+	bs__buf_puts(&b, " WHERE o.bucket=");
+	bs__buf_uint(&b, (unsigned)w->bucket);
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, w->shard)) ||
 	    (rc = bs__shard_query(&res, st, w->shard, b.ptr, b.len)))
 		goto done;

@@ -75,6 +75,7 @@ static void after_store(bs__shard_stmt_t *q, run_t *r, bs_store_t *st, int i, MY
 		return;
 	} else {
 		r->rows += (int64_t)mysql_affected_rows(r->m);
+		q->affected = (int64_t)mysql_affected_rows(r->m);
 	}
 	if (!mysql_more_results(r->m)) {
 		finish(q, r, st, i);
@@ -109,6 +110,7 @@ static void send_query(bs__shard_stmt_t *q, run_t *r, bs_store_t *st, int i)
 		r->t0 = bs_now_mono();
 		r->at_us = bs_now_us();
 	}
+	q->affected = 0;
 	if ((status = mysql_real_query_start(&ret, r->m, q->sql, (unsigned long)q->len))) {
 		waiting(r, status);
 		return;

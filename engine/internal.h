@@ -47,6 +47,8 @@ int bs__buf_ok(const bs_buf_t *b); /* 0 or BS_ENOMEM (with message) */
 void bs__buf_putn(bs_buf_t *b, const char *s, size_t n);
 void bs__buf_puts(bs_buf_t *b, const char *s);
 void bs__buf_printf(bs_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* an unsigned number in decimal, without printf (per row of bulk SQL) */
+void bs__buf_uint(bs_buf_t *b, unsigned long long v);
 /* X'hex' (binary literal); empty input gives X'' */
 void bs__buf_hex(bs_buf_t *b, const void *p, size_t n);
 /* `name` quoted as an identifier (names are validated elsewhere) */
@@ -201,6 +203,7 @@ typedef struct {
 	bool unchecked;
 	MYSQL_RES *res[BS__MAX_RESULTS];
 	int nres;
+	int64_t affected; /* the last statement's rows (found rows), when it returned no set */
 	int rc;
 	char msg[512];
 } bs__shard_stmt_t;

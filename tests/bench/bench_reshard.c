@@ -17,7 +17,8 @@
  *       entity exactly once, on the shard that owns its bucket, and no
  *       other (a deleted one back), read with plain SQL; queries of the
  *       indexes by_user and by_t against the oracle computed from the
- *       bodies. Prints what is wrong; exits 1 on any.
+ *       bodies (when the store has them). Prints what is wrong; exits 1
+ *       on any.
  *   bench_reshard bench CONFIG2 CONFIG4 N
  *       the benchmark (see run_bench)
  *
@@ -497,6 +498,13 @@ static long check_query(bs_store_t *st, wants_t *w, const char *index, const cha
 static long check_queries(bs_store_t *st, wants_t *w)
 {
 	long bad = 0;
+	bs_index_t ix;
+	/* a store without the indexes (test_reshard's writers without any):
+	 * bodies and placement only */
+	if (bs_index_get(&ix, st, "by_user") == BS_ENOTFOUND && bs_index_get(&ix, st, "by_t") == BS_ENOTFOUND) {
+		printf("check: no index by_user or by_t: queries not checked\n");
+		return 0;
+	}
 	for (int u = 0; u < NUSERS; u++) {
 		bs_id_t id;
 		bs_value_t v;

@@ -1,0 +1,153 @@
+/*
+ * test_fast_kill.c - a single put and a single delete, each with one
+ * index, SIGKILLed between their entity write (the fence's fast form:
+ * the intent inserted from the ownership row, the entity written from the
+ * intent row, one transaction) and their index rows, against the two real
+ * test shards (tests/run.sh starts them). The entity is written and its
+ * intent is there, its named lock gone with the process; `bagstore
+ * cleaner --once` (the repair loop) makes the index rows what the body
+ * says and removes the intent.
+ */
+#include "bagstore.h"
+#include "rawsql.h"
+#include "t.h"
+
+#include <mysql.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* An id on shard 1 (bucket 0x00b, odd) whose g's index row is on shard 0
+ * (g even). */
+#define ID "fa570000000040008000000000000" "00b"
+#define UUID "fa570000-0000-4000-8000-00000000000b"
+
+static void bag_of(bs_value_t *bag, int g)
+{
+	char json[160];
+	snprintf(json, sizeof json, "{\"id\":{\"$uuid\":\"" UUID "\"},\"g\":%d}", g);
+	if (bs_json_decode(bag, json, strlen(json), "bag")) {
+		fprintf(stderr, "bag: %s\n", bs_last_error());
+		exit(1);
+	}
+}
+
+/* In a child with a store of its own, stopped before its index rows:
+ * put with g (g < 0: delete). */
+static pid_t writer(int g)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	bs_store_t *st = NULL;
+	bs_value_t bag;
+	bs_id_t id;
+	int rc;
+	setenv("BAGSTORE_FAULT", "pause_before_index_rows", 1);
+	if (!(rc = bs_store_open(&st, cfg))) {
+		if (g >= 0) {
+			bag_of(&bag, g);
+			rc = bs_put(st, &bag, NULL);
+		} else if (!(rc = bs_id_parse(&id, ID))) {
+			rc = bs_delete(st, &id);
+		}
+	}
+	if (rc)
+		fprintf(stderr, "writer: %d: %s\n", rc, bs_last_error());
+	_exit(rc ? 1 : 0);
+}
+
+static bool wait_stopped(pid_t pid)
+{
+	int status;
+	return waitpid(pid, &status, WUNTRACED) == pid && WIFSTOPPED(status);
+}
+
+static void kill_it(pid_t pid)
+{
+	int status;
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+}
+
+static long long both(const char *q)
+{
+	return sql_int(0, q) + sql_int(1, q);
+}
+
+/* The repair loop, once: intents older than a second whose lock is free. */
+static int cleaner_once(void)
+{
+	const char *bin = getenv("BAGSTORE"), *path = getenv("BAGSTORE_TEST_CONFIG");
+	char cmd[2048];
+	struct timespec ts = { 1, 300 * 1000000L };
+	nanosleep(&ts, NULL);
+	snprintf(cmd, sizeof cmd, "'%s' -c '%s' cleaner --once >/dev/null", bin ? bin : "build/bagstore", path);
+	return system(cmd);
+}
+
+int main(void)
+{
+	const char *path = getenv("BAGSTORE_TEST_CONFIG");
+	if (!path) {
+		printf("fast_kill: BAGSTORE_TEST_CONFIG is not set (tests/run.sh sets it)\n"
+		       "fast_kill: 0 passed, 1 failed\n");
+		return 1;
+	}
+	if (bs_config_load(&cfg, path)) {
+		printf("config: %s\nfast_kill: 0 passed, 1 failed\n", bs_last_error());
+		return 1;
+	}
+	bs_store_t *st = NULL;
+	bs_index_t def;
+	bs_value_t bag;
+	(void)sql; /* rawsql.h's: this test only reads */
+	CHECK_OK(bs_store_open(&st, cfg));
+	CHECK_OK(bs_init(st));
+	CHECK_OK(bs_index_parse(&def, "ix_g", "g:int", "g"));
+	CHECK_OK(bs_index_create(st, &def));
+	bs_store_free(st);
+	CHECK_OK(bs_store_open(&st, cfg));
+	bag_of(&bag, 7);
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	CHECK(sql_int(1, "SELECT COUNT(*) FROM ix_g WHERE g=7 AND entity_id=X'" ID "'") == 1,
+	      "the entity's row g=7 is on shard 1");
+
+	/* a put moving the row to shard 0, killed before it */
+	pid_t p = writer(8);
+	CHECK(wait_stopped(p), "the put stopped between its entity and its index rows");
+	kill_it(p);
+	CHECK(sql_int(1, "SELECT COUNT(*) FROM entities WHERE id=X'" ID "'") == 1, "the entity is on shard 1");
+	CHECK(both("SELECT COUNT(*) FROM ix_g WHERE g=8") == 0, "its new index row is not written");
+	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'") == 1,
+	      "its intent is there, on the entity's shard");
+	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE IS_USED_LOCK(token) IS NOT NULL") == 0,
+	      "its lock went with the process");
+	CHECK(cleaner_once() == 0, "cleaner --once");
+	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled the intent");
+	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=8 AND entity_id=X'" ID "'") == 1 &&
+	      both("SELECT COUNT(*) FROM ix_g") == 1, "the index row is what the body says, alone");
+
+	/* a delete, killed the same way */
+	p = writer(-1);
+	CHECK(wait_stopped(p), "the delete stopped between its entity and its index rows");
+	kill_it(p);
+	CHECK(both("SELECT COUNT(*) FROM entities") == 0, "the entity is deleted");
+	CHECK(both("SELECT COUNT(*) FROM ix_g") == 1, "its index row stands");
+	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'") == 1, "its intent is there");
+	CHECK(cleaner_once() == 0, "cleaner --once");
+	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled the intent");
+	CHECK(both("SELECT COUNT(*) FROM ix_g") == 0, "and the index row is gone");
+
+	bs_store_free(st);
+	raw_close_all();
+	bs_config_free(cfg);
+	mysql_library_end();
+	return t_done("fast_kill");
+}

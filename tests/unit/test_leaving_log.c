@@ -1,0 +1,161 @@
+/*
+ * test_leaving_log.c - every write to a bucket that is `leaving` leaves its
+ * row in the source's bagstore_move_log, whichever form wrote it (the
+ * fence's fast forms must refuse a leaving bucket and hand the write to
+ * the full form, which logs it): puts and deletes without any index, with
+ * one, and bulk puts with and without, against the two real test shards
+ * (tests/run.sh starts them). The bucket is made `leaving` by hand, as a
+ * move's copy phase does, and the log read with plain SQL. A write to an
+ * `owned` bucket logs nothing.
+ */
+#include "bagstore.h"
+#include "rawsql.h"
+#include "t.h"
+
+#include <mysql.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MOVE 7001
+
+static void bag_of(bs_value_t *bag, const char *hex, int g)
+{
+	char json[200];
+	snprintf(json, sizeof json, "{\"id\":{\"$uuid\":\"%.8s-%.4s-%.4s-%.4s-%.12s\"},\"g\":%d}", hex, hex + 8,
+	         hex + 12, hex + 16, hex + 20, g);
+	if (bs_json_decode(bag, json, strlen(json), "bag")) {
+		fprintf(stderr, "bag: %s\n", bs_last_error());
+		exit(1);
+	}
+}
+
+/* The shard that owns bucket b. */
+static int owner_of(int b)
+{
+	char q[160];
+	snprintf(q, sizeof q, "SELECT COUNT(*) FROM bagstore_buckets WHERE bucket=%d AND state='owned'", b);
+	for (int i = 0; i < cfg->nshards; i++)
+		if (sql_int(i, q) == 1)
+			return i;
+	return -1;
+}
+
+static void set_state(int shard, int b, const char *state)
+{
+	char q[200];
+	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='%s', move_id=%d WHERE bucket=%d", state, MOVE, b);
+	sql(shard, q);
+}
+
+/* Rows of the move's log for id (kind -1: any kind) on shard. */
+static long long logged(int shard, const char *hex, int kind)
+{
+	char q[240];
+	snprintf(q, sizeof q, "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=%d AND id=X'%s'%s", MOVE, hex,
+	         kind == 0 ? " AND kind=0" : kind == 1 ? " AND kind=1" : "");
+	return sql_int(shard, q);
+}
+
+static long long count_of(int shard, const char *hex)
+{
+	char q[160];
+	snprintf(q, sizeof q, "SELECT COUNT(*) FROM entities WHERE id=X'%s'", hex);
+	return sql_int(shard, q);
+}
+
+/* A store of its own (a fresh catalog cache: sees the index just made). */
+static bs_store_t *store(void)
+{
+	bs_store_t *st = NULL;
+	if (bs_store_open(&st, cfg)) {
+		fprintf(stderr, "open: %s\n", bs_last_error());
+		exit(1);
+	}
+	return st;
+}
+
+/* One put, one delete and a bulk put of three into bucket b while it is
+ * leaving (logged), then a put once it is owned again (not logged).
+ * prefix: the ids' first 8 hex digits; their last 3 name bucket b (B is
+ * 4096 for the two test shards: an id's bucket is its last 12 bits). */
+static void writes_logged(const char *what, const char *prefix, int g)
+{
+	char ids[4][33];
+	bs_id_t id;
+	bs_value_t bag, bags[3];
+	for (int k = 0; k < 4; k++)
+		snprintf(ids[k], sizeof ids[k], "%s00004000800000000000%d%03x", prefix, k, 0x10a);
+	CHECK_OK(bs_id_parse(&id, ids[0]));
+	int b = bs_route_id(&id, 4096), s = owner_of(b);
+	CHECK(s >= 0, "%s: bucket %d has an owner", what, b);
+	if (s < 0)
+		return;
+	bs_store_t *st = store();
+	set_state(s, b, "leaving");
+
+	bag_of(&bag, ids[0], g);
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	CHECK(logged(s, ids[0], 0) == 1, "%s: a put into a leaving bucket is in the move log", what);
+	CHECK(count_of(s, ids[0]) == 1, "%s: and written", what);
+	if (g >= 0)
+		CHECK(logged(s, ids[0], 1) == 1, "%s: and so are its index rows (kind 1)", what);
+	sql(s, "DELETE FROM bagstore_move_log");
+	CHECK_OK(bs_delete(st, &id));
+	CHECK(logged(s, ids[0], 0) == 1, "%s: a delete from a leaving bucket is in the move log", what);
+	CHECK(count_of(s, ids[0]) == 0, "%s: and deleted", what);
+
+	for (int k = 0; k < 3; k++)
+		bag_of(&bags[k], ids[k + 1], g);
+	bs_id_t out[3];
+	CHECK_OK(bs_put_many(st, bags, 3, out, NULL));
+	for (int k = 0; k < 3; k++) {
+		CHECK(logged(s, ids[k + 1], 0) == 1, "%s: bulk put's entity %d is in the move log", what, k + 1);
+		CHECK(count_of(s, ids[k + 1]) == 1, "%s: and written", what);
+		bs_value_clear(&bags[k]);
+	}
+
+	set_state(s, b, "owned");
+	sql(s, "DELETE FROM bagstore_move_log");
+	bag_of(&bag, ids[0], g);
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	bag_of(&bags[0], ids[1], g);
+	CHECK_OK(bs_put_many(st, bags, 1, out, NULL));
+	bs_value_clear(&bags[0]);
+	CHECK(sql_int(s, "SELECT COUNT(*) FROM bagstore_move_log") == 0, "%s: writes to an owned bucket log nothing",
+	      what);
+	bs_store_free(st);
+}
+
+int main(void)
+{
+	const char *path = getenv("BAGSTORE_TEST_CONFIG");
+	if (!path) {
+		printf("leaving_log: BAGSTORE_TEST_CONFIG is not set (tests/run.sh sets it)\n"
+		       "leaving_log: 0 passed, 1 failed\n");
+		return 1;
+	}
+	if (bs_config_load(&cfg, path)) {
+		printf("config: %s\nleaving_log: 0 passed, 1 failed\n", bs_last_error());
+		return 1;
+	}
+	bs_store_t *st = store();
+	CHECK_OK(bs_init(st));
+
+	writes_logged("no index", "1eaf0001", -1);
+
+	/* one index, its rows in the entity's bucket (an int's bucket is its
+	 * residue: 0x10a) */
+	bs_index_t def;
+	CHECK_OK(bs_index_parse(&def, "ix_g", "g:int", "g"));
+	CHECK_OK(bs_index_create(st, &def));
+	bs_store_free(st);
+	writes_logged("one index", "1eaf0002", 0x10a);
+
+	raw_close_all();
+	bs_config_free(cfg);
+	mysql_library_end();
+	return t_done("leaving_log");
+}
