@@ -330,6 +330,10 @@ int bs_config_parse(bs_config_t **out, const char *text, size_t len, const char 
 void bs_config_free(bs_config_t *cfg);
 /* Hex fingerprint of the ordered shard list (names and count), buf[17]. */
 void bs_config_fingerprint(char buf[17], const bs_config_t *cfg);
+/* The same shards, in the same order, at the same addresses (names, hosts,
+ * ports, sockets, databases, option files)? What a reload must check
+ * against the shards before it uses a new list (bs_shard_list_check). */
+bool bs_config_same_shards(const bs_config_t *a, const bs_config_t *b);
 
 /* ------------------------------------------------------------------ routing */
 
@@ -542,6 +546,14 @@ typedef struct {
 /* Status of every shard (out[nshards], caller allocates). Contacts shards in
  * parallel; an unreachable shard is reported, not an error. */
 int bs_shard_status(bs_shard_status_t *out, bs_store_t *st);
+/* A shard list about to be used in place of another (a reload: the
+ * daemon's SIGHUP, the console's), checked against the shards as a start
+ * would check it (each shard's identity: its store, its name, the map's
+ * members), through a store of its own with timeouts capped at cap_s.
+ * BS_ECONFIG with the first disagreement, or a shard not initialised, in
+ * the error slot: the list must not be used. 0 otherwise; the shards that
+ * did not answer (not checked) are named in unchecked ("" when none). */
+int bs_shard_list_check(const bs_config_t *cfg, double cap_s, char *unchecked, size_t un);
 
 /* ------------------------------------------------------------------ browsing */
 

@@ -32,6 +32,7 @@ static struct {
 	bs_reshard_plan_t plan;
 	int plan_rc;
 	char plan_err[256];
+	const bs_config_t *cfg; /* the configuration the plan was computed from */
 	int64_t taken_us;
 } snap;
 
@@ -46,6 +47,7 @@ static const col_t cols[] = {
 
 /* The plan shown by the last preview: what `reshard` typed starts. */
 static struct {
+	const bs_config_t *cfg;
 	int64_t map_version;
 	uint64_t hash;
 	int len;
@@ -83,6 +85,7 @@ static void work(bs_store_t *st, void *arg)
 	snap.plan = plan;
 	snap.plan_rc = plan_rc;
 	memcpy(snap.plan_err, plan_err, sizeof plan_err);
+	snap.cfg = bs_store_config(st);
 	snap.taken_us = now_us();
 	snap_unlock();
 	worker_published();
@@ -205,6 +208,10 @@ static void draw_state(int y, int w)
 		ui_put(y, 0, w, "reshard: idle");
 	if (state == BS_RESHARD_RUNNING || state == BS_RESHARD_PAUSED || snap.plan_rc < 0)
 		return;
+	if (snap.cfg != worker_config()) {
+		ui_put(y + 1, 0, w, "the configuration was read again: computing the plan it asks for ...");
+		return;
+	}
 	if (snap.plan.len) {
 		int64_t ents = 0;
 
@@ -310,6 +317,7 @@ static uint64_t plan_hash(const bs_reshard_plan_t *p)
 
 typedef struct {
 	char action[16];
+	const bs_config_t *cfg;
 	int64_t map_version;
 	uint64_t hash;
 } treq_t;
@@ -318,6 +326,12 @@ static void do_start(bs_store_t *st, treq_t *q)
 {
 	bs_reshard_plan_t p = {0};
 
+	if (bs_store_config(st) != q->cfg) {
+		/* the file changed since the preview: its plan is not this one's */
+		worker_notify(true, "reshard not started: the configuration changed since the preview (%s was read "
+		              "again); r shows the plan it asks for now", bs_store_config(st)->path);
+		goto done;
+	}
 	if (bs_reshard_plan(&p, st) < 0) {
 		worker_notify(true, "reshard not started: %s", bs_last_error());
 		goto done;
@@ -361,6 +375,7 @@ static void submit(const char *action)
 		return;
 	}
 	snprintf(q->action, sizeof q->action, "%s", action);
+	q->cfg = preview.cfg;
 	q->map_version = preview.map_version;
 	q->hash = preview.hash;
 	worker_submit(LANE_ACTION, NULL, false, do_action, q, free);
@@ -439,6 +454,12 @@ static reaction_t preview_plan(void)
 		snap_unlock();
 		return R_REDRAW;
 	}
+	if (snap.cfg != worker_config()) {
+		/* computed before the configuration was read again */
+		ui_err("the configuration changed: the plan is being computed again; r in a moment shows it");
+		snap_unlock();
+		return R_RELOAD;
+	}
 	if (!snap.plan.len) {
 		ui_msg("nothing to move: bucket map version %lld already spreads its %d buckets as the configuration asks",
 		       (long long)snap.plan.map_version, snap.plan.buckets);
@@ -447,6 +468,7 @@ static reaction_t preview_plan(void)
 	}
 	for (int k = 0; k < snap.moves.len; k++)
 		in_flight |= move_open(&snap.moves.items[k]);
+	preview.cfg = snap.cfg;
 	preview.map_version = snap.plan.map_version;
 	preview.hash = plan_hash(&snap.plan);
 	preview.len = snap.plan.len;

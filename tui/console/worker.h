@@ -27,8 +27,12 @@
  * a screen's lane-side state (the entity browser's scan positions) is
  * touched by requests of that lane only.
  *
- * Every lane and backfill reads the configuration given to worker_start
- * (their stores keep a pointer to it, and to its shards) until it is joined.
+ * Every lane and backfill reads the configuration given to worker_start or
+ * the latest worker_set_config (their stores keep a pointer to it, and to
+ * its shards) until it is joined: a configuration given is never freed
+ * before worker_stop returns true. A lane moves to a new configuration
+ * before its next request (a new store, on its own thread); a backfill
+ * keeps the one it started with.
  * worker_stop stops and joins the lanes first, then the backfills (no
  * backfill can be started once it began); when it returns false a thread is
  * still running, stuck in a shard past the deadline, and the caller must
@@ -55,6 +59,15 @@ typedef void (*work_fn)(bs_store_t *st, void *arg);
  * timeout_s caps the connect, read and write timeouts of their stores. On
  * failure, call worker_stop all the same (some lanes may run). */
 int worker_start(const bs_config_t *cfg, double timeout_s);
+/* From now on the lanes and new backfills work over cfg (borrowed until
+ * worker_stop returns true, as worker_start's): each lane opens its store
+ * again before its next request. UI thread only. */
+int worker_set_config(const bs_config_t *cfg);
+/* The lanes' configuration now: the capped copy of the latest one given.
+ * Its pointer names it (copies are kept until worker_stop): a snapshot
+ * stamped with bs_store_config(st) was taken over it when they are equal.
+ * Any thread. */
+const bs_config_t *worker_config(void);
 /* Ask every thread to stop; join the lanes, then the backfills, waiting up
  * to wait_s in all. true: every thread is joined and its store freed.
  * false: some thread is still stuck in a shard and reads cfg: the caller
