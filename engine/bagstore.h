@@ -949,6 +949,8 @@ typedef struct {
 	char worker_host[64];
 	int worker_pid;
 	int64_t heartbeat_us, created_us, started_us, finished_us;
+	double worker_beat_s;       /* a quiet running move's worker: its registry
+	                             * beat's age, -1 unknown or not looked at */
 } bs_move_t;
 
 typedef struct {

@@ -214,6 +214,7 @@ static int move_from_row(bs__move_t *m, MYSQL_ROW row, const unsigned long *lens
 	p->created_us = bs__parse_unix_us(row[29]);
 	p->started_us = bs__parse_unix_us(row[30]);
 	p->finished_us = bs__parse_unix_us(row[31]);
+	p->worker_beat_s = -1;
 	if (p->state != BS_JOB_RUNNING && p->state != BS_JOB_THROTTLED && p->state != BS_JOB_DONE)
 		p->rate = 0;
 	move_progress(p);
@@ -229,7 +230,8 @@ static int read_moves(bs__move_t **out, int *n, bs_store_t *st, int shard, int64
 	int rc;
 	*out = NULL;
 	*n = 0;
-	bs__buf_puts(&b, "SELECT " MOVE_COLS ", UNIX_TIMESTAMP(NOW(6)) FROM bagstore_moves WHERE plan_id=");
+	bs__buf_puts(&b, "SELECT " MOVE_COLS ", UNIX_TIMESTAMP(NOW(6)), " BS__WORKER_BEAT_AGE_SQL("bagstore_moves")
+	             " FROM bagstore_moves WHERE plan_id=");
 	if (plan)
 		bs__buf_printf(&b, "%lld", (long long)plan);
 	else
@@ -254,10 +256,11 @@ static int read_moves(bs__move_t **out, int *n, bs_store_t *st, int shard, int64
 		(*n)++;
 		int64_t now = bs__parse_unix_us(row[32]);
 		bs_move_t *p = &m->pub;
+		p->worker_beat_s = -1;
 		if ((p->state == BS_JOB_RUNNING || p->state == BS_JOB_THROTTLED) && p->heartbeat_us &&
-		    now - p->heartbeat_us > 10000000)
-			snprintf(p->reason, sizeof p->reason, "no heartbeat for %.0f s: worker %s:%d gone?",
-			         (double)(now - p->heartbeat_us) / 1e6, p->worker_host, p->worker_pid);
+		    now - p->heartbeat_us > BS__ROW_QUIET_US)
+			bs__worker_quiet(p->reason, sizeof p->reason, &p->worker_beat_s, now - p->heartbeat_us, row[33],
+			                 p->worker_host, p->worker_pid);
 	}
 done:
 	if (res)

@@ -33,6 +33,7 @@ static struct {
 	int plan_rc;
 	char plan_err[256];
 	const bs_config_t *cfg; /* the configuration the plan was computed from */
+	int runners;            /* live workers that run moves (cleaner, reshard); -1 unknown */
 	int64_t taken_us;
 } snap;
 
@@ -71,7 +72,19 @@ static void work(bs_store_t *st, void *arg)
 	snprintf(moves_err, sizeof moves_err, "%s", moves_rc < 0 ? bs_last_error() : "");
 	plan_rc = bs_reshard_plan(&plan, st);
 	snprintf(plan_err, sizeof plan_err, "%s", plan_rc < 0 ? bs_last_error() : "");
+	/* moves queued and nothing to run them: the registry, as backfills ask it */
+	int runners = -1;
+	for (int k = 0; k < moves.len; k++)
+		if (moves.items[k].state == BS_JOB_QUEUED) {
+			bs_worker_list_t wl = {0};
+			if (bs_workers_list(&wl, st, NULL) == 0)
+				runners = bs_workers_alive(&wl, "cleaner") + bs_workers_alive(&wl, "reshard");
+			bs_worker_list_free(&wl);
+			bs_error_clear();
+			break;
+		}
 	snap_lock();
+	snap.runners = runners;
 	bs_buckets_free(&snap.map);
 	snap.map = map;
 	snap.map_rc = map_rc;
@@ -206,6 +219,16 @@ static void draw_state(int y, int w)
 		          (long long)l->items[0].map_version, l->len, done);
 	else
 		ui_put(y, 0, w, "reshard: idle");
+	if (snap.runners == 0) { /* "running" with every move queued and nothing to run them */
+		int queued = 0;
+		for (int k = 0; k < l->len; k++)
+			queued += l->items[k].state == BS_JOB_QUEUED;
+		ui_color(C_WARN, true);
+		ui_printf(y + 1, 0, w, "%d move%s queued and no cleaner is running: start `bagstore cleaner`, or "
+		          "`bagstore cleaner --reshard`", queued, queued == 1 ? "" : "s");
+		ui_color(C_WARN, false);
+		return;
+	}
 	if (state == BS_RESHARD_RUNNING || state == BS_RESHARD_PAUSED || snap.plan_rc < 0)
 		return;
 	if (snap.cfg != worker_config()) {
@@ -242,10 +265,13 @@ static void draw_reason(int y, int w)
 	if (row < 0 || row >= snap.moves.len)
 		return;
 	m = &snap.moves.items[row];
+	/* the row's heartbeat is its last checkpoint; a quiet one's worker was
+	 * looked up in the registry (reason says alive or gone) */
 	ui_printf(y, 0, w, "move %s (%s -> %s): %s%s%s%s%s", tbl_cell(&tbl, row, 0), m->source, m->target,
 	          bs_job_state_name(m->state), m->reason[0] ? ": " : "", m->reason,
-	          m->worker_host[0] && move_open(m) ? "; worker heartbeat " : "",
-	          m->worker_host[0] && move_open(m) ? fmt_age(age, sizeof age, m->heartbeat_us) : "");
+	          m->worker_host[0] && move_open(m) && m->worker_beat_s < 0 ? "; last checkpoint " : "",
+	          m->worker_host[0] && move_open(m) && m->worker_beat_s < 0 ?
+	          fmt_age(age, sizeof age, m->heartbeat_us) : "");
 }
 
 static void draw_errors(int y, int h, int w)

@@ -401,6 +401,7 @@ static int start_print(cli_ctx_t *ctx, const shown_t *w, bool yes)
 		return rc;
 	printf("recorded %d moves; a cleaner runs them (`bagstore cleaner --reshard`, or the daemon); "
 	       "`bagstore reshard status` follows them\n", w->p.len);
+	cli_queued_note(ctx, stdout, w->p.len, true);
 	return rc;
 }
 
@@ -435,9 +436,10 @@ static int status_print(cli_ctx_t *ctx, const shown_t *w, bool as_json)
 {
 	const bs_move_list_t *l = &w->l;
 	bs_reshard_state_t state = bs_reshard_state(l);
-	int rc = 0;
+	int rc = 0, queued = 0;
 
-	(void)ctx;
+	for (int k = 0; k < l->len; k++)
+		queued += l->items[k].state == BS_JOB_QUEUED;
 	if (as_json) {
 		rc = status_json(l, state);
 	} else {
@@ -449,6 +451,8 @@ static int status_print(cli_ctx_t *ctx, const shown_t *w, bool as_json)
 		if (l->len)
 			rc = moves_table(l);
 	}
+	if (rc >= 0) /* queued with nothing to run them (beside JSON: on stderr) */
+		cli_queued_note(ctx, as_json ? stderr : stdout, queued, true);
 	if (rc >= 0 && w->unreachable)
 		rc = bs_error(BS_EUNREACHABLE, "%d shards did not answer; their moves are not listed", w->unreachable);
 	return rc;
