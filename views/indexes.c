@@ -461,12 +461,15 @@ static void do_backfill(bs_store_t *st, void *arg)
 {
 	ixreq_t *q = arg;
 
-	if (worker_backfill_start(q->name) < 0) {
-		worker_notify(true, "backfill %s: %s", q->name, bs_last_error());
+	char did[128];
+
+	if (worker_backfill_resume(st, q->name, did, sizeof did) < 0) {
+		worker_notify(true, "backfill %s not started: %s", q->name, bs_last_error());
 		return;
 	}
 	worker_audit(st, "index.backfill", q->name, "launched from the console");
-	worker_notify(false, "backfilling %s on a console worker (4 shows it)", q->name);
+	worker_notify(false, "backfilling %s on a console worker%s%s%s (4 shows it)", q->name, did[0] ? " (" : "", did,
+	              did[0] ? ")" : "");
 }
 
 /* `#`: the selected index's rows counted by key on the scan lane. */

@@ -522,10 +522,21 @@ static void *bf_main(void *p)
 		rc = bs_cleaner_backfill(s->st, index, &o);
 	/* the message, before deregistering may replace it */
 	snprintf(err, sizeof err, "%s", rc < 0 ? bs_last_error() : "");
+	/* ended short because an operator cancelled its jobs: a cancel, not a failure */
+	bool cancelled = false;
+	if (rc < 0 && !atomic_load(&bf_stop)) {
+		bs_job_list_t l = {0};
+		if (bs_job_list(&l, s->st, NULL) == 0)
+			for (int k = 0; k < l.len && !cancelled; k++)
+				cancelled = !strcmp(l.items[k].index, index) && l.items[k].state == BS_JOB_CANCELLED;
+		bs_job_list_free(&l);
+		bs_error_clear();
+	}
 	reg_release();
 	snap_lock();
-	s->info.rc = rc;
-	if (rc < 0)
+	s->info.rc = cancelled ? 0 : rc;
+	s->info.cancelled = cancelled;
+	if (rc < 0 && !cancelled)
 		snprintf(s->info.error, sizeof s->info.error, "%s", err);
 	s->info.running = false;
 	s->info.finished_us = now_us();
@@ -604,6 +615,46 @@ int worker_backfill_start(const char *index)
 		s->st = NULL;
 	}
 	return rc;
+}
+
+int worker_backfill_resume(bs_store_t *st, const char *index, char *did, size_t n)
+{
+	bs_index_t ix;
+	bs_job_list_t l = {0};
+	int stopped[3] = {0, 0, 0}, rc; /* paused, cancelled, failed */
+
+	did[0] = 0;
+	if ((rc = bs_index_get(&ix, st, index)) < 0)
+		return rc;
+	if (ix.state != BS_INDEX_BUILDING)
+		return bs_error(BS_ECONFLICT, "%s is %s: nothing to backfill (B works on a building index)", index,
+		                bs_index_state_name(ix.state));
+	if ((rc = bs_job_list(&l, st, NULL)) < 0)
+		return rc;
+	for (int k = 0; k < l.len; k++) {
+		const bs_job_t *j = &l.items[k];
+		if (strcmp(j->index, index) != 0)
+			continue;
+		stopped[0] += j->state == BS_JOB_PAUSED;
+		stopped[1] += j->state == BS_JOB_CANCELLED;
+		stopped[2] += j->state == BS_JOB_FAILED;
+	}
+	bs_job_list_free(&l);
+	if (stopped[0] + stopped[1] + stopped[2] > 0) {
+		/* what an operator stopped, B takes up again (and says so) */
+		if ((rc = bs_job_control(st, index, "resume")) < 0)
+			return rc;
+		size_t o = (size_t)snprintf(did, n, "resumed");
+		const char *what[3] = {"paused", "cancelled", "failed"};
+		for (int k = 0, first = 1; k < 3 && o < n; k++)
+			if (stopped[k]) {
+				o += (size_t)snprintf(did + o, n - o, "%s %d %s", first ? "" : ",", stopped[k], what[k]);
+				first = 0;
+			}
+		if (o < n)
+			snprintf(did + o, n - o, " job%s", stopped[0] + stopped[1] + stopped[2] == 1 ? "" : "s");
+	}
+	return worker_backfill_start(index);
 }
 
 int worker_backfills(local_backfill_t *out, int max)

@@ -101,6 +101,7 @@ void worker_drain_wake(void);
 typedef struct {
 	char index[BS_NAME_MAX + 1];
 	bool running;        /* the thread is still working */
+	bool cancelled;      /* it ended because an operator cancelled its jobs */
 	int rc;              /* its result once finished */
 	char error[256];
 	int64_t started_us, finished_us;
@@ -112,6 +113,12 @@ typedef struct {
  * BS_ECONFLICT when this console already runs one for the index, BS_ERROR
  * once worker_stop has begun. Called from the action lane only. */
 int worker_backfill_start(const char *index);
+/* What B does, from the action lane: an index that is not building is
+ * refused with its state; its jobs that were paused, cancelled or failed
+ * are resumed first (bs_job_control, audited); then the backfill starts
+ * (worker_backfill_start). did: what was done, for the status line
+ * ("resumed 2 cancelled jobs", or ""). 0 or the error (its message set). */
+int worker_backfill_resume(bs_store_t *st, const char *index, char *did, size_t n);
 /* Copy the console's backfills (under snap_lock inside); returns count. */
 int worker_backfills(local_backfill_t *out, int max);
 
