@@ -878,14 +878,19 @@ typedef struct {
 	int64_t entities_est;       /* InnoDB's estimate, -1 unknown */
 	int64_t data_bytes;         /* data + index length of bagstore's tables */
 	int moves_out, moves_in;    /* moves of the latest plan not done */
+	bool in_map;                /* the map names it (else `init` has not added it) */
 } bs_bucket_shard_t;
 
 typedef struct {
 	int64_t version;            /* the map's */
 	int buckets;                /* B */
 	char store_id[33];
-	bs_bucket_shard_t *shards;  /* the map's members, in configured order */
+	bs_bucket_shard_t *shards;  /* the configured shards, in configured order */
 	int nshards;
+	int *owner;                 /* per bucket (buckets of them): the index in shards[]
+	                             * of its owner, -1 a member the configuration lacks */
+	int unlisted_buckets;       /* buckets owned by members the configuration lacks */
+	char unlisted[256];         /* those members' names, comma-separated ("" none) */
 } bs_buckets_t;
 void bs_buckets_free(bs_buckets_t *b);
 /* The map, read fresh, with each member's size. */

@@ -694,11 +694,30 @@ done:
 
 /* ------------------------------------------------------------ the map, per shard */
 
+/* What the topology screen draws of the map itself: each bucket's owner,
+ * and the members the configuration does not list. */
+static int map_drawing(bs_buckets_t *out, const bs_store_t *st)
+{
+	size_t o = 0;
+	if (st->map.buckets > 0 && !(out->owner = malloc((size_t)st->map.buckets * sizeof *out->owner)))
+		return bs_error(BS_ENOMEM, "out of memory");
+	for (int b = 0; b < st->map.buckets; b++) {
+		out->owner[b] = st->map.owner[b];
+		out->unlisted_buckets += st->map.owner[b] < 0;
+	}
+	for (int k = 0; k < st->map.nnames; k++)
+		if (st->map.name_shard[k] < 0 && o < sizeof out->unlisted)
+			o += (size_t)snprintf(out->unlisted + o, sizeof out->unlisted - o, "%s%s", o ? "," : "",
+			                      st->map.names[k]);
+	return 0;
+}
+
 void bs_buckets_free(bs_buckets_t *b)
 {
 	if (!b)
 		return;
 	free(b->shards);
+	free(b->owner);
 	memset(b, 0, sizeof *b);
 }
 
@@ -723,6 +742,8 @@ int bs_buckets(bs_buckets_t *out, bs_store_t *st)
 	out->version = st->map.version;
 	out->buckets = st->map.buckets;
 	memcpy(out->store_id, st->map.store_id, sizeof out->store_id);
+	if ((rc = map_drawing(out, st)))
+		goto done;
 	for (int i = 0; i < st->n; i++) {
 		bs_bucket_shard_t *s = &out->shards[out->nshards++];
 		snprintf(s->name, sizeof s->name, "%s", st->shards[i].conf->name);
@@ -730,6 +751,8 @@ int bs_buckets(bs_buckets_t *out, bs_store_t *st)
 		s->buckets = owned_by(st, i);
 		s->share = share[i];
 		s->draining = st->cfg->shards[i].drain;
+		for (int k = 0; k < st->map.nnames && !s->in_map; k++)
+			s->in_map = st->map.name_shard[k] == i;
 		s->reachable = sz.up[i];
 		s->entities_est = sz.entities[i];
 		s->data_bytes = sz.bytes[i];

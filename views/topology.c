@@ -6,6 +6,12 @@
  * phase, progress, rows copied, rate, ETA (~), the longest cut-over fence,
  * the worker, and why a move is throttled, waiting or failed.
  *
+ * Between them, the map itself, read from the shards on every refresh: a
+ * strip of the B buckets, each shard as many cells as it owns, and under
+ * it a bar per move in flight marking the part of its source's cells that
+ * it moves; any difference between the file and the map is marked (a
+ * configured shard the map does not name, a member the file lacks).
+ *
  * r previews the plan the configuration asks for (computed on every
  * refresh of this screen, so the preview never waits on a shard) and,
  * after `reshard` is typed, records it, unless the plan changed since the
@@ -166,6 +172,95 @@ static void build(void)
 	tbl_finish(&tbl, ui_filter());
 }
 
+/* The glyph of configured shard i on the map strip: 0-9, then a-z, A-Z. */
+static char glyph(int i)
+{
+	static const char g[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+	return i < 0 ? '?' : i < (int)sizeof g - 1 ? g[i] : '*';
+}
+
+/* The strip's width at w columns (0: no room for it). */
+static int strip_width(int w)
+{
+	int n = w - 30;
+
+	return n < 8 ? 0 : n > 200 ? 200 : n;
+}
+
+/* The cells of shard i's part of the strip, [*lo, *hi): the shards in
+ * configured order, each as many cells as its share of the buckets (the
+ * members the file lacks last), rounded so that the parts add up to n. */
+static void part_of(int *lo, int *hi, int i, int n)
+{
+	const bs_buckets_t *b = &snap.map;
+	int64_t before = 0;
+
+	for (int k = 0; k < i && k < b->nshards; k++)
+		before += b->shards[k].buckets;
+	*lo = (int)(before * n / b->buckets);
+	*hi = (int)((before + (i < b->nshards ? b->shards[i].buckets : b->unlisted_buckets)) * n / b->buckets);
+}
+
+/* The map strip: per shard as many cells as its share of the buckets, in
+ * its glyph (snap held). Returns the line after it. */
+static int draw_map(int line, int w)
+{
+	const bs_buckets_t *b = &snap.map;
+	char buf[256], legend[256];
+	int n = strip_width(w), o = 0, lo, hi;
+
+	if (!n || b->buckets <= 0)
+		return line;
+	memset(buf, '.', (size_t)n);
+	buf[n] = 0;
+	for (int i = 0; i <= b->nshards; i++) {
+		part_of(&lo, &hi, i, n);
+		for (int c = lo; c < hi; c++)
+			buf[c] = glyph(i < b->nshards ? i : -1);
+	}
+	for (int i = 0; i < b->nshards && o < (int)sizeof legend - 20; i++)
+		o += snprintf(legend + o, sizeof legend - (size_t)o, "%s%c=%s", i ? " " : "", glyph(i), b->shards[i].name);
+	if (b->unlisted_buckets && o < (int)sizeof legend - 4)
+		snprintf(legend + o, sizeof legend - (size_t)o, " ?=not in the file");
+	ui_printf(line++, 0, w, "%-8s [%s] %s", "map", buf, legend);
+	return line;
+}
+
+/* A bar per move in flight, under the strip: the cells of its source's
+ * part that it moves (each source's moves from the end of its part, as a
+ * plan gives its highest-numbered buckets), its target named. */
+static int draw_move_bars(int line, int end, int w)
+{
+	const bs_buckets_t *b = &snap.map;
+	int n = strip_width(w), taken[64] = {0};
+
+	if (!n || b->buckets <= 0)
+		return line;
+	for (int k = 0; k < snap.moves.len && line < end; k++) {
+		const bs_move_t *m = &snap.moves.items[k];
+		char buf[256], label[160];
+		int lo, hi, cells, src = m->source_shard;
+
+		if (m->state == BS_JOB_DONE || m->state == BS_JOB_CANCELLED || m->state == BS_JOB_FAILED)
+			continue;
+		memset(buf, ' ', (size_t)n);
+		buf[n] = 0;
+		if (src >= 0 && src < b->nshards && src < 64) {
+			part_of(&lo, &hi, src, n);
+			cells = (int)(((int64_t)m->nbuckets * n + b->buckets - 1) / b->buckets);
+			for (int c = hi - taken[src] - 1; c >= lo && c >= hi - taken[src] - cells; c--)
+				buf[c] = '#';
+			taken[src] += cells;
+		}
+		snprintf(label, sizeof label, "%s>%s", m->source, m->target);
+		ui_color(C_WARN, true);
+		ui_printf(line++, 0, w, "%-8.8s [%s] %d bucket%s", label, buf, m->nbuckets, m->nbuckets == 1 ? "" : "s");
+		ui_color(C_WARN, false);
+	}
+	return line;
+}
+
 /* One line per member of the map: a bar of its buckets of B. */
 static int draw_shards(int y, int h, int w)
 {
@@ -174,7 +269,7 @@ static int draw_shards(int y, int h, int w)
 
 	for (int i = 0; i < b->nshards && line < y + h; i++) {
 		const bs_bucket_shard_t *s = &b->shards[i];
-		char pb[256], share[48] = "", ents[48] = "?", data[32] = "-", moves[48] = "", note[64] = "";
+		char pb[256], share[48] = "", ents[48] = "?", data[32] = "-", moves[48] = "", note[128] = "";
 		int attr = !s->reachable ? C_BAD : s->draining ? C_WARN : C_NORMAL;
 
 		/* 24 wide at 120 columns, narrower (10 at least) on narrower screens */
@@ -193,11 +288,24 @@ static int draw_shards(int y, int h, int w)
 			         s->moves_out ? " out" : "", s->moves_in ? " " : "", s->moves_in, s->moves_in ? " in" : "");
 		snprintf(note, sizeof note, "%s%s%s", !s->reachable ? "unreachable" : "",
 		         s->draining ? (s->reachable ? "draining" : ", draining") : "",
+		         !s->in_map ? "in the file, not in the map: run bagstore init" :
 		         !s->buckets && !s->draining ? "new: owns nothing yet" : "");
+		if (!s->in_map)
+			attr = C_BAD;
 		ui_color(attr, true);
-		ui_printf(line++, 0, w, "%-8s %s %5d/%-5d %-8s %10s entities %10s  %s%s%s", s->name, pb, s->buckets,
-		          b->buckets, share, ents, data, note, note[0] && moves[0] ? "  " : "", moves);
+		if (w >= 110)
+			ui_printf(line++, 0, w, "%-8s %s %5d/%-5d %-8s %10s entities %10s  %s%s%s", s->name, pb, s->buckets,
+			          b->buckets, share, ents, data, note, note[0] && moves[0] ? "  " : "", moves);
+		else /* narrow: the note before the size, which gives way */
+			ui_printf(line++, 0, w, "%-8s %s %5d/%-5d %-8s %8s ents  %s%s%s  %s", s->name, pb, s->buckets,
+			          b->buckets, share, ents, note, note[0] && moves[0] ? "  " : "", moves, data);
 		ui_color(attr, false);
+	}
+	if (b->unlisted[0] && line < y + h) { /* the map's members the file lacks */
+		ui_color(C_BAD, true);
+		ui_printf(line++, 0, w, "in the map, not in the file: %s (%d bucket%s)", b->unlisted, b->unlisted_buckets,
+		          b->unlisted_buckets == 1 ? "" : "s");
+		ui_color(C_BAD, false);
 	}
 	return line;
 }
@@ -224,8 +332,8 @@ static void draw_state(int y, int w)
 		for (int k = 0; k < l->len; k++)
 			queued += l->items[k].state == BS_JOB_QUEUED;
 		ui_color(C_WARN, true);
-		ui_printf(y + 1, 0, w, "%d move%s queued and no cleaner is running: start `bagstore cleaner`, or "
-		          "`bagstore cleaner --reshard`", queued, queued == 1 ? "" : "s");
+		ui_printf(y + 1, 0, w, "%d move%s queued; no cleaner runs them: `bagstore cleaner` (or cleaner --reshard)",
+		          queued, queued == 1 ? "" : "s");
 		ui_color(C_WARN, false);
 		return;
 	}
@@ -306,8 +414,26 @@ static void tp_draw(int y, int h, int w)
 		          (long long)snap.map.version, snap.map.buckets, snap.map.store_id,
 		          fmt_time(t, sizeof t, snap.taken_us), stale);
 	line = draw_shards(y + 1, h / 2, w);
-	if (snap.taken_us && snap.map_rc == 0)
+	if (snap.taken_us && snap.map_rc < 0) {
+		/* why, in full where the map would be: a file and a map that
+		 * disagree (a shard init has not added, a member the file lacks)
+		 * say which shard */
+		int starts[8], lens[8], n = ui_wrap(snap.map_err, w, starts, lens, 8);
+
+		ui_color(C_BAD, true);
+		for (int i = 0; i < n && line < y + h / 2; i++) {
+			char part[512];
+			snprintf(part, sizeof part, "%.*s", lens[i], snap.map_err + starts[i]);
+			ui_put(line++, 0, w, part);
+		}
+		ui_color(C_BAD, false);
+	}
+	if (snap.taken_us && snap.map_rc == 0) {
+		line = draw_map(line, w);
+		/* the bars leave the state, the table's header and a row at least */
+		line = draw_move_bars(line, y + h - 10, w);
 		draw_state(line + 1, w);
+	}
 	rows = y + h - 5 - (line + 3);
 	if (rows > tbl.nshown + 2)
 		rows = tbl.nshown + 2;
@@ -318,7 +444,7 @@ static void tp_draw(int y, int h, int w)
 	snap_unlock();
 	ui_color(C_DIM, true);
 	ui_put(y + h - 1, 0, w, ui.read_only ? "? help" :
-	       "r preview and start the plan  p pause  u resume  x cancel  (every move of the plan)  ? help");
+	       "r preview/start the plan  p pause  u resume  x cancel (every move)  ? help");
 	ui_color(C_DIM, false);
 }
 

@@ -102,6 +102,9 @@ dump bad_again
 keys 1
 wait-for in the configuration (line 60
 dump mismatch
+keys 8
+wait-for not a member of the store's bucket map 30
+dump notmap
 keys :q\n
 KEYS
 "$BAGSTORE" -c "$F" --headless "$T/live.keys" --dump-dir "$D" >"$T/live.out" 2>&1 &
@@ -127,7 +130,7 @@ t_eq "$?" 0 "headless: the file changed under the console (exit status)"
 cat "$T/live.out"
 
 t_contains "$(d two)" "2 shards" "two shards at first"
-t_contains "$(d refused)" "not reloaded: its shard list disagrees with the shards" "a list the map does not know is refused"
+t_contains "$(d refused)" "not reloaded, its shard list disagrees with the shards" "a list the map does not know is refused"
 t_contains "$(d refused)" "2 shards" "the console keeps its two shards"
 t_match "$(d three)" "^s2 .* 0/[0-9]+ .*new: owns nothing yet" "after init the file's s2 is on the topology"
 t_contains "$(d three)" "3 shards" "the title counts three shards"
@@ -139,7 +142,11 @@ t_lacks_dump() { case $(d "$1") in *"$2"*) t_fail "$3" "not expected: $2" "$(d "
 t_lacks_dump drained "new: owns nothing yet" "a draining shard is not called new"
 t_contains "$(d drained)" "the buckets are spread as the configuration asks" "nothing to move to a draining shard"
 t_match "$(d bad)" "live.yaml:[0-9]+" "a bad file is refused with its file:line"
-t_contains "$(d bad)" "keeps the configuration it has" "and the configuration in force stays"
+t_contains "$(d bad)" "the console keeps its configuration" "and the configuration in force stays"
 t_contains "$(d bad_again)" "not reloaded" ":reload reads the file again"
 t_match "$(d mismatch)" "^ *s0 .*(DISAGREES|MISMATCH)" "a shard listed and gone from the map: the console disagrees as the CLI does"
+t_contains "$(d notmap)" "shard s2 is in the configuration (line 4) but not a member of the store's bucket map" \
+	"the topology says which shard the file lists and the map does not"
+t_contains "$(d notmap)" "shard s2 is in the configuration (line 4) but not a member of the store's bucket map" \
+	"the topology says which shard the file lists and the map does not"
 t_done test_console_config

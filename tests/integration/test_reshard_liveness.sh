@@ -36,9 +36,9 @@ t_contains "$T_OUT" "reshard: running" "the plan says running"
 t_contains "$T_OUT" "1 move queued and no cleaner daemon is running" "status: says nothing runs it"
 t_exit 0 "reshard status --json" -- "$BAGSTORE" -c "$DR" reshard status --json
 t_contains "$T_ERR" "no cleaner daemon is running" "status --json: the note on stderr"
-printf 'keys 8\nwait-for reshard: running\nwait-idle\nkey R\nwait-for no cleaner is running\ndump noclean\nkeys :q\n' >"$T/noclean.keys"
+printf 'keys 8\nwait-for reshard: running\nwait-idle\nkey R\nwait-for no cleaner runs them\ndump noclean\nkeys :q\n' >"$T/noclean.keys"
 c_headless "headless: the topology with nothing to run the moves" "$T/noclean.keys" -c "$DR"
-t_contains "$(d noclean)" "1 move queued and no cleaner is running" "console: says nothing runs the move"
+t_contains "$(d noclean)" "1 move queued; no cleaner runs them" "console: says nothing runs the move"
 
 # a live cleaner in the registry (its beat ahead of now: alive for the test)
 for s in 0 1; do

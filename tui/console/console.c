@@ -471,8 +471,8 @@ static void config_check_done(void)
 	snap_unlock();
 	cf.checking = false;
 	if (rc < 0) {
-		ui_err("%s not reloaded: its shard list disagrees with the shards: %s; the console keeps the "
-		       "configuration it has", nc->path, err);
+		ui_err("%s not reloaded, its shard list disagrees with the shards (the console keeps its "
+		       "configuration): %s", nc->path, err);
 		bs_config_free(nc);
 		return;
 	}
@@ -509,7 +509,7 @@ static void config_reload(bool asked)
 		return;
 	}
 	if (bs_config_load(&nc, path) < 0) {
-		ui_err("%s not reloaded: %s; the console keeps the configuration it has", path, bs_last_error());
+		ui_err("%s not reloaded (the console keeps its configuration): %s", path, bs_last_error());
 		return;
 	}
 	if (ui.read_only)
@@ -1052,7 +1052,8 @@ static void draw_status(void)
 		ui_color(C_STATUS, false);
 		if (msg_err)
 			ui_color(C_BAD, true);
-		draw_wrapped_up(msg, y - 1, 4);
+		/* up to a third of the screen: the start of a message is what says what happened */
+		draw_wrapped_up(msg, y - 1, LINES / 3 > 4 ? LINES / 3 : 4);
 		if (msg_err)
 			ui_color(C_BAD, false);
 		ui_color(C_STATUS, true);
