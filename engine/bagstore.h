@@ -914,8 +914,11 @@ typedef struct {
 	int len;
 	double seconds_est;         /* the moves of each source one after another,
 	                             * the sources at once */
-	double rate;                /* rows/s the estimate assumes */
-	bool rate_measured;         /* from the last finished move (else a default) */
+	double rate;                /* rows/s the estimate assumes (the measured
+	                             * one over every source that has one) */
+	bool rate_measured;         /* measured on the last plan's moves (else a default) */
+	char basis[200];            /* what the time rests on, in words: "the last
+	                             * reshard's 8,000 rows/s" or "no basis: ..." */
 } bs_reshard_plan_t;
 void bs_reshard_plan_free(bs_reshard_plan_t *p);
 /* The moves that spread the buckets evenly over the configured shards not

@@ -348,8 +348,9 @@ static void draw_state(int y, int w)
 
 		for (int k = 0; k < snap.plan.len; k++)
 			ents += snap.plan.moves[k].entities_est > 0 ? snap.plan.moves[k].entities_est : 0;
-		ui_printf(y + 1, 0, w, "the configuration asks for %d moves (~%s entities, ~%s): r previews them",
-		          snap.plan.len, fmt_count(a, sizeof a, ents), fmt_secs(t, sizeof t, snap.plan.seconds_est));
+		ui_printf(y + 1, 0, w, "the configuration asks for %d moves (~%s entities, ~%s%s): r previews them",
+		          snap.plan.len, fmt_count(a, sizeof a, ents), fmt_secs(t, sizeof t, snap.plan.seconds_est),
+		          snap.plan.rate_measured ? "" : ", no basis");
 	} else {
 		ui_put(y + 1, 0, w, "the buckets are spread as the configuration asks");
 	}
@@ -569,10 +570,9 @@ static void plan_page(FILE *f, const bs_reshard_plan_t *p, bool in_flight)
 		rows += p->moves[k].index_rows_est;
 	}
 	fprintf(f, "plan from bucket map version %lld (%d buckets): %d moves, ~%s entities, ~%s index rows\n"
-	        "~%s at %s%.0f rows/s%s\n\n", (long long)p->map_version, p->buckets, p->len,
+	        "~%s, %s\n\n", (long long)p->map_version, p->buckets, p->len,
 	        fmt_count(a, sizeof a, ents), fmt_count(b, sizeof b, rows), fmt_secs(c, sizeof c, p->seconds_est),
-	        p->rate_measured ? "" : "~", p->rate,
-	        p->rate_measured ? " (the last move's rate)" : " (assumed: no move has run yet)");
+	        p->basis);
 	fprintf(f, "%-10s %-10s %8s %14s %14s %9s  %s\n", "SOURCE", "TARGET", "BUCKETS", "ENTITIES", "INDEX ROWS",
 	        "TIME", "RANGES");
 	for (int k = 0; k < p->len; k++) {

@@ -78,7 +78,7 @@ for s in 0 1; do
 	t_sql $s "UPDATE bagstore_workers SET heartbeat=NOW(6) - INTERVAL 1 MINUTE WHERE worker_id='testvm:4242'" >/dev/null
 done
 t_exit 0 "reshard status: the worker's beat is old" -- "$BAGSTORE" -c "$DR" reshard status
-t_contains "$T_OUT" "no heartbeat for 52 s: worker testvm:4242 gone?" "a worker silent in the registry too: gone?"
+t_match "$T_OUT" "no heartbeat for 5[0-9] s: worker testvm:4242 gone\\?" "a worker silent in the registry too: gone?"
 t_exit 0 "backfill list: the worker's beat is old" -- "$BAGSTORE" -c "$DR" backfill list
 t_contains "$T_OUT" "worker testvm:4242 gone?" "a job's worker silent in the registry: gone?"
 t_done test_reshard_liveness

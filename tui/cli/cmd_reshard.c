@@ -281,6 +281,7 @@ static json_t *plan_json(const bs_reshard_plan_t *p)
 	json_object_set_new(o, "seconds_est", json_real(p->seconds_est));
 	json_object_set_new(o, "rate", json_real(p->rate));
 	json_object_set_new(o, "rate_measured", json_boolean(p->rate_measured));
+	json_object_set_new(o, "basis", json_string(p->basis));
 	for (int k = 0; k < p->len; k++) {
 		const bs_plan_move_t *m = &p->moves[k];
 		json_t *j = json_object(), *bk = json_array();
@@ -339,9 +340,8 @@ static int plan_text(const bs_reshard_plan_t *p)
 	}
 	fmt_secs(c, sizeof c, p->seconds_est);
 	printf("plan from bucket map version %" PRId64 " (%d buckets): %d moves, ~%s entities, ~%s index rows, "
-	       "~%s at %s%.0f rows/s%s\n", p->map_version, p->buckets, p->len, fmt_count(a, sizeof a, ents),
-	       fmt_count(b, sizeof b, rows), c, p->rate_measured ? "" : "~", p->rate,
-	       p->rate_measured ? " (the last move's rate)" : " (assumed: no move has run yet)");
+	       "~%s, %s\n", p->map_version, p->buckets, p->len, fmt_count(a, sizeof a, ents),
+	       fmt_count(b, sizeof b, rows), c, p->basis);
 	return cli_table_rows(head, 7, (1u << 2) | (1u << 3) | (1u << 4) | (1u << 5), p->len, plan_row, p->moves);
 }
 
