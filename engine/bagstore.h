@@ -482,6 +482,8 @@ int bs_query_parse_text(bs_query_spec_t *out, const bs_index_list_t *l, const ch
  *   move_kill_cutover    ... inside the cut-over fence, before the flip commits
  *   move_kill_flipped    ... right after the flip commits, before the roll-forward
  *   slow_move            moves take the smallest chunks and sleep 50 ms each
+ *   slow_promote         a promotion sleeps 6 s once its jobs are done (as
+ *                        long as a big index's repair rounds take)
  *   pause_repair_batch   the first repair pass of more than one batch stops
  *                        (SIGSTOP) after its first batch, once
  *   pause_drift_fix      every fix of index rows (repair, verify --repair, a
