@@ -1,7 +1,8 @@
 #!/bin/sh
 # shards.sh - start and stop local MariaDB shards for the demo and the tests.
 #
-#   sh conf/shards.sh start  [--count N] [--port P] [--dir DIR] [--tls CERTS [--require-tls]]
+#   sh conf/shards.sh start  [--count N] [--port P | --config FILE] [--dir DIR] [--tls CERTS [--require-tls]]
+#   sh conf/shards.sh list   --config FILE
 #   sh conf/shards.sh stop   [--dir DIR]
 #   sh conf/shards.sh status [--dir DIR]
 #   sh conf/shards.sh config [--count N] [--port P] [--dir DIR] [--out FILE]
@@ -20,6 +21,11 @@
 # and neither --count nor --port is given, else from N and P. reset cuts off
 # every client and empties database bagstore on DIR's shards (s0..sN-1 with
 # --count): each test and benchmark starts from nothing.
+#
+# start --config FILE starts every shard a bagstore configuration names, by
+# its name and port (each must be on 127.0.0.1 or localhost), so that a
+# shard added to the file is started too; list --config FILE prints them,
+# "NAME PORT" a line.
 #
 # SHARDS_LOG_BIN=1 at start gives each server a binary log and a server id
 # (its port), so tests can make one a replication primary or a replica.
@@ -43,13 +49,14 @@ TTL=2
 COUNT_SET=""
 PORT_SET=""
 NAME=""
+CONFIG=""
 TLS_DIR=""
 REQUIRE_TLS=""
 WAIT_UP=${SHARDS_WAIT:-60}
 
 die() { echo "$PROG: $*" >&2; exit 1; }
 usage() {
-	sed -n '2,10s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,11s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 }
 
@@ -64,6 +71,8 @@ parse_opts() {
 		--port=*) PORT=${1#*=}; PORT_SET=1; shift ;;
 		--dir) [ $# -ge 2 ] || usage; DIR=$2; shift 2 ;;
 		--dir=*) DIR=${1#*=}; shift ;;
+		--config) [ $# -ge 2 ] || usage; CONFIG=$2; shift 2 ;;
+		--config=*) CONFIG=${1#*=}; shift ;;
 		--out) [ $# -ge 2 ] || usage; OUT=$2; shift 2 ;;
 		--out=*) OUT=${1#*=}; shift ;;
 		--catalog-ttl) [ $# -ge 2 ] || usage; TTL=$2; shift 2 ;;
@@ -367,26 +376,73 @@ need_name() {
 
 # ------------------------------------------------------------------ commands
 
+# The shards of a bagstore configuration, "NAME PORT HOST" a line: each
+# item of its top-level shards: list, flow ({name: s0, port: 3307, ...}) or
+# block style (name: and port: on lines of their own).
+config_shards() {
+	awk '
+	function flush() { if (name != "") print name, (port == "" ? "-" : port), (host == "" ? "127.0.0.1" : host); name = port = host = "" }
+	function val(line, key,   m) {
+		if (match(line, "(^|[{ ,-])" key ":[ ]*[^,} ]+")) {
+			m = substr(line, RSTART, RLENGTH); sub(".*" key ":[ ]*", "", m); gsub(/["\047]/, "", m); return m
+		}
+		return ""
+	}
+	/^[^ #-]/ { if (in_shards) flush(); in_shards = ($0 ~ /^shards:/); next }
+	!in_shards || /^[ ]*#/ { next }
+	/^[ ]*-/ { flush() }
+	{ v = val($0, "name"); if (v != "") name = v
+	  v = val($0, "port"); if (v != "") port = v
+	  v = val($0, "host"); if (v != "") host = v }
+	END { if (in_shards) flush() }
+	' "$1"
+}
+
+# "NAME PORT" per shard to start: from --config, else s0..sN-1 at P+I.
+start_list() {
+	if [ -z "$CONFIG" ]; then
+		i=0
+		while [ "$i" -lt "$COUNT" ]; do echo "s$i $((PORT + i))"; i=$((i + 1)); done
+		return 0
+	fi
+	[ -r "$CONFIG" ] || die "--config: cannot read $CONFIG"
+	found=$(config_shards "$CONFIG") || die "cannot read $CONFIG"
+	[ -n "$found" ] || die "$CONFIG lists no shard"
+	while read -r n p h; do
+		is_uint "$p" || die "$CONFIG: shard $n has no port: this script starts shards by port"
+		case $h in
+		127.0.0.1|localhost|::1) ;;
+		*) die "$CONFIG: shard $n is on $h: this script starts local shards only" ;;
+		esac
+		echo "$n $p"
+	done <<EOF_FOUND
+$found
+EOF_FOUND
+}
+
+cmd_list() {
+	[ -n "$CONFIG" ] || die "list wants --config FILE"
+	start_list
+}
+
 cmd_start() {
-	i=0 fail=0 pids=""
-	while [ "$i" -lt "$COUNT" ]; do
-		start_shard "s$i" "$((PORT + i))" &
+	fail=0 pids="" wpids=""
+	mkdir -p "$DIR" || die "cannot create $DIR"
+	list=$(start_list) || exit 1
+	names=$(printf '%s\n' "$list" | awk '{print $1}')
+	while read -r n p; do
+		start_shard "$n" "$p" &
 		pids="$pids $!"
-		i=$((i + 1))
-	done
+	done <<EOF_LIST
+$list
+EOF_LIST
 	for p in $pids; do wait "$p" || fail=1; done
-	i=0 wpids=""
-	while [ "$i" -lt "$COUNT" ]; do
-		wait_shard "s$i" &
+	for n in $names; do
+		wait_shard "$n" &
 		wpids="$wpids $!"
-		i=$((i + 1))
 	done
 	for p in $wpids; do wait "$p" || fail=1; done
-	i=0
-	while [ "$i" -lt "$COUNT" ]; do
-		status_line "s$i"
-		i=$((i + 1))
-	done
+	for n in $names; do status_line "$n"; done
 	[ "$fail" = 0 ] || exit 1
 }
 
@@ -479,7 +535,7 @@ CMD=$1
 shift
 parse_opts "$@"
 case $CMD in
-start|stop|status|config|reset|start-one|stop-one|pause|resume|kill) ;;
+start|stop|status|config|list|reset|start-one|stop-one|pause|resume|kill) ;;
 *) usage ;;
 esac
 case $CMD in
@@ -495,6 +551,7 @@ case $CMD in
 start) [ -z "$NAME" ] || usage; cmd_start ;;
 stop) [ -z "$NAME" ] || die "stop takes no NAME; use stop-one $NAME"; cmd_stop ;;
 status) cmd_status ;;
+list) cmd_list ;;
 config) cmd_config ;;
 reset) [ -z "$NAME" ] || usage; cmd_reset ;;
 start-one) cmd_start_one ;;

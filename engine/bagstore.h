@@ -343,6 +343,10 @@ int bs_config_parse(bs_config_t **out, const char *text, size_t len, const char 
 void bs_config_free(bs_config_t *cfg);
 /* Hex fingerprint of the ordered shard list (names and count), buf[17]. */
 void bs_config_fingerprint(char buf[17], const bs_config_t *cfg);
+/* The same shards, in the same order, at the same addresses (names, hosts,
+ * ports, sockets, databases, option files)? What a reload must check
+ * against the shards before it uses a new list (bs_shard_list_check). */
+bool bs_config_same_shards(const bs_config_t *a, const bs_config_t *b);
 
 /* ------------------------------------------------------------------ routing */
 
@@ -619,6 +623,8 @@ void bs_explain_free(bs_explain_t *e);
 	X(MOVE_KILL_UNDO, "move_kill_undo", \
 	  "... undoing a cancelled move, its source's buckets owned again, the target's copies not yet deleted") \
 	X(SLOW_MOVE, "slow_move", "moves take the smallest chunks and sleep 50 ms each") \
+	X(SLOW_PROMOTE, "slow_promote", \
+	  "a promotion sleeps 6 s once its jobs are done (as long as a big index's repair rounds take)") \
 	X(PAUSE_REPAIR_BATCH, "pause_repair_batch", \
 	  "the first repair pass of more than one batch stops (SIGSTOP) after its first batch, once") \
 	X(PAUSE_DRIFT_FIX, "pause_drift_fix", \
@@ -699,6 +705,14 @@ typedef struct {
 /* Status of every shard (out[nshards], caller allocates). Contacts shards in
  * parallel; an unreachable shard is reported, not an error. */
 int bs_shard_status(bs_shard_status_t *out, bs_store_t *st);
+/* A shard list about to be used in place of another (a reload: the
+ * daemon's SIGHUP, the console's), checked against the shards as a start
+ * would check it (each shard's identity: its store, its name, the map's
+ * members), through a store of its own with timeouts capped at cap_s.
+ * BS_ECONFIG with the first disagreement, or a shard not initialised, in
+ * the error slot: the list must not be used. 0 otherwise; the shards that
+ * did not answer (not checked) are named in unchecked ("" when none). */
+int bs_shard_list_check(const bs_config_t *cfg, double cap_s, char *unchecked, size_t un);
 
 /* ------------------------------------------------------------------ browsing */
 
@@ -1038,14 +1052,19 @@ typedef struct {
 	int64_t entities_est;       /* InnoDB's estimate, -1 unknown */
 	int64_t data_bytes;         /* data + index length of bagstore's tables */
 	int moves_out, moves_in;    /* moves of the latest plan not done */
+	bool in_map;                /* the map names it (else `init` has not added it) */
 } bs_bucket_shard_t;
 
 typedef struct {
 	int64_t version;            /* the map's */
 	int buckets;                /* B */
 	char store_id[33];
-	bs_bucket_shard_t *shards;  /* the map's members, in configured order */
+	bs_bucket_shard_t *shards;  /* the configured shards, in configured order */
 	int nshards;
+	int *owner;                 /* per bucket (buckets of them): the index in shards[]
+	                             * of its owner, -1 a member the configuration lacks */
+	int unlisted_buckets;       /* buckets owned by members the configuration lacks */
+	char unlisted[256];         /* those members' names, comma-separated ("" none) */
 } bs_buckets_t;
 void bs_buckets_free(bs_buckets_t *b);
 /* The map, read fresh, with each member's size. */
@@ -1069,8 +1088,11 @@ typedef struct {
 	int len;
 	double seconds_est;         /* the moves of each source one after another,
 	                             * the sources at once */
-	double rate;                /* rows/s the estimate assumes */
-	bool rate_measured;         /* from the last finished move (else a default) */
+	double rate;                /* rows/s the estimate assumes (the measured
+	                             * one over every source that has one) */
+	bool rate_measured;         /* measured on the last plan's moves (else a default) */
+	char basis[200];            /* what the time rests on, in words: "the last
+	                             * reshard's 8,000 rows/s" or "no basis: ..." */
 } bs_reshard_plan_t;
 void bs_reshard_plan_free(bs_reshard_plan_t *p);
 /* The moves that spread the buckets evenly over the configured shards not
@@ -1114,6 +1136,8 @@ typedef struct {
 	char worker_host[64];
 	int worker_pid;
 	int64_t heartbeat_us, created_us, started_us, finished_us;
+	double worker_beat_s;       /* a quiet running move's worker: its registry
+	                             * beat's age, -1 unknown or not looked at */
 } bs_move_t;
 
 typedef struct {

@@ -148,6 +148,26 @@ int bs__job_state_parse(bs_job_state_t *out, const char *s);
 int bs__jobs_all_done(bool *all_done, bs_store_t *st, const char *index);
 /* Remove the index's jobs on every shard (index drop). */
 int bs__jobs_forget(bs_store_t *st, const char *index);
+
+/* A job's or a move's row says running or throttled and its heartbeat
+ * (written by its worker at each checkpoint) is older than this: the
+ * worker is judged by its own beat in the registry (workers.c), which its
+ * heartbeat threads write every second whatever the job waits for. */
+#define BS__ROW_QUIET_US 10000000
+/* SQL: the age in microseconds, on the row's shard's clock, of the
+ * registry's newest beat of the worker that the row names (its worker_host
+ * and worker_pid columns); NULL when that worker is not registered. */
+#define BS__WORKER_BEAT_AGE_SQL(table) \
+	"(SELECT TIMESTAMPDIFF(MICROSECOND, MAX(w.heartbeat), NOW(6)) FROM bagstore_workers w" \
+	" WHERE w.host=" table ".worker_host AND w.pid=" table ".worker_pid)"
+/* The reason a quiet row shows (quiet_us since its heartbeat; beat_age:
+ * the column above as text, NULL when not registered): a live worker's
+ * row keeps its own reason ("no checkpoint for N s; worker H:P is alive"
+ * when it has none); only a worker whose registry beat is missing or older
+ * than BS_WORKER_DEAD_S is called gone. *beat_s: the beat's age, -1 when
+ * unknown. */
+void bs__worker_quiet(char *reason, size_t n, double *beat_s, int64_t quiet_us, const char *beat_age,
+                      const char *host, int pid);
 /* An operator's pause, resume or cancel of job rows (backfills'
  * bagstore_jobs, moves' bagstore_moves): the same state changes on both. */
 bool bs__control_action(const char *action); /* pause, resume or cancel? */

@@ -1630,3 +1630,22 @@ void bs_config_fingerprint(char buf[17], const bs_config_t *cfg)
 	}
 	snprintf(buf, 17, "%016llx", (unsigned long long)h);
 }
+
+static bool streq(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+bool bs_config_same_shards(const bs_config_t *a, const bs_config_t *b)
+{
+	if (a->nshards != b->nshards)
+		return false;
+	for (int i = 0; i < a->nshards; i++) {
+		const bs_shard_conf_t *x = &a->shards[i], *y = &b->shards[i];
+		if (!streq(x->name, y->name) || !streq(x->host, y->host) || x->port != y->port ||
+		    !streq(x->socket, y->socket) || !streq(x->database, y->database) ||
+		    !streq(x->defaults_file, y->defaults_file) || !streq(x->option_group, y->option_group))
+			return false;
+	}
+	return true;
+}

@@ -32,9 +32,18 @@ typedef struct {
 	bool all_done;
 	int rc;
 	char msg[1024];
+	int prc;          /* the promotion's, when all_done */
+	char pmsg[1024];
 	double ended;     /* monotonic, when it last finished */
 } bgjob_t;
 
+static int promote(bs_store_t *st, const char *name, const bs_cleaner_opts_t *opts);
+
+/* A background backfill, then the promotion of its index when every job is
+ * done, through a store of its own: the promotion's repair rounds and sweep
+ * take as long as the index is big (half a minute at 150,000 entities), and
+ * on the daemon's thread they held up its repair passes, its moves and its
+ * `loop` events. */
 static void *bg_thread(void *p)
 {
 	bgjob_t *g = p;
@@ -42,6 +51,15 @@ static void *bg_thread(void *p)
 	g->rc = bs__backfill_run(&g->all_done, g->st, g->index, g->opts, false);
 	if (g->rc)
 		snprintf(g->msg, sizeof g->msg, "%s", bs_last_error());
+	if (!g->rc && g->all_done && !bs__stopping(g->opts)) {
+		bs_store_t *own = NULL;
+		g->prc = bs_store_open(&own, g->st->cfg);
+		if (!g->prc)
+			g->prc = promote(own, g->index, g->opts);
+		if (g->prc)
+			snprintf(g->pmsg, sizeof g->pmsg, "%s", bs_last_error());
+		bs_store_free(own);
+	}
 	mysql_thread_end();
 	atomic_store(&g->finished, true);
 	return NULL;
@@ -111,9 +129,9 @@ static int promote(bs_store_t *st, const char *name, const bs_cleaner_opts_t *op
 	return 0;
 }
 
-/* Finished backfills: promote what is done; say what failed (a failed
- * promotion is retried with the next run of its jobs). */
-static void bg_reap(daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts)
+/* Finished backfills (promoted on their own thread): say what failed (a
+ * failed promotion is retried with the next run of its jobs). */
+static void bg_reap(daemon_t *d, const bs_cleaner_opts_t *opts)
 {
 	for (int k = 0; k < d->nbg; k++) {
 		bgjob_t *g = &d->bg[k];
@@ -123,12 +141,8 @@ static void bg_reap(daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts)
 			g->ended = bs_now_mono();
 			if (g->rc)
 				daemon_say(opts, g->rc, "backfill of %s: %s", g->index, g->msg);
-			if (g->all_done) {
-				int prc = promote(st, g->index, opts);
-				if (prc)
-					daemon_say(opts, prc, "promoting %s: %s", g->index, bs_last_error());
-				bs_error_clear();
-			}
+			if (g->prc) /* promoted, or not, on its thread (bg_thread) */
+				daemon_say(opts, g->prc, "promoting %s: %s", g->index, g->pmsg);
 		}
 	}
 }
@@ -312,7 +326,7 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 			/* moves of a reshard */
 			keep(&fe, moves_pass(d, st, opts));
 			repairs(&fe, d, st, opts, &cat);
-			bg_reap(d, st, opts);
+			bg_reap(d, opts);
 		}
 		bs_index_list_free(&cat);
 		if (opts && opts->once) {

@@ -166,7 +166,8 @@ void bs_job_list_free(bs_job_list_t *l)
 /* A shard's jobs into its part of the list (bs__collect). */
 static int list_rows(bs__part_t *part, bs_store_t *st, int i, void *arg)
 {
-	static const char q[] = "SELECT " JOB_COLS ", UNIX_TIMESTAMP(NOW(6)) FROM bagstore_jobs ORDER BY index_name";
+	static const char q[] = "SELECT " JOB_COLS ", UNIX_TIMESTAMP(NOW(6)), " BS__WORKER_BEAT_AGE_SQL("bagstore_jobs")
+	                        " FROM bagstore_jobs ORDER BY index_name";
 	MYSQL_RES *res = NULL;
 	bs_job_t *items;
 	int rc;
@@ -185,9 +186,9 @@ static int list_rows(bs__part_t *part, bs_store_t *st, int i, void *arg)
 		job_from_row(j, NULL, row, i);
 		int64_t now = bs__parse_unix_us(row[17]);
 		if ((j->state == BS_JOB_RUNNING || j->state == BS_JOB_THROTTLED) && j->heartbeat_us &&
-		    now - j->heartbeat_us > 10000000)
-			snprintf(j->reason, sizeof j->reason, "no heartbeat for %.0f s: worker %s:%d gone?",
-			         (double)(now - j->heartbeat_us) / 1e6, j->worker_host, j->worker_pid);
+		    now - j->heartbeat_us > BS__ROW_QUIET_US)
+			bs__worker_quiet(j->reason, sizeof j->reason, NULL, now - j->heartbeat_us, row[18], j->worker_host,
+			                 j->worker_pid);
 	}
 done:
 	mysql_free_result(res);

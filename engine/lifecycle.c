@@ -132,6 +132,8 @@ int bs__index_promote(bool *promoted, bs_store_t *st, const char *name)
 	/* 1. every shard's backfill is done */
 	if ((rc = bs__jobs_all_done(&done, st, name)) || !done)
 		return rc;
+	if (bs_fault(BS_FAULT_SLOW_PROMOTE)) /* tests: a promotion as long as a big index's */
+		bs__cleaner_sleep(6.0, NULL);
 	/* 2. every writer has seen the index: its creation plus the TTL is past */
 	int64_t ttl_us = (int64_t)(st->cfg->catalog_ttl * 1e6);
 	for (int s = 0; s < st->n; s++) {

@@ -214,10 +214,40 @@ static int move_from_row(bs__move_t *m, MYSQL_ROW row, const unsigned long *lens
 	p->created_us = bs__parse_unix_us(row[29]);
 	p->started_us = bs__parse_unix_us(row[30]);
 	p->finished_us = bs__parse_unix_us(row[31]);
+	p->worker_beat_s = -1;
 	if (p->state != BS_JOB_RUNNING && p->state != BS_JOB_THROTTLED && p->state != BS_JOB_DONE)
 		p->rate = 0;
 	move_progress(p);
 	return 0;
+}
+
+/* A running move's ETA from its own rate over its run so far (start to
+ * now, on its shard's clock: throttling and writers included), so that it
+ * does not jump with the last 10 s of one phase, nor vanish while the move
+ * is held: the work done and left counted as move_progress counts them. */
+static void eta_own(bs_move_t *p, int64_t now_us)
+{
+	double done = 0, left = -1, secs = (double)(now_us - p->started_us) / 1e6;
+	if ((p->state != BS_JOB_RUNNING && p->state != BS_JOB_THROTTLED) || p->started_us <= 0 || secs <= 1)
+		return;
+	switch (p->phase) {
+	case BS_MOVE_COPY:
+		done = (double)p->rows_scanned;
+		left = (double)(p->rows_total - p->rows_scanned + p->index_total + p->rows_total);
+		break;
+	case BS_MOVE_INDEX:
+		done = (double)(p->rows_total + p->index_rows);
+		left = (double)(p->index_total - p->index_rows + p->rows_total);
+		break;
+	case BS_MOVE_CLEANUP:
+		done = (double)(p->rows_total + p->index_total + p->rows_scanned);
+		left = (double)(p->rows_total - p->rows_scanned);
+		break;
+	default:
+		return; /* catch-up, cut-over: no count to go by */
+	}
+	if (done > 0 && left >= 0)
+		p->eta_s = left / (done / secs);
 }
 
 /* The moves of plan on shard (plan 0: of the latest plan there). */
@@ -229,7 +259,8 @@ static int read_moves(bs__move_t **out, int *n, bs_store_t *st, int shard, int64
 	int rc;
 	*out = NULL;
 	*n = 0;
-	bs__buf_puts(&b, "SELECT " MOVE_COLS ", UNIX_TIMESTAMP(NOW(6)) FROM bagstore_moves WHERE plan_id=");
+	bs__buf_puts(&b, "SELECT " MOVE_COLS ", UNIX_TIMESTAMP(NOW(6)), " BS__WORKER_BEAT_AGE_SQL("bagstore_moves")
+	             " FROM bagstore_moves WHERE plan_id=");
 	if (plan)
 		bs__buf_printf(&b, "%lld", (long long)plan);
 	else
@@ -254,10 +285,12 @@ static int read_moves(bs__move_t **out, int *n, bs_store_t *st, int shard, int64
 		(*n)++;
 		int64_t now = bs__parse_unix_us(row[32]);
 		bs_move_t *p = &m->pub;
+		eta_own(p, now);
+		p->worker_beat_s = -1;
 		if ((p->state == BS_JOB_RUNNING || p->state == BS_JOB_THROTTLED) && p->heartbeat_us &&
-		    now - p->heartbeat_us > 10000000)
-			snprintf(p->reason, sizeof p->reason, "no heartbeat for %.0f s: worker %s:%d gone?",
-			         (double)(now - p->heartbeat_us) / 1e6, p->worker_host, p->worker_pid);
+		    now - p->heartbeat_us > BS__ROW_QUIET_US)
+			bs__worker_quiet(p->reason, sizeof p->reason, &p->worker_beat_s, now - p->heartbeat_us, row[33],
+			                 p->worker_host, p->worker_pid);
 	}
 done:
 	if (res)
@@ -638,40 +671,67 @@ static int plan_moves(bs_reshard_plan_t *p, const bs_store_t *st, const int *sha
 	return 0;
 }
 
-/* rows/s of the last finished move, if any. */
-static double last_rate(bs_store_t *st, bool *measured)
+/* What the last plan's finished moves measured, per source shard and over
+ * all of them: rows read and written (as plan_estimates counts them) over
+ * the time from each move's start to its end, throttling and writers'
+ * load included. A move's source runs its moves one after the other, so a
+ * move's own rate is what its source's next one will go at. */
+typedef struct {
+	double *rows, *secs;  /* per configured shard, as the source */
+	double all_rows, all_secs;
+	int moves;
+} measured_t;
+
+static void measured(measured_t *m, bs_store_t *st)
 {
 	bs__move_t *mv = NULL;
 	int n = 0;
-	double rate = DEFAULT_RATE;
-	*measured = false;
 	if (list_moves(&mv, &n, st, NULL)) {
 		bs_error_clear();
-		return rate;
+		return;
 	}
 	for (int k = 0; k < n; k++) {
 		const bs_move_t *p = &mv[k].pub;
 		double secs = (double)(p->finished_us - p->started_us) / 1e6;
-		/* rows read and written over its whole run, as plan_estimates counts */
 		double rows = (double)(p->rows_total + p->index_rows + p->rows_copied);
 		if (p->state == BS_JOB_DONE && secs > 0 && rows > 0) {
-			rate = rows / secs;
-			*measured = true;
+			if (m->rows && p->source_shard >= 0 && p->source_shard < st->n) {
+				m->rows[p->source_shard] += rows;
+				m->secs[p->source_shard] += secs;
+			}
+			m->all_rows += rows;
+			m->all_secs += secs;
+			m->moves++;
 		}
 		bs__move_free(&mv[k]);
 	}
 	free(mv);
-	return rate;
 }
 
 static void plan_estimates(bs_reshard_plan_t *p, bs_store_t *st, const struct size_arg *sz)
 {
 	double *per_source = calloc((size_t)st->n, sizeof *per_source);
-	p->rate = last_rate(st, &p->rate_measured);
+	measured_t ms = { calloc((size_t)st->n, sizeof(double)), calloc((size_t)st->n, sizeof(double)), 0, 0, 0 };
+	int own = 0, other = 0; /* moves whose source measured itself; that did not */
+	char r[48];
+	if (!ms.rows || !ms.secs) {
+		free(ms.rows);
+		free(ms.secs);
+		ms.rows = ms.secs = NULL;
+	}
+	measured(&ms, st);
+	p->rate_measured = ms.all_secs > 0;
+	p->rate = p->rate_measured ? ms.all_rows / ms.all_secs : DEFAULT_RATE;
 	for (int k = 0; k < p->len; k++) {
 		bs_plan_move_t *m = &p->moves[k];
 		int owned = owned_by(st, m->source_shard);
-		double share = owned ? (double)m->nbuckets / owned : 0;
+		double share = owned ? (double)m->nbuckets / owned : 0, rate = p->rate;
+		if (ms.secs && ms.secs[m->source_shard] > 0) { /* its source's own rate */
+			rate = ms.rows[m->source_shard] / ms.secs[m->source_shard];
+			own++;
+		} else {
+			other++;
+		}
 		m->entities_est = sz->entities[m->source_shard] < 0 ? -1
 		                  : (int64_t)((double)sz->entities[m->source_shard] * share + 0.5);
 		m->index_rows_est = (int64_t)((double)sz->index_rows[m->source_shard] * share + 0.5);
@@ -679,14 +739,26 @@ static void plan_estimates(bs_reshard_plan_t *p, bs_store_t *st, const struct si
 		 * then the cleanup deletes them */
 		double rows = (double)(sz->entities[m->source_shard] > 0 ? sz->entities[m->source_shard] : 0) +
 		              (double)m->index_rows_est + (double)(m->entities_est > 0 ? m->entities_est : 0);
-		m->seconds_est = rows / p->rate;
+		m->seconds_est = rows / rate;
 		if (per_source)
 			per_source[m->source_shard] += m->seconds_est;
 	}
 	for (int i = 0; per_source && i < st->n; i++)
 		if (per_source[i] > p->seconds_est)
 			p->seconds_est = per_source[i];
+	snprintf(r, sizeof r, "%.0f", p->rate);
+	if (!p->rate_measured)
+		snprintf(p->basis, sizeof p->basis, "no basis: no move has run on this store since its last plan; "
+		         "%s rows/s assumed", r);
+	else if (!other)
+		snprintf(p->basis, sizeof p->basis, "from the last reshard's moves off these sources (%d move%s, "
+		         "%s rows/s in all)", ms.moves, ms.moves == 1 ? "" : "s", r);
+	else
+		snprintf(p->basis, sizeof p->basis, "from the last reshard's %s rows/s (%d move%s%s)", r, ms.moves,
+		         ms.moves == 1 ? "" : "s", own ? "; sources it measured at their own rate" : "");
 	free(per_source);
+	free(ms.rows);
+	free(ms.secs);
 }
 
 void bs_reshard_plan_free(bs_reshard_plan_t *p)
@@ -723,11 +795,30 @@ done:
 
 /* ------------------------------------------------------------ the map, per shard */
 
+/* What the topology screen draws of the map itself: each bucket's owner,
+ * and the members the configuration does not list. */
+static int map_drawing(bs_buckets_t *out, const bs_store_t *st)
+{
+	size_t o = 0;
+	if (st->map.buckets > 0 && !(out->owner = malloc((size_t)st->map.buckets * sizeof *out->owner)))
+		return bs_error(BS_ENOMEM, "out of memory");
+	for (int b = 0; b < st->map.buckets; b++) {
+		out->owner[b] = st->map.owner[b];
+		out->unlisted_buckets += st->map.owner[b] < 0;
+	}
+	for (int k = 0; k < st->map.nnames; k++)
+		if (st->map.name_shard[k] < 0 && o < sizeof out->unlisted)
+			o += (size_t)snprintf(out->unlisted + o, sizeof out->unlisted - o, "%s%s", o ? "," : "",
+			                      st->map.names[k]);
+	return 0;
+}
+
 void bs_buckets_free(bs_buckets_t *b)
 {
 	if (!b)
 		return;
 	free(b->shards);
+	free(b->owner);
 	memset(b, 0, sizeof *b);
 }
 
@@ -752,6 +843,8 @@ int bs_buckets(bs_buckets_t *out, bs_store_t *st)
 	out->version = st->map.version;
 	out->buckets = st->map.buckets;
 	memcpy(out->store_id, st->map.store_id, sizeof out->store_id);
+	if ((rc = map_drawing(out, st)))
+		goto done;
 	for (int i = 0; i < st->n; i++) {
 		bs_bucket_shard_t *s = &out->shards[out->nshards++];
 		snprintf(s->name, sizeof s->name, "%s", st->shards[i].conf->name);
@@ -759,6 +852,8 @@ int bs_buckets(bs_buckets_t *out, bs_store_t *st)
 		s->buckets = owned_by(st, i);
 		s->share = share[i];
 		s->draining = st->cfg->shards[i].drain;
+		for (int k = 0; k < st->map.nnames && !s->in_map; k++)
+			s->in_map = st->map.name_shard[k] == i;
 		s->reachable = sz.up[i];
 		s->entities_est = sz.entities[i];
 		s->data_bytes = sz.bytes[i];

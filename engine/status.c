@@ -137,6 +137,10 @@ static int status_one(bs_store_t *st, int i, void *p)
 		if (!initialised) {
 			s->fingerprint_ok = -1;
 		} else {
+			/* checked afresh each time: a long-lived store (the console,
+			 * the collector) sees a shard leave the map, or the map gain
+			 * a member, as a new one would */
+			st->shards[i].fp_state = 0;
 			rc = bs__shard_check(st, i);
 			s->fingerprint_ok = rc == 0;
 			if (rc == BS_ECONFIG)
@@ -191,6 +195,53 @@ int bs_shard_status(bs_shard_status_t *out, bs_store_t *st)
 		out[i].tls_plaintext_mixed = any_tls && plain;
 		out[i].tls_plaintext_preferred = plain && out[i].tls_mode == BS_TLS_PREFERRED;
 	}
+	return rc;
+}
+
+int bs_shard_list_check(const bs_config_t *cfg, double cap_s, char *unchecked, size_t un)
+{
+	bs_config_t c = *cfg;
+	bs_store_t *st = NULL;
+	bs_shard_status_t *ss = NULL;
+	size_t o = 0;
+	int rc;
+
+	unchecked[0] = '\0';
+	if (c.connect_timeout <= 0 || c.connect_timeout > cap_s)
+		c.connect_timeout = cap_s;
+	if (c.read_timeout <= 0 || c.read_timeout > cap_s)
+		c.read_timeout = cap_s;
+	if (c.write_timeout <= 0 || c.write_timeout > cap_s)
+		c.write_timeout = cap_s;
+	if (!(ss = calloc((size_t)c.nshards, sizeof *ss))) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = bs_store_open(&st, &c)) < 0 || (rc = bs_shard_status(ss, st)) < 0) {
+		if (rc != BS_ECONFIG) { /* not a disagreement: unchecked */
+			snprintf(unchecked, un, "%s", bs_last_error());
+			rc = 0;
+		}
+		goto done;
+	}
+	for (int i = 0; i < c.nshards; i++) {
+		if (ss[i].state == BS_SHARD_DOWN) {
+			if (o < un)
+				o += (size_t)snprintf(unchecked + o, un - o, "%s%s (%s)", o ? ", " : "", ss[i].name,
+				                      ss[i].error);
+		} else if (ss[i].fingerprint_ok == 0) {
+			rc = bs_error(BS_ECONFIG, "%s", ss[i].error);
+			goto done;
+		} else if (ss[i].fingerprint_ok < 0) {
+			rc = bs_error(BS_ECONFIG, "shard %s (%s) is not initialised: run `bagstore init` (or is this "
+			              "another shard list?)", ss[i].name, ss[i].address);
+			goto done;
+		}
+	}
+done:
+	if (st)
+		bs_store_free(st);
+	free(ss);
 	return rc;
 }
 

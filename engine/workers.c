@@ -367,3 +367,22 @@ int bs_workers_list(bs_worker_list_t *out, bs_store_t *st, int *unreachable)
 		qsort(out->items, (size_t)out->len, sizeof *out->items, wl_cmp);
 	return 0;
 }
+
+void bs__worker_quiet(char *reason, size_t n, double *beat_s, int64_t quiet_us, const char *beat_age,
+                      const char *host, int pid)
+{
+	/* a beat ahead of the shard's clock (another host's) is a live one */
+	double beat = beat_age ? (double)strtoll(beat_age, NULL, 10) / 1e6 : -1;
+
+	if (beat_age && beat < 0)
+		beat = 0;
+	if (beat_s)
+		*beat_s = beat;
+	if (beat_age && beat < BS_WORKER_DEAD_S) { /* alive: waiting, not gone */
+		if (!reason[0])
+			snprintf(reason, n, "no checkpoint for %.0f s; worker %s:%d is alive (beat %.1f s ago)",
+			         (double)quiet_us / 1e6, host, pid, beat);
+		return;
+	}
+	snprintf(reason, n, "no heartbeat for %.0f s: worker %s:%d gone?", (double)quiet_us / 1e6, host, pid);
+}

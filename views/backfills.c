@@ -166,16 +166,21 @@ static void bf_draw(int y, int h, int w)
 	line++;
 	if (nloc > 0) {
 		int running = 0;
-		const local_backfill_t *failed = NULL;
+		const local_backfill_t *last = NULL; /* the last one that failed or was cancelled */
 
 		for (i = 0; i < nloc; i++) {
 			running += loc[i].running;
-			if (loc[i].error[0] && (!failed || loc[i].finished_us > failed->finished_us))
-				failed = &loc[i];
+			if ((loc[i].error[0] || loc[i].cancelled) && !loc[i].running &&
+			    (!last || loc[i].finished_us > last->finished_us))
+				last = &loc[i];
 		}
-		ui_printf(line++, 0, w, "this console runs %d backfill%s%s%s%s%s", running, running == 1 ? "" : "s",
-		          failed ? "; last error (" : "", failed ? failed->index : "", failed ? "): " : "",
-		          failed ? failed->error : "");
+		if (last && last->cancelled) /* a cancel is a cancel, not an error */
+			ui_printf(line++, 0, w, "this console runs %d backfill%s; %s: cancelled by an operator (B resumes it)",
+			          running, running == 1 ? "" : "s", last->index);
+		else
+			ui_printf(line++, 0, w, "this console runs %d backfill%s%s%s%s%s", running, running == 1 ? "" : "s",
+			          last ? "; last error (" : "", last ? last->index : "", last ? "): " : "",
+			          last ? last->error : "");
 	}
 	snap_unlock();
 	if (hint) {
@@ -200,12 +205,16 @@ static void do_control(bs_store_t *st, void *arg)
 	jreq_t *q = arg;
 
 	if (strcmp(q->action, "run") == 0) {
-		if (worker_backfill_start(q->index) < 0) {
-			worker_notify(true, "backfill %s: %s", q->index, bs_last_error());
+		char did[128];
+
+		if (worker_backfill_resume(st, q->index, did, sizeof did) < 0) {
+			worker_notify(true, "backfill %s not started: %s", q->index, bs_last_error());
 			return;
 		}
 		worker_audit(st, "index.backfill", q->index, "run from the console's backfills screen");
-		worker_notify(false, "this console now works the backfill of %s", q->index);
+		worker_notify(false, "this console now works the backfill of %s%s%s%s", q->index, did[0] ? " (" : "", did,
+		              did[0] ? ")" : "");
+		work(st, NULL);
 		return;
 	}
 	/* the engine audits the change (backfill.pause ...): one row, whichever

@@ -38,6 +38,7 @@ static struct {
 	irow_t *items;
 	int n;
 	int nshards;
+	const bs_config_t *cfg; /* the lane's when it read them (shard i is its shards[i]) */
 	int64_t taken_us;
 	int rc;
 	char err[256];
@@ -46,6 +47,7 @@ static struct {
 	char exact_name[BS_NAME_MAX + 1];
 	int64_t exact_created_us;
 	int64_t *exact;       /* per shard, -1 unknown */
+	const bs_config_t *exact_cfg; /* whose shards exact counts */
 	int64_t exact_at_us;
 	bool counting;
 	int count_rc;
@@ -58,6 +60,7 @@ static atomic_int count_stop;
 static table_t tbl;
 static col_t *cols;
 static int ncols;
+static const bs_config_t *cols_cfg; /* whose shards the columns name */
 
 static void snap_free_items(irow_t *it, int n)
 {
@@ -102,7 +105,8 @@ static void rows_of(irow_t *it, bs_store_t *st, int ns, int64_t now, char *err, 
 	for (j = 0; j < ns; j++)
 		it->rows_at[j] = it->rows[j] >= 0 ? now : 0;
 	snap_lock();
-	keep_old_rows(it, ns);
+	if (snap.cfg == bs_store_config(st)) /* the same shards */
+		keep_old_rows(it, ns);
 	snap_unlock();
 	for (j = 0; j < ns; j++) {
 		if (it->rows[j] < 0)
@@ -179,6 +183,7 @@ static void work(bs_store_t *st, void *arg)
 		snprintf(snap.rows_err, sizeof snap.rows_err, "%s", rows_err);
 	}
 	snap.nshards = ns;
+	snap.cfg = bs_store_config(st);
 	snap.rc = rc;
 	snprintf(snap.err, sizeof snap.err, "%s", rc < 0 ? bs_last_error() : "");
 	snap.taken_us = now_us();
@@ -194,30 +199,49 @@ static void ix_reload(void)
 	worker_submit(LANE_STATUS, KEY_SNAP, true, work, NULL, NULL);
 }
 
-static void ix_open(void)
+/* The columns: one per shard of c (the configuration followed: they change
+ * with its shard list). */
+static void make_cols(const bs_config_t *c)
 {
 	int i;
 
-	if (cols)
+	if (cols && cols_cfg == c)
 		return;
-	ncols = 4 + ui.cfg->nshards + 3;
+	if (cols) { /* the table's rows are laid out by its columns: all of it goes */
+		tbl_clear(&tbl);
+		free(tbl.cells);
+		free(tbl.keys);
+		free(tbl.attr);
+		free(tbl.order);
+		free(tbl.x);
+		free(tbl.wid);
+	}
+	free(cols);
+	cols_cfg = c;
+	ncols = 4 + c->nshards + 3;
 	cols = calloc((size_t)ncols, sizeof *cols);
 	cols[0] = (col_t){"INDEX", 15, false, 0};
 	cols[1] = (col_t){"STATE", 9, false, 0};
 	cols[2] = (col_t){"PROPERTIES", 18, false, 1};
 	cols[3] = (col_t){"SHARD_ON", 9, false, 2};
-	for (i = 0; i < ui.cfg->nshards; i++)
-		cols[4 + i] = (col_t){ui.cfg->shards[i].name, 10, true, 3};
+	for (i = 0; i < c->nshards; i++)
+		cols[4 + i] = (col_t){c->shards[i].name, 10, true, 3};
 	cols[4 + i] = (col_t){"TOTAL", 10, true, 0};
 	cols[5 + i] = (col_t){"BACKFILL", 13, false, 0};
 	cols[6 + i] = (col_t){"DRIFT", 0, false, 1};
 	tbl_init(&tbl, cols, ncols);
 }
 
+static void ix_open(void)
+{
+	make_cols(worker_config());
+}
+
 /* The exact count of this index, when `#` counted it (snap_lock held). */
 static const int64_t *exact_of(const irow_t *it)
 {
-	if (!snap.exact || strcmp(snap.exact_name, it->def.name) != 0 || snap.exact_created_us != it->def.created_us)
+	if (!snap.exact || snap.exact_cfg != snap.cfg || strcmp(snap.exact_name, it->def.name) != 0 ||
+	    snap.exact_created_us != it->def.created_us)
 		return NULL;
 	return snap.exact;
 }
@@ -282,9 +306,11 @@ static void row_progress(int r, const irow_t *it, int ns)
 
 static void build(void)
 {
-	int i, r, ns = ui.cfg->nshards;
+	int i, r, ns;
 	char on[512];
 
+	make_cols(snap.cfg ? snap.cfg : worker_config());
+	ns = cols_cfg->nshards;
 	tbl_clear(&tbl);
 	for (i = 0; i < snap.n; i++) {
 		const irow_t *it = &snap.items[i];
@@ -442,12 +468,15 @@ static void do_backfill(bs_store_t *st, void *arg)
 {
 	ixreq_t *q = arg;
 
-	if (worker_backfill_start(q->name) < 0) {
-		worker_notify(true, "backfill %s: %s", q->name, bs_last_error());
+	char did[128];
+
+	if (worker_backfill_resume(st, q->name, did, sizeof did) < 0) {
+		worker_notify(true, "backfill %s not started: %s", q->name, bs_last_error());
 		return;
 	}
 	worker_audit(st, "index.backfill", q->name, "launched from the console");
-	worker_notify(false, "backfilling %s on a console worker (4 shows it)", q->name);
+	worker_notify(false, "backfilling %s on a console worker%s%s%s (4 shows it)", q->name, did[0] ? " (" : "", did,
+	              did[0] ? ")" : "");
 }
 
 /* `#`: the selected index's rows counted by key on the scan lane. */
@@ -467,6 +496,7 @@ static void count_work(bs_store_t *st, void *arg)
 	if (rc == 0) {
 		free(snap.exact);
 		snap.exact = c;
+		snap.exact_cfg = bs_store_config(st);
 		snap.exact_at_us = now_us();
 		snap.exact_created_us = q->def.created_us;
 		c = NULL;

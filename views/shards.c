@@ -25,12 +25,14 @@
 static struct {
 	bs_shard_status_t *st; /* published snapshot (snap_lock) */
 	int n;
+	const bs_config_t *cfg; /* the lane's when it read them: shard i is its shards[i] */
 	int64_t taken_us;
 	unsigned seq;          /* bumped by every snapshot */
 	int rc;
 	char err[256];
 	/* the exact count (`#`) */
-	int64_t *exact;        /* per shard, -1 unknown */
+	int64_t *exact;        /* per shard (of exact_cfg), -1 unknown */
+	const bs_config_t *exact_cfg;
 	int64_t exact_at_us;
 	bool counting;
 	int count_rc;
@@ -56,6 +58,7 @@ typedef struct {
 	int nh;                                  /* samples kept (the newest last) */
 } load_t;
 static load_t *load;
+static const bs_config_t *load_cfg; /* whose shards load[] follows */
 static unsigned load_seq;
 /* The screen came back (sh_open): the next snapshot is a new baseline, not
  * the end of an interval that spans the time it was away (whose statements
@@ -80,8 +83,13 @@ static void load_update(double refresh_s)
 	if (load_seq == snap.seq || !snap.st)
 		return;
 	load_seq = snap.seq;
+	if (load && load_cfg != snap.cfg) { /* the configuration followed changed: its shards start over */
+		free(load);
+		load = NULL;
+	}
 	if (!load && !(load = calloc((size_t)snap.n, sizeof *load)))
 		return;
+	load_cfg = snap.cfg;
 	if (load_restart) {
 		for (i = 0; i < snap.n; i++)
 			load[i].at_us = 0; /* a gap, then rates over one refresh each */
@@ -125,6 +133,11 @@ static void work(bs_store_t *st, void *arg)
 	free(snap.st);
 	snap.st = s;
 	snap.n = n;
+	snap.cfg = bs_store_config(st);
+	if (snap.exact && snap.exact_cfg != snap.cfg) { /* counted over other shards */
+		free(snap.exact);
+		snap.exact = NULL;
+	}
 	snap.rc = rc;
 	snprintf(snap.err, sizeof snap.err, "%s", rc < 0 ? bs_last_error() : "");
 	snap.taken_us = now_us();
@@ -151,6 +164,7 @@ static void count_work(bs_store_t *st, void *arg)
 	if (rc == 0 || !atomic_load(&count_stop)) {
 		free(snap.exact);
 		snap.exact = c;
+		snap.exact_cfg = bs_store_config(st);
 		snap.exact_at_us = now_us();
 		c = NULL;
 	}
@@ -212,7 +226,7 @@ static void add_shard_row(const bs_shard_status_t *s, int i)
 	tbl_set(&tbl, r, 1, NAN, "%s", s->address);
 	tbl_set(&tbl, r, 2, NAN, "%s", bs_shard_state_name(s->state));
 	tbl_set(&tbl, r, 3, NAN, "%s", down ? "-" : s->version);
-	if (snap.exact && snap.exact[i] >= 0)
+	if (snap.exact && snap.exact_cfg == snap.cfg && snap.exact[i] >= 0)
 		tbl_set(&tbl, r, 5, (double)snap.exact[i], "%s", fmt_count(a, sizeof a, snap.exact[i]));
 	else if (!down && s->entities_est >= 0)
 		tbl_set(&tbl, r, 5, (double)s->entities_est, "~%s", fmt_count(a, sizeof a, s->entities_est));
@@ -252,7 +266,7 @@ static void add_totals(void)
 		if (!tbl_matches(&tbl, i, ui_filter()))
 			continue;
 		shown++;
-		if (snap.exact && snap.exact[i] >= 0) {
+		if (snap.exact && snap.exact_cfg == snap.cfg && snap.exact[i] >= 0) {
 			ents += snap.exact[i];
 		} else if (s->state != BS_SHARD_DOWN && s->entities_est >= 0) {
 			ents += s->entities_est;
@@ -409,7 +423,7 @@ static void sh_draw(int y, int h, int w)
 	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
 	if (snap.counting)
 		snprintf(how, sizeof how, "ENTITIES: counting exactly (# cancels)");
-	else if (snap.exact)
+	else if (snap.exact && snap.exact_cfg == snap.cfg)
 		snprintf(how, sizeof how, "ENTITIES: exact, counted %s", fmt_age(age, sizeof age, snap.exact_at_us));
 	else
 		snprintf(how, sizeof how, "ENTITIES: ~ InnoDB's estimate (# counts exactly)");

@@ -6,6 +6,12 @@
  * phase, progress, rows copied, rate, ETA (~), the longest cut-over fence,
  * the worker, and why a move is throttled, waiting or failed.
  *
+ * Between them, the map itself, read from the shards on every refresh: a
+ * strip of the B buckets, each shard as many cells as it owns, and under
+ * it a bar per move in flight marking the part of its source's cells that
+ * it moves; any difference between the file and the map is marked (a
+ * configured shard the map does not name, a member the file lacks).
+ *
  * r previews the plan the configuration asks for (computed on every
  * refresh of this screen, so the preview never waits on a shard) and,
  * after `reshard` is typed, records it, unless the plan changed since the
@@ -32,6 +38,8 @@ static struct {
 	bs_reshard_plan_t plan;
 	int plan_rc;
 	char plan_err[256];
+	const bs_config_t *cfg; /* the configuration the plan was computed from */
+	int runners;            /* live workers that run moves (cleaner, reshard); -1 unknown */
 	int64_t taken_us;
 } snap;
 
@@ -46,6 +54,7 @@ static const col_t cols[] = {
 
 /* The plan shown by the last preview: what `reshard` typed starts. */
 static struct {
+	const bs_config_t *cfg;
 	int64_t map_version;
 	uint64_t hash;
 	int len;
@@ -69,7 +78,19 @@ static void work(bs_store_t *st, void *arg)
 	snprintf(moves_err, sizeof moves_err, "%s", moves_rc < 0 ? bs_last_error() : "");
 	plan_rc = bs_reshard_plan(&plan, st);
 	snprintf(plan_err, sizeof plan_err, "%s", plan_rc < 0 ? bs_last_error() : "");
+	/* moves queued and nothing to run them: the registry, as backfills ask it */
+	int runners = -1;
+	for (int k = 0; k < moves.len; k++)
+		if (moves.items[k].state == BS_JOB_QUEUED) {
+			bs_worker_list_t wl = {0};
+			if (bs_workers_list(&wl, st, NULL) == 0)
+				runners = bs_workers_alive(&wl, "cleaner") + bs_workers_alive(&wl, "reshard");
+			bs_worker_list_free(&wl);
+			bs_error_clear();
+			break;
+		}
 	snap_lock();
+	snap.runners = runners;
 	bs_buckets_free(&snap.map);
 	snap.map = map;
 	snap.map_rc = map_rc;
@@ -83,6 +104,7 @@ static void work(bs_store_t *st, void *arg)
 	snap.plan = plan;
 	snap.plan_rc = plan_rc;
 	memcpy(snap.plan_err, plan_err, sizeof plan_err);
+	snap.cfg = bs_store_config(st);
 	snap.taken_us = now_us();
 	snap_unlock();
 	worker_published();
@@ -150,6 +172,95 @@ static void build(void)
 	tbl_finish(&tbl, ui_filter());
 }
 
+/* The glyph of configured shard i on the map strip: 0-9, then a-z, A-Z. */
+static char glyph(int i)
+{
+	static const char g[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+	return i < 0 ? '?' : i < (int)sizeof g - 1 ? g[i] : '*';
+}
+
+/* The strip's width at w columns (0: no room for it). */
+static int strip_width(int w)
+{
+	int n = w - 30;
+
+	return n < 8 ? 0 : n > 200 ? 200 : n;
+}
+
+/* The cells of shard i's part of the strip, [*lo, *hi): the shards in
+ * configured order, each as many cells as its share of the buckets (the
+ * members the file lacks last), rounded so that the parts add up to n. */
+static void part_of(int *lo, int *hi, int i, int n)
+{
+	const bs_buckets_t *b = &snap.map;
+	int64_t before = 0;
+
+	for (int k = 0; k < i && k < b->nshards; k++)
+		before += b->shards[k].buckets;
+	*lo = (int)(before * n / b->buckets);
+	*hi = (int)((before + (i < b->nshards ? b->shards[i].buckets : b->unlisted_buckets)) * n / b->buckets);
+}
+
+/* The map strip: per shard as many cells as its share of the buckets, in
+ * its glyph (snap held). Returns the line after it. */
+static int draw_map(int line, int w)
+{
+	const bs_buckets_t *b = &snap.map;
+	char buf[256], legend[256];
+	int n = strip_width(w), o = 0, lo, hi;
+
+	if (!n || b->buckets <= 0)
+		return line;
+	memset(buf, '.', (size_t)n);
+	buf[n] = 0;
+	for (int i = 0; i <= b->nshards; i++) {
+		part_of(&lo, &hi, i, n);
+		for (int c = lo; c < hi; c++)
+			buf[c] = glyph(i < b->nshards ? i : -1);
+	}
+	for (int i = 0; i < b->nshards && o < (int)sizeof legend - 20; i++)
+		o += snprintf(legend + o, sizeof legend - (size_t)o, "%s%c=%s", i ? " " : "", glyph(i), b->shards[i].name);
+	if (b->unlisted_buckets && o < (int)sizeof legend - 4)
+		snprintf(legend + o, sizeof legend - (size_t)o, " ?=not in the file");
+	ui_printf(line++, 0, w, "%-8s [%s] %s", "map", buf, legend);
+	return line;
+}
+
+/* A bar per move in flight, under the strip: the cells of its source's
+ * part that it moves (each source's moves from the end of its part, as a
+ * plan gives its highest-numbered buckets), its target named. */
+static int draw_move_bars(int line, int end, int w)
+{
+	const bs_buckets_t *b = &snap.map;
+	int n = strip_width(w), taken[64] = {0};
+
+	if (!n || b->buckets <= 0)
+		return line;
+	for (int k = 0; k < snap.moves.len && line < end; k++) {
+		const bs_move_t *m = &snap.moves.items[k];
+		char buf[256], label[160];
+		int lo, hi, cells, src = m->source_shard;
+
+		if (m->state == BS_JOB_DONE || m->state == BS_JOB_CANCELLED || m->state == BS_JOB_FAILED)
+			continue;
+		memset(buf, ' ', (size_t)n);
+		buf[n] = 0;
+		if (src >= 0 && src < b->nshards && src < 64) {
+			part_of(&lo, &hi, src, n);
+			cells = (int)(((int64_t)m->nbuckets * n + b->buckets - 1) / b->buckets);
+			for (int c = hi - taken[src] - 1; c >= lo && c >= hi - taken[src] - cells; c--)
+				buf[c] = '#';
+			taken[src] += cells;
+		}
+		snprintf(label, sizeof label, "%s>%s", m->source, m->target);
+		ui_color(C_WARN, true);
+		ui_printf(line++, 0, w, "%-8.8s [%s] %d bucket%s", label, buf, m->nbuckets, m->nbuckets == 1 ? "" : "s");
+		ui_color(C_WARN, false);
+	}
+	return line;
+}
+
 /* One line per member of the map: a bar of its buckets of B. */
 static int draw_shards(int y, int h, int w)
 {
@@ -158,7 +269,7 @@ static int draw_shards(int y, int h, int w)
 
 	for (int i = 0; i < b->nshards && line < y + h; i++) {
 		const bs_bucket_shard_t *s = &b->shards[i];
-		char pb[256], share[48] = "", ents[48] = "?", data[32] = "-", moves[48] = "", note[64] = "";
+		char pb[256], share[48] = "", ents[48] = "?", data[32] = "-", moves[48] = "", note[128] = "";
 		int attr = !s->reachable ? C_BAD : s->draining ? C_WARN : C_NORMAL;
 
 		/* 24 wide at 120 columns, narrower (10 at least) on narrower screens */
@@ -177,11 +288,24 @@ static int draw_shards(int y, int h, int w)
 			         s->moves_out ? " out" : "", s->moves_in ? " " : "", s->moves_in, s->moves_in ? " in" : "");
 		snprintf(note, sizeof note, "%s%s%s", !s->reachable ? "unreachable" : "",
 		         s->draining ? (s->reachable ? "draining" : ", draining") : "",
+		         !s->in_map ? "in the file, not in the map: run bagstore init" :
 		         !s->buckets && !s->draining ? "new: owns nothing yet" : "");
+		if (!s->in_map)
+			attr = C_BAD;
 		ui_color(attr, true);
-		ui_printf(line++, 0, w, "%-8s %s %5d/%-5d %-8s %10s entities %10s  %s%s%s", s->name, pb, s->buckets,
-		          b->buckets, share, ents, data, note, note[0] && moves[0] ? "  " : "", moves);
+		if (w >= 110)
+			ui_printf(line++, 0, w, "%-8s %s %5d/%-5d %-8s %10s entities %10s  %s%s%s", s->name, pb, s->buckets,
+			          b->buckets, share, ents, data, note, note[0] && moves[0] ? "  " : "", moves);
+		else /* narrow: the note before the size, which gives way */
+			ui_printf(line++, 0, w, "%-8s %s %5d/%-5d %-8s %8s ents  %s%s%s  %s", s->name, pb, s->buckets,
+			          b->buckets, share, ents, note, note[0] && moves[0] ? "  " : "", moves, data);
 		ui_color(attr, false);
+	}
+	if (b->unlisted[0] && line < y + h) { /* the map's members the file lacks */
+		ui_color(C_BAD, true);
+		ui_printf(line++, 0, w, "in the map, not in the file: %s (%d bucket%s)", b->unlisted, b->unlisted_buckets,
+		          b->unlisted_buckets == 1 ? "" : "s");
+		ui_color(C_BAD, false);
 	}
 	return line;
 }
@@ -203,15 +327,30 @@ static void draw_state(int y, int w)
 		          (long long)l->items[0].map_version, l->len, done);
 	else
 		ui_put(y, 0, w, "reshard: idle");
+	if (snap.runners == 0) { /* "running" with every move queued and nothing to run them */
+		int queued = 0;
+		for (int k = 0; k < l->len; k++)
+			queued += l->items[k].state == BS_JOB_QUEUED;
+		ui_color(C_WARN, true);
+		ui_printf(y + 1, 0, w, "%d move%s queued; no cleaner runs them: `bagstore cleaner` (or cleaner --reshard)",
+		          queued, queued == 1 ? "" : "s");
+		ui_color(C_WARN, false);
+		return;
+	}
 	if (state == BS_RESHARD_RUNNING || state == BS_RESHARD_PAUSED || snap.plan_rc < 0)
 		return;
+	if (snap.cfg != worker_config()) {
+		ui_put(y + 1, 0, w, "the configuration was read again: computing the plan it asks for ...");
+		return;
+	}
 	if (snap.plan.len) {
 		int64_t ents = 0;
 
 		for (int k = 0; k < snap.plan.len; k++)
 			ents += snap.plan.moves[k].entities_est > 0 ? snap.plan.moves[k].entities_est : 0;
-		ui_printf(y + 1, 0, w, "the configuration asks for %d moves (~%s entities, ~%s): r previews them",
-		          snap.plan.len, fmt_count(a, sizeof a, ents), fmt_secs(t, sizeof t, snap.plan.seconds_est));
+		ui_printf(y + 1, 0, w, "the configuration asks for %d moves (~%s entities, ~%s%s): r previews them",
+		          snap.plan.len, fmt_count(a, sizeof a, ents), fmt_secs(t, sizeof t, snap.plan.seconds_est),
+		          snap.plan.rate_measured ? "" : ", no basis");
 	} else {
 		ui_put(y + 1, 0, w, "the buckets are spread as the configuration asks");
 	}
@@ -235,10 +374,13 @@ static void draw_reason(int y, int w)
 	if (row < 0 || row >= snap.moves.len)
 		return;
 	m = &snap.moves.items[row];
+	/* the row's heartbeat is its last checkpoint; a quiet one's worker was
+	 * looked up in the registry (reason says alive or gone) */
 	ui_printf(y, 0, w, "move %s (%s -> %s): %s%s%s%s%s", tbl_cell(&tbl, row, 0), m->source, m->target,
 	          bs_job_state_name(m->state), m->reason[0] ? ": " : "", m->reason,
-	          m->worker_host[0] && move_open(m) ? "; worker heartbeat " : "",
-	          m->worker_host[0] && move_open(m) ? fmt_age(age, sizeof age, m->heartbeat_us) : "");
+	          m->worker_host[0] && move_open(m) && m->worker_beat_s < 0 ? "; last checkpoint " : "",
+	          m->worker_host[0] && move_open(m) && m->worker_beat_s < 0 ?
+	          fmt_age(age, sizeof age, m->heartbeat_us) : "");
 }
 
 static void draw_errors(int y, int h, int w)
@@ -273,8 +415,26 @@ static void tp_draw(int y, int h, int w)
 		          (long long)snap.map.version, snap.map.buckets, snap.map.store_id,
 		          fmt_time(t, sizeof t, snap.taken_us), stale);
 	line = draw_shards(y + 1, h / 2, w);
-	if (snap.taken_us && snap.map_rc == 0)
+	if (snap.taken_us && snap.map_rc < 0) {
+		/* why, in full where the map would be: a file and a map that
+		 * disagree (a shard init has not added, a member the file lacks)
+		 * say which shard */
+		int starts[8], lens[8], n = ui_wrap(snap.map_err, w, starts, lens, 8);
+
+		ui_color(C_BAD, true);
+		for (int i = 0; i < n && line < y + h / 2; i++) {
+			char part[512];
+			snprintf(part, sizeof part, "%.*s", lens[i], snap.map_err + starts[i]);
+			ui_put(line++, 0, w, part);
+		}
+		ui_color(C_BAD, false);
+	}
+	if (snap.taken_us && snap.map_rc == 0) {
+		line = draw_map(line, w);
+		/* the bars leave the state, the table's header and a row at least */
+		line = draw_move_bars(line, y + h - 10, w);
 		draw_state(line + 1, w);
+	}
 	rows = y + h - 5 - (line + 3);
 	if (rows > tbl.nshown + 2)
 		rows = tbl.nshown + 2;
@@ -285,7 +445,7 @@ static void tp_draw(int y, int h, int w)
 	snap_unlock();
 	ui_color(C_DIM, true);
 	ui_put(y + h - 1, 0, w, ui.read_only ? "? help" :
-	       "r preview and start the plan  p pause  u resume  x cancel  (every move of the plan)  ? help");
+	       "r preview/start the plan  p pause  u resume  x cancel (every move)  ? help");
 	ui_color(C_DIM, false);
 }
 
@@ -310,6 +470,7 @@ static uint64_t plan_hash(const bs_reshard_plan_t *p)
 
 typedef struct {
 	char action[16];
+	const bs_config_t *cfg;
 	int64_t map_version;
 	uint64_t hash;
 } treq_t;
@@ -318,6 +479,12 @@ static void do_start(bs_store_t *st, treq_t *q)
 {
 	bs_reshard_plan_t p = {0};
 
+	if (bs_store_config(st) != q->cfg) {
+		/* the file changed since the preview: its plan is not this one's */
+		worker_notify(true, "reshard not started: the configuration changed since the preview (%s was read "
+		              "again); r shows the plan it asks for now", bs_store_config(st)->path);
+		goto done;
+	}
 	if (bs_reshard_plan(&p, st) < 0) {
 		worker_notify(true, "reshard not started: %s", bs_last_error());
 		goto done;
@@ -361,6 +528,7 @@ static void submit(const char *action)
 		return;
 	}
 	snprintf(q->action, sizeof q->action, "%s", action);
+	q->cfg = preview.cfg;
 	q->map_version = preview.map_version;
 	q->hash = preview.hash;
 	worker_submit(LANE_ACTION, NULL, false, do_action, q, free);
@@ -402,10 +570,9 @@ static void plan_page(FILE *f, const bs_reshard_plan_t *p, bool in_flight)
 		rows += p->moves[k].index_rows_est;
 	}
 	fprintf(f, "plan from bucket map version %lld (%d buckets): %d moves, ~%s entities, ~%s index rows\n"
-	        "~%s at %s%.0f rows/s%s\n\n", (long long)p->map_version, p->buckets, p->len,
+	        "~%s, %s\n\n", (long long)p->map_version, p->buckets, p->len,
 	        fmt_count(a, sizeof a, ents), fmt_count(b, sizeof b, rows), fmt_secs(c, sizeof c, p->seconds_est),
-	        p->rate_measured ? "" : "~", p->rate,
-	        p->rate_measured ? " (the last move's rate)" : " (assumed: no move has run yet)");
+	        p->basis);
 	fprintf(f, "%-10s %-10s %8s %14s %14s %9s  %s\n", "SOURCE", "TARGET", "BUCKETS", "ENTITIES", "INDEX ROWS",
 	        "TIME", "RANGES");
 	for (int k = 0; k < p->len; k++) {
@@ -439,6 +606,12 @@ static reaction_t preview_plan(void)
 		snap_unlock();
 		return R_REDRAW;
 	}
+	if (snap.cfg != worker_config()) {
+		/* computed before the configuration was read again */
+		ui_err("the configuration changed: the plan is being computed again; r in a moment shows it");
+		snap_unlock();
+		return R_RELOAD;
+	}
 	if (!snap.plan.len) {
 		ui_msg("nothing to move: bucket map version %lld already spreads its %d buckets as the configuration asks",
 		       (long long)snap.plan.map_version, snap.plan.buckets);
@@ -447,6 +620,7 @@ static reaction_t preview_plan(void)
 	}
 	for (int k = 0; k < snap.moves.len; k++)
 		in_flight |= move_open(&snap.moves.items[k]);
+	preview.cfg = snap.cfg;
 	preview.map_version = snap.plan.map_version;
 	preview.hash = plan_hash(&snap.plan);
 	preview.len = snap.plan.len;

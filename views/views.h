@@ -113,8 +113,8 @@ void ui_switch(const struct view_ops *v);
 /* Go back from v on the next tick, if it is still the top screen (a
  * screen whose subject went away: a deleted entity). */
 void ui_request_pop(const struct view_ops *v);
-/* A shard's name from the configuration, "?" out of range. Any thread (cfg
- * does not change while the console runs). */
+/* A shard's name from the configuration the lanes use now (it follows the
+ * file: see config_follow in console.c), "?" out of range. Any thread. */
 const char *shard_name(int shard);
 /* A message on the status line (kept a few seconds). */
 void ui_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

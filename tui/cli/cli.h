@@ -184,6 +184,9 @@ int cli_cmd_index_create(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_index_drop(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv);        /* cmd_cleaner.c */
 int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv);
+/* queued backfill jobs (moves: a reshard's moves) and no live worker in the
+ * registry to run them: a note on f saying how to start one (cmd_cleaner.c) */
+void cli_queued_note(cli_ctx_t *ctx, FILE *f, int queued, bool moves);
 int cli_cmd_backfill_list(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_backfill_pause(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_backfill_resume(cli_ctx_t *ctx, int argc, char **argv);

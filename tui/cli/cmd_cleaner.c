@@ -308,8 +308,9 @@ static int cleaner_oneshot(cli_ctx_t *ctx, const char *index, bool once, bool re
 		cli_audit(ctx, "index.backfill", index, "cleaner --index");
 	else if (reshard)
 		cli_audit(ctx, "reshard.run", "buckets", "cleaner --reshard");
-	/* a backfill is a worker: `bagstore workers` lists it while it runs */
-	if (index && bs_worker_start(&pr->worker, pr->cfg, "backfill", NULL) < 0)
+	/* a backfill or a reshard run is a worker: `bagstore workers` lists it
+	 * while it runs, and its beat there says its moves are alive */
+	if ((index || reshard) && bs_worker_start(&pr->worker, pr->cfg, index ? "backfill" : "reshard", NULL) < 0)
 		bs_error_clear(); /* not listed; the backfill goes on */
 	rc = index ? backfill_one(ctx, index, &o, pr) : reshard ? reshard_all(ctx, &o, pr) : bs_cleaner_run(ctx->st, &o);
 	bs_worker_stop(pr->worker);
@@ -577,29 +578,39 @@ static void jobs_table(const bs_job_list_t *l, const bs_config_t *cfg)
 		printf("(no backfill jobs)\n");
 }
 
-/* Jobs queued and no live cleaner daemon to run them: say so, and how to
- * start one (on stdout after the table; on stderr beside JSON). */
-static void queued_hint(cli_ctx_t *ctx, const bs_job_list_t *l, bool as_json)
+/* Work queued (backfill jobs, or a reshard's moves) and no live worker in
+ * the registry that would run it: say so, and how to start one. */
+void cli_queued_note(cli_ctx_t *ctx, FILE *f, int queued, bool moves)
 {
 	bs_worker_list_t wl = {0};
-	FILE *f = as_json ? stderr : stdout;
-	int queued = 0;
+	const char *what = moves ? "move" : "job";
 
-	for (int k = 0; k < l->len; k++)
-		queued += l->items[k].state == BS_JOB_QUEUED;
 	if (!queued)
 		return;
 	if (bs_workers_list(&wl, ctx->st, NULL) < 0) {
-		fprintf(f, "note: %d job%s queued; whether a cleaner runs is unknown: %s\n", queued,
+		fprintf(f, "note: %d %s%s queued; whether a cleaner runs is unknown: %s\n", queued, what,
 		        queued == 1 ? "" : "s", bs_last_error());
 		bs_error_clear();
 		return;
 	}
-	if (!bs_workers_alive(&wl, "cleaner"))
-		fprintf(f, "note: %d job%s queued and no cleaner daemon is running (`bagstore workers` lists none): "
-		        "start one with `bagstore cleaner`, or press B on the console's indexes screen\n", queued,
-		        queued == 1 ? "" : "s");
+	/* moves are run by the daemon and by `cleaner --reshard` (kind reshard) */
+	if (!bs_workers_alive(&wl, "cleaner") && !(moves && bs_workers_alive(&wl, "reshard")))
+		fprintf(f, "note: %d %s%s queued and no cleaner daemon is running (`bagstore workers` lists none): "
+		        "start one with `bagstore cleaner`%s\n", queued, what, queued == 1 ? "" : "s",
+		        moves ? ", or run them with `bagstore cleaner --reshard`" :
+		        ", or press B on the console's indexes screen");
 	bs_worker_list_free(&wl);
+}
+
+/* Jobs queued and no live cleaner daemon to run them (on stdout after the
+ * table; on stderr beside JSON). */
+static void queued_hint(cli_ctx_t *ctx, const bs_job_list_t *l, bool as_json)
+{
+	int queued = 0;
+
+	for (int k = 0; k < l->len; k++)
+		queued += l->items[k].state == BS_JOB_QUEUED;
+	cli_queued_note(ctx, as_json ? stderr : stdout, queued, false);
 }
 
 int cli_cmd_backfill_list(cli_ctx_t *ctx, int argc, char **argv)

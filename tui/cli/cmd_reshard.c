@@ -287,6 +287,7 @@ static json_t *plan_json(const bs_reshard_plan_t *p)
 	json_object_set_new(o, "seconds_est", json_real(p->seconds_est));
 	json_object_set_new(o, "rate", json_real(p->rate));
 	json_object_set_new(o, "rate_measured", json_boolean(p->rate_measured));
+	json_object_set_new(o, "basis", json_string(p->basis));
 	for (int k = 0; k < p->len; k++) {
 		const bs_plan_move_t *m = &p->moves[k];
 		json_t *j = json_object(), *bk = json_array();
@@ -345,9 +346,8 @@ static int plan_text(const bs_reshard_plan_t *p)
 	}
 	fmt_secs(c, sizeof c, p->seconds_est);
 	printf("plan from bucket map version %" PRId64 " (%d buckets): %d moves, ~%s entities, ~%s index rows, "
-	       "~%s at %s%.0f rows/s%s\n", p->map_version, p->buckets, p->len, fmt_count(a, sizeof a, ents),
-	       fmt_count(b, sizeof b, rows), c, p->rate_measured ? "" : "~", p->rate,
-	       p->rate_measured ? " (the last move's rate)" : " (assumed: no move has run yet)");
+	       "~%s, %s\n", p->map_version, p->buckets, p->len, fmt_count(a, sizeof a, ents),
+	       fmt_count(b, sizeof b, rows), c, p->basis);
 	return cli_table_rows(head, 7, (1u << 2) | (1u << 3) | (1u << 4) | (1u << 5), p->len, plan_row, p->moves);
 }
 
@@ -407,6 +407,7 @@ static int start_print(cli_ctx_t *ctx, const shown_t *w, bool yes)
 		return rc;
 	printf("recorded %d moves; a cleaner runs them (`bagstore cleaner --reshard`, or the daemon); "
 	       "`bagstore reshard status` follows them\n", w->p.len);
+	cli_queued_note(ctx, stdout, w->p.len, true);
 	return rc;
 }
 
@@ -441,9 +442,10 @@ static int status_print(cli_ctx_t *ctx, const shown_t *w, bool as_json)
 {
 	const bs_move_list_t *l = &w->l;
 	bs_reshard_state_t state = bs_reshard_state(l);
-	int rc = 0;
+	int rc = 0, queued = 0;
 
-	(void)ctx;
+	for (int k = 0; k < l->len; k++)
+		queued += l->items[k].state == BS_JOB_QUEUED;
 	if (as_json) {
 		rc = status_json(l, state);
 	} else {
@@ -455,6 +457,8 @@ static int status_print(cli_ctx_t *ctx, const shown_t *w, bool as_json)
 		if (l->len)
 			rc = moves_table(l);
 	}
+	if (rc >= 0) /* queued with nothing to run them (beside JSON: on stderr) */
+		cli_queued_note(ctx, as_json ? stderr : stdout, queued, true);
 	if (rc >= 0 && w->unreachable)
 		rc = bs_error(BS_EUNREACHABLE, "%d shards did not answer; their moves are not listed", w->unreachable);
 	return rc;

@@ -557,77 +557,10 @@ static void reload_restart_notes(svc_t *s, const bs_config_t *nc)
 		        "timeouts or catalog_ttl changed: restart the cleaner to use them");
 }
 
-
-/* The same shards, in the same order, at the same addresses? */
-static bool same_shards(const bs_config_t *a, const bs_config_t *b)
-{
-	if (a->nshards != b->nshards)
-		return false;
-	for (int i = 0; i < a->nshards; i++) {
-		const bs_shard_conf_t *x = &a->shards[i], *y = &b->shards[i];
-		if (!streq(x->name, y->name) || !streq(x->host, y->host) || x->port != y->port ||
-		    !streq(x->socket, y->socket) || !streq(x->database, y->database) ||
-		    !streq(x->defaults_file, y->defaults_file) || !streq(x->option_group, y->option_group))
-			return false;
-	}
-	return true;
-}
-
-/*
- * A changed shard list, checked against the shards as a start would check
- * it (each shard's identity: its store, its name, the map's members),
- * through a store of its own with timeouts capped at 2 s, on svc's thread.
- * BS_ECONFIG with the first disagreement in the error slot: the reload is
- * refused. 0 otherwise; shards that did not answer (not checked: a restart
- * will) are named in unchecked.
- */
+/* A changed shard list is checked against the shards
+ * (bs_shard_list_check) through a store of its own with timeouts capped at
+ * 2 s, on svc's thread. */
 #define LIST_CHECK_CAP_S 2.0
-static int check_shard_list(const bs_config_t *nc, char *unchecked, size_t un)
-{
-	bs_config_t c = *nc;
-	bs_store_t *st = NULL;
-	bs_shard_status_t *ss = NULL;
-	size_t o = 0;
-	int rc;
-
-	unchecked[0] = '\0';
-	if (c.connect_timeout > LIST_CHECK_CAP_S)
-		c.connect_timeout = LIST_CHECK_CAP_S;
-	if (c.read_timeout > LIST_CHECK_CAP_S)
-		c.read_timeout = LIST_CHECK_CAP_S;
-	if (c.write_timeout > LIST_CHECK_CAP_S)
-		c.write_timeout = LIST_CHECK_CAP_S;
-	if (!(ss = calloc((size_t)c.nshards, sizeof *ss))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
-		goto done;
-	}
-	if ((rc = bs_store_open(&st, &c)) < 0 || (rc = bs_shard_status(ss, st)) < 0) {
-		if (rc != BS_ECONFIG) { /* not a disagreement: unchecked */
-			snprintf(unchecked, un, "%s", bs_last_error());
-			rc = 0;
-		}
-		goto done;
-	}
-	for (int i = 0; i < c.nshards; i++) {
-		if (ss[i].state == BS_SHARD_DOWN) {
-			if (o < un)
-				o += (size_t)snprintf(unchecked + o, un - o, "%s%s (%s)", o ? ", " : "", ss[i].name,
-				                      ss[i].error);
-		} else if (ss[i].fingerprint_ok == 0) {
-			rc = bs_error(BS_ECONFIG, "%s", ss[i].error);
-			goto done;
-		} else if (ss[i].fingerprint_ok < 0) {
-			rc = bs_error(BS_ECONFIG, "shard %s (%s) is not initialised: run `bagstore init` (or is this "
-			              "another shard list?)", ss[i].name, ss[i].address);
-			goto done;
-		}
-	}
-done:
-	if (st)
-		bs_store_free(st);
-	free(ss);
-	return rc;
-}
 
 static void reload_refused(svc_t *s, const char *why)
 {
@@ -651,7 +584,8 @@ static void reload(svc_t *s)
 	}
 	/* a file whose shard list the shards disagree with is not applied at
 	 * all (a restart would refuse it): the cleaner goes on as it was */
-	if (!same_shards(s->cfg, nc) && check_shard_list(nc, unchecked, sizeof unchecked) < 0) {
+	if (!bs_config_same_shards(s->cfg, nc) &&
+	    bs_shard_list_check(nc, LIST_CHECK_CAP_S, unchecked, sizeof unchecked) < 0) {
 		snprintf(msg, sizeof msg, "the shard list in %s disagrees with the shards: %s; the cleaner keeps the "
 		         "list it started with", nc->path, bs_last_error());
 		reload_refused(s, msg);

@@ -12,6 +12,13 @@
  * and q go back and never quit; :q, Q, Ctrl-C and F10 quit, asking first
  * while this console runs backfills (their jobs go back to queued).
  *
+ * The configuration file is followed (config_follow): polled for a change
+ * of its inode, size or mtime once a second, and read on `:reload`; a new
+ * file that parses is used by the lanes from their next request (a changed
+ * shard list first checked against the shards on the status lane, as the
+ * daemon's SIGHUP checks it); one that does not is refused on the status
+ * line with its file:line, the configuration in force staying.
+ *
  * Options (anywhere after the program name):
  *   --headless SCRIPT  keys from SCRIPT, screens dumped as text (headless.c)
  *   --dump-dir DIR     where headless dumps go (default .)
@@ -27,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -355,6 +363,220 @@ static void prompt_key(int key)
 	need_draw = true;
 }
 
+/* ------------------------------------------------------------ the configuration file */
+
+/*
+ * The console follows its configuration file. Every configuration it read
+ * is kept until the end (loaded[]): the lanes' stores and the backfills
+ * borrow them (worker_set_config). Checking a changed shard list against
+ * the shards takes a lane (the UI thread never calls a shard): the check's
+ * verdict comes back through cf_pending, under snap_lock, and is applied on
+ * the next tick.
+ */
+#define MAX_LOADED 256
+#define LIST_CHECK_CAP_S 2.0
+
+static struct {
+	bs_config_t *loaded[MAX_LOADED]; /* the UI thread's; [0] is main.c's (not ours to free) */
+	int nloaded;
+	bool known;          /* st below is the file as last read */
+	struct stat st;
+	int64_t next_poll_us;
+	bool checking;       /* a shard list check is on the status lane */
+} cf;
+
+/* A check's verdict (snap_lock). */
+static struct {
+	bool ready;
+	bs_config_t *nc;
+	int rc;
+	char err[1024], unchecked[512];
+} cf_pending;
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* "+s3 -s1, s2 drain: true": what changed in the shard list and its drains. */
+static void config_diff(char *buf, size_t n, const bs_config_t *a, const bs_config_t *b)
+{
+	size_t o = 0;
+	int i, j;
+
+	buf[0] = 0;
+	for (i = 0; i < b->nshards; i++) {
+		for (j = 0; j < a->nshards && strcmp(a->shards[j].name, b->shards[i].name); j++)
+			;
+		if (j == a->nshards) {
+			if (o < n)
+				o += (size_t)snprintf(buf + o, n - o, "%s+%s", o ? ", " : "", b->shards[i].name);
+		} else if (a->shards[j].drain != b->shards[i].drain && o < n) {
+			o += (size_t)snprintf(buf + o, n - o, "%s%s drain: %s", o ? ", " : "", b->shards[i].name,
+			                      b->shards[i].drain ? "true" : "false");
+		}
+	}
+	for (j = 0; j < a->nshards; j++) {
+		for (i = 0; i < b->nshards && strcmp(a->shards[j].name, b->shards[i].name); i++)
+			;
+		if (i == b->nshards && o < n)
+			o += (size_t)snprintf(buf + o, n - o, "%s-%s", o ? ", " : "", a->shards[j].name);
+	}
+	if (!o && !bs_config_same_shards(a, b))
+		snprintf(buf, n, "shard addresses");
+}
+
+static void config_use(bs_config_t *nc, const char *unchecked)
+{
+	char diff[512];
+
+	config_diff(diff, sizeof diff, ui.cfg, nc);
+	if (worker_set_config(nc) < 0) {
+		ui_err("%s not used: %s", nc->path, bs_last_error());
+		bs_config_free(nc);
+		return;
+	}
+	cf.loaded[cf.nloaded++] = nc;
+	ui.cfg = nc;
+	ui.nshards = nc->nshards;
+	if (nc->read_only && !ui.read_only) {
+		ui.read_only = true;
+		actions_strip_dangerous();
+	}
+	if (unchecked && unchecked[0])
+		ui_err("reloaded %s (%s); not checked against every shard: %s", nc->path, diff[0] ? diff : "settings",
+		       unchecked);
+	else
+		ui_msg("reloaded %s%s%s%s", nc->path, diff[0] ? " (" : "", diff, diff[0] ? ")" : ": no shard changed");
+	need_draw = need_clear = true;
+	reload_top();
+}
+
+typedef struct {
+	bs_config_t *nc;
+} cfcheck_t;
+
+/* On the status lane: the new shard list against the shards. */
+static void config_check_work(bs_store_t *st, void *arg)
+{
+	cfcheck_t *q = arg;
+	char unchecked[512];
+	int rc;
+
+	(void)st;
+	rc = bs_shard_list_check(q->nc, LIST_CHECK_CAP_S, unchecked, sizeof unchecked);
+	snap_lock();
+	cf_pending.ready = true;
+	cf_pending.nc = q->nc;
+	cf_pending.rc = rc;
+	snprintf(cf_pending.err, sizeof cf_pending.err, "%s", rc < 0 ? bs_last_error() : "");
+	snprintf(cf_pending.unchecked, sizeof cf_pending.unchecked, "%s", unchecked);
+	snap_unlock();
+	q->nc = NULL;
+	worker_published();
+}
+
+static void config_check_free(void *arg)
+{
+	cfcheck_t *q = arg;
+
+	if (q)
+		bs_config_free(q->nc); /* dropped before it ran (the console is closing) */
+	free(q);
+}
+
+/* A check's verdict: the new list used, or refused and freed. */
+static void config_check_done(void)
+{
+	bs_config_t *nc;
+	int rc;
+	char err[1024], unchecked[512];
+
+	snap_lock();
+	if (!cf_pending.ready) {
+		snap_unlock();
+		return;
+	}
+	nc = cf_pending.nc;
+	rc = cf_pending.rc;
+	snprintf(err, sizeof err, "%s", cf_pending.err);
+	snprintf(unchecked, sizeof unchecked, "%s", cf_pending.unchecked);
+	memset(&cf_pending, 0, sizeof cf_pending);
+	snap_unlock();
+	cf.checking = false;
+	if (rc < 0) {
+		ui_err("%s not reloaded, its shard list disagrees with the shards (the console keeps its "
+		       "configuration): %s", nc->path, err);
+		bs_config_free(nc);
+		return;
+	}
+	config_use(nc, unchecked);
+}
+
+/* Read the file again (asked: `:reload`; else only when it changed). */
+static void config_reload(bool asked)
+{
+	bs_config_t *nc = NULL;
+	const char *path = ui.cfg ? ui.cfg->path : NULL;
+	struct stat now;
+	cfcheck_t *q;
+
+	if (!path)
+		return;
+	if (cf.checking) {
+		if (asked)
+			ui_msg("the shard list of %s is being checked against the shards ...", path);
+		return;
+	}
+	if (stat(path, &now) < 0) {
+		if (asked || cf.known)
+			ui_err("%s: %s; the console keeps the configuration it has", path, strerror(errno));
+		cf.known = false;
+		return;
+	}
+	if (!asked && cf.known && same_file(&now, &cf.st))
+		return;
+	cf.st = now;
+	cf.known = true;
+	if (cf.nloaded == MAX_LOADED) {
+		ui_err("%s changed: too many reloads in this console; restart it to read the file", path);
+		return;
+	}
+	if (bs_config_load(&nc, path) < 0) {
+		ui_err("%s not reloaded (the console keeps its configuration): %s", path, bs_last_error());
+		return;
+	}
+	if (ui.read_only)
+		nc->read_only = true; /* --read-only holds */
+	if (bs_config_same_shards(ui.cfg, nc)) {
+		config_use(nc, NULL);
+		return;
+	}
+	if (!(q = calloc(1, sizeof *q))) {
+		bs_config_free(nc);
+		ui_err("out of memory");
+		return;
+	}
+	q->nc = nc;
+	cf.checking = true;
+	ui_msg("%s changed its shard list: checking it against the shards ...", path);
+	if (worker_submit(LANE_STATUS, NULL, false, config_check_work, q, config_check_free) != 0)
+		cf.checking = false;
+}
+
+/* Each tick: a check's verdict, and the file polled once a second. */
+static void config_follow(void)
+{
+	int64_t now = now_us();
+
+	config_check_done();
+	if (now < cf.next_poll_us)
+		return;
+	cf.next_poll_us = now + 1000000;
+	config_reload(false);
+}
+
 /* ------------------------------------------------------------ commands */
 
 static const struct view_ops *screens[] = {
@@ -366,7 +588,7 @@ static const struct view_ops *screens[] = {
 /* What `:` takes, for Tab: the screens first (a prefix of one will do). */
 static const char *const commands[] = {
 	"shards", "indexes", "cleaner", "backfills", "entities", "properties", "audit", "topology", "log",
-	"entity", "explain", "refresh", "filter", "pause", "help", "quit", "q", "q!",
+	"entity", "explain", "refresh", "reload", "filter", "pause", "help", "quit", "q", "q!",
 };
 
 /* Tab on the command line: the command completed when one fits, else as
@@ -489,6 +711,10 @@ static reaction_t command_done(const char *text, void *ctx)
 		return R_QUIT;
 	if (strcmp(cmd, "refresh") == 0)
 		return command_refresh(arg);
+	if (strcmp(cmd, "reload") == 0) {
+		config_reload(true);
+		return R_REDRAW;
+	}
 	if (strcmp(cmd, "pause") == 0) {
 		ui.paused = !ui.paused;
 		return R_REDRAW;
@@ -512,7 +738,7 @@ static reaction_t command_done(const char *text, void *ctx)
 			ui_err("':%s' is ambiguous (Tab lists what it may be)", cmd);
 		else
 			ui_err("unknown command ':%s' (:shards :indexes :cleaner :backfills :entities :properties :audit "
-			       ":topology :log :entity ID :explain QUERY :refresh N :q; Tab completes)", cmd);
+			       ":topology :log :entity ID :explain QUERY :refresh N :reload :q; Tab completes)", cmd);
 		return R_REDRAW;
 	}
 	ui_switch(found);
@@ -730,6 +956,7 @@ void console_tick(void)
 		free(pt);
 		free(px);
 	}
+	config_follow();
 	if (pop_wanted) {
 		if (top() == pop_wanted)
 			pop();
@@ -890,7 +1117,8 @@ static void draw_status(void)
 		ui_color(C_STATUS, false);
 		if (msg_err)
 			ui_color(C_BAD, true);
-		draw_wrapped_up(msg, y - 1, 4);
+		/* up to a third of the screen: the start of a message is what says what happened */
+		draw_wrapped_up(msg, y - 1, LINES / 3 > 4 ? LINES / 3 : 4);
 		if (msg_err)
 			ui_color(C_BAD, false);
 		ui_color(C_STATUS, true);
@@ -1102,6 +1330,9 @@ int bs_console_main(const bs_config_t *cfg, int argc, char **argv)
 	ui.read_only = cfg->read_only; /* main.c folds --read-only into it */
 	ui.headless = script != NULL;
 	ui.nshards = cfg->nshards;
+	cf.loaded[cf.nloaded++] = (bs_config_t *)cfg; /* main.c's: not freed here */
+	if (cfg->path && stat(cfg->path, &cf.st) == 0)
+		cf.known = true;
 	if (ui.read_only)
 		actions_strip_dangerous();
 
@@ -1141,5 +1372,7 @@ int bs_console_main(const bs_config_t *cfg, int argc, char **argv)
 		fflush(stderr);
 		_exit(status);
 	}
+	for (int i = 1; i < cf.nloaded; i++)
+		bs_config_free(cf.loaded[i]);
 	return status;
 }

@@ -15,7 +15,9 @@
 
 const char *shard_name(int shard)
 {
-	return shard >= 0 && shard < ui.nshards ? ui.cfg->shards[shard].name : "?";
+	const bs_config_t *c = worker_config(); /* the lanes' (any thread) */
+
+	return c && shard >= 0 && shard < c->nshards ? c->shards[shard].name : "?";
 }
 
 void ui_color(int pair, bool on)

@@ -32,6 +32,7 @@ typedef struct {
 	bool started;      /* the UI thread's: a thread to join */
 	bool finished;     /* q_mu: the thread left its loop */
 	bs_store_t *st;    /* the lane thread's while it runs */
+	unsigned gen;      /* the lane thread's: the configuration st is over */
 	req_t *head, *tail; /* q_mu */
 	req_t *running;    /* q_mu */
 	int64_t running_since; /* q_mu */
@@ -50,10 +51,20 @@ static lane_t lanes[LANE_COUNT];
 /* Set once by worker_stop, under q_mu so that a lane about to wait on q_cv
  * cannot miss it; atomic so that it may be read anywhere. */
 static atomic_bool stopping;
-/* The lanes' and backfills' configuration: a shallow copy of the caller's
- * (its shards array is the caller's), timeouts capped. Written by
- * worker_start before any thread exists; read-only afterwards. */
-static bs_config_t wcfg;
+/* The lanes' and backfills' configurations: each a shallow copy of one the
+ * caller gave (worker_start, worker_set_config; its shards array is the
+ * caller's), timeouts capped. cur is the newest, gen its number (both
+ * under q_mu); a lane opens its store again over cur before its next
+ * request when its gen is older, a backfill opens its store over cur. No
+ * copy is freed before worker_stop has joined every thread (a store and a
+ * backfill read theirs until then), so a configuration's pointer names it
+ * for as long as the console runs. */
+#define MAX_CFG 256
+static bs_config_t *cfgs[MAX_CFG]; /* q_mu; every copy made */
+static int ncfgs;                  /* q_mu */
+static const bs_config_t *cur;     /* q_mu */
+static unsigned gen;               /* q_mu */
+static double cap_s;               /* worker_start's timeout, read-only afterwards */
 /* Written by worker_start before any thread exists, closed by worker_stop
  * after every thread is joined. */
 static int wake_pipe[2] = {-1, -1};
@@ -240,8 +251,25 @@ static void *lane_main(void *p)
 			l->tail = NULL;
 		l->running = r;
 		l->running_since = now_us();
-		snprintf(l->label, sizeof l->label, "%s", r->origin);
-		pthread_mutex_unlock(&q_mu);
+		{
+			const bs_config_t *c = cur;
+			unsigned g = gen;
+
+			snprintf(l->label, sizeof l->label, "%s", r->origin);
+			pthread_mutex_unlock(&q_mu);
+			if (g != l->gen) {
+				/* the configuration changed: a store over the new one (a
+				 * store opens no connection until it is used) */
+				bs_store_t *n = NULL;
+
+				if (bs_store_open(&n, c) == 0) {
+					bs_store_trace(n, lane_trace, l); /* :log goes on */
+					bs_store_free(l->st);
+					l->st = n;
+					l->gen = g;
+				}
+			}
+		}
 
 		bs_error_clear();
 		worker_set_origin(r->origin); /* what it queues is of the same action */
@@ -261,20 +289,57 @@ static void *lane_main(void *p)
 	return NULL;
 }
 
+/* A capped copy of cfg, kept until worker_stop; NULL when out of room. */
+static bs_config_t *capped_copy(const bs_config_t *cfg)
+{
+	bs_config_t *c;
+
+	if (ncfgs == MAX_CFG || !(c = malloc(sizeof *c)))
+		return NULL;
+	*c = *cfg;
+	if (cap_s > 0) {
+		if (c->connect_timeout <= 0 || c->connect_timeout > cap_s)
+			c->connect_timeout = cap_s;
+		if (c->read_timeout <= 0 || c->read_timeout > cap_s)
+			c->read_timeout = cap_s;
+		if (c->write_timeout <= 0 || c->write_timeout > cap_s)
+			c->write_timeout = cap_s;
+	}
+	cfgs[ncfgs++] = c;
+	return c;
+}
+
+int worker_set_config(const bs_config_t *cfg)
+{
+	bs_config_t *c;
+
+	pthread_mutex_lock(&q_mu);
+	if ((c = capped_copy(cfg))) {
+		cur = c;
+		gen++;
+	}
+	pthread_mutex_unlock(&q_mu);
+	return c ? 0 : bs_error(BS_ENOMEM, "too many configurations read in this console: restart it");
+}
+
+const bs_config_t *worker_config(void)
+{
+	const bs_config_t *c;
+
+	pthread_mutex_lock(&q_mu);
+	c = cur;
+	pthread_mutex_unlock(&q_mu);
+	return c;
+}
+
 int worker_start(const bs_config_t *cfg, double timeout_s)
 {
 	int i, rc;
 
 	cv_init();
-	wcfg = *cfg;
-	if (timeout_s > 0) {
-		if (wcfg.connect_timeout <= 0 || wcfg.connect_timeout > timeout_s)
-			wcfg.connect_timeout = timeout_s;
-		if (wcfg.read_timeout <= 0 || wcfg.read_timeout > timeout_s)
-			wcfg.read_timeout = timeout_s;
-		if (wcfg.write_timeout <= 0 || wcfg.write_timeout > timeout_s)
-			wcfg.write_timeout = timeout_s;
-	}
+	cap_s = timeout_s;
+	if ((rc = worker_set_config(cfg)) < 0)
+		return rc;
 	if (pipe(wake_pipe) == 0) {
 		fcntl(wake_pipe[0], F_SETFL, O_NONBLOCK);
 		fcntl(wake_pipe[1], F_SETFL, O_NONBLOCK);
@@ -284,7 +349,8 @@ int worker_start(const bs_config_t *cfg, double timeout_s)
 		wake_pipe[0] = wake_pipe[1] = -1;
 	}
 	for (i = 0; i < LANE_COUNT; i++) {
-		if ((rc = bs_store_open(&lanes[i].st, &wcfg)) < 0)
+		lanes[i].gen = gen;
+		if ((rc = bs_store_open(&lanes[i].st, cur)) < 0)
 			return rc;
 		lanes[i].no = i;
 		bs_store_trace(lanes[i].st, lane_trace, &lanes[i]);
@@ -463,6 +529,7 @@ typedef struct {
 	bool joined; /* its thread was joined (or never started) */
 	pthread_t thread;
 	bs_store_t *st;
+	const bs_config_t *cfg; /* st's, as thread and st (a job's shard indexes it) */
 } bf_slot_t;
 
 static bf_slot_t bf[MAX_LOCAL];
@@ -483,10 +550,10 @@ static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static bs_worker_t *reg;   /* reg_mu */
 static int reg_users;      /* reg_mu: backfill threads holding it */
 
-static void reg_hold(void)
+static void reg_hold(const bs_config_t *cfg)
 {
 	pthread_mutex_lock(&reg_mu);
-	if (!reg && bs_worker_start(&reg, &wcfg, "console", NULL) < 0)
+	if (!reg && bs_worker_start(&reg, cfg, "console", NULL) < 0)
 		bs_error_clear(); /* not listed; the backfill runs all the same */
 	reg_users++;
 	pthread_mutex_unlock(&reg_mu);
@@ -514,7 +581,8 @@ static void reg_jobs_locked(char *buf, size_t n)
 			const bs_job_t *j = &bf[i].info.jobs[k];
 			if (j->state == BS_JOB_RUNNING || j->state == BS_JOB_THROTTLED)
 				o += (size_t)snprintf(buf + o, n - o, "%s%s@%s", o ? "," : "", j->index,
-				                      j->shard >= 0 && j->shard < wcfg.nshards ? wcfg.shards[j->shard].name : "?");
+				                      j->shard >= 0 && j->shard < bf[i].cfg->nshards ?
+				                      bf[i].cfg->shards[j->shard].name : "?");
 		}
 }
 
@@ -556,16 +624,27 @@ static void *bf_main(void *p)
 	o.stop = &bf_stop;
 	o.progress = bf_progress;
 	o.ctx = s;
-	reg_hold();
+	reg_hold(s->cfg);
 	rc = bs_backfill_queue(s->st, index);
 	if (rc == 0)
 		rc = bs_cleaner_backfill(s->st, index, &o);
 	/* the message, before deregistering may replace it */
 	snprintf(err, sizeof err, "%s", rc < 0 ? bs_last_error() : "");
+	/* ended short because an operator cancelled its jobs: a cancel, not a failure */
+	bool cancelled = false;
+	if (rc < 0 && !atomic_load(&bf_stop)) {
+		bs_job_list_t l = {0};
+		if (bs_job_list(&l, s->st, NULL) == 0)
+			for (int k = 0; k < l.len && !cancelled; k++)
+				cancelled = !strcmp(l.items[k].index, index) && l.items[k].state == BS_JOB_CANCELLED;
+		bs_job_list_free(&l);
+		bs_error_clear();
+	}
 	reg_release();
 	snap_lock();
-	s->info.rc = rc;
-	if (rc < 0)
+	s->info.rc = cancelled ? 0 : rc;
+	s->info.cancelled = cancelled;
+	if (rc < 0 && !cancelled)
 		snprintf(s->info.error, sizeof s->info.error, "%s", err);
 	s->info.running = false;
 	s->info.finished_us = now_us();
@@ -627,7 +706,10 @@ int worker_backfill_start(const char *index)
 		pthread_join(s->thread, NULL);
 	bs_store_free(s->st);
 	s->st = NULL;
-	if ((rc = bs_store_open(&s->st, &wcfg)) < 0 ||
+	snap_lock();
+	s->cfg = worker_config(); /* under snap_mu too: reg_jobs_locked reads it */
+	snap_unlock();
+	if ((rc = bs_store_open(&s->st, s->cfg)) < 0 ||
 	    pthread_create(&s->thread, NULL, bf_main, s) != 0) {
 		if (rc == 0)
 			rc = bs_error(BS_ERROR, "cannot start a backfill thread");
@@ -641,6 +723,46 @@ int worker_backfill_start(const char *index)
 		s->st = NULL;
 	}
 	return rc;
+}
+
+int worker_backfill_resume(bs_store_t *st, const char *index, char *did, size_t n)
+{
+	bs_index_t ix;
+	bs_job_list_t l = {0};
+	int stopped[3] = {0, 0, 0}, rc; /* paused, cancelled, failed */
+
+	did[0] = 0;
+	if ((rc = bs_index_get(&ix, st, index)) < 0)
+		return rc;
+	if (ix.state != BS_INDEX_BUILDING)
+		return bs_error(BS_ECONFLICT, "%s is %s: nothing to backfill (B works on a building index)", index,
+		                bs_index_state_name(ix.state));
+	if ((rc = bs_job_list(&l, st, NULL)) < 0)
+		return rc;
+	for (int k = 0; k < l.len; k++) {
+		const bs_job_t *j = &l.items[k];
+		if (strcmp(j->index, index) != 0)
+			continue;
+		stopped[0] += j->state == BS_JOB_PAUSED;
+		stopped[1] += j->state == BS_JOB_CANCELLED;
+		stopped[2] += j->state == BS_JOB_FAILED;
+	}
+	bs_job_list_free(&l);
+	if (stopped[0] + stopped[1] + stopped[2] > 0) {
+		/* what an operator stopped, B takes up again (and says so) */
+		if ((rc = bs_job_control(st, index, "resume")) < 0)
+			return rc;
+		size_t o = (size_t)snprintf(did, n, "resumed");
+		const char *what[3] = {"paused", "cancelled", "failed"};
+		for (int k = 0, first = 1; k < 3 && o < n; k++)
+			if (stopped[k]) {
+				o += (size_t)snprintf(did + o, n - o, "%s %d %s", first ? "" : ",", stopped[k], what[k]);
+				first = 0;
+			}
+		if (o < n)
+			snprintf(did + o, n - o, " job%s", stopped[0] + stopped[1] + stopped[2] == 1 ? "" : "s");
+	}
+	return worker_backfill_start(index);
 }
 
 int worker_backfills(local_backfill_t *out, int max)
@@ -722,6 +844,13 @@ bool worker_stop(double wait_s)
 			close(wake_pipe[1]);
 		}
 		wake_pipe[0] = wake_pipe[1] = -1;
+		/* and no store reads a configuration copy any more */
+		pthread_mutex_lock(&q_mu);
+		for (int i = 0; i < ncfgs; i++)
+			free(cfgs[i]);
+		ncfgs = 0;
+		cur = NULL;
+		pthread_mutex_unlock(&q_mu);
 	}
 	return all;
 }

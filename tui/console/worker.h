@@ -41,8 +41,12 @@
  * a screen's lane-side state (the entity browser's scan positions) is
  * touched by requests of that lane only.
  *
- * Every lane and backfill reads the configuration given to worker_start
- * (their stores keep a pointer to it, and to its shards) until it is joined.
+ * Every lane and backfill reads the configuration given to worker_start or
+ * the latest worker_set_config (their stores keep a pointer to it, and to
+ * its shards) until it is joined: a configuration given is never freed
+ * before worker_stop returns true. A lane moves to a new configuration
+ * before its next request (a new store, on its own thread); a backfill
+ * keeps the one it started with.
  * worker_stop stops and joins the lanes first, then the backfills (no
  * backfill can be started once it began); when it returns false a thread is
  * still running, stuck in a shard past the deadline, and the caller must
@@ -69,6 +73,15 @@ typedef void (*work_fn)(bs_store_t *st, void *arg);
  * timeout_s caps the connect, read and write timeouts of their stores. On
  * failure, call worker_stop all the same (some lanes may run). */
 int worker_start(const bs_config_t *cfg, double timeout_s);
+/* From now on the lanes and new backfills work over cfg (borrowed until
+ * worker_stop returns true, as worker_start's): each lane opens its store
+ * again before its next request. UI thread only. */
+int worker_set_config(const bs_config_t *cfg);
+/* The lanes' configuration now: the capped copy of the latest one given.
+ * Its pointer names it (copies are kept until worker_stop): a snapshot
+ * stamped with bs_store_config(st) was taken over it when they are equal.
+ * Any thread. */
+const bs_config_t *worker_config(void);
 /* Ask every thread to stop; join the lanes, then the backfills, waiting up
  * to wait_s in all. true: every thread is joined and its store freed.
  * false: some thread is still stuck in a shard and reads cfg: the caller
@@ -129,6 +142,7 @@ void worker_log_free(log_entry_t *l, int n);
 typedef struct {
 	char index[BS_NAME_MAX + 1];
 	bool running;        /* the thread is still working */
+	bool cancelled;      /* it ended because an operator cancelled its jobs */
 	int rc;              /* its result once finished */
 	char error[256];
 	int64_t started_us, finished_us;
@@ -140,6 +154,12 @@ typedef struct {
  * BS_ECONFLICT when this console already runs one for the index, BS_ERROR
  * once worker_stop has begun. Called from the action lane only. */
 int worker_backfill_start(const char *index);
+/* What B does, from the action lane: an index that is not building is
+ * refused with its state; its jobs that were paused, cancelled or failed
+ * are resumed first (bs_job_control, audited); then the backfill starts
+ * (worker_backfill_start). did: what was done, for the status line
+ * ("resumed 2 cancelled jobs", or ""). 0 or the error (its message set). */
+int worker_backfill_resume(bs_store_t *st, const char *index, char *did, size_t n);
 /* Copy the console's backfills (under snap_lock inside); returns count. */
 int worker_backfills(local_backfill_t *out, int max);
 

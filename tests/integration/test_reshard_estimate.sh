@@ -1,0 +1,59 @@
+#!/bin/sh
+# test_reshard_estimate.sh - a reshard's time estimate says what it rests
+# on (issue 19, item 3): with no move run since the last plan, "no basis"
+# and the rate it assumes; after a reshard ran, the rate its moves
+# measured on these shards (rows over each move's start to end), which the
+# plan's time is computed from; a running move's ETA is its own: the work
+# left at the rate of its run so far, marked ~, also while it is held
+# (its last 10 s rate 0).
+. tests/console/lib.sh
+
+P0=$(t_port 0)
+P1=$(t_port 1)
+cfg() {
+	{
+		echo "shards:"
+		echo "  - {name: s0, host: 127.0.0.1, port: $P0, database: bagstore, user: root}"
+		echo "  - {name: s1, host: 127.0.0.1, port: $P1, database: bagstore, user: root$1}"
+		echo "catalog_ttl: 1"
+	} >"$2"
+}
+DR=$T/drain.yaml BACK=$T/back.yaml
+cfg ", drain: true" "$DR"
+cfg "" "$BACK"
+c_init
+numbered() { printf '{"n": %d}\n' "$1"; }
+c_put 400 numbered
+
+t_exit 0 "reshard plan before any move" -- "$BAGSTORE" -c "$DR" reshard plan
+t_contains "$T_OUT" "no basis: no move has run on this store since its last plan; 20000 rows/s assumed" \
+	"no move run: the estimate says it has no basis"
+t_exit 0 "drain s1" -- "$BAGSTORE" -c "$DR" reshard start --yes
+t_exit 0 "run it" -- "$BAGSTORE" -c "$DR" cleaner --reshard
+measured=$(t_sql 1 "SELECT ROUND((rows_total + index_rows + rows_copied) /
+                    (TIMESTAMPDIFF(MICROSECOND, started, finished) / 1e6)) FROM bagstore_moves WHERE state='done'")
+t_match "$measured" "^[1-9][0-9]*$" "the move measured a rate ($measured rows/s)"
+# back to two shards (s0 the source, at the rate s1's move measured)
+t_exit 0 "reshard plan after a reshard" -- "$BAGSTORE" -c "$BACK" reshard plan
+t_contains "$T_OUT" "from the last reshard's $measured rows/s (1 move)" "the estimate is the measured rate, and says so"
+secs=$(printf '%s\n' "$T_OUT" | sed -n 's/.* ~\([0-9.]*\)s, from the last.*/\1/p')
+ents=$(printf '%s\n' "$T_OUT" | sed -n 's/.*moves, ~\([0-9,]*\) entities.*/\1/p' | tr -d ,)
+t_match "$secs" "^[0-9]" "the plan's time is given ($secs s for ~$ents entities)"
+t_exit 0 "reshard plan --json" -- "$BAGSTORE" -c "$BACK" reshard plan --json
+t_contains "$T_OUT" '"rate_measured": true' "json: measured"
+t_contains "$T_OUT" '"basis": "from the last reshard' "json: its basis"
+printf 'keys 8\nwait-for r previews them\nwait-idle\nkeys r\nwait-for rows/s\ndump preview\nkeys q\nkeys :q\n' >"$T/p.keys"
+c_headless "headless: the preview" "$T/p.keys" -c "$BACK"
+t_contains "$(d preview)" "from the last reshard's $measured rows/s" "the console's preview says its basis"
+
+# a running move's ETA from its own run: 100 of 1,000 rows in 10 s, held now
+t_exit 0 "the move back recorded" -- "$BAGSTORE" -c "$BACK" reshard start --yes
+t_sql 0 "UPDATE bagstore_moves SET state='throttled', phase='copy', rows_total=1000, rows_scanned=100,
+         index_total=0, rate=0, started=NOW(6) - INTERVAL 10 SECOND, heartbeat=NOW(6),
+         worker_host='testvm', worker_pid=4242" >/dev/null
+t_exit 0 "reshard status --json" -- "$BAGSTORE" -c "$BACK" reshard status --json
+eta=$(printf '%s\n' "$T_OUT" | sed -n 's/.*"eta_s": \([0-9.]*\).*/\1/p' | head -1)
+t_match "$eta" "^(18[0-9]|19[0-9])(\.[0-9]*)?$" "the ETA is the work left at the move's own rate (~190 s), while held"
+t_exit 0 "reshard status" -- "$BAGSTORE" -c "$BACK" reshard status
+t_match "$T_OUT" "~3m[01][0-9]s" "the ETA is marked ~"
+t_done test_reshard_estimate
