@@ -183,40 +183,66 @@ static bool sql_word(const char *p, const char *end, const char *w)
 	       ((size_t)(end - p) == n || !(isalnum((unsigned char)p[n]) || p[n] == '_'));
 }
 
-/* Past the statement at p: after its ';' outside quotes and comments, or
- * the end. */
-static const char *sql_next(const char *p, const char *end)
+static bool sql_ident(char c)
 {
-	while (p < end) {
-		char c = *p;
-		if (c == ';')
-			return p + 1;
-		if (c == '\'' || c == '"' || c == '`') {
-			for (p++; p < end && *p != c; p++)
-				if (*p == '\\' && c != '`' && p + 1 < end)
-					p++;
-			p += p < end;
-		} else if (c == '/' || c == '#' || c == '-') {
-			const char *q = sql_skip(p, end);
-			p = q == p ? p + 1 : q;
-		} else {
-			p++;
-		}
-	}
-	return end;
+	return isalnum((unsigned char)c) || c == '_' || c == '$';
+}
+
+static bool sql_is_write(const char *p, const char *end)
+{
+	return sql_word(p, end, "INSERT") || sql_word(p, end, "REPLACE") || sql_word(p, end, "UPDATE") ||
+	       sql_word(p, end, "DELETE");
+}
+
+/* Where a statement may start: the text's start, after ';', and inside a
+ * compound statement (BEGIN NOT ATOMIC ... END, IF ... THEN ... ELSE,
+ * loops) after BEGIN [NOT ATOMIC], THEN, ELSE, DO, LOOP and REPEAT. A write
+ * there is counted as the server counts it once it runs (a block's branch
+ * not taken is counted all the same: ours too many, never theirs too few,
+ * and only when a fence refuses). */
+static bool sql_opens(const char *w, const char *e)
+{
+	static const char *const kw[] = { "BEGIN", "NOT", "ATOMIC", "THEN", "ELSE", "DO", "LOOP", "REPEAT" };
+	for (size_t k = 0; k < sizeof kw / sizeof kw[0]; k++)
+		if (sql_word(w, e, kw[k]))
+			return true;
+	return false;
 }
 
 uint64_t bs__sql_writes(const char *sql, size_t len)
 {
-	const char *p = sql, *end = sql + len;
+	const char *p = sql_skip(sql, sql + len), *end = sql + len;
 	uint64_t n = 0;
-	while ((p = sql_skip(p, end)) < end) {
-		if (sql_word(p, end, "INSERT") || sql_word(p, end, "REPLACE") || sql_word(p, end, "UPDATE") ||
-		    sql_word(p, end, "DELETE"))
-			n++;
-		if (!memchr(p, ';', (size_t)(end - p)))
-			break; /* the last statement (the common case: no scan) */
-		p = sql_next(p, end);
+	bool start = true;
+	if (p < end && !memchr(p, ';', (size_t)(end - p)))
+		return sql_is_write(p, end); /* one statement (the common case): its first word */
+	while (p < end) {
+		char c = *p;
+		if (isalpha((unsigned char)c) || c == '_') {
+			const char *w = p;
+			while (p < end && sql_ident(*p))
+				p++;
+			if (start && sql_is_write(w, end))
+				n++;
+			start = sql_opens(w, p);
+		} else if (c == '\'' || c == '"' || c == '`') {
+			for (p++; p < end && *p != c; p++)
+				if (*p == '\\' && c != '`' && p + 1 < end)
+					p++;
+			p += p < end;
+			start = false;
+		} else if (isspace((unsigned char)c) || c == '/' || c == '#' || c == '-') {
+			const char *q = sql_skip(p, end);
+			if (q == p) {
+				p++;
+				start = false;
+			} else {
+				p = q;
+			}
+		} else {
+			start = c == ';';
+			p++;
+		}
 	}
 	return n;
 }

@@ -7,7 +7,9 @@
  * strings and other bytes by zlib's crc32), over many values and shard
  * counts 1 to 7 and 4096. Query text: bs_query_parse and
  * bs_query_parse_text against an in-memory catalog (index picked, values
- * read by type, quoting, and every refusal naming what was wrong).
+ * read by type, quoting, and every refusal naming what was wrong). The
+ * throttle's count of a statement's writes (bs__sql_writes, shard.c: what
+ * the server's Com_ counters will count of it), compound blocks included.
  */
 #include "bagstore.h"
 #include "t.h"
@@ -238,8 +240,37 @@ static void test_query_text(void)
 	bs_index_list_free(&catalog);
 }
 
+/* shard.c's own (internal.h): the data-changing statements in sql */
+uint64_t bs__sql_writes(const char *sql, size_t len);
+
+static void test_sql_writes(void)
+{
+	static const struct {
+		const char *sql;
+		unsigned long want;
+	} c[] = {
+		{ "INSERT INTO t VALUES (1)", 1 },
+		{ "  /* c */ insert into t values (1)", 1 },
+		{ "SELECT 1", 0 },
+		{ "INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE a=1", 1 },
+		{ "START TRANSACTION; SELECT 1 FOR UPDATE; INSERT INTO a VALUES (1); DELETE FROM b WHERE x=';'; COMMIT", 2 },
+		{ "BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN INSERT INTO entities VALUES (X'00'); "
+		  "INSERT INTO i VALUES (1); END IF; END", 2 },
+		{ "SELECT 1; BEGIN NOT ATOMIC IF @x=1 THEN UPDATE t SET a='INSERT;'; ELSE DELETE FROM t; END IF; END", 2 },
+		{ "INSERTS INTO x", 0 },
+		{ "SELECT 'a;b'; REPLACE INTO t VALUES (1)", 1 },
+		{ "", 0 },
+		{ "DO RELEASE_LOCK('x'); SELECT `INSERT`; -- INSERT\nSELECT 1", 0 },
+	};
+	for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
+		unsigned long got = (unsigned long)bs__sql_writes(c[k].sql, strlen(c[k].sql));
+		CHECK(got == c[k].want, "bs__sql_writes(%s): %lu, want %lu", c[k].sql, got, c[k].want);
+	}
+}
+
 int main(void)
 {
+	test_sql_writes();
 	test_route_id();
 	test_route_values();
 	test_query_parse();
