@@ -73,8 +73,9 @@ typedef struct {
 } bs__keyset_t;
 
 void bs__keyset_free(bs__keyset_t *ks);
-/* Reserve room for n items in a map (cap only). */
-int bs__map_reserve(bs_value_t *map, size_t n);
+/* Reserve room for n items in a MessagePack map value (cap only; not the
+ * bucket map, whose names are bs__map_*). */
+int bs__value_map_reserve(bs_value_t *map, size_t n);
 /* Append key (malloc'd, NUL-terminated, ownership passes on success) and
  * *val (left NIL on success). Returns 0, 1 when the key is already present
  * (nothing is taken), or BS_ENOMEM (nothing is taken). */

@@ -225,7 +225,7 @@ static int from_object(ctx_t *c, bs_value_t *out, json_t *j, int depth)
 	bs_value_map(out);
 	if (depth >= BS_BODY_MAX_DEPTH)
 		return fail(c, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
-	if ((rc = bs__map_reserve(out, json_object_size(j))) < 0)
+	if ((rc = bs__value_map_reserve(out, json_object_size(j))) < 0)
 		return rc;
 	json_object_keylen_foreach(j, key, klen, v) {
 		bs_pair_t *p = &out->v.m.items[out->v.m.len];

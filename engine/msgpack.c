@@ -305,7 +305,7 @@ static int read_map(reader_t *r, bs_value_t *out, uint64_t n, int depth)
 	/* a pair, and its key's slot in the duplicate check */
 	if ((rc = charge(r, n, n * (sizeof(bs_pair_t) + 2 * sizeof(size_t)))) < 0)
 		goto done;
-	if (n && (rc = bs__map_reserve(out, (size_t)n)) < 0)
+	if (n && (rc = bs__value_map_reserve(out, (size_t)n)) < 0)
 		goto done;
 	for (size_t i = 0; i < n; i++) {
 		size_t klen = 0, at = offset(r);

@@ -239,7 +239,7 @@ static bool keyset_has(const bs__keyset_t *ks, const bs_value_t *map, const char
 	return false;
 }
 
-int bs__map_reserve(bs_value_t *map, size_t n)
+int bs__value_map_reserve(bs_value_t *map, size_t n)
 {
 	bs_pair_t *items;
 
@@ -265,7 +265,7 @@ int bs__map_append_unique(bs_value_t *map, bs__keyset_t *ks, char *key, size_t k
 	if (keyset_has(ks, map, key, klen))
 		return 1;
 	if (n == map->v.m.cap &&
-	    (rc = bs__map_reserve(map, n ? n * 2 : 4)) < 0)
+	    (rc = bs__value_map_reserve(map, n ? n * 2 : 4)) < 0)
 		return rc;
 	if (n + 1 > KEYSET_MIN_ITEMS) {
 		size_t slots = ks->slots ? ks->mask + 1 : 0;
@@ -391,7 +391,7 @@ int bs_map_set(bs_value_t *map, const char *key, size_t klen, bs_value_t *val)
 		}
 	}
 	if (map->v.m.len == map->v.m.cap &&
-	    (rc = bs__map_reserve(map, map->v.m.cap ? map->v.m.cap * 2 : 4)) < 0)
+	    (rc = bs__value_map_reserve(map, map->v.m.cap ? map->v.m.cap * 2 : 4)) < 0)
 		return rc;
 	if (!(k = bs__memdup0(key, klen)))
 		return bs_error(BS_ENOMEM, "out of memory");
@@ -449,7 +449,7 @@ int bs_value_copy(bs_value_t *out, const bs_value_t *src)
 		out->type = BS_MAP;
 		if (src->v.m.len == 0)
 			break;
-		if ((rc = bs__map_reserve(out, src->v.m.len)) < 0)
+		if ((rc = bs__value_map_reserve(out, src->v.m.len)) < 0)
 			goto done;
 		for (size_t i = 0; i < src->v.m.len; i++) {
 			const bs_pair_t *sp = &src->v.m.items[i];
