@@ -97,7 +97,7 @@ static void fence_sql(bs_buf_t *b, int *buckets, size_t n)
 	                  " state IN " BS__OWNING_SQL " AND bucket IN (-1", m);
 	for (size_t k = 0; k < m; k++)
 		bs__buf_printf(b, ",%d", buckets[k]);
-	bs__buf_puts(b, ") LOCK IN SHARE MODE WAIT 3");
+	bs__buf_printf(b, ") LOCK IN SHARE MODE WAIT %d", BS__FENCE_WAIT_S);
 }
 
 /* ";INSERT INTO bagstore_move_log ... " of (bucket, id) pairs (a UNION ALL

@@ -542,7 +542,8 @@ static int upsert_on(bs_store_t *st, int i, void *p)
 	bs__buf_puts(&b, "START TRANSACTION;SELECT COUNT(DISTINCT bucket) INTO @bs_o FROM bagstore_buckets WHERE state IN "
 	                 BS__OWNING_SQL " AND bucket IN (-1");
 	bs__buf_putn(&b, c->ibk[i].ptr, c->ibk[i].len);
-	bs__buf_puts(&b, ") LOCK IN SHARE MODE WAIT 3;SELECT COUNT(DISTINCT bucket) INTO @bs_want FROM (");
+	bs__buf_printf(&b, ") LOCK IN SHARE MODE WAIT %d;SELECT COUNT(DISTINCT bucket) INTO @bs_want FROM (",
+	               BS__FENCE_WAIT_S);
 	bs__buf_putn(&b, c->ilog[i].ptr, c->ilog[i].len);
 	/* a compound statement, not INSERT ... SELECT FROM (VALUES ...): a
 	 * table value constructor names its columns after its first row, and

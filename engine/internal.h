@@ -354,6 +354,11 @@ enum { BS__B_NONE = 0, BS__B_OWNED, BS__B_LEAVING, BS__B_INCOMING, BS__B_GONE };
 static inline bool bs__owns(uint8_t state) { return state == BS__B_OWNED || state == BS__B_LEAVING; }
 /* The SQL list of the states in which a shard owns a bucket. */
 #define BS__OWNING_SQL "('owned','leaving')"
+/* Seconds a write waits for a bucket's ownership row (LOCK IN SHARE MODE
+ * WAIT): a move's cut-over holds it at most cleaner.max_fence (1 s by
+ * default). Writers (entity.c, bulk.c), the move log's batches (drift.c)
+ * and the promotion's margin (lifecycle.c) share it. */
+#define BS__FENCE_WAIT_S 3
 /* A shard's ownership version as a column: read with the rows it goes with,
  * in the same statement, so rows and ownership are of one snapshot. */
 #define BS__OV_SQL "(SELECT CAST(v AS SIGNED) FROM bagstore_meta WHERE k='owned_version')"

@@ -95,8 +95,10 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 #define SWEEP_BATCH 2000
 #define PROMOTE_ROUNDS 4
 /* a write's `updated` is its NOW(6), taken before its fence wait (up to
- * 3 s, entity.c's FENCE_WAIT_S): a row can commit that long after it */
+ * BS__FENCE_WAIT_S): a row can commit that long after it */
 #define PROMOTE_MARGIN_US 5000000
+_Static_assert(PROMOTE_MARGIN_US > BS__FENCE_WAIT_S * 1000000LL,
+               "the promotion's margin must outlast a write's fence wait");
 
 /* Every index row of idx on every shard whose entity is gone, deleted. */
 static int sweep_all(bs_store_t *st, const bs_index_t *idx)
