@@ -1,6 +1,8 @@
 /*
- * codec_internal.h - private helpers shared by the value and codec files
- * (value.c, id.c, msgpack.c, body.c, json.c, yaml.c, base64.c).
+ * codec_internal.h - private helpers shared by the L0 and L1 files: values
+ * and bytes (value.c, bytes.c, id.c, base64.c), the codecs (msgpack.c,
+ * body.c, json.c, yaml.c) and the text files that use them (config.c,
+ * indexdef.c, route.c).
  *
  * Nothing here is part of the public API. Names start with bs__.
  */
