@@ -162,10 +162,13 @@ int bs__shard_now_us(int64_t *out, bs_store_t *st, int shard);
 /* Named locks (GET_LOCK) on a shard's connection, the name sent as a hex
  * literal. try: *mine when this connection holds it now (taken, or held
  * already); never waits. held_sql appends the SQL condition "this
- * connection holds it" (for UPDATEs that only match while it does).
+ * connection holds it" (for UPDATEs that only match while it does);
+ * take_sql the SQL expression that takes it without waiting, 1 when this
+ * connection holds it after (held already, or taken now).
  * release is best effort and clears the error. */
 int bs__lock_try(bool *mine, bs_store_t *st, int shard, const char *name);
 void bs__lock_held_sql(bs_buf_t *b, const char *name);
+void bs__lock_take_sql(bs_buf_t *b, const char *name);
 void bs__lock_release(bs_store_t *st, int shard, const char *name);
 
 /* Send statements on the shard's connection without waiting for their
