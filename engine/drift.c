@@ -139,6 +139,25 @@ static int ebatch_take(ebatch_t *to, ebatch_t *from, size_t k)
 	return 0;
 }
 
+void bs__ebatch_keep(ebatch_t *b, const bs_store_t *st, const uint8_t *by_bucket, bool (*keep)(uint8_t))
+{
+	size_t m = 0;
+	for (size_t k = 0; k < b->len; k++) {
+		if (!keep(by_bucket[bs_route_id(&b->ids[k], st->map.buckets)])) {
+			bs_value_clear(&b->bags[k]);
+			continue;
+		}
+		b->ids[m] = b->ids[k];
+		b->added[m] = b->added[k];
+		b->updated[m] = b->updated[k];
+		b->bags[m] = b->bags[k];
+		if (m != k)
+			bs_value_nil(&b->bags[k]);
+		m++;
+	}
+	b->len = m;
+}
+
 int bs__ebatch_owned(bool *again, ebatch_t *b, bs_store_t *st, int shard)
 {
 	const uint8_t *states;
@@ -153,21 +172,7 @@ int bs__ebatch_owned(bool *again, ebatch_t *b, bs_store_t *st, int shard)
 		*again = true;
 		return 0;
 	}
-	size_t m = 0;
-	for (size_t k = 0; k < b->len; k++) {
-		if (!bs__owns(states[bs_route_id(&b->ids[k], st->map.buckets)])) {
-			bs_value_clear(&b->bags[k]);
-			continue;
-		}
-		b->ids[m] = b->ids[k];
-		b->added[m] = b->added[k];
-		b->updated[m] = b->updated[k];
-		b->bags[m] = b->bags[k];
-		if (m != k)
-			bs_value_nil(&b->bags[k]);
-		m++;
-	}
-	b->len = m;
+	bs__ebatch_keep(b, st, states, bs__owns);
 	return 0;
 }
 

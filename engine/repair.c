@@ -173,25 +173,8 @@ static int repair_shard(int64_t *rows, int64_t *repaired, drift_counts_t *per, b
 	return repair_shard_in(rows, repaired, per, st, shard, idx, nidx, since_us, until_us, NULL);
 }
 
-/* Keep b's entities whose bucket is in only. */
-static void keep_only(ebatch_t *b, const bs_store_t *st, const uint8_t *only)
-{
-	size_t m = 0;
-	for (size_t k = 0; k < b->len; k++) {
-		if (!only[bs_route_id(&b->ids[k], st->map.buckets)]) {
-			bs_value_clear(&b->bags[k]);
-			continue;
-		}
-		b->ids[m] = b->ids[k];
-		b->added[m] = b->added[k];
-		b->updated[m] = b->updated[k];
-		b->bags[m] = b->bags[k];
-		if (m != k)
-			bs_value_nil(&b->bags[k]);
-		m++;
-	}
-	b->len = m;
-}
+/* A bucket of bs__repair_moved's only[]. */
+static bool marked(uint8_t v) { return v != 0; }
 
 int bs__repair_moved(int64_t *rows, bs_store_t *st, int shard, int64_t since_us, const uint8_t *only)
 {
@@ -258,7 +241,7 @@ static int repair_shard_in(int64_t *rows, int64_t *repaired, drift_counts_t *per
 		if ((rc = bs__ebatch_scan(&eb, &got, st, shard, &b)) || got == 0)
 			goto done;
 		if (only)
-			keep_only(&eb, st, only);
+			bs__ebatch_keep(&eb, st, only, marked);
 		for (int k = 0; k < nidx; k++)
 			if ((rc = bs__drift_check(&d[k], st, &idx[k], eb.ids, eb.bags, eb.len, true)))
 				goto done;
