@@ -152,14 +152,9 @@ static int chunk_add(chunk_t *c, int t, const bs_index_t *idx, const bs_value_t 
                      const void *id)
 {
 	bs_buf_t *b = &c->text[t];
-	if ((size_t)c->rows[t] == c->rowcap[t]) {
-		size_t cap = c->rowcap[t] ? c->rowcap[t] * 2 : 1024;
-		crow_t *r = realloc(c->rowv[t], cap * sizeof *r);
-		if (!r)
-			return bs_error(BS_ENOMEM, "out of memory for a backfill chunk");
-		c->rowv[t] = r;
-		c->rowcap[t] = cap;
-	}
+	int rc = BS_ARRAY_GROW(c->rowv[t], (size_t)c->rows[t], c->rowcap[t], 1024);
+	if (rc)
+		return rc;
 	crow_t *r = &c->rowv[t][c->rows[t]++];
 	sort_key(r->key, vals[0]);
 	memcpy(r->key + 24, id, 16);
@@ -184,14 +179,9 @@ static int crow_cmp(const void *a, const void *b)
 /* Note where target t's statement ends (it started at from). */
 static int stmt_end(chunk_t *c, int t, size_t from)
 {
-	if (c->nstmts[t] == c->stmtcap[t]) {
-		size_t cap = c->stmtcap[t] ? c->stmtcap[t] * 2 : 16;
-		stmt_t *v = realloc(c->stmts[t], cap * sizeof *v);
-		if (!v)
-			return bs_error(BS_ENOMEM, "out of memory for a backfill chunk");
-		c->stmts[t] = v;
-		c->stmtcap[t] = cap;
-	}
+	int rc = BS_ARRAY_GROW(c->stmts[t], c->nstmts[t], c->stmtcap[t], 16);
+	if (rc)
+		return rc;
 	c->stmts[t][c->nstmts[t]++] = (stmt_t){ from, c->sql[t].len - from };
 	return 0;
 }

@@ -82,6 +82,7 @@ static int sample_add(shard_sample_t *s, bs_store_t *st, int i, MYSQL_ROW row, c
 {
 	char where[96];
 	bs_value_t bag;
+	int rc;
 
 	if (!row[1] || lens[1] != 16)
 		return 0;
@@ -92,15 +93,9 @@ static int sample_add(shard_sample_t *s, bs_store_t *st, int i, MYSQL_ROW row, c
 		bs_error_clear();
 		return 0;
 	}
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		sample_t *v = realloc(s->v, cap * sizeof *v);
-		if (!v) {
-			bs_value_clear(&bag);
-			return bs_error(BS_ENOMEM, "out of memory sampling bodies");
-		}
-		s->v = v;
-		s->cap = cap;
+	if ((rc = BS_ARRAY_GROW(s->v, s->n, s->cap, 256))) {
+		bs_value_clear(&bag);
+		return rc;
 	}
 	s->v[s->n].added_id = row[0] ? strtoll(row[0], NULL, 10) : 0;
 	s->v[s->n++].bag = bag;

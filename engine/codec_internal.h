@@ -9,6 +9,7 @@
 #ifndef BS_CODEC_INTERNAL_H
 #define BS_CODEC_INTERNAL_H
 
+#include "alloc.h"
 #include "bagstore.h"
 
 #include <locale.h>

@@ -197,14 +197,9 @@ static int refill(bs_result_t *out, bs_export_t *ex, bs_store_t *st, const bool 
 
 static int push(bs_result_t *out, bs_entity_t *e)
 {
-	if (out->len == out->cap) {
-		size_t cap = out->cap ? out->cap * 2 : 256;
-		bs_entity_t *p = realloc(out->items, cap * sizeof *p);
-		if (!p)
-			return bs_error(BS_ENOMEM, "out of memory");
-		out->items = p;
-		out->cap = cap;
-	}
+	int rc = BS_ARRAY_GROW(out->items, out->len, out->cap, 256);
+	if (rc)
+		return rc;
 	out->items[out->len++] = *e;
 	bs_value_nil(&e->bag); /* moved */
 	return 0;

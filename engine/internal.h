@@ -25,6 +25,7 @@
 #ifndef BS_INTERNAL_H
 #define BS_INTERNAL_H
 
+#include "alloc.h"
 #include "bagstore.h"
 
 #include <mysql.h>

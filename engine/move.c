@@ -798,14 +798,9 @@ static int ids_add(idvec16_t *v, const void *id)
 	for (size_t k = 0; k < v->n; k++)
 		if (!memcmp(v->ids[k], id, 16))
 			return 0;
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		uint8_t (*p)[16] = realloc(v->ids, cap * 16);
-		if (!p)
-			return bs_error(BS_ENOMEM, "out of memory");
-		v->ids = p;
-		v->cap = cap;
-	}
+	int rc = BS_ARRAY_GROW(v->ids, v->n, v->cap, 64);
+	if (rc)
+		return rc;
 	memcpy(v->ids[v->n++], id, 16);
 	return 0;
 }

@@ -46,14 +46,9 @@ typedef struct {
 
 static int idvec_push(idvec_t *v, const void *id)
 {
-	if (v->len == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		bs_id_t *p = realloc(v->ids, cap * sizeof *p);
-		if (!p)
-			return bs_error(BS_ENOMEM, "out of memory collecting ids");
-		v->ids = p;
-		v->cap = cap;
-	}
+	int rc = BS_ARRAY_GROW(v->ids, v->len, v->cap, 64);
+	if (rc)
+		return rc;
 	memcpy(v->ids[v->len++].b, id, 16);
 	return 0;
 }
@@ -120,14 +115,9 @@ static bool still_matches(const struct qctx *q, const bs_value_t *bag)
 
 static int result_push(bs_result_t *r, bs_entity_t *e)
 {
-	if (r->len == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 16;
-		bs_entity_t *p = realloc(r->items, cap * sizeof *p);
-		if (!p)
-			return bs_error(BS_ENOMEM, "out of memory collecting results");
-		r->items = p;
-		r->cap = cap;
-	}
+	int rc = BS_ARRAY_GROW(r->items, r->len, r->cap, 16);
+	if (rc)
+		return rc;
 	r->items[r->len++] = *e;
 	return 0;
 }

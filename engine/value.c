@@ -356,18 +356,9 @@ int bs_array_push(bs_value_t *arr, bs_value_t *item)
 {
 	if (!arr || arr->type != BS_ARRAY || !item)
 		return bs_error(BS_EINVAL, "bs_array_push: not an array");
-	if (arr->v.a.len == arr->v.a.cap) {
-		size_t cap = arr->v.a.cap ? arr->v.a.cap * 2 : 4;
-		bs_value_t *items;
-
-		if (cap > SIZE_MAX / sizeof *items)
-			return bs_error(BS_ENOMEM, "array too large");
-		items = realloc(arr->v.a.items, cap * sizeof *items);
-		if (!items)
-			return bs_error(BS_ENOMEM, "out of memory");
-		arr->v.a.items = items;
-		arr->v.a.cap = cap;
-	}
+	int rc = BS_ARRAY_GROW(arr->v.a.items, arr->v.a.len, arr->v.a.cap, 4);
+	if (rc)
+		return rc;
 	arr->v.a.items[arr->v.a.len++] = *item;
 	bs_value_nil(item);
 	return 0;
