@@ -978,7 +978,7 @@ static enum outcome attempt(runner_t *r)
 	if ((rc = chunk_init(&a.cur, r->src->n)) || (rc = chunk_init(&a.next, r->src->n)) ||
 	    !(a.which = calloc((size_t)r->src->n, sizeof *a.which)) ||
 	    !(a.one = calloc((size_t)r->src->n, sizeof *a.one))) {
-		out = fail_with(r, rc ? rc : bs_error(BS_ENOMEM, "out of memory"));
+		out = fail_with(r, rc ? rc : bs__oom());
 		goto done;
 	}
 	if ((out = claim(r)) >= 0 || (out = validate(r, &a.idx)) >= 0)

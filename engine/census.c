@@ -307,8 +307,7 @@ static int slots_grow(census_t *c)
 {
 	int nslot = c->nslot ? c->nslot * 2 : 256;
 	int *slot = calloc((size_t)nslot, sizeof *slot);
-	if (!slot)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(slot);
 	for (int k = 0; k < c->n; k++) {
 		size_t x = (size_t)(path_hash(c->v[k].p.path) % (uint64_t)nslot);
 		while (slot[x])
@@ -337,7 +336,7 @@ static pstat_t *path_get(census_t *c, const char *path, bool top)
 		int cap = c->cap ? c->cap * 2 : 64;
 		pstat_t *v = realloc(c->v, (size_t)cap * sizeof *v);
 		if (!v) {
-			bs_error(BS_ENOMEM, "out of memory");
+			bs__oom();
 			return NULL;
 		}
 		c->v = v;
@@ -554,7 +553,7 @@ static int results(bs_census_t *out, census_t *c, const bs_index_list_t *cat)
 	double scale = out->sampled > 0 && out->entities_est > out->sampled ?
 	               (double)out->entities_est / (double)out->sampled : 1;
 	if (c->n && !(out->props = calloc((size_t)c->n, sizeof *out->props)))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	for (int k = 0; k < c->n; k++) {
 		pstat_t *ps = &c->v[k];
 		distinct(&ps->p, &ps->seen, scale, out->complete);
@@ -617,7 +616,7 @@ static int sample_all(bs_census_t *out, bs_store_t *st, struct sample_arg *a)
 	int rc = 0;
 
 	if (!which || !rcs) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	for (int i = 0; i < st->n; i++)
@@ -645,7 +644,7 @@ int bs_census(bs_census_t *out, bs_store_t *st, int per_shard, int shard)
 	if (shard < -1 || shard >= st->n)
 		return bs_error(BS_EINVAL, "no shard number %d (the store has %d)", shard, st->n);
 	if (!(a.s = calloc((size_t)st->n, sizeof *a.s)))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	if ((rc = bs_index_list(&cat, st)) || (rc = sample_all(out, st, &a)))
 		goto done;
 	out->per_shard = a.per_shard;

@@ -243,8 +243,7 @@ static int ebatch_sort(ebatch_t *b)
 	ebatch_t s = {0};
 	size_t *ord = malloc((b->len ? b->len : 1) * sizeof *ord);
 	int rc = 0;
-	if (!ord)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(ord);
 	for (size_t k = 0; k < b->len; k++)
 		ord[k] = k;
 	qsort_r(ord, b->len, sizeof *ord, bs__cmp_order_ids, b->ids);
@@ -274,7 +273,7 @@ int bs__entities_current(ebatch_t *out, bs_store_t *st, const bs_id_t *ids, size
 	a.want = calloc((size_t)st->n, sizeof *a.want);
 	a.got = calloc((size_t)st->n, sizeof *a.got);
 	if (!which || !a.want || !a.got) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	if ((rc = bs__map_need(st)))

@@ -40,8 +40,7 @@ static int store_empty(bool *empty, bs_store_t *st)
 	bool *any = calloc((size_t)st->n, sizeof *any);
 	int rc;
 	*empty = false;
-	if (!any)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(any);
 	if (!(rc = bs__shard_each(st, NULL, has_entities, any, NULL))) {
 		*empty = true;
 		for (int i = 0; i < st->n; i++)
@@ -226,7 +225,7 @@ int bs__index_heal(bs_store_t *st, const bs_index_t *ix)
 	/* a create or a promotion cut short: every shard gets the row in the
 	 * state the store acts on (its table made where it is missing) */
 	if (!(rcs = calloc((size_t)st->n, sizeof *rcs)))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	if ((rc = bs__catalog_per_shard(&per, rcs, st)))
 		goto done;
 	for (int i = 0; i < st->n && !rc; i++) {

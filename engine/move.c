@@ -234,7 +234,7 @@ static int gate_once(mover_t *r)
 	int out = GO;
 	bs_cleaner_conf_t cl;
 	if (!which)
-		return fail_with(r, bs_error(BS_ENOMEM, "out of memory"));
+		return fail_with(r, bs__oom());
 	which[r->shard] = which[r->t] = true;
 	bs__cleaner_conf(&cl, r->opts, r->cfg); /* the settings in force now (SIGHUP) */
 	bs__throttle_settings(r->thr, &cl);
@@ -842,8 +842,7 @@ static int replay_entities(mover_t *r, const idvec16_t *ids)
 	MYSQL_RES *res = NULL;
 	bool *seen = calloc(ids->n ? ids->n : 1, sizeof *seen);
 	int rc, n = 0;
-	if (!seen)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(seen);
 	bs__buf_puts(&q, "SELECT id, UNIX_TIMESTAMP(updated), body FROM entities WHERE id IN (");
 	for (size_t k = 0; k < ids->n; k++) {
 		bs__buf_puts(&q, k ? "," : "");
@@ -989,8 +988,7 @@ static int replay_rows(mover_t *r, const idvec16_t *ids)
 	ebatch_t cur = {0};
 	bs_id_t *v = malloc((ids->n ? ids->n : 1) * sizeof *v);
 	int rc;
-	if (!v)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(v);
 	memcpy(v, ids->ids, ids->n * 16);
 	if (!(rc = maintained(&l, r->dst)) && !(rc = bs__entities_current(&cur, r->dst, v, ids->n, false)))
 		for (int k = 0; k < l.len && !rc; k++) {
@@ -1416,7 +1414,7 @@ static int claim(mover_t *r, int64_t id)
 	if ((rc = bs__map_need(r->src)) || (rc = bs__map_need(r->dst)))
 		return fail_with(r, rc);
 	if (!(r->m.in = calloc((size_t)r->src->map.buckets, 1)))
-		return fail_with(r, bs_error(BS_ENOMEM, "out of memory"));
+		return fail_with(r, bs__oom());
 	for (int k = 0; k < r->m.nb; k++)
 		r->m.in[r->m.buckets[k]] = 1;
 	r->t = r->m.pub.target_shard;

@@ -217,8 +217,7 @@ static int scan(size_t *candidates, struct qctx *q, bs_store_t *st, int route)
 {
 	idvec_t *found = calloc((size_t)st->n, sizeof *found);
 	int rc = 0;
-	if (!found)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(found);
 	for (int round = 0;; round++) {
 		bool again = false;
 		for (int i = 0; i < st->n; i++)
@@ -419,7 +418,7 @@ static int batched(bs_result_t *out, struct qctx *q, bs_store_t *st, const batch
 	int n = st->n, rc = 0;
 	size_t *from = calloc((size_t)n, sizeof *from), *to = calloc((size_t)n, sizeof *to);
 	if (!from || !to) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	for (int round = 0;; round++) {
@@ -516,7 +515,7 @@ static int fetch_meta(meta_t **all, size_t *nall, bs_result_t *out, struct qctx 
 	for (int i = 0; i < st->n; i++)
 		cap += q->byshard[i].len;
 	if (cap && !(*all = malloc(cap * sizeof **all)))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	struct meta_arg a = { *all, nall, cap };
 	batch_t bt = { "e.id, UNIX_TIMESTAMP(e.updated)", 2, keep_meta, &a };
 	if (!(rc = batched(out, q, st, &bt)) && *nall > 1)
@@ -618,7 +617,7 @@ int bs__query_run(bs_result_t *out, bs_store_t *st, const char *index, const bs_
 	q.sql = calloc((size_t)n, sizeof *q.sql);
 	q.states = calloc((size_t)n, sizeof *q.states);
 	if (!q.byshard || !q.stmt || !q.sql || !q.states) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	/* 1. matching entity_ids, each on its entity shard's list */

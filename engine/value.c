@@ -215,7 +215,7 @@ static int keyset_grow(bs__keyset_t *ks, const bs_value_t *map, size_t n)
 	ks->slots = calloc(size, sizeof *ks->slots);
 	if (!ks->slots) {
 		ks->mask = 0;
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	}
 	ks->mask = size - 1;
 	for (size_t i = 0; i < map->v.m.len; i++)
@@ -248,8 +248,7 @@ int bs__value_map_reserve(bs_value_t *map, size_t n)
 	if (n > SIZE_MAX / sizeof *items)
 		return bs_error(BS_ENOMEM, "map too large");
 	items = realloc(map->v.m.items, n * sizeof *items);
-	if (!items)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(items);
 	map->v.m.items = items;
 	map->v.m.cap = n;
 	return 0;
@@ -385,7 +384,7 @@ int bs_map_set(bs_value_t *map, const char *key, size_t klen, bs_value_t *val)
 	    (rc = bs__value_map_reserve(map, map->v.m.cap ? map->v.m.cap * 2 : 4)) < 0)
 		return rc;
 	if (!(k = bs__memdup0(key, klen)))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	p = &map->v.m.items[map->v.m.len++];
 	p->key = k;
 	p->klen = klen;
@@ -426,7 +425,7 @@ int bs_value_copy(bs_value_t *out, const bs_value_t *src)
 			break;
 		out->v.a.items = calloc(src->v.a.len, sizeof *out->v.a.items);
 		if (!out->v.a.items) {
-			rc = bs_error(BS_ENOMEM, "out of memory");
+			rc = bs__oom();
 			goto done;
 		}
 		out->v.a.cap = src->v.a.len;
@@ -447,7 +446,7 @@ int bs_value_copy(bs_value_t *out, const bs_value_t *src)
 			bs_pair_t *dp = &out->v.m.items[i];
 
 			if (!(dp->key = bs__memdup0(sp->key, sp->klen))) {
-				rc = bs_error(BS_ENOMEM, "out of memory");
+				rc = bs__oom();
 				goto done;
 			}
 			dp->klen = sp->klen;
