@@ -326,6 +326,42 @@ static void fault(const mover_t *r, const char *name)
 	}
 }
 
+/* A phase's chunk: its work, *got the rows it went through. */
+typedef int (*chunk_fn)(mover_t *r, int64_t *got);
+
+/* A phase's chunks, each behind the throttle's gate and checkpointed
+ * after it (a SIGKILL resumes from the last checkpoint). With more, the
+ * phase goes on while more(r), asked before each chunk; without, until a
+ * chunk goes through no row, which is not checkpointed (the caller's
+ * new_phase and checkpoint follow). kill: the fault point after the first
+ * chunk's checkpoint (NULL: none). GO when the chunks are done. */
+static int run_chunks(mover_t *r, chunk_fn chunk, bool (*more)(const mover_t *r), const char *kill)
+{
+	int out;
+	for (bool first = true;; first = false) {
+		int64_t got = 0;
+		double t0 = bs_now_mono();
+		if (more && !more(r))
+			return GO;
+		if (bs__stopping(r->opts))
+			return OUT_STOP;
+		if ((out = throttle_gate(r)) == AGAIN)
+			continue;
+		if (out != GO)
+			return out;
+		int rc = chunk(r, &got);
+		if (rc)
+			return fail_with(r, rc);
+		next_chunk(r, got, bs_now_mono() - t0);
+		if (!more && !got)
+			return GO;
+		if ((out = checkpoint(r)) != GO)
+			return out;
+		if (first && kill)
+			fault(r, kill);
+	}
+}
+
 /* Run sql on the target through dst. */
 static int on_target(mover_t *r, const bs_buf_t *b)
 {
@@ -580,28 +616,8 @@ done:
 static int phase_copy(mover_t *r)
 {
 	int out;
-	if ((out = begin(r)) != GO)
+	if ((out = begin(r)) != GO || (out = run_chunks(r, copy_chunk, NULL, "move_kill_copy")) != GO)
 		return out;
-	for (bool first = true;; first = false) {
-		int64_t got;
-		double t0 = bs_now_mono();
-		if (bs__stopping(r->opts))
-			return OUT_STOP;
-		if ((out = throttle_gate(r)) == AGAIN)
-			continue;
-		if (out != GO)
-			return out;
-		int rc = copy_chunk(r, &got);
-		if (rc)
-			return fail_with(r, rc);
-		next_chunk(r, got, bs_now_mono() - t0);
-		if (!got)
-			break;
-		if ((out = checkpoint(r)) != GO)
-			return out;
-		if (first)
-			fault(r, "move_kill_copy");
-	}
 	new_phase(r, BS_MOVE_INDEX);
 	return checkpoint(r);
 }
@@ -689,6 +705,33 @@ done:
 }
 
 /* Phase index: every maintained index's table, then phase catch-up. */
+/* A chunk of the current index's rows; the next index after its last. */
+static int index_step(mover_t *r, int64_t *got)
+{
+	bs_index_t idx;
+	bool found;
+	int rc;
+	if ((rc = bs_index_get(&idx, r->dst, r->m.index_name)) && rc != BS_ENOTFOUND)
+		return rc;
+	rc = rc ? 0 : index_chunk(r, &idx, got);
+	if (rc == BS_ESQL && bs__shard_last_errno(r->src, r->shard) == ER_NO_SUCH_TABLE)
+		rc = 0, *got = 0; /* dropped meanwhile */
+	if (rc)
+		return rc;
+	bs_error_clear();
+	if (!*got) { /* this index is done: the next */
+		char was[BS_NAME_MAX + 1];
+		snprintf(was, sizeof was, "%s", r->m.index_name);
+		if ((rc = next_index(&idx, &found, r, was)))
+			return rc;
+		snprintf(r->m.index_name, sizeof r->m.index_name, "%s", found ? idx.name : "");
+		memset(r->m.index_cursor, 0, 16);
+	}
+	return 0;
+}
+
+static bool index_left(const mover_t *r) { return r->m.index_name[0]; }
+
 static int phase_index(mover_t *r)
 {
 	bs_index_t idx;
@@ -700,35 +743,8 @@ static int phase_index(mover_t *r)
 		if (found)
 			snprintf(r->m.index_name, sizeof r->m.index_name, "%s", idx.name);
 	}
-	while (r->m.index_name[0]) {
-		if ((rc = bs_index_get(&idx, r->dst, r->m.index_name)) && rc != BS_ENOTFOUND)
-			return fail_with(r, rc);
-		int64_t got = 0;
-		double t0 = bs_now_mono();
-		if (bs__stopping(r->opts))
-			return OUT_STOP;
-		if ((out = throttle_gate(r)) == AGAIN)
-			continue;
-		if (out != GO)
-			return out;
-		rc = rc ? 0 : index_chunk(r, &idx, &got);
-		if (rc == BS_ESQL && bs__shard_last_errno(r->src, r->shard) == ER_NO_SUCH_TABLE)
-			rc = 0, got = 0; /* dropped meanwhile */
-		if (rc)
-			return fail_with(r, rc);
-		bs_error_clear();
-		next_chunk(r, got, bs_now_mono() - t0);
-		if (!got) { /* this index is done: the next */
-			char was[BS_NAME_MAX + 1];
-			snprintf(was, sizeof was, "%s", r->m.index_name);
-			if ((rc = next_index(&idx, &found, r, was)))
-				return fail_with(r, rc);
-			snprintf(r->m.index_name, sizeof r->m.index_name, "%s", found ? idx.name : "");
-			memset(r->m.index_cursor, 0, 16);
-		}
-		if ((out = checkpoint(r)) != GO)
-			return out;
-	}
+	if ((out = run_chunks(r, index_step, index_left, NULL)) != GO)
+		return out;
 	new_phase(r, BS_MOVE_CATCHUP);
 	return checkpoint(r);
 }
@@ -1280,48 +1296,46 @@ static int grace(mover_t *r)
 
 /* Phase cleanup: the source's entities in the moved buckets, then its
  * rows of every index in them, deleted; then done. */
+/* A chunk of the source's copies: the entities first, then each index's
+ * rows ("\x01" in index_name once all are gone). */
+static int cleanup_step(mover_t *r, int64_t *got)
+{
+	bs_index_t idx;
+	bool found;
+	int rc;
+	if (!r->m.index_name[0]) { /* the entities first */
+		rc = drop_entities(r, r->src, r->shard, &r->m.cursor, got);
+		r->m.pub.rows_scanned += *got;
+		if (!rc && !*got && !(rc = next_index(&idx, &found, r, "")))
+			snprintf(r->m.index_name, sizeof r->m.index_name, "%s", found ? idx.name : "\x01");
+	} else { /* then each index's rows */
+		if (!(rc = bs_index_get(&idx, r->dst, r->m.index_name)))
+			rc = drop_rows(r, r->src, r->shard, &idx, r->m.index_cursor, got);
+		if (rc == BS_ENOTFOUND || (rc == BS_ESQL && bs__shard_last_errno(r->src, r->shard) == ER_NO_SUCH_TABLE))
+			rc = 0, *got = 0; /* the index went away */
+		if (!rc && !*got) {
+			char was[BS_NAME_MAX + 1];
+			snprintf(was, sizeof was, "%s", r->m.index_name);
+			if (!(rc = next_index(&idx, &found, r, was))) {
+				snprintf(r->m.index_name, sizeof r->m.index_name, "%s", found ? idx.name : "\x01");
+				memset(r->m.index_cursor, 0, 16);
+			}
+		}
+	}
+	if (!rc)
+		bs_error_clear();
+	return rc;
+}
+
+static bool copies_left(const mover_t *r) { return !r->m.index_name[0] || strcmp(r->m.index_name, "\x01"); }
+
 static int phase_cleanup(mover_t *r)
 {
 	int rc, out;
 	if ((rc = grace(r)))
 		return fail_with(r, rc);
-	while (!r->m.index_name[0] || strcmp(r->m.index_name, "\x01")) {
-		int64_t got = 0;
-		double t0 = bs_now_mono();
-		bs_index_t idx;
-		bool found;
-		if (bs__stopping(r->opts))
-			return OUT_STOP;
-		if ((out = throttle_gate(r)) == AGAIN)
-			continue;
-		if (out != GO)
-			return out;
-		if (!r->m.index_name[0]) { /* the entities first */
-			rc = drop_entities(r, r->src, r->shard, &r->m.cursor, &got);
-			r->m.pub.rows_scanned += got;
-			if (!rc && !got && !(rc = next_index(&idx, &found, r, "")))
-				snprintf(r->m.index_name, sizeof r->m.index_name, "%s", found ? idx.name : "\x01");
-		} else { /* then each index's rows */
-			if (!(rc = bs_index_get(&idx, r->dst, r->m.index_name)))
-				rc = drop_rows(r, r->src, r->shard, &idx, r->m.index_cursor, &got);
-			if (rc == BS_ENOTFOUND || (rc == BS_ESQL && bs__shard_last_errno(r->src, r->shard) == ER_NO_SUCH_TABLE))
-				rc = 0, got = 0; /* the index went away */
-			if (!rc && !got) {
-				char was[BS_NAME_MAX + 1];
-				snprintf(was, sizeof was, "%s", r->m.index_name);
-				if (!(rc = next_index(&idx, &found, r, was))) {
-					snprintf(r->m.index_name, sizeof r->m.index_name, "%s", found ? idx.name : "\x01");
-					memset(r->m.index_cursor, 0, 16);
-				}
-			}
-		}
-		if (rc)
-			return fail_with(r, rc);
-		bs_error_clear();
-		next_chunk(r, got, bs_now_mono() - t0);
-		if ((out = checkpoint(r)) != GO)
-			return out;
-	}
+	if ((out = run_chunks(r, cleanup_step, copies_left, NULL)) != GO)
+		return out;
 	/* the forwarding pointers stay, no longer the move's: rows in those
 	 * buckets now are drift, for repair and verify to see */
 	bs_buf_t b = {0};
