@@ -1065,7 +1065,10 @@ done:
 
 /* Run the jobs of index on the shards in which (NULL: all) at once. With
  * daemon, each returns as soon as it cannot go on. *all_done tells whether
- * every job ended done. */
+ * every job ended done. Not through bs__shard_each: it runs a shard on the
+ * caller's thread, whose priority a runner would lower for good (and the
+ * next throttle's samplers inherit it), and a runner's outcome is more
+ * than a code (done, paused, cancelled). */
 static int run_jobs(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts,
                     bool daemon)
 {

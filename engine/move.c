@@ -1643,6 +1643,9 @@ static int sources(bool *which, const bs_store_t *st)
 	return 0;
 }
 
+/* A thread per source shard, as backfill.c's run_jobs and not through
+ * bs__shard_each, for the same reasons (the caller's thread keeps its
+ * priority; a mover's outcome is more than a code). */
 int bs__moves_run(bool *all_done, bs_store_t *st, const bs_cleaner_opts_t *opts, bool until_done)
 {
 	int n = st->n, rc;
