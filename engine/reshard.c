@@ -73,8 +73,8 @@ void bs__buckets_format(bs_buf_t *b, const int *buckets, int n)
 
 int bs__buckets_parse(int **out, int *n, const char *text, int max)
 {
-	int cap = 64, len = 0;
-	int *v = malloc((size_t)cap * sizeof *v);
+	size_t cap = 64, len = 0;
+	int *v = malloc(cap * sizeof *v);
 	const char *p = text ? text : "";
 	*out = NULL;
 	*n = 0;
@@ -94,13 +94,10 @@ int bs__buckets_parse(int **out, int *n, const char *text, int max)
 		if (a < 0 || z < a || z >= max)
 			goto bad;
 		for (long x = a; x <= z; x++) {
-			if (len == cap) {
-				int *w = realloc(v, (size_t)(cap *= 2) * sizeof *w);
-				if (!w) {
-					free(v);
-					return bs__oom();
-				}
-				v = w;
+			int rc = BS_ARRAY_GROW(v, len, cap, 64);
+			if (rc) {
+				free(v);
+				return rc;
 			}
 			v[len++] = (int)x;
 		}
@@ -110,7 +107,7 @@ int bs__buckets_parse(int **out, int *n, const char *text, int max)
 			goto bad;
 	}
 	*out = v;
-	*n = len;
+	*n = (int)len;
 	return 0;
 bad:
 	free(v);
