@@ -152,14 +152,9 @@ static int chunk_add(chunk_t *c, int t, const bs_index_t *idx, const bs_value_t 
                      const void *id)
 {
 	bs_buf_t *b = &c->text[t];
-	if ((size_t)c->rows[t] == c->rowcap[t]) {
-		size_t cap = c->rowcap[t] ? c->rowcap[t] * 2 : 1024;
-		crow_t *r = realloc(c->rowv[t], cap * sizeof *r);
-		if (!r)
-			return bs_error(BS_ENOMEM, "out of memory for a backfill chunk");
-		c->rowv[t] = r;
-		c->rowcap[t] = cap;
-	}
+	int rc = BS_ARRAY_GROW(c->rowv[t], (size_t)c->rows[t], c->rowcap[t], 1024);
+	if (rc)
+		return rc;
 	crow_t *r = &c->rowv[t][c->rows[t]++];
 	sort_key(r->key, vals[0]);
 	memcpy(r->key + 24, id, 16);
@@ -184,14 +179,9 @@ static int crow_cmp(const void *a, const void *b)
 /* Note where target t's statement ends (it started at from). */
 static int stmt_end(chunk_t *c, int t, size_t from)
 {
-	if (c->nstmts[t] == c->stmtcap[t]) {
-		size_t cap = c->stmtcap[t] ? c->stmtcap[t] * 2 : 16;
-		stmt_t *v = realloc(c->stmts[t], cap * sizeof *v);
-		if (!v)
-			return bs_error(BS_ENOMEM, "out of memory for a backfill chunk");
-		c->stmts[t] = v;
-		c->stmtcap[t] = cap;
-	}
+	int rc = BS_ARRAY_GROW(c->stmts[t], c->nstmts[t], c->stmtcap[t], 16);
+	if (rc)
+		return rc;
 	c->stmts[t][c->nstmts[t]++] = (stmt_t){ from, c->sql[t].len - from };
 	return 0;
 }
@@ -988,7 +978,7 @@ static enum outcome attempt(runner_t *r)
 	if ((rc = chunk_init(&a.cur, r->src->n)) || (rc = chunk_init(&a.next, r->src->n)) ||
 	    !(a.which = calloc((size_t)r->src->n, sizeof *a.which)) ||
 	    !(a.one = calloc((size_t)r->src->n, sizeof *a.one))) {
-		out = fail_with(r, rc ? rc : bs_error(BS_ENOMEM, "out of memory"));
+		out = fail_with(r, rc ? rc : bs__oom());
 		goto done;
 	}
 	if ((out = claim(r)) >= 0 || (out = validate(r, &a.idx)) >= 0)
@@ -1075,7 +1065,10 @@ done:
 
 /* Run the jobs of index on the shards in which (NULL: all) at once. With
  * daemon, each returns as soon as it cannot go on. *all_done tells whether
- * every job ended done. */
+ * every job ended done. Not through bs__shard_each: it runs a shard on the
+ * caller's thread, whose priority a runner would lower for good (and the
+ * next throttle's samplers inherit it), and a runner's outcome is more
+ * than a code (done, paused, cancelled). */
 static int run_jobs(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts,
                     bool daemon)
 {

@@ -350,11 +350,14 @@ bool bs_config_same_shards(const bs_config_t *a, const bs_config_t *b);
 
 /* ------------------------------------------------------------------ routing */
 
-/* Shard of an entity: id as a big-endian 128-bit integer, mod n. */
+/* Bucket of an entity: id as a big-endian 128-bit integer, mod n. The
+ * engine passes the bucket count (the bucket map's `buckets`), and the map
+ * gives the bucket's shard. */
 int bs_route_id(const bs_id_t *id, int n);
-/* Shard of an index row by its shard_on value (already checked against its
- * type): 16-byte values and ints mod n, strings and other bytes crc32 mod n.
- * Returns -1 when the value cannot route (wrong type). */
+/* Bucket of an index row by its shard_on value (already checked against
+ * its type): 16-byte values and ints mod n, strings and other bytes crc32
+ * mod n (n as for bs_route_id). Returns -1 when the value cannot route (wrong
+ * type). */
 int bs_route_value(const bs_value_t *v, const bs_prop_t *prop, int n);
 /* Does v fit prop's column (type, length, NaN, range)? */
 bool bs_value_fits(const bs_value_t *v, const bs_prop_t *prop);

@@ -75,8 +75,7 @@ int bs__base64_decode(uint8_t **out, size_t *outlen, const char *src, size_t n)
 	*out = NULL;
 	*outlen = 0;
 	buf = malloc(n / 4 * 3 + 3);
-	if (!buf)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(buf);
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)src[i];
 		int v;

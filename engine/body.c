@@ -82,7 +82,7 @@ static int inflater_get(inflater_t **out, bool *owned)
 		in = pthread_getspecific(inflater_key);
 	if (!in) {
 		if (!(in = calloc(1, sizeof *in)))
-			return bs_error(BS_ENOMEM, "out of memory");
+			return bs__oom();
 		if (inflateInit(&in->zs) != Z_OK) {
 			free(in);
 			return bs_error(BS_ENOMEM, "inflateInit failed");
@@ -245,7 +245,7 @@ int bs_body_encode(bs_bytes_t *out, const bs_value_t *bag)
 	}
 	zlen = deflateBound(ds, (uLong)mp->len);
 	if (!(out->ptr = malloc(zlen))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	out->cap = zlen;

@@ -34,7 +34,7 @@ int bs_scan_open(bs_scan_t **out, bs_store_t *st, int shard)
 	bs_scan_t *sc = calloc(1, sizeof *sc);
 	if (!sc || !(sc->pos = calloc((size_t)st->n, sizeof *sc->pos))) {
 		free(sc);
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	}
 	sc->n = st->n;
 	sc->only = shard;
@@ -48,7 +48,7 @@ int bs_scan_clone(bs_scan_t **out, const bs_scan_t *sc)
 	bs_scan_t *c = calloc(1, sizeof *c);
 	if (!c || !(c->pos = malloc((size_t)sc->n * sizeof *c->pos))) {
 		free(c);
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	}
 	c->n = sc->n;
 	c->only = sc->only;
@@ -100,7 +100,7 @@ static int scan_shard(bs_store_t *st, int i, void *p)
 		goto done;
 	size_t n = (size_t)mysql_num_rows(res);
 	if (n && !(a->rows[i] = calloc(n, sizeof *a->rows[i]))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	MYSQL_ROW row;
@@ -166,7 +166,7 @@ int bs_scan_next(bs_result_t *out, bs_store_t *st, bs_scan_t *sc, size_t limit)
 	which = calloc((size_t)n, sizeof *which);
 	taken = calloc((size_t)n, sizeof *taken);
 	if (!a.rows || !a.nrows || !a.ov || !which || !taken) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	bool any = false;
@@ -179,7 +179,7 @@ int bs_scan_next(bs_result_t *out, bs_store_t *st, bs_scan_t *sc, size_t limit)
 	if ((rc = bs__shard_each(st, which, scan_shard, &a, NULL)) || (rc = mark_copies(st, &a)))
 		goto done;
 	if (!(out->items = calloc(limit, sizeof *out->items))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	out->cap = limit;
@@ -384,7 +384,7 @@ int bs_entity_index_rows(bs_entity_rows_t **out, int *n, bs_store_t *st, const b
 	a.expect = calloc((size_t)(m ? m : 1), sizeof *a.expect);
 	tmps = calloc((size_t)(m ? m : 1), sizeof *tmps);
 	if (!a.out || !a.expect || !tmps) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	pthread_mutex_init(&a.lock, NULL);

@@ -108,7 +108,7 @@ static void fence_sql(bs_buf_t *b, int *buckets, size_t n, bool fast)
 		bs__buf_putn(b, ",", 1);
 		bs__buf_uint(b, (unsigned)buckets[k]);
 	}
-	bs__buf_puts(b, ") LOCK IN SHARE MODE WAIT 3");
+	bs__buf_printf(b, ") LOCK IN SHARE MODE WAIT %d", BS__FENCE_WAIT_S);
 }
 
 /* ";INSERT INTO bagstore_move_log ... " of (bucket, id) pairs (a UNION ALL

@@ -1,6 +1,7 @@
 /*
  * bytes.c - bs_bytes_t, the growable byte buffer the codecs write into:
- * reserve, append, free.
+ * reserve, append, free; and the doubling of every other growing array
+ * (bs__array_grow, alloc.h).
  */
 #include "codec_internal.h"
 
@@ -47,5 +48,21 @@ int bs__bytes_append(bs_bytes_t *b, const void *p, size_t n)
 		return rc;
 	memcpy(b->ptr + b->len, p, n);
 	b->len += n;
+	return 0;
+}
+
+int bs__array_grow(void **ptr, size_t *cap, size_t size, size_t first)
+{
+	size_t n = *cap ? *cap : first;
+	void *p;
+
+	if (*cap && n > SIZE_MAX / 2 / size)
+		return bs_error(BS_ENOMEM, "array too large");
+	if (*cap)
+		n *= 2;
+	if (!(p = realloc(*ptr, n * size)))
+		return bs__oom();
+	*ptr = p;
+	*cap = n;
 	return 0;
 }

@@ -176,8 +176,7 @@ int bs_index_list(bs_index_list_t *out, bs_store_t *st)
 	int *rcs = calloc((size_t)st->n, sizeof *rcs), total = 0, rc;
 	out->items = NULL;
 	out->len = 0;
-	if (!rcs)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(rcs);
 	if ((rc = bs__catalog_per_shard(&per, rcs, st)))
 		goto done;
 	for (int i = 0; i < st->n; i++)

@@ -81,6 +81,7 @@ static int sample_add(shard_sample_t *s, bs_store_t *st, int i, MYSQL_ROW row, c
 {
 	char where[96];
 	bs_value_t bag;
+	int rc;
 
 	if (!row[1] || lens[1] != 16)
 		return 0;
@@ -91,15 +92,9 @@ static int sample_add(shard_sample_t *s, bs_store_t *st, int i, MYSQL_ROW row, c
 		bs_error_clear();
 		return 0;
 	}
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		sample_t *v = realloc(s->v, cap * sizeof *v);
-		if (!v) {
-			bs_value_clear(&bag);
-			return bs_error(BS_ENOMEM, "out of memory sampling bodies");
-		}
-		s->v = v;
-		s->cap = cap;
+	if ((rc = BS_ARRAY_GROW(s->v, s->n, s->cap, 256))) {
+		bs_value_clear(&bag);
+		return rc;
 	}
 	s->v[s->n].added_id = row[0] ? strtoll(row[0], NULL, 10) : 0;
 	s->v[s->n++].bag = bag;
@@ -311,8 +306,7 @@ static int slots_grow(census_t *c)
 {
 	int nslot = c->nslot ? c->nslot * 2 : 256;
 	int *slot = calloc((size_t)nslot, sizeof *slot);
-	if (!slot)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(slot);
 	for (int k = 0; k < c->n; k++) {
 		size_t x = (size_t)(path_hash(c->v[k].p.path) % (uint64_t)nslot);
 		while (slot[x])
@@ -341,7 +335,7 @@ static pstat_t *path_get(census_t *c, const char *path, bool top)
 		int cap = c->cap ? c->cap * 2 : 64;
 		pstat_t *v = realloc(c->v, (size_t)cap * sizeof *v);
 		if (!v) {
-			bs_error(BS_ENOMEM, "out of memory");
+			bs__oom();
 			return NULL;
 		}
 		c->v = v;
@@ -587,7 +581,7 @@ static int results(bs_census_t *out, census_t *c, const bs_index_list_t *cat)
 	double scale = out->sampled > 0 && out->entities_est > out->sampled ?
 	               (double)out->entities_est / (double)out->sampled : 1;
 	if (c->n && !(out->props = calloc((size_t)c->n, sizeof *out->props)))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	for (int k = 0; k < c->n; k++) {
 		pstat_t *ps = &c->v[k];
 		distinct(&ps->p, &ps->seen, scale, out->complete);
@@ -650,7 +644,7 @@ static int sample_all(bs_census_t *out, bs_store_t *st, struct sample_arg *a)
 	int rc = 0;
 
 	if (!which || !rcs) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	for (int i = 0; i < st->n; i++)
@@ -678,7 +672,7 @@ int bs_census(bs_census_t *out, bs_store_t *st, int per_shard, int shard)
 	if (shard < -1 || shard >= st->n)
 		return bs_error(BS_EINVAL, "no shard number %d (the store has %d)", shard, st->n);
 	if (!(a.s = calloc((size_t)st->n, sizeof *a.s)))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	if ((rc = bs_index_list(&cat, st)) || (rc = sample_all(out, st, &a)))
 		goto done;
 	out->per_shard = a.per_shard;

@@ -42,6 +42,9 @@ int bs__ebatch_load(ebatch_t *b, MYSQL_RES *res);
 /* Reset b and fill it with the rows sql (selecting those columns) returns on
  * shard; *got (optional) gets the rows returned, undecodable ids included. */
 int bs__ebatch_fetch(ebatch_t *b, size_t *got, bs_store_t *st, int shard, const bs_buf_t *sql);
+/* Keep only b's entities whose bucket's byte in by_bucket (the map's
+ * `buckets` of them) passes keep; the others' bags are freed. */
+void bs__ebatch_keep(ebatch_t *b, const bs_store_t *st, const uint8_t *by_bucket, bool (*keep)(uint8_t));
 /* Keep only b's entities whose bucket the shard owned in the snapshot
  * they were read in (b->ov); *again when the shard has moved past it (read
  * the batch again). */

@@ -1,12 +1,15 @@
 /*
- * codec_internal.h - private helpers shared by the value and codec files
- * (value.c, id.c, msgpack.c, body.c, json.c, yaml.c, base64.c).
+ * codec_internal.h - private helpers shared by the L0 and L1 files: values
+ * and bytes (value.c, bytes.c, id.c, base64.c), the codecs (msgpack.c,
+ * body.c, json.c, yaml.c) and the text files that use them (config.c,
+ * indexdef.c, route.c).
  *
  * Nothing here is part of the public API. Names start with bs__.
  */
 #ifndef BS_CODEC_INTERNAL_H
 #define BS_CODEC_INTERNAL_H
 
+#include "alloc.h"
 #include "bagstore.h"
 
 #include <locale.h>
@@ -73,8 +76,9 @@ typedef struct {
 } bs__keyset_t;
 
 void bs__keyset_free(bs__keyset_t *ks);
-/* Reserve room for n items in a map (cap only). */
-int bs__map_reserve(bs_value_t *map, size_t n);
+/* Reserve room for n items in a MessagePack map value (cap only; not the
+ * bucket map, whose names are bs__map_*). */
+int bs__value_map_reserve(bs_value_t *map, size_t n);
 /* Append key (malloc'd, NUL-terminated, ownership passes on success) and
  * *val (left NIL on success). Returns 0, 1 when the key is already present
  * (nothing is taken), or BS_ENOMEM (nothing is taken). */

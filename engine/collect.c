@@ -72,7 +72,7 @@ int bs__shard_each_up(bs__up_t *up, int *rcs, bs_store_t *st, const bool *which,
 	if (!rcs)
 		rcs = own;
 	if (!a.err || !rcs) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 	} else {
 		bs__shard_each(st, which, up_on, &a, rcs);
 		rc = outcome(up, rcs, (const msg_t *)a.err, st, which, m);
@@ -132,7 +132,7 @@ int bs__collect(void **items, int *len, bs__up_t *up, bs_store_t *st, const bs__
 	*len = 0;
 	memset(up, 0, sizeof *up);
 	if (!rcs || !a.parts) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	if (!(rc = bs__shard_each_up(up, rcs, st, NULL, part_on, &a, &c->msgs)))

@@ -194,14 +194,8 @@ static int next_event(ctx *c, yaml_event_t *ev)
 
 static int stack_push(ctx *c, node *kid)
 {
-	if (c->nstack == c->capstack) {
-		size_t cap = c->capstack ? c->capstack * 2 : 64;
-		node **k = realloc(c->stack, cap * sizeof *k);
-		if (k == NULL)
-			return nomem();
-		c->stack = k;
-		c->capstack = cap;
-	}
+	if (BS_ARRAY_GROW(c->stack, c->nstack, c->capstack, 64))
+		return nomem(); /* the configuration's own message */
 	c->stack[c->nstack++] = kid;
 	return 0;
 }

@@ -43,8 +43,7 @@ static int truth_buckets(bs_buf_t **truth, bs_store_t *st)
 	bool exact, copies = false;
 	int rc = 0, nb;
 	*truth = NULL;
-	if (!states)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(states);
 	if ((rc = bs__map_need(st)))
 		goto done;
 	nb = st->map.buckets;
@@ -56,7 +55,7 @@ static int truth_buckets(bs_buf_t **truth, bs_store_t *st)
 	if (rc || !copies)
 		goto done;
 	if (!(*truth = calloc((size_t)st->n, sizeof **truth))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	for (int b = 0; b < nb; b++) {

@@ -297,7 +297,7 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 	int rc = 0;
 	if (!d || !(d->up = malloc((size_t)st->n))) {
 		free(d);
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	}
 	memset(d->up, -1, (size_t)st->n);
 	if (st->cfg->read_only) {

@@ -139,6 +139,25 @@ static int ebatch_take(ebatch_t *to, ebatch_t *from, size_t k)
 	return 0;
 }
 
+void bs__ebatch_keep(ebatch_t *b, const bs_store_t *st, const uint8_t *by_bucket, bool (*keep)(uint8_t))
+{
+	size_t m = 0;
+	for (size_t k = 0; k < b->len; k++) {
+		if (!keep(by_bucket[bs_route_id(&b->ids[k], st->map.buckets)])) {
+			bs_value_clear(&b->bags[k]);
+			continue;
+		}
+		b->ids[m] = b->ids[k];
+		b->added[m] = b->added[k];
+		b->updated[m] = b->updated[k];
+		b->bags[m] = b->bags[k];
+		if (m != k)
+			bs_value_nil(&b->bags[k]);
+		m++;
+	}
+	b->len = m;
+}
+
 int bs__ebatch_owned(bool *again, ebatch_t *b, bs_store_t *st, int shard)
 {
 	const uint8_t *states;
@@ -153,21 +172,7 @@ int bs__ebatch_owned(bool *again, ebatch_t *b, bs_store_t *st, int shard)
 		*again = true;
 		return 0;
 	}
-	size_t m = 0;
-	for (size_t k = 0; k < b->len; k++) {
-		if (!bs__owns(states[bs_route_id(&b->ids[k], st->map.buckets)])) {
-			bs_value_clear(&b->bags[k]);
-			continue;
-		}
-		b->ids[m] = b->ids[k];
-		b->added[m] = b->added[k];
-		b->updated[m] = b->updated[k];
-		b->bags[m] = b->bags[k];
-		if (m != k)
-			bs_value_nil(&b->bags[k]);
-		m++;
-	}
-	b->len = m;
+	bs__ebatch_keep(b, st, states, bs__owns);
 	return 0;
 }
 
@@ -225,14 +230,9 @@ static int cur_on(bs_store_t *st, int i, void *p)
 
 static int idvec16_push(idvec16_t *v, const void *id)
 {
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		uint8_t (*p)[16] = realloc(v->ids, cap * 16);
-		if (!p)
-			return bs_error(BS_ENOMEM, "out of memory");
-		v->ids = p;
-		v->cap = cap;
-	}
+	int rc = BS_ARRAY_GROW(v->ids, v->n, v->cap, 64);
+	if (rc)
+		return rc;
 	memcpy(v->ids[v->n++], id, 16);
 	return 0;
 }
@@ -243,8 +243,7 @@ static int ebatch_sort(ebatch_t *b)
 	ebatch_t s = {0};
 	size_t *ord = malloc((b->len ? b->len : 1) * sizeof *ord);
 	int rc = 0;
-	if (!ord)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(ord);
 	for (size_t k = 0; k < b->len; k++)
 		ord[k] = k;
 	qsort_r(ord, b->len, sizeof *ord, bs__cmp_order_ids, b->ids);
@@ -274,7 +273,7 @@ int bs__entities_current(ebatch_t *out, bs_store_t *st, const bs_id_t *ids, size
 	a.want = calloc((size_t)st->n, sizeof *a.want);
 	a.got = calloc((size_t)st->n, sizeof *a.got);
 	if (!which || !a.want || !a.got) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	if ((rc = bs__map_need(st)))
@@ -542,7 +541,8 @@ static int upsert_on(bs_store_t *st, int i, void *p)
 	bs__buf_puts(&b, "START TRANSACTION;SELECT COUNT(DISTINCT bucket) INTO @bs_o FROM bagstore_buckets WHERE state IN "
 	                 BS__OWNING_SQL " AND bucket IN (-1");
 	bs__buf_putn(&b, c->ibk[i].ptr, c->ibk[i].len);
-	bs__buf_puts(&b, ") LOCK IN SHARE MODE WAIT 3;SELECT COUNT(DISTINCT bucket) INTO @bs_want FROM (");
+	bs__buf_printf(&b, ") LOCK IN SHARE MODE WAIT %d;SELECT COUNT(DISTINCT bucket) INTO @bs_want FROM (",
+	               BS__FENCE_WAIT_S);
 	bs__buf_putn(&b, c->ilog[i].ptr, c->ilog[i].len);
 	/* a compound statement, not INSERT ... SELECT FROM (VALUES ...): a
 	 * table value constructor names its columns after its first row, and

@@ -43,7 +43,7 @@ static void id_lit(bs_buf_t *b, const bs_id_t *id) { bs__buf_hex(b, id->b, 16); 
 
 /* Seconds a write waits for a bucket's ownership row: a move's cut-over
  * holds it at most cleaner.max_fence (1 s by default). */
-#define FENCE_WAIT_S 3
+#define FENCE_WAIT_S BS__FENCE_WAIT_S
 /* Shards a read or write follows when a bucket is refused, before it
  * gives up. */
 #define WRITE_HOPS 8

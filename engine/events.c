@@ -57,8 +57,7 @@ int bs_cleaner_live_new(bs_cleaner_live_t **out, const bs_cleaner_conf_t *initia
 	bs_cleaner_live_t *l = calloc(1, sizeof *l);
 
 	*out = NULL;
-	if (!l)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(l);
 	if (pthread_mutex_init(&l->mu, NULL) != 0) {
 		free(l);
 		return bs_error(BS_ERROR, "cannot create a mutex");

@@ -113,8 +113,7 @@ static int estimate(bs_explain_t *e, bs_store_t *st, const bs__query_plan_t *pla
 	bs__shard_stmt_t *q = calloc((size_t)st->n, sizeof *q);
 	bs_buf_t sql = {0};
 	int rc = 0;
-	if (!q)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(q);
 	bs__buf_puts(&sql, "EXPLAIN ");
 	bs__buf_putn(&sql, plan->step1.ptr, plan->step1.len);
 	if ((rc = bs__buf_ok(&sql)))
@@ -263,8 +262,7 @@ static int run(bs_explain_t *e, bs_store_t *st, const bs_query_spec_t *spec)
 	struct run_trace rt = { e, &stats, NULL, NULL };
 	bs_result_t res = {0};
 	int rc;
-	if (!rows)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(rows);
 	bs_store_trace_get(st, &rt.prev, &rt.prev_arg);
 	bs_store_trace(st, run_traced, &rt);
 	double t0 = bs_now_mono();
@@ -310,7 +308,7 @@ int bs_explain(bs_explain_t *out, bs_store_t *st, const char *index, const char 
 	if (ntexts > BS_INDEX_MAX_PROPS)
 		return bs_error(BS_EINVAL, "a query has at most %d conditions", BS_INDEX_MAX_PROPS);
 	if (!(out->shards = calloc((size_t)st->n, sizeof *out->shards)))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	out->nshards = st->n;
 	for (int i = 0; i < st->n; i++) {
 		snprintf(out->shards[i].name, sizeof out->shards[i].name, "%s", cfg->shards[i].name);
@@ -358,7 +356,7 @@ int bs_explain(bs_explain_t *out, bs_store_t *st, const char *index, const char 
 	out->route_bucket = plan.route_bucket;
 	out->route_shard = plan.route_shard;
 	if (!(out->step1_sql = strdup(plan.step1.ptr)) || !(out->step2_sql = strdup(plan.step2.ptr))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	for (int i = 0; i < st->n; i++)
@@ -382,8 +380,7 @@ int bs_explain_text(bs_explain_t *out, bs_store_t *st, const char *text, int fla
 	int n = 0, rc;
 
 	memset(out, 0, sizeof *out);
-	if (!buf)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(buf);
 	if (!(rc = bs__query_split(&index, words, &n, buf)))
 		rc = bs_explain(out, st, index, (const char *const *)words, n, flags);
 	free(buf);

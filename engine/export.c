@@ -58,7 +58,7 @@ int bs_export_open(bs_export_t **out, bs_store_t *st, const bs_export_opts_t *op
 	if ((rc = bs__map_need(st)))
 		return rc;
 	if (!(ex = calloc(1, sizeof *ex)))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	ex->o = *opts;
 	ex->n = st->n;
 	if (opts->shard < -1 || opts->shard >= st->n) {
@@ -71,7 +71,7 @@ int bs_export_open(bs_export_t **out, bs_store_t *st, const bs_export_opts_t *op
 	ex->sql = calloc((size_t)st->n, sizeof *ex->sql);
 	if (!ex->c || !ex->q || !ex->sql) {
 		bs_export_free(ex);
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	}
 	for (int i = 0; i < st->n; i++)
 		ex->c[i].exhausted = opts->shard >= 0 && i != opts->shard;
@@ -137,7 +137,7 @@ static int take_page(bs_result_t *out, bs_export_t *ex, bs_store_t *st, int i)
 			free(items);
 			if (added)
 				c->added = added;
-			return bs_error(BS_ENOMEM, "out of memory");
+			return bs__oom();
 		}
 		c->added = added;
 		c->buf.items = items;
@@ -197,14 +197,9 @@ static int refill(bs_result_t *out, bs_export_t *ex, bs_store_t *st, const bool 
 
 static int push(bs_result_t *out, bs_entity_t *e)
 {
-	if (out->len == out->cap) {
-		size_t cap = out->cap ? out->cap * 2 : 256;
-		bs_entity_t *p = realloc(out->items, cap * sizeof *p);
-		if (!p)
-			return bs_error(BS_ENOMEM, "out of memory");
-		out->items = p;
-		out->cap = cap;
-	}
+	int rc = BS_ARRAY_GROW(out->items, out->len, out->cap, 256);
+	if (rc)
+		return rc;
 	out->items[out->len++] = *e;
 	bs_value_nil(&e->bag); /* moved */
 	return 0;
@@ -215,8 +210,7 @@ static int next_newest(bs_result_t *out, bs_export_t *ex, bs_store_t *st, size_t
 {
 	bool *want = calloc((size_t)ex->n, sizeof *want);
 	int rc = 0;
-	if (!want)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(want);
 	while (out->len < limit && !rc) {
 		bool any = false;
 		for (int i = 0; i < ex->n; i++) {
@@ -254,8 +248,7 @@ static int next_added(bs_result_t *out, bs_export_t *ex, bs_store_t *st, size_t 
 {
 	bool *want = calloc((size_t)ex->n, sizeof *want);
 	int rc = 0;
-	if (!want)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(want);
 	while (out->len < limit && !rc && ex->next_shard < ex->n) {
 		cursor_t *c = &ex->c[ex->next_shard];
 		if (c->pos < c->buf.len) {

@@ -311,7 +311,7 @@ int bs__shard_run(bs_store_t *st, bs__shard_stmt_t *q)
 	struct pollfd *fds = calloc((size_t)n, sizeof *fds);
 	int *who = calloc((size_t)n, sizeof *who);
 	if (!runs || !fds || !who) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	for (int i = 0; i < n; i++) {

@@ -25,6 +25,7 @@
 #ifndef BS_INTERNAL_H
 #define BS_INTERNAL_H
 
+#include "alloc.h"
 #include "bagstore.h"
 
 #include <mysql.h>
@@ -164,10 +165,13 @@ int bs__shard_now_us(int64_t *out, bs_store_t *st, int shard);
 /* Named locks (GET_LOCK) on a shard's connection, the name sent as a hex
  * literal. try: *mine when this connection holds it now (taken, or held
  * already); never waits. held_sql appends the SQL condition "this
- * connection holds it" (for UPDATEs that only match while it does).
+ * connection holds it" (for UPDATEs that only match while it does);
+ * take_sql the SQL expression that takes it without waiting, 1 when this
+ * connection holds it after (held already, or taken now).
  * release is best effort and clears the error. */
 int bs__lock_try(bool *mine, bs_store_t *st, int shard, const char *name);
 void bs__lock_held_sql(bs_buf_t *b, const char *name);
+void bs__lock_take_sql(bs_buf_t *b, const char *name);
 void bs__lock_release(bs_store_t *st, int shard, const char *name);
 
 /* Send statements on the shard's connection without waiting for their
@@ -357,6 +361,11 @@ enum { BS__B_NONE = 0, BS__B_OWNED, BS__B_LEAVING, BS__B_INCOMING, BS__B_GONE };
 static inline bool bs__owns(uint8_t state) { return state == BS__B_OWNED || state == BS__B_LEAVING; }
 /* The SQL list of the states in which a shard owns a bucket. */
 #define BS__OWNING_SQL "('owned','leaving')"
+/* Seconds a write waits for a bucket's ownership row (LOCK IN SHARE MODE
+ * WAIT): a move's cut-over holds it at most cleaner.max_fence (1 s by
+ * default). Writers (entity.c, bulk.c), the move log's batches (drift.c)
+ * and the promotion's margin (lifecycle.c) share it. */
+#define BS__FENCE_WAIT_S 3
 /* A shard's ownership version as a column: read with the rows it goes with,
  * in the same statement, so rows and ownership are of one snapshot. */
 #define BS__OV_SQL "(SELECT CAST(v AS SIGNED) FROM bagstore_meta WHERE k='owned_version')"

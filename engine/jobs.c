@@ -315,7 +315,7 @@ int bs__control_rows(int64_t *matched, int64_t *total, bs_store_t *st, const bs_
 	int rc;
 	*matched = *total = 0;
 	if (!a.matched || !a.total) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	if ((rc = bs__shard_each(st, NULL, control_on, &a, NULL)))
@@ -394,8 +394,7 @@ int bs__jobs_all_done(bool *all_done, bs_store_t *st, const char *index)
 	bool *done = calloc((size_t)st->n, sizeof *done);
 	int rc;
 	*all_done = false;
-	if (!done)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(done);
 	struct done_arg a = { index, done };
 	if (!(rc = bs__shard_each(st, NULL, done_on, &a, NULL))) {
 		*all_done = true;

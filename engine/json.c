@@ -225,14 +225,14 @@ static int from_object(ctx_t *c, bs_value_t *out, json_t *j, int depth)
 	bs_value_map(out);
 	if (depth >= BS_BODY_MAX_DEPTH)
 		return fail(c, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
-	if ((rc = bs__map_reserve(out, json_object_size(j))) < 0)
+	if ((rc = bs__value_map_reserve(out, json_object_size(j))) < 0)
 		return rc;
 	json_object_keylen_foreach(j, key, klen, v) {
 		bs_pair_t *p = &out->v.m.items[out->v.m.len];
 		size_t old = path_push_key(c, key, klen);
 
 		if (!(p->key = bs__memdup0(key, klen)))
-			return bs_error(BS_ENOMEM, "out of memory");
+			return bs__oom();
 		p->klen = klen;
 		rc = from_json(c, &p->val, v, depth + 1);
 		out->v.m.len++; /* p->val is cleanable either way */
@@ -258,8 +258,7 @@ static int from_json(ctx_t *c, bs_value_t *out, json_t *j, int depth)
 		if (json_array_size(j) == 0)
 			return 0;
 		out->v.a.items = calloc(json_array_size(j), sizeof *out->v.a.items);
-		if (!out->v.a.items)
-			return bs_error(BS_ENOMEM, "out of memory");
+		BS_ERR_ALLOC(out->v.a.items);
 		out->v.a.cap = json_array_size(j);
 		for (size_t i = 0; i < json_array_size(j); i++) {
 			size_t old = path_push_index(c, i);
@@ -431,7 +430,7 @@ static int array_json(ctx_t *c, json_t *j, const bs_value_t *v, int depth)
 		if ((rc = to_json(c, &item, &v->v.a.items[i], depth + 1)) < 0)
 			return rc;
 		if (json_array_append_new(j, item) < 0)
-			return bs_error(BS_ENOMEM, "out of memory");
+			return bs__oom();
 		path_pop(c, old);
 	}
 	return 0;
@@ -451,7 +450,7 @@ static int map_json(ctx_t *c, json_t *j, const bs_value_t *v, int depth)
 		if ((rc = to_json(c, &item, &p->val, depth + 1)) < 0)
 			return rc;
 		if (json_object_setn_new(j, p->key, p->klen, item) < 0)
-			return bs_error(BS_ENOMEM, "out of memory");
+			return bs__oom();
 		path_pop(c, old);
 	}
 	return 0;
@@ -509,8 +508,7 @@ static int to_json(ctx_t *c, json_t **out, const bs_value_t *v, int depth)
 	default:
 		return fail(c, BS_EINVAL, "bad value type %d", (int)v->type);
 	}
-	if (!j)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(j);
 	*out = j;
 	return 0;
 fail:
@@ -666,8 +664,7 @@ static int put_value(writer_t *w, const bs_value_t *v)
 		} else {
 			size_t n;
 			char *b64 = bs__base64_dup((const uint8_t *)v->v.s.ptr, v->v.s.len, &n);
-			if (!b64)
-				return bs_error(BS_ENOMEM, "out of memory");
+			BS_ERR_ALLOC(b64);
 			rc = puts_(w, "{\"$binary\":{\"base64\":\"");
 			if (!rc)
 				rc = put(w, b64, n);

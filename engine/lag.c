@@ -135,8 +135,7 @@ int bs_lag(bs_lag_t *out, bs_store_t *st)
 {
 	int *rcs = calloc((size_t)st->n, sizeof *rcs);
 	int rc = 0, down = 0;
-	if (!rcs)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(rcs);
 	memset(out, 0, (size_t)st->n * sizeof *out);
 	for (int i = 0; i < st->n; i++) {
 		snprintf(out[i].shard, sizeof out[i].shard, "%s", st->shards[i].conf->name);

@@ -40,8 +40,7 @@ static int store_empty(bool *empty, bs_store_t *st)
 	bool *any = calloc((size_t)st->n, sizeof *any);
 	int rc;
 	*empty = false;
-	if (!any)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(any);
 	if (!(rc = bs__shard_each(st, NULL, has_entities, any, NULL))) {
 		*empty = true;
 		for (int i = 0; i < st->n; i++)
@@ -95,8 +94,10 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 #define SWEEP_BATCH 2000
 #define PROMOTE_ROUNDS 4
 /* a write's `updated` is its NOW(6), taken before its fence wait (up to
- * 3 s, entity.c's FENCE_WAIT_S): a row can commit that long after it */
+ * BS__FENCE_WAIT_S): a row can commit that long after it */
 #define PROMOTE_MARGIN_US 5000000
+_Static_assert(PROMOTE_MARGIN_US > BS__FENCE_WAIT_S * 1000000LL,
+               "the promotion's margin must outlast a write's fence wait");
 
 /* Every index row of idx on every shard whose entity is gone, deleted. */
 static int sweep_all(bs_store_t *st, const bs_index_t *idx)
@@ -226,7 +227,7 @@ int bs__index_heal(bs_store_t *st, const bs_index_t *ix)
 	/* a create or a promotion cut short: every shard gets the row in the
 	 * state the store acts on (its table made where it is missing) */
 	if (!(rcs = calloc((size_t)st->n, sizeof *rcs)))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	if ((rc = bs__catalog_per_shard(&per, rcs, st)))
 		goto done;
 	for (int i = 0; i < st->n && !rc; i++) {

@@ -199,7 +199,7 @@ static int latest(blob_t *out, bs_store_t *st, const bool *which, bool all_requi
 	a.no_table = calloc((size_t)st->n, sizeof *a.no_table);
 	memset(out, 0, sizeof *out);
 	if (!rcs || !a.per || !a.no_table) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	rc = bs__shard_each(st, which, latest_on, &a, rcs);
@@ -370,7 +370,7 @@ static int owned_load(bs_store_t *st, int shard)
 		goto done;
 	}
 	if (!sh->bstate && !(sh->bstate = malloc((size_t)st->map.buckets))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	memset(sh->bstate, BS__B_NONE, (size_t)st->map.buckets);
@@ -882,7 +882,7 @@ int bs__map_precheck(bs_store_t *st)
 	int rc, legacy = 0;
 	bool any_store = false;
 	if (!p || !f) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	if ((rc = bs__shard_each(st, NULL, pre_on, p, NULL)) || (rc = pre_agree(st, p)))
@@ -940,8 +940,7 @@ int bs__map_init(bs_store_t *st)
 	char lock[65];
 	int rc, ls = 0;
 	bool locked = false;
-	if (!f)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(f);
 	for (int i = 0; i < st->n; i++)
 		st->shards[i].fp_state = 0;
 	bs__store_id_agree(NULL, st, NULL);

@@ -234,7 +234,7 @@ static int gate_once(mover_t *r)
 	int out = GO;
 	bs_cleaner_conf_t cl;
 	if (!which)
-		return fail_with(r, bs_error(BS_ENOMEM, "out of memory"));
+		return fail_with(r, bs__oom());
 	which[r->shard] = which[r->t] = true;
 	bs__cleaner_conf(&cl, r->opts, r->cfg); /* the settings in force now (SIGHUP) */
 	bs__throttle_settings(r->thr, &cl);
@@ -323,6 +323,42 @@ static void fault(const mover_t *r, bs_fault_t point)
 		fprintf(stderr, "bagstore: fault %s: move %lld (%s to %s) exits here\n", bs_fault_name(point),
 		        (long long)r->m.pub.id, r->m.pub.source, r->m.pub.target);
 		_exit(75);
+	}
+}
+
+/* A phase's chunk: its work, *got the rows it went through. */
+typedef int (*chunk_fn)(mover_t *r, int64_t *got);
+
+/* A phase's chunks, each behind the throttle's gate and checkpointed
+ * after it (a SIGKILL resumes from the last checkpoint). With more, the
+ * phase goes on while more(r), asked before each chunk; without, until a
+ * chunk goes through no row, which is not checkpointed (the caller's
+ * new_phase and checkpoint follow). kill: the fault point after the first
+ * chunk's checkpoint (BS_FAULT_COUNT: none). GO when the chunks are done. */
+static int run_chunks(mover_t *r, chunk_fn chunk, bool (*more)(const mover_t *r), bs_fault_t kill)
+{
+	int out;
+	for (bool first = true;; first = false) {
+		int64_t got = 0;
+		double t0 = bs_now_mono();
+		if (more && !more(r))
+			return GO;
+		if (bs__stopping(r->opts))
+			return OUT_STOP;
+		if ((out = throttle_gate(r)) == AGAIN)
+			continue;
+		if (out != GO)
+			return out;
+		int rc = chunk(r, &got);
+		if (rc)
+			return fail_with(r, rc);
+		next_chunk(r, got, bs_now_mono() - t0);
+		if (!more && !got)
+			return GO;
+		if ((out = checkpoint(r)) != GO)
+			return out;
+		if (first && kill != BS_FAULT_COUNT)
+			fault(r, kill);
 	}
 }
 
@@ -580,28 +616,8 @@ done:
 static int phase_copy(mover_t *r)
 {
 	int out;
-	if ((out = begin(r)) != GO)
+	if ((out = begin(r)) != GO || (out = run_chunks(r, copy_chunk, NULL, BS_FAULT_MOVE_KILL_COPY)) != GO)
 		return out;
-	for (bool first = true;; first = false) {
-		int64_t got;
-		double t0 = bs_now_mono();
-		if (bs__stopping(r->opts))
-			return OUT_STOP;
-		if ((out = throttle_gate(r)) == AGAIN)
-			continue;
-		if (out != GO)
-			return out;
-		int rc = copy_chunk(r, &got);
-		if (rc)
-			return fail_with(r, rc);
-		next_chunk(r, got, bs_now_mono() - t0);
-		if (!got)
-			break;
-		if ((out = checkpoint(r)) != GO)
-			return out;
-		if (first)
-			fault(r, BS_FAULT_MOVE_KILL_COPY);
-	}
 	new_phase(r, BS_MOVE_INDEX);
 	return checkpoint(r);
 }
@@ -689,6 +705,33 @@ done:
 }
 
 /* Phase index: every maintained index's table, then phase catch-up. */
+/* A chunk of the current index's rows; the next index after its last. */
+static int index_step(mover_t *r, int64_t *got)
+{
+	bs_index_t idx;
+	bool found;
+	int rc;
+	if ((rc = bs_index_get(&idx, r->dst, r->m.index_name)) && rc != BS_ENOTFOUND)
+		return rc;
+	rc = rc ? 0 : index_chunk(r, &idx, got);
+	if (rc == BS_ESQL && bs__shard_last_errno(r->src, r->shard) == ER_NO_SUCH_TABLE)
+		rc = 0, *got = 0; /* dropped meanwhile */
+	if (rc)
+		return rc;
+	bs_error_clear();
+	if (!*got) { /* this index is done: the next */
+		char was[BS_NAME_MAX + 1];
+		snprintf(was, sizeof was, "%s", r->m.index_name);
+		if ((rc = next_index(&idx, &found, r, was)))
+			return rc;
+		snprintf(r->m.index_name, sizeof r->m.index_name, "%s", found ? idx.name : "");
+		memset(r->m.index_cursor, 0, 16);
+	}
+	return 0;
+}
+
+static bool index_left(const mover_t *r) { return r->m.index_name[0]; }
+
 static int phase_index(mover_t *r)
 {
 	bs_index_t idx;
@@ -700,35 +743,8 @@ static int phase_index(mover_t *r)
 		if (found)
 			snprintf(r->m.index_name, sizeof r->m.index_name, "%s", idx.name);
 	}
-	while (r->m.index_name[0]) {
-		if ((rc = bs_index_get(&idx, r->dst, r->m.index_name)) && rc != BS_ENOTFOUND)
-			return fail_with(r, rc);
-		int64_t got = 0;
-		double t0 = bs_now_mono();
-		if (bs__stopping(r->opts))
-			return OUT_STOP;
-		if ((out = throttle_gate(r)) == AGAIN)
-			continue;
-		if (out != GO)
-			return out;
-		rc = rc ? 0 : index_chunk(r, &idx, &got);
-		if (rc == BS_ESQL && bs__shard_last_errno(r->src, r->shard) == ER_NO_SUCH_TABLE)
-			rc = 0, got = 0; /* dropped meanwhile */
-		if (rc)
-			return fail_with(r, rc);
-		bs_error_clear();
-		next_chunk(r, got, bs_now_mono() - t0);
-		if (!got) { /* this index is done: the next */
-			char was[BS_NAME_MAX + 1];
-			snprintf(was, sizeof was, "%s", r->m.index_name);
-			if ((rc = next_index(&idx, &found, r, was)))
-				return fail_with(r, rc);
-			snprintf(r->m.index_name, sizeof r->m.index_name, "%s", found ? idx.name : "");
-			memset(r->m.index_cursor, 0, 16);
-		}
-		if ((out = checkpoint(r)) != GO)
-			return out;
-	}
+	if ((out = run_chunks(r, index_step, index_left, BS_FAULT_COUNT)) != GO)
+		return out;
 	new_phase(r, BS_MOVE_CATCHUP);
 	return checkpoint(r);
 }
@@ -798,14 +814,9 @@ static int ids_add(idvec16_t *v, const void *id)
 	for (size_t k = 0; k < v->n; k++)
 		if (!memcmp(v->ids[k], id, 16))
 			return 0;
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		uint8_t (*p)[16] = realloc(v->ids, cap * 16);
-		if (!p)
-			return bs_error(BS_ENOMEM, "out of memory");
-		v->ids = p;
-		v->cap = cap;
-	}
+	int rc = BS_ARRAY_GROW(v->ids, v->n, v->cap, 64);
+	if (rc)
+		return rc;
 	memcpy(v->ids[v->n++], id, 16);
 	return 0;
 }
@@ -847,8 +858,7 @@ static int replay_entities(mover_t *r, const idvec16_t *ids)
 	MYSQL_RES *res = NULL;
 	bool *seen = calloc(ids->n ? ids->n : 1, sizeof *seen);
 	int rc, n = 0;
-	if (!seen)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(seen);
 	bs__buf_puts(&q, "SELECT id, UNIX_TIMESTAMP(updated), body FROM entities WHERE id IN (");
 	for (size_t k = 0; k < ids->n; k++) {
 		bs__buf_puts(&q, k ? "," : "");
@@ -994,8 +1004,7 @@ static int replay_rows(mover_t *r, const idvec16_t *ids)
 	ebatch_t cur = {0};
 	bs_id_t *v = malloc((ids->n ? ids->n : 1) * sizeof *v);
 	int rc;
-	if (!v)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(v);
 	memcpy(v, ids->ids, ids->n * 16);
 	if (!(rc = maintained(&l, r->dst)) && !(rc = bs__entities_current(&cur, r->dst, v, ids->n, false)))
 		for (int k = 0; k < l.len && !rc; k++) {
@@ -1287,48 +1296,46 @@ static int grace(mover_t *r)
 
 /* Phase cleanup: the source's entities in the moved buckets, then its
  * rows of every index in them, deleted; then done. */
+/* A chunk of the source's copies: the entities first, then each index's
+ * rows ("\x01" in index_name once all are gone). */
+static int cleanup_step(mover_t *r, int64_t *got)
+{
+	bs_index_t idx;
+	bool found;
+	int rc;
+	if (!r->m.index_name[0]) { /* the entities first */
+		rc = drop_entities(r, r->src, r->shard, &r->m.cursor, got);
+		r->m.pub.rows_scanned += *got;
+		if (!rc && !*got && !(rc = next_index(&idx, &found, r, "")))
+			snprintf(r->m.index_name, sizeof r->m.index_name, "%s", found ? idx.name : "\x01");
+	} else { /* then each index's rows */
+		if (!(rc = bs_index_get(&idx, r->dst, r->m.index_name)))
+			rc = drop_rows(r, r->src, r->shard, &idx, r->m.index_cursor, got);
+		if (rc == BS_ENOTFOUND || (rc == BS_ESQL && bs__shard_last_errno(r->src, r->shard) == ER_NO_SUCH_TABLE))
+			rc = 0, *got = 0; /* the index went away */
+		if (!rc && !*got) {
+			char was[BS_NAME_MAX + 1];
+			snprintf(was, sizeof was, "%s", r->m.index_name);
+			if (!(rc = next_index(&idx, &found, r, was))) {
+				snprintf(r->m.index_name, sizeof r->m.index_name, "%s", found ? idx.name : "\x01");
+				memset(r->m.index_cursor, 0, 16);
+			}
+		}
+	}
+	if (!rc)
+		bs_error_clear();
+	return rc;
+}
+
+static bool copies_left(const mover_t *r) { return !r->m.index_name[0] || strcmp(r->m.index_name, "\x01"); }
+
 static int phase_cleanup(mover_t *r)
 {
 	int rc, out;
 	if ((rc = grace(r)))
 		return fail_with(r, rc);
-	while (!r->m.index_name[0] || strcmp(r->m.index_name, "\x01")) {
-		int64_t got = 0;
-		double t0 = bs_now_mono();
-		bs_index_t idx;
-		bool found;
-		if (bs__stopping(r->opts))
-			return OUT_STOP;
-		if ((out = throttle_gate(r)) == AGAIN)
-			continue;
-		if (out != GO)
-			return out;
-		if (!r->m.index_name[0]) { /* the entities first */
-			rc = drop_entities(r, r->src, r->shard, &r->m.cursor, &got);
-			r->m.pub.rows_scanned += got;
-			if (!rc && !got && !(rc = next_index(&idx, &found, r, "")))
-				snprintf(r->m.index_name, sizeof r->m.index_name, "%s", found ? idx.name : "\x01");
-		} else { /* then each index's rows */
-			if (!(rc = bs_index_get(&idx, r->dst, r->m.index_name)))
-				rc = drop_rows(r, r->src, r->shard, &idx, r->m.index_cursor, &got);
-			if (rc == BS_ENOTFOUND || (rc == BS_ESQL && bs__shard_last_errno(r->src, r->shard) == ER_NO_SUCH_TABLE))
-				rc = 0, got = 0; /* the index went away */
-			if (!rc && !got) {
-				char was[BS_NAME_MAX + 1];
-				snprintf(was, sizeof was, "%s", r->m.index_name);
-				if (!(rc = next_index(&idx, &found, r, was))) {
-					snprintf(r->m.index_name, sizeof r->m.index_name, "%s", found ? idx.name : "\x01");
-					memset(r->m.index_cursor, 0, 16);
-				}
-			}
-		}
-		if (rc)
-			return fail_with(r, rc);
-		bs_error_clear();
-		next_chunk(r, got, bs_now_mono() - t0);
-		if ((out = checkpoint(r)) != GO)
-			return out;
-	}
+	if ((out = run_chunks(r, cleanup_step, copies_left, BS_FAULT_COUNT)) != GO)
+		return out;
 	/* the forwarding pointers stay, no longer the move's: rows in those
 	 * buckets now are drift, for repair and verify to see */
 	bs_buf_t b = {0};
@@ -1421,7 +1428,7 @@ static int claim(mover_t *r, int64_t id)
 	if ((rc = bs__map_need(r->src)) || (rc = bs__map_need(r->dst)))
 		return fail_with(r, rc);
 	if (!(r->m.in = calloc((size_t)r->src->map.buckets, 1)))
-		return fail_with(r, bs_error(BS_ENOMEM, "out of memory"));
+		return fail_with(r, bs__oom());
 	for (int k = 0; k < r->m.nb; k++)
 		r->m.in[r->m.buckets[k]] = 1;
 	r->t = r->m.pub.target_shard;
@@ -1636,6 +1643,9 @@ static int sources(bool *which, const bs_store_t *st)
 	return 0;
 }
 
+/* A thread per source shard, as backfill.c's run_jobs and not through
+ * bs__shard_each, for the same reasons (the caller's thread keeps its
+ * priority; a mover's outcome is more than a code). */
 int bs__moves_run(bool *all_done, bs_store_t *st, const bs_cleaner_opts_t *opts, bool until_done)
 {
 	int n = st->n, rc;

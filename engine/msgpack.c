@@ -247,7 +247,7 @@ static int read_string(reader_t *r, size_t n, char **out, const char *what)
 	if ((rc = charge(r, 0, (uint64_t)n + 1)) < 0)
 		return rc;
 	if (!(*out = bs__memdup0(r->p, n)))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	r->p += n;
 	return 0;
 }
@@ -270,8 +270,7 @@ static int read_array(reader_t *r, bs_value_t *out, uint64_t n, int depth)
 	if ((rc = charge(r, n, n * sizeof *out->v.a.items)) < 0)
 		return rc;
 	out->v.a.items = malloc((size_t)n * sizeof *out->v.a.items);
-	if (!out->v.a.items)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(out->v.a.items);
 	out->v.a.cap = (size_t)n;
 	for (size_t i = 0; i < n; i++) {
 		if ((rc = read_value(r, &out->v.a.items[i], depth + 1)) < 0) {
@@ -305,7 +304,7 @@ static int read_map(reader_t *r, bs_value_t *out, uint64_t n, int depth)
 	/* a pair, and its key's slot in the duplicate check */
 	if ((rc = charge(r, n, n * (sizeof(bs_pair_t) + 2 * sizeof(size_t)))) < 0)
 		goto done;
-	if (n && (rc = bs__map_reserve(out, (size_t)n)) < 0)
+	if (n && (rc = bs__value_map_reserve(out, (size_t)n)) < 0)
 		goto done;
 	for (size_t i = 0; i < n; i++) {
 		size_t klen = 0, at = offset(r);

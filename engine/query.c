@@ -46,14 +46,9 @@ typedef struct {
 
 static int idvec_push(idvec_t *v, const void *id)
 {
-	if (v->len == v->cap) {
-		size_t cap = v->cap ? v->cap * 2 : 64;
-		bs_id_t *p = realloc(v->ids, cap * sizeof *p);
-		if (!p)
-			return bs_error(BS_ENOMEM, "out of memory collecting ids");
-		v->ids = p;
-		v->cap = cap;
-	}
+	int rc = BS_ARRAY_GROW(v->ids, v->len, v->cap, 64);
+	if (rc)
+		return rc;
 	memcpy(v->ids[v->len++].b, id, 16);
 	return 0;
 }
@@ -120,14 +115,9 @@ static bool still_matches(const struct qctx *q, const bs_value_t *bag)
 
 static int result_push(bs_result_t *r, bs_entity_t *e)
 {
-	if (r->len == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 16;
-		bs_entity_t *p = realloc(r->items, cap * sizeof *p);
-		if (!p)
-			return bs_error(BS_ENOMEM, "out of memory collecting results");
-		r->items = p;
-		r->cap = cap;
-	}
+	int rc = BS_ARRAY_GROW(r->items, r->len, r->cap, 16);
+	if (rc)
+		return rc;
 	r->items[r->len++] = *e;
 	return 0;
 }
@@ -227,8 +217,7 @@ static int scan(size_t *candidates, struct qctx *q, bs_store_t *st, int route)
 {
 	idvec_t *found = calloc((size_t)st->n, sizeof *found);
 	int rc = 0;
-	if (!found)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(found);
 	for (int round = 0;; round++) {
 		bool again = false;
 		for (int i = 0; i < st->n; i++)
@@ -429,7 +418,7 @@ static int batched(bs_result_t *out, struct qctx *q, bs_store_t *st, const batch
 	int n = st->n, rc = 0;
 	size_t *from = calloc((size_t)n, sizeof *from), *to = calloc((size_t)n, sizeof *to);
 	if (!from || !to) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	for (int round = 0;; round++) {
@@ -526,7 +515,7 @@ static int fetch_meta(meta_t **all, size_t *nall, bs_result_t *out, struct qctx 
 	for (int i = 0; i < st->n; i++)
 		cap += q->byshard[i].len;
 	if (cap && !(*all = malloc(cap * sizeof **all)))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	struct meta_arg a = { *all, nall, cap };
 	batch_t bt = { "e.id, UNIX_TIMESTAMP(e.updated)", 2, keep_meta, &a };
 	if (!(rc = batched(out, q, st, &bt)) && *nall > 1)
@@ -628,7 +617,7 @@ int bs__query_run(bs_result_t *out, bs_store_t *st, const char *index, const bs_
 	q.sql = calloc((size_t)n, sizeof *q.sql);
 	q.states = calloc((size_t)n, sizeof *q.states);
 	if (!q.byshard || !q.stmt || !q.sql || !q.states) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	/* 1. matching entity_ids, each on its entity shard's list */

@@ -239,8 +239,7 @@ int bs_query_parse_text(bs_query_spec_t *out, const bs_index_list_t *l, const ch
 	int n = 0, rc;
 
 	memset(out, 0, sizeof *out);
-	if (!buf)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(buf);
 	if (!(rc = bs__query_split(&index, words, &n, buf)))
 		rc = bs_query_parse(out, l, index, (const char *const *)words, n);
 	free(buf);

@@ -58,8 +58,7 @@ static int fix_current(drift_counts_t *out, bs_store_t *st, const bs_index_t *id
 {
 	bs_value_t *bags = calloc(n, sizeof *bags);
 	int rc = 0;
-	if (!bags)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(bags);
 	for (size_t k = 0; k < n; k++) {
 		long j = bs__ids_find(cur->ids, cur->len, ids[k].b);
 		bs_value_nil(&bags[k]);
@@ -85,8 +84,7 @@ static int leave_intents(bs_store_t *st, const bs_id_t *ids, size_t n)
 	char token[48], hex[33];
 	bs_id_t r;
 	int rc = 0;
-	if (!per)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(per);
 	bs_id_generate(&r);
 	bs_id_hex(hex, &r);
 	snprintf(token, sizeof token, "bagstore.r.%s", hex);
@@ -134,7 +132,7 @@ int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_in
 	ids = malloc(n * sizeof *ids);
 	upd = malloc(n * sizeof *upd);
 	if (!ids || !upd) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	memcpy(ids, eb->ids, n * sizeof *ids);
@@ -173,25 +171,8 @@ static int repair_shard(int64_t *rows, int64_t *repaired, drift_counts_t *per, b
 	return repair_shard_in(rows, repaired, per, st, shard, idx, nidx, since_us, until_us, NULL);
 }
 
-/* Keep b's entities whose bucket is in only. */
-static void keep_only(ebatch_t *b, const bs_store_t *st, const uint8_t *only)
-{
-	size_t m = 0;
-	for (size_t k = 0; k < b->len; k++) {
-		if (!only[bs_route_id(&b->ids[k], st->map.buckets)]) {
-			bs_value_clear(&b->bags[k]);
-			continue;
-		}
-		b->ids[m] = b->ids[k];
-		b->added[m] = b->added[k];
-		b->updated[m] = b->updated[k];
-		b->bags[m] = b->bags[k];
-		if (m != k)
-			bs_value_nil(&b->bags[k]);
-		m++;
-	}
-	b->len = m;
-}
+/* A bucket of bs__repair_moved's only[]. */
+static bool marked(uint8_t v) { return v != 0; }
 
 int bs__repair_moved(int64_t *rows, bs_store_t *st, int shard, int64_t since_us, const uint8_t *only)
 {
@@ -232,8 +213,7 @@ static int repair_shard_in(int64_t *rows, int64_t *repaired, drift_counts_t *per
 	int64_t cu = 0, ca = 0;
 	bool first = true;
 	int rc = 0;
-	if (!d)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(d);
 	if (nidx == 0)
 		goto done;
 	for (;;) {
@@ -258,7 +238,7 @@ static int repair_shard_in(int64_t *rows, int64_t *repaired, drift_counts_t *per
 		if ((rc = bs__ebatch_scan(&eb, &got, st, shard, &b)) || got == 0)
 			goto done;
 		if (only)
-			keep_only(&eb, st, only);
+			bs__ebatch_keep(&eb, st, only, marked);
 		for (int k = 0; k < nidx; k++)
 			if ((rc = bs__drift_check(&d[k], st, &idx[k], eb.ids, eb.bags, eb.len, true)))
 				goto done;
@@ -297,8 +277,7 @@ static int fix_counted(int64_t *repaired, drift_counts_t *per, bs_store_t *st, i
 {
 	drift_counts_t *d = calloc((size_t)nidx + 1, sizeof *d);
 	int rc = 0;
-	if (!d)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(d);
 	for (int k = 0; k < nidx && !rc; k++)
 		rc = bs__drift_check(&d[k], st, &idx[k], ids, bags, n, true);
 	if (!rc)
@@ -334,7 +313,7 @@ static int settle_intents(int64_t *rows, int64_t *repaired, drift_counts_t *per,
 	if (!rowsn)
 		goto done;
 	if (!(ids = calloc(rowsn, sizeof *ids)) || !(bags = calloc(rowsn, sizeof *bags))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	MYSQL_ROW row;
@@ -427,7 +406,7 @@ struct bs__repairer {
 int bs__repairer_new(bs__repairer_t **out)
 {
 	if (!(*out = calloc(1, sizeof **out)))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	return 0;
 }
 
@@ -596,7 +575,7 @@ int bs__repair_pass(bs__repair_stats_t *out, bs__repairer_t *d, bs_store_t *st, 
 	if (out)
 		out->ran = true;
 	if (!(live = calloc((size_t)cat->len + 1, sizeof *live)) || !(per = calloc((size_t)cat->len + 1, sizeof *per))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	int64_t oldest = 0;

@@ -73,13 +73,12 @@ void bs__buckets_format(bs_buf_t *b, const int *buckets, int n)
 
 int bs__buckets_parse(int **out, int *n, const char *text, int max)
 {
-	int cap = 64, len = 0;
-	int *v = malloc((size_t)cap * sizeof *v);
+	size_t cap = 64, len = 0;
+	int *v = malloc(cap * sizeof *v);
 	const char *p = text ? text : "";
 	*out = NULL;
 	*n = 0;
-	if (!v)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(v);
 	while (*p) {
 		char *end;
 		long a = strtol(p, &end, 10), z = a;
@@ -95,13 +94,10 @@ int bs__buckets_parse(int **out, int *n, const char *text, int max)
 		if (a < 0 || z < a || z >= max)
 			goto bad;
 		for (long x = a; x <= z; x++) {
-			if (len == cap) {
-				int *w = realloc(v, (size_t)(cap *= 2) * sizeof *w);
-				if (!w) {
-					free(v);
-					return bs_error(BS_ENOMEM, "out of memory");
-				}
-				v = w;
+			int rc = BS_ARRAY_GROW(v, len, cap, 64);
+			if (rc) {
+				free(v);
+				return rc;
 			}
 			v[len++] = (int)x;
 		}
@@ -111,7 +107,7 @@ int bs__buckets_parse(int **out, int *n, const char *text, int max)
 			goto bad;
 	}
 	*out = v;
-	*n = len;
+	*n = (int)len;
 	return 0;
 bad:
 	free(v);
@@ -270,7 +266,7 @@ static int read_moves(bs__move_t **out, int *n, bs_store_t *st, int shard, int64
 		goto done;
 	size_t rows = (size_t)mysql_num_rows(res);
 	if (rows && !(*out = calloc(rows, sizeof **out))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	MYSQL_ROW row;
@@ -418,7 +414,7 @@ static int list_moves(bs__move_t **out, int *nout, bs_store_t *st, int *unreacha
 	*out = NULL;
 	*nout = 0;
 	if (!rcs || !a.per || !a.n || !a.latest) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	bs__shard_each(st, NULL, latest_plan_on, &a, rcs);
@@ -443,7 +439,7 @@ static int list_moves(bs__move_t **out, int *nout, bs_store_t *st, int *unreacha
 	}
 	bs_error_clear();
 	if (total && !(*out = calloc((size_t)total, sizeof **out))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	for (int i = 0; i < st->n; i++)
@@ -484,7 +480,7 @@ int bs_move_list(bs_move_list_t *out, bs_store_t *st, int *unreachable)
 	if ((rc = list_moves(&mv, &n, st, unreachable)))
 		return rc;
 	if (n && !(out->items = calloc((size_t)n, sizeof *out->items)))
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 	for (int k = 0; k < n; k++) {
 		if (!rc) {
 			out->items[out->len] = mv[k].pub;
@@ -568,7 +564,7 @@ static int sizes(struct size_arg *a, bs_store_t *st)
 	a->index_rows = calloc((size_t)st->n, sizeof *a->index_rows);
 	a->up = calloc((size_t)st->n, sizeof *a->up);
 	if (!a->entities || !a->bytes || !a->index_rows || !a->up)
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	return bs__shard_each(st, NULL, size_on, a, NULL);
 }
 
@@ -635,8 +631,7 @@ static bs_plan_move_t *plan_move(bs_reshard_plan_t *p, const bs_store_t *st, int
 static int plan_moves(bs_reshard_plan_t *p, const bs_store_t *st, const int *share)
 {
 	int *have = calloc((size_t)st->n, sizeof *have), t = 0;
-	if (!have)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(have);
 	for (int i = 0; i < st->n; i++)
 		have[i] = owned_by(st, i);
 	for (int s = 0; s < st->n; s++) {
@@ -651,7 +646,7 @@ static int plan_moves(bs_reshard_plan_t *p, const bs_store_t *st, const int *sha
 			bs_plan_move_t *m = plan_move(p, st, s, t);
 			if (!m) {
 				free(have);
-				return bs_error(BS_ENOMEM, "out of memory");
+				return bs__oom();
 			}
 			m->buckets[m->nbuckets++] = b;
 			have[s]--;
@@ -777,8 +772,7 @@ int bs_reshard_plan(bs_reshard_plan_t *out, bs_store_t *st)
 	int *share = calloc((size_t)st->n, sizeof *share);
 	int rc;
 	memset(out, 0, sizeof *out);
-	if (!share)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(share);
 	if ((rc = bs__map_reload(st)) || (rc = shares(share, st)) || (rc = plan_moves(out, st, share)) ||
 	    (rc = sizes(&sz, st)))
 		goto done;
@@ -828,8 +822,7 @@ int bs_buckets(bs_buckets_t *out, bs_store_t *st)
 	bs__move_t *mv = NULL;
 	int *share = calloc((size_t)st->n, sizeof *share), nmv = 0, rc;
 	memset(out, 0, sizeof *out);
-	if (!share)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(share);
 	if ((rc = bs__map_reload(st)) || (rc = sizes(&sz, st)))
 		goto done;
 	if (shares(share, st))
@@ -837,7 +830,7 @@ int bs_buckets(bs_buckets_t *out, bs_store_t *st)
 	if (list_moves(&mv, &nmv, st, NULL))
 		bs_error_clear(); /* moves unknown: none counted */
 	if (!(out->shards = calloc((size_t)st->n, sizeof *out->shards))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	out->version = st->map.version;

@@ -215,8 +215,7 @@ int bs_value_from_text(bs_value_t *out, const bs_prop_t *prop, const char *text)
 		if (n % 2)
 			return bs_error(BS_EINVAL, "%s: \"%s\" is not hex bytes", prop->name, text);
 		uint8_t *bytes = malloc(n / 2 + 1);
-		if (!bytes)
-			return bs_error(BS_ENOMEM, "out of memory");
+		BS_ERR_ALLOC(bytes);
 		for (size_t i = 0; i < n / 2; i++) {
 			int hi = bs__hexval(h[2 * i]), lo = bs__hexval(h[2 * i + 1]);
 			if (hi < 0 || lo < 0) {

@@ -1032,11 +1032,8 @@ int bs__lock_try(bool *mine, bs_store_t *st, int shard, const char *name)
 	MYSQL_RES *res = NULL;
 	int rc;
 	*mine = false;
-	bs__buf_puts(&b, "SELECT IF(IS_USED_LOCK(");
-	lock_lit(&b, name);
-	bs__buf_puts(&b, ")=CONNECTION_ID(),1,GET_LOCK(");
-	lock_lit(&b, name);
-	bs__buf_puts(&b, ",0))");
+	bs__buf_puts(&b, "SELECT ");
+	bs__lock_take_sql(&b, name);
 	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_query(&res, st, shard, b.ptr, b.len))) {
 		MYSQL_ROW row = mysql_fetch_row(res);
 		*mine = row && row[0] && !strcmp(row[0], "1");
@@ -1051,6 +1048,15 @@ void bs__lock_held_sql(bs_buf_t *b, const char *name)
 	bs__buf_puts(b, "IS_USED_LOCK(");
 	lock_lit(b, name);
 	bs__buf_puts(b, ")=CONNECTION_ID()");
+}
+
+void bs__lock_take_sql(bs_buf_t *b, const char *name)
+{
+	bs__buf_puts(b, "IF(");
+	bs__lock_held_sql(b, name);
+	bs__buf_puts(b, ",1,GET_LOCK(");
+	lock_lit(b, name);
+	bs__buf_puts(b, ",0))");
 }
 
 void bs__lock_release(bs_store_t *st, int shard, const char *name)

@@ -729,8 +729,7 @@ static int throttle_new(bs__throttle_t **out, const bs_config_t *cfg)
 	char host[64];
 	int pid;
 	*out = NULL;
-	if (!t)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(t);
 	pthread_mutex_init(&t->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -744,12 +743,12 @@ static int throttle_new(bs__throttle_t **out, const bs_config_t *cfg)
 	snprintf(t->writer, sizeof t->writer, "%s:%d", host, pid);
 	if (!(t->sh = calloc((size_t)t->n, sizeof *t->sh))) {
 		throttle_free(t);
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	}
 	for (int i = 0; i < t->n; i++)
 		if (shard_init(&t->sh[i], t, i)) {
 			throttle_free(t);
-			return bs_error(BS_ENOMEM, "out of memory");
+			return bs__oom();
 		}
 	*out = t;
 	return 0;

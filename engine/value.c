@@ -220,7 +220,7 @@ static int keyset_grow(bs__keyset_t *ks, const bs_value_t *map, size_t n)
 	ks->slots = calloc(size, sizeof *ks->slots);
 	if (!ks->slots) {
 		ks->mask = 0;
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	}
 	ks->mask = size - 1;
 	for (size_t i = 0; i < map->v.m.len; i++)
@@ -244,7 +244,7 @@ static bool keyset_has(const bs__keyset_t *ks, const bs_value_t *map, const char
 	return false;
 }
 
-int bs__map_reserve(bs_value_t *map, size_t n)
+int bs__value_map_reserve(bs_value_t *map, size_t n)
 {
 	bs_pair_t *items;
 
@@ -253,8 +253,7 @@ int bs__map_reserve(bs_value_t *map, size_t n)
 	if (n > SIZE_MAX / sizeof *items)
 		return bs_error(BS_ENOMEM, "map too large");
 	items = realloc(map->v.m.items, n * sizeof *items);
-	if (!items)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(items);
 	map->v.m.items = items;
 	map->v.m.cap = n;
 	return 0;
@@ -270,7 +269,7 @@ int bs__map_append_unique(bs_value_t *map, bs__keyset_t *ks, char *key, size_t k
 	if (keyset_has(ks, map, key, klen))
 		return 1;
 	if (n == map->v.m.cap &&
-	    (rc = bs__map_reserve(map, n ? n * 2 : 4)) < 0)
+	    (rc = bs__value_map_reserve(map, n ? n * 2 : 4)) < 0)
 		return rc;
 	if (n + 1 > KEYSET_MIN_ITEMS) {
 		size_t slots = ks->slots ? ks->mask + 1 : 0;
@@ -361,18 +360,9 @@ int bs_array_push(bs_value_t *arr, bs_value_t *item)
 {
 	if (!arr || arr->type != BS_ARRAY || !item)
 		return bs_error(BS_EINVAL, "bs_array_push: not an array");
-	if (arr->v.a.len == arr->v.a.cap) {
-		size_t cap = arr->v.a.cap ? arr->v.a.cap * 2 : 4;
-		bs_value_t *items;
-
-		if (cap > SIZE_MAX / sizeof *items)
-			return bs_error(BS_ENOMEM, "array too large");
-		items = realloc(arr->v.a.items, cap * sizeof *items);
-		if (!items)
-			return bs_error(BS_ENOMEM, "out of memory");
-		arr->v.a.items = items;
-		arr->v.a.cap = cap;
-	}
+	int rc = BS_ARRAY_GROW(arr->v.a.items, arr->v.a.len, arr->v.a.cap, 4);
+	if (rc)
+		return rc;
 	arr->v.a.items[arr->v.a.len++] = *item;
 	bs_value_nil(item);
 	return 0;
@@ -396,10 +386,10 @@ int bs_map_set(bs_value_t *map, const char *key, size_t klen, bs_value_t *val)
 		}
 	}
 	if (map->v.m.len == map->v.m.cap &&
-	    (rc = bs__map_reserve(map, map->v.m.cap ? map->v.m.cap * 2 : 4)) < 0)
+	    (rc = bs__value_map_reserve(map, map->v.m.cap ? map->v.m.cap * 2 : 4)) < 0)
 		return rc;
 	if (!(k = bs__memdup0(key, klen)))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	p = &map->v.m.items[map->v.m.len++];
 	p->key = k;
 	p->klen = klen;
@@ -440,7 +430,7 @@ int bs_value_copy(bs_value_t *out, const bs_value_t *src)
 			break;
 		out->v.a.items = calloc(src->v.a.len, sizeof *out->v.a.items);
 		if (!out->v.a.items) {
-			rc = bs_error(BS_ENOMEM, "out of memory");
+			rc = bs__oom();
 			goto done;
 		}
 		out->v.a.cap = src->v.a.len;
@@ -454,14 +444,14 @@ int bs_value_copy(bs_value_t *out, const bs_value_t *src)
 		out->type = BS_MAP;
 		if (src->v.m.len == 0)
 			break;
-		if ((rc = bs__map_reserve(out, src->v.m.len)) < 0)
+		if ((rc = bs__value_map_reserve(out, src->v.m.len)) < 0)
 			goto done;
 		for (size_t i = 0; i < src->v.m.len; i++) {
 			const bs_pair_t *sp = &src->v.m.items[i];
 			bs_pair_t *dp = &out->v.m.items[i];
 
 			if (!(dp->key = bs__memdup0(sp->key, sp->klen))) {
-				rc = bs_error(BS_ENOMEM, "out of memory");
+				rc = bs__oom();
 				goto done;
 			}
 			dp->klen = sp->klen;

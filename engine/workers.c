@@ -160,7 +160,7 @@ int bs_worker_start(bs_worker_t **out, const bs_config_t *cfg, const char *kind,
 	*out = NULL;
 	if (!w || !(w->beats = calloc((size_t)cfg->nshards, sizeof *w->beats))) {
 		free(w);
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	}
 	w->cfg = *cfg;
 	w->cfg.connect_timeout = cap(cfg->connect_timeout);

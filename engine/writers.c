@@ -216,8 +216,7 @@ int bs__batch_new(bs__batch_t **out, bs__writers_t *w)
 {
 	bs__batch_t *b = calloc(1, sizeof *b);
 	*out = NULL;
-	if (!b)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(b);
 	b->w = w;
 	*out = b;
 	return 0;
@@ -228,8 +227,7 @@ int bs__batch_add(bs__batch_t *b, int shard, const char *sql, size_t len)
 	bs__writers_t *w = b->w;
 	queue_t *q = &w->q[shard];
 	item_t *it = calloc(1, sizeof *it);
-	if (!it)
-		return bs_error(BS_ENOMEM, "out of memory");
+	BS_ERR_ALLOC(it);
 	*it = (item_t){ .sql = sql, .len = len, .shard = shard, .batch = b, .all = b->items };
 	b->items = it;
 	int most = bs__throttle_writers(w->thr, shard);

@@ -435,7 +435,7 @@ static int parse_mapping(dec_t *d, yaml_event_t *start, bs_value_t *out, int dep
 		}
 		klen = ev.data.scalar.length;
 		if (!(key = bs__memdup0(ev.data.scalar.value, klen))) {
-			rc = bs_error(BS_ENOMEM, "out of memory");
+			rc = bs__oom();
 			goto done;
 		}
 		yaml_event_delete(&ev);
@@ -492,7 +492,7 @@ int bs_yaml_decode(bs_value_t *out, const char *text, size_t len, const char *wh
 	bs_value_nil(out);
 	memset(&ev, 0, sizeof ev);
 	if (!yaml_parser_initialize(&d.parser)) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	parser_ok = true;
@@ -560,7 +560,7 @@ static int emit_scalar(yaml_emitter_t *em, const char *tag, const char *s, size_
 		return bs_error(BS_EINVAL, "string too long for YAML (%zu bytes)", n);
 	if (!yaml_scalar_event_initialize(&ev, NULL, (yaml_char_t *)tag, (yaml_char_t *)s, (int)n,
 	                                  implicit, implicit, style))
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	return emit(em, &ev);
 }
 
@@ -634,8 +634,7 @@ static int emit_value(yaml_emitter_t *em, const bs_value_t *v, int depth)
 			size_t n;
 			char *b64 = bs__base64_dup((const uint8_t *)v->v.s.ptr, v->v.s.len, &n);
 
-			if (!b64)
-				return bs_error(BS_ENOMEM, "out of memory");
+			BS_ERR_ALLOC(b64);
 			if (v->v.s.sub)
 				snprintf(buf, sizeof buf, TAG_BINARY_SUB "%02x", v->v.s.sub);
 			rc = emit_scalar(em, v->v.s.sub ? buf : TAG("binary"), b64, n, YAML_PLAIN_SCALAR_STYLE);
@@ -648,7 +647,7 @@ static int emit_value(yaml_emitter_t *em, const bs_value_t *v, int depth)
 		if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
 		                                          v->v.a.len ? YAML_BLOCK_SEQUENCE_STYLE
 		                                                     : YAML_FLOW_SEQUENCE_STYLE))
-			return bs_error(BS_ENOMEM, "out of memory");
+			return bs__oom();
 		if ((rc = emit(em, &ev)) < 0)
 			return rc;
 		for (size_t i = 0; i < v->v.a.len; i++)
@@ -662,7 +661,7 @@ static int emit_value(yaml_emitter_t *em, const bs_value_t *v, int depth)
 		if (!yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
 		                                         v->v.m.len ? YAML_BLOCK_MAPPING_STYLE
 		                                                    : YAML_FLOW_MAPPING_STYLE))
-			return bs_error(BS_ENOMEM, "out of memory");
+			return bs__oom();
 		if ((rc = emit(em, &ev)) < 0)
 			return rc;
 		for (size_t i = 0; i < v->v.m.len; i++) {
@@ -688,7 +687,7 @@ int bs_yaml_encode(char **out, const bs_value_t *v)
 
 	*out = NULL;
 	if (!yaml_emitter_initialize(&em)) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	em_ok = true;

@@ -6,12 +6,12 @@
  * the table, opening the store, exit codes).
  *
  * Adding a command: write its handler in the cmd_*.c file of its group
- * (cmd_store.c init and shards; cmd_entity.c put, get, delete, query; cmd_explain.c explain;
- * cmd_index.c index list/create/drop; cmd_cleaner.c cleaner, verify,
- * backfill, lag; cmd_census.c properties; cmd_audit.c audit; cmd_reshard.c buckets, reshard;
- * cmd_completion.c completion), declare it below,
- * and add its row to cli_commands[] in
- * commands.c. The row gives its usage, --help text and whether it changes
+ * (cmd_store.c init, shards, grants; cmd_entity.c put, get, delete, query;
+ * cmd_explain.c explain; cmd_export.c export; cmd_index.c index
+ * list/create/drop; cmd_cleaner.c cleaner, verify, backfill, lag, workers;
+ * cmd_census.c properties; cmd_audit.c audit; cmd_reshard.c buckets,
+ * reshard; cmd_throttle.c throttle; cmd_completion.c completion), declare it below, and add its row to
+ * cli_commands[] in commands.c. The row gives its usage, --help text and whether it changes
  * data; --help output and the read-only rule (cli_open) come from the row.
  *
  * A handler parses its arguments with cli_parse(), asks the engine through
