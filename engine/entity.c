@@ -760,11 +760,9 @@ static int fast_returning_write(bool *applied, bs_store_t *st, write_t *w, const
 	bs__buf_puts(&b, ",");
 	id_lit(&b, &w->id);
 	bs__buf_printf(&b, " FROM bagstore_buckets WHERE bucket=%d AND state='owned' AND (@bs_old:=NULL) IS NULL"
-	                   " AND IF(IS_USED_LOCK(", w->bucket);
-	bs__buf_hex(&b, w->token, tl);
-	bs__buf_puts(&b, ")=CONNECTION_ID(),1,GET_LOCK(");
-	bs__buf_hex(&b, w->token, tl);
-	bs__buf_printf(&b, ",0))=1 LOCK IN SHARE MODE WAIT %d;", FENCE_WAIT_S);
+	                   " AND ", w->bucket);
+	bs__lock_take_sql(&b, w->token);
+	bs__buf_printf(&b, "=1 LOCK IN SHARE MODE WAIT %d;", FENCE_WAIT_S);
 	if (body) {
 		bs__buf_puts(&b, "INSERT INTO entities (id, updated, body) SELECT ");
 		id_lit(&b, &w->id);
@@ -823,11 +821,9 @@ static int returning_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 	bs__buf_hex(&b, w->token, strlen(w->token));
 	bs__buf_puts(&b, ",");
 	id_lit(&b, &w->id);
-	bs__buf_puts(&b, " FROM DUAL WHERE @bs_own=1 AND (@bs_old:=NULL) IS NULL AND IF(IS_USED_LOCK(");
-	bs__buf_hex(&b, w->token, strlen(w->token));
-	bs__buf_puts(&b, ")=CONNECTION_ID(),1,GET_LOCK(");
-	bs__buf_hex(&b, w->token, strlen(w->token));
-	bs__buf_puts(&b, ",0))=1");
+	bs__buf_puts(&b, " FROM DUAL WHERE @bs_own=1 AND (@bs_old:=NULL) IS NULL AND ");
+	bs__lock_take_sql(&b, w->token);
+	bs__buf_puts(&b, "=1");
 	if (body) {
 		upsert_sql(&b, w, body, true);
 	} else {
