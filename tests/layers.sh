@@ -12,6 +12,9 @@
 # 3. The program's two rooms: the command line (tui/cli/) and the console
 #    (tui/console/, views/) never call each other; only tui/main.c sees
 #    both, and both may use tui/common/.
+# 3b. The console's core (tui/console/) reaches a view only through its
+#    struct view_ops (views/screens.h lists them): of the views' symbols
+#    it may use only the view_* tables, never call a view's function.
 # 4. Every global symbol of libbagstore.a starts with bs_ (public) or bs__
 #    (the engine's own).
 # 5. No '%s' (or '%.Ns') spliced into SQL text: values reach SQL as hex
@@ -102,6 +105,15 @@ awk '$1 ~ /^engine\// && $2 !~ /^engine\// {
      room($1) != "" && room($2) != "" && room($1) != room($2) {
 	print "layers: the " room($1) " calls the " room($2) ": " $1 ".c -> " $2 ".c (only tui/main.c sees both)"; bad = 1 }
      END { exit bad }' "$TMP/edges" || fail=1
+
+# ------------------------------------------------------------ 3b. the console's core and its views
+# The console's core (tui/console/) reaches a view only through its struct
+# view_ops, from the one list of screens (views/screens.h): the view_*
+# tables are the only views' symbols it may use. Views call the core.
+awk 'NR == FNR { def[$1] = $2; next }
+     $1 ~ /^tui\/console\// && ($2 in def) && def[$2] ~ /^views\// && $2 !~ /^view_/ {
+	print "layers: the console core calls a view by name: " $1 ".c -> " $2 " (" def[$2] ".c); reach it through its view_ops (views/screens.h)"; bad = 1 }
+     END { exit bad }' "$TMP/defs" "$TMP/uses" || fail=1
 
 # ------------------------------------------------------------ 4. prefixes
 $NM -g --defined-only "$B/libbagstore.a" | awk 'NF == 3 && $3 !~ /^bs_/ {

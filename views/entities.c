@@ -639,5 +639,7 @@ static reaction_t en_key(action_t a, int key)
 
 const struct view_ops view_entities = {
 	.name = "entities", .scope = 'E', .open = en_open, .reload = en_reload,
+	.command = "explain", .run = explain_run, .command_help = "[QUERY]",
+	.command_what = "how QUERY (else the entities screen's /PROP=VALUE) is answered",
 	.draw = en_draw, .key = en_key, .filter = en_filter, .filter_live = en_filter_live,
 };

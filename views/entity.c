@@ -1043,6 +1043,25 @@ static reaction_t et_key(action_t a, int key)
 	}
 }
 
+reaction_t entity_run(const char *arg)
+{
+	bs_id_t id;
+
+	if (!arg[0]) {
+		ui_err(":entity takes an id (32 hex digits or the dashed form)");
+		return R_REDRAW;
+	}
+	if (bs_id_parse(&id, arg) < 0) {
+		ui_err(":entity %s: %s", arg, bs_last_error());
+		return R_REDRAW;
+	}
+	if (ui_top() != &view_entities && ui_top() != &view_entity)
+		ui_switch(&view_entities);
+	entity_open(&id);
+	return R_REDRAW;
+}
+
 const struct view_ops view_entity = {
 	.name = "entity", .scope = 'D', .reload = et_reload, .draw = et_draw, .key = et_key,
+	.command = "entity", .run = entity_run, .command_help = "ID", .command_what = "open an entity",
 };

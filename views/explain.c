@@ -48,3 +48,8 @@ reaction_t explain_open(const char *query)
 	worker_submit(LANE_BROWSE, NULL, false, work, q, free);
 	return R_REDRAW;
 }
+
+reaction_t explain_run(const char *arg)
+{
+	return explain_open(arg[0] ? arg : ui_top() == &view_entities ? ui_filter() : "");
+}

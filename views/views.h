@@ -6,10 +6,10 @@
  * the worker (tui/console/worker.h) for a snapshot and draws the latest one.
  * Key handlers get a named action (tui/console/actions.h) and return a
  * reaction; the loop in tui/console/console.c acts on it. A new screen is a
- * views/NAME.c with its view_ops, declared here, and named where
- * doc/DESIGN.md's "Where things go" lists (console.c's screens[], commands[],
- * the unknown-command hint and global_action; actions.h's SCREEN_* key and
- * scope letters; the help's command list in views/text.c).
+ * views/NAME.c with its view_ops and a line in views/screens.h, the one list
+ * from which its declaration here, its key, `:NAME`, Tab and the tabs come;
+ * a view that owns a `:` command says so in its view_ops (command, run).
+ * The console core reaches views only through view_ops (tests/layers.sh).
  *
  * Screens belong to the console's room: they call the console and the
  * engine, and tui/common/, never the command line (tests/layers.sh).
@@ -52,11 +52,20 @@ struct view_ops {
 	/* Optional: the `/` text as it is typed (else the console sets the
 	 * screen's filter itself, unless `filter` takes over). */
 	void (*filter_live)(const char *text);
+	/* Optional: the view runs the console's `:command ARG` (":entity ID",
+	 * ":explain QUERY"); the console finds it here, never by a name of
+	 * the view's own (tests/layers.sh). */
+	const char *command;
+	reaction_t (*run)(const char *arg);
+	const char *command_help; /* its argument, "ID", "[QUERY]", for the help */
+	const char *command_what; /* what it does, for the help */
 };
 
-extern const struct view_ops view_shards, view_indexes, view_cleaner,
-	view_backfills, view_entities, view_entity, view_text,
-	view_properties, view_audit, view_topology, view_log;
+/* view_<name> of every screen and page (views/screens.h). */
+#define BS_VIEW_DECL_(X, id, name, key, keyname, help) extern const struct view_ops view_##name;
+BS_SCREENS(BS_VIEW_DECL_, _)
+BS_PAGES(BS_VIEW_DECL_, _)
+#undef BS_VIEW_DECL_
 
 /* One entity (views/entity.c): open it, edit it in $EDITOR (bag and
  * updated_us as read; updated_us 0 creates), delete it after its first 8
@@ -73,6 +82,11 @@ void entities_show_shard(int shard);
 /* :explain QUERY (views/explain.c): how the query ("[INDEX:] PROP=VALUE
  * ...") would be answered, as a text page once the browse lane has it. */
 reaction_t explain_open(const char *query);
+/* `:explain [QUERY]`: the query given, else the entities screen's
+ * /PROP=VALUE (the entities screen's command). */
+reaction_t explain_run(const char *arg);
+/* `:entity ID` (the entity page's command). */
+reaction_t entity_run(const char *arg);
 /* The create-index form (views/indexes.c), its fields prefilled (NULL:
  * empty): the properties screen's `c`. */
 reaction_t indexes_create_form(const char *name, const char *on);
@@ -108,6 +122,8 @@ void ui_push(const struct view_ops *v);
 void ui_push_crumb(const struct view_ops *v, const char *crumb);
 /* The current screen's part of the breadcrumb. */
 void ui_set_crumb(const char *crumb);
+/* The screen on top (NULL before the first). */
+const struct view_ops *ui_top(void);
 /* Replace the whole stack by a top-level screen. */
 void ui_switch(const struct view_ops *v);
 /* Go back from v on the next tick, if it is still the top screen (a

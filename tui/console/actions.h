@@ -24,9 +24,14 @@
 
 #include <curses.h>
 
+#include "screens.h"
+
 #define BS_CTRL(c) ((c) & 0x1f)
 #define BS_KEY_ESC 27
 #define BS_KEY_ENTER_ 10
+
+/* A top screen's key (views/screens.h): ACT_SCREEN_ID. */
+#define BS_SCREEN_ACTION_(X, id, name, key, keyname, help) X(SCREEN_##id, key, 0, 0, keyname, help, 0, "*")
 
 #define BS_ACTIONS(X) \
 	X(HELP,        '?', 'h', KEY_F(1), "?  h  F1", "help: the keys of this screen", 0, "*") \
@@ -36,15 +41,7 @@
 	X(QUIT,        'Q', BS_CTRL('c'), KEY_F(10), "Q  ^C  F10", "quit the console (asks first while it runs backfills)", 0, "*") \
 	X(NEXT_SCREEN, '\t', 0, 0,     "Tab",     "next screen (Shift-Tab: the one before)", 0, "*") \
 	X(PREV_SCREEN, KEY_BTAB, 0, 0,  "S-Tab",   "screen before", 0, "*") \
-	X(SCREEN_SHARDS,   '1', 0, 0,  "1",       "shards screen", 0, "*") \
-	X(SCREEN_INDEXES,  '2', 0, 0,  "2",       "indexes screen", 0, "*") \
-	X(SCREEN_CLEANER,  '3', 0, 0,  "3",       "cleaner screen", 0, "*") \
-	X(SCREEN_BACKFILLS,'4', 0, 0,  "4",       "backfills screen", 0, "*") \
-	X(SCREEN_ENTITIES, '5', 0, 0,  "5",       "entities screen", 0, "*") \
-	X(SCREEN_PROPERTIES,'6', 0, 0, "6",       "properties screen (the census of the bodies)", 0, "*") \
-	X(SCREEN_AUDIT,    '7', 0, 0,  "7",       "audit screen (operators' changes)", 0, "*") \
-	X(SCREEN_TOPOLOGY, '8', 0, 0,  "8",       "topology screen: the bucket map and resharding", 0, "*") \
-	X(SCREEN_LOG,      '9', 0, 0,  "9",       "log screen: the statements the console's actions sent", 0, "*") \
+	BS_SCREENS(BS_SCREEN_ACTION_, X) \
 	X(RELOAD,      'R', BS_CTRL('l'), 0, "R  ^L", "reload now", 0, "*") \
 	X(PAUSE,       'z', 0, 0,      "z",       "pause / resume the automatic refresh", 0, "*") \
 	X(FASTER,      '+', 0, 0,      "+",       "refresh more often (0.5 s to 1 h)", 0, "*") \

@@ -97,6 +97,11 @@ static const struct view_ops *top(void)
 	return depth > 0 ? stack[depth - 1].v : NULL;
 }
 
+const struct view_ops *ui_top(void)
+{
+	return top();
+}
+
 static void reload_top(void)
 {
 	if (top() && top()->reload)
@@ -579,17 +584,66 @@ static void config_follow(void)
 
 /* ------------------------------------------------------------ commands */
 
-static const struct view_ops *screens[] = {
-	&view_shards, &view_indexes, &view_cleaner, &view_backfills, &view_entities,
-	&view_properties, &view_audit, &view_topology, &view_log,
-};
+/* The top screens and the pages, from views/screens.h. */
+#define SCREEN_PTR_(X, id, name, key, keyname, help) &view_##name,
+static const struct view_ops *screens[] = { BS_SCREENS(SCREEN_PTR_, _) };
+static const struct view_ops *views_all[] = { BS_SCREENS(SCREEN_PTR_, _) BS_PAGES(SCREEN_PTR_, _) };
+#undef SCREEN_PTR_
 #define NSCREENS ((int)(sizeof screens / sizeof screens[0]))
+#define NVIEWS ((int)(sizeof views_all / sizeof views_all[0]))
 
-/* What `:` takes, for Tab: the screens first (a prefix of one will do). */
+const struct view_ops *console_view(int k)
+{
+	return k >= 0 && k < NVIEWS ? views_all[k] : NULL;
+}
+
+/* The top screen a number key opens, NULL for any other action. */
+static const struct view_ops *screen_of(action_t a)
+{
+	switch (a) {
+#define SCREEN_CASE_(X, id, name, key, keyname, help) case ACT_SCREEN_##id: return &view_##name;
+	BS_SCREENS(SCREEN_CASE_, _)
+#undef SCREEN_CASE_
+	default: return NULL;
+	}
+}
+
+/* The view that runs `:cmd ARG` (view_ops.command), else NULL. */
+static const struct view_ops *command_view(const char *cmd)
+{
+	for (int i = 0; i < NVIEWS; i++)
+		if (views_all[i]->command && strcmp(views_all[i]->command, cmd) == 0)
+			return views_all[i];
+	return NULL;
+}
+
+/* What `:` takes besides the screens' names and the views' commands. */
 static const char *const commands[] = {
-	"shards", "indexes", "cleaner", "backfills", "entities", "properties", "audit", "topology", "log",
-	"entity", "explain", "refresh", "reload", "filter", "pause", "help", "quit", "q", "q!",
+	"refresh", "reload", "filter", "pause", "help", "quit", "q", "q!",
 };
+
+/* Every command `:` takes, for Tab and for the error that lists them: the
+ * screens first (a prefix of one will do), then the views' commands, then
+ * the console's own. k-th, NULL past the last; *arg its argument's name
+ * (NULL: none). */
+static const char *command_at(int k, const char **arg)
+{
+	*arg = NULL;
+	if (k < NSCREENS)
+		return screens[k]->name;
+	k -= NSCREENS;
+	for (int i = NVIEWS - 1; i >= 0; i--) /* the pages' first (:entity before :explain) */
+		if (views_all[i]->command && k-- == 0) {
+			*arg = views_all[i]->command_help;
+			return views_all[i]->command;
+		}
+	if (k < (int)(sizeof commands / sizeof commands[0])) {
+		if (!strcmp(commands[k], "refresh"))
+			*arg = "N";
+		return commands[k];
+	}
+	return NULL;
+}
 
 /* Tab on the command line: the command completed when one fits, else as
  * far as every candidate agrees, the candidates named on the status line. */
@@ -597,16 +651,16 @@ static void command_complete(char *buf, size_t size)
 {
 	const char *p = buf, *first = NULL;
 	char cands[512] = "";
-	size_t len, common = 0, o = 0, i;
-	int n = 0;
+	size_t len, common = 0, o = 0;
+	int n = 0, i;
+	const char *c, *argname;
 
 	while (*p == ' ' || *p == ':')
 		p++;
 	len = strlen(p);
 	if (strchr(p, ' '))
 		return; /* completes the command, not its argument */
-	for (i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-		const char *c = commands[i];
+	for (i = 0; (c = command_at(i, &argname)); i++) {
 		if (strncmp(c, p, len) != 0)
 			continue;
 		if (!first) {
@@ -667,24 +721,6 @@ static reaction_t command_refresh(const char *arg)
 	return R_RELOAD;
 }
 
-static reaction_t command_entity(const char *arg)
-{
-	bs_id_t id;
-
-	if (!arg[0]) {
-		ui_err(":entity takes an id (32 hex digits or the dashed form)");
-		return R_REDRAW;
-	}
-	if (bs_id_parse(&id, arg) < 0) {
-		ui_err(":entity %s: %s", arg, bs_last_error());
-		return R_REDRAW;
-	}
-	if (top() != &view_entities && top() != &view_entity)
-		ui_switch(&view_entities);
-	entity_open(&id);
-	return R_REDRAW;
-}
-
 static reaction_t command_done(const char *text, void *ctx)
 {
 	char cmd[64] = "", arg[256] = "";
@@ -727,18 +763,22 @@ static reaction_t command_done(const char *text, void *ctx)
 		ui_set_filter(arg);
 		return R_RELOAD;
 	}
-	if (strcmp(cmd, "entity") == 0)
-		return command_entity(arg);
-	/* the query given, else the entities screen's /PROP=VALUE */
-	if (strcmp(cmd, "explain") == 0)
-		return explain_open(arg[0] ? arg : top() == &view_entities ? ui_filter() : "");
+	if ((found = command_view(cmd)))
+		return found->run(arg);
 	found = screen_named(cmd, &ambiguous);
 	if (!found) {
-		if (ambiguous)
+		if (ambiguous) {
 			ui_err("':%s' is ambiguous (Tab lists what it may be)", cmd);
-		else
-			ui_err("unknown command ':%s' (:shards :indexes :cleaner :backfills :entities :properties :audit "
-			       ":topology :log :entity ID :explain QUERY :refresh N :reload :q; Tab completes)", cmd);
+		} else {
+			char list[512] = "";
+			size_t o = 0;
+			const char *c, *argname;
+			for (int i = 0; (c = command_at(i, &argname)) && o + 64 < sizeof list; i++)
+				if (strcmp(c, "quit") && strcmp(c, "q!"))
+					o += (size_t)snprintf(list + o, sizeof list - o, "%s:%s%s%s", o ? " " : "", c,
+					                      argname ? " " : "", argname ? argname : "");
+			ui_err("unknown command ':%s' (%s; Tab completes)", cmd, list);
+		}
 		return R_REDRAW;
 	}
 	ui_switch(found);
@@ -818,6 +858,12 @@ static reaction_t refresh_step(action_t a)
 
 static reaction_t global_action(action_t a)
 {
+	const struct view_ops *to = screen_of(a);
+
+	if (to) {
+		ui_switch(to);
+		return R_REDRAW;
+	}
 	switch (a) {
 	case ACT_HELP: text_open_help(top()); return R_REDRAW;
 	case ACT_COMMAND:
@@ -838,15 +884,6 @@ static reaction_t global_action(action_t a)
 	case ACT_QUIT: return R_QUIT;
 	case ACT_NEXT_SCREEN: ui_switch(screens[(root_index() + 1) % NSCREENS]); return R_REDRAW;
 	case ACT_PREV_SCREEN: ui_switch(screens[(root_index() + NSCREENS - 1) % NSCREENS]); return R_REDRAW;
-	case ACT_SCREEN_SHARDS: ui_switch(&view_shards); return R_REDRAW;
-	case ACT_SCREEN_INDEXES: ui_switch(&view_indexes); return R_REDRAW;
-	case ACT_SCREEN_CLEANER: ui_switch(&view_cleaner); return R_REDRAW;
-	case ACT_SCREEN_BACKFILLS: ui_switch(&view_backfills); return R_REDRAW;
-	case ACT_SCREEN_ENTITIES: ui_switch(&view_entities); return R_REDRAW;
-	case ACT_SCREEN_PROPERTIES: ui_switch(&view_properties); return R_REDRAW;
-	case ACT_SCREEN_AUDIT: ui_switch(&view_audit); return R_REDRAW;
-	case ACT_SCREEN_TOPOLOGY: ui_switch(&view_topology); return R_REDRAW;
-	case ACT_SCREEN_LOG: ui_switch(&view_log); return R_REDRAW;
 	case ACT_RELOAD: ui_msg("reloading"); return R_RELOAD;
 	case ACT_PAUSE:
 		ui.paused = !ui.paused;

@@ -1,7 +1,7 @@
 /*
  * console_int.h - what the console's own files share (console.c, the
  * headless driver headless.c, the table and drawing helpers table.c and
- * draw.c). Screens use views.h.
+ * draw.c, the text page text.c). Screens use views.h.
  */
 #ifndef BS_CONSOLE_INT_H
 #define BS_CONSOLE_INT_H
@@ -21,6 +21,9 @@ bool console_done(void);
 /* Write the screen as a person sees it: LINES lines of text, trailing
  * blanks removed. */
 void console_dump(FILE *f);
+/* The k-th view of views/screens.h (top screens, then pages), NULL past
+ * the last: the help lists their commands. */
+const struct view_ops *console_view(int k);
 /* Open the first screen. */
 void console_start(void);
 /* The headless driver: keys from a script, dumps into dir. Returns the

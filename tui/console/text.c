@@ -9,13 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "views.h"
+#include "console_int.h"
 
 static struct {
 	char title[256];
 	char **lines;
 	int n;
 	int top;
+	bool at_end;  /* End pressed: the last line stays in sight whatever the height */
 	reaction_t (*confirm)(void *ctx);
 	void (*cancel)(void *ctx);
 	void *ctx;
@@ -33,6 +34,7 @@ static void tv_clear(void)
 	tv.lines = NULL;
 	tv.n = 0;
 	tv.top = 0;
+	tv.at_end = false;
 }
 
 void text_open(const char *title, const char *text,
@@ -109,12 +111,21 @@ void text_open_help(const struct view_ops *v)
 		add_action_lines(f, v->scope, false);
 		fprintf(f, "\n");
 	}
+#define HELP_SCREEN_(X, id, name, key, keyname, help) " :" #name
 	fprintf(f, "Commands after ':' (Tab completes):\n"
-	           "  :shards :indexes :cleaner :backfills :entities :properties :audit :topology :log\n"
-	           "                     switch screen (a prefix will do)\n"
-	           "  :entity ID         open an entity\n"
-	           "  :explain [QUERY]   how QUERY (else the entities screen's /PROP=VALUE) is answered\n"
-	           "  :refresh SECS      the refresh interval (%g to %g)\n"
+	           " " BS_SCREENS(HELP_SCREEN_, _) "\n"
+	           "                     switch screen (a prefix will do)\n");
+#undef HELP_SCREEN_
+	for (int k = 0; console_view(k); k++) {
+		const struct view_ops *cv = console_view(k);
+		char cmd[64];
+		if (!cv->command)
+			continue;
+		snprintf(cmd, sizeof cmd, ":%s %s", cv->command, cv->command_help ? cv->command_help : "");
+		fprintf(f, "  %-18s %s\n", cmd, cv->command_what ? cv->command_what : "");
+	}
+	fprintf(f, "  :refresh SECS      the refresh interval (%g to %g)\n"
+	           "  :reload            read the configuration file again (it is also followed)\n"
 	           "  :filter TEXT       the same as /\n"
 	           "  :pause             pause the refresh\n"
 	           "  :q                 quit (asks first while this console runs backfills)\n"
@@ -169,7 +180,7 @@ static void tv_draw(int y, int h, int w)
 	ui_put(y, 0, w, tv.title);
 	ui_color(C_HEADER, false);
 	n = segments(&seg, w);
-	if (tv.top > n - body)
+	if (tv.at_end || tv.top > n - body)
 		tv.top = n - body;
 	if (tv.top < 0)
 		tv.top = 0;
@@ -203,13 +214,15 @@ static void tv_draw(int y, int h, int w)
 
 static reaction_t tv_key(action_t a, int key)
 {
+	if (a == ACT_DOWN || a == ACT_UP || a == ACT_PGDN || a == ACT_PGUP || a == ACT_HOME || key == KEY_MOUSE)
+		tv.at_end = false;
 	switch (a) {
 	case ACT_DOWN: tv.top++; return R_REDRAW;
 	case ACT_UP: tv.top--; return R_REDRAW;
 	case ACT_PGDN: tv.top += tv.last_h > 1 ? tv.last_h - 1 : 1; return R_REDRAW;
 	case ACT_PGUP: tv.top -= tv.last_h > 1 ? tv.last_h - 1 : 1; return R_REDRAW;
 	case ACT_HOME: tv.top = 0; return R_REDRAW;
-	case ACT_END: tv.top = tv.n; return R_REDRAW;
+	case ACT_END: tv.at_end = true; return R_REDRAW;
 	case ACT_CONFIRM:
 		if (!tv.confirm)
 			return R_NONE;
