@@ -123,6 +123,14 @@ static void test_fmt(void)
 	CHECK_STR(fmt_bytes(b, sizeof b, (int64_t)(12.3 * 1024 * 1024)), "12.3 MiB");
 	CHECK_STR(fmt_bytes(b, sizeof b, -1), "-");
 
+	/* a share that is not 0% or 100% never prints as either */
+	CHECK_STR(fmt_share(b, sizeof b, 10, 2000), "<1%");
+	CHECK_STR(fmt_share(b, sizeof b, 1, 5000), "<1%");
+	CHECK_STR(fmt_share(b, sizeof b, 0, 5000), "0%");
+	CHECK_STR(fmt_share(b, sizeof b, 1990, 2000), ">99%");
+	CHECK_STR(fmt_share(b, sizeof b, 5000, 5000), "100%");
+	CHECK_STR(fmt_share(b, sizeof b, 1, 3), "33%");
+	CHECK_STR(fmt_share(b, sizeof b, 1, 0), "-");
 	CHECK_STR(fmt_iso_utc(b, sizeof b, 1714564800000000LL), "2024-05-01T12:00:00Z");
 	CHECK_STR(fmt_iso_utc(b, sizeof b, 0), "-");
 	CHECK_STR(fmt_time(b, sizeof b, 0), "-");

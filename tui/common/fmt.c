@@ -47,11 +47,13 @@ char *fmt_share(char *buf, size_t n, int64_t part, int64_t whole)
 {
 	double pct = whole > 0 ? 100.0 * (double)part / (double)whole : 0;
 
+	/* a share that would print as 0% or 100% without being it says so
+	 * (printf rounds 0.5 to even: 0) */
 	if (whole <= 0)
 		snprintf(buf, n, "-");
-	else if (part > 0 && pct < 0.5)
+	else if (part > 0 && pct < 1)
 		snprintf(buf, n, "<1%%");
-	else if (part < whole && pct >= 99.5)
+	else if (part < whole && pct > 99)
 		snprintf(buf, n, ">99%%");
 	else
 		snprintf(buf, n, "%.0f%%", pct);
