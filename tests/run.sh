@@ -26,7 +26,8 @@
 # `bagstore` is dropped and recreated on each, so every test starts from
 # nothing.
 #
-# Output: a test's output goes to $BUILD/test-logs/NAME.log; when it ends
+# Output: a test's output goes to $BUILD/test-logs/NAME.log (a unit test's
+# to test-logs/unit/NAME.log: test_cleaner is both); when it ends
 # it is printed whole (never mixed with another's), in the order tests end:
 # "== NAME", the log, then "-- NAME: ok (Ns)" or "-- NAME: FAILED (why...)".
 # Each test ends its output with "NAME: N passed, N failed"; the runner sums
@@ -41,8 +42,8 @@
 #
 # Knobs: BAGSTORE_JOBS (workers); BAGSTORE_VALGRIND=1 runs the unit binaries
 # under valgrind; BAGSTORE_TSAN=1 (make tsan) writes ThreadSanitizer's
-# reports under $BUILD/test-logs/tsan/NAME and counts each test that left
-# one as a failure; BAGSTORE_TEST_TIMEOUT (seconds per test; default 300,
+# reports under $BUILD/test-logs/tsan/NAME (tsan/unit/NAME) and counts each
+# test that left one as a failure; BAGSTORE_TEST_TIMEOUT (seconds per test; default 300,
 # 900 under valgrind, times (workers + 1) / 2 when workers share the
 # cores); BAGSTORE_TEST_PORT (P above); BAGSTORE_KEEP_SHARDS=1 leaves the
 # shards running afterwards (stop them with conf/shards.sh stop --dir ...).
@@ -58,10 +59,12 @@ unit|integration|all) MODE=$1; shift ;;
 esac
 FILTER="$*"
 
-# Tests known to be long, with rough seconds on 2 cores: the order of a
-# first run, before $BUILD/test-logs/durations exists. Other tests count
-# as 10 s.
-LONG="test_reshard:200 test_service:150"
+# Tests known to be long, with their seconds on 2 workers on 2 cores: the
+# order of a first run, before $BUILD/test-logs/durations exists. Other
+# tests count as 10 s.
+LONG="test_reshard:150 test_hostile:140 test_cleaner:100 test_routing:95 \
+	test_throttle:85 test_daemon_slots:85 test_service:60 test_service_hung_stop:60 \
+	test_service_stop_twice:55 test_replica:45 test_reshard_cancel:40"
 
 BUILD=${BUILD:-build}
 case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac
@@ -109,7 +112,7 @@ fi
 # The run's own scratch: who took which test, results, the output lock.
 RUN=$B/test-run
 rm -rf "$RUN"
-mkdir -p "$RUN/taken" || exit 1
+mkdir -p "$RUN/taken/unit" "$RUN/unit" "$LOGDIR/unit" || exit 1
 : >"$RUN/tally"
 : >"$RUN/durations"
 
@@ -126,14 +129,16 @@ picked() { # name [unit]
 	return 1
 }
 
-# "NAME KIND" lines, KIND unit or sh, in the order found
+# the tests' ids, in the order found: unit/NAME for a unit test (a unit
+# test and an integration test may share a name: test_cleaner), NAME for
+# an integration test
 list_tests() {
 	if [ "$MODE" != integration ]; then
 		for t in "$B"/tests/test_*; do
 			if [ ! -f "$t" ] || [ ! -x "$t" ]; then continue; fi
 			case $t in *.o|*.d) continue ;; esac
 			n=${t##*/}
-			picked "$n" unit && echo "$n unit"
+			picked "$n" unit && echo "unit/$n"
 		done
 	fi
 	if [ "$MODE" != unit ]; then
@@ -141,7 +146,7 @@ list_tests() {
 			[ -f "$t" ] || continue
 			n=${t##*/}
 			n=${n%.sh}
-			picked "$n" && echo "$n sh"
+			picked "$n" && echo "$n"
 		done
 	fi
 }
@@ -157,7 +162,7 @@ list_tests | awk -v long="$LONG" -v dfile="$DURATIONS" '
 		}
 	}
 	{ print (($1 in est) ? est[$1] : 10), NR, $0 }' |
-	sort -k1,1nr -k2,2n | cut -d' ' -f3- >"$RUN/queue"
+	sort -k1,1nr -k2,2n | cut -d' ' -f3 >"$RUN/queue"
 NTESTS=$(wc -l <"$RUN/queue")
 NTESTS=$((NTESTS + 0))
 [ "$JOBS" -gt "$NTESTS" ] && [ "$NTESTS" -gt 0 ] && JOBS=$NTESTS
@@ -206,13 +211,13 @@ out_block() {
 	rmdir "$RUN/lock"
 }
 
-# run_test NAME CMD...: runs one test file, prints its output when it ends,
-# and adds "NAME PASSED FAILED" to the tally.
+# run_test ID CMD...: runs one test file, prints its output when it ends,
+# and adds "ID PASSED FAILED" to the tally.
 run_test() {
-	name=$1
+	id=$1 name=${1#unit/}
 	shift
-	log=$LOGDIR/$name.log
-	blk=$RUN/$name.out
+	log=$LOGDIR/$id.log
+	blk=$RUN/$id.out
 	if [ "$JOBS" = 1 ]; then
 		echo "== $name"
 		: >"$blk"
@@ -221,13 +226,13 @@ run_test() {
 	fi
 	if ! reset_shards >>"$blk"; then
 		echo "-- $name: FAILED: the shards could not be reset before it ran" >>"$blk"
-		echo "$name 0 1" >>"$RUN/tally"
+		echo "$id 0 1" >>"$RUN/tally"
 		out_block "$blk"
 		return
 	fi
 	if [ "$TSAN" = 1 ]; then
-		mkdir -p "$LOGDIR/tsan/$name"
-		TSAN_OPTIONS="log_path=$LOGDIR/tsan/$name/report $TSAN_REST"
+		mkdir -p "$LOGDIR/tsan/$id"
+		TSAN_OPTIONS="log_path=$LOGDIR/tsan/$id/report $TSAN_REST"
 		export TSAN_OPTIONS
 	fi
 	start=$(date +%s)
@@ -238,7 +243,7 @@ run_test() {
 	rc=$?
 	CUR=""
 	secs=$(($(date +%s) - start))
-	echo "$name $secs" >>"$RUN/durations"
+	echo "$id $secs" >>"$RUN/durations"
 	cat "$log" >>"$blk"
 	np=0 nf=0 failed=0
 	line=$(grep -E ': [0-9]+ passed, [0-9]+ failed[[:space:]]*$' "$log" | tail -n 1)
@@ -259,27 +264,30 @@ run_test() {
 	elif [ -n "$why" ] && [ "$nf" = 0 ]; then
 		why="$why with no failed checks"
 	fi
-	if [ "$TSAN" = 1 ] && ls "$LOGDIR/tsan/$name"/report.* >/dev/null 2>&1; then
-		cat "$LOGDIR/tsan/$name"/report.* >>"$blk"
-		why="${why:+$why, }ThreadSanitizer reports in $LOGDIR/tsan/$name"
+	if [ "$TSAN" = 1 ] && ls "$LOGDIR/tsan/$id"/report.* >/dev/null 2>&1; then
+		cat "$LOGDIR/tsan/$id"/report.* >>"$blk"
+		why="${why:+$why, }ThreadSanitizer reports in $LOGDIR/tsan/$id"
 		failed=1
 	elif [ -n "$why" ] && { [ -z "$line" ] || [ "$nf" = 0 ]; }; then
 		failed=1
 	fi
-	[ "$TSAN" = 1 ] && rmdir "$LOGDIR/tsan/$name" 2>/dev/null
+	[ "$TSAN" = 1 ] && rmdir "$LOGDIR/tsan/$id" 2>/dev/null
 	if [ -n "$why" ]; then
 		echo "-- $name: FAILED ($why; ${secs}s; log $log)" >>"$blk"
 	else
 		echo "-- $name: ok (${secs}s)" >>"$blk"
 	fi
-	echo "$name $np $((nf + failed))" >>"$RUN/tally"
+	echo "$id $np $((nf + failed))" >>"$RUN/tally"
 	out_block "$blk"
 }
 
-run_named() { # NAME KIND
-	if [ "$2" = sh ]; then
-		run_test "$1" sh "tests/integration/$1.sh"
-	elif [ "$VALGRIND" = 1 ]; then
+run_id() { # ID
+	bin=$B/tests/${1#unit/}
+	case $1 in
+	unit/*) ;;
+	*) run_test "$1" sh "tests/integration/$1.sh"; return ;;
+	esac
+	if [ "$VALGRIND" = 1 ]; then
 		# --max-stackframe: Connector/C's non-blocking calls run on a
 		# small stack of its own (a coroutine). In a thread, that stack
 		# and the thread's lie within valgrind's default 2 MB of each
@@ -288,9 +296,9 @@ run_named() { # NAME KIND
 		# thread). No frame of ours comes near 128 KiB.
 		run_test "$1" valgrind -q --max-stackframe=131072 --leak-check=full --show-leak-kinds=definite,indirect \
 			--errors-for-leak-kinds=definite,indirect --error-exitcode=9 \
-			--suppressions="$ROOT/tests/valgrind.supp" "$B/tests/$1"
+			--suppressions="$ROOT/tests/valgrind.supp" "$bin"
 	else
-		run_test "$1" "$B/tests/$1"
+		run_test "$1" "$bin"
 	fi
 }
 
@@ -310,10 +318,10 @@ worker() {
 		out_block "$blk"
 		return 1
 	fi
-	for t in $(tr ' ' : <"$RUN/queue"); do
-		mkdir "$RUN/taken/${t%:*}" 2>/dev/null || continue
-		run_named "${t%:*}" "${t#*:}"
-	done
+	while read -r t; do
+		mkdir "$RUN/taken/$t" 2>/dev/null || continue
+		run_id "$t" </dev/null
+	done <"$RUN/queue"
 }
 
 # ------------------------------------------------------------ the run
@@ -382,11 +390,11 @@ WPIDS=""
 
 # A test no worker took (every worker's shards failed) is a failure.
 missed=0
-for t in $(tr ' ' : <"$RUN/queue"); do
-	[ -d "$RUN/taken/${t%:*}" ] && continue
-	echo "-- ${t%:*}: FAILED: not run (no worker's shards came up)"
+while read -r t; do
+	[ -d "$RUN/taken/$t" ] && continue
+	echo "-- ${t#unit/}: FAILED: not run (no worker's shards came up)"
 	missed=$((missed + 1))
-done
+done <"$RUN/queue"
 
 # Keep each test's seconds for the next run's order.
 if [ -s "$RUN/durations" ]; then
