@@ -388,6 +388,8 @@ done
 for p in $WPIDS; do wait "$p"; done
 WPIDS=""
 
+[ "$TSAN" = 1 ] && rmdir "$LOGDIR/tsan/unit" 2>/dev/null
+
 # A test no worker took (every worker's shards failed) is a failure.
 missed=0
 while read -r t; do
