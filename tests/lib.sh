@@ -25,6 +25,12 @@
 #                              ~100 a second) for at most SECONDS, in the
 #                              background: the throttle protects only real writers
 # t_other_stop                 stop every such writer
+# t_servers NAME               the folder for servers the test starts itself:
+#                              $SHARDS_DIR.NAME, beside the shards of its
+#                              runner worker (tests/run.sh), so that workers
+#                              running side by side never share one; kept
+#                              between runs (t_tmp's is removed by t_done,
+#                              before an EXIT trap could stop the servers)
 # t_done NAME                  print "NAME: N passed, N failed"; exit 1 on any
 #                              failure, else 0
 #
@@ -54,6 +60,12 @@ t_tmp() {
 }
 # Create it now, in this shell (t_tmp in $(...) would set it in a subshell).
 t_tmp >/dev/null
+
+t_servers() {
+	_t_d=${SHARDS_DIR:-${BUILD:-build}/check-shards}
+	case $_t_d in /*) ;; *) _t_d=$(pwd)/$_t_d ;; esac
+	echo "$_t_d.$1"
+}
 
 t_ok() {
 	T_PASSED=$((T_PASSED + 1))

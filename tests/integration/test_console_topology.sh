@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_console_topology.sh - the :topology screen, headless against real
 # shards: the test's two shards and a third of its own (shard 0's port + 4,
-# or BAGSTORE_TOPOLOGY_PORT; under $BUILD/topology-shards, stopped at the
+# or BAGSTORE_TOPOLOGY_PORT; under t_servers topology, stopped at the
 # end). The bucket map shows the new shard owning nothing; r previews the
 # plan, y then `reshard` typed records it; the moves show live, pause and
 # resume through the keys; a second start while the plan is in flight is
@@ -14,7 +14,7 @@
 P0=$(t_port 0)
 P1=$(t_port 1)
 XP=${BAGSTORE_TOPOLOGY_PORT:-$((P0 + 4))}
-XD=$(cd "${BUILD:-build}" && pwd)/topology-shards
+XD=$(t_servers topology)
 T_TIMEOUT=120
 
 stop_extra() { sh "$SHARDS_SH" stop --dir "$XD" >/dev/null 2>&1; }

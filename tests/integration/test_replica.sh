@@ -13,8 +13,8 @@ B=$BAGSTORE
 P=${BAGSTORE_REPLICA_PORT:-$((${BAGSTORE_TEST_PORT:-23407} + 394))}
 R=$((P + 1))
 # not under $T: t_done removes $T before the EXIT trap could stop them
-DP=${BUILD:-build}/replica-shards/primary
-DR=${BUILD:-build}/replica-shards/replica
+DP=$(t_servers replica)/primary
+DR=$(t_servers replica)/replica
 stop_all() {
 	sh "$SHARDS_SH" stop --dir "$DP" >/dev/null 2>&1
 	sh "$SHARDS_SH" stop --dir "$DR" >/dev/null 2>&1

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_reshard.sh - the bucket map and online resharding, on real shards:
 # the two test shards and two more of its own (shard 0's port + 2 and + 3,
-# or BAGSTORE_RESHARD_PORT; under $BUILD/reshard-shards, stopped at the end).
+# or BAGSTORE_RESHARD_PORT; under t_servers reshard, stopped at the end).
 #
 #  A. A store made by bagstore before the map (tests/fixtures/legacy, a dump
 #     of one) migrates at init with no row moved, then grows to 4 shards.
@@ -26,7 +26,7 @@ BR=${BUILD:-build}/bench/bench_reshard
 P0=$(t_port 0)
 P1=$(t_port 1)
 XP=${BAGSTORE_RESHARD_PORT:-$((P0 + 2))}
-XD=$(cd "${BUILD:-build}" && pwd)/reshard-shards
+XD=$(t_servers reshard)
 T_TIMEOUT=240
 
 stop_all() {

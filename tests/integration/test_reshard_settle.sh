@@ -2,7 +2,7 @@
 # test_reshard_settle.sh - issue 11's lost index row, made to happen: a
 # writer races the repair a move runs over the entities it moved, right
 # after its cut-over (the two test shards and two more of its own, shard
-# 0's port + 2 and + 3, under $BUILD/reshard-settle-shards).
+# 0's port + 2 and + 3, under t_servers reshard-settle).
 #
 # The move's repair (as every repair) fixed rows from bodies it had read,
 # then read the changed entities again and fixed them again, three rounds
@@ -19,7 +19,7 @@ B=$BAGSTORE
 P0=$(t_port 0)
 P1=$(t_port 1)
 XP=${BAGSTORE_RESHARD_PORT:-$((P0 + 2))}
-XD=$(cd "${BUILD:-build}" && pwd)/reshard-settle-shards
+XD=$(t_servers reshard-settle)
 T_TIMEOUT=240
 
 stop_all() { sh "$SHARDS_SH" stop --dir "$XD" >/dev/null 2>&1; }

@@ -1,17 +1,13 @@
 #!/bin/sh
 # test_shards.sh - conf/shards.sh itself: start is idempotent, status,
 # stop-one/start-one, pause/resume, kill, config, stop. Uses shards of its
-# own (the test port + 250 and + 251, under $BUILD/test-shards-launcher), never the
+# own (the test port + 250 and + 251, under t_servers launcher), never the
 # shared test shards.
 . tests/lib.sh
 
 SH=${SHARDS_SH:-conf/shards.sh}
 P=${BAGSTORE_LAUNCHER_TEST_PORT:-$((${BAGSTORE_TEST_PORT:-23407} + 250))}
-if [ -d "${BUILD:-build}" ]; then
-	D=$(cd "${BUILD:-build}" && pwd)/test-shards-launcher
-else
-	D=$(t_tmp)/shards
-fi
+D=$(t_servers launcher)
 T_TIMEOUT=120
 
 cleanup() { sh "$SH" stop --dir "$D" >/dev/null 2>&1; }

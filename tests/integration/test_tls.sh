@@ -28,8 +28,7 @@ P=${BAGSTORE_TLS_PORT:-$((${BAGSTORE_TEST_PORT:-23407} + 13))}
 Q=$((P + 1))
 T_TIMEOUT=120
 # not under $T: t_done removes $T before the EXIT trap could stop them
-D=${BUILD:-build}/tls-shards
-case $D in /*) ;; *) D=$(pwd)/$D ;; esac
+D=$(t_servers tls)
 stop_all() {
 	sh "$SHARDS_SH" stop --dir "$D/good" >/dev/null 2>&1
 	sh "$SHARDS_SH" stop --dir "$D/other" >/dev/null 2>&1
