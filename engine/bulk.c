@@ -21,11 +21,11 @@
  * resharding"): a shard's transaction share-locks the ownership rows of its
  * entities' buckets and writes only when it owns them all. The fast form
  * comes first: every bucket simply owned, nothing to log. A shard whose
- * fast form refused applied nothing and gets the full form at once, which
- * also writes to leaving buckets, logging their entities for the move; a
- * shard that refuses that wrote nothing, and its entities go again, the
- * map read again. The index rows are fenced per target shard the same
- * way.
+ * fast form refused applied nothing and gets the full form next (whatever
+ * the other shards did), which also writes to leaving buckets, logging
+ * their entities for the move; a shard that refuses that wrote nothing,
+ * and its entities go again, the map read again. The index rows are
+ * fenced per target shard the same way.
  */
 #include "internal.h"
 
