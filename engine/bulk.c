@@ -21,11 +21,11 @@
  * resharding"): a shard's transaction share-locks the ownership rows of its
  * entities' buckets and writes only when it owns them all. The fast form
  * comes first: every bucket simply owned, nothing to log. A shard whose
- * fast form refused applied nothing and gets the full form at once, which
- * also writes to leaving buckets, logging their entities for the move; a
- * shard that refuses that wrote nothing, and its entities go again, the
- * map read again. The index rows are fenced per target shard the same
- * way.
+ * fast form refused applied nothing and gets the full form next (whatever
+ * the other shards did), which also writes to leaving buckets, logging
+ * their entities for the move; a shard that refuses that wrote nothing,
+ * and its entities go again, the map read again. The index rows are
+ * fenced per target shard the same way.
  */
 #include "internal.h"
 
@@ -42,6 +42,8 @@ typedef struct {
 	bool done;         /* committed */
 	bool refused;      /* the shard did not own every bucket: nothing written */
 	bool fast;         /* this try is the fence's fast form (every bucket owned) */
+	int err;           /* its last try failed (and msg says how): nothing written */
+	char msg[512];
 } shard_batch_t;
 
 typedef struct {
@@ -305,8 +307,10 @@ static int entity_stmt(bulk_t *u, int s)
 /* Step 1 for this round: every shard's transaction at once, the fence's
  * fast form first; a shard whose fast form refused (a bucket not simply
  * owned: leaving, or not its own) applied nothing and is sent the full
- * form, which writes to leaving buckets and logs them, or refuses; a
- * deadlocked one again, a few times. Returns the first failure;
+ * form in the next pass (not a retry), which writes to leaving buckets and
+ * logs them, or refuses; a deadlocked one again, a few times. Every shard
+ * goes on until it is done, refused or failed, whatever the others do: a
+ * shard's failure is its own. Returns the first failed shard's error;
  * sb[s].done tells. */
 static int write_entities(bulk_t *u)
 {
@@ -314,57 +318,66 @@ static int write_entities(bulk_t *u)
 	int rc = 0;
 	for (int s = 0; s < st->n; s++) {
 		u->sb[s].fast = true;
+		u->sb[s].err = 0;
 		if ((rc = entity_stmt(u, s)))
 			return rc;
 	}
-	for (int tries = 1;; tries++) {
-		rc = bs__shard_run(st, u->q);
-		bool again = false, full = false;
+	for (int tries = 1;;) {
+		bs__shard_run(st, u->q); /* each shard's result is in q[s] */
+		bool retry = false, pending = false;
 		for (int s = 0; s < st->n; s++) {
+			shard_batch_t *sb = &u->sb[s];
 			if (!u->q[s].sql)
 				continue;
 			bool no = !u->q[s].rc && refused(&u->q[s]); /* reads the answer's row */
-			if (no && u->sb[s].fast) {
+			if (no && sb->fast) {
 				/* nothing applied: the full form decides */
 				bs__shard_stmts_clear(&u->q[s], 1);
-				u->sb[s].fast = false;
-				int erc = entity_stmt(u, s);
-				if (erc) {
-					bs__shard_stmts_clear(u->q, st->n);
-					return erc;
+				sb->fast = false;
+				if (!entity_stmt(u, s)) {
+					pending = true;
+					continue;
 				}
-				full = true;
+				u->q[s].sql = NULL;
+				sb->err = bs_last_error_code();
+				snprintf(sb->msg, sizeof sb->msg, "%s", bs_last_error());
+				if (sb->token[0])
+					bs__lock_release(st, s, sb->token);
 				continue;
 			}
 			if (!u->q[s].rc) {
-				u->sb[s].refused = no;
-				u->sb[s].done = !u->sb[s].refused;
-				if (u->sb[s].done)
+				sb->err = 0;
+				sb->refused = no;
+				sb->done = !no;
+				if (sb->done)
 					take_old(u, s);
-				else if (u->sb[s].token[0])
-					bs__lock_release(st, s, u->sb[s].token);
+				else if (sb->token[0])
+					bs__lock_release(st, s, sb->token);
 				u->q[s].sql = NULL;
 				continue;
 			}
+			sb->err = u->q[s].rc;
+			snprintf(sb->msg, sizeof sb->msg, "%s", u->q[s].msg);
 			bs_error(u->q[s].rc, "%s", u->q[s].msg);
-			bool retry = u->q[s].rc == BS_ECONFLICT && retryable(st, s);
-			undo(u, s); /* a statement failed inside the transaction */
-			again |= retry;
+			bool again = u->q[s].rc == BS_ECONFLICT && retryable(st, s) && tries < TRIES;
+			undo(u, s); /* a statement failed inside the transaction: ROLLBACK, the lock */
+			if (again)
+				retry = true;
+			else
+				u->q[s].sql = NULL; /* failed for good */
 		}
 		bs__shard_stmts_clear(u->q, st->n);
-		if (rc ? !again || tries == TRIES : !full)
+		if (!retry && !pending)
 			break;
-		if (rc)
-			backoff(tries);
+		if (retry)
+			backoff(tries++);
 	}
 	/* the first failed shard's message (take_old and undo on the other
 	 * shards have used the error slot since) */
-	for (int s = 0; rc && s < st->n; s++)
-		if (u->q[s].sql && u->q[s].rc) {
-			rc = bs_error(u->q[s].rc, "%s", u->q[s].msg);
-			break;
-		}
-	return rc;
+	for (int s = 0; s < st->n; s++)
+		if (u->sb[s].err)
+			return bs_error(u->sb[s].err, "%s", u->sb[s].msg);
+	return 0;
 }
 
 /* ------------------------------------------------------------ index rows */
@@ -546,17 +559,23 @@ static int rows_stmt(bulk_t *u, int i, bs_buf_t *out, const bs_buf_t *in, fence_
 
 /* Send the round's index statements (in[]), each shard's in its fence,
  * every target shard at once: the fast form first, the full one for a
- * shard whose fast form refused (nothing applied there); deadlocked
- * shards again (the statements are idempotent). *refused: a shard did not
- * own a bucket (the caller reads the map and sends them all again). */
+ * shard whose fast form refused (nothing applied there; not a retry);
+ * deadlocked shards again (the statements are idempotent). Every shard
+ * goes on until it applied, refused or failed, whatever the others do.
+ * *refused: a shard did not own a bucket (the caller reads the map and
+ * sends them all again). Returns the first failed shard's error. */
 static int send_rows(bool *refused_any, bulk_t *u, bs_buf_t *out, const bs_buf_t *in, fence_t *fen)
 {
 	bs_store_t *st = u->st;
 	int n = st->n, rc = 0;
 	bool *fast = calloc((size_t)n, sizeof *fast);
+	int *err = calloc((size_t)n, sizeof *err);
+	char (*msg)[512] = calloc((size_t)n, sizeof *msg);
 	*refused_any = false;
-	if (!fast)
-		return bs_error(BS_ENOMEM, "out of memory");
+	if (!fast || !err || !msg) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
 	for (int i = 0; i < n; i++) {
 		u->rows_refused[i] = false;
 		u->q[i].sql = NULL;
@@ -564,9 +583,9 @@ static int send_rows(bool *refused_any, bulk_t *u, bs_buf_t *out, const bs_buf_t
 		if (in[i].len && (rc = rows_stmt(u, i, &out[i], &in[i], &fen[i], fast[i])))
 			goto done;
 	}
-	for (int tries = 1;; tries++) {
-		rc = bs__shard_run(st, u->q);
-		bool again = false, full = false;
+	for (int tries = 1;;) {
+		bs__shard_run(st, u->q); /* each shard's result is in q[i] */
+		bool retry = false, pending = false;
 		for (int i = 0; i < n; i++) {
 			if (!u->q[i].sql)
 				continue;
@@ -575,35 +594,48 @@ static int send_rows(bool *refused_any, bulk_t *u, bs_buf_t *out, const bs_buf_t
 				/* nothing applied: the full form decides */
 				bs__shard_stmts_clear(&u->q[i], 1);
 				fast[i] = false;
-				int frc = rows_stmt(u, i, &out[i], &in[i], &fen[i], false);
-				if (frc) {
-					bs__shard_stmts_clear(u->q, n);
-					rc = frc;
-					goto done;
+				if (!rows_stmt(u, i, &out[i], &in[i], &fen[i], false)) {
+					pending = true;
+					continue;
 				}
-				full = true;
+				u->q[i].sql = NULL;
+				err[i] = bs_last_error_code();
+				snprintf(msg[i], sizeof msg[i], "%s", bs_last_error());
 				continue;
 			}
 			if (!u->q[i].rc) {
+				err[i] = 0;
 				u->rows_refused[i] = no;
-				*refused_any |= u->rows_refused[i];
+				*refused_any |= no;
 				u->q[i].sql = NULL;
 				continue;
 			}
-			unsigned err = st->shards[i].last_errno;
+			err[i] = u->q[i].rc;
+			snprintf(msg[i], sizeof msg[i], "%s", u->q[i].msg);
+			unsigned e = st->shards[i].last_errno;
 			if (st->shards[i].conn)
 				bs__shard_exec(st, i, "ROLLBACK", 8);
-			st->shards[i].last_errno = err;
-			again |= u->q[i].rc == BS_ECONFLICT && retryable(st, i);
+			st->shards[i].last_errno = e;
+			if (u->q[i].rc == BS_ECONFLICT && retryable(st, i) && tries < TRIES)
+				retry = true;
+			else
+				u->q[i].sql = NULL; /* failed for good */
 		}
 		bs__shard_stmts_clear(u->q, n);
-		if (rc ? !again || tries == TRIES : !full)
+		if (!retry && !pending)
 			break;
-		if (rc)
-			backoff(tries);
+		if (retry)
+			backoff(tries++);
 	}
+	for (int i = 0; i < n; i++)
+		if (err[i]) {
+			rc = bs_error(err[i], "%s", msg[i]);
+			break;
+		}
 done:
 	free(fast);
+	free(err);
+	free(msg);
 	return rc;
 }
 

@@ -340,9 +340,11 @@ static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, c
 	bs__shard_stmt_t *q = calloc((size_t)st->n, sizeof *q);
 	bs_buf_t *sql = calloc((size_t)st->n, sizeof *sql);
 	bool *fast = calloc((size_t)st->n, sizeof *fast);
+	int *err = calloc((size_t)st->n, sizeof *err);
+	char (*msg)[512] = calloc((size_t)st->n, sizeof *msg);
 	int rc = 0;
 	*refused = false;
-	if (!q || !sql || !fast) {
+	if (!q || !sql || !fast || !err || !msg) {
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
@@ -353,9 +355,9 @@ static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, c
 		if ((rc = fence_stmt(&q[i], &sql[i], &per_shard[i], id, fast[i])))
 			goto done;
 	}
-	for (int tries = 1;; tries++) {
-		bool again = false, full = false;
-		rc = bs__shard_run(st, q);
+	for (int tries = 1;;) {
+		bool retry = false, pending = false;
+		bs__shard_run(st, q); /* each shard's result is in q[i] */
 		for (int i = 0; i < st->n; i++) {
 			if (!q[i].sql)
 				continue;
@@ -363,42 +365,54 @@ static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, c
 				/* the one-statement form applied when it touched a row
 				 * (CLIENT_FOUND_ROWS: an upsert that changed nothing too) */
 				bool no = fast[i] && fence_one(&per_shard[i]) ? q[i].affected <= 0 : shard_refused(&q[i]);
-				if (no && fast[i]) { /* nothing applied: the full form decides */
+				if (no && fast[i]) { /* nothing applied: the full form decides (not a retry) */
 					bs__shard_stmts_clear(&q[i], 1);
 					fast[i] = false;
-					if ((rc = fence_stmt(&q[i], &sql[i], &per_shard[i], id, false)))
-						goto done;
-					full = true;
+					if (!fence_stmt(&q[i], &sql[i], &per_shard[i], id, false)) {
+						pending = true;
+						continue;
+					}
+					q[i].sql = NULL;
+					err[i] = bs_last_error_code();
+					snprintf(msg[i], sizeof msg[i], "%s", bs_last_error());
 					continue;
 				}
+				err[i] = 0;
 				per_shard[i].refused = no;
 				*refused |= no;
 				q[i].sql = NULL; /* done: not sent again */
 				continue;
 			}
+			err[i] = q[i].rc;
+			snprintf(msg[i], sizeof msg[i], "%s", q[i].msg);
 			rollback_shard(st, i);
-			if (q[i].rc == BS_ECONFLICT && retryable(st, i))
-				again = true;
+			if (q[i].rc == BS_ECONFLICT && retryable(st, i) && tries < WRITE_TRIES)
+				retry = true;
+			else
+				q[i].sql = NULL; /* failed for good */
 		}
 		bs__shard_stmts_clear(q, st->n);
-		if (rc ? !again || tries == WRITE_TRIES : !full)
+		if (!retry && !pending)
 			break;
-		if (rc)
-			backoff(tries);
+		if (retry)
+			backoff(tries++);
 	}
-	if (rc) {
-		char hex[33], msg[1024];
-		bs_id_hex(hex, id);
-		snprintf(msg, sizeof msg, "%s", bs_last_error());
-		rc = bs_error(rc, "entity %s is %s, but its index rows are not: %s "
-		                  "(readers filter stale rows; the cleaner repairs them)", hex, done, msg);
-	}
+	/* the first failed shard's (rollback_shard used the error slot since) */
+	for (int i = 0; i < st->n && !rc; i++)
+		if (err[i]) {
+			char hex[33];
+			bs_id_hex(hex, id);
+			rc = bs_error(err[i], "entity %s is %s, but its index rows are not: %s "
+			                      "(readers filter stale rows; the cleaner repairs them)", hex, done, msg[i]);
+		}
 done:
 	for (int i = 0; sql && i < st->n; i++)
 		bs__buf_free(&sql[i]);
 	free(sql);
 	free(q);
 	free(fast);
+	free(err);
+	free(msg);
 	return rc;
 }
 

@@ -4,9 +4,15 @@
  * fence's fast forms must refuse a leaving bucket and hand the write to
  * the full form, which logs it): puts and deletes without any index, with
  * one, and bulk puts with and without, against the two real test shards
- * (tests/run.sh starts them). The bucket is made `leaving` by hand, as a
- * move's copy phase does, and the log read with plain SQL. A write to an
- * `owned` bucket logs nothing.
+ * (tests/run.sh starts them). With the index, whose rows live in the same
+ * bucket, their writes are logged too (kind 1): a put's, a delete's and a
+ * bulk put's. The bucket is made `leaving` by hand, as a move's copy phase
+ * does, and the log read with plain SQL. A write to an `owned` bucket logs
+ * nothing. And a bulk put over both shards, one of them leaving: both
+ * written, only the leaving one's logged; and when the other shard fails
+ * (its max_allowed_packet too small for the batch), the leaving shard's
+ * full form is still sent: its entity is written and logged, the other
+ * reported not written, the error naming that shard.
  */
 #include "bagstore.h"
 #include "rawsql.h"
@@ -105,6 +111,8 @@ static void writes_logged(const char *what, const char *prefix, int g)
 	CHECK_OK(bs_delete(st, &id));
 	CHECK(logged(s, ids[0], 0) == 1, "%s: a delete from a leaving bucket is in the move log", what);
 	CHECK(count_of(s, ids[0]) == 0, "%s: and deleted", what);
+	if (g >= 0)
+		CHECK(logged(s, ids[0], 1) == 1, "%s: and so is the removal of its index rows (kind 1)", what);
 
 	for (int k = 0; k < 3; k++)
 		bag_of(&bags[k], ids[k + 1], g);
@@ -113,6 +121,8 @@ static void writes_logged(const char *what, const char *prefix, int g)
 	for (int k = 0; k < 3; k++) {
 		CHECK(logged(s, ids[k + 1], 0) == 1, "%s: bulk put's entity %d is in the move log", what, k + 1);
 		CHECK(count_of(s, ids[k + 1]) == 1, "%s: and written", what);
+		if (g >= 0)
+			CHECK(logged(s, ids[k + 1], 1) == 1, "%s: and entity %d's index rows (kind 1)", what, k + 1);
 		bs_value_clear(&bags[k]);
 	}
 
@@ -127,6 +137,94 @@ static void writes_logged(const char *what, const char *prefix, int g)
 	CHECK(sql_int(s, "SELECT COUNT(*) FROM bagstore_move_log") == 0, "%s: writes to an owned bucket log nothing",
 	      what);
 	bs_store_free(st);
+}
+
+/* A bag whose body is larger than pad bytes (letters that do not
+ * compress). */
+static void big_bag_of(bs_value_t *bag, const char *hex, int g, size_t pad)
+{
+	size_t cap = pad + 200;
+	char *json = malloc(cap);
+	if (!json)
+		exit(1);
+	int n = snprintf(json, cap, "{\"id\":{\"$uuid\":\"%.8s-%.4s-%.4s-%.4s-%.12s\"},\"g\":%d,\"pad\":\"", hex,
+	                 hex + 8, hex + 12, hex + 16, hex + 20, g);
+	unsigned r = 12345;
+	for (size_t k = 0; k < pad; k++) {
+		r = r * 1103515245u + 12345u;
+		json[n + k] = (char)('a' + (r >> 16) % 26);
+	}
+	snprintf(json + n + pad, cap - (size_t)n - pad, "\"}");
+	if (bs_json_decode(bag, json, strlen(json), "bag")) {
+		fprintf(stderr, "bag: %s\n", bs_last_error());
+		exit(1);
+	}
+	free(json);
+}
+
+/* A bulk put of one entity into leaving bucket b (0x10a: ids ending
+ * ...10a) and one into bucket b+1, on the other shard. */
+static void mixed_shards(const char *what, const char *prefix, int g)
+{
+	char ids[4][33];
+	bs_id_t id, out[2];
+	bs_value_t bags[2];
+	bool written[2];
+	for (int k = 0; k < 4; k++)
+		snprintf(ids[k], sizeof ids[k], "%s00004000800000000000%d%03x", prefix, k, 0x10a + k % 2);
+	CHECK_OK(bs_id_parse(&id, ids[0]));
+	int b = bs_route_id(&id, 4096), s = owner_of(b), o = owner_of(b + 1);
+	CHECK(s >= 0 && o >= 0 && s != o, "%s: buckets %d and %d on two shards", what, b, b + 1);
+	if (s < 0 || o < 0 || s == o)
+		return;
+	set_state(s, b, "leaving");
+	sql(s, "DELETE FROM bagstore_move_log");
+
+	/* both shards answer */
+	bs_store_t *st = store();
+	bag_of(&bags[0], ids[0], g);
+	bag_of(&bags[1], ids[1], g);
+	CHECK_OK(bs_put_many(st, bags, 2, out, written));
+	CHECK(written[0] && written[1], "%s: a bulk put over both shards, one leaving: both written", what);
+	CHECK(count_of(s, ids[0]) == 1 && count_of(o, ids[1]) == 1, "%s: both are there", what);
+	CHECK(logged(s, ids[0], 0) == 1, "%s: the leaving one is in the move log", what);
+	if (g >= 0)
+		CHECK(logged(s, ids[0], 1) == 1, "%s: and its index rows (kind 1)", what);
+	CHECK(logged(o, ids[1], -1) == 0, "%s: the owned one is not", what);
+	bs_value_clear(&bags[0]);
+	bs_value_clear(&bags[1]);
+	bs_store_free(st);
+
+	/* the other shard fails for good: its statement is too big for it */
+	sql(s, "DELETE FROM bagstore_move_log");
+	long long old_max = sql_int(o, "SELECT @@global.max_allowed_packet");
+	sql(o, "SET GLOBAL max_allowed_packet=16384");
+	st = store(); /* new connections: the new limit */
+	bag_of(&bags[0], ids[2], g);
+	big_bag_of(&bags[1], ids[3], g, 30000);
+	int rc = bs_put_many(st, bags, 2, out, written);
+	char msg[1024], name[64];
+	snprintf(msg, sizeof msg, "%s", bs_last_error());
+	snprintf(name, sizeof name, "shard %s", cfg->shards[o].name);
+	CHECK(rc != 0, "%s: a bulk put whose other shard fails fails", what);
+	CHECK(strstr(msg, name) != NULL, "%s: naming that shard (%s): %s", what, name, msg);
+	CHECK(written[0], "%s: the leaving shard's entity is written all the same", what);
+	CHECK(!written[1], "%s: the failed shard's is not", what);
+	CHECK(count_of(s, ids[2]) == 1, "%s: it is there", what);
+	CHECK(logged(s, ids[2], 0) == 1, "%s: and in the move log", what);
+	if (g >= 0)
+		CHECK(logged(s, ids[2], 1) == 1, "%s: and its index rows (kind 1)", what);
+	CHECK(count_of(o, ids[3]) == 0, "%s: the failed shard's is not there", what);
+	CHECK(sql_int(s, "SELECT COUNT(*) FROM bagstore_intents") == 0, "%s: no intent left on the leaving shard", what);
+	bs_value_clear(&bags[0]);
+	bs_value_clear(&bags[1]);
+	bs_store_free(st);
+	char q[80];
+	snprintf(q, sizeof q, "SET GLOBAL max_allowed_packet=%lld", old_max);
+	sql(o, q);
+
+	set_state(s, b, "owned");
+	sql(s, "DELETE FROM bagstore_move_log");
 }
 
 int main(void)
@@ -145,6 +243,7 @@ int main(void)
 	CHECK_OK(bs_init(st));
 
 	writes_logged("no index", "1eaf0001", -1);
+	mixed_shards("no index, two shards", "1eaf0003", -1);
 
 	/* one index, its rows in the entity's bucket (an int's bucket is its
 	 * residue: 0x10a) */
@@ -153,6 +252,7 @@ int main(void)
 	CHECK_OK(bs_index_create(st, &def));
 	bs_store_free(st);
 	writes_logged("one index", "1eaf0002", 0x10a);
+	mixed_shards("one index, two shards", "1eaf0004", 0x10a);
 
 	raw_close_all();
 	bs_config_free(cfg);
