@@ -301,8 +301,10 @@ int bs__verify_forget(bs_store_t *st, const char *index);
  * sweep of the whole index has removed rows whose entity is gone (a
  * backfill racing deletes leaves some).
  * Waits out the rest of the TTL when needed. *promoted tells whether it is
- * ready now (false, without error, while jobs are not done). */
-int bs__index_promote(bool *promoted, bs_store_t *st, const char *name);
+ * ready now (false, without error, while jobs are not done, or when
+ * opts->stop cut it short: the index stays building, its jobs done, and a
+ * later call promotes it). */
+int bs__index_promote(bool *promoted, bs_store_t *st, const char *name, const bs_cleaner_opts_t *opts);
 /* An index the shards' catalogs disagree on (ix as bs_index_list merged
  * it): a drop cut short is finished; a create or promotion cut short gets
  * its row (and table) on every shard in the merged state. */

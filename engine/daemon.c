@@ -122,7 +122,7 @@ static int promote(bs_store_t *st, const char *name, const bs_cleaner_opts_t *op
 	bs_index_t before;
 	bool promoted = false;
 	int rc;
-	if ((rc = bs_index_get(&before, st, name)) || (rc = bs__index_promote(&promoted, st, name)))
+	if ((rc = bs_index_get(&before, st, name)) || (rc = bs__index_promote(&promoted, st, name, opts)))
 		return rc;
 	if (promoted && before.state == BS_INDEX_BUILDING)
 		bs__event_emit(opts, &(bs_event_t){ .type = BS_EV_INDEX_READY, .shard = -1, .index = name });

@@ -99,14 +99,15 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 _Static_assert(PROMOTE_MARGIN_US > BS__FENCE_WAIT_S * 1000000LL,
                "the promotion's margin must outlast a write's fence wait");
 
-/* Every index row of idx on every shard whose entity is gone, deleted. */
-static int sweep_all(bs_store_t *st, const bs_index_t *idx)
+/* Every index row of idx on every shard whose entity is gone, deleted
+ * (cut short, between batches, when opts says stop). */
+static int sweep_all(bs_store_t *st, const bs_index_t *idx, const bs_cleaner_opts_t *opts)
 {
-	for (int s = 0; s < st->n; s++) {
+	for (int s = 0; s < st->n && !bs__stopping(opts); s++) {
 		uint8_t cursor[16] = {0};
 		bool wrapped = false;
 		int64_t orphans = 0, fixed = 0;
-		while (!wrapped) {
+		while (!wrapped && !bs__stopping(opts)) {
 			int rc = bs__drift_orphans(&orphans, &fixed, st, idx, s, cursor, SWEEP_BATCH, true, &wrapped);
 			if (rc)
 				return rc;
@@ -115,7 +116,7 @@ static int sweep_all(bs_store_t *st, const bs_index_t *idx)
 	return 0;
 }
 
-int bs__index_promote(bool *promoted, bs_store_t *st, const char *name)
+int bs__index_promote(bool *promoted, bs_store_t *st, const char *name, const bs_cleaner_opts_t *opts)
 {
 	bs_index_t idx;
 	bool done = false;
@@ -134,15 +135,20 @@ int bs__index_promote(bool *promoted, bs_store_t *st, const char *name)
 	if ((rc = bs__jobs_all_done(&done, st, name)) || !done)
 		return rc;
 	if (bs_fault(BS_FAULT_SLOW_PROMOTE)) /* tests: a promotion as long as a big index's */
-		bs__cleaner_sleep(6.0, NULL);
+		bs__cleaner_sleep(6.0, bs__stop_flag(opts));
 	/* 2. every writer has seen the index: its creation plus the TTL is past */
 	int64_t ttl_us = (int64_t)(st->cfg->catalog_ttl * 1e6);
 	for (int s = 0; s < st->n; s++) {
 		if ((rc = bs__shard_now_us(&now, st, s)))
 			return rc;
 		if (now < idx.created_us + ttl_us)
-			bs__cleaner_sleep((double)(idx.created_us + ttl_us - now) / 1e6, NULL);
+			bs__cleaner_sleep((double)(idx.created_us + ttl_us - now) / 1e6, bs__stop_flag(opts));
 	}
+	/* A stop leaves the index building with its jobs done: nothing below
+	 * changes the catalog before step 4 is whole, and the next run of its
+	 * jobs (the next daemon, `cleaner --once`) promotes it from step 1. */
+	if (bs__stopping(opts))
+		return 0;
 	/* 3. a repair pass over every entity updated since creation minus the
 	 * TTL. A pass reads newest first: an entity a writer changes behind
 	 * its cursor is not seen again, and the writer's own index writes
@@ -153,7 +159,7 @@ int bs__index_promote(bool *promoted, bs_store_t *st, const char *name)
 	 * beyond that the daemon's repair loop, which walks the same way from
 	 * its watermark, finds what is left. */
 	int64_t since = idx.created_us - ttl_us;
-	for (int round = 0; round < PROMOTE_ROUNDS; round++) {
+	for (int round = 0; round < PROMOTE_ROUNDS && !bs__stopping(opts); round++) {
 		int64_t start = INT64_MAX, rows = 0;
 		for (int s = 0; s < st->n; s++) {
 			if ((rc = bs__shard_now_us(&now, st, s)))
@@ -170,7 +176,7 @@ int bs__index_promote(bool *promoted, bs_store_t *st, const char *name)
 	/* 4. and a sweep of the whole index for rows whose entity is gone: a
 	 * backfill chunk read before a delete and written after it leaves one,
 	 * and the repair of step 3 walks entities, which a deleted one is not */
-	if ((rc = sweep_all(st, &idx)))
+	if (bs__stopping(opts) || (rc = sweep_all(st, &idx, opts)) || bs__stopping(opts))
 		return rc;
 	if ((rc = bs__catalog_set_state(st, name, BS_INDEX_BUILDING, BS_INDEX_READY)))
 		return rc;
@@ -203,7 +209,7 @@ int bs_cleaner_backfill(bs_store_t *st, const char *index, const bs_cleaner_opts
 		return bs__stopping(opts) ? 0 : bs_error(BS_ERROR, "backfill of %s did not finish", index);
 	/* a shard that went away meanwhile: wait for it, as the jobs did */
 	for (int tries = 0;; tries++) {
-		rc = bs__index_promote(&promoted, st, index);
+		rc = bs__index_promote(&promoted, st, index, opts);
 		if (rc != BS_EUNREACHABLE || tries >= 60 || bs__stopping(opts))
 			break;
 		bs__cleaner_sleep(1.0, bs__stop_flag(opts));

@@ -6,6 +6,11 @@
 # big) runs on the backfill's own thread, with a store of its own, so the
 # loop's passes (`loop` events on /metrics) go on meanwhile. The fault
 # point slow_promote makes the promotion take 6 s.
+#
+# And SIGTERM during a promotion stops it (the daemon joins its background
+# threads before it exits, and a big index's promotion outlasts systemd's
+# stop timeout): the index stays building with its jobs done, and the next
+# run of the cleaner promotes it.
 . tests/lib.sh
 T=$(t_tmp)
 CFG=$BAGSTORE_TEST_CONFIG
@@ -54,4 +59,33 @@ t_eq "$(t_sql 0 "SELECT state FROM bagstore_indexes WHERE name='by_n'")" ready "
 stop_daemon
 t_contains "$(cat "$T/d.err")" "index by_n is ready" "the daemon says so"
 t_exit 0 "verify" -- "$BAGSTORE" -c "$T/d.yaml" verify
+
+# ------------------------------------------------------------ SIGTERM while promoting
+t_exit 0 "a second index, built by the next daemon" -- "$BAGSTORE" -c "$T/d.yaml" index create by_n2 --on n:int --shard-on n
+BAGSTORE_FAULT=slow_promote "$BAGSTORE" -c "$T/d.yaml" cleaner >"$T/d2.out" 2>"$T/d2.err" &
+daemon=$!
+done_jobs2() { echo $(( $(t_sql 0 "SELECT COUNT(*) FROM bagstore_jobs WHERE index_name='by_n2' AND state='done'") +
+                         $(t_sql 1 "SELECT COUNT(*) FROM bagstore_jobs WHERE index_name='by_n2' AND state='done'") )); }
+n=0
+until [ "$(done_jobs2)" = 2 ] || [ $n -ge 300 ]; do sleep 0.1; n=$((n + 1)); done
+t_eq "$(done_jobs2)" 2 "by_n2: the backfill's jobs are done"
+sleep 1 # into slow_promote's 6 s
+t0=$(date +%s%N)
+kill -TERM "$daemon"
+wait "$daemon"
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "measured: SIGTERM during a promotion: the daemon exited in $ms ms"
+t_eq "$rc" 0 "SIGTERM during a promotion: the daemon exits 0"
+if [ "$ms" -lt 2500 ]; then t_ok "within 2.5 s ($ms ms): the promotion stops with it"; else t_fail "SIGTERM stops a promotion" "$ms ms"; fi
+t_eq "$(t_sql 0 "SELECT state FROM bagstore_indexes WHERE name='by_n2'")" building "the index is not ready yet"
+t_eq "$(t_sql 1 "SELECT state FROM bagstore_indexes WHERE name='by_n2'")" building "on either shard"
+t_eq "$(done_jobs2)" 2 "its jobs stay done"
+case $(cat "$T/d2.err") in *"by_n2 is ready"*) t_fail "the daemon did not say by_n2 is ready" ;; *) t_ok "and the daemon did not say it was" ;; esac
+t_exit 0 "the next cleaner run" -- "$BAGSTORE" -c "$T/d.yaml" cleaner --once
+t_eq "$(t_sql 0 "SELECT state FROM bagstore_indexes WHERE name='by_n2'")" ready "promotes it"
+t_eq "$(t_sql 1 "SELECT state FROM bagstore_indexes WHERE name='by_n2'")" ready "on both shards"
+t_exit 0 "verify" -- "$BAGSTORE" -c "$T/d.yaml" verify
+t_exit 0 "a query through it" -- "$BAGSTORE" -c "$T/d.yaml" query by_n2 "n=7"
+t_match "$T_OUT" '"n": ?7[,}]' "finds the entity"
 t_done test_daemon_promote

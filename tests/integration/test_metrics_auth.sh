@@ -121,6 +121,15 @@ kill -HUP $apid
 bad_logged() { grep -q 'web.yaml:2:9: basic_auth_users.prom: expected a bcrypt hash' "$TMP/a.err"; }
 if wait_until 10 bad_logged; then t_ok "SIGHUP with a broken file: logged with FILE:LINE:COL"; else t_fail "a broken web configuration is logged" "$(tail -3 "$TMP/a.err")"; fi
 t_eq "$(code --cacert "$C/ca.pem" -u 'prom:new horse' "$U")" 200 "and the one in force stays"
+# basic_auth_users twice (libyaml keeps both pairs): refused at the repeat,
+# not read into a second user array under the first one's count
+{ cat "$C/web.good"; printf 'basic_auth_users:\n  prom: %s\n  other: %s\n' "'$H1'" "'$H1'"; } >"$C/web.yaml"
+kill -HUP $apid
+dup_logged() { grep -Eq 'web\.yaml:6:1: duplicate key \\?"basic_auth_users\\?" \(first at line 4, column 1\)' "$TMP/a.err"; }
+if wait_until 10 dup_logged; then t_ok "SIGHUP with basic_auth_users twice: logged with FILE:LINE:COL"; else t_fail "a repeated basic_auth_users is refused" "$(tail -3 "$TMP/a.err")"; fi
+t_eq "$(grep -c '"reload_failed"' "$TMP/a.err")" 2 "as reload_failed (both broken files)"
+t_eq "$(code --cacert "$C/ca.pem" -u 'prom:new horse' "$U")" 200 "the daemon still serves the one in force"
+t_eq "$(code --cacert "$C/ca.pem" -u 'other:right horse' "$U")" 401 "and the refused file's users are not let in"
 cp "$C/web.good" "$C/web.yaml"
 stop $apid
 t_eq "$(code --cacert "$C/ca.pem" -u 'prom:new horse' "$U")" 000 "stopped: nothing listens"
@@ -199,6 +208,14 @@ badweb b7 "$(printf 'tls_server_config: [\n')" "b7.yaml:" "not YAML"
 badweb b8 "" "sets neither tls_server_config nor basic_auth_users" "an empty file"
 badweb b9 "$(printf 'tls_server_config:\n  cert_file: server-cert.pem\n  key_file: server-key.pem\n  client_ca_file: ca.pem')" \
 	"b9.yaml:4:19: tls_server_config.client_ca_file without client_auth_type" "a client CA without a policy"
+badweb b10 "$(printf "basic_auth_users:\n  prom: '%s'\nbasic_auth_users:\n  prom: '%s'\n  other: '%s'" "$H1" "$H1" "$H1")" \
+	"b10.yaml:3:1: duplicate key \"basic_auth_users\" (first at line 1, column 1)" "basic_auth_users twice"
+badweb b11 "$(printf "basic_auth_users:\n  prom: '%s'\n  prom: '%s'" "$H1" "$H1")" \
+	"b11.yaml:3:3: basic_auth_users: duplicate key \"prom\" (first at line 2, column 3)" "a user twice"
+badweb b12 "$(printf 'tls_server_config:\n  cert_file: server-cert.pem\n  key_file: server-key.pem\n  cert_file: ca.pem')" \
+	"b12.yaml:4:3: tls_server_config: duplicate key \"cert_file\" (first at line 2, column 3)" "a tls_server_config key twice"
+badweb b13 "$(printf 'tls_server_config:\n  cert_file: server-cert.pem\n  key_file: server-key.pem\ntls_server_config:\n  cert_file: server-cert.pem\n  key_file: server-key.pem')" \
+	"b13.yaml:4:1: duplicate key \"tls_server_config\" (first at line 1, column 1)" "tls_server_config twice"
 t_exit 2 "a web configuration that is not there" -- "$BAGSTORE" -c "$CFG" cleaner --metrics "127.0.0.1:$((MP + 3))" --web.config.file "$C/none.yaml"
 t_contains "$T_ERR" "--web.config.file: $C/none.yaml: No such file" "names the flag and the file"
 { cat "$BASE"; printf 'cleaner:\n  metrics: "127.0.0.1:%s"\n  metrics_web_config: %s\n' $((MP + 3)) "$C/b5.yaml"; } >"$TMP/wc.yaml"

@@ -16,7 +16,8 @@
  * versions, cipher suites, client_allowed_sans, http_server_config, the
  * client-auth types that do not verify) is refused by name rather than
  * ignored: a setting an operator relies on is never silently dropped.
- * Every error reads FILE:LINE:COL.
+ * A key given twice in a mapping (libyaml keeps both pairs) is refused
+ * at the repeat. Every error reads FILE:LINE:COL.
  *
  * Passwords are checked with libxcrypt's crypt_r (bcrypt: $2a$, $2b$,
  * $2y$) and compared in constant time. bcrypt at cost 10 takes ~0.1 s and
@@ -110,6 +111,26 @@ static int read_named(char **out, const wctx *c, const yaml_node_t *n, const cha
 	return 0;
 }
 
+/* libyaml keeps every pair of a mapping, a repeated key too: a key given
+ * twice is refused (at the repeat) rather than read twice or half-read. */
+static int repeated(const wctx *c, const yaml_node_t *map, const yaml_node_pair_t *p, const char *where)
+{
+	const yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+	const char *key = scalar(k);
+
+	if (!key)
+		return 0;
+	for (const yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
+		const yaml_node_t *pk = yaml_document_get_node(c->doc, q->key);
+		const char *prev = scalar(pk);
+		if (prev && !strcmp(prev, key))
+			return werr(c, k, "%s%sduplicate key \"%s\" (first at line %lu, column %lu)", where,
+			            where[0] ? ": " : "", key, (unsigned long)pk->start_mark.line + 1,
+			            (unsigned long)pk->start_mark.column + 1);
+	}
+	return 0;
+}
+
 static bool unsupported(const char *k)
 {
 	static const char *const no[] = { "cert", "key", "min_version", "max_version", "cipher_suites",
@@ -135,6 +156,8 @@ static int parse_tls(svc_web_t *w, const wctx *c, const yaml_node_t *map)
 		const char *key = scalar(k);
 		if (!key)
 			return werr(c, k, "tls_server_config: expected a key");
+		if (repeated(c, map, p, "tls_server_config") < 0)
+			return -1;
 		if (!strcmp(key, "cert_file")) {
 			certn = v;
 			free(w->cert_pem);
@@ -214,6 +237,8 @@ static int parse_users(svc_web_t *w, const wctx *c, const yaml_node_t *map)
 	size_t n = (size_t)(map->data.mapping.pairs.top - map->data.mapping.pairs.start);
 	if (!n)
 		return 0;
+	if (w->users) /* the caller refuses a repeated basic_auth_users */
+		return werr(c, map, "basic_auth_users: given twice");
 	if (!(w->users = calloc(n, sizeof *w->users)) || !(cd = calloc(1, sizeof *cd)))
 		return werr(c, map, "out of memory");
 	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
@@ -223,11 +248,8 @@ static int parse_users(svc_web_t *w, const wctx *c, const yaml_node_t *map)
 			rc = werr(c, k, "basic_auth_users: a user name is a non-empty string without ':'");
 			break;
 		}
-		for (int j = 0; j < w->nusers; j++)
-			if (!strcmp(w->users[j].name, user)) {
-				rc = werr(c, k, "basic_auth_users: %s is given twice", user);
-				goto done;
-			}
+		if ((rc = repeated(c, map, p, "basic_auth_users")) < 0)
+			break;
 		/* a bcrypt hash hashes: crypt_r fails ("*0", "*1") on anything else */
 		if (!hash || strncmp(hash, "$2", 2) != 0 || !(h = crypt_r("", hash, cd)) || h[0] == '*') {
 			rc = werr(c, v, "basic_auth_users.%s: expected a bcrypt hash ($2y$..., as htpasswd -B writes it)", user);
@@ -240,7 +262,6 @@ static int parse_users(svc_web_t *w, const wctx *c, const yaml_node_t *map)
 		}
 		w->nusers++;
 	}
-done:
 	free(cd);
 	return rc;
 }
@@ -282,11 +303,15 @@ int svc_web_load(svc_web_t **out, const char *path, char *err, size_t size)
 		snprintf(err, size, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (!(w = calloc(1, sizeof *w)) || !(w->path = strdup(path))) {
+	if (!(w = calloc(1, sizeof *w))) {
 		snprintf(err, size, "out of memory");
 		goto done;
 	}
-	pthread_mutex_init(&w->mu, NULL);
+	pthread_mutex_init(&w->mu, NULL); /* before anything svc_web_free undoes */
+	if (!(w->path = strdup(path))) {
+		snprintf(err, size, "out of memory");
+		goto done;
+	}
 	yaml_parser_initialize(&parser);
 	yaml_parser_set_input_file(&parser, f);
 	if (!yaml_parser_load(&parser, &doc)) {
@@ -311,6 +336,8 @@ int svc_web_load(svc_web_t **out, const char *path, char *err, size_t size)
 	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
 		const yaml_node_t *k = yaml_document_get_node(&doc, p->key), *v = yaml_document_get_node(&doc, p->value);
 		const char *key = scalar(k);
+		if (repeated(&c, root, p, "") < 0)
+			goto done;
 		if (key && !strcmp(key, "tls_server_config")) {
 			if (parse_tls(w, &c, v) < 0)
 				goto done;
