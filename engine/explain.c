@@ -130,7 +130,8 @@ static int estimate(bs_explain_t *e, bs_store_t *st, const bs__query_plan_t *pla
 		if (!q[i].sql)
 			continue;
 		if (q[i].rc || !q[i].nres) {
-			snprintf(s->est_error, sizeof s->est_error, "%s", q[i].rc ? q[i].msg : "EXPLAIN returned nothing");
+			snprintf(s->est_error, sizeof s->est_error, "%.*s", (int)sizeof s->est_error - 1,
+			         q[i].rc ? q[i].msg : "EXPLAIN returned nothing");
 			continue;
 		}
 		MYSQL_RES *res = q[i].res[0];

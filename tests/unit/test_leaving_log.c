@@ -87,7 +87,7 @@ static bs_store_t *store(void)
  * 4096 for the two test shards: an id's bucket is its last 12 bits). */
 static void writes_logged(const char *what, const char *prefix, int g)
 {
-	char ids[4][33];
+	char ids[4][64]; /* 32 hex digits; room for what the compiler cannot see of prefix */
 	bs_id_t id;
 	bs_value_t bag, bags[3];
 	for (int k = 0; k < 4; k++)
@@ -166,7 +166,7 @@ static void big_bag_of(bs_value_t *bag, const char *hex, int g, size_t pad)
  * ...10a) and one into bucket b+1, on the other shard. */
 static void mixed_shards(const char *what, const char *prefix, int g)
 {
-	char ids[4][33];
+	char ids[4][64]; /* 32 hex digits; room for what the compiler cannot see of prefix */
 	bs_id_t id, out[2];
 	bs_value_t bags[2];
 	bool written[2];
