@@ -19,7 +19,8 @@ static json_t *doc_without_floats(void)
 	json_t *o = json_object(), *a = json_array(), *in = json_object();
 
 	json_object_set_new(o, "zeta", json_string("quote \" backslash \\ slash / tab \t nl \n cr \r bs \b ff \f"));
-	json_object_set_new(o, "alpha", json_stringn("nul \0 ctl \x01\x1f del \x7f", 20));
+	static const char ctl[] = "nul \0 ctl \x01\x1f del \x7f";
+	json_object_set_new(o, "alpha", json_stringn(ctl, sizeof ctl - 1));
 	json_object_set_new(o, "utf8 \xc3\xa9", json_string("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
 	json_object_set_new(o, "int", json_integer(-9007199254740993LL));
 	json_object_set_new(o, "t", json_true());

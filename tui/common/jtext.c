@@ -209,7 +209,7 @@ static void value(jbuf_t *b, const json_t *j, size_t flags, int depth)
 			m[i].len = json_object_iter_key_len(json_object_key_to_iter(k));
 			m[i++].val = v;
 		}
-		if (flags & JSON_SORT_KEYS)
+		if ((flags & JSON_SORT_KEYS) && i > 1) /* an empty object has no array (qsort wants one) */
 			qsort(m, i, sizeof *m, member_cmp);
 		put(b, "{", 1);
 		if (i)
