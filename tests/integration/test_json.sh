@@ -54,7 +54,13 @@ t_exit 0 "properties --json" -- "$B" -c "$CFG" properties --json
 t_eq "$(printf '%s' "$T_OUT" | not_shortest)" "" "properties --json: every float at its shortest"
 
 # JSON logs: the daemon's lines (its stop line's uptime_s a float)
-timeout -s INT 3 "$B" -c "$CFG" cleaner --log-format json 2>"$T/log.jsonl" >/dev/null
+# (one SIGINT, to the daemon alone: timeout(1) signals its process group
+# too, and a second SIGINT makes the daemon exit at once, without its stop line)
+"$B" -c "$CFG" cleaner --log-format json 2>"$T/log.jsonl" >/dev/null &
+dpid=$!
+sleep 3
+kill -INT "$dpid"
+wait "$dpid"
 t_match "$(cat "$T/log.jsonl")" '"uptime_s":[0-9]+\.[0-9]+' "the JSON log has a float"
 t_eq "$(not_shortest <"$T/log.jsonl")" "" "JSON logs: every float at its shortest"
 
