@@ -181,7 +181,7 @@ TSAN_TESTS = unit test_console_screens test_console_indexes test_console_entitie
 tsan: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan \
 	  CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" LDFLAGS="-fsanitize=thread" all
-	$(Q)BUILD=build-tsan BAGSTORE_TSAN=1 sh tests/run.sh all $(TSAN_TESTS)
+	$(Q)BUILD=build-tsan BAGSTORE_TSAN=1 BAGSTORE_TEST_TIMEOUT=$${BAGSTORE_TEST_TIMEOUT:-900} sh tests/run.sh all $(TSAN_TESTS)
 
 valgrind: deps
 	$(Q)$(MAKE) --no-print-directory all

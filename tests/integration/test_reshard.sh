@@ -28,6 +28,8 @@ P1=$(t_port 1)
 XP=${BAGSTORE_RESHARD_PORT:-$((P0 + 2))}
 XD=$(t_servers reshard)
 T_TIMEOUT=240
+# ThreadSanitizer runs the movers and writers 5-15 times slower, beside another test
+[ "${BAGSTORE_TSAN:-0}" = 1 ] && T_TIMEOUT=600
 
 stop_all() {
 	[ -f "$T/stop" ] || touch "$T/stop" 2>/dev/null
