@@ -12,6 +12,8 @@
  */
 #include "cleaner.h"
 
+#include <mysqld_error.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +114,8 @@ void bs__writers_free(bs__writers_t *w)
 	free(w);
 }
 
+#define DEADLOCK_TRIES 5 /* a statement chosen as a deadlock's victim runs again this many times */
+
 /* Run one statement on shard i through st, inside a lane of the shard.
  * Returns 0, 1 when it was skipped (abort or stop), or an error code. */
 static int run_one(bs_store_t *st, bs__writers_t *w, item_t *it)
@@ -129,8 +133,17 @@ static int run_one(bs_store_t *st, bs__writers_t *w, item_t *it)
 	}
 	if (r < 0)
 		return 1;
-	if (!(rc = bs__shard_check(st, it->shard)))
-		rc = bs__shard_exec(st, it->shard, it->sql, it->len);
+	/* a deadlock's victim is rolled back whole: its upsert (idempotent: a
+	 * backfill's rows never overwrite) runs again, as writers' retries do */
+	for (int tries = 0;; tries++) {
+		if (!(rc = bs__shard_check(st, it->shard)))
+			rc = bs__shard_exec(st, it->shard, it->sql, it->len);
+		unsigned err = rc == BS_ECONFLICT ? bs__shard_last_errno(st, it->shard) : 0;
+		if (!(err == ER_LOCK_DEADLOCK || err == ER_AUTOINC_READ_FAILED) || tries == DEADLOCK_TRIES)
+			break;
+		bs_error_clear();
+		usleep((useconds_t)(10000 * (tries + 1)));
+	}
 	bs__throttle_leave(w->thr, it->shard, t0);
 	pthread_mutex_lock(&w->mu);
 	it->batch->busy += bs_now_mono() - t0;
