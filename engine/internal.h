@@ -105,6 +105,11 @@ typedef struct {
 	/* this process's data-changing statements sent to the shard's server
 	 * (bs__shard_sent); NULL until the first is counted */
 	struct bs__writes *writes;
+	/* single writes done (rows written, lock released) whose intents are
+	 * removed together later (bs__settle_*), and since when (mono s) */
+	struct bs__settle *settle;
+	int nsettle;
+	double settle_since;
 } bs_shard_t;
 
 /* The bucket map as a store caches it (map.c). */
@@ -173,6 +178,33 @@ int bs__lock_try(bool *mine, bs_store_t *st, int shard, const char *name);
 void bs__lock_held_sql(bs_buf_t *b, const char *name);
 void bs__lock_take_sql(bs_buf_t *b, const char *name);
 void bs__lock_release(bs_store_t *st, int shard, const char *name);
+
+/* Intents removed in batches (the single write's step 3, entity.c): a
+ * write whose index rows are all written adds its intent (token, the
+ * entity, the version it wrote, 0 for a delete); bs__settle_due says a
+ * batch is due (BS__SETTLE_BATCH of them, or the first older than
+ * BS__SETTLE_AGE_S); bs__settle_sql appends the one statement that removes
+ * each where the entity is still that version (still absent, for a
+ * delete), and empties the list; bs__settle_flush runs it now (best
+ * effort: bs_store_free calls it). An intent added for an entity already
+ * in the list makes the earlier ones go whatever the version: their rows
+ * were all written before this write began, and any write of another
+ * writer that could land after them keeps an intent of its own (its
+ * version, or this write's, is not the last). An intent left (never
+ * flushed, the process killed) has a free lock: the repair loop settles
+ * it. */
+struct bs__settle {
+	char token[48];
+	bs_id_t id;
+	int64_t ver_us; /* 0: a delete */
+	bool any;       /* superseded: removed whatever the version */
+};
+#define BS__SETTLE_BATCH 32
+#define BS__SETTLE_AGE_S 0.2
+void bs__settle_add(bs_store_t *st, int i, const char *token, const bs_id_t *id, int64_t ver_us);
+bool bs__settle_due(const bs_store_t *st, int i);
+void bs__settle_sql(bs_buf_t *out, bs_store_t *st, int i);
+void bs__settle_flush(bs_store_t *st, int i);
 
 /* Send statements on the shard's connection without waiting for their
  * answer: the write path's last step, off the caller's latency. The answer

@@ -516,6 +516,78 @@ int bs__shard_send(bs_store_t *st, int i, const char *sql, size_t len, const cha
 	return 0;
 }
 
+void bs__settle_add(bs_store_t *st, int i, const char *token, const bs_id_t *id, int64_t ver_us)
+{
+	bs_shard_t *sh = &st->shards[i];
+	if (!sh->settle && !(sh->settle = calloc(BS__SETTLE_BATCH, sizeof *sh->settle)))
+		return; /* out of memory: the intent stays, the repair loop settles it */
+	if (sh->nsettle == BS__SETTLE_BATCH)
+		return; /* not flushed (bs__settle_due was not heeded): the same */
+	for (int k = 0; k < sh->nsettle; k++)
+		if (!memcmp(sh->settle[k].id.b, id->b, 16))
+			sh->settle[k].any = true;
+	struct bs__settle *e = &sh->settle[sh->nsettle];
+	snprintf(e->token, sizeof e->token, "%s", token);
+	e->id = *id;
+	e->ver_us = ver_us;
+	e->any = false;
+	if (!sh->nsettle++)
+		sh->settle_since = bs_now_mono();
+}
+
+bool bs__settle_due(const bs_store_t *st, int i)
+{
+	const bs_shard_t *sh = &st->shards[i];
+	return sh->nsettle >= BS__SETTLE_BATCH || (sh->nsettle && bs_now_mono() - sh->settle_since >= BS__SETTLE_AGE_S);
+}
+
+void bs__settle_sql(bs_buf_t *out, bs_store_t *st, int i)
+{
+	bs_shard_t *sh = &st->shards[i];
+	if (!sh->nsettle)
+		return;
+	/* each intent by its key, each entity by its id: nsettle lookups of
+	 * each; an entity rewritten since by another writer (another version)
+	 * or back after a delete keeps its intent for the repair loop */
+	bs__buf_puts(out, "DELETE i FROM bagstore_intents i JOIN (");
+	for (int k = 0; k < sh->nsettle; k++) {
+		const struct bs__settle *e = &sh->settle[k];
+		bs__buf_puts(out, k ? " UNION ALL SELECT " : "SELECT ");
+		bs__buf_hex(out, e->token, strlen(e->token));
+		bs__buf_puts(out, k ? "," : " t,");
+		bs__buf_hex(out, e->id.b, 16);
+		bs__buf_puts(out, k ? "," : " e,");
+		if (e->ver_us)
+			bs__buf_printf(out, "FROM_UNIXTIME(%lld.%06lld)", (long long)(e->ver_us / 1000000),
+			               (long long)(e->ver_us % 1000000));
+		else
+			bs__buf_puts(out, "NULL");
+		bs__buf_puts(out, k ? "," : " v,");
+		bs__buf_puts(out, e->any ? "1" : "0");
+		if (!k)
+			bs__buf_puts(out, " a");
+	}
+	bs__buf_puts(out, ") w ON i.token=w.t AND i.entity_id=w.e LEFT JOIN entities n ON n.id=w.e"
+	                  " WHERE w.a=1 OR n.updated <=> w.v");
+	sh->nsettle = 0;
+}
+
+void bs__settle_flush(bs_store_t *st, int i)
+{
+	bs_shard_t *sh = &st->shards[i];
+	bs_buf_t b = {0};
+	if (!sh->nsettle)
+		return;
+	if (!sh->conn) { /* lost: the repair loop settles them */
+		sh->nsettle = 0;
+		return;
+	}
+	bs__settle_sql(&b, st, i);
+	if (bs__buf_ok(&b) || bs__shard_exec(st, i, b.ptr, b.len))
+		bs_error_clear(); /* the intents stay: the repair loop settles them */
+	bs__buf_free(&b);
+}
+
 void bs__shard_close(bs_store_t *st, int i)
 {
 	bs_shard_t *sh = &st->shards[i];

@@ -51,7 +51,9 @@ void bs_store_free(bs_store_t *st)
 	if (!st)
 		return;
 	for (int i = 0; i < st->n; i++) {
+		bs__settle_flush(st, i);
 		bs__shard_close(st, i);
+		free(st->shards[i].settle);
 		free(st->shards[i].bstate);
 	}
 	free(st->map.owner);

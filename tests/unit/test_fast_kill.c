@@ -6,7 +6,10 @@
  * test shards (tests/run.sh starts them). The entity is written and its
  * intent is there, its named lock gone with the process; `bagstore
  * cleaner --once` (the repair loop) makes the index rows what the body
- * says and removes the intent.
+ * says and removes the intent. Then the window batched intent removal
+ * opens (a write done, its intent waiting for its batch): a put killed
+ * there leaves its intent, lock free, for the repair loop; and a batch
+ * removes only the intents whose entity is still at their version.
  */
 #include "bagstore.h"
 #include "rawsql.h"
@@ -37,8 +40,9 @@ static void bag_of(bs_value_t *bag, int g)
 }
 
 /* In a child with a store of its own, stopped before its index rows:
- * put with g (g < 0: delete). */
-static pid_t writer(int g)
+ * put with g (g < 0: delete); its store closed at the end when close (its
+ * intent's batch runs), else left as a killed process leaves it. */
+static pid_t writer_close(int g, bool close)
 {
 	fflush(stdout);
 	pid_t pid = fork();
@@ -59,7 +63,33 @@ static pid_t writer(int g)
 	}
 	if (rc)
 		fprintf(stderr, "writer: %d: %s\n", rc, bs_last_error());
+	if (close)
+		bs_store_free(st);
 	_exit(rc ? 1 : 0);
+}
+
+static pid_t writer(int g) { return writer_close(g, false); }
+
+/* In a child: put with g, all of it (rows written, the lock released),
+ * then SIGKILL before its intent's batch. */
+static void put_then_die(int g)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		bs_store_t *st = NULL;
+		bs_value_t bag;
+		bag_of(&bag, g);
+		if (bs_store_open(&st, cfg) || bs_put(st, &bag, NULL)) {
+			fprintf(stderr, "put_then_die: %s\n", bs_last_error());
+			_exit(1);
+		}
+		raise(SIGKILL);
+		_exit(1);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the put returned, then the process was killed");
 }
 
 static bool wait_stopped(pid_t pid)
@@ -116,6 +146,8 @@ int main(void)
 	bag_of(&bag, 7);
 	CHECK_OK(bs_put(st, &bag, NULL));
 	bs_value_clear(&bag);
+	bs_store_free(st); /* the put done: its intent's batch runs */
+	st = NULL;
 	CHECK(sql_int(1, "SELECT COUNT(*) FROM ix_g WHERE g=7 AND entity_id=X'" ID "'") == 1,
 	      "the entity's row g=7 is on shard 1");
 
@@ -144,6 +176,44 @@ int main(void)
 	CHECK(cleaner_once() == 0, "cleaner --once");
 	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled the intent");
 	CHECK(both("SELECT COUNT(*) FROM ix_g") == 0, "and the index row is gone");
+
+	/* a put done, its intent waiting for its batch, killed */
+	put_then_die(10);
+	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'") == 1,
+	      "a put killed before its intent's batch: the intent is there");
+	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE IS_USED_LOCK(token) IS NOT NULL") == 0,
+	      "its lock went with the process");
+	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=10 AND entity_id=X'" ID "'") == 1,
+	      "its index row is written");
+	CHECK(cleaner_once() == 0, "cleaner --once");
+	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled the intent");
+	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=10 AND entity_id=X'" ID "'") == 1 &&
+	      both("SELECT COUNT(*) FROM ix_g") == 1, "the index row is what the body says, alone");
+
+	/* a batch removes an intent only where its version is the last: A
+	 * (g=12) stopped before its rows, B (g=14) writes the entity and its
+	 * rows and closes (its batch), A's rows land after B's, A closes */
+	p = writer_close(12, true);
+	CHECK(wait_stopped(p), "A stopped between its entity and its index rows");
+	CHECK_OK(bs_store_open(&st, cfg));
+	bag_of(&bag, 14);
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	bs_store_free(st);
+	st = NULL;
+	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'") == 1,
+	      "B's batch removed its own intent (its version is the last), not A's (A's lock is held)");
+	kill(p, SIGCONT);
+	int status;
+	CHECK(waitpid(p, &status, 0) == p && WIFEXITED(status) && WEXITSTATUS(status) == 0, "A finished");
+	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=12 AND entity_id=X'" ID "'") == 1,
+	      "A's row (g=12) landed after B's: stale");
+	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'") == 1,
+	      "A's batch kept A's intent: the entity is not at A's version");
+	CHECK(cleaner_once() == 0, "cleaner --once");
+	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled it");
+	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=14 AND entity_id=X'" ID "'") == 1 &&
+	      both("SELECT COUNT(*) FROM ix_g") == 1, "the index row is B's (g=14), alone");
 
 	bs_store_free(st);
 	raw_close_all();
