@@ -437,6 +437,53 @@ static void test_denied_roll_forward(bs_store_t *st)
 	free(yaml);
 }
 
+/* A bulk put of 100 bags stops at the first one refused on input,
+ * whichever half of the batch (each half is encoded on its own thread):
+ * the ones before it are written, it and the rest are not. */
+static void test_bulk_refused(bs_store_t *st)
+{
+	enum { N = 100 };
+	bs_value_t bags[N], v;
+	bs_id_t ids[N];
+	bool written[N];
+	const int bad[][2] = { { 80, -1 }, { 10, 70 } }; /* refused bags (-1: none) */
+	for (int c = 0; c < 2; c++) {
+		for (int k = 0; k < N; k++) {
+			bs_id_t id;
+			char hex[33];
+			snprintf(hex, sizeof hex, "b0%02d%04d000040008000000000000000", c, k);
+			CHECK_OK(bs_id_parse(&id, hex));
+			bs_value_map(&bags[k]);
+			if (k == bad[c][0] || k == bad[c][1]) {
+				bs_value_str(&v, "not an id", 9); /* refused: an id is 16 bytes */
+			} else {
+				bs_value_bin(&v, id.b, 16);
+			}
+			bs_map_set(&bags[k], "id", 2, &v);
+			bs_value_int(&v, k);
+			bs_map_set(&bags[k], "k", 1, &v);
+		}
+		int rc = bs_put_many(st, bags, N, ids, written);
+		char want[64];
+		snprintf(want, sizeof want, "entity %d of the batch", bad[c][0] + 1);
+		CHECK(rc == BS_EINVAL, "a batch with bag %d refused fails (%d)", bad[c][0] + 1, rc);
+		CHECK(strstr(bs_last_error(), want) != NULL, "naming the first refused: %s", bs_last_error());
+		int nw = 0, first_unwritten = -1;
+		for (int k = 0; k < N; k++) {
+			nw += written[k];
+			if (!written[k] && first_unwritten < 0)
+				first_unwritten = k;
+		}
+		CHECK(nw == bad[c][0] && first_unwritten == bad[c][0], "the %d before it are written, no other (%d, %d)",
+		      bad[c][0], nw, first_unwritten);
+		bs_value_t got;
+		CHECK_OK(bs_get(&got, st, &ids[bad[c][0] - 1], NULL, NULL));
+		bs_value_clear(&got);
+		for (int k = 0; k < N; k++)
+			bs_value_clear(&bags[k]);
+	}
+}
+
 int main(void)
 {
 	const char *path = getenv("BAGSTORE_TEST_CONFIG");
@@ -453,6 +500,7 @@ int main(void)
 	test_init(st);
 	test_seed(st);
 	test_errors(st);
+	test_bulk_refused(st);
 	test_fingerprint();
 	test_unreachable();
 	test_status_and_drop(st);
