@@ -190,6 +190,10 @@ init_shard() {
 	set -- --no-defaults --datadir="$d/data" --auth-root-authentication-method=normal \
 		--skip-test-db --skip-name-resolve
 	[ "$(id -u)" = 0 ] && set -- "$@" --user=root
+	# SHARDS_MARIADBD_OPTS: more server options, as words (a benchmark's
+	# variant: --innodb-autoinc-lock-mode=2 and the like)
+	# shellcheck disable=SC2086
+	[ -n "${SHARDS_MARIADBD_OPTS:-}" ] && set -- "$@" $SHARDS_MARIADBD_OPTS
 	mkdir -p "$d/tmp"
 	# Each shard's own TMPDIR: bootstraps running side by side in a shared
 	# /tmp have been seen to trip over each other's temporary tables.
@@ -230,6 +234,10 @@ launch_shard() {
 		[ -f "$d/require-tls" ] && set -- "$@" --require-secure-transport=ON
 	fi
 	[ "$(id -u)" = 0 ] && set -- "$@" --user=root
+	# SHARDS_MARIADBD_OPTS: more server options, as words (a benchmark's
+	# variant: --innodb-autoinc-lock-mode=2 and the like)
+	# shellcheck disable=SC2086
+	[ -n "${SHARDS_MARIADBD_OPTS:-}" ] && set -- "$@" $SHARDS_MARIADBD_OPTS
 	mkdir -p "$d/tmp"
 	TMPDIR="$d/tmp" setsid mariadbd "$@" </dev/null >>"$d/error.log" 2>&1 &
 	echo "$!" >"$d/launch.pid"

@@ -14,6 +14,7 @@
 #include "bagstore.h"
 
 #include <mysql.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,6 +330,134 @@ static void ratio(const char *what, const stat_t *x, const stat_t *ref)
 	       x->p50_us / ref->p50_us, x->p99_us / ref->p99_us, x->ops_s / ref->ops_s);
 }
 
+/* ------------------------------------------------------------ concurrent writers */
+
+#define WRITERS 8
+
+/* One of WRITERS threads: k puts of new entities through a store of its
+ * own (bagstore), or the same entities' INSERT and index-row INSERT on
+ * plain connections of its own (the floor). */
+typedef struct {
+	const bench_t *b;
+	int k, first;       /* its k entities (each of a new user), numbered from first */
+	bool plain;
+	int err;
+} writer_t;
+
+static void *writer_run(void *arg)
+{
+	writer_t *w = arg;
+	const bench_t *b = w->b;
+	const bs_config_t *cfg = b->cfg;
+	bs_store_t *st = NULL;
+	MYSQL *raw[64] = {0};
+	bs_id_t *ids = malloc((size_t)w->k * sizeof *ids), *users = malloc((size_t)w->k * sizeof *users);
+	bs_bytes_t *bodies = calloc((size_t)w->k, sizeof *bodies);
+	char *q = NULL;
+	size_t qcap = 0;
+	if (!ids || !users || !bodies) {
+		w->err = 1;
+		goto done;
+	}
+	for (int j = 0; j < w->k; j++) {
+		bs_value_t bag;
+		bs_id_generate(&ids[j]);
+		bs_id_generate(&users[j]); /* users of their own: the queries' are left as they were */
+		make_bag(&bag, &ids[j], &users[j], w->first + j);
+		if (w->plain && bs_body_encode(&bodies[j], &bag))
+			w->err = 1;
+		if (w->plain && 2 * bodies[j].len + 256 > qcap) {
+			qcap = 2 * bodies[j].len + 256;
+			free(q);
+			q = malloc(qcap);
+		}
+		bs_value_clear(&bag);
+	}
+	if (w->plain) {
+		for (int s = 0; s < cfg->nshards && s < 64; s++)
+			raw[s] = raw_connect(&cfg->shards[s]);
+	} else if (bs_store_open(&st, cfg)) {
+		w->err = 1;
+	}
+	if (w->err || (w->plain && !q))
+		goto done;
+	for (int j = 0; j < w->k && !w->err; j++) {
+		if (!w->plain) {
+			bs_value_t bag;
+			make_bag(&bag, &ids[j], &users[j], w->first + j);
+			if (bs_put(st, &bag, NULL))
+				w->err = 1;
+			bs_value_clear(&bag);
+			continue;
+		}
+		size_t len = (size_t)sprintf(q, "INSERT INTO bench_plain2 (id, body) VALUES (X'");
+		len += hex(q + len, ids[j].b, 16);
+		len += (size_t)sprintf(q + len, "', X'");
+		len += hex(q + len, bodies[j].ptr, bodies[j].len);
+		len += (size_t)sprintf(q + len, "')");
+		raw_exec(raw[bs_route_id(&ids[j], cfg->nshards)], q, len);
+		const bs_id_t *u = &users[j];
+		bs_value_t v;
+		bs_value_bin(&v, u->b, 16);
+		len = (size_t)sprintf(q, "INSERT INTO bench_index (user_id, entity_id) VALUES (X'");
+		len += hex(q + len, u->b, 16);
+		len += (size_t)sprintf(q + len, "', X'");
+		len += hex(q + len, ids[j].b, 16);
+		len += (size_t)sprintf(q + len, "')");
+		raw_exec(raw[route_value(b->user_ix, &v, cfg->nshards)], q, len);
+	}
+done:
+	bs_store_free(st);
+	for (int s = 0; s < 64; s++)
+		if (raw[s])
+			mysql_close(raw[s]);
+	for (int j = 0; bodies && j < w->k; j++)
+		bs_bytes_free(&bodies[j]);
+	free(bodies);
+	free(ids);
+	free(users);
+	free(q);
+	return NULL;
+}
+
+/* WRITERS threads of k writes each, at once; their writes per second,
+ * from the start to the last one's end (set-up excluded: each thread
+ * prepares, then all start together at a barrier). */
+static pthread_barrier_t writers_go;
+
+static void *writer_main(void *arg)
+{
+	pthread_barrier_wait(&writers_go);
+	return writer_run(arg);
+}
+
+static double writers(const bench_t *b, int k, bool plain, int round)
+{
+	pthread_t t[WRITERS];
+	writer_t w[WRITERS];
+	pthread_barrier_init(&writers_go, NULL, WRITERS + 1);
+	for (int i = 0; i < WRITERS; i++) {
+		w[i] = (writer_t){ .b = b, .k = k, .first = (round * WRITERS + i) * k, .plain = plain };
+		pthread_create(&t[i], NULL, writer_main, &w[i]);
+	}
+	pthread_barrier_wait(&writers_go);
+	double t0 = now();
+	for (int i = 0; i < WRITERS; i++)
+		pthread_join(t[i], NULL);
+	double secs = now() - t0;
+	pthread_barrier_destroy(&writers_go);
+	for (int i = 0; i < WRITERS; i++)
+		if (w[i].err)
+			die(plain ? "plain writer" : "writer");
+	return (double)WRITERS * k / secs;
+}
+
+static double median3(const double *v)
+{
+	double a = v[0], b = v[1], c = v[2];
+	return a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -410,6 +539,22 @@ int main(int argc, char **argv)
 	raw_table(&b, "bench_index", "CREATE TABLE bench_index (user_id BINARY(16) NOT NULL,"
 	                             " entity_id BINARY(16) NOT NULL, PRIMARY KEY (user_id, entity_id)) ENGINE=InnoDB");
 	stat_t two_ins = timed("plain SQL INSERT + index row INSERT", &b, lat, half, n, false, op_insert_two);
+
+	/* concurrent writers (index_user_id maintained, alone), interleaved: plain, bagstore, three rounds each */
+	int k = n / 16 > 0 ? n / 16 : 1;
+	double wp[3], wb[3];
+	printf("\n%d concurrent writers, %d puts each, one index (user_id), 3 rounds each, interleaved\n"
+	       "  (each a thread with connections of its own; several MariaDB servers share this machine's cores):\n",
+	       WRITERS, k);
+	for (int r = 0; r < 3; r++) {
+		wp[r] = writers(&b, k, true, 2 * r);
+		wb[r] = writers(&b, k, false, 2 * r + 1);
+	}
+	double mp = median3(wp), mb = median3(wb);
+	printf("  plain SQL INSERT + index row INSERT   %8.0f/s %8.0f/s %8.0f/s   median %8.0f/s\n", wp[0], wp[1], wp[2], mp);
+	printf("  bs_put, one index                     %8.0f/s %8.0f/s %8.0f/s   median %8.0f/s\n", wb[0], wb[1], wb[2], mb);
+	printf("  %d writers: bs_put / plain : throughput %.2fx (target at least 0.7x)\n", WRITERS, mb / mp);
+
 
 	printf("\nreads (sequential, one client, random order):\n");
 	srand(42);
