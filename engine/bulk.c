@@ -64,14 +64,9 @@ typedef struct {
 
 static int push_idx(shard_batch_t *b, size_t k)
 {
-	if (b->len == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 64;
-		size_t *p = realloc(b->idx, cap * sizeof *p);
-		if (!p)
-			return bs_error(BS_ENOMEM, "out of memory");
-		b->idx = p;
-		b->cap = cap;
-	}
+	int rc = BS_ARRAY_GROW(b->idx, b->len, b->cap, 64);
+	if (rc)
+		return rc;
 	b->idx[b->len++] = k;
 	return 0;
 }
@@ -154,7 +149,7 @@ static int entity_sql(bulk_t *u, int s)
 	int *buckets = malloc((sb->len ? sb->len : 1) * sizeof *buckets);
 	bs__buf_reset(b);
 	if (!buckets)
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	if (!sb->len) {
 		free(buckets);
 		return 0;
@@ -165,11 +160,9 @@ static int entity_sql(bulk_t *u, int s)
 			pair_add(&pairs, buckets[j], u->ids[sb->idx[j]].b);
 	}
 	if (u->maintained) {
-		bs__buf_puts(b, "DO IF(IS_USED_LOCK(");
-		bs__buf_hex(b, sb->token, strlen(sb->token));
-		bs__buf_puts(b, ")=CONNECTION_ID(),1,GET_LOCK(");
-		bs__buf_hex(b, sb->token, strlen(sb->token));
-		bs__buf_puts(b, ",0));");
+		bs__buf_puts(b, "DO ");
+		bs__lock_take_sql(b, sb->token);
+		bs__buf_puts(b, ";");
 	}
 	fence_sql(b, buckets, sb->len, sb->fast);
 	if (u->maintained) {
@@ -574,7 +567,7 @@ static int send_rows(bool *refused_any, bulk_t *u, bs_buf_t *out, const bs_buf_t
 	char (*msg)[512] = calloc((size_t)n, sizeof *msg);
 	*refused_any = false;
 	if (!fast || !err || !msg) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	for (int i = 0; i < n; i++) {
@@ -651,7 +644,7 @@ static int write_rows(bulk_t *u, const size_t *round, size_t nround)
 	fence_t *fen = calloc((size_t)n, sizeof *fen);
 	bs_buf_t *out = calloc((size_t)n, sizeof *out), *in = calloc((size_t)n, sizeof *in);
 	if (!per || !out || !in || !fen) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	for (int hop = 0;; hop++) {
@@ -742,15 +735,6 @@ static void settle(bulk_t *u, bool rows_ok)
 
 /* ------------------------------------------------------------ the call */
 
-static void new_token(char token[48])
-{
-	bs_id_t r;
-	char hex[33];
-	bs_id_generate(&r);
-	bs_id_hex(hex, &r);
-	snprintf(token, 48, "bagstore.w.%s", hex);
-}
-
 /* Order of bag indexes by id, then position (for finding repeats). */
 static int by_id_then_pos(const void *a, const void *b, void *ids)
 {
@@ -765,7 +749,7 @@ static int occurrences(unsigned *occ, const bs_id_t *ids, size_t n)
 {
 	size_t *order = malloc((n ? n : 1) * sizeof *order);
 	if (!order)
-		return bs_error(BS_ENOMEM, "out of memory");
+		return bs__oom();
 	for (size_t k = 0; k < n; k++)
 		order[k] = k;
 	qsort_r(order, n, sizeof *order, by_id_then_pos, (void *)ids);
@@ -792,7 +776,7 @@ static int plan_list(bulk_t *u, const size_t *list, size_t n)
 	}
 	for (int s = 0; s < st->n; s++)
 		if (u->maintained && u->sb[s].len)
-			new_token(u->sb[s].token);
+			bs__write_token(u->sb[s].token);
 	return rc;
 }
 
@@ -859,7 +843,7 @@ static int write_round(bulk_t *u, size_t *round, size_t nround)
 			if (u->sb[s].refused) {
 				int *bk = malloc((u->sb[s].len ? u->sb[s].len : 1) * sizeof *bk);
 				if (!bk)
-					return bs_error(BS_ENOMEM, "out of memory");
+					return bs__oom();
 				for (size_t j = 0; j < u->sb[s].len; j++)
 					bk[j] = bs_route_id(&u->ids[u->sb[s].idx[j]], st->map.buckets);
 				rc = bs__map_learn(st, s, bk, (int)u->sb[s].len);
@@ -966,7 +950,7 @@ int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, 
 	round = calloc(n, sizeof *round);
 	occ = calloc(n, sizeof *occ);
 	if (!w || !u.bodies || !u.old || !u.found || !u.sb || !u.q || !u.rows_refused || !round || !occ) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
+		rc = bs__oom();
 		goto done;
 	}
 	/* what comes before a bag refused on input is written; it and the

@@ -1012,16 +1012,6 @@ static void settle_send(bs_store_t *st, const write_t *w, bool deleted, bool row
 	bs__buf_free(&b);
 }
 
-/* A fresh token for a write's intent and named lock. */
-static void new_token(char token[48])
-{
-	bs_id_t r;
-	char hex[33];
-	bs_id_generate(&r);
-	bs_id_hex(hex, &r);
-	snprintf(token, 48, "bagstore.w.%s", hex);
-}
-
 /* Test fault points between steps 1 and 2 (bulk.c's too). */
 void bs__fault_after_entity(const bs_id_t *id)
 {
@@ -1075,7 +1065,7 @@ static int write_entity(bs_store_t *st, const bs_id_t *id, const bs_value_t *bag
 	if ((rc = bs__route_entity(&w.shard, &w.bucket, st, id)) || (rc = bs__catalog_cached(&cat, st)))
 		goto done;
 	if (maintained_count(cat))
-		new_token(w.token);
+		bs__write_token(w.token);
 	if ((rc = entity_route_write(st, &w, body, conditional, expect_us)))
 		goto done;
 	if (!bag && !w.found) {

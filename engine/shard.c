@@ -516,6 +516,15 @@ int bs__shard_send(bs_store_t *st, int i, const char *sql, size_t len, const cha
 	return 0;
 }
 
+void bs__write_token(char token[48])
+{
+	bs_id_t r;
+	char hex[33];
+	bs_id_generate(&r);
+	bs_id_hex(hex, &r);
+	snprintf(token, 48, "bagstore.w.%s", hex);
+}
+
 void bs__settle_add(bs_store_t *st, int i, const char *token, const bs_id_t *id, int64_t ver_us)
 {
 	bs_shard_t *sh = &st->shards[i];
