@@ -17,7 +17,7 @@ BUILD=${BUILD:-build}
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 dir=$BUILD/bench-reshard-shards
-port=${BENCH_RESHARD_PORT:-41700}
+port=${BENCH_RESHARD_PORT:-28800}
 [ -x "$BUILD/bench/bench_reshard" ] || make --no-print-directory BAGSTORE_NO_DEPS=1 "$BUILD/bench/bench_reshard"
 trap 'sh conf/shards.sh stop --dir "$dir" >/dev/null 2>&1 || true' EXIT
 trap 'exit 130' INT TERM

@@ -450,7 +450,7 @@ static void test_bulk_refused(bs_store_t *st)
 	for (int c = 0; c < 2; c++) {
 		for (int k = 0; k < N; k++) {
 			bs_id_t id;
-			char hex[33];
+			char hex[64]; /* 32 hex digits; room for what the compiler cannot see of c and k */
 			snprintf(hex, sizeof hex, "b0%02d%04d000040008000000000000000", c, k);
 			CHECK_OK(bs_id_parse(&id, hex));
 			bs_value_map(&bags[k]);
