@@ -7,6 +7,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -77,18 +78,38 @@ static int line_error(int rc, const char *where)
  */
 #define PUT_DOC_MAX ((size_t)64 << 20)
 
-/* JSON Lines go to the store in batches (bs_put_many): the lines of a
- * batch and where each came from. */
+/* One batch: its bags, each bag's line number, and what the store said
+ * of each (bs_put_many's ids and stored). */
+typedef struct {
+	bs_value_t *bags;
+	long *lines;
+	bs_id_t *ids;
+	bool *stored;
+	size_t n;
+} put_batch_t;
+
+/* JSON Lines go to the store in batches (bs_put_many), two buffers: the
+ * one being filled here (bags, lines, ids, stored, nbags: a copy of
+ * buf[cur]'s pointers), while the other, full, is written on a thread of
+ * its own (flying): parsing overlaps the store's work. Only that thread
+ * uses the store while it runs. */
 typedef struct {
 	cli_ctx_t *ctx;
 	const char *name;   /* the input's name in messages */
 	size_t written;
 	size_t batch;       /* lines per batch (--batch) */
-	bs_value_t *bags;   /* the batch */
+	bs_value_t *bags;   /* the batch being filled */
 	long *lines;        /* each bag's line number */
 	size_t nbags;
 	bs_id_t *ids;
 	bool *stored;
+	put_batch_t buf[2];
+	int cur;            /* the buffer being filled */
+	bool flying;        /* buf[!cur] is being written (or was, when not threaded) */
+	bool threaded;      /* by the writer thread */
+	pthread_t writer;
+	int fly_rc;         /* its bs_put_many's answer, and message */
+	char fly_msg[1024];
 	/* progress on a terminal */
 	bool tty;
 	FILE *in;
@@ -173,20 +194,34 @@ static void put_progress(put_state_t *ps, bool last)
 	fflush(stderr);
 }
 
-/* Store the batch (bs_put_many) and print each stored id in input order.
- * A bag refused on input is named by its line: the ones before it are
- * stored, it and the rest are not. */
-static int put_flush(put_state_t *ps)
+/* The thread writing a full batch. */
+static void *put_writer(void *arg)
+{
+	put_state_t *ps = arg;
+	put_batch_t *b = &ps->buf[!ps->cur];
+	ps->fly_rc = bs_put_many(ps->ctx->st, b->bags, b->n, b->ids, b->stored);
+	snprintf(ps->fly_msg, sizeof ps->fly_msg, "%s", ps->fly_rc < 0 ? bs_last_error() : "");
+	return NULL;
+}
+
+/* Wait for the batch in flight, if any, and print each id it stored in
+ * input order. A bag refused on input is named by its line: the ones
+ * before it are stored, it and the rest are not. */
+static int put_wait(put_state_t *ps)
 {
 	char hex[33], where[4096];
 	int rc;
-	if (!ps->nbags)
+	if (!ps->flying)
 		return 0;
-	rc = bs_put_many(ps->ctx->st, ps->bags, ps->nbags, ps->ids, ps->stored);
-	for (size_t k = 0; k < ps->nbags; k++) {
-		if (!ps->stored[k])
+	if (ps->threaded)
+		pthread_join(ps->writer, NULL);
+	ps->flying = false;
+	put_batch_t *b = &ps->buf[!ps->cur];
+	rc = ps->fly_rc;
+	for (size_t k = 0; k < b->n; k++) {
+		if (!b->stored[k])
 			continue;
-		bs_id_hex(hex, &ps->ids[k]);
+		bs_id_hex(hex, &b->ids[k]);
 		printf("%s\n", hex);
 		ps->written++;
 	}
@@ -194,15 +229,45 @@ static int put_flush(put_state_t *ps)
 	if (rc < 0) {
 		/* the first line not stored names the spot */
 		size_t k = 0;
-		while (k < ps->nbags && ps->stored[k])
+		while (k < b->n && b->stored[k])
 			k++;
-		snprintf(where, sizeof where, "%s:%ld", ps->name, ps->lines[k < ps->nbags ? k : 0]);
+		bs_error(rc, "%s", ps->fly_msg);
+		snprintf(where, sizeof where, "%s:%ld", ps->name, b->lines[k < b->n ? k : 0]);
 		rc = error_at(rc, where);
 	}
-	for (size_t k = 0; k < ps->nbags; k++)
-		bs_value_clear(&ps->bags[k]);
-	ps->nbags = 0;
+	for (size_t k = 0; k < b->n; k++)
+		bs_value_clear(&b->bags[k]);
+	b->n = 0;
 	put_progress(ps, false);
+	return rc;
+}
+
+/* The batch in hand goes to the store: once the one before it is written
+ * (its error, if any, is this call's, and the batch in hand is dropped),
+ * on the writer thread, while the caller fills the other buffer. A batch
+ * handed over is waited for by put_wait (the next flush, the end). */
+static int put_flush(put_state_t *ps)
+{
+	int rc = put_wait(ps);
+	if (rc < 0 || !ps->nbags) {
+		for (size_t k = 0; rc < 0 && k < ps->nbags; k++)
+			bs_value_clear(&ps->bags[k]);
+		if (rc < 0)
+			ps->nbags = 0;
+		return rc;
+	}
+	ps->buf[ps->cur].n = ps->nbags;
+	ps->cur = !ps->cur;
+	ps->threaded = pthread_create(&ps->writer, NULL, put_writer, ps) == 0;
+	if (!ps->threaded)
+		put_writer(ps); /* no thread: written here, waited for as one */
+	ps->flying = true;
+	put_batch_t *b = &ps->buf[ps->cur];
+	ps->bags = b->bags;
+	ps->lines = b->lines;
+	ps->ids = b->ids;
+	ps->stored = b->stored;
+	ps->nbags = 0;
 	return rc;
 }
 
@@ -321,12 +386,19 @@ static int put_setup(put_state_t *ps, const char *batch_text)
 			                       batch_text);
 	}
 	ps->batch = v;
-	ps->bags = calloc(v, sizeof *ps->bags);
-	ps->lines = calloc(v, sizeof *ps->lines);
-	ps->ids = calloc(v, sizeof *ps->ids);
-	ps->stored = calloc(v, sizeof *ps->stored);
-	if (!ps->bags || !ps->lines || !ps->ids || !ps->stored)
-		return bs_error(BS_ENOMEM, "out of memory");
+	for (int k = 0; k < 2; k++) {
+		put_batch_t *b = &ps->buf[k];
+		b->bags = calloc(v, sizeof *b->bags);
+		b->lines = calloc(v, sizeof *b->lines);
+		b->ids = calloc(v, sizeof *b->ids);
+		b->stored = calloc(v, sizeof *b->stored);
+		if (!b->bags || !b->lines || !b->ids || !b->stored)
+			return bs_error(BS_ENOMEM, "out of memory");
+	}
+	ps->bags = ps->buf[0].bags;
+	ps->lines = ps->buf[0].lines;
+	ps->ids = ps->buf[0].ids;
+	ps->stored = ps->buf[0].stored;
 	return 0;
 }
 
@@ -334,10 +406,15 @@ static void put_free(put_state_t *ps)
 {
 	for (size_t k = 0; ps->bags && k < ps->nbags; k++)
 		bs_value_clear(&ps->bags[k]);
-	free(ps->bags);
-	free(ps->lines);
-	free(ps->ids);
-	free(ps->stored);
+	for (int j = 0; j < 2; j++) {
+		put_batch_t *b = &ps->buf[j];
+		for (size_t k = 0; b->bags && k < b->n; k++)
+			bs_value_clear(&b->bags[k]);
+		free(b->bags);
+		free(b->lines);
+		free(b->ids);
+		free(b->stored);
+	}
 }
 
 /* The input: FILE or stdin; its size when it is a regular file. */
@@ -537,16 +614,28 @@ int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	}
 eof:
-	if (atomic_load(&put_signal))
-		rc = bs_error(BS_ERROR, "%s: interrupted by signal %d after line %ld: the %zu entities whose ids were "
-		              "printed are stored, the rest are not", ps.name, atomic_load(&put_signal), lineno,
-		              ps.written);
-	else if (ferror(ps.in))
-		rc = bs_error(BS_ERROR, "%s: read error: %s", ps.name, strerror(errno));
-	else
-		rc = put_flush(&ps);
+	if (atomic_load(&put_signal)) {
+		/* the batch in flight ends first (its ids printed): the count is whole */
+		if ((rc = put_wait(&ps)) >= 0)
+			rc = bs_error(BS_ERROR, "%s: interrupted by signal %d after line %ld: the %zu entities whose ids "
+			              "were printed are stored, the rest are not", ps.name, atomic_load(&put_signal),
+			              lineno, ps.written);
+	} else if (ferror(ps.in)) {
+		int err = errno, wrc = put_wait(&ps);
+		rc = wrc < 0 ? wrc : bs_error(BS_ERROR, "%s: read error: %s", ps.name, strerror(err));
+	} else if ((rc = put_flush(&ps)) >= 0) {
+		rc = put_wait(&ps);
+	}
 	put_progress(&ps, true);
 done:
+	/* a batch still in flight (a line refused after it was handed over):
+	 * its outcome first; its failure is the one told, as when it was
+	 * written before the refused line was read */
+	if (ps.flying) {
+		int wrc = put_wait(&ps);
+		if (wrc < 0)
+			rc = wrc;
+	}
 	put_audit(&ps, rc);
 	if (rc < 0 && atomic_load(&put_signal)) {
 		fprintf(stderr, "bagstore: %s\n", bs_last_error());
