@@ -10,14 +10,6 @@ B=$BAGSTORE
 C=$BAGSTORE_TEST_CONFIG
 T=$(t_tmp)
 T_TIMEOUT=60
-wait_until() {
-	_w_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@"; do
-		[ "$(date +%s)" -ge "$_w_end" ] && return 1
-		sleep 0.1
-	done
-}
 sum() { awk '{ s += $1 } END { print s + 0 }'; }
 
 t_exit 0 "init" -- "$B" -c "$C" init
@@ -32,7 +24,7 @@ ready() { [ "$(state "$1")" = ready ]; }
 n=0
 for i in $(seq 1 34); do
 	"$B" -c "$C" index create "ix_$i" --on a:int --shard-on a >/dev/null 2>"$T/create.err" || break
-	wait_until 30 ready "ix_$i" || break
+	t_wait 30 ready "ix_$i" || break
 	"$B" -c "$C" index drop "ix_$i" --yes >/dev/null 2>&1 || break
 	n=$i
 done
