@@ -15,7 +15,7 @@ TMP=$(t_tmp)
 CFG=$TMP/cleaner.yaml
 cp "$BAGSTORE_TEST_CONFIG" "$CFG"
 printf 'cleaner: {chunk_time: 0.05, repair_interval: 0.1}\n' >>"$CFG"
-N=20000
+N=10000
 bs() {
 	want=$1 desc=$2
 	shift 2
