@@ -162,26 +162,33 @@ t_contains "$T_OUT" '"state": "cancelled"' "the plan ended cancelled"
 # ------------------------------------------------------------ a preview gone stale
 # The drain previewed, then run to its end from the command line while the
 # preview is open: confirming it starts nothing (the map moved since).
-cat >"$T/stale.keys" <<'KEYS'
+# The console reads its script from a pipe, line by line: the keys that
+# confirm are written once the drain has run to its end.
+mkfifo "$T/stale.keys"
+"$BAGSTORE" -c "$CD" --headless "$T/stale.keys" --dump-dir "$D" >"$T/stale.out" 2>&1 &
+console=$!
+exec 4>"$T/stale.keys"
+cat >&4 <<'KEYS'
 keys 8
 wait-for draining
 wait-idle
 keys r
 wait-for plan from bucket map version
 dump preview2
-sleep 20
+KEYS
+i=0
+while [ $i -lt 300 ] && [ ! -s "$D/preview2.txt" ]; do sleep 0.1; i=$((i + 1)); done
+t_exit 0 "the drain started from the command line" -- "$BAGSTORE" -c "$CD" reshard start --yes
+t_exit 0 "and run to its end" -- "$BAGSTORE" -c "$CD" cleaner --reshard
+cat >&4 <<'KEYS'
+sleep 1
 keys y
 keys reshard\n
 wait-for plan changed since the preview 20
 dump changed
 keys :q\n
 KEYS
-"$BAGSTORE" -c "$CD" --headless "$T/stale.keys" --dump-dir "$D" >"$T/stale.out" 2>&1 &
-console=$!
-i=0
-while [ $i -lt 300 ] && [ ! -s "$D/preview2.txt" ]; do sleep 0.1; i=$((i + 1)); done
-t_exit 0 "the drain started from the command line" -- "$BAGSTORE" -c "$CD" reshard start --yes
-t_exit 0 "and run to its end" -- "$BAGSTORE" -c "$CD" cleaner --reshard
+exec 4>&-
 wait "$console"
 t_eq "$?" 0 "headless: the stale preview (exit status)"
 t_contains "$(d changed)" "not started: the plan changed since the preview" "a stale preview starts nothing"

@@ -210,7 +210,10 @@ if t_wait 30 said by_f "running: full pace: no other writers on shard s[01]"; th
 else
 	t_fail "a backfill with nobody else writing goes at full pace, saying why" "$(cat "$TMP/reasons.txt")"
 fi
+# seen: the rest needs neither LAT's slow pace nor slow_chunk
+kill -TERM "$(cat "$TMP/full.pid")"
 bg_wait full
+bs 0 "by_f finished by another worker" "$DEF" cleaner --index by_f
 t_eq "$(rows by_f)" "$N" "by_f complete"
 t_other_writer "$PORT1" 90
 bs 0 "create by_l" "$DEF" index create by_l --on k:int --shard-on k
