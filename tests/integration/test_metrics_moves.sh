@@ -62,8 +62,10 @@ t_eq "$(grep -c '^bagstore_move_' "$T/m0")" 0 "and no move series"
 t_eq "$(metric "$T/m0" bagstore_collector_up source=moves)" 1.0 "the moves source is up"
 
 rm -f "$T/stop"
+wpids=""
 for w in w1 w2 w3; do
 	"$BR" writer "$C3" $w 7 6000 "$T/stop" "$T/$w.state" >"$T/$w.out" 2>"$T/$w.err" &
+	wpids="$wpids $!"
 done
 sleep 1
 t_exit 0 "reshard start --yes, writers running" -- "$B" -c "$C3" reshard start --yes
@@ -117,7 +119,14 @@ if t_wait 60 more; then t_ok "a log backlog above 0 while the writers run ($(hea
 # after: the writers stop (they create entities faster than a slowed
 # move's catch-up replays them), the moves finish
 touch "$T/stop"
-t_wait 30 sh -c "! pgrep -f '$BR writer $C3' >/dev/null"
+# (by their pids: a pgrep -f for their command line also matched the shell
+# running it, so this waited its whole 30 s every time)
+writers_gone() { # (an exited writer not yet waited for is a zombie)
+	for p in $wpids; do
+		! kill -0 "$p" 2>/dev/null || grep -q '^[0-9]* (.*) Z' "/proc/$p/stat" 2>/dev/null || return 1
+	done
+}
+if t_wait 30 writers_gone; then t_ok "the writers stop"; else t_fail "the writers stop" "still running: $wpids"; fi
 done_() {
 	k=$((k + 1))
 	prom >"$T/m.$k" 2>/dev/null && [ "$(metric "$T/m.$k" bagstore_reshard_state state=done)" = 1.0 ]
