@@ -63,7 +63,7 @@ FILTER="$*"
 # order of a first run, before $BUILD/test-logs/durations exists. Other
 # tests count as 10 s.
 LONG="test_throttle:55 test_service:50 test_reshard:45 test_hostile:45 \
-	test_metrics_moves:41 test_cleaner:37 test_routing:36 test_service_stop_twice:32 \
+	test_cleaner:37 test_routing:36 test_service_stop_twice:32 test_metrics_moves:21 \
 	test_replica:27 test_service_hung_stop:22 test_lag_history:22 test_console_screens:18 \
 	test_console_config:17 test_bulk_leaving:17 test_service_shard_list:17 \
 	test_daemon_slots:14 test_cleaner_knobs:14"
