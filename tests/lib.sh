@@ -31,6 +31,27 @@
 #                              running side by side never share one; kept
 #                              between runs (t_tmp's is removed by t_done,
 #                              before an EXIT trap could stop the servers)
+# t_wait SECONDS CMD...        run CMD every 0.1 s until it succeeds (0) or
+#                              SECONDS have passed (1)
+# t_extra_shard NAME PORT [N]  N (default 1) MariaDB servers of the test's own
+#                              from PORT on, under t_servers NAME, started
+#                              (tried again for a minute: a port may be a
+#                              client's for a while, TIME_WAIT) with database
+#                              bagstore empty; 1 and their log when they do not
+#                              start. Use as t_exit 0 "a third shard" --
+#                              t_extra_shard NAME PORT; stop them with
+#                              t_extra_stop NAME (from an EXIT trap)
+# t_shards_cfg FILE N PORT [drain]  a configuration of the test's s0 and s1,
+#                              and s2 at PORT when N is 3 (`drain: true` with
+#                              "drain"), written whole at once (as an editor
+#                              saves: a console may be watching FILE)
+# t_need_prom                  sets T_PY to a python3 with prometheus_client
+#                              (the reference Prometheus parser), else records
+#                              a failure; call it once before t_prom
+# t_prom URL [CA USER PASSWORD]  every sample of a /metrics scrape, parsed by
+#                              that parser, one a line: NAME LABEL=VALUE,...
+#                              VALUE; through TLS trusting CA with basic auth
+#                              when given
 # t_done NAME                  print "NAME: N passed, N failed"; exit 1 on any
 #                              failure, else 0
 #
@@ -186,4 +207,66 @@ t_other_stop() {
 		wait "$_p" 2>/dev/null
 	done
 	T_OTHER_PIDS=""
+}
+
+t_wait() {
+	_t_wend=$(($(date +%s) + $1))
+	shift
+	while ! "$@"; do
+		[ "$(date +%s)" -ge "$_t_wend" ] && return 1
+		sleep 0.1
+	done
+	return 0
+}
+
+t_extra_shard() {
+	_t_xd=$(t_servers "$1")
+	_t_xlog=$(t_tmp)/extra-$1.log
+	for _t_try in 1 2 3 4 5 6; do
+		sh "$SHARDS_SH" start --count "${3:-1}" --port "$2" --dir "$_t_xd" >"$_t_xlog" 2>&1 &&
+			sh "$SHARDS_SH" reset --count "${3:-1}" --dir "$_t_xd" >>"$_t_xlog" 2>&1 && return 0
+		sleep 10
+	done
+	cat "$_t_xlog"
+	return 1
+}
+t_extra_stop() {
+	sh "$SHARDS_SH" stop --dir "$(t_servers "$1")" >/dev/null 2>&1
+}
+
+t_shards_cfg() {
+	{
+		echo "shards:"
+		echo "  - {name: s0, host: 127.0.0.1, port: $(t_port 0), database: bagstore, user: root}"
+		echo "  - {name: s1, host: 127.0.0.1, port: $(t_port 1), database: bagstore, user: root}"
+		[ "$2" -ge 3 ] &&
+			echo "  - {name: s2, host: 127.0.0.1, port: $3, database: bagstore, user: root$([ "${4:-}" = drain ] && echo ', drain: true')}"
+		echo "timeouts: {connect: 2, read: 10, write: 10}"
+		echo "catalog_ttl: 1"
+	} >"$1.new"
+	mv "$1.new" "$1"
+}
+
+T_PY=""
+t_need_prom() {
+	for _t_p in python3 /usr/bin/python3; do
+		if "$_t_p" -c 'import prometheus_client' 2>/dev/null; then T_PY=$_t_p; return 0; fi
+	done
+	t_fail "python3 with prometheus_client (apt-get install python3-prometheus-client)"
+}
+t_prom() {
+	[ -n "$T_PY" ] || return 1
+	"$T_PY" -c 'import sys, ssl, base64, urllib.request
+from prometheus_client.parser import text_string_to_metric_families
+url = sys.argv[1]
+if len(sys.argv) > 2:
+    ca, user, pw = sys.argv[2:5]
+    req = urllib.request.Request(url, headers={"Authorization": "Basic " + base64.b64encode((user + ":" + pw).encode()).decode()})
+    text = urllib.request.urlopen(req, timeout=5, context=ssl.create_default_context(cafile=ca)).read().decode()
+else:
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+for fam in text_string_to_metric_families(text):
+    for s in fam.samples:
+        labels = ",".join("%s=%s" % kv for kv in sorted(s.labels.items()))
+        print(s.name, labels or "-", repr(float(s.value)))' "$@"
 }

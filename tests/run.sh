@@ -62,9 +62,11 @@ FILTER="$*"
 # Tests known to be long, with their seconds on 2 workers on 2 cores: the
 # order of a first run, before $BUILD/test-logs/durations exists. Other
 # tests count as 10 s.
-LONG="test_reshard:150 test_hostile:140 test_cleaner:100 test_routing:95 \
-	test_throttle:85 test_daemon_slots:85 test_service:60 test_service_hung_stop:60 \
-	test_service_stop_twice:55 test_replica:45 test_reshard_cancel:40"
+LONG="test_throttle:55 test_service:50 test_reshard:45 test_hostile:45 \
+	test_cleaner:37 test_routing:36 test_service_stop_twice:32 test_metrics_moves:21 \
+	test_replica:27 test_service_hung_stop:22 test_lag_history:22 test_console_screens:18 \
+	test_console_config:17 test_bulk_leaving:17 test_service_shard_list:17 \
+	test_daemon_slots:14 test_cleaner_knobs:14"
 
 BUILD=${BUILD:-build}
 case $BUILD in /*) B=$BUILD ;; *) B=$ROOT/$BUILD ;; esac

@@ -15,21 +15,11 @@ TMP=$(t_tmp)
 CFG=$TMP/cleaner.yaml
 cp "$BAGSTORE_TEST_CONFIG" "$CFG"
 printf 'cleaner: {chunk_time: 0.05, repair_interval: 0.1}\n' >>"$CFG"
-N=20000
+N=10000
 bs() {
 	want=$1 desc=$2
 	shift 2
 	t_exit "$want" "$desc" -- "$BAGSTORE" -c "$CFG" "$@"
-}
-# wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds.
-wait_until() {
-	_w_end=$(( $(date +%s) + $1 ))
-	shift
-	while ! "$@"; do
-		[ "$(date +%s)" -ge "$_w_end" ] && return 1
-		sleep 0.1
-	done
-	return 0
 }
 scanned() { # INDEX: rows scanned, over both shards' jobs
 	a=$(t_sql 0 "SELECT COALESCE(SUM(rows_scanned),0) FROM bagstore_jobs WHERE index_name='$1'")
@@ -86,7 +76,7 @@ t_eq "$(state by_user)" building "by_user starts building"
 bs 0 "backfill list" backfill list
 t_contains "$T_OUT" "queued" "its jobs are queued"
 bg kill cleaner --index by_user
-if wait_until 30 started by_user; then t_ok "the backfill is under way"; else t_fail "the backfill started"; fi
+if t_wait 30 started by_user; then t_ok "the backfill is under way"; else t_fail "the backfill started"; fi
 kill -KILL "$(cat "$TMP/kill.pid")"
 bg_wait kill
 before=$(scanned by_user)
@@ -121,10 +111,10 @@ bs 0 "verify by_n: no drift" verify --index by_n
 
 bs 0 "create by_m" index create by_m --on m:int,k:int --shard-on m
 bg p cleaner --index by_m
-wait_until 30 started by_m
+t_wait 30 started by_m
 bs 0 "backfill pause by_m" backfill pause by_m
 paused() { [ "$(t_sql 0 "SELECT state FROM bagstore_jobs WHERE index_name='by_m'")" = paused ]; }
-if wait_until 10 paused; then t_ok "the job is paused"; else t_fail "the job is paused"; fi
+if t_wait 10 paused; then t_ok "the job is paused"; else t_fail "the job is paused"; fi
 a=$(scanned by_m)
 sleep 1
 b=$(scanned by_m)
@@ -144,13 +134,13 @@ bs 0 "verify by_m" verify --index by_m
 
 bs 0 "create by_k" index create by_k --on k:int --shard-on k
 bg s cleaner --index by_k
-wait_until 30 started by_k
+t_wait 30 started by_k
 sh "$SHARDS_SH" stop-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 # The job notices at its next chunk or connection attempt: under ASan on a
 # loaded machine that can take more than a couple of seconds.
 by_k_state() { t_sql 0 "SELECT CONCAT(state,': ',reason) FROM bagstore_jobs WHERE index_name='by_k'"; }
 by_k_waits() { by_k_seen=$(by_k_state); case "$by_k_seen" in *waiting*) return 0 ;; esac; return 1; }
-wait_until 30 by_k_waits
+t_wait 30 by_k_waits
 if kill -0 "$(cat "$TMP/s.pid")" 2>/dev/null; then t_ok "the job waits for the stopped shard"; else t_fail "the job waits for the stopped shard" "$(cat "$TMP/s.err")"; fi
 # What the job said (a second read may fall on a retry's claim: until s1's
 # signals have gone unread for cleaner.max_signal_age, the throttle lets a
@@ -160,7 +150,7 @@ t_contains "$by_k_seen" "waiting" "the job says it waits for a shard"
 # Then the throttle fails closed: it holds the job, which stays throttled
 # saying why (a re-read now finds the same).
 by_k_held() { case "$(by_k_state)" in *unreadable*) return 0 ;; esac; return 1; }
-if wait_until 30 by_k_held; then t_ok "then the throttle holds it: s1's signals unreadable"; else
+if t_wait 30 by_k_held; then t_ok "then the throttle holds it: s1's signals unreadable"; else
 	t_fail "then the throttle holds it: s1's signals unreadable" "$(by_k_state)"; fi
 t_contains "$(by_k_state)" "waiting: shard s1: " "and it keeps saying it waits, naming s1"
 sh "$SHARDS_SH" start-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
@@ -173,7 +163,7 @@ bs 0 "verify by_k" verify --index by_k
 # the first shard (where the catalog is read first) stopped, then back
 bs 0 "create by_k2" index create by_k2 --on k:int --shard-on k
 bg s0 cleaner --index by_k2
-wait_until 30 started by_k2
+t_wait 30 started by_k2
 sh "$SHARDS_SH" stop-one s0 --dir "$SHARDS_DIR" >/dev/null 2>&1
 sleep 2
 if kill -0 "$(cat "$TMP/s0.pid")" 2>/dev/null; then t_ok "the job waits for the stopped first shard"; else t_fail "the job waits for the stopped first shard" "$(cat "$TMP/s0.err")"; fi
@@ -252,7 +242,7 @@ dpid=$!
 t_exit 75 "another killed put" -- env BAGSTORE_FAULT=after_entity_write "$BAGSTORE" -c "$CFG" put "$TMP/one.json"
 t_sql 0 "DELETE FROM by_k WHERE k=-1"; t_sql 1 "DELETE FROM by_k WHERE k=-1"
 fixed() { [ "$(( $(t_sql 0 "SELECT COUNT(*) FROM by_k WHERE k=-1") + $(t_sql 1 "SELECT COUNT(*) FROM by_k WHERE k=-1") ))" = 1 ]; }
-if wait_until 20 fixed; then t_ok "the daemon repairs a row deleted by hand"; else t_fail "the daemon repairs a row deleted by hand"; fi
+if t_wait 20 fixed; then t_ok "the daemon repairs a row deleted by hand"; else t_fail "the daemon repairs a row deleted by hand"; fi
 kill -TERM $dpid
 wait $dpid
 t_eq "$?" 0 "the daemon exits 0 on SIGTERM"

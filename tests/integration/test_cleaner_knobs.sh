@@ -28,15 +28,6 @@ P1=$(t_port 1)
 
 # conf NAME YAML: the test configuration plus YAML, as $T/NAME.yaml
 conf() { { cat "$C"; printf '%s\n' "$2"; } >"$T/$1.yaml"; }
-# wait_until SECONDS CMD...: poll CMD every 0.1 s until it succeeds
-wait_until() {
-	_w_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@"; do
-		[ "$(date +%s)" -ge "$_w_end" ] && return 1
-		sleep 0.1
-	done
-}
 job() { # INDEX COLUMN-EXPR: the expression over both shards' job rows, one line
 	echo "$(t_sql 0 "SELECT $2 FROM bagstore_jobs WHERE index_name='$1'") $(t_sql 1 "SELECT $2 FROM bagstore_jobs WHERE index_name='$1'")"
 }
@@ -64,7 +55,7 @@ busy() {
 		[ "$(t_sql 0 "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT SLEEP(300)%'")" -ge "$1" ] &&
 			[ "$(t_sql 1 "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT SLEEP(300)%'")" -ge "$1" ]
 	}
-	wait_until 20 sleeping "$1"
+	t_wait 20 sleeping "$1"
 }
 idle() {
 	for s in 0 1; do
@@ -130,7 +121,7 @@ busy 4
 "$B" -c "$T/maxl.yaml" cleaner --index ix_maxl >"$T/maxl.out" 2>"$T/maxl.err" &
 maxl=$!
 throttled() { job ix_maxl "CONCAT(state,':',reason)" | grep -Eq "throttled:shard s[01]: Threads_running [0-9]+ above max_load 2"; }
-if wait_until 30 throttled; then t_ok "above max_load the job is throttled, naming the signal"; else
+if t_wait 30 throttled; then t_ok "above max_load the job is throttled, naming the signal"; else
 	t_fail "above max_load the job is throttled, naming the signal" "jobs: $(job ix_maxl "CONCAT(state,':',reason)")"; fi
 t_eq "$(scanned ix_maxl)" 0 "and has scanned nothing"
 t_exit 0 "backfill list" -- "$B" -c "$C" backfill list
@@ -156,7 +147,7 @@ ov=$!
 watermark() { t_sql 0 "SELECT COALESCE(MAX(watermark_us), 0) FROM bagstore_watermarks WHERE name='repair'"; }
 now_us() { t_sql 0 "SELECT CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED)"; }
 running() { [ "$(watermark)" -gt "$(($(now_us) - 3000000))" ]; }
-if wait_until 30 running; then t_ok "the daemon's repair loop runs (s0's watermark is recent)"; else t_fail "the repair loop runs"; fi
+if t_wait 30 running; then t_ok "the daemon's repair loop runs (s0's watermark is recent)"; else t_fail "the repair loop runs"; fi
 plant=$(t_sql 0 "UPDATE entities SET updated=NOW(6) - INTERVAL 10 SECOND WHERE id=X'$X';
 	UPDATE entities SET updated=NOW(6) - INTERVAL 60 SECOND WHERE id=X'$Y';
 	SELECT CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED)")
@@ -165,7 +156,7 @@ rows_of() { echo $(($(t_sql 0 "SELECT COUNT(*) FROM ix_fast WHERE entity_id=X'$1
 # a pass that began after the planting has gone over [its previous
 # watermark - 20 s, now]: x's updated is inside, y's is not
 passed() { [ "$(watermark)" -gt "$((plant + 500000))" ]; }
-if wait_until 30 passed; then t_ok "a repair pass began after the planting and ended"; else t_fail "a repair pass after the planting"; fi
+if t_wait 30 passed; then t_ok "a repair pass began after the planting and ended"; else t_fail "a repair pass after the planting"; fi
 t_eq "$(rows_of $X)" 1 "x (updated inside the overlap) is repaired by the daemon"
 t_eq "$(rows_of $Y)" 0 "y (updated outside it) is not"
 kill -TERM $ov

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_console_config.sh - the console follows its configuration file,
 # headless against real shards: the test's two and a third of its own
-# (shard 0's port + 4, or BAGSTORE_TOPOLOGY_PORT; under $BUILD/config-shards,
+# (shard 0's port + 4, or BAGSTORE_TOPOLOGY_PORT; under t_servers config,
 # stopped at the end). The file is rewritten under an open console:
 #  - a third shard listed before `init` added it: the new list disagrees
 #    with the shards and is refused, the console keeps its two shards;
@@ -18,39 +18,17 @@
 . tests/console/lib.sh
 
 P0=$(t_port 0)
-P1=$(t_port 1)
 XP=${BAGSTORE_TOPOLOGY_PORT:-$((P0 + 4))}
-XD=$(cd "${BUILD:-build}" && pwd)/config-shards
 T_TIMEOUT=120
 
-stop_extra() { sh "$SHARDS_SH" stop --dir "$XD" >/dev/null 2>&1; }
+stop_extra() { t_extra_stop config; }
 trap stop_extra EXIT
 trap 'stop_extra; exit 130' INT TERM
-start_extra() {
-	for try in 1 2 3 4 5 6; do
-		sh "$SHARDS_SH" start --count 1 --port "$XP" --dir "$XD" >"$T/extra.log" 2>&1 &&
-			sh "$SHARDS_SH" reset --count 1 --dir "$XD" >>"$T/extra.log" 2>&1 && return 0
-		sleep 10
-	done
-	cat "$T/extra.log"
-	return 1
-}
-t_exit 0 "a third shard" -- start_extra
+t_exit 0 "a third shard" -- t_extra_shard config "$XP"
 [ "$T_FAILED" = 0 ] || t_done test_console_config
 
 # cfg FILE N [drain]: the first N of s0, s1, s2 (s2 drain: true with "drain")
-cfg() {
-	{
-		echo "shards:"
-		echo "  - {name: s0, host: 127.0.0.1, port: $P0, database: bagstore, user: root}"
-		echo "  - {name: s1, host: 127.0.0.1, port: $P1, database: bagstore, user: root}"
-		[ "$2" -ge 3 ] &&
-			echo "  - {name: s2, host: 127.0.0.1, port: $XP, database: bagstore, user: root$([ "${3:-}" = drain ] && echo ', drain: true')}"
-		echo "timeouts: {connect: 2, read: 10, write: 10}"
-		echo "catalog_ttl: 1"
-	} >"$1.new"
-	mv "$1.new" "$1" # whole at once, as an editor saves
-}
+cfg() { t_shards_cfg "$1" "$2" "$XP" "${3:-}"; }
 F=$T/live.yaml C2=$T/c2.yaml C3=$T/c3.yaml
 cfg "$F" 2
 cfg "$C2" 2

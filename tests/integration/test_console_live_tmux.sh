@@ -7,7 +7,7 @@
 # map, and that no cleaner runs them; run to their end, the map shows the
 # third shard's buckets; then the file drains it and the screen shows the
 # drain and the moves it asks for. The third shard is shard 0's port + 4
-# (or BAGSTORE_TOPOLOGY_PORT), under $BUILD/live-shards, stopped at the end.
+# (or BAGSTORE_TOPOLOGY_PORT), under t_servers live, stopped at the end.
 . tests/console/lib.sh
 
 if ! command -v tmux >/dev/null 2>&1; then
@@ -15,9 +15,7 @@ if ! command -v tmux >/dev/null 2>&1; then
 	t_done test_console_live_tmux
 fi
 P0=$(t_port 0)
-P1=$(t_port 1)
 XP=${BAGSTORE_TOPOLOGY_PORT:-$((P0 + 4))}
-XD=$(cd "${BUILD:-build}" && pwd)/live-shards
 BIN=$(cd "$(dirname "$BAGSTORE")" && pwd)/$(basename "$BAGSTORE")
 T_TIMEOUT=120
 S="bagstore-live-$$"
@@ -25,35 +23,15 @@ TM="tmux -L $S"
 
 cleanup() {
 	$TM kill-server >/dev/null 2>&1
-	sh "$SHARDS_SH" stop --dir "$XD" >/dev/null 2>&1
+	t_extra_stop live
 }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
-start_extra() {
-	for try in 1 2 3 4 5 6; do
-		sh "$SHARDS_SH" start --count 1 --port "$XP" --dir "$XD" >"$T/extra.log" 2>&1 &&
-			sh "$SHARDS_SH" reset --count 1 --dir "$XD" >>"$T/extra.log" 2>&1 && return 0
-		sleep 10
-	done
-	cat "$T/extra.log"
-	return 1
-}
-t_exit 0 "a third shard" -- start_extra
+t_exit 0 "a third shard" -- t_extra_shard live "$XP"
 [ "$T_FAILED" = 0 ] || t_done test_console_live_tmux
 
 # cfg FILE N [drain]
-cfg() {
-	{
-		echo "shards:"
-		echo "  - {name: s0, host: 127.0.0.1, port: $P0, database: bagstore, user: root}"
-		echo "  - {name: s1, host: 127.0.0.1, port: $P1, database: bagstore, user: root}"
-		[ "$2" -ge 3 ] &&
-			echo "  - {name: s2, host: 127.0.0.1, port: $XP, database: bagstore, user: root$([ "${3:-}" = drain ] && echo ', drain: true')}"
-		echo "timeouts: {connect: 2, read: 10, write: 10}"
-		echo "catalog_ttl: 1"
-	} >"$1.new"
-	mv "$1.new" "$1"
-}
+cfg() { t_shards_cfg "$1" "$2" "$XP" "${3:-}"; }
 F=$T/live.yaml C3=$T/c3.yaml
 cfg "$F" 2
 cfg "$C3" 3

@@ -12,38 +12,17 @@
 . tests/console/lib.sh
 
 P0=$(t_port 0)
-P1=$(t_port 1)
 XP=${BAGSTORE_TOPOLOGY_PORT:-$((P0 + 4))}
-XD=$(t_servers topology)
 T_TIMEOUT=120
 
-stop_extra() { sh "$SHARDS_SH" stop --dir "$XD" >/dev/null 2>&1; }
+stop_extra() { t_extra_stop topology; }
 trap stop_extra EXIT
 trap 'stop_extra; exit 130' INT TERM
-# A port may be some client's for a while (TIME_WAIT): try again.
-start_extra() {
-	for try in 1 2 3 4 5 6; do
-		sh "$SHARDS_SH" start --count 1 --port "$XP" --dir "$XD" >"$T/extra.log" 2>&1 &&
-			sh "$SHARDS_SH" reset --count 1 --dir "$XD" >>"$T/extra.log" 2>&1 && return 0
-		sleep 10
-	done
-	cat "$T/extra.log"
-	return 1
-}
-t_exit 0 "a third shard" -- start_extra
+t_exit 0 "a third shard" -- t_extra_shard topology "$XP"
 [ "$T_FAILED" = 0 ] || t_done test_console_topology
 
 # cfg FILE [drain]: the test's shards and s2 (drain: true with "drain")
-cfg() {
-	{
-		echo "shards:"
-		echo "  - {name: s0, host: 127.0.0.1, port: $P0, database: bagstore, user: root}"
-		echo "  - {name: s1, host: 127.0.0.1, port: $P1, database: bagstore, user: root}"
-		echo "  - {name: s2, host: 127.0.0.1, port: $XP, database: bagstore, user: root$([ "${2:-}" = drain ] && echo ', drain: true')}"
-		echo "timeouts: {connect: 2, read: 10, write: 10}"
-		echo "catalog_ttl: 1"
-	} >"$1"
-}
+cfg() { t_shards_cfg "$1" 3 "$XP" "${2:-}"; }
 C3=$T/c3.yaml CD=$T/drain.yaml
 cfg "$C3"
 cfg "$CD" drain
@@ -183,26 +162,33 @@ t_contains "$T_OUT" '"state": "cancelled"' "the plan ended cancelled"
 # ------------------------------------------------------------ a preview gone stale
 # The drain previewed, then run to its end from the command line while the
 # preview is open: confirming it starts nothing (the map moved since).
-cat >"$T/stale.keys" <<'KEYS'
+# The console reads its script from a pipe, line by line: the keys that
+# confirm are written once the drain has run to its end.
+mkfifo "$T/stale.keys"
+"$BAGSTORE" -c "$CD" --headless "$T/stale.keys" --dump-dir "$D" >"$T/stale.out" 2>&1 &
+console=$!
+exec 4>"$T/stale.keys"
+cat >&4 <<'KEYS'
 keys 8
 wait-for draining
 wait-idle
 keys r
 wait-for plan from bucket map version
 dump preview2
-sleep 20
+KEYS
+i=0
+while [ $i -lt 300 ] && [ ! -s "$D/preview2.txt" ]; do sleep 0.1; i=$((i + 1)); done
+t_exit 0 "the drain started from the command line" -- "$BAGSTORE" -c "$CD" reshard start --yes
+t_exit 0 "and run to its end" -- "$BAGSTORE" -c "$CD" cleaner --reshard
+cat >&4 <<'KEYS'
+sleep 1
 keys y
 keys reshard\n
 wait-for plan changed since the preview 20
 dump changed
 keys :q\n
 KEYS
-"$BAGSTORE" -c "$CD" --headless "$T/stale.keys" --dump-dir "$D" >"$T/stale.out" 2>&1 &
-console=$!
-i=0
-while [ $i -lt 300 ] && [ ! -s "$D/preview2.txt" ]; do sleep 0.1; i=$((i + 1)); done
-t_exit 0 "the drain started from the command line" -- "$BAGSTORE" -c "$CD" reshard start --yes
-t_exit 0 "and run to its end" -- "$BAGSTORE" -c "$CD" cleaner --reshard
+exec 4>&-
 wait "$console"
 t_eq "$?" 0 "headless: the stale preview (exit status)"
 t_contains "$(d changed)" "not started: the plan changed since the preview" "a stale preview starts nothing"

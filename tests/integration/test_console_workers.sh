@@ -11,14 +11,6 @@ c_init
 numbered() { printf '{"n": %d}\n' "$1"; }
 c_put 4000 numbered
 t_exit 0 "a building index, its jobs queued" -- "$BAGSTORE" -c "$CFG" index create idx_n --on n:int --shard-on n
-wait_until() { # SECONDS CMD...
-	_w_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@"; do
-		[ "$(date +%s)" -ge "$_w_end" ] && return 1
-		sleep 0.2
-	done
-}
 PY=python3
 command -v python3 >/dev/null 2>&1 || PY=/usr/bin/python3
 alive() { # KIND: a live worker of that kind is registered
@@ -72,10 +64,10 @@ keys :q\n
 KEYS
 BAGSTORE_FAULT=slow_chunk "$BAGSTORE" -c "$CFG" --headless "$T/run.keys" --dump-dir "$D" >"$T/run.out" 2>"$T/run.err" &
 hpid=$!
-if wait_until 20 alive console; then t_ok "workers --json lists the console while it backfills"; else t_fail "the console is registered"; fi
+if t_wait 20 alive console; then t_ok "workers --json lists the console while it backfills"; else t_fail "the console is registered"; fi
 # the table while it holds a job (kept: the backfill may end soon after)
 holds() { "$BAGSTORE" -c "$CFG" workers >"$T/workers.txt" 2>&1 && grep -q 'idx_n@s' "$T/workers.txt"; }
-if wait_until 20 holds; then t_ok "workers shows the job the console holds"; else t_fail "the console's job in workers" "$(cat "$T/workers.txt")"; fi
+if t_wait 20 holds; then t_ok "workers shows the job the console holds"; else t_fail "the console's job in workers" "$(cat "$T/workers.txt")"; fi
 t_contains "$(cat "$T/workers.txt")" "console" "the table says console"
 t_match "$(cat "$T/workers.txt")" "console .*idx_n@s[01]" "with the job it holds"
 wait $hpid
@@ -90,7 +82,7 @@ t_eq "$T_OUT" "[]" "the console left the registry when its backfill ended"
 t_exit 0 "another building index" -- "$BAGSTORE" -c "$CFG" index create idx_m --on n:int --shard-on n
 "$BAGSTORE" -c "$CFG" cleaner --metrics 127.0.0.1:$(($(t_port 0) + 44)) >"$T/d.out" 2>"$T/d.err" &
 dpid=$!
-wait_until 20 alive cleaner
+t_wait 20 alive cleaner
 cat >"$T/daemon.keys" <<'KEYS'
 keys 3
 wait-idle

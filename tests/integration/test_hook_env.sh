@@ -24,14 +24,6 @@ drop_users() {
 	root 1 "DROP USER IF EXISTS $USR@'127.0.0.1'" 2>/dev/null
 }
 trap drop_users EXIT
-wait_until() { # SECONDS CMD...
-	_w_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@"; do
-		[ "$(date +%s)" -ge "$_w_end" ] && return 1
-		sleep 0.2
-	done
-}
 
 t_exit 0 "init" -- "$B" -c "$BAGSTORE_TEST_CONFIG" init
 awk 'BEGIN { for (k = 1; k <= 50; k++) printf("{\"n\":%d}\n", k) }' >"$T/e.jsonl"
@@ -58,7 +50,7 @@ BS_HOOK_PW=$PW MYSQL_PWD=$PW2 BS_HOOK_OTHER=other-value LANG=C.UTF-8 TZ=UTC \
 d=$!
 t_exit 0 "index create by_n" -- "$B" -c "$BAGSTORE_TEST_CONFIG" index create by_n --on n:int --shard-on n
 ready() { [ -s "$T/env.index_ready" ] && grep -q '"hook_failed"' "$T/d.err"; }
-if wait_until 60 ready; then t_ok "the hooks ran (index_ready, backfill_done)"; else t_fail "the hooks ran" "$(tail -5 "$T/d.err")"; fi
+if t_wait 60 ready; then t_ok "the hooks ran (index_ready, backfill_done)"; else t_fail "the hooks ran" "$(tail -5 "$T/d.err")"; fi
 kill -TERM $d
 wait $d
 env_all=$(cat "$T"/env.* 2>/dev/null)

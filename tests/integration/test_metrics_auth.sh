@@ -27,19 +27,8 @@ MP=$((SP + 51)) # metrics ports MP .. MP+3
 BASE=$BAGSTORE_TEST_CONFIG
 CFG=$TMP/c.yaml
 { cat "$BASE"; printf 'cleaner: {repair_interval: 0.2, log_every: 1}\n'; } >"$CFG"
-wait_until() { # SECONDS CMD...
-	_w_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@"; do
-		[ "$(date +%s)" -ge "$_w_end" ] && return 1
-		sleep 0.2
-	done
-}
-PY=""
-for p in python3 /usr/bin/python3; do
-	if "$p" -c 'import prometheus_client' 2>/dev/null; then PY=$p; break; fi
-done
-[ -n "$PY" ] || t_fail "python3 with prometheus_client (apt-get install python3-prometheus-client)"
+t_need_prom
+PY=$T_PY
 command -v curl >/dev/null || t_fail "curl is installed"
 # bcrypt PASSWORD: a $2b$ hash (libxcrypt through python's crypt module)
 bcrypt() { "$PY" -W ignore -c 'import crypt,sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=1024)))' "$1"; }
@@ -74,7 +63,7 @@ bs 0 "init" init
 apid=$!
 U=https://127.0.0.1:$MP/metrics
 up() { [ "$(code --cacert "$C/ca.pem" -u 'prom:right horse' "$U")" = 200 ]; }
-if wait_until 20 up; then t_ok "TLS and the right password: 200"; else t_fail "the daemon serves /metrics over TLS" "$(tail -5 "$TMP/a.err")"; fi
+if t_wait 20 up; then t_ok "TLS and the right password: 200"; else t_fail "the daemon serves /metrics over TLS" "$(tail -5 "$TMP/a.err")"; fi
 t_contains "$(head -1 "$TMP/a.err")" "TLS and basic auth" "the start line says how /metrics is protected"
 t_eq "$(code "http://127.0.0.1:$MP/metrics")" 000 "plain HTTP gets no answer"
 t_eq "$(code -u 'prom:right horse' "http://127.0.0.1:$MP/metrics")" 000 "plain HTTP with the password gets none either"
@@ -86,18 +75,7 @@ t_eq "$(code --cacert "$C/ca.pem" -u 'prum:right horse' "$U")" 401 "a wrong user
 t_eq "$(code --cacert "$C/ca.pem" -u 'prom:right horse' "https://127.0.0.1:$MP/")" 200 "/ with the password: 200"
 t_eq "$(code --cacert "$C/ca.pem" "https://127.0.0.1:$MP/")" 401 "/ without: 401 (nothing answers unauthenticated)"
 # the reference parser, through TLS and basic auth
-cat >"$TMP/prom.py" <<'PY'
-import sys, ssl, base64, urllib.request
-from prometheus_client.parser import text_string_to_metric_families
-url, ca, user, pw = sys.argv[1:5]
-req = urllib.request.Request(url, headers={"Authorization": "Basic " + base64.b64encode((user + ":" + pw).encode()).decode()})
-text = urllib.request.urlopen(req, timeout=5, context=ssl.create_default_context(cafile=ca)).read().decode()
-for fam in text_string_to_metric_families(text):
-    for s in fam.samples:
-        labels = ",".join("%s=%s" % kv for kv in sorted(s.labels.items()))
-        print(s.name, labels or "-", repr(float(s.value)))
-PY
-t_exit 0 "a scrape through TLS and basic auth parses" -- "$PY" "$TMP/prom.py" "$U" "$C/ca.pem" prom 'right horse'
+t_exit 0 "a scrape through TLS and basic auth parses" -- t_prom "$U" "$C/ca.pem" prom 'right horse'
 t_match "$T_OUT" "^bagstore_build_info version=" "with bagstore_build_info"
 t_match "$T_OUT" "^bagstore_shard_up shard=s0 1.0" "and the shards' series"
 # the password cache: a scrape with a password that matched once costs no bcrypt
@@ -113,20 +91,20 @@ H2=$(bcrypt 'new horse')
 sed "s|prom: .*|prom: '$H2'|" "$C/web.yaml" >"$C/web2.yaml" && mv "$C/web2.yaml" "$C/web.yaml"
 kill -HUP $apid
 new_pw() { [ "$(code --cacert "$C/ca.pem" -u 'prom:new horse' "$U")" = 200 ]; }
-if wait_until 10 new_pw; then t_ok "SIGHUP: the new password works"; else t_fail "SIGHUP reads the web configuration again" "$(tail -3 "$TMP/a.err")"; fi
+if t_wait 10 new_pw; then t_ok "SIGHUP: the new password works"; else t_fail "SIGHUP reads the web configuration again" "$(tail -3 "$TMP/a.err")"; fi
 t_eq "$(code --cacert "$C/ca.pem" -u 'prom:right horse' "$U")" 401 "and the old one no longer does"
 cp "$C/web.yaml" "$C/web.good"
 printf 'basic_auth_users:\n  prom: notahash\n' >"$C/web.yaml"
 kill -HUP $apid
 bad_logged() { grep -q 'web.yaml:2:9: basic_auth_users.prom: expected a bcrypt hash' "$TMP/a.err"; }
-if wait_until 10 bad_logged; then t_ok "SIGHUP with a broken file: logged with FILE:LINE:COL"; else t_fail "a broken web configuration is logged" "$(tail -3 "$TMP/a.err")"; fi
+if t_wait 10 bad_logged; then t_ok "SIGHUP with a broken file: logged with FILE:LINE:COL"; else t_fail "a broken web configuration is logged" "$(tail -3 "$TMP/a.err")"; fi
 t_eq "$(code --cacert "$C/ca.pem" -u 'prom:new horse' "$U")" 200 "and the one in force stays"
 # basic_auth_users twice (libyaml keeps both pairs): refused at the repeat,
 # not read into a second user array under the first one's count
 { cat "$C/web.good"; printf 'basic_auth_users:\n  prom: %s\n  other: %s\n' "'$H1'" "'$H1'"; } >"$C/web.yaml"
 kill -HUP $apid
 dup_logged() { grep -Eq 'web\.yaml:6:1: duplicate key \\?"basic_auth_users\\?" \(first at line 4, column 1\)' "$TMP/a.err"; }
-if wait_until 10 dup_logged; then t_ok "SIGHUP with basic_auth_users twice: logged with FILE:LINE:COL"; else t_fail "a repeated basic_auth_users is refused" "$(tail -3 "$TMP/a.err")"; fi
+if t_wait 10 dup_logged; then t_ok "SIGHUP with basic_auth_users twice: logged with FILE:LINE:COL"; else t_fail "a repeated basic_auth_users is refused" "$(tail -3 "$TMP/a.err")"; fi
 t_eq "$(grep -c '"reload_failed"' "$TMP/a.err")" 2 "as reload_failed (both broken files)"
 t_eq "$(code --cacert "$C/ca.pem" -u 'prom:new horse' "$U")" 200 "the daemon still serves the one in force"
 t_eq "$(code --cacert "$C/ca.pem" -u 'other:right horse' "$U")" 401 "and the refused file's users are not let in"
@@ -148,7 +126,7 @@ EOF
 cpid=$!
 U2=https://127.0.0.1:$((MP + 1))/metrics
 upc() { [ "$(code --cacert "$C/ca.pem" --cert "$C/client-cert.pem" --key "$C/client-key.pem" "$U2")" = 200 ]; }
-if wait_until 20 upc; then t_ok "a client certificate of the CA: 200"; else t_fail "client certificates" "$(tail -5 "$TMP/c.err")"; fi
+if t_wait 20 upc; then t_ok "a client certificate of the CA: 200"; else t_fail "client certificates" "$(tail -5 "$TMP/c.err")"; fi
 t_eq "$(code --cacert "$C/ca.pem" "$U2")" 403 "no client certificate: 403"
 t_eq "$(code --cacert "$C/ca.pem" --cert "$TMP/other/client-cert.pem" --key "$TMP/other/client-key.pem" "$U2")" 403 \
 	"a client certificate of another CA: 403"
@@ -157,7 +135,7 @@ sed 's/RequireAndVerifyClientCert/VerifyClientCertIfGiven/' "$C/webc.yaml" >"$C/
 "$BAGSTORE" -c "$CFG" cleaner --metrics "127.0.0.1:$((MP + 1))" --web.config.file "$C/webv.yaml" \
 	>"$TMP/v.out" 2>"$TMP/v.err" &
 vpid=$!
-if wait_until 20 upc; then t_ok "VerifyClientCertIfGiven: the CA's certificate: 200"; else t_fail "VerifyClientCertIfGiven" "$(tail -5 "$TMP/v.err")"; fi
+if t_wait 20 upc; then t_ok "VerifyClientCertIfGiven: the CA's certificate: 200"; else t_fail "VerifyClientCertIfGiven" "$(tail -5 "$TMP/v.err")"; fi
 t_eq "$(code --cacert "$C/ca.pem" "$U2")" 200 "no certificate: 200"
 t_eq "$(code --cacert "$C/ca.pem" --cert "$TMP/other/client-cert.pem" --key "$TMP/other/client-key.pem" "$U2")" 403 \
 	"another CA's: 403"
@@ -176,13 +154,13 @@ printf '  metrics_insecure: true\n' >>"$TMP/open.yaml"
 "$BAGSTORE" -c "$TMP/open.yaml" cleaner >"$TMP/o.out" 2>"$TMP/o.err" &
 opid=$!
 upo() { [ "$(code "http://127.0.0.1:$((MP + 2))/metrics")" = 200 ]; }
-if wait_until 20 upo; then t_ok "with metrics_insecure: true it serves, open"; else t_fail "metrics_insecure: true" "$(tail -5 "$TMP/o.err")"; fi
+if t_wait 20 upo; then t_ok "with metrics_insecure: true it serves, open"; else t_fail "metrics_insecure: true" "$(tail -5 "$TMP/o.err")"; fi
 t_contains "$(head -1 "$TMP/o.err")" "(open)" "and its start line says so"
 stop $opid
 "$BAGSTORE" -c "$CFG" cleaner --metrics "0.0.0.0:$((MP + 3))" --web.config.file "$C/web.yaml" >"$TMP/w.out" 2>"$TMP/w.err" &
 wpid=$!
 upw() { [ "$(code --cacert "$C/ca.pem" -u 'prom:new horse' "https://127.0.0.1:$((MP + 3))/metrics")" = 200 ]; }
-if wait_until 20 upw; then t_ok "0.0.0.0 with a web configuration serves"; else t_fail "0.0.0.0 with a web configuration" "$(tail -5 "$TMP/w.err")"; fi
+if t_wait 20 upw; then t_ok "0.0.0.0 with a web configuration serves"; else t_fail "0.0.0.0 with a web configuration" "$(tail -5 "$TMP/w.err")"; fi
 stop $wpid
 
 # ------------------------------------------------------------ broken web configurations
@@ -224,7 +202,7 @@ t_match "$T_ERR" "wc.yaml:[0-9]+:23: cleaner.metrics_web_config: .*b5.yaml:2:9: 
 "$BAGSTORE" -c "$CFG" cleaner --web.config.file "$C/web.yaml" >"$TMP/n.out" 2>"$TMP/n.err" &
 npid=$!
 said() { grep -q "started" "$TMP/n.err"; }
-wait_until 20 said
+t_wait 20 said
 stop $npid
 t_contains "$(cat "$TMP/n.err")" "--web.config.file is not used: /metrics is not served" "a web configuration without an address is said to be unused"
 t_exit 2 "--web.config.file goes with the daemon only" -- "$BAGSTORE" -c "$CFG" cleaner --once --web.config.file "$C/web.yaml"

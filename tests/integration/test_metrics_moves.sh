@@ -2,7 +2,7 @@
 # test_metrics_moves.sh - a reshard's moves on the daemon's /metrics, read
 # through the reference Prometheus parser during a real reshard (2 -> 3
 # shards; the third is the test's own, shard 0's port + 60, or
-# BAGSTORE_MOVES_PORT, under $BUILD/moves-shards, stopped at the end) with
+# BAGSTORE_MOVES_PORT, under t_servers moves, stopped at the end) with
 # three library writers on and the moves slowed (BAGSTORE_FAULT=slow_move):
 #
 #  - before: bagstore_reshard_state{state="idle"}, no move series;
@@ -18,70 +18,32 @@ T=$(t_tmp)
 B=$BAGSTORE
 BR=${BUILD:-build}/bench/bench_reshard
 P0=$(t_port 0)
-P1=$(t_port 1)
 XP=${BAGSTORE_MOVES_PORT:-$((P0 + 60))}
-XD=$(cd "${BUILD:-build}" && pwd)/moves-shards
 MP=$((P0 + 61))
 T_TIMEOUT=240
 
 stop_all() {
 	[ -f "$T/stop" ] || touch "$T/stop" 2>/dev/null
 	[ -n "${dpid:-}" ] && kill -TERM "$dpid" 2>/dev/null
-	sh "$SHARDS_SH" stop --dir "$XD" >/dev/null 2>&1
+	t_extra_stop moves
 }
 trap stop_all EXIT
 trap 'stop_all; exit 130' INT TERM
-wait_until() { # SECONDS CMD...
-	_w_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@"; do
-		[ "$(date +%s)" -ge "$_w_end" ] && return 1
-		sleep 0.3
-	done
-}
-PY=""
-for p in python3 /usr/bin/python3; do
-	if "$p" -c 'import prometheus_client' 2>/dev/null; then PY=$p; break; fi
-done
-[ -n "$PY" ] || t_fail "python3 with prometheus_client (apt-get install python3-prometheus-client)"
+t_need_prom
+PY=$T_PY
 
-extra() {
-	for try in 1 2 3 4 5 6; do
-		sh "$SHARDS_SH" start --count 1 --port "$XP" --dir "$XD" >"$T/extra.log" 2>&1 &&
-			sh "$SHARDS_SH" reset --count 1 --dir "$XD" >>"$T/extra.log" 2>&1 && return 0
-		sleep 10
-	done
-	cat "$T/extra.log"
-	return 1
-}
-t_exit 0 "a third shard" -- extra
+t_exit 0 "a third shard" -- t_extra_shard moves "$XP"
 [ "$T_FAILED" = 0 ] || t_done test_metrics_moves
 cfg() { # FILE N
-	{
-		echo "shards:"
-		echo "  - {name: s0, host: 127.0.0.1, port: $P0, database: bagstore, user: root}"
-		echo "  - {name: s1, host: 127.0.0.1, port: $P1, database: bagstore, user: root}"
-		[ "$2" -ge 3 ] && echo "  - {name: s2, host: 127.0.0.1, port: $XP, database: bagstore, user: root}"
-		echo "timeouts: {connect: 2, read: 10, write: 10}"
-		echo "catalog_ttl: 1"
-		echo "cleaner: {repair_interval: 0.2, log_every: 1}"
-	} >"$1"
+	t_shards_cfg "$1" "$2" "$XP"
+	echo "cleaner: {repair_interval: 0.2, log_every: 1}" >>"$1"
 }
 C2=$T/c2.yaml C3=$T/c3.yaml
 cfg "$C2" 2
 cfg "$C3" 3
 
 # prom: every sample of a scrape, one a line: NAME LABEL=VALUE,... VALUE
-cat >"$T/prom.py" <<'PY'
-import sys, urllib.request
-from prometheus_client.parser import text_string_to_metric_families
-text = urllib.request.urlopen(sys.argv[1], timeout=5).read().decode()
-for fam in text_string_to_metric_families(text):
-    for s in fam.samples:
-        labels = ",".join("%s=%s" % kv for kv in sorted(s.labels.items()))
-        print(s.name, labels or "-", repr(float(s.value)))
-PY
-prom() { "$PY" "$T/prom.py" "http://127.0.0.1:$MP/metrics"; }
+prom() { t_prom "http://127.0.0.1:$MP/metrics"; }
 # metric FILE NAME LABELS: its value in a saved scrape ("" when absent)
 metric() { awk -v n="$2" -v l="$3" '$1 == n && $2 == l { print $3 }' "$1"; }
 
@@ -95,13 +57,15 @@ t_exit 0 "init 3 shards" -- "$B" -c "$C3" init
 BAGSTORE_FAULT=slow_move "$B" -c "$C3" cleaner --metrics "127.0.0.1:$MP" --log-format json >"$T/d.out" 2>"$T/d.err" &
 dpid=$!
 idle() { prom >"$T/m0" 2>/dev/null && [ "$(metric "$T/m0" bagstore_reshard_state state=idle)" = 1.0 ]; }
-if wait_until 20 idle; then t_ok "no reshard: bagstore_reshard_state{state=idle} 1"; else t_fail "reshard state idle" "$(tail -5 "$T/d.err")"; fi
+if t_wait 20 idle; then t_ok "no reshard: bagstore_reshard_state{state=idle} 1"; else t_fail "reshard state idle" "$(tail -5 "$T/d.err")"; fi
 t_eq "$(grep -c '^bagstore_move_' "$T/m0")" 0 "and no move series"
 t_eq "$(metric "$T/m0" bagstore_collector_up source=moves)" 1.0 "the moves source is up"
 
 rm -f "$T/stop"
+wpids=""
 for w in w1 w2 w3; do
 	"$BR" writer "$C3" $w 7 6000 "$T/stop" "$T/$w.state" >"$T/$w.out" 2>"$T/$w.err" &
+	wpids="$wpids $!"
 done
 sleep 1
 t_exit 0 "reshard start --yes, writers running" -- "$B" -c "$C3" reshard start --yes
@@ -115,7 +79,7 @@ copying() {
 	awk '$1 == "bagstore_move_log_backlog_rows" && $3 > 0 { print }' "$T/m.$k" >>"$T/backlog.seen"
 	awk '$1 == "bagstore_move_rows_copied" && $3 > 0 { f = 1 } END { exit !f }' "$T/m.$k"
 }
-if wait_until 60 copying; then t_ok "a move's rows_copied moves"; else t_fail "a move copies" "$(tail -5 "$T/d.err")"; fi
+if t_wait 60 copying; then t_ok "a move's rows_copied moves"; else t_fail "a move copies" "$(tail -5 "$T/d.err")"; fi
 M=$T/m.$k
 t_eq "$(metric "$M" bagstore_reshard_state state=running)" 1.0 "the reshard is running"
 nm=$(awk '$1 == "bagstore_move_state"' "$M" | wc -l)
@@ -150,17 +114,24 @@ more() {
 	awk '$1 == "bagstore_move_log_backlog_rows" && $3 > 0 { print }' "$T/m.$k" >>"$T/backlog.seen"
 	[ -s "$T/backlog.seen" ]
 }
-if wait_until 60 more; then t_ok "a log backlog above 0 while the writers run ($(head -1 "$T/backlog.seen"))"; else t_fail "the log backlog shows writes"; fi
+if t_wait 60 more; then t_ok "a log backlog above 0 while the writers run ($(head -1 "$T/backlog.seen"))"; else t_fail "the log backlog shows writes"; fi
 
 # after: the writers stop (they create entities faster than a slowed
 # move's catch-up replays them), the moves finish
 touch "$T/stop"
-wait_until 30 sh -c "! pgrep -f '$BR writer $C3' >/dev/null"
+# (by their pids: a pgrep -f for their command line also matched the shell
+# running it, so this waited its whole 30 s every time)
+writers_gone() { # (an exited writer not yet waited for is a zombie)
+	for p in $wpids; do
+		! kill -0 "$p" 2>/dev/null || grep -q '^[0-9]* (.*) Z' "/proc/$p/stat" 2>/dev/null || return 1
+	done
+}
+if t_wait 30 writers_gone; then t_ok "the writers stop"; else t_fail "the writers stop" "still running: $wpids"; fi
 done_() {
 	k=$((k + 1))
 	prom >"$T/m.$k" 2>/dev/null && [ "$(metric "$T/m.$k" bagstore_reshard_state state=done)" = 1.0 ]
 }
-if wait_until 200 done_; then t_ok "the reshard ends: bagstore_reshard_state{state=done}"; else
+if t_wait 200 done_; then t_ok "the reshard ends: bagstore_reshard_state{state=done}"; else
 	t_fail "the reshard is done on /metrics" "$(grep '"event":"move' "$T/d.err" | tail -8)"
 	"$B" -c "$C3" reshard status
 fi

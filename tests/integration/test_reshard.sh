@@ -34,21 +34,12 @@ T_TIMEOUT=240
 stop_all() {
 	[ -f "$T/stop" ] || touch "$T/stop" 2>/dev/null
 	t_other_stop
-	sh "$SHARDS_SH" stop --dir "$XD" >/dev/null 2>&1
+	t_extra_stop reshard
 }
 trap stop_all EXIT
 trap 'stop_all; exit 130' INT TERM
 
-# A port may be some client's for a while (TIME_WAIT): try again.
-start_extra() {
-	for try in 1 2 3 4 5 6; do
-		sh "$SHARDS_SH" start --count 2 --port "$XP" --dir "$XD" >"$T/extra.log" 2>&1 && return 0
-		sleep 10
-	done
-	cat "$T/extra.log"
-	return 1
-}
-t_exit 0 "two more shards" -- start_extra
+t_exit 0 "two more shards" -- t_extra_shard reshard "$XP" 2
 [ "$T_FAILED" = 0 ] || t_done test_reshard
 reset_all() {
 	sh "$SHARDS_SH" reset --count 2 --dir "$SHARDS_DIR" >/dev/null &&

@@ -23,8 +23,12 @@
 . tests/lib.sh
 
 B=$BAGSTORE
-C=$BAGSTORE_TEST_CONFIG
 T=$(t_tmp)
+# One command at a time and no writer beside it: the catalog's TTL (how
+# long a writer may cache it, which an index's create on an empty store,
+# its promotion and its drop wait out) is only waiting here, 28 times
+C=$T/c.yaml
+sed 's/^catalog_ttl:.*/catalog_ttl: 0.1/' "$BAGSTORE_TEST_CONFIG" >"$C"
 T_TIMEOUT=120
 P0=$(t_port 0)
 P1=$(t_port 1)
@@ -366,7 +370,7 @@ shards:
   - {name: r0, host: 127.0.0.1, port: $P0, database: bs_route_a, user: root}
   - {name: r1, host: 127.0.0.1, port: $P1, database: bs_route_b, user: root}
   - {name: r2, host: 127.0.0.1, port: $P0, database: bs_route_c, user: root}
-catalog_ttl: 1
+catalog_ttl: 0.1
 EOC
 run_config 3 "$T/three.yaml"
 sqlp "$P0" mysql "DROP DATABASE bs_route_a; DROP DATABASE bs_route_c"
@@ -406,5 +410,22 @@ t_contains "$T_ERR" "shard s1" "and names s1"
 sh "$SHARDS_SH" start-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 t_exit 0 "s1 back: query ix_one k=5" -- "$B" -c "$C" query ix_one k=5
 t_eq "$(printf '%s\n' "$T_OUT" | grep -c '"k":5')" 6 "all six k=5 entities"
+
+# ------------------------------------------------------------ a negative int's bucket
+# With 2 shards x and -x always share a shard: x = -x mod 2, and the first
+# map gives bucket b to shard b mod 2 (B even). So an int routed by its
+# absolute value would place every row of the 2-shard run where the rules
+# put them (only the 3-shard run shows it there). The bucket tells at once:
+# -x's is B - (x mod B), not x's, and the bucket is what decides the shard
+# once a reshard moves it. `explain` reports the bucket a query's fixed
+# shard_on value routes to; B is the map's own.
+NB=$(t_sql 0 "SELECT buckets FROM bagstore_map ORDER BY version DESC LIMIT 1")
+t_match "$NB" '^[0-9]+$' "the map's bucket count"
+for x in 1 -1 5 -5 4099 -4099 1099511627776 -1099511627776 9223372036854775807 -9223372036854775807 \
+	-9223372036854775808; do
+	t_exit 0 "explain ix_one k=$x" -- "$B" -c "$C" explain --json --index ix_one "k=$x"
+	got=$(printf '%s' "$T_OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["route_bucket"])')
+	t_eq "$got" "$(python3 -c "print($x % $NB)")" "k=$x routes to bucket $x mod $NB (its non-negative residue)"
+done
 
 t_done test_routing

@@ -40,34 +40,14 @@ bs() {
 	shift 2
 	t_exit "$want" "$desc" -- "$BAGSTORE" -c "$CFG" "$@"
 }
-wait_until() { # SECONDS CMD...
-	_w_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@"; do
-		[ "$(date +%s)" -ge "$_w_end" ] && return 1
-		sleep 0.2
-	done
-}
 
 # the reference parser: python3 with prometheus_client (Debian's
 # python3-prometheus-client, in scripts/deps.sh)
-PY=""
-for p in python3 /usr/bin/python3; do
-	if "$p" -c 'import prometheus_client' 2>/dev/null; then PY=$p; break; fi
-done
-[ -n "$PY" ] || t_fail "python3 with prometheus_client (apt-get install python3-prometheus-client)"
+t_need_prom
+PY=$T_PY
 
-# prom URL: every sample, parsed, one a line: NAME LABEL=VALUE,... VALUE
-cat >"$TMP/prom.py" <<'PY'
-import sys, urllib.request
-from prometheus_client.parser import text_string_to_metric_families
-text = urllib.request.urlopen(sys.argv[1], timeout=5).read().decode()
-for fam in text_string_to_metric_families(text):
-    for s in fam.samples:
-        labels = ",".join("%s=%s" % kv for kv in sorted(s.labels.items()))
-        print(s.name, labels or "-", repr(float(s.value)))
-PY
-prom() { "$PY" "$TMP/prom.py" "http://127.0.0.1:$MP/metrics"; }
+# prom: every sample, parsed, one a line: NAME LABEL=VALUE,... VALUE
+prom() { t_prom "http://127.0.0.1:$MP/metrics"; }
 # metric FILE NAME LABELS: its value in a saved scrape ("" when absent)
 metric() { awk -v n="$2" -v l="$3" '$1 == n && $2 == l { print $3 }' "$1"; }
 # a datagram listener: every message received appended to FILE
@@ -154,7 +134,7 @@ fi
 
 "$PY" "$TMP/listen.py" "$TMP/notify.sock" "$TMP/notify.log" &
 lpid=$!
-wait_until 10 test -S "$TMP/notify.sock"
+t_wait 10 test -S "$TMP/notify.sock"
 { cat "$BASE"; cat <<EOF; } >"$TMP/a.yaml"
 cleaner:
   chunk_time: 0.05
@@ -172,11 +152,11 @@ BAGSTORE_FAULT=slow_chunk NOTIFY_SOCKET=$TMP/notify.sock WATCHDOG_USEC=1000000 \
 	>"$TMP/a.out" 2>"$TMP/a.err" &
 apid=$!
 ready() { grep -q '^READY=1' "$TMP/notify.log" 2>/dev/null; }
-if wait_until 20 ready; then t_ok "READY=1 once the shards answered"; else t_fail "READY=1" "$(cat "$TMP/a.err")"; fi
+if t_wait 20 ready; then t_ok "READY=1 once the shards answered"; else t_fail "READY=1" "$(cat "$TMP/a.err")"; fi
 t_match "$(cat "$TMP/notify.log")" "^STATUS=starting" "a STATUS= line while starting"
 bs 0 "index create by_n while the daemon runs" index create by_n --on n:int --shard-on n
 scanning() { prom >"$TMP/m1" 2>/dev/null && awk '$1 == "bagstore_backfill_rows_scanned" && $3 > 0 { f = 1 } END { exit !f }' "$TMP/m1"; }
-if wait_until 30 scanning; then t_ok "the scrape shows the backfill under way"; else t_fail "the backfill shows in /metrics" "$(cat "$TMP/a.err" | tail -5)"; fi
+if t_wait 30 scanning; then t_ok "the scrape shows the backfill under way"; else t_fail "the backfill shows in /metrics" "$(cat "$TMP/a.err" | tail -5)"; fi
 # (the job takes ~2 s: the values are compared as soon as they move, and
 # the state read from m1, taken while it scanned; a fixed 1.5 s sleep saw
 # both jobs done under load)
@@ -186,15 +166,15 @@ moved() {
 	s2=$(awk '$1 == "bagstore_backfill_rows_scanned" { s += $3 } END { print s + 0 }' "$TMP/m2")
 	[ "${s2%.*}" -gt "${s1%.*}" ]
 }
-if wait_until 10 moved; then t_ok "rows scanned move between scrapes ($s1 -> $s2)"; else t_fail "rows scanned move" "$s1 -> $s2"; fi
+if t_wait 10 moved; then t_ok "rows scanned move between scrapes ($s1 -> $s2)"; else t_fail "rows scanned move" "$s1 -> $s2"; fi
 # reason: the job row's: at full pace why ("full pace: no other writers on
 # shard s0, s1"; "" before its first chunk), else how the throttle paces the
 # running job ("paced by write_latency on shard s1"), or why it holds it
 t_match "$(cat "$TMP/m1")" '^bagstore_backfill_state index=by_n,reason=((|full pace: [^=]+|paced (by [a-z_]+ )?on shard s[01](: starting)?),shard=s[01],state=running|shard s[01]: [^=]+,shard=s[01],state=throttled) 1' "the job's state is a labelled gauge"
 t_match "$(cat "$TMP/notify.log")" "^STATUS=running: .*backfilling by_n@s[01]" "STATUS= says what it backfills"
-if wait_until 60 jobs_done by_n; then t_ok "the daemon made by_n ready"; else t_fail "by_n ready"; fi
+if t_wait 60 jobs_done by_n; then t_ok "the daemon made by_n ready"; else t_fail "by_n ready"; fi
 done_in_metrics() { prom >"$TMP/m3" && [ "$(awk '$1 == "bagstore_backfill_state" && $2 ~ /state=done/' "$TMP/m3" | wc -l)" = 2 ]; }
-wait_until 10 done_in_metrics
+t_wait 10 done_in_metrics
 bs 0 "backfill list --json" backfill list --json
 "$PY" -c '
 import json, sys
@@ -210,7 +190,7 @@ while read -r name ix sh v; do
 done <"$TMP/list.txt"
 t_eq "$same $diff" "6 0" "/metrics matches backfill list --json (scanned, written, expected; both jobs)"
 ready_in_metrics() { prom >"$TMP/m4" && [ "$(metric "$TMP/m4" bagstore_index_state index=by_n,state=ready)" = 1.0 ]; }
-if wait_until 15 ready_in_metrics; then t_ok "bagstore_index_state: ready"; else t_fail "bagstore_index_state: ready" "$(grep index_state "$TMP/m4")"; fi
+if t_wait 15 ready_in_metrics; then t_ok "bagstore_index_state: ready"; else t_fail "bagstore_index_state: ready" "$(grep index_state "$TMP/m4")"; fi
 
 # ------------------------------------------------------------ repair passes
 
@@ -227,7 +207,7 @@ repaired() {
 	d=$(awk '$1 == "bagstore_repair_index_rows_deleted_total" { s += $3 } END { print s + 0 }' "$TMP/r2")
 	[ "${i%.*}" -ge $((${ins1%.*} + 1)) ] && [ "${d%.*}" -ge $((${del1%.*} + 1)) ]
 }
-if wait_until 30 repaired; then t_ok "repair counters move: the missing row inserted, the orphan deleted"; else t_fail "repair counters move" "$(grep repair "$TMP/r2")"; fi
+if t_wait 30 repaired; then t_ok "repair counters move: the missing row inserted, the orphan deleted"; else t_fail "repair counters move" "$(grep repair "$TMP/r2")"; fi
 i2=$(awk '$1 == "bagstore_repair_index_rows_inserted_total" { s += $3 } END { print s + 0 }' "$TMP/r2")
 d2=$(awk '$1 == "bagstore_repair_index_rows_deleted_total" { s += $3 } END { print s + 0 }' "$TMP/r2")
 t_eq "$((${i2%.*} - ${ins1%.*})) $((${d2%.*} - ${del1%.*}))" "1 1" "exactly one row inserted and one deleted by repair"
@@ -262,7 +242,7 @@ t_match "$(cat "$TMP/l2")" "^bagstore_shard_rtt_seconds shard=s1 " "RTT per shar
 t_match "$(cat "$TMP/l2")" "^bagstore_build_info version=" "build info"
 t_match "$(cat "$TMP/l2")" "^bagstore_start_time_seconds - " "process start time"
 verified() { prom >"$TMP/v1" && grep -q "^bagstore_verify_drift_rows index=by_n,kind=missing 0.0" "$TMP/v1"; }
-if wait_until 15 verified; then t_ok "the last verify's counts per index"; else t_fail "verify counts in /metrics"; fi
+if t_wait 15 verified; then t_ok "the last verify's counts per index"; else t_fail "verify counts in /metrics"; fi
 t_eq "$(metric "$TMP/v1" bagstore_verify_entities_checked index=by_n)" "$((N + 1)).0" "the verify's entities checked"
 t_match "$(cat "$TMP/l2")" "^bagstore_workers kind=cleaner,state=alive 1.0" "workers by kind and state"
 
@@ -271,12 +251,12 @@ t_match "$(cat "$TMP/l2")" "^bagstore_workers kind=cleaner,state=alive 1.0" "wor
 "$BAGSTORE" -c "$CFG" cleaner >"$TMP/b.out" 2>"$TMP/b.err" &
 bpid=$!
 two() { [ "$("$BAGSTORE" -c "$CFG" workers --json | "$PY" -c 'import json,sys; print(sum(w["alive"] and w["kind"] == "cleaner" for w in json.load(sys.stdin)))')" = 2 ]; }
-if wait_until 15 two; then t_ok "workers --json: two daemons while two run"; else t_fail "two daemons listed"; fi
+if t_wait 15 two; then t_ok "workers --json: two daemons while two run"; else t_fail "two daemons listed"; fi
 bs 0 "workers (text)" workers
 t_contains "$T_OUT" "127.0.0.1:$MP" "the table shows A's metrics address"
 t_contains "$T_OUT" ":$bpid" "and B's pid"
 kill -TERM $bpid
-if wait_until 10 exited $bpid; then t_ok "daemon B ends within seconds of SIGTERM"; else t_fail "daemon B ends after SIGTERM"; fi
+if t_wait 10 exited $bpid; then t_ok "daemon B ends within seconds of SIGTERM"; else t_fail "daemon B ends after SIGTERM"; fi
 wait $bpid
 t_eq "$?" 0 "daemon B exits 0 on SIGTERM"
 bs 0 "workers --json after B stopped" workers --json
@@ -285,17 +265,17 @@ t_match "$(cat "$TMP/b.err")" "info +start: bagstore [0-9.]+ cleaner started" "t
 t_match "$(cat "$TMP/b.err")" "info +stop: cleaner stopped \(SIGTERM\)" "text log: the stop"
 "$BAGSTORE" -c "$CFG" cleaner >"$TMP/c.out" 2>"$TMP/c.err" &
 cpid=$!
-wait_until 15 two
+t_wait 15 two
 kill -KILL $cpid
 wait $cpid 2>/dev/null
 dead() { "$BAGSTORE" -c "$CFG" workers --json | "$PY" -c '
 import json, sys
 sys.exit(0 if any(w["pid"] == int(sys.argv[1]) and w["state"] == "dead" and not w["alive"] for w in json.load(sys.stdin)) else 1)' "$cpid"; }
-if wait_until 20 dead; then t_ok "workers --json marks the SIGKILLed daemon dead"; else t_fail "the killed daemon is dead"; fi
+if t_wait 20 dead; then t_ok "workers --json marks the SIGKILLed daemon dead"; else t_fail "the killed daemon is dead"; fi
 bs 0 "workers shows it dead" workers
 t_contains "$T_OUT" "(DEAD)" "the table says DEAD"
 said_dead() { has_event "$TMP/a.err" worker_dead; }
-if wait_until 10 said_dead; then t_ok "the kill is an event in the live daemon's log (worker_dead)"; else t_fail "worker_dead event"; fi
+if t_wait 10 said_dead; then t_ok "the kill is an event in the live daemon's log (worker_dead)"; else t_fail "worker_dead event"; fi
 t_eq "$(field "$TMP/a.err" worker_dead 'o["pid"]')" "$cpid" "worker_dead names the killed pid"
 
 # ------------------------------------------------------------ a shard stopped, then hung
@@ -303,17 +283,17 @@ t_eq "$(field "$TMP/a.err" worker_dead 'o["pid"]')" "$cpid" "worker_dead names t
 sh "$SHARDS_SH" stop-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 t_exit 0 "a scrape answers within a second with s1 stopped" -- curl -sf --max-time 1 "http://127.0.0.1:$MP/metrics"
 s1down() { prom >"$TMP/d1" 2>/dev/null && [ "$(metric "$TMP/d1" bagstore_shard_up shard=s1)" = 0.0 ]; }
-if wait_until 20 s1down; then t_ok "bagstore_shard_up{shard=s1} 0"; else t_fail "s1 down in /metrics"; fi
+if t_wait 20 s1down; then t_ok "bagstore_shard_up{shard=s1} 0"; else t_fail "s1 down in /metrics"; fi
 t_eq "$(metric "$TMP/d1" bagstore_shard_up shard=s0)" 1.0 "s0 still up"
 lost() { has_event "$TMP/a.err" shard_lost; }
-if wait_until 20 lost; then t_ok "shard_lost event"; else t_fail "shard_lost event"; fi
+if t_wait 20 lost; then t_ok "shard_lost event"; else t_fail "shard_lost event"; fi
 t_eq "$(field "$TMP/a.err" shard_lost 'o["shard"]')" s1 "it names s1"
 t_match "$(cat "$TMP/notify.log")" "^STATUS=.*1 shard down" "STATUS= says a shard is down"
 bs 1 "workers with s1 stopped exits 1" workers --json
 t_contains "$T_OUT" '"kind": "cleaner"' "it lists the daemon from s0's row"
 sh "$SHARDS_SH" start-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 back() { has_event "$TMP/a.err" shard_back; }
-if wait_until 30 back; then t_ok "shard_back event"; else t_fail "shard_back event"; fi
+if t_wait 30 back; then t_ok "shard_back event"; else t_fail "shard_back event"; fi
 sh "$SHARDS_SH" pause s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 sleep 3
 t_exit 0 "a scrape answers within a second with s1 hung (SIGSTOP)" -- curl -sf --max-time 1 "http://127.0.0.1:$MP/metrics"
@@ -329,17 +309,17 @@ sleeper=$!
 cp "$TMP/a2.yaml" "$TMP/a.yaml"
 kill -HUP $apid
 reloaded() { has_event "$TMP/a.err" reload; }
-if wait_until 10 reloaded; then t_ok "SIGHUP: reload event"; else t_fail "reload event"; fi
+if t_wait 10 reloaded; then t_ok "SIGHUP: reload event"; else t_fail "reload event"; fi
 t_eq "$(field "$TMP/a.err" reload 'o["changed"]["max_load"]')" "[25.0, 1.0]" "the reload says max_load 25 -> 1"
 bs 0 "index create by_k (throttled: max_load 1 and a sleeping query)" index create by_k --on k:int --shard-on k
 throttled() { has_event "$TMP/a.err" throttle_on; }
-if wait_until 30 throttled; then t_ok "throttle_on event"; else t_fail "throttle_on event"; fi
+if t_wait 30 throttled; then t_ok "throttle_on event"; else t_fail "throttle_on event"; fi
 t_contains "$(field "$TMP/a.err" throttle_on 'o["reason"]')" "Threads_running" "with the reason"
 # on /metrics, the reason is a label of one series per kind of reason: its
 # numbers as '#' (a label that changes with every reading is a new series
 # at every scrape)
 thr_metric() { prom >"$TMP/m4" 2>/dev/null && grep -q '^bagstore_backfill_state index=by_k,reason=[^,]*Threads_running' "$TMP/m4"; }
-if wait_until 10 thr_metric; then t_ok "the throttled job's reason is on /metrics"; else t_fail "throttle reason on /metrics" "$(grep backfill_state "$TMP/m4")"; fi
+if t_wait 10 thr_metric; then t_ok "the throttled job's reason is on /metrics"; else t_fail "throttle reason on /metrics" "$(grep backfill_state "$TMP/m4")"; fi
 t_match "$(grep '^bagstore_backfill_state index=by_k' "$TMP/m4")" "reason=[^,]*Threads_running #" "its numbers as #"
 t_eq "$(sed -n 's/^bagstore_backfill_state .*reason=\([^,]*\),shard=.*/\1/p' "$TMP/m4" | sed 's/shard s[01]\b//g' | grep -c '[0-9]')" 0 "no reason label holds a number (but for a shard's name)"
 t_match "$(grep '^bagstore_backfill_state index=by_k' "$TMP/m4")" "reason=[^,]*shard s[01]" "a shard's name keeps its digits"
@@ -352,27 +332,27 @@ sleep 1
 cp "$TMP/broken.yaml" "$TMP/a.yaml"
 kill -HUP $apid
 rfailed() { has_event "$TMP/a.err" reload_failed; }
-if wait_until 10 rfailed; then t_ok "a broken file: reload_failed, the settings in force stay"; else t_fail "reload_failed"; fi
+if t_wait 10 rfailed; then t_ok "a broken file: reload_failed, the settings in force stay"; else t_fail "reload_failed"; fi
 cp "$TMP/a.good" "$TMP/a.yaml"
-if wait_until 60 jobs_done by_k; then t_ok "by_k ready once the load is gone (max_load back to 50)"; else t_fail "by_k ready" "$(tail -3 "$TMP/a.err")"; fi
+if t_wait 60 jobs_done by_k; then t_ok "by_k ready once the load is gone (max_load back to 50)"; else t_fail "by_k ready" "$(tail -3 "$TMP/a.err")"; fi
 off() { has_event "$TMP/a.err" throttle_off; }
-if wait_until 10 off; then t_ok "throttle_off event"; else t_fail "throttle_off event"; fi
+if t_wait 10 off; then t_ok "throttle_off event"; else t_fail "throttle_off event"; fi
 hooked() { grep -q "^index_ready by_k" "$TMP/hooks.log" 2>/dev/null; }
-if wait_until 10 hooked; then t_ok "on_event ran for index_ready"; else t_fail "on_event ran" "$(cat "$TMP/hooks.log")"; fi
+if t_wait 10 hooked; then t_ok "on_event ran for index_ready"; else t_fail "on_event ran" "$(cat "$TMP/hooks.log")"; fi
 t_match "$(cat "$TMP/hooks.log")" "^backfill_started by_n s[01] " "on_event ran for a backfill start, with BAGSTORE_INDEX and BAGSTORE_SHARD"
 t_match "$(cat "$TMP/hooks.log")" "^backfill_done by_n s[01] [0-9]+" "and for a backfill done, with BAGSTORE_ROWS_SCANNED"
 t_match "$(cat "$TMP/hooks.log")" "^throttled by_k s[01] " "and for a throttle"
 hfail() { has_event "$TMP/a.err" hook_failed; }
-if wait_until 10 hfail; then t_ok "a failing hook is logged (hook_failed)"; else t_fail "hook_failed"; fi
+if t_wait 10 hfail; then t_ok "a failing hook is logged (hook_failed)"; else t_fail "hook_failed"; fi
 t_eq "$(field "$TMP/a.err" hook_failed 'o["exit_status"], o["output"].strip()')" "(3, 'oops')" "with its exit status and output"
 htimeout() { has_event "$TMP/a.err" hook_timeout; }
-if wait_until 10 htimeout; then t_ok "a hanging hook is killed after cleaner.hooks.timeout"; else t_fail "hook_timeout"; fi
+if t_wait 10 htimeout; then t_ok "a hanging hook is killed after cleaner.hooks.timeout"; else t_fail "hook_timeout"; fi
 # its child that ignores SIGTERM goes too (SIGKILL to the group a second
 # later), and it held none of the daemon's descriptors (its connections
 # would outlive the daemon, and the named locks with them)
 hchild=$(cat "$TMP/hookchild.pid" 2>/dev/null)
 hgone() { ! kill -0 "$hchild" 2>/dev/null; }
-if [ -n "$hchild" ] && wait_until 10 hgone; then t_ok "the hook's child that ignored SIGTERM is killed"; else t_fail "the hook's child is killed" "pid '$hchild'"; fi
+if [ -n "$hchild" ] && t_wait 10 hgone; then t_ok "the hook's child that ignored SIGTERM is killed"; else t_fail "the hook's child is killed" "pid '$hchild'"; fi
 t_eq "$(grep -c 'socket:' "$TMP/hookfds")" 0 "a hook inherits none of the daemon's sockets"
 t_match "$(cat "$TMP/hookfds")" " 0 -> /dev/null" "(the listing is real: stdin is /dev/null)"
 
@@ -394,12 +374,12 @@ ev_with() { # EVENT PYTHON-CONDITION-ON-o: a line of a.err is that event and mee
 sys.exit(0 if any((lambda o: o["event"] == sys.argv[2] and eval(sys.argv[3], {}, {"o": o}))(json.loads(l)) for l in open(sys.argv[1])) else 1)' "$TMP/a.err" "$1" "$2" 2>/dev/null
 }
 wreload() { ev_with reload '"max_write_latency" in o["changed"]'; }
-if wait_until 10 wreload; then t_ok "SIGHUP: a reload of max_write_latency"; else t_fail "reload of max_write_latency" "$(tail -3 "$TMP/a.err")"; fi
+if t_wait 10 wreload; then t_ok "SIGHUP: a reload of max_write_latency"; else t_fail "reload of max_write_latency" "$(tail -3 "$TMP/a.err")"; fi
 t_eq "$("$PY" -c 'import json,sys
 print([o["changed"]["max_write_latency"] for o in map(json.loads, open(sys.argv[1])) if o["event"] == "reload" and "max_write_latency" in o["changed"]][0])' "$TMP/a.err")" "[0.0, 1e-06]" "the reload says max_write_latency 0 -> 1e-06"
 bs 0 "index create by_w (max_write_latency 1 us)" index create by_w --on n:int --shard-on n
 wthrottled() { ev_with throttle_on 'o["index"] == "by_w"'; }
-if wait_until 30 wthrottled; then t_ok "throttle_on for by_w, held by the reloaded max_write_latency"; else
+if t_wait 30 wthrottled; then t_ok "throttle_on for by_w, held by the reloaded max_write_latency"; else
 	t_fail "throttle_on for by_w" "jobs: $(t_sql 0 "SELECT CONCAT(state,':',reason) FROM bagstore_jobs WHERE index_name='by_w'")"; fi
 t_contains "$("$PY" -c 'import json,sys
 print([o["reason"] for o in map(json.loads, open(sys.argv[1])) if o["event"] == "throttle_on" and o["index"] == "by_w"][:1])' "$TMP/a.err")" \
@@ -407,19 +387,19 @@ print([o["reason"] for o in map(json.loads, open(sys.argv[1])) if o["event"] == 
 t_other_stop
 sed 's/^  max_load: 1$/  max_load: 50/' "$TMP/a.good" >"$TMP/a.yaml"
 kill -HUP $apid
-if wait_until 60 jobs_done by_w; then t_ok "by_w ready once max_write_latency is back to 0"; else t_fail "by_w ready" "$(tail -3 "$TMP/a.err")"; fi
+if t_wait 60 jobs_done by_w; then t_ok "by_w ready once max_write_latency is back to 0"; else t_fail "by_w ready" "$(tail -3 "$TMP/a.err")"; fi
 woff() { ev_with throttle_off 'o["index"] == "by_w"'; }
-if wait_until 10 woff; then t_ok "throttle_off for by_w"; else t_fail "throttle_off for by_w"; fi
+if t_wait 10 woff; then t_ok "throttle_off for by_w"; else t_fail "throttle_off for by_w"; fi
 cp "$TMP/a.good" "$TMP/a.yaml"
 
 # ------------------------------------------------------------ SIGTERM mid-backfill, restart
 
 bs 0 "index create by_nk" index create by_nk --on n:int,k:int --shard-on n
 started() { [ "$(t_sql 0 "SELECT rows_scanned FROM bagstore_jobs WHERE index_name='by_nk'")$(t_sql 1 "SELECT rows_scanned FROM bagstore_jobs WHERE index_name='by_nk'")" != 00 ]; }
-wait_until 30 started
+t_wait 30 started
 touch "$TMP/before_term"
 kill -TERM $apid
-if wait_until 15 exited $apid; then t_ok "daemon A ends within seconds of SIGTERM mid-backfill"; else t_fail "daemon A ends after SIGTERM"; fi
+if t_wait 15 exited $apid; then t_ok "daemon A ends within seconds of SIGTERM mid-backfill"; else t_fail "daemon A ends after SIGTERM"; fi
 wait $apid
 t_eq "$?" 0 "daemon A exits 0 after SIGTERM mid-backfill"
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_jobs WHERE index_name='by_nk' AND state IN ('running','throttled')")$(t_sql 1 "SELECT COUNT(*) FROM bagstore_jobs WHERE index_name='by_nk' AND state IN ('running','throttled')")" 00 "no job left running: they went back to the queue"
@@ -447,8 +427,8 @@ sleep 0.5
 NOTIFY_SOCKET=@bagstore-test-$$ "$BAGSTORE" -c "$CFG" cleaner --log-format json >"$TMP/e.out" 2>"$TMP/e.err" &
 epid=$!
 ready2() { grep -q '^READY=1' "$TMP/notify2.log" 2>/dev/null; }
-if wait_until 20 ready2; then t_ok "READY=1 over an abstract socket (@name)"; else t_fail "READY=1 over @name"; fi
-if wait_until 60 jobs_done by_nk; then t_ok "the restarted daemon finishes by_nk"; else t_fail "by_nk ready after restart"; fi
+if t_wait 20 ready2; then t_ok "READY=1 over an abstract socket (@name)"; else t_fail "READY=1 over @name"; fi
+if t_wait 60 jobs_done by_nk; then t_ok "the restarted daemon finishes by_nk"; else t_fail "by_nk ready after restart"; fi
 t_match "$(grep '"job_claimed"' "$TMP/e.err")" '"msg":"backfill of by_nk on shard s[01] claimed: resumes at [1-9]' "the restart resumes a job from its checkpoint (job_claimed)"
 kill -TERM $epid
 wait $epid

@@ -30,14 +30,6 @@ echo "cleaner: {repair_interval: 0.1, log_every: 1}" >>"$T/good.yaml"
 cp "$T/good.yaml" "$CFG"
 
 exited() { ! kill -0 "$1" 2>/dev/null || grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null; }
-wait_until() { # SECONDS CMD...
-	_w_end=$(($(date +%s) + $1))
-	shift
-	while ! "$@"; do
-		[ "$(date +%s)" -ge "$_w_end" ] && return 1
-		sleep 0.2
-	done
-}
 metric() { # NAME{LABELS}: its value on the daemon's /metrics
 	curl -sf --max-time 5 "http://127.0.0.1:$MP/metrics" | awk -v k="$1" '$1 == k { print $2 }'
 }
@@ -68,10 +60,10 @@ t_exit 0 "put 200 entities" -- "$B" -c "$CFG" put "$T/ents.jsonl"
 "$B" -c "$CFG" cleaner --metrics "127.0.0.1:$MP" >"$T/d.out" 2>"$T/d.err" &
 d=$!
 ready() { grep -q "every shard answered" "$T/d.err"; }
-if wait_until 30 ready; then t_ok "the daemon starts"; else t_fail "the daemon starts" "$(cat "$T/d.err")"; fi
+if t_wait 30 ready; then t_ok "the daemon starts"; else t_fail "the daemon starts" "$(cat "$T/d.err")"; fi
 wid=$(sed -n 's/.*cleaner started: pid [0-9]*, worker \([0-9a-f]*\),.*/\1/p' "$T/d.err" | head -1)
 t_match "$wid" '^[0-9a-f]{32}$' "its worker id is in the log"
-wait_until 10 more_passes 0 || true
+t_wait 10 more_passes 0 || true
 
 # ------------------------------------------------------------ 1. swapped list
 
@@ -80,7 +72,7 @@ sed -e "s/port: $P0\\b/port: PORT_A/; s/port: $P1\\b/port: $P0/; s/port: PORT_A/
 t_exit 2 "the swapped list is one the CLI refuses" -- "$B" -c "$CFG" shards
 kill -HUP $d
 failed() { grep -q "reload_failed" "$T/d.err"; }
-if wait_until 20 failed; then t_ok "SIGHUP with a swapped list: reload_failed"; else t_fail "SIGHUP with a swapped list: reload_failed" "$(tail -5 "$T/d.err")"; fi
+if t_wait 20 failed; then t_ok "SIGHUP with a swapped list: reload_failed"; else t_fail "SIGHUP with a swapped list: reload_failed" "$(tail -5 "$T/d.err")"; fi
 line=$(grep "reload_failed" "$T/d.err" | head -1)
 t_contains "$line" "SIGHUP: the shard list in $CFG disagrees with the shards: shard s" "it says the list disagrees"
 t_match "$line" "records that it is shard s[01] of its store, but the configuration calls it s[01]" "and why, naming the shard"
@@ -89,7 +81,7 @@ t_eq "$(grep -c 'SIGHUP: reloaded' "$T/d.err")" 0 "no setting of the refused fil
 t_eq "$(metric 'bagstore_reloads_total{result="failed"}')" 1 'bagstore_reloads_total{result="failed"} 1'
 t_eq "$(metric 'bagstore_reloads_total{result="ok"}')" 0 'bagstore_reloads_total{result="ok"} 0'
 n=$(passes)
-if wait_until 10 more_passes "$n"; then t_ok "it goes on repairing s0 with its own list"; else t_fail "it goes on repairing s0" "$(tail -3 "$T/d.err")"; fi
+if t_wait 10 more_passes "$n"; then t_ok "it goes on repairing s0 with its own list"; else t_fail "it goes on repairing s0" "$(tail -3 "$T/d.err")"; fi
 if exited $d; then t_fail "it keeps running"; else t_ok "it keeps running"; fi
 
 # ------------------------------------------------------------ 2. a shard added, unchecked
@@ -101,7 +93,7 @@ awk -v add="$(cat "$T/s9")" '{ print } /^  - .*name: s1[,}]/ { print add }' "$T/
 t_contains "$(cat "$CFG")" "name: s9" "a list with a shard appended"
 kill -HUP $d
 failed2() { [ "$(grep -c "reload_failed" "$T/d.err")" -ge 2 ]; }
-if wait_until 20 failed2; then t_ok "SIGHUP with s9 never initialised: reload_failed"; else t_fail "s9: reload_failed" "$(tail -5 "$T/d.err")"; fi
+if t_wait 20 failed2; then t_ok "SIGHUP with s9 never initialised: reload_failed"; else t_fail "s9: reload_failed" "$(tail -5 "$T/d.err")"; fi
 t_contains "$(grep "reload_failed" "$T/d.err" | sed -n 2p)" "s9" "naming s9"
 t_eq "$(metric 'bagstore_reloads_total{result="failed"}')" 2 'reloads failed 2'
 
@@ -112,7 +104,7 @@ t_match "$(grep -n 'name: s[01]' "$CFG" | tr '\n' ' ')" "name: s1.*name: s0" "a 
 sh "$SHARDS_SH" pause s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 kill -HUP $d
 partial() { grep -q "could not be checked" "$T/d.err"; }
-if wait_until 30 partial; then t_ok "SIGHUP with s1 hung: the list could not be checked, said"; else t_fail "the list could not be checked, said" "$(tail -5 "$T/d.err")"; fi
+if t_wait 30 partial; then t_ok "SIGHUP with s1 hung: the list could not be checked, said"; else t_fail "the list could not be checked, said" "$(tail -5 "$T/d.err")"; fi
 sh "$SHARDS_SH" resume s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 t_match "$(grep 'could not be checked' "$T/d.err")" "every shard: s1 \(.+\): a restart will check it" "naming the shard that did not answer"
 t_eq "$(metric 'bagstore_reloads_total{result="ok"}')" 1 "that reload applied (ok 1)"
@@ -122,7 +114,7 @@ t_eq "$(metric 'bagstore_reloads_total{result="ok"}')" 1 "that reload applied (o
 sed -e 's/^cleaner: {/cleaner: {max_load: 7, /' "$T/good.yaml" >"$CFG"
 kill -HUP $d
 applied() { grep -q "max_load 25 -> 7" "$T/d.err"; }
-if wait_until 20 applied; then t_ok "the right file reloads: max_load 25 -> 7"; else t_fail "the right file reloads" "$(tail -5 "$T/d.err")"; fi
+if t_wait 20 applied; then t_ok "the right file reloads: max_load 25 -> 7"; else t_fail "the right file reloads" "$(tail -5 "$T/d.err")"; fi
 t_eq "$(metric 'bagstore_reloads_total{result="ok"}')" 2 "reloads ok 2"
 t_eq "$(metric 'bagstore_reloads_total{result="failed"}')" 2 "failed still 2"
 
@@ -132,7 +124,7 @@ beat() { t_sql "$1" "SELECT UNIX_TIMESTAMP(heartbeat) FROM bagstore_workers WHER
 swap_servers
 t_exit 2 "the servers are swapped (the CLI refuses the right file now)" -- "$B" -c "$CFG" shards
 noticed() { grep -q "records that it is shard s[01] of its store, but the configuration calls it s[01]" "$T/d.err"; }
-if wait_until 60 noticed; then t_ok "the daemon notices the swap on its next pass"; else t_fail "the daemon notices the swap" "$(tail -5 "$T/d.err")"; fi
+if t_wait 60 noticed; then t_ok "the daemon notices the swap on its next pass"; else t_fail "the daemon notices the swap" "$(tail -5 "$T/d.err")"; fi
 sleep 3
 b0=$(beat 0) b1=$(beat 1)
 sleep 4
@@ -141,13 +133,13 @@ if exited $d; then t_fail "it is still running" "$(tail -5 "$T/d.err")"; else t_
 swap_servers
 t_exit 0 "swapped back: the CLI agrees again" -- "$B" -c "$CFG" shards
 moved() { [ "$(beat 0)" != "$b0" ] && [ "$(beat 1)" != "$b1" ]; }
-if wait_until 30 moved; then t_ok "swapped back, its heartbeats go on"; else t_fail "swapped back, its heartbeats go on" "$(tail -5 "$T/d.err")"; fi
+if t_wait 30 moved; then t_ok "swapped back, its heartbeats go on"; else t_fail "swapped back, its heartbeats go on" "$(tail -5 "$T/d.err")"; fi
 n=$(passes)
-if wait_until 20 more_passes "$n"; then t_ok "and it repairs again"; else t_fail "and it repairs again" "$(tail -3 "$T/d.err")"; fi
+if t_wait 20 more_passes "$n"; then t_ok "and it repairs again"; else t_fail "and it repairs again" "$(tail -3 "$T/d.err")"; fi
 t_exit 0 "verify: the index is whole" -- "$B" -c "$CFG" verify
 
 kill -TERM $d
-if wait_until 20 exited $d; then t_ok "SIGTERM stops it"; else t_fail "SIGTERM stops it"; fi
+if t_wait 20 exited $d; then t_ok "SIGTERM stops it"; else t_fail "SIGTERM stops it"; fi
 wait $d
 t_eq "$?" 0 "it exits 0"
 t_done

@@ -33,15 +33,6 @@ bs() { # WANT DESC CONFIG ARGS...
 	shift 3
 	t_exit "$want" "$desc" -- "$BAGSTORE" -c "$c" "$@"
 }
-wait_until() { # SECONDS CMD...: poll CMD every 0.2 s until it succeeds
-	_w_end=$(( $(date +%s) + $1 ))
-	shift
-	while ! "$@"; do
-		[ "$(date +%s)" -ge "$_w_end" ] && return 1
-		sleep 0.2
-	done
-	return 0
-}
 bg() { # NAME CONFIG ARGS...: the CLI in the background, slowed; pid in $TMP/NAME.pid
 	name=$1 c=$2
 	shift 2
@@ -140,7 +131,7 @@ t_other_stop
 # (the probe is no signal here: this machine's other work must not muddle it)
 LOAD=$(cfg load "max_load: 4, critical_load: 1000, write_latency_factor: 0")
 sleepers 8
-if wait_until 20 running1 8; then t_ok "eight sleeping queries on s1"; else t_fail "eight sleeping queries on s1"; fi
+if t_wait 20 running1 8; then t_ok "eight sleeping queries on s1"; else t_fail "eight sleeping queries on s1"; fi
 bs 0 "throttle on a loaded shard" "$LOAD" throttle --seconds 0.5 --json
 t_eq "$(json_field s1 state)" '"over"' "s1 is over a threshold"
 t_eq "$(json_field s1 signal)" '"threads_running"' "the signal is Threads_running"
@@ -149,7 +140,7 @@ t_match "$(json_field s1 reason)" 'shard s1: Threads_running (9|[1-9][0-9]+) abo
 t_eq "$(json_field s0 state)" '"go"' "s0, not loaded, goes"
 bs 0 "create by_k" "$DEF" index create by_k --on k:int --shard-on k
 bg held "$LOAD" cleaner --index by_k
-if wait_until 30 said by_k "throttled: shard s1: Threads_running [0-9]* above max_load 4"; then
+if t_wait 30 said by_k "throttled: shard s1: Threads_running [0-9]* above max_load 4"; then
 	t_ok "the backfill is throttled, saying which shard, signal, value and threshold"
 else
 	t_fail "the backfill is throttled, saying which shard, signal, value and threshold" "$(cat "$TMP/reasons.txt")"
@@ -167,7 +158,7 @@ t_eq "$(rows by_k)" "$N" "by_k complete"
 # critical_load: the job stops, failed, saying how to resume
 CRIT=$(cfg crit "max_load: 2, critical_load: 5, write_latency_factor: 0")
 sleepers 8
-wait_until 20 running1 8
+t_wait 20 running1 8
 bs 0 "create by_c" "$DEF" index create by_c --on k:int --shard-on k
 bs 1 "a backfill above critical_load stops" "$CRIT" cleaner --index by_c
 t_contains "$T_ERR" "above critical_load 5" "it says which threshold"
@@ -214,20 +205,23 @@ t_other_stop
 # a backfill with nobody else writing says it goes at full pace, and why
 bs 0 "create by_f" "$DEF" index create by_f --on k:int --shard-on k
 bg full "$LAT" cleaner --index by_f
-if wait_until 30 said by_f "running: full pace: no other writers on shard s[01]"; then
+if t_wait 30 said by_f "running: full pace: no other writers on shard s[01]"; then
 	t_ok "a backfill with nobody else writing goes at full pace, saying why"
 else
 	t_fail "a backfill with nobody else writing goes at full pace, saying why" "$(cat "$TMP/reasons.txt")"
 fi
+# seen: the rest needs neither LAT's slow pace nor slow_chunk
+kill -TERM "$(cat "$TMP/full.pid")"
 bg_wait full
+bs 0 "by_f finished by another worker" "$DEF" cleaner --index by_f
 t_eq "$(rows by_f)" "$N" "by_f complete"
 t_other_writer "$PORT1" 90
 bs 0 "create by_l" "$DEF" index create by_l --on k:int --shard-on k
 bg lat "$LAT" cleaner --index by_l
 started() { [ "$(scanned by_l)" -gt 0 ]; }
-wait_until 30 started
+t_wait 30 started
 hold_row 8
-if wait_until 30 said by_l "throttled: shard s1: write latency"; then
+if t_wait 30 said by_l "throttled: shard s1: write latency"; then
 	t_ok "a backfill is held by the heartbeat write's latency, and says so"
 else
 	t_fail "a backfill is held by the heartbeat write's latency, and says so" "$(cat "$TMP/reasons.txt")"
@@ -250,7 +244,7 @@ t_match "$(json_field s1 reason)" "waiting: shard s1: its heartbeat write unread
 t_contains "$T_ERR" "could not be read" "and the command says so"
 bs 0 "create by_u" "$DEF" index create by_u --on k:int --shard-on k
 bg unr "$FAST" cleaner --index by_u
-if wait_until 30 said by_u "throttled: waiting: shard s1: its heartbeat write unreadable"; then
+if t_wait 30 said by_u "throttled: waiting: shard s1: its heartbeat write unreadable"; then
 	t_ok "a backfill pauses when a signal cannot be read"
 else
 	t_fail "a backfill pauses when a signal cannot be read" "$(cat "$TMP/reasons.txt")"
@@ -271,7 +265,7 @@ t_eq "$(json_field s0 state)" '"unreadable"' "s0's replica lag is unreadable"
 t_contains "$(json_field s0 reason)" "replica 127.0.0.1:$DEAD lag unreadable" "the reason names the replica"
 bs 0 "create by_r" "$DEF" index create by_r --on k:int --shard-on k
 bg rep "$TMP/dead.yaml" cleaner --index by_r
-if wait_until 30 said by_r "throttled: waiting: shard s0: replica 127.0.0.1:$DEAD lag unreadable"; then
+if t_wait 30 said by_r "throttled: waiting: shard s0: replica 127.0.0.1:$DEAD lag unreadable"; then
 	t_ok "a backfill pauses while a replica's lag cannot be read"
 else
 	t_fail "a backfill pauses while a replica's lag cannot be read" "$(cat "$TMP/reasons.txt")"
