@@ -500,6 +500,7 @@ typedef struct {
 	bool found;
 	int64_t old_us;
 	int64_t new_us;  /* the version written, 0 when only @bs_v knows it */
+	int64_t prev_us; /* the version it replaced or deleted (RETURNING), 0: none or not known */
 	char token[48];
 	/* the shard did not own the bucket (nothing was written): its answer */
 	bool refused;
@@ -514,7 +515,8 @@ typedef struct {
 #define ENTITY_UPSERT " ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND)," \
 	"body=VALUES(body)"
 #define ENTITY_UPSERT_RETURNING " ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body))," \
-	"updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND) RETURNING @bs_old, UNIX_TIMESTAMP(updated)"
+	"updated=GREATEST(VALUES(updated),IF((@bs_ou:=UNIX_TIMESTAMP(updated)) IS NULL,updated,updated)+INTERVAL 1 MICROSECOND)" \
+	" RETURNING @bs_old, UNIX_TIMESTAMP(updated), @bs_ou"
 
 /* A fast form applied: the shard owned the bucket outright. */
 static void fast_applied(write_t *w)
@@ -524,7 +526,10 @@ static void fast_applied(write_t *w)
 	w->peer[0] = '\0';
 }
 
-static void rollback(bs_store_t *st, write_t *w)
+/* ROLLBACK, and the intent's lock released unless keep_lock: a write
+ * tried again keeps it, so that an intent its earlier try committed (a
+ * refused fast form's) is never taken by the repair loop meanwhile. */
+static void rollback(bs_store_t *st, write_t *w, bool keep_lock)
 {
 	char msg[1024];
 	int code = bs_last_error_code();
@@ -532,7 +537,7 @@ static void rollback(bs_store_t *st, write_t *w)
 	if (st->shards[w->shard].conn) {
 		bs_buf_t b = {0};
 		bs__buf_puts(&b, "ROLLBACK");
-		if (w->token[0]) {
+		if (w->token[0] && !keep_lock) {
 			bs__buf_puts(&b, ";DO RELEASE_LOCK(");
 			bs__buf_hex(&b, w->token, strlen(w->token));
 			bs__buf_puts(&b, ")");
@@ -746,11 +751,16 @@ done:
 static void returned(write_t *w, MYSQL_RES *res, bool put)
 {
 	MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+	w->prev_us = 0;
 	if (put) {
 		w->found = row && row[0];
 		w->new_us = row ? bs__parse_unix_us(row[1]) : 0;
+		if (w->found && row[2])
+			w->prev_us = bs__parse_unix_us(row[2]);
 	} else {
 		w->found = row != NULL;
+		if (w->found && row[1])
+			w->prev_us = bs__parse_unix_us(row[1]);
 	}
 	if (w->found)
 		old_from_row(&w->old, row, mysql_fetch_lengths(res), &w->id);
@@ -777,11 +787,13 @@ static int fast_returning_write(bool *applied, bs_store_t *st, write_t *w, const
 	int rc;
 	bs__buf_puts(&b, "START TRANSACTION;INSERT INTO bagstore_intents (token, entity_id) VALUES (IF(");
 	bs__lock_take_sql(&b, w->token);
-	bs__buf_puts(&b, "=1 AND (@bs_old:=NULL) IS NULL,");
+	bs__buf_puts(&b, "=1 AND (@bs_old:=NULL) IS NULL AND (@bs_ou:=NULL) IS NULL,");
 	bs__buf_hex(&b, w->token, tl);
 	bs__buf_puts(&b, ",NULL),");
 	id_lit(&b, &w->id);
-	bs__buf_puts(&b, ");");
+	/* a try after one whose fast form was refused (its intent committed)
+	 * finds its own intent there */
+	bs__buf_puts(&b, ") ON DUPLICATE KEY UPDATE token=VALUES(token);");
 	if (body) {
 		bs__buf_puts(&b, "INSERT INTO entities (id, updated, body) SELECT ");
 		id_lit(&b, &w->id);
@@ -803,7 +815,7 @@ static int fast_returning_write(bool *applied, bs_store_t *st, write_t *w, const
 	*applied = false;
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query_sets(res, body ? 1 : 2, st, w->shard, b.ptr, b.len)))
 		goto done;
-	if (mysql_num_fields(res[0]) != 2 || mysql_num_rows(res[0]) == 0)
+	if (mysql_num_fields(res[0]) != (body ? 3u : 2u) || mysql_num_rows(res[0]) == 0)
 		goto done; /* not written (the intent is in): the full form */
 	*applied = true;
 	fast_applied(w);
@@ -836,7 +848,7 @@ static int returning_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 	bs__buf_hex(&b, w->token, strlen(w->token));
 	bs__buf_puts(&b, ",");
 	id_lit(&b, &w->id);
-	bs__buf_puts(&b, " FROM DUAL WHERE @bs_own=1 AND (@bs_old:=NULL) IS NULL AND ");
+	bs__buf_puts(&b, " FROM DUAL WHERE @bs_own=1 AND (@bs_old:=NULL) IS NULL AND (@bs_ou:=NULL) IS NULL AND ");
 	bs__lock_take_sql(&b, w->token);
 	bs__buf_puts(&b, "=1");
 	if (body) {
@@ -883,12 +895,9 @@ static void refused_release(bs_store_t *st, const write_t *w)
 	bs_buf_t b = {0};
 	bs__buf_puts(&b, "DELETE FROM bagstore_intents WHERE token=");
 	bs__buf_hex(&b, w->token, strlen(w->token));
-	bs__buf_puts(&b, ";DO RELEASE_LOCK(");
-	bs__buf_hex(&b, w->token, strlen(w->token));
-	bs__buf_puts(&b, ")");
 	if (!bs__buf_ok(&b))
 		bs__shard_exec(st, w->shard, b.ptr, b.len);
-	bs_error_clear();
+	bs__lock_release(st, w->shard, w->token); /* clears the error */
 	bs__buf_free(&b);
 }
 
@@ -909,7 +918,7 @@ static int entity_step(bool *retry, bs_store_t *st, write_t *w, const bs_bytes_t
 		rc = w->token[0] ? returning_write(st, w, body) : plain_write(st, w, body);
 		*retry = rc == BS_ECONFLICT && retryable(st, w->shard);
 		if (rc)
-			rollback(st, w);
+			rollback(st, w, *retry);
 		else if (w->refused && w->token[0])
 			refused_release(st, w);
 		return rc;
@@ -925,7 +934,7 @@ static int entity_step(bool *retry, bs_store_t *st, write_t *w, const bs_bytes_t
 	in_tx = conditional;
 	if (conditional) {
 		if (w->refused) {
-			rollback(st, w);
+			rollback(st, w, false);
 			goto done;
 		}
 		if ((rc = check_expected(w, expect_us)))
@@ -942,7 +951,7 @@ done:
 	/* read before the rollback, whose own statement resets it */
 	*retry = rc == BS_ECONFLICT && retryable(st, w->shard);
 	if (rc && in_tx)
-		rollback(st, w);
+		rollback(st, w, *retry);
 	for (int k = 0; k < 2; k++)
 		if (res[k])
 			mysql_free_result(res[k]);
@@ -962,6 +971,8 @@ static int entity_write(bs_store_t *st, write_t *w, const bs_bytes_t *body, bool
 		if (tries == WRITE_TRIES) {
 			char msg[1024];
 			snprintf(msg, sizeof msg, "%s", bs_last_error());
+			if (w->token[0]) /* kept for the tries: the write is over */
+				bs__lock_release(st, w->shard, w->token);
 			return bs_error(rc, "%s (gave up after %d tries)", msg, tries);
 		}
 		backoff(tries);
@@ -981,7 +992,7 @@ static void settle_send(bs_store_t *st, const write_t *w, bool deleted, bool row
 	if (!w->token[0])
 		return;
 	if (rows_ok && (deleted || w->new_us)) {
-		bs__settle_add(st, w->shard, w->token, &w->id, deleted ? 0 : w->new_us);
+		bs__settle_add(st, w->shard, w->token, &w->id, w->bucket, deleted ? 0 : w->new_us, w->prev_us);
 		if (bs__settle_due(st, w->shard)) {
 			bs__settle_sql(&b, st, w->shard);
 			bs__buf_puts(&b, ";");
@@ -992,7 +1003,8 @@ static void settle_send(bs_store_t *st, const write_t *w, bool deleted, bool row
 		bs__buf_hex(&b, w->token, strlen(w->token));
 		bs__buf_puts(&b, " AND EXISTS (SELECT 1 FROM entities WHERE updated=@bs_v AND id=");
 		id_lit(&b, &w->id);
-		bs__buf_puts(&b, ");");
+		bs__buf_printf(&b, ") AND EXISTS (SELECT 1 FROM bagstore_buckets WHERE bucket=%d AND state IN "
+		                   BS__OWNING_SQL ");", w->bucket);
 	}
 	bs__buf_puts(&b, "DO RELEASE_LOCK(");
 	bs__buf_hex(&b, w->token, strlen(w->token));

@@ -24,10 +24,11 @@ int bs__hexval(int c)
 /* A version 4 (random) UUID from the kernel's generator: one getrandom
  * call. libuuid's uuid_generate_random costs six more system calls and a
  * reseed of random() per id (it mixes its own generator in), a few
- * microseconds on every put; it remains the fallback. */
+ * microseconds on every put; it remains the fallback (and is what runs
+ * before the kernel's pool is ready: GRND_NONBLOCK never waits). */
 void bs_id_generate(bs_id_t *out)
 {
-	if (getrandom(out->b, sizeof out->b, 0) == (ssize_t)sizeof out->b) {
+	if (getrandom(out->b, sizeof out->b, GRND_NONBLOCK) == (ssize_t)sizeof out->b) {
 		out->b[6] = (uint8_t)((out->b[6] & 0x0f) | 0x40); /* version 4 */
 		out->b[8] = (uint8_t)((out->b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
 		return;

@@ -181,27 +181,35 @@ void bs__lock_release(bs_store_t *st, int shard, const char *name);
 
 /* Intents removed in batches (the single write's step 3, entity.c): a
  * write whose index rows are all written adds its intent (token, the
- * entity, the version it wrote, 0 for a delete); bs__settle_due says a
- * batch is due (BS__SETTLE_BATCH of them, or the first older than
+ * entity and its bucket, the version it wrote, 0 for a delete, and the
+ * version it replaced or deleted, 0 for none); bs__settle_due says a batch
+ * is due (BS__SETTLE_BATCH of them, or the first older than
  * BS__SETTLE_AGE_S); bs__settle_sql appends the one statement that removes
- * each where the entity is still that version (still absent, for a
- * delete), and empties the list; bs__settle_flush runs it now (best
- * effort: bs_store_free calls it). An intent added for an entity already
- * in the list makes the earlier ones go whatever the version: their rows
- * were all written before this write began, and any write of another
- * writer that could land after them keeps an intent of its own (its
- * version, or this write's, is not the last). An intent left (never
- * flushed, the process killed) has a free lock: the repair loop settles
- * it. */
+ * each where the shard still owns the bucket (owned or leaving) and the
+ * entity is still that version (still absent, for a delete), and empties
+ * the list; bs__settle_flush runs it now, waiting at most a second for
+ * its answer (bs_store_free calls it: a hung shard does not hold the free
+ * up longer). A later write of the same entity on the same connection
+ * (its rows all written) makes an earlier entry go whatever the version
+ * when that entry is a delete, or a put whose very version this write
+ * replaced or deleted: the earlier write's rows were all written before
+ * this one began; a delete only removed rows, and whatever body came
+ * between, this write's rows rewrote from it; for a put, nothing wrote
+ * between the two. Otherwise (another writer between, whose rows the
+ * earlier put's may have landed after) the entry keeps its version check.
+ * An intent left (never flushed, the process killed) has a free lock: the
+ * repair loop settles it. */
 struct bs__settle {
 	char token[48];
 	bs_id_t id;
+	int bucket;
 	int64_t ver_us; /* 0: a delete */
 	bool any;       /* superseded: removed whatever the version */
 };
 #define BS__SETTLE_BATCH 32
 #define BS__SETTLE_AGE_S 0.2
-void bs__settle_add(bs_store_t *st, int i, const char *token, const bs_id_t *id, int64_t ver_us);
+void bs__settle_add(bs_store_t *st, int i, const char *token, const bs_id_t *id, int bucket, int64_t ver_us,
+                    int64_t prev_us);
 /* A fresh token for a write's intents and named lock (entity.c, bulk.c):
  * "bagstore.w." and 32 random hex digits. */
 void bs__write_token(char token[48]);

@@ -58,10 +58,11 @@ static const char *const schema[] = {
 	") ENGINE=InnoDB",
 
 	/* writes in flight (entity.c, bulk.c): one row per entity a put or
-	 * delete is writing, between its entity and its index rows (a batch
-	 * shares one token); ver, when known, is the version written. A row
-	 * that stays is the repair loop's to settle once its named lock (the
-	 * token) is free. */
+	 * delete is writing, from its entity write until its index rows are
+	 * written and its removal's batch runs (a bulk batch shares one
+	 * token); ver, when known, is the version written. A row that stays is
+	 * the repair loop's to settle once its named lock (the token) is
+	 * free. */
 	"CREATE TABLE IF NOT EXISTS bagstore_intents ("
 	" token VARCHAR(64) NOT NULL,"
 	" entity_id BINARY(16) NOT NULL,"

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <mysqld_error.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -516,6 +517,9 @@ int bs__shard_send(bs_store_t *st, int i, const char *sql, size_t len, const cha
 	return 0;
 }
 
+/* bs__settle_flush's wait for its answer, at most */
+#define SETTLE_WAIT_MS 1000
+
 void bs__write_token(char token[48])
 {
 	bs_id_t r;
@@ -525,19 +529,29 @@ void bs__write_token(char token[48])
 	snprintf(token, 48, "bagstore.w.%s", hex);
 }
 
-void bs__settle_add(bs_store_t *st, int i, const char *token, const bs_id_t *id, int64_t ver_us)
+void bs__settle_add(bs_store_t *st, int i, const char *token, const bs_id_t *id, int bucket, int64_t ver_us,
+                    int64_t prev_us)
 {
 	bs_shard_t *sh = &st->shards[i];
 	if (!sh->settle && !(sh->settle = calloc(BS__SETTLE_BATCH, sizeof *sh->settle)))
 		return; /* out of memory: the intent stays, the repair loop settles it */
 	if (sh->nsettle == BS__SETTLE_BATCH)
 		return; /* not flushed (bs__settle_due was not heeded): the same */
-	for (int k = 0; k < sh->nsettle; k++)
-		if (!memcmp(sh->settle[k].id.b, id->b, 16))
+	for (int k = 0; k < sh->nsettle; k++) {
+		const struct bs__settle *e = &sh->settle[k];
+		if (memcmp(e->id.b, id->b, 16))
+			continue;
+		/* an earlier delete of the entity only removed rows, all before
+		 * this write began: whatever body came between, this write's rows
+		 * rewrote from it; an earlier put, when this write replaced its
+		 * very version (nobody wrote between) */
+		if (!e->ver_us || (prev_us && e->ver_us == prev_us))
 			sh->settle[k].any = true;
+	}
 	struct bs__settle *e = &sh->settle[sh->nsettle];
 	snprintf(e->token, sizeof e->token, "%s", token);
 	e->id = *id;
+	e->bucket = bucket;
 	e->ver_us = ver_us;
 	e->any = false;
 	if (!sh->nsettle++)
@@ -555,17 +569,22 @@ void bs__settle_sql(bs_buf_t *out, bs_store_t *st, int i)
 	bs_shard_t *sh = &st->shards[i];
 	if (!sh->nsettle)
 		return;
-	/* each intent by its key, each entity by its id: nsettle lookups of
-	 * each; an entity rewritten since by another writer (another version)
-	 * or back after a delete keeps its intent for the repair loop */
-	bs__buf_puts(out, "DELETE i FROM bagstore_intents i JOIN (");
+	/* each intent by its key, each entity by its id, each bucket by its
+	 * number: nsettle lookups of each. Kept for the repair loop: an intent
+	 * whose entity was written since by another writer (another version)
+	 * or is back after a delete, or whose bucket this shard no longer owns
+	 * (a cut-over since: the copy here says nothing of the new owner's).
+	 * The rows of entities it reads are locked for the statement (shared):
+	 * a writer holding one makes it give up after a second, its intents
+	 * left to the repair loop, rather than hold this connection. */
+	bs__buf_puts(out, "SET STATEMENT innodb_lock_wait_timeout=1 FOR DELETE i FROM bagstore_intents i JOIN (");
 	for (int k = 0; k < sh->nsettle; k++) {
 		const struct bs__settle *e = &sh->settle[k];
 		bs__buf_puts(out, k ? " UNION ALL SELECT " : "SELECT ");
 		bs__buf_hex(out, e->token, strlen(e->token));
 		bs__buf_puts(out, k ? "," : " t,");
 		bs__buf_hex(out, e->id.b, 16);
-		bs__buf_puts(out, k ? "," : " e,");
+		bs__buf_printf(out, k ? ",%d," : " e,%d b,", e->bucket);
 		if (e->ver_us)
 			bs__buf_printf(out, "FROM_UNIXTIME(%lld.%06lld)", (long long)(e->ver_us / 1000000),
 			               (long long)(e->ver_us % 1000000));
@@ -576,8 +595,8 @@ void bs__settle_sql(bs_buf_t *out, bs_store_t *st, int i)
 		if (!k)
 			bs__buf_puts(out, " a");
 	}
-	bs__buf_puts(out, ") w ON i.token=w.t AND i.entity_id=w.e LEFT JOIN entities n ON n.id=w.e"
-	                  " WHERE w.a=1 OR n.updated <=> w.v");
+	bs__buf_puts(out, ") w ON i.token=w.t AND i.entity_id=w.e JOIN bagstore_buckets o ON o.bucket=w.b AND o.state IN "
+	                  BS__OWNING_SQL " LEFT JOIN entities n ON n.id=w.e WHERE w.a=1 OR n.updated <=> w.v");
 	sh->nsettle = 0;
 }
 
@@ -591,9 +610,36 @@ void bs__settle_flush(bs_store_t *st, int i)
 		sh->nsettle = 0;
 		return;
 	}
+	if (sh->pending)
+		drain_pending(st, i);
 	bs__settle_sql(&b, st, i);
-	if (bs__buf_ok(&b) || bs__shard_exec(st, i, b.ptr, b.len))
-		bs_error_clear(); /* the intents stay: the repair loop settles them */
+	if (bs__buf_ok(&b))
+		goto done;
+	/* its answer waited for at most SETTLE_WAIT_MS: a shard that does not
+	 * answer (hung, paused) does not hold the store's free up; its intents
+	 * are then the repair loop's */
+	double t0 = bs_now_mono();
+	int64_t at = bs_now_us();
+	bs__shard_sent(sh, b.ptr, b.len);
+	if (mysql_send_query(sh->conn, b.ptr, (unsigned long)b.len))
+		goto done;
+	struct pollfd pf = { .fd = (int)mysql_get_socket(sh->conn), .events = POLLIN };
+	bool answered = poll(&pf, 1, SETTLE_WAIT_MS) == 1;
+	int64_t rows = 0;
+	if (answered && !mysql_read_query_result(sh->conn)) {
+		rows = (int64_t)mysql_affected_rows(sh->conn);
+		while (mysql_next_result(sh->conn) == 0)
+			;
+	}
+	if (st->trace_fn)
+		bs__trace_emit(st, i, b.ptr, b.len, t0, at, rows, false, answered ? mysql_errno(sh->conn) : 0,
+		               answered ? NULL : "not answered: left to the repair loop");
+	if (!answered) { /* the answer unread: the connection is done */
+		mysql_close(sh->conn);
+		sh->conn = NULL;
+	}
+done:
+	bs_error_clear();
 	bs__buf_free(&b);
 }
 

@@ -1,15 +1,21 @@
 /*
  * test_fast_kill.c - a single put and a single delete, each with one
  * index, SIGKILLed between their entity write (the fence's fast form:
- * the intent inserted from the ownership row, the entity written from the
- * intent row, one transaction) and their index rows, against the two real
+ * the intent inserted, the entity written from the bucket's ownership row,
+ * one transaction) and their index rows, against the two real
  * test shards (tests/run.sh starts them). The entity is written and its
  * intent is there, its named lock gone with the process; `bagstore
  * cleaner --once` (the repair loop) makes the index rows what the body
  * says and removes the intent. Then the window batched intent removal
  * opens (a write done, its intent waiting for its batch): a put killed
- * there leaves its intent, lock free, for the repair loop; and a batch
- * removes only the intents whose entity is still at their version.
+ * there leaves its intent, lock free, for the repair loop; a batch removes
+ * only the intents whose entity is still at their version; a later write
+ * of the same connection supersedes an earlier one's intent only when it
+ * replaced exactly that version (here another writer came between, and
+ * the earlier write's rows landed after that writer's: its intent must
+ * stay); and a write tried again after its fast form was refused (its
+ * intent committed) and its full form timed out finds its own intent and
+ * goes on.
  */
 #include "bagstore.h"
 #include "rawsql.h"
@@ -70,6 +76,32 @@ static pid_t writer_close(int g, bool close)
 
 static pid_t writer(int g) { return writer_close(g, false); }
 
+/* In a child with a store of its own: put g1 stopped before its index
+ * rows, then (once continued) put g2 on the same store, unpaused; close. */
+static pid_t writer_twice(int g1, int g2)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	bs_store_t *st = NULL;
+	bs_value_t bag;
+	setenv("BAGSTORE_FAULT", "pause_before_index_rows", 1);
+	if (bs_store_open(&st, cfg))
+		_exit(2);
+	bag_of(&bag, g1);
+	if (bs_put(st, &bag, NULL))
+		_exit(3);
+	bs_value_clear(&bag);
+	unsetenv("BAGSTORE_FAULT");
+	bag_of(&bag, g2);
+	if (bs_put(st, &bag, NULL))
+		_exit(4);
+	bs_value_clear(&bag);
+	bs_store_free(st);
+	_exit(0);
+}
+
 /* In a child: put with g, all of it (rows written, the lock released),
  * then SIGKILL before its intent's batch. */
 static void put_then_die(int g)
@@ -108,6 +140,21 @@ static void kill_it(pid_t pid)
 static long long both(const char *q)
 {
 	return sql_int(0, q) + sql_int(1, q);
+}
+
+/* q's count on shard (-1: both) once it is want, or after 3 s what it
+ * is: a store's last batch of intent removals is sent when it is freed,
+ * not waited for. */
+static long long count_when(int shard, const char *q, long long want)
+{
+	long long v = 0;
+	for (int k = 0; k < 60; k++) {
+		if ((v = shard < 0 ? both(q) : sql_int(shard, q)) == want)
+			break;
+		struct timespec ts = { 0, 50000000L };
+		nanosleep(&ts, NULL);
+	}
+	return v;
 }
 
 /* The repair loop, once: intents older than a second whose lock is free. */
@@ -201,7 +248,7 @@ int main(void)
 	bs_value_clear(&bag);
 	bs_store_free(st);
 	st = NULL;
-	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'") == 1,
+	CHECK(count_when(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'", 1) == 1,
 	      "B's batch removed its own intent (its version is the last), not A's (A's lock is held)");
 	kill(p, SIGCONT);
 	int status;
@@ -214,6 +261,90 @@ int main(void)
 	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled it");
 	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=14 AND entity_id=X'" ID "'") == 1 &&
 	      both("SELECT COUNT(*) FROM ix_g") == 1, "the index row is B's (g=14), alone");
+
+	/* P writes W1 (g=21, its row on shard 1) stopped before its rows; X
+	 * (g=22) writes and settles; P's g=21 row lands after X's, stale; P
+	 * writes W2 (g=24) on the same connection, which replaced X's version,
+	 * not W1's: W1's intent must stay */
+	p = writer_twice(21, 24);
+	CHECK(wait_stopped(p), "P stopped between W1's entity and its index rows");
+	CHECK_OK(bs_store_open(&st, cfg));
+	bag_of(&bag, 22);
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	bs_store_free(st);
+	st = NULL;
+	kill(p, SIGCONT);
+	CHECK(waitpid(p, &status, 0) == p && WIFEXITED(status) && WEXITSTATUS(status) == 0, "P finished");
+	CHECK(sql_int(1, "SELECT COUNT(*) FROM ix_g WHERE g=21 AND entity_id=X'" ID "'") == 1,
+	      "W1's row (g=21) landed after X's: stale");
+	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'") >= 1,
+	      "an intent covers it: W2 did not supersede W1 (X wrote between them)");
+	CHECK(cleaner_once() == 0, "cleaner --once");
+	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled it");
+	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=24 AND entity_id=X'" ID "'") == 1 &&
+	      both("SELECT COUNT(*) FROM ix_g") == 1, "the index row is W2's (g=24), alone");
+
+	/* the same connection writing an entity over and over leaves no
+	 * intent: each write replaced exactly the one before */
+	CHECK_OK(bs_store_open(&st, cfg));
+	for (int g = 30; g < 40; g++) {
+		bag_of(&bag, g);
+		CHECK_OK(bs_put(st, &bag, NULL));
+		bs_value_clear(&bag);
+	}
+	bs_store_free(st);
+	st = NULL;
+	CHECK(count_when(-1, "SELECT COUNT(*) FROM bagstore_intents", 0) == 0,
+	      "ten writes of one entity on one connection: no intent left");
+
+	/* a put into a leaving bucket whose row another session holds past
+	 * the lock wait timeout: the fast form is refused (its intent
+	 * committed), the full form times out, the write is tried again with
+	 * its token and finds its intent there */
+	bs_id_t id;
+	CHECK_OK(bs_id_parse(&id, ID));
+	int bk = bs_route_id(&id, 4096);
+	char q[200];
+	sql(1, "SET GLOBAL innodb_lock_wait_timeout=1");
+	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='leaving', move_id=7001 WHERE bucket=%d", bk);
+	sql(1, q);
+	fflush(stdout);
+	pid_t h = fork();
+	if (h == 0) {
+		const bs_shard_conf_t *c = &cfg->shards[1];
+		MYSQL *m = mysql_init(NULL);
+		if (!mysql_real_connect(m, c->host, c->user, NULL, c->database, c->port, c->socket, 0))
+			_exit(2);
+		if (mysql_query(m, "START TRANSACTION") ||
+		    mysql_query(m, "SELECT id FROM entities WHERE id=X'" ID "' FOR UPDATE"))
+			_exit(3);
+		mysql_free_result(mysql_store_result(m));
+		struct timespec ts = { 2, 500000000L };
+		nanosleep(&ts, NULL);
+		mysql_query(m, "COMMIT");
+		mysql_close(m);
+		_exit(0);
+	}
+	struct timespec ts = { 0, 300000000L };
+	nanosleep(&ts, NULL);
+	CHECK_OK(bs_store_open(&st, cfg));
+	bag_of(&bag, 42);
+	int rc = bs_put(st, &bag, NULL);
+	CHECK(rc == 0, "a put into a leaving bucket survives a lock wait timeout, tried again: %s",
+	      rc ? bs_last_error() : "ok");
+	bs_value_clear(&bag);
+	bs_store_free(st);
+	st = NULL;
+	waitpid(h, &status, 0);
+	sql(1, "SET GLOBAL innodb_lock_wait_timeout=50");
+	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='owned', move_id=0 WHERE bucket=%d", bk);
+	sql(1, q);
+	sql(1, "DELETE FROM bagstore_move_log");
+	CHECK(cleaner_once() == 0, "cleaner --once");
+	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "no intent left");
+	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=42 AND entity_id=X'" ID "'") == 1 &&
+	      both("SELECT COUNT(*) FROM ix_g") == 1, "the index row is g=42, alone");
 
 	bs_store_free(st);
 	raw_close_all();
