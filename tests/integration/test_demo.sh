@@ -17,6 +17,10 @@ T_TIMEOUT=300
 stop_demo() { sh "$SHARDS_SH" stop --dir "$SD" >/dev/null 2>&1; }
 trap stop_demo EXIT
 trap 'stop_demo; exit 130' INT TERM
+# a run before this one (stopped short, or on another port) leaves its
+# shards' data: the samples must load on fresh ones
+stop_demo
+rm -rf "$SD"
 
 cat >"$T/block.yaml" <<YAML
 shards:
