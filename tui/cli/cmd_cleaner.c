@@ -112,11 +112,24 @@ static void progress_line(progress_t *pr, const bs_job_t *job)
 		if (j->eta_s > eta)
 			eta = j->eta_s;
 	}
-	fmt_secs(eta_text, sizeof eta_text, eta);
+	/* a job's rate is measured over 2 s at least (a burst is not a rate):
+	 * until then, and while some job has none, there is no figure to show */
+	bool known = rate > 0;
+	for (i = 0; i < pr->n; i++)
+		if (pr->last[i].state == BS_JOB_RUNNING && pr->last[i].eta_s < 0)
+			known = false;
+	char rate_text[48];
+	if (known) {
+		fmt_secs(eta_text, sizeof eta_text, eta);
+		snprintf(rate_text, sizeof rate_text, "%.0f rows/s", rate);
+	} else {
+		snprintf(eta_text, sizeof eta_text, "not known yet");
+		snprintf(rate_text, sizeof rate_text, "rate measuring");
+	}
 	len += (size_t)snprintf(line + len, sizeof line - len,
-	                        "\rbackfill %s: %" PRId64 "/%" PRId64 " rows (%.0f%%), %.0f rows/s, eta %s",
+	                        "\rbackfill %s: %" PRId64 "/%" PRId64 " rows (%.0f%%), %s, eta %s",
 	                        job->index, scanned, total,
-	                        total ? 100.0 * (double)scanned / (double)total : 100.0, rate, eta_text);
+	                        total ? 100.0 * (double)scanned / (double)total : 100.0, rate_text, eta_text);
 	for (i = 0; i < pr->n && len < sizeof line - 64; i++) {
 		const bs_job_t *j = &pr->last[i];
 
