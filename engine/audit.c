@@ -60,7 +60,7 @@ static void insert_sql(bs_buf_t *b, const row_t *r, bool full)
 
 	who(user, host);
 	bs__buf_printf(b, "INSERT INTO bagstore_audit (os_user, host, action, target, detail%s) VALUES (",
-	           full ? ", pid, shards, entity_id, before_us, before_body, after_us, after_body" : "");
+	               full ? ", pid, shards, entity_id, before_us, before_body, after_us, after_body" : "");
 	put_text(b, user);
 	bs__buf_puts(b, ",");
 	put_text(b, host);
@@ -89,7 +89,7 @@ static void insert_sql(bs_buf_t *b, const row_t *r, bool full)
  * the row without them. */
 static int write_row(bs_store_t *st, const row_t *r)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc = BS_EUNREACHABLE;
 
 	for (int i = 0; i < st->n; i++) {
@@ -196,7 +196,7 @@ static int entry_from_row(bs_audit_entry_t *e, MYSQL_ROW row, const unsigned lon
 static int list_rows(bs__part_t *part, bs_store_t *st, int i, void *arg)
 {
 	const int *limit = arg;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	bs_audit_entry_t *items;
 	bool full = true;
@@ -252,8 +252,11 @@ static int newest_first(const void *x, const void *y)
 
 int bs_audit_list(bs_audit_list_t *out, bs_store_t *st, int limit)
 {
-	const bs__collect_t c = { sizeof(bs_audit_entry_t), list_rows, entry_free, &limit,
-	                          { "reading the audit log", "the audit log", true } };
+	const bs__collect_t c = { sizeof(bs_audit_entry_t),
+		                  list_rows,
+		                  entry_free,
+		                  &limit,
+		                  { "reading the audit log", "the audit log", true } };
 	void *items;
 	bs__up_t up;
 	int rc;

@@ -33,8 +33,8 @@
 #define CHUNK_MIN 100
 #define CHUNK_MAX 100000
 #define ROWS_PER_INSERT 2000
-#define ROWS_PER_INSERT_MIN 200  /* at the lowest pace: short statements */
-#define SAY_AFTER 0.5            /* a throttle wait this long is said in the job row */
+#define ROWS_PER_INSERT_MIN 200 /* at the lowest pace: short statements */
+#define SAY_AFTER 0.5           /* a throttle wait this long is said in the job row */
 #define RATE_WINDOW_S 10.0
 #define RATE_MIN_SPAN_S 2.0 /* a rate over less (one chunk after a resume) is a burst, not a rate */
 #define RATE_SAMPLES 64
@@ -55,13 +55,13 @@ typedef struct {
 } stmt_t;
 
 typedef struct {
-	bs_buf_t *sql;      /* per target shard: the INSERT statements, back to back */
-	stmt_t **stmts;     /* per target shard: each one */
+	bs_buf_t *sql;  /* per target shard: the INSERT statements, back to back */
+	stmt_t **stmts; /* per target shard: each one */
 	size_t *nstmts, *stmtcap;
-	bs_buf_t *text;     /* per target shard: "(v,...,id)" of each row */
-	crow_t **rowv;      /* per target shard */
+	bs_buf_t *text; /* per target shard: "(v,...,id)" of each row */
+	crow_t **rowv;  /* per target shard */
 	size_t *rowcap;
-	int64_t *rows;      /* per target shard, rows in sql */
+	int64_t *rows; /* per target shard, rows in sql */
 	int64_t scanned, written, last_id;
 } chunk_t;
 
@@ -123,9 +123,7 @@ static void sort_key(uint8_t key[24], const bs_value_t *v)
 	memset(key, 0, 24);
 	switch (v->type) {
 	case BS_STR:
-	case BS_BIN:
-		memcpy(key, v->v.s.ptr, v->v.s.len < 24 ? v->v.s.len : 24);
-		break;
+	case BS_BIN: memcpy(key, v->v.s.ptr, v->v.s.len < 24 ? v->v.s.len : 24); break;
 	case BS_INT: {
 		uint64_t u = (uint64_t)v->v.i ^ (1ull << 63);
 		for (int k = 0; k < 8; k++)
@@ -140,16 +138,12 @@ static void sort_key(uint8_t key[24], const bs_value_t *v)
 			key[k] = (uint8_t)(u >> (56 - 8 * k));
 		break;
 	}
-	case BS_BOOL:
-		key[0] = v->v.b;
-		break;
-	default:
-		break;
+	case BS_BOOL: key[0] = v->v.b; break;
+	default: break;
 	}
 }
 
-static int chunk_add(chunk_t *c, int t, const bs_index_t *idx, const bs_value_t *const *vals,
-                     const void *id)
+static int chunk_add(chunk_t *c, int t, const bs_index_t *idx, const bs_value_t *const *vals, const void *id)
 {
 	bs_buf_t *b = &c->text[t];
 	int rc = BS_ARRAY_GROW(c->rowv[t], (size_t)c->rows[t], c->rowcap[t], 1024);
@@ -280,16 +274,16 @@ typedef struct {
 	const char *index;
 	int shard;
 	const bs_cleaner_opts_t *opts;
-	bs__throttle_t *thr;    /* the process's, shared */
-	bs__writers_t *wr;      /* the run's, shared */
+	bs__throttle_t *thr; /* the process's, shared */
+	bs__writers_t *wr;   /* the run's, shared */
 	pthread_mutex_t *progress_lock;
-	bool daemon;            /* return on busy/paused/wait instead of waiting */
+	bool daemon; /* return on busy/paused/wait instead of waiting */
 	/* kept across attempts */
 	bs_store_t *src, *dst;
 	char lock[65];
 	char host[64];
 	int pid;
-	double moves_checked;   /* monotonic: when a move in flight was last looked for */
+	double moves_checked; /* monotonic: when a move in flight was last looked for */
 	/* the job as this worker sees it */
 	bs_job_t job;
 	int64_t index_created_us;
@@ -356,8 +350,10 @@ static void sample(runner_t *r)
 	r->nsamp++;
 	r->job.rate = rate_now(r, r->samp_t[s]);
 	r->job.eta_s = r->job.rate > 0 ? (double)(r->job.rows_total > r->job.rows_scanned
-	                                          ? r->job.rows_total - r->job.rows_scanned : 0) / r->job.rate
-	                                : -1;
+	                                                  ? r->job.rows_total - r->job.rows_scanned
+	                                                  : 0) /
+	                                         r->job.rate
+	                               : -1;
 }
 
 static void report(runner_t *r)
@@ -379,8 +375,9 @@ static void emit(runner_t *r, bs_event_type_t type, const char *msg, int code)
 {
 	if (!r->opts || !r->opts->event)
 		return;
-	bs_event_t ev = { .type = type, .shard = r->shard, .index = r->index, .message = msg, .code = code,
-	                  .job = &r->job };
+	bs_event_t ev = {
+		.type = type, .shard = r->shard, .index = r->index, .message = msg, .code = code, .job = &r->job
+	};
 	r->job.heartbeat_us = bs_now_us();
 	snprintf(r->job.worker_host, sizeof r->job.worker_host, "%s", r->host);
 	r->job.worker_pid = r->pid;
@@ -404,7 +401,7 @@ static void unthrottle(runner_t *r)
  * Returns the rows matched: 0 when the job is no longer ours to run. */
 static int64_t say_throttled(runner_t *r, const char *why)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int64_t matched = 0;
 	r->job.state = BS_JOB_THROTTLED;
 	snprintf(r->job.reason, sizeof r->job.reason, "%s", why);
@@ -429,8 +426,8 @@ static enum outcome why_not_mine(runner_t *r)
 	bs_job_t j;
 	if (bs__job_read(&j, NULL, r->src, r->shard, r->index)) {
 		if (bs_last_error_code() == BS_ENOTFOUND) {
-			snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s: job removed",
-			         r->index, r->src->shards[r->shard].conf->name);
+			snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s: job removed", r->index,
+			         r->src->shards[r->shard].conf->name);
 			return OUT_CANCELLED;
 		}
 		return OUT_WAIT;
@@ -438,17 +435,11 @@ static enum outcome why_not_mine(runner_t *r)
 	r->job.state = j.state;
 	snprintf(r->job.reason, sizeof r->job.reason, "%s", j.reason);
 	switch (j.state) {
-	case BS_JOB_PAUSED:
-		return OUT_PAUSED;
-	case BS_JOB_CANCELLED:
-		return OUT_CANCELLED;
-	case BS_JOB_DONE:
-		return OUT_DONE;
-	case BS_JOB_FAILED:
-		snprintf(r->msg, sizeof r->msg, "%s", j.reason);
-		return OUT_FAILED;
-	default:
-		return OUT_LOST; /* another worker holds it now */
+	case BS_JOB_PAUSED: return OUT_PAUSED;
+	case BS_JOB_CANCELLED: return OUT_CANCELLED;
+	case BS_JOB_DONE: return OUT_DONE;
+	case BS_JOB_FAILED: snprintf(r->msg, sizeof r->msg, "%s", j.reason); return OUT_FAILED;
+	default: return OUT_LOST; /* another worker holds it now */
 	}
 }
 
@@ -482,7 +473,7 @@ static bool job_update(runner_t *r, bs_buf_t *b, enum outcome *out)
 /* Mark the job failed with reason m (best effort) and report it. */
 static void job_fail(runner_t *r, const char *m)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='failed', heartbeat=NOW(6), reason=");
 	bs__buf_hex(&b, m, strlen(m));
 	where_mine(r, &b);
@@ -501,15 +492,15 @@ static void job_fail(runner_t *r, const char *m)
  * throttle gave and how long the job has waited for it. */
 typedef struct {
 	chunk_t cur, next;
-	bool *which;            /* the shards the current chunk touches */
-	bool *one;              /* scratch: one shard */
+	bool *which; /* the shards the current chunk touches */
+	bool *one;   /* scratch: one shard */
 	bs_index_t idx;
 	int64_t chunk;
 	bool slow;
-	int64_t per_insert;     /* rows per INSERT, from the pace */
-	char pace_reason[256];  /* how the throttle paces it ("" at full pace) */
-	double wait_since;      /* the throttle holds it since (monotonic), 0 not */
-	double said_at;         /* the job row last said so */
+	int64_t per_insert;    /* rows per INSERT, from the pace */
+	char pace_reason[256]; /* how the throttle paces it ("" at full pace) */
+	double wait_since;     /* the throttle holds it since (monotonic), 0 not */
+	double said_at;        /* the job row last said so */
 } attempt_t;
 
 /* Step 1, claim: take the job's lock and read its row; OUT_* when it is
@@ -523,18 +514,16 @@ static int claim(runner_t *r)
 	    (rc = bs__job_read(&r->job, &r->index_created_us, r->src, r->shard, r->index)))
 		return fail_with(r, rc);
 	switch (r->job.state) {
-	case BS_JOB_DONE:
-		return OUT_DONE;
+	case BS_JOB_DONE: return OUT_DONE;
 	case BS_JOB_CANCELLED:
 		snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s was cancelled", r->index, sname);
 		return OUT_CANCELLED;
 	case BS_JOB_FAILED:
-		snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s failed: %s", r->index, sname, r->job.reason);
+		snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s failed: %s", r->index, sname,
+		         r->job.reason);
 		return OUT_FAILED;
-	case BS_JOB_PAUSED:
-		return OUT_PAUSED;
-	default:
-		return got ? -1 : OUT_BUSY;
+	case BS_JOB_PAUSED: return OUT_PAUSED;
+	default: return got ? -1 : OUT_BUSY;
 	}
 }
 
@@ -543,7 +532,7 @@ static int claim(runner_t *r)
  * the job running. -1 when it may go on, else the outcome. */
 static int validate(runner_t *r, bs_index_t *idx)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	enum outcome out;
 	int rc, ret = -1;
@@ -554,8 +543,9 @@ static int validate(runner_t *r, bs_index_t *idx)
 		return OUT_CANCELLED;
 	}
 	if (idx->state == BS_INDEX_DISABLED || idx->created_us != r->index_created_us) {
-		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='cancelled', reason='the index was disabled or re-created'"
-		                 " WHERE index_name=");
+		bs__buf_puts(&b,
+		             "UPDATE bagstore_jobs SET state='cancelled', reason='the index was disabled or re-created'"
+		             " WHERE index_name=");
 		bs__buf_hex(&b, r->index, strlen(r->index));
 		src_exec(r, &b);
 		snprintf(r->msg, sizeof r->msg, "backfill of %s: the index was disabled or re-created", r->index);
@@ -572,8 +562,9 @@ static int validate(runner_t *r, bs_index_t *idx)
 		r->job.max_id = row && row[0] ? strtoll(row[0], NULL, 10) : 0;
 		r->job.rows_total = row && row[1] ? strtoll(row[1], NULL, 10) : 0;
 	}
-	bs__buf_printf(&b, "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6),"
-	                   " started=COALESCE(started,NOW(6)), max_id=%lld, rows_total=%lld, worker_pid=%d, worker_host=",
+	bs__buf_printf(&b,
+	               "UPDATE bagstore_jobs SET state='running', reason='', heartbeat=NOW(6),"
+	               " started=COALESCE(started,NOW(6)), max_id=%lld, rows_total=%lld, worker_pid=%d, worker_host=",
 	               (long long)r->job.max_id, (long long)r->job.rows_total, r->pid);
 	bs__buf_hex(&b, r->host, strlen(r->host));
 	bs__buf_puts(&b, " WHERE index_name=");
@@ -648,7 +639,8 @@ static int not_go(runner_t *r, attempt_t *a, const bs__thr_gate_t *g)
 {
 	if (g->verdict == BS__THR_STOP) {
 		char m[256];
-		snprintf(m, sizeof m, "stopped: %.140s (resume with `bagstore backfill resume %.64s`)", g->reason, r->index);
+		snprintf(m, sizeof m, "stopped: %.140s (resume with `bagstore backfill resume %.64s`)", g->reason,
+		         r->index);
 		snprintf(r->msg, sizeof r->msg, "backfill of %s on shard %s %s", r->index,
 		         r->src->shards[r->shard].conf->name, m);
 		job_fail(r, m);
@@ -726,7 +718,7 @@ static int lane_wait(double *t0, runner_t *r, attempt_t *a, int shard)
  * attempt (-1 none). */
 static int chunk_read(int *out, runner_t *r, attempt_t *a, chunk_t *c, int64_t after)
 {
-	bs_buf_t q = {0};
+	bs_buf_t q = { 0 };
 	MYSQL_RES *res = NULL;
 	double t0;
 	int rc = 0;
@@ -737,9 +729,10 @@ static int chunk_read(int *out, runner_t *r, attempt_t *a, chunk_t *c, int64_t a
 		return 0;
 	if ((rc = bs__map_need(r->src)))
 		return rc;
-	bs__buf_printf(&q, "SELECT added_id, id, body, " BS__OV_SQL " FROM entities WHERE added_id>%lld AND added_id<=%lld"
-	               " ORDER BY added_id LIMIT %lld", (long long)after, (long long)r->job.max_id,
-	               (long long)a->chunk);
+	bs__buf_printf(&q,
+	               "SELECT added_id, id, body, " BS__OV_SQL " FROM entities WHERE added_id>%lld AND added_id<=%lld"
+	               " ORDER BY added_id LIMIT %lld",
+	               (long long)after, (long long)r->job.max_id, (long long)a->chunk);
 	if ((rc = bs__buf_ok(&q)) || (*out = lane_wait(&t0, r, a, r->shard)) >= 0)
 		goto done;
 	/* the shard's own entities: the copies it holds for a move are indexed
@@ -753,7 +746,8 @@ static int chunk_read(int *out, runner_t *r, attempt_t *a, chunk_t *c, int64_t a
 		MYSQL_ROW first = mysql_fetch_row(res);
 		mysql_data_seek(res, 0);
 		if (!first ||
-		    (rc = bs__owned_at(&states, &exact, r->src, r->shard, first[3] ? strtoll(first[3], NULL, 10) : -1)) ||
+		    (rc = bs__owned_at(&states, &exact, r->src, r->shard,
+		                       first[3] ? strtoll(first[3], NULL, 10) : -1)) ||
 		    exact || round == 4)
 			break;
 		mysql_free_result(res);
@@ -828,7 +822,7 @@ static int chunk_wait(int *rc, runner_t *r, attempt_t *a, bs__batch_t *b)
  * thread reads the next, then checkpoint. -1 to go on, else the outcome. */
 static int chunk_step(runner_t *r, attempt_t *a)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	bs__batch_t *batch = NULL;
 	enum outcome out;
 	int ret = -1, wrc = 0, rout = -1, rrc;
@@ -869,8 +863,9 @@ static int chunk_step(runner_t *r, attempt_t *a)
 	bs__cleaner_conf(&cl, r->opts, r->cfg); /* the settings in force now (SIGHUP) */
 	a->chunk = next_chunk_size(a, elapsed, &cl);
 	r->job.chunk = a->chunk;
-	bs__buf_printf(&b, "UPDATE bagstore_jobs SET state='running', heartbeat=NOW(6), cursor_id=%lld,"
-	                   " rows_scanned=%lld, rows_written=%lld, rate=%.3f, chunk=%lld, reason=",
+	bs__buf_printf(&b,
+	               "UPDATE bagstore_jobs SET state='running', heartbeat=NOW(6), cursor_id=%lld,"
+	               " rows_scanned=%lld, rows_written=%lld, rate=%.3f, chunk=%lld, reason=",
 	               (long long)r->job.cursor, (long long)r->job.rows_scanned, (long long)r->job.rows_written,
 	               r->job.rate, (long long)a->chunk);
 	bs__buf_hex(&b, a->pace_reason, strlen(a->pace_reason));
@@ -904,10 +899,11 @@ done:
 /* Step 4, finish: every chunk done; the job row says so. */
 static enum outcome finish(runner_t *r)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	enum outcome out = OUT_DONE;
-	bs__buf_printf(&b, "UPDATE bagstore_jobs SET state='done', reason='', heartbeat=NOW(6), finished=NOW(6),"
-	                   " cursor_id=GREATEST(cursor_id,max_id), rows_scanned=%lld, rows_written=%lld, rate=%.3f",
+	bs__buf_printf(&b,
+	               "UPDATE bagstore_jobs SET state='done', reason='', heartbeat=NOW(6), finished=NOW(6),"
+	               " cursor_id=GREATEST(cursor_id,max_id), rows_scanned=%lld, rows_written=%lld, rate=%.3f",
 	               (long long)r->job.rows_scanned, (long long)r->job.rows_written, r->job.rate);
 	where_mine(r, &b);
 	if (job_update(r, &b, &out)) {
@@ -952,8 +948,9 @@ static void wind_up(runner_t *r, enum outcome out)
 		job_fail(r, m);
 	}
 	if (out == OUT_STOP) { /* asked to stop: the job waits for any worker */
-		bs_buf_t b = {0};
-		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='queued', reason='its worker stopped; it resumes from its checkpoint'");
+		bs_buf_t b = { 0 };
+		bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='queued', reason='its worker stopped; it resumes from "
+		                 "its checkpoint'");
 		where_mine(r, &b);
 		src_exec(r, &b);
 		bs__buf_free(&b);
@@ -970,7 +967,7 @@ static void wind_up(runner_t *r, enum outcome out)
  * it cannot go on), finish. */
 static enum outcome attempt(runner_t *r)
 {
-	attempt_t a = {0};
+	attempt_t a = { 0 };
 	int out, rc;
 
 	r->rc = 0;
@@ -1069,8 +1066,7 @@ done:
  * caller's thread, whose priority a runner would lower for good (and the
  * next throttle's samplers inherit it), and a runner's outcome is more
  * than a code (done, paused, cancelled). */
-static int run_jobs(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts,
-                    bool daemon)
+static int run_jobs(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts, bool daemon)
 {
 	int n = st->n, rc = 0;
 	runner_t *rs = calloc((size_t)n, sizeof *rs);
@@ -1090,8 +1086,14 @@ static int run_jobs(bool *all_done, bs_store_t *st, const char *index, const bs_
 	 * creator's priority, and the probe must not wait as a backfill does */
 	bs__throttle_run(thr);
 	for (int i = 0; i < n; i++) {
-		rs[i] = (runner_t){ .cfg = st->cfg, .index = index, .shard = i, .opts = opts, .thr = thr, .wr = wr,
-		                    .progress_lock = &lock, .daemon = daemon };
+		rs[i] = (runner_t){ .cfg = st->cfg,
+			            .index = index,
+			            .shard = i,
+			            .opts = opts,
+			            .thr = thr,
+			            .wr = wr,
+			            .progress_lock = &lock,
+			            .daemon = daemon };
 		if (pthread_create(&tids[i], NULL, runner_thread, &rs[i]) == 0)
 			started[i] = true;
 		else
@@ -1123,8 +1125,7 @@ done:
 	return rc;
 }
 
-int bs__backfill_run(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts,
-                     bool until_done)
+int bs__backfill_run(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts, bool until_done)
 {
 	return run_jobs(all_done, st, index, opts, !until_done);
 }

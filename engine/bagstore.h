@@ -32,16 +32,16 @@ extern "C" {
 
 enum {
 	BS_OK = 0,
-	BS_ERROR = -1,       /* anything not listed below */
-	BS_ENOTFOUND = -2,   /* entity, index, job or shard not found */
-	BS_EUNREACHABLE = -3,/* a shard could not be reached or timed out */
-	BS_ECONFLICT = -4,   /* changed since read, already exists, wrong state */
-	BS_EINVAL = -5,      /* bad input from the caller: ids, JSON, arguments */
-	BS_ECONFIG = -6,     /* configuration file, or a shard list the shards disagree with */
-	BS_ESQL = -7,        /* the server answered with an error */
+	BS_ERROR = -1,        /* anything not listed below */
+	BS_ENOTFOUND = -2,    /* entity, index, job or shard not found */
+	BS_EUNREACHABLE = -3, /* a shard could not be reached or timed out */
+	BS_ECONFLICT = -4,    /* changed since read, already exists, wrong state */
+	BS_EINVAL = -5,       /* bad input from the caller: ids, JSON, arguments */
+	BS_ECONFIG = -6,      /* configuration file, or a shard list the shards disagree with */
+	BS_ESQL = -7,         /* the server answered with an error */
 	BS_ENOMEM = -8,
-	BS_ECORRUPT = -9,    /* a stored body does not decode */
-	BS_EREADONLY = -10,  /* refused: read-only mode */
+	BS_ECORRUPT = -9,   /* a stored body does not decode */
+	BS_EREADONLY = -10, /* refused: read-only mode */
 };
 
 /* The last error's message on this thread, never NULL ("" when none). */
@@ -56,9 +56,7 @@ const char *bs_strerror(int code);
 
 /* ------------------------------------------------------------------ values */
 
-typedef enum {
-	BS_NIL, BS_BOOL, BS_INT, BS_UINT, BS_FLOAT, BS_STR, BS_BIN, BS_ARRAY, BS_MAP
-} bs_type_t;
+typedef enum { BS_NIL, BS_BOOL, BS_INT, BS_UINT, BS_FLOAT, BS_STR, BS_BIN, BS_ARRAY, BS_MAP } bs_type_t;
 
 typedef struct bs_value bs_value_t;
 typedef struct bs_pair bs_pair_t;
@@ -78,9 +76,19 @@ struct bs_value {
 		int64_t i;
 		uint64_t u;
 		double f;
-		struct { char *ptr; size_t len; uint8_t sub; } s; /* STR, BIN (sub: BIN's subtype) */
-		struct { bs_value_t *items; size_t len, cap; } a; /* ARRAY */
-		struct { bs_pair_t *items; size_t len, cap; } m;  /* MAP */
+		struct {
+			char *ptr;
+			size_t len;
+			uint8_t sub;
+		} s; /* STR, BIN (sub: BIN's subtype) */
+		struct {
+			bs_value_t *items;
+			size_t len, cap;
+		} a; /* ARRAY */
+		struct {
+			bs_pair_t *items;
+			size_t len, cap;
+		} m; /* MAP */
 	} v;
 };
 
@@ -117,7 +125,9 @@ int bs_float_text(char buf[40], double d);
 
 /* ------------------------------------------------------------------ ids */
 
-typedef struct { uint8_t b[16]; } bs_id_t;
+typedef struct {
+	uint8_t b[16];
+} bs_id_t;
 
 /* A new random (version 4) id from libuuid. */
 void bs_id_generate(bs_id_t *out);
@@ -135,9 +145,10 @@ int bs_bag_id(bs_id_t *out, const bs_value_t *bag);
 /* Limits for untrusted bodies. */
 #define BS_BODY_MAX_INFLATED (16u << 20) /* bytes of MessagePack after inflate */
 #define BS_BODY_MAX_DEPTH 32             /* nesting of arrays and maps */
-#define BS_BODY_MAX_ITEMS (1u << 20)     /* values in one body, elements of
+#define BS_BODY_MAX_ITEMS \
+	(1u << 20)                      /* values in one body, elements of
                                           * arrays and maps counted */
-#define BS_BODY_MAX_DECODED (64u << 20)  /* bytes a decoded body may hold */
+#define BS_BODY_MAX_DECODED (64u << 20) /* bytes a decoded body may hold */
 
 typedef struct {
 	uint8_t *ptr;
@@ -170,11 +181,9 @@ int bs_yaml_decode(bs_value_t *out, const char *text, size_t len, const char *wh
 
 /* ------------------------------------------------------------------ indexes */
 
-typedef enum {
-	BS_COL_UUID, BS_COL_STRING, BS_COL_INT, BS_COL_FLOAT, BS_COL_BOOL, BS_COL_BINARY
-} bs_coltype_t;
+typedef enum { BS_COL_UUID, BS_COL_STRING, BS_COL_INT, BS_COL_FLOAT, BS_COL_BOOL, BS_COL_BINARY } bs_coltype_t;
 
-#define BS_NAME_MAX 64      /* index and property names: [A-Za-z_][A-Za-z0-9_]* */
+#define BS_NAME_MAX 64 /* index and property names: [A-Za-z_][A-Za-z0-9_]* */
 #define BS_INDEX_MAX_PROPS 8
 
 typedef struct {
@@ -183,18 +192,16 @@ typedef struct {
 	unsigned len; /* string(N): characters (default 255); binary(N): bytes */
 } bs_prop_t;
 
-typedef enum {
-	BS_INDEX_BUILDING, BS_INDEX_READY, BS_INDEX_DISABLED
-} bs_index_state_t;
+typedef enum { BS_INDEX_BUILDING, BS_INDEX_READY, BS_INDEX_DISABLED } bs_index_state_t;
 
 typedef struct {
 	char name[BS_NAME_MAX + 1]; /* also the table's name */
 	bs_prop_t props[BS_INDEX_MAX_PROPS];
 	int nprops;
-	int shard_on;               /* which of props routes the row */
+	int shard_on; /* which of props routes the row */
 	bs_index_state_t state;
-	int64_t created_us;         /* unix microseconds, 0 when unknown */
-	int64_t changed_us;         /* last state change */
+	int64_t created_us; /* unix microseconds, 0 when unknown */
+	int64_t changed_us; /* last state change */
 	/* The shards' catalogs disagree on this index (a create, promotion or
 	 * drop was cut short); state is then the furthest transition's and
 	 * divergence says each shard's ("s0 ready, s1 disabled"). The cleaner
@@ -223,8 +230,12 @@ int bs_index_ddl(char **out, const bs_index_t *def);
  * Connector/C's defaults and the shard's option file (defaults_file: ssl-ca,
  * ssl-verify-server-cert=1...) decide, as before TLS settings existed. */
 typedef enum {
-	BS_TLS_MODE_UNSET, BS_TLS_DISABLED, BS_TLS_PREFERRED, BS_TLS_REQUIRED,
-	BS_TLS_VERIFY_CA, BS_TLS_VERIFY_IDENTITY
+	BS_TLS_MODE_UNSET,
+	BS_TLS_DISABLED,
+	BS_TLS_PREFERRED,
+	BS_TLS_REQUIRED,
+	BS_TLS_VERIFY_CA,
+	BS_TLS_VERIFY_IDENTITY
 } bs_tls_mode_t;
 /* "disabled", ... "verify_identity"; "unset" for BS_TLS_MODE_UNSET. */
 const char *bs_tls_mode_name(bs_tls_mode_t m);
@@ -235,10 +246,10 @@ const char *bs_tls_mode_name(bs_tls_mode_t m);
  * configuration is loaded. */
 typedef struct {
 	bs_tls_mode_t mode;
-	char *ca;            /* PEM CA bundle: verify_ca and verify_identity only */
-	char *cert, *key;    /* client certificate and its key (both or neither) */
-	char *cipher;        /* OpenSSL cipher list (TLS 1.2 and below) */
-	char *versions;      /* "TLSv1.2,TLSv1.3": the protocol versions allowed */
+	char *ca;         /* PEM CA bundle: verify_ca and verify_identity only */
+	char *cert, *key; /* client certificate and its key (both or neither) */
+	char *cipher;     /* OpenSSL cipher list (TLS 1.2 and below) */
+	char *versions;   /* "TLSv1.2,TLSv1.3": the protocol versions allowed */
 } bs_tls_conf_t;
 
 typedef struct {
@@ -252,8 +263,8 @@ typedef struct {
 
 typedef struct {
 	char *name;
-	char *host;          /* NULL when socket or defaults_file is used */
-	unsigned port;       /* 0: library default */
+	char *host;    /* NULL when socket or defaults_file is used */
+	unsigned port; /* 0: library default */
 	char *socket;
 	char *database;
 	char *user;
@@ -262,9 +273,9 @@ typedef struct {
 	char *option_group;
 	bs_replica_conf_t *replicas;
 	int nreplicas;
-	int line;            /* where the shard was declared, for messages */
-	bs_tls_conf_t tls;   /* the top level's `tls:`, then the shard's, key by key */
-	bool drain;          /* drain: true: `reshard plan` moves all its buckets off */
+	int line;          /* where the shard was declared, for messages */
+	bs_tls_conf_t tls; /* the top level's `tls:`, then the shard's, key by key */
+	bool drain;        /* drain: true: `reshard plan` moves all its buckets off */
 } bs_shard_conf_t;
 
 typedef struct {
@@ -280,9 +291,9 @@ typedef struct {
 	double max_fence;       /* seconds a move's cut-over may hold writers of its
 	                         * buckets (1.0); longer, it rolls back and tries again */
 	/* the throttle (engine/throttle.c, doc/DESIGN.md "The throttle") */
-	unsigned jobs;          /* backfill jobs working at once per process; 0: auto
+	unsigned jobs;               /* backfill jobs working at once per process; 0: auto
 	                         * (one per shard) */
-	unsigned writers;       /* statements at once per target shard per process, the
+	unsigned writers;            /* statements at once per target shard per process, the
 	                         * throttle's most; 0: auto (the shard server's CPUs,
 	                         * @@thread_pool_size, else 2) */
 	unsigned max_history_length; /* InnoDB history list length: wait above (1000000) */
@@ -290,13 +301,19 @@ typedef struct {
 	                              * than this makes jobs wait; 0: write_latency_factor
 	                              * times its idle baseline (0) */
 	double write_latency_factor; /* (2.0); 0: the probe is no signal */
-	double max_signal_age;  /* seconds a signal may go unread before jobs wait (3) */
+	double max_signal_age;       /* seconds a signal may go unread before jobs wait (3) */
 } bs_cleaner_conf_t;
 
 /* What a cleaner hook runs on (cleaner.hooks.on_<name>), bs_hook_name(). */
 typedef enum {
-	BS_HOOK_BACKFILL_STARTED, BS_HOOK_BACKFILL_DONE, BS_HOOK_BACKFILL_FAILED, BS_HOOK_THROTTLED,
-	BS_HOOK_INDEX_READY, BS_HOOK_SHARD_LOST, BS_HOOK_SHARD_BACK, BS_HOOK_COUNT
+	BS_HOOK_BACKFILL_STARTED,
+	BS_HOOK_BACKFILL_DONE,
+	BS_HOOK_BACKFILL_FAILED,
+	BS_HOOK_THROTTLED,
+	BS_HOOK_INDEX_READY,
+	BS_HOOK_SHARD_LOST,
+	BS_HOOK_SHARD_BACK,
+	BS_HOOK_COUNT
 } bs_hook_t;
 /* "backfill_started", "backfill_done", ...: the name after "on_". */
 const char *bs_hook_name(bs_hook_t h);
@@ -304,19 +321,19 @@ const char *bs_hook_name(bs_hook_t h);
 /* The cleaner daemon's own settings (the program's, not the engine's):
  * keys of the cleaner: section too. */
 typedef struct {
-	char *metrics;          /* cleaner.metrics: HOST:PORT to serve /metrics on; NULL none */
+	char *metrics;            /* cleaner.metrics: HOST:PORT to serve /metrics on; NULL none */
 	char *metrics_web_config; /* cleaner.metrics_web_config: the exporter web
 	                         * configuration (TLS, basic auth) of /metrics; NULL none */
-	bool metrics_insecure;  /* cleaner.metrics_insecure: serve /metrics on an address
+	bool metrics_insecure;    /* cleaner.metrics_insecure: serve /metrics on an address
 	                         * that is not loopback without one (false) */
 	char metrics_at[320], metrics_web_config_at[320]; /* "FILE:LINE:COL: KEY" of
 	                         * those keys, for messages ("" when absent) */
-	char *log_format;       /* cleaner.log_format: "text" or "json"; NULL: text */
-	double log_every;       /* cleaner.log_every: seconds between a job's progress lines
+	char *log_format;                                 /* cleaner.log_format: "text" or "json"; NULL: text */
+	double log_every;                                 /* cleaner.log_every: seconds between a job's progress lines
 	                         * and between repair summaries (5) */
-	char *hook_on_event;    /* cleaner.hooks.on_event: a command for every hook event */
-	char *hooks[BS_HOOK_COUNT]; /* cleaner.hooks.on_<name>: one event's command */
-	double hook_timeout;    /* cleaner.hooks.timeout: seconds a hook may run (10) */
+	char *hook_on_event;                              /* cleaner.hooks.on_event: a command for every hook event */
+	char *hooks[BS_HOOK_COUNT];                       /* cleaner.hooks.on_<name>: one event's command */
+	double hook_timeout;                              /* cleaner.hooks.timeout: seconds a hook may run (10) */
 } bs_daemon_conf_t;
 
 typedef struct {
@@ -324,14 +341,14 @@ typedef struct {
 	bs_shard_conf_t *shards;
 	int nshards;
 	double connect_timeout, read_timeout, write_timeout; /* seconds: 2, 10, 10 */
-	double catalog_ttl;     /* seconds writers cache the index catalog (2) */
-	bs_index_t *indexes;    /* declared indexes, created by init */
+	double catalog_ttl;                                  /* seconds writers cache the index catalog (2) */
+	bs_index_t *indexes;                                 /* declared indexes, created by init */
 	int nindexes;
 	bs_cleaner_conf_t cleaner;
 	bool read_only;
-	bs_tls_conf_t tls;      /* the top-level `tls:` every shard inherits */
+	bs_tls_conf_t tls; /* the top-level `tls:` every shard inherits */
 	bs_daemon_conf_t daemon;
-	unsigned buckets;       /* buckets: B for the store's first init (0: the
+	unsigned buckets; /* buckets: B for the store's first init (0: the
 	                         * smallest N*2^k >= 4096); the map keeps it after */
 } bs_config_t;
 
@@ -382,8 +399,8 @@ int bs_store_nshards(const bs_store_t *st);
  * a shard's replicas (the lag read) and the connection's own setup are not
  * traced. */
 typedef struct {
-	const char *shard;      /* the shard's name */
-	int shard_index;        /* its place in the configuration */
+	const char *shard; /* the shard's name */
+	int shard_index;   /* its place in the configuration */
 	/* the statement as sent, with every value (a quoted string or an X'..'
 	 * literal) longer than 64 bytes shortened to its first 32 and its size,
 	 * the whole cut after 4,000 bytes; a statement that could carry a
@@ -391,15 +408,15 @@ typedef struct {
 	 * MASTER, anything with IDENTIFIED or PASSWORD) is masked after its
 	 * first words */
 	const char *sql;
-	int64_t at_us;          /* when it was sent, unix microseconds */
-	double seconds;         /* from sending to its last result read */
-	int64_t rows;           /* rows of its result sets, else rows affected
+	int64_t at_us;     /* when it was sent, unix microseconds */
+	double seconds;    /* from sending to its last result read */
+	int64_t rows;      /* rows of its result sets, else rows affected
 	                         * (summed over the statements of a multi-statement) */
-	bool async;             /* sent without waiting (the write path's last
+	bool async;        /* sent without waiting (the write path's last
 	                         * step): seconds runs until its answer was read,
 	                         * at the connection's next use */
-	unsigned err;           /* MySQL's error number, 0 when it succeeded */
-	const char *error;      /* MySQL's message, "" when it succeeded */
+	unsigned err;      /* MySQL's error number, 0 when it succeeded */
+	const char *error; /* MySQL's message, "" when it succeeded */
 } bs_trace_t;
 /* Called from the thread that sent the statement: a store's fan-out runs
  * several at once (a thread per shard), so fn must be thread-safe. t and
@@ -487,12 +504,12 @@ typedef struct {
 typedef struct {
 	bs_entity_t *items;
 	size_t len, cap;
-	size_t candidates; /* index rows read */
-	size_t dropped;    /* rows whose entity no longer matched or was gone */
-	size_t corrupt;    /* entities skipped because their body is corrupt
+	size_t candidates;       /* index rows read */
+	size_t dropped;          /* rows whose entity no longer matched or was gone */
+	size_t corrupt;          /* entities skipped because their body is corrupt
 	                    * (does not decode, or holds another entity's id) */
 	char corrupt_first[320]; /* the first of those: shard, id and why */
-	size_t matched;    /* bs_query: entities that matched, before the limit cut
+	size_t matched;          /* bs_query: entities that matched, before the limit cut
 	                    * (len < matched: the newest len of them are here);
 	                    * 0 when not known: a limited read stopped once it had
 	                    * enough (candidates, the index rows read, bounds it) */
@@ -501,8 +518,7 @@ void bs_result_free(bs_result_t *r);
 
 /* Entities matching every condition through a ready index, newest first,
  * at most limit (0: no limit). */
-int bs_query(bs_result_t *out, bs_store_t *st, const char *index,
-             const bs_cond_t *conds, int nconds, size_t limit);
+int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds, size_t limit);
 
 /* Query text, read by one set of rules for every front end (the command
  * line's `query INDEX PROP=VALUE...`, the console's `/PROP=VALUE`). */
@@ -521,8 +537,8 @@ void bs_query_spec_clear(bs_query_spec_t *q);
  * NULL) a property no ready index holds are BS_EINVAL or BS_ENOTFOUND, the
  * message naming the indexes that exist. VALUE is read as
  * bs_value_from_text does. */
-int bs_query_parse(bs_query_spec_t *out, const bs_index_list_t *l, const char *index,
-                   const char *const *texts, int ntexts);
+int bs_query_parse(bs_query_spec_t *out, const bs_index_list_t *l, const char *index, const char *const *texts,
+                   int ntexts);
 /* The console's form in one line: "[INDEX:] PROP=VALUE [PROP=VALUE...]",
  * conditions separated by blanks or commas; a VALUE may be quoted, "a b"
  * or 'a b' (with \" or \' and \\ inside), to hold blanks, commas or
@@ -534,21 +550,21 @@ int bs_query_parse_text(bs_query_spec_t *out, const bs_index_list_t *l, const ch
 
 /* What a query does on one shard (bs_explain). */
 typedef struct {
-	char name[BS_NAME_MAX + 1];  /* the shard */
-	bool step1;                  /* step 1 reads this shard */
+	char name[BS_NAME_MAX + 1]; /* the shard */
+	bool step1;                 /* step 1 reads this shard */
 	/* MariaDB's own EXPLAIN of step 1 here, for the index table: an
 	 * estimate (~) */
-	int64_t est_rows;            /* its rows column; -1 unknown (see est_error) */
-	char est_type[16];           /* its type: ref, range, index, ALL ... */
+	int64_t est_rows;              /* its rows column; -1 unknown (see est_error) */
+	char est_type[16];             /* its type: ref, range, index, ALL ... */
 	char est_key[BS_NAME_MAX + 1]; /* the key it would use, "" none */
-	char est_error[256];         /* why unknown: the shard's message */
+	char est_error[256];           /* why unknown: the shard's message */
 	/* with BS_EXPLAIN_RUN: what the query really did here, per step (0: its
 	 * catalog and map reads, 1: the index rows, 2: the entities) */
 	int stmts[3];
-	double seconds[3];           /* summed over the step's statements here */
-	int64_t index_rows;          /* step 1: index rows read */
-	int64_t entity_rows;         /* step 2: entity rows read */
-	int64_t matched;             /* results whose entity is on this shard */
+	double seconds[3];   /* summed over the step's statements here */
+	int64_t index_rows;  /* step 1: index rows read */
+	int64_t entity_rows; /* step 2: entity rows read */
+	int64_t matched;     /* results whose entity is on this shard */
 } bs_explain_shard_t;
 
 typedef struct {
@@ -558,30 +574,30 @@ typedef struct {
 	char index[BS_NAME_MAX + 1]; /* "" when none can */
 	char index_on[256];          /* its properties, "user_id:uuid,n:int" */
 	char shard_on[BS_NAME_MAX + 1];
-	bool named;                  /* named by the caller, not picked */
-	int ready;                   /* ready indexes holding every property named */
-	char why[512];               /* why this index (the rule that picked it), or
+	bool named;       /* named by the caller, not picked */
+	int ready;        /* ready indexes holding every property named */
+	char why[512];    /* why this index (the rule that picked it), or
 	                              * why none can answer */
-	char others[512];            /* the other indexes holding every property, with
+	char others[512]; /* the other indexes holding every property, with
 	                              * their state ("" when none) */
 	/* none can: the census's suggestion of one, from a sample */
-	char suggest_on[256];        /* "title:string(64),n:int"; "" when the sample
+	char suggest_on[256];                   /* "title:string(64),n:int"; "" when the sample
 	                              * suggests no type (suggest_note says why) */
 	char suggest_shard_on[BS_NAME_MAX + 1]; /* the property with the most distinct values */
 	char suggest_note[256];
-	int64_t entities_est;        /* ~ entities a backfill would read */
-	double backfill_s;           /* ~ its time from the last backfills' measured rate
+	int64_t entities_est; /* ~ entities a backfill would read */
+	double backfill_s;    /* ~ its time from the last backfills' measured rate
 	                              * on these shards; -1 when no rate is known */
-	double backfill_rate;        /* rows/s per shard assumed (the slowest shard's
+	double backfill_rate; /* rows/s per shard assumed (the slowest shard's
 	                              * measured rate); -1 none */
-	int rate_shards;             /* shards with a measured rate */
+	int rate_shards;      /* shards with a measured rate */
 	/* routing (an index answers) */
-	int buckets;                 /* B */
-	int route_bucket;            /* the shard_on value's bucket; -1: not fixed */
-	int route_shard;             /* the one shard step 1 reads; -1: every shard */
-	char *step1_sql;             /* step 1's statement, as sent (owned) */
-	char *step2_sql;             /* step 2's, its ids elided (owned) */
-	bs_explain_shard_t *shards;  /* every configured shard (owned) */
+	int buckets;                /* B */
+	int route_bucket;           /* the shard_on value's bucket; -1: not fixed */
+	int route_shard;            /* the one shard step 1 reads; -1: every shard */
+	char *step1_sql;            /* step 1's statement, as sent (owned) */
+	char *step2_sql;            /* step 2's, its ids elided (owned) */
+	bs_explain_shard_t *shards; /* every configured shard (owned) */
 	int nshards;
 	/* with BS_EXPLAIN_RUN: the query run (bs_query, no limit) */
 	bool ran;
@@ -600,8 +616,7 @@ typedef struct {
  * shard and step through the store's trace (the caller's trace, if any,
  * is still told). No ready index is not an error: out->index is "".
  * Free with bs_explain_free. */
-int bs_explain(bs_explain_t *out, bs_store_t *st, const char *index, const char *const *texts, int ntexts,
-               int flags);
+int bs_explain(bs_explain_t *out, bs_store_t *st, const char *index, const char *const *texts, int ntexts, int flags);
 /* The same for the console's one-line form "[INDEX:] PROP=VALUE ...". */
 int bs_explain_text(bs_explain_t *out, bs_store_t *st, const char *text, int flags);
 void bs_explain_free(bs_explain_t *e);
@@ -641,7 +656,7 @@ typedef enum {
 #define BS_FAULT_ENUM_(id, name, doc) BS_FAULT_##id,
 	BS_FAULTS(BS_FAULT_ENUM_)
 #undef BS_FAULT_ENUM_
-	BS_FAULT_COUNT
+		BS_FAULT_COUNT
 } bs_fault_t;
 
 /* Is the point named in BAGSTORE_FAULT (read at each call)? */
@@ -664,45 +679,45 @@ typedef enum { BS_TLS_NONE, BS_TLS_ENCRYPTED, BS_TLS_CA, BS_TLS_IDENTITY } bs_tl
 const char *bs_tls_level_name(bs_tls_level_t l);
 typedef struct {
 	bs_tls_level_t level;
-	char version[16];           /* "TLSv1.3"; "" when not encrypted */
-	char cipher[64];            /* "TLS_AES_256_GCM_SHA384"; "" when not encrypted */
+	char version[16]; /* "TLSv1.3"; "" when not encrypted */
+	char cipher[64];  /* "TLS_AES_256_GCM_SHA384"; "" when not encrypted */
 } bs_tls_state_t;
 /* "up", "slow", "unreachable": the one spelling every front end shows. */
 const char *bs_shard_state_name(bs_shard_state_t s);
 
 typedef struct {
 	char name[BS_NAME_MAX + 1];
-	char address[128];          /* host:port or socket path */
+	char address[128]; /* host:port or socket path */
 	bs_shard_state_t state;
-	char error[256];            /* MySQL's message when down */
+	char error[256]; /* MySQL's message when down */
 	char version[64];
 	double rtt_ms;
-	int64_t entities_est;       /* InnoDB's estimate */
-	int64_t data_bytes;         /* data + index length of bagstore's tables */
+	int64_t entities_est; /* InnoDB's estimate */
+	int64_t data_bytes;   /* data + index length of bagstore's tables */
 	int64_t threads_running;
-	double replica_lag;         /* seconds behind, the largest over the shard's replicas;
+	double replica_lag; /* seconds behind, the largest over the shard's replicas;
 	                             * -1 none configured, -2 unknown (see error) */
-	int fingerprint_ok;         /* 1 agrees, 0 disagrees, -1 uninitialised */
+	int fingerprint_ok; /* 1 agrees, 0 disagrees, -1 uninitialised */
 	/* TLS (issue 14): the store's connection to the shard, and the weakest
 	 * of its replicas' (level BS_TLS_NONE with nreplica_tls 0: none) */
 	bs_tls_state_t tls;
 	bs_tls_state_t replica_tls;
-	int nreplica_tls;           /* replicas whose connection was made */
-	bool tls_plaintext_mixed;   /* up without TLS while another shard is encrypted */
+	int nreplica_tls;             /* replicas whose connection was made */
+	bool tls_plaintext_mixed;     /* up without TLS while another shard is encrypted */
 	bool tls_plaintext_preferred; /* up without TLS though tls.mode is preferred: the
 	                             * server offered none (both marked PLAINTEXT) */
-	bs_tls_mode_t tls_mode;     /* the configured mode */
+	bs_tls_mode_t tls_mode;       /* the configured mode */
 	/* load (the server's own counters, cumulative since it started: a rate
 	 * is the difference between two reads over load_at_us's difference;
 	 * -1 when the server does not say) */
-	int64_t questions;          /* Questions: statements clients sent */
-	int64_t rows_written;       /* rows inserted, updated and deleted: Innodb_rows_*
+	int64_t questions;      /* Questions: statements clients sent */
+	int64_t rows_written;   /* rows inserted, updated and deleted: Innodb_rows_*
 	                             * where the server has them, else Handler_write,
 	                             * Handler_update, Handler_delete */
-	int64_t connections;        /* Threads_connected (now, not cumulative) */
-	int64_t history_length;     /* InnoDB history list length (now) */
-	int64_t uptime_s;           /* Uptime: a smaller value than last time is a restart */
-	int64_t load_at_us;         /* the shard's clock when the counters were read */
+	int64_t connections;    /* Threads_connected (now, not cumulative) */
+	int64_t history_length; /* InnoDB history list length (now) */
+	int64_t uptime_s;       /* Uptime: a smaller value than last time is a restart */
+	int64_t load_at_us;     /* the shard's clock when the counters were read */
 } bs_shard_status_t;
 
 /* Status of every shard (out[nshards], caller allocates). Contacts shards in
@@ -739,8 +754,8 @@ typedef enum {
 	BS_EXPORT_ADDED   /* shard after shard, each in insertion order (added_id) */
 } bs_export_order_t;
 typedef struct {
-	int shard;               /* -1: every shard */
-	int64_t since_us;        /* only entities updated at or after (0: all) */
+	int shard;        /* -1: every shard */
+	int64_t since_us; /* only entities updated at or after (0: all) */
 	bs_export_order_t order;
 } bs_export_opts_t;
 typedef struct bs_export bs_export_t;
@@ -755,14 +770,14 @@ void bs_export_free(bs_export_t *ex);
  * beside the row it should have. */
 typedef struct {
 	char index[BS_NAME_MAX + 1];
-	int expect_shard;      /* -1: it should have no row */
-	bool misfit;           /* a value does not fit the index's type */
-	char expect[256];      /* the expected values, as text ("user_id=f48b..."), "" when none */
+	int expect_shard; /* -1: it should have no row */
+	bool misfit;      /* a value does not fit the index's type */
+	char expect[256]; /* the expected values, as text ("user_id=f48b..."), "" when none */
 	int nfound;
 	struct {
 		int shard;
 		char values[256];
-		bool right;        /* on the right shard with the right values */
+		bool right; /* on the right shard with the right values */
 	} found[16];
 } bs_entity_rows_t;
 /* *out is an array of *n items, one per index; free() it. */
@@ -799,14 +814,22 @@ bool bs_role_per_table(bs_role_t role);
  * the role reads their lag, REQUIRE SSL where its tls.mode is required or
  * stricter. Contacts no shard. user and host are checked (BS_EINVAL) and
  * printed as identifiers. *out is NUL-terminated; free() it. */
-int bs_grants(char **out, const bs_config_t *cfg, bs_role_t role, const char *user, const char *host,
-              const char *shard, const bs_grant_table_t *indexes, int nindexes);
+int bs_grants(char **out, const bs_config_t *cfg, bs_role_t role, const char *user, const char *host, const char *shard,
+              const bs_grant_table_t *indexes, int nindexes);
 /* ------------------------------------------------------------------ census */
 
 /* The kinds of value the census tells apart (a 16-byte binary is a uuid). */
 typedef enum {
-	BS_CT_NULL, BS_CT_BOOL, BS_CT_INT, BS_CT_FLOAT, BS_CT_STRING, BS_CT_UUID,
-	BS_CT_BINARY, BS_CT_ARRAY, BS_CT_MAP, BS_CT_COUNT
+	BS_CT_NULL,
+	BS_CT_BOOL,
+	BS_CT_INT,
+	BS_CT_FLOAT,
+	BS_CT_STRING,
+	BS_CT_UUID,
+	BS_CT_BINARY,
+	BS_CT_ARRAY,
+	BS_CT_MAP,
+	BS_CT_COUNT
 } bs_census_type_t;
 /* "null", "bool", "int", "float", "string", "uuid", "binary", "array", "map" */
 const char *bs_census_type_name(bs_census_type_t t);
@@ -817,38 +840,38 @@ const char *bs_census_type_name(bs_census_type_t t);
  * "tags[]" for an array's elements ("a[].b" below them). */
 typedef struct {
 	char path[BS_CENSUS_PATH_MAX];
-	int64_t present;          /* sampled entities holding the path at least once */
-	int64_t values;           /* values seen at the path (every array element counts) */
+	int64_t present;            /* sampled entities holding the path at least once */
+	int64_t values;             /* values seen at the path (every array element counts) */
 	int64_t types[BS_CT_COUNT]; /* of those, per kind */
-	int64_t distinct;         /* distinct values in the sample (exact, up to 200,000) */
-	bool distinct_capped;     /* more distinct values than that: distinct is a floor */
-	double distinct_est;      /* estimated distinct values in the store (Haas and
+	int64_t distinct;           /* distinct values in the sample (exact, up to 200,000) */
+	bool distinct_capped;       /* more distinct values than that: distinct is a floor */
+	double distinct_est;        /* estimated distinct values in the store (Haas and
 	                           * Stokes' Duj1; equals distinct when the sample
 	                           * read every entity) */
-	int64_t max_bytes;        /* the largest string (UTF-8 bytes) or binary */
-	int64_t max_chars;        /* the longest string, in characters */
-	int64_t max_items;        /* the largest array or map, in elements */
-	char example[96];         /* one value, as JSON (cut with "...") */
-	char indexes[256];        /* indexes (not disabled) holding it, comma-separated */
-	char suggest[32];         /* the index type its values fit ("string(64)", "uuid"),
+	int64_t max_bytes;          /* the largest string (UTF-8 bytes) or binary */
+	int64_t max_chars;          /* the longest string, in characters */
+	int64_t max_items;          /* the largest array or map, in elements */
+	char example[96];           /* one value, as JSON (cut with "...") */
+	char indexes[256];          /* indexes (not disabled) holding it, comma-separated */
+	char suggest[32];           /* the index type its values fit ("string(64)", "uuid"),
 	                           * "" when none (see note) */
-	int64_t fits;             /* values that fit the suggested type */
-	char note[128];           /* why no type is suggested, or how many values do not fit */
+	int64_t fits;               /* values that fit the suggested type */
+	char note[128];             /* why no type is suggested, or how many values do not fit */
 } bs_census_prop_t;
 
 typedef struct {
-	bs_census_prop_t *props;  /* sorted by path */
+	bs_census_prop_t *props; /* sorted by path */
 	int nprops;
-	int per_shard;            /* the sample size asked for, per shard */
-	int64_t sampled;          /* entities sampled (bodies that decode) */
-	int64_t entities_est;     /* entities of the shards sampled: InnoDB's estimate, or
+	int per_shard;        /* the sample size asked for, per shard */
+	int64_t sampled;      /* entities sampled (bodies that decode) */
+	int64_t entities_est; /* entities of the shards sampled: InnoDB's estimate, or
 	                           * exact (= sampled) when complete */
-	bool complete;            /* every entity of the shards asked for was read
+	bool complete;        /* every entity of the shards asked for was read
 	                           * (false when one of them did not answer) */
 	int shards_sampled;
-	int shards_unreachable;   /* left out: they did not answer */
+	int shards_unreachable;      /* left out: they did not answer */
 	char unreachable_first[256]; /* the first one's message */
-	int64_t corrupt;          /* bodies that do not decode, left out */
+	int64_t corrupt;             /* bodies that do not decode, left out */
 	char corrupt_first[320];
 } bs_census_t;
 
@@ -883,26 +906,26 @@ int bs_audit_entity(bs_store_t *st, const char *action, const bs_audit_entity_t 
 
 /* One row of the audit log. */
 typedef struct {
-	int shard;                 /* the shard the row is kept on */
-	int64_t id;                /* the row's id on that shard */
-	int64_t at_us;             /* when (that shard's clock) */
+	int shard;     /* the shard the row is kept on */
+	int64_t id;    /* the row's id on that shard */
+	int64_t at_us; /* when (that shard's clock) */
 	char os_user[64], host[256];
-	int pid;                   /* 0 when not recorded (rows older than the column) */
+	int pid; /* 0 when not recorded (rows older than the column) */
 	char action[64], target[256];
-	char shards[256];          /* the shards the change touched: names, or "*" for every
+	char shards[256]; /* the shards the change touched: names, or "*" for every
 	                            * shard, "" when not recorded */
-	char *detail;              /* owned; NULL when none */
-	bool entity;               /* an entity change: entity_id and the images are set */
+	char *detail;     /* owned; NULL when none */
+	bool entity;      /* an entity change: entity_id and the images are set */
 	bs_id_t entity_id;
-	bool has_before, has_after;/* false: absent then (create, delete) */
-	bs_bytes_t before, after;  /* stored bodies, owned */
+	bool has_before, has_after; /* false: absent then (create, delete) */
+	bs_bytes_t before, after;   /* stored bodies, owned */
 	int64_t before_us, after_us;
 } bs_audit_entry_t;
 
 typedef struct {
 	bs_audit_entry_t *items;
 	int len;
-	int unreachable;           /* shards that did not answer: their rows are missing */
+	int unreachable;             /* shards that did not answer: their rows are missing */
 	char unreachable_first[256]; /* the first of those shards' messages */
 } bs_audit_list_t;
 /* The newest limit rows (0: 100) of every shard's audit log, newest first;
@@ -922,25 +945,30 @@ int bs_audit_undo(bs_store_t *st, const bs_audit_entry_t *e);
 /* ------------------------------------------------------------------ cleaner */
 
 typedef enum {
-	BS_JOB_QUEUED, BS_JOB_RUNNING, BS_JOB_THROTTLED, BS_JOB_PAUSED,
-	BS_JOB_DONE, BS_JOB_FAILED, BS_JOB_CANCELLED
+	BS_JOB_QUEUED,
+	BS_JOB_RUNNING,
+	BS_JOB_THROTTLED,
+	BS_JOB_PAUSED,
+	BS_JOB_DONE,
+	BS_JOB_FAILED,
+	BS_JOB_CANCELLED
 } bs_job_state_t;
 const char *bs_job_state_name(bs_job_state_t s);
 
 /* One backfill job: one index on one source shard. */
 typedef struct {
 	char index[BS_NAME_MAX + 1];
-	int shard;                  /* source shard */
+	int shard; /* source shard */
 	bs_job_state_t state;
-	char reason[256];           /* why throttled, or the error when failed */
-	int64_t cursor;             /* last added_id done */
-	int64_t max_id;             /* the added_id high-water mark at start */
+	char reason[256]; /* why throttled, or the error when failed */
+	int64_t cursor;   /* last added_id done */
+	int64_t max_id;   /* the added_id high-water mark at start */
 	int64_t rows_scanned;
-	int64_t rows_total;         /* estimate of rows to scan */
-	int64_t rows_written;       /* index rows written */
-	double rate;                /* rows scanned per second, last 10 s */
-	double eta_s;               /* -1 when unknown */
-	int64_t chunk;              /* current chunk size, rows */
+	int64_t rows_total;   /* estimate of rows to scan */
+	int64_t rows_written; /* index rows written */
+	double rate;          /* rows scanned per second, last 10 s */
+	double eta_s;         /* -1 when unknown */
+	int64_t chunk;        /* current chunk size, rows */
 	char worker_host[64];
 	int worker_pid;
 	int64_t heartbeat_us, created_us, started_us, finished_us;
@@ -973,24 +1001,24 @@ int bs_job_control(bs_store_t *st, const char *index, const char *action);
  * hooks (bs_cleaner_opts_t.event). Every pointer is borrowed for the call.
  */
 typedef enum {
-	BS_EV_JOB_CLAIMED,   /* this worker took a job and starts or resumes it (job) */
-	BS_EV_JOB_PROGRESS,  /* a chunk checkpointed (job) */
-	BS_EV_JOB_DONE,      /* every row scanned (job) */
-	BS_EV_JOB_FAILED,    /* the job failed (job; message: why, MySQL's message
+	BS_EV_JOB_CLAIMED,  /* this worker took a job and starts or resumes it (job) */
+	BS_EV_JOB_PROGRESS, /* a chunk checkpointed (job) */
+	BS_EV_JOB_DONE,     /* every row scanned (job) */
+	BS_EV_JOB_FAILED,   /* the job failed (job; message: why, MySQL's message
 	                      * included; code) */
-	BS_EV_JOB_RELEASED,  /* this worker let a job go: stopped (it waits, queued,
+	BS_EV_JOB_RELEASED, /* this worker let a job go: stopped (it waits, queued,
 	                      * for any worker), paused, cancelled, taken by another
 	                      * worker, or a shard to wait for (job; message) */
-	BS_EV_THROTTLE_ON,   /* a job waits (job; message: the reason) */
-	BS_EV_THROTTLE_OFF,  /* it goes on (job; message: the reason it had) */
-	BS_EV_INDEX_READY,   /* an index this cleaner promoted is ready (index) */
-	BS_EV_REPAIR_PASS,   /* a repair pass on a shard this cleaner repairs (shard,
+	BS_EV_THROTTLE_ON,  /* a job waits (job; message: the reason) */
+	BS_EV_THROTTLE_OFF, /* it goes on (job; message: the reason it had) */
+	BS_EV_INDEX_READY,  /* an index this cleaner promoted is ready (index) */
+	BS_EV_REPAIR_PASS,  /* a repair pass on a shard this cleaner repairs (shard,
 	                      * rows, seconds, watermark_us, lag_s, indexes[]) */
-	BS_EV_SHARD_LOST,    /* a shard stopped answering (shard; message; code) */
-	BS_EV_SHARD_BACK,    /* it answers again (shard) */
-	BS_EV_ERROR,         /* an error the daemon survives (message; code), as
+	BS_EV_SHARD_LOST,   /* a shard stopped answering (shard; message; code) */
+	BS_EV_SHARD_BACK,   /* it answers again (shard) */
+	BS_EV_ERROR,        /* an error the daemon survives (message; code), as
 	                      * given to opts->error */
-	BS_EV_LOOP,          /* the daemon's loop ended a pass (liveness; no fields) */
+	BS_EV_LOOP,         /* the daemon's loop ended a pass (liveness; no fields) */
 	BS_EV_COUNT
 } bs_event_type_t;
 /* "job_claimed", "job_progress", ...: the names logs and metrics use. */
@@ -1004,16 +1032,16 @@ typedef struct {
 
 typedef struct {
 	bs_event_type_t type;
-	int64_t at_us;              /* when, unix microseconds */
-	int shard;                  /* -1 when not about one shard */
-	const char *index;          /* "" when none */
-	const char *message;        /* "" when none */
-	int code;                   /* BS_E* of failures and errors, else 0 */
-	const bs_job_t *job;        /* the job's state now; NULL for other events */
+	int64_t at_us;       /* when, unix microseconds */
+	int shard;           /* -1 when not about one shard */
+	const char *index;   /* "" when none */
+	const char *message; /* "" when none */
+	int code;            /* BS_E* of failures and errors, else 0 */
+	const bs_job_t *job; /* the job's state now; NULL for other events */
 	/* BS_EV_REPAIR_PASS */
-	int64_t rows;               /* entities looked at */
-	double seconds;             /* the pass's duration */
-	int64_t watermark_us;       /* the shard's repair watermark after it */
+	int64_t rows;                    /* entities looked at */
+	double seconds;                  /* the pass's duration */
+	int64_t watermark_us;            /* the shard's repair watermark after it */
 	const bs_event_index_t *indexes; /* per maintained index */
 	int nindexes;
 } bs_event_t;
@@ -1047,27 +1075,27 @@ void bs_cleaner_live_free(bs_cleaner_live_t *l);
  * resharding"). */
 typedef struct {
 	char name[BS_NAME_MAX + 1];
-	int shard;                  /* configured shard, -1 when not configured */
-	int buckets;                /* buckets it owns per the map */
-	int share;                  /* buckets it would own after `reshard plan` */
-	bool draining;              /* drain: true */
+	int shard;     /* configured shard, -1 when not configured */
+	int buckets;   /* buckets it owns per the map */
+	int share;     /* buckets it would own after `reshard plan` */
+	bool draining; /* drain: true */
 	bool reachable;
-	int64_t entities_est;       /* InnoDB's estimate, -1 unknown */
-	int64_t data_bytes;         /* data + index length of bagstore's tables */
-	int moves_out, moves_in;    /* moves of the latest plan not done */
-	bool in_map;                /* the map names it (else `init` has not added it) */
+	int64_t entities_est;    /* InnoDB's estimate, -1 unknown */
+	int64_t data_bytes;      /* data + index length of bagstore's tables */
+	int moves_out, moves_in; /* moves of the latest plan not done */
+	bool in_map;             /* the map names it (else `init` has not added it) */
 } bs_bucket_shard_t;
 
 typedef struct {
-	int64_t version;            /* the map's */
-	int buckets;                /* B */
+	int64_t version; /* the map's */
+	int buckets;     /* B */
 	char store_id[33];
-	bs_bucket_shard_t *shards;  /* the configured shards, in configured order */
+	bs_bucket_shard_t *shards; /* the configured shards, in configured order */
 	int nshards;
-	int *owner;                 /* per bucket (buckets of them): the index in shards[]
+	int *owner;           /* per bucket (buckets of them): the index in shards[]
 	                             * of its owner, -1 a member the configuration lacks */
-	int unlisted_buckets;       /* buckets owned by members the configuration lacks */
-	char unlisted[256];         /* those members' names, comma-separated ("" none) */
+	int unlisted_buckets; /* buckets owned by members the configuration lacks */
+	char unlisted[256];   /* those members' names, comma-separated ("" none) */
 } bs_buckets_t;
 void bs_buckets_free(bs_buckets_t *b);
 /* The map, read fresh, with each member's size. */
@@ -1078,23 +1106,23 @@ typedef struct {
 	char source[BS_NAME_MAX + 1], target[BS_NAME_MAX + 1];
 	int source_shard, target_shard;
 	int nbuckets;
-	int *buckets;               /* ascending */
-	int64_t entities_est;       /* the source's estimate times the share that moves */
-	int64_t index_rows_est;     /* the same, summed over its index tables */
+	int *buckets;           /* ascending */
+	int64_t entities_est;   /* the source's estimate times the share that moves */
+	int64_t index_rows_est; /* the same, summed over its index tables */
 	double seconds_est;
 } bs_plan_move_t;
 
 typedef struct {
-	int64_t map_version;        /* the map the plan was computed from */
+	int64_t map_version; /* the map the plan was computed from */
 	int buckets;
 	bs_plan_move_t *moves;
 	int len;
-	double seconds_est;         /* the moves of each source one after another,
+	double seconds_est; /* the moves of each source one after another,
 	                             * the sources at once */
-	double rate;                /* rows/s the estimate assumes (the measured
+	double rate;        /* rows/s the estimate assumes (the measured
 	                             * one over every source that has one) */
-	bool rate_measured;         /* measured on the last plan's moves (else a default) */
-	char basis[200];            /* what the time rests on, in words: "the last
+	bool rate_measured; /* measured on the last plan's moves (else a default) */
+	char basis[200];    /* what the time rests on, in words: "the last
 	                             * reshard's 8,000 rows/s" or "no basis: ..." */
 } bs_reshard_plan_t;
 void bs_reshard_plan_free(bs_reshard_plan_t *p);
@@ -1106,7 +1134,13 @@ int bs_reshard_plan(bs_reshard_plan_t *out, bs_store_t *st);
 int bs_reshard_start(bs_store_t *st, const bs_reshard_plan_t *plan);
 
 typedef enum {
-	BS_MOVE_COPY, BS_MOVE_INDEX, BS_MOVE_CATCHUP, BS_MOVE_CUTOVER, BS_MOVE_CLEANUP, BS_MOVE_DONE, BS_MOVE_UNDO
+	BS_MOVE_COPY,
+	BS_MOVE_INDEX,
+	BS_MOVE_CATCHUP,
+	BS_MOVE_CUTOVER,
+	BS_MOVE_CLEANUP,
+	BS_MOVE_DONE,
+	BS_MOVE_UNDO
 } bs_move_phase_t;
 /* "copy", "index rows", "catch-up", "cut-over", "cleanup", "done", "undo" */
 const char *bs_move_phase_name(bs_move_phase_t p);
@@ -1116,30 +1150,30 @@ typedef struct {
 	char source[BS_NAME_MAX + 1], target[BS_NAME_MAX + 1];
 	int source_shard, target_shard; /* configured shards, -1 when not */
 	int nbuckets;
-	char buckets[256];          /* as ranges ("0-9,12"), cut with "..." */
-	int (*ranges)[2];           /* every bucket, as [first, last] ranges,
+	char buckets[256]; /* as ranges ("0-9,12"), cut with "..." */
+	int (*ranges)[2];  /* every bucket, as [first, last] ranges,
 	                             * ascending: nranges of them; set by
 	                             * bs_move_list (its own: freed with the list),
 	                             * NULL in a mover's progress */
 	int nranges;
 	bs_job_state_t state;
 	bs_move_phase_t phase;
-	char reason[256];           /* why throttled or waiting, or the error */
-	int64_t rows_total;         /* the source's entities to scan */
+	char reason[256];   /* why throttled or waiting, or the error */
+	int64_t rows_total; /* the source's entities to scan */
 	int64_t rows_scanned, rows_copied;
-	int64_t index_total;        /* the source's index rows to scan (estimate) */
-	int64_t index_rows;         /* index rows copied */
-	int64_t log_rows;           /* change-log entries replayed */
-	double rate;                /* rows per second, last 10 s, of the current phase */
-	double eta_s;               /* -1 unknown */
-	double progress;            /* 0..1 of the whole move */
-	double fence_ms;            /* the longest cut-over fence held */
-	int fence_tries;            /* cut-overs rolled back (over max_fence) */
+	int64_t index_total; /* the source's index rows to scan (estimate) */
+	int64_t index_rows;  /* index rows copied */
+	int64_t log_rows;    /* change-log entries replayed */
+	double rate;         /* rows per second, last 10 s, of the current phase */
+	double eta_s;        /* -1 unknown */
+	double progress;     /* 0..1 of the whole move */
+	double fence_ms;     /* the longest cut-over fence held */
+	int fence_tries;     /* cut-overs rolled back (over max_fence) */
 	int64_t flip_us;
 	char worker_host[64];
 	int worker_pid;
 	int64_t heartbeat_us, created_us, started_us, finished_us;
-	double worker_beat_s;       /* a quiet running move's worker: its registry
+	double worker_beat_s; /* a quiet running move's worker: its registry
 	                             * beat's age, -1 unknown or not looked at */
 } bs_move_t;
 
@@ -1157,7 +1191,11 @@ int bs_move_list(bs_move_list_t *out, bs_store_t *st, int *unreachable);
 int bs_move_backlog(int64_t *out, bs_store_t *st, const bs_move_t *m);
 
 typedef enum {
-	BS_RESHARD_IDLE, BS_RESHARD_RUNNING, BS_RESHARD_PAUSED, BS_RESHARD_DONE, BS_RESHARD_FAILED,
+	BS_RESHARD_IDLE,
+	BS_RESHARD_RUNNING,
+	BS_RESHARD_PAUSED,
+	BS_RESHARD_DONE,
+	BS_RESHARD_FAILED,
 	BS_RESHARD_CANCELLED
 } bs_reshard_state_t;
 /* "idle", "running", "paused", "done", "failed", "cancelled" */
@@ -1172,8 +1210,8 @@ bs_reshard_state_t bs_reshard_state(const bs_move_list_t *l);
 int bs_reshard_control(bs_store_t *st, const char *action);
 
 typedef struct {
-	atomic_int *stop;        /* when non-NULL and set, return soon */
-	bool once;               /* one pass (cleaner --once) */
+	atomic_int *stop; /* when non-NULL and set, return soon */
+	bool once;        /* one pass (cleaner --once) */
 	/* after every chunk or pass; may be NULL */
 	void (*progress)(void *ctx, const bs_job_t *job);
 	/* an error the daemon survives (it retries later): its code and its
@@ -1203,20 +1241,20 @@ int bs_cleaner_reshard(bs_store_t *st, const bs_cleaner_opts_t *opts);
 
 /* Drift between an index and the bodies. */
 typedef struct {
-	int64_t checked;   /* entities read */
-	int64_t missing;   /* rows an entity should have and lacks */
-	int64_t stale;     /* rows with wrong values or on the wrong shard */
-	int64_t orphaned;  /* rows whose entity is gone */
-	int64_t misfit;    /* values that do not fit the index's type (not indexed) */
-	int64_t corrupt;   /* entities whose body is corrupt: does not decode, or
+	int64_t checked;     /* entities read */
+	int64_t missing;     /* rows an entity should have and lacks */
+	int64_t stale;       /* rows with wrong values or on the wrong shard */
+	int64_t orphaned;    /* rows whose entity is gone */
+	int64_t misfit;      /* values that do not fit the index's type (not indexed) */
+	int64_t corrupt;     /* entities whose body is corrupt: does not decode, or
 	                    * holds another entity's id (not indexed) */
 	int64_t unprintable; /* bodies that decode but cannot be shown as JSON
 	                      * (written before bagstore refused them) */
-	char first_bad[320];  /* the first corrupt or unprintable body: shard,
+	char first_bad[320]; /* the first corrupt or unprintable body: shard,
 	                       * id and why ("" when none; not kept by verify_last) */
-	int64_t repaired;  /* rows inserted or deleted by --repair */
-	int64_t at_us;     /* when it was measured */
-	bool not_recorded; /* the account may not write bagstore_verify (role
+	int64_t repaired;    /* rows inserted or deleted by --repair */
+	int64_t at_us;       /* when it was measured */
+	bool not_recorded;   /* the account may not write bagstore_verify (role
 	                    * readonly): not kept for bs_verify_last */
 } bs_drift_t;
 /* Full read-only comparison of one index (or every index when NULL, summed
@@ -1229,27 +1267,27 @@ int bs_verify_last(bs_drift_t *out, bs_store_t *st, const char *index);
 typedef struct {
 	char shard[BS_NAME_MAX + 1];
 	bool reachable;
-	int64_t watermark_us;    /* 0 when the repair loop never ran */
-	double lag_s;            /* now minus watermark */
-	double history[BS_LAG_HISTORY]; /* lag samples, oldest first: each the lag the
+	int64_t watermark_us;                  /* 0 when the repair loop never ran */
+	double lag_s;                          /* now minus watermark */
+	double history[BS_LAG_HISTORY];        /* lag samples, oldest first: each the lag the
 	                          * shard had when it was taken (a repair pass records
 	                          * the lag it found before moving the watermark; a pass
 	                          * that could not run records the lag as it stands) */
 	int64_t history_at_us[BS_LAG_HISTORY]; /* when each was taken (the shard's clock):
 	                          * no sample for a while is a gap (no repair ran) */
 	int nhistory;
-	double history_step_s;   /* seconds between samples, at least */
-	int64_t now_us;          /* the shard's clock when read */
-	int64_t repairs_total;   /* index rows repaired since the watermark row was made
+	double history_step_s; /* seconds between samples, at least */
+	int64_t now_us;        /* the shard's clock when read */
+	int64_t repairs_total; /* index rows repaired since the watermark row was made
 	                          * (a rate is the difference between two reads):
 	                          * drift of ready indexes, and orphans swept */
-	int64_t fills_total;     /* rows the repair passes inserted into indexes still
+	int64_t fills_total;   /* rows the repair passes inserted into indexes still
 	                          * building: backfill's work (a new daemon's first
 	                          * pass), not drift; counted apart */
-	char error[256];         /* why the shard could not be read ("" when it was) */
+	char error[256];       /* why the shard could not be read ("" when it was) */
 	double repairs_per_s;
 	int64_t last_pass_us;
-	int64_t last_pass_rows;  /* entities looked at in the last pass */
+	int64_t last_pass_rows; /* entities looked at in the last pass */
 } bs_lag_t;
 /* Per shard (out[nshards], caller allocates). */
 int bs_lag(bs_lag_t *out, bs_store_t *st);
@@ -1293,14 +1331,14 @@ typedef struct {
 	char host[256];
 	int pid;
 	char version[64];
-	char jobs[1024];          /* "INDEX@SHARD,..." held */
-	char repair[1024];        /* shard names it repairs */
-	char metrics[256];        /* HOST:PORT, "" when none */
-	int64_t started_us;       /* its own clock */
-	int64_t heartbeat_us;     /* the newest heartbeat, on its shard's clock */
-	double age_s;             /* seconds since then, on that shard's clock */
-	bool alive;               /* age_s < BS_WORKER_DEAD_S */
-	int shards;               /* how many shards hold its row */
+	char jobs[1024];      /* "INDEX@SHARD,..." held */
+	char repair[1024];    /* shard names it repairs */
+	char metrics[256];    /* HOST:PORT, "" when none */
+	int64_t started_us;   /* its own clock */
+	int64_t heartbeat_us; /* the newest heartbeat, on its shard's clock */
+	double age_s;         /* seconds since then, on that shard's clock */
+	bool alive;           /* age_s < BS_WORKER_DEAD_S */
+	int shards;           /* how many shards hold its row */
 } bs_worker_info_t;
 
 typedef struct {
@@ -1333,34 +1371,34 @@ const char *bs_throttle_state_name(bs_throttle_state_t s);
 typedef struct {
 	char shard[BS_NAME_MAX + 1];
 	bs_throttle_state_t state;
-	char signal[24];          /* what holds it: write_latency, threads_running,
+	char signal[24];         /* what holds it: write_latency, threads_running,
 	                           * history_length, replica_lag, unreadable,
 	                           * critical_load; "" when none */
-	double value, limit;      /* that signal's value and threshold */
-	char reason[256];         /* in words, as a job says it */
-	double write_latency_s;   /* the heartbeat write (the probe), median of the
+	double value, limit;     /* that signal's value and threshold */
+	char reason[256];        /* in words, as a job says it */
+	double write_latency_s;  /* the heartbeat write (the probe), median of the
 	                           * last 5; -1 unknown */
-	double write_baseline_s;  /* its median while no job of this process wrote
+	double write_baseline_s; /* its median while no job of this process wrote
 	                           * to the shard; -1 unknown */
-	double write_limit_s;     /* the threshold in force; 0 when no signal */
-	double other_writes_s;    /* other clients' INSERT, REPLACE, UPDATE and DELETE
+	double write_limit_s;    /* the threshold in force; 0 when no signal */
+	double other_writes_s;   /* other clients' INSERT, REPLACE, UPDATE and DELETE
 	                           * statements a second (the server's Com_ counters
 	                           * less this process's), over the last 2 s; -1
 	                           * unknown */
-	bool others_write;        /* more than noise, or unknown: the write latency
+	bool others_write;       /* more than noise, or unknown: the write latency
 	                           * is a signal; else nobody is there to protect */
-	int64_t threads_running;  /* -1 unknown */
-	int64_t history_length;   /* InnoDB's history list length; -1 unknown */
-	int nreplicas;            /* at most BS_THROTTLE_REPLICAS shown */
+	int64_t threads_running; /* -1 unknown */
+	int64_t history_length;  /* InnoDB's history list length; -1 unknown */
+	int nreplicas;           /* at most BS_THROTTLE_REPLICAS shown */
 	struct {
 		char address[128];
-		double lag_s;         /* by the heartbeat row; -1 unknown */
-		char error[200];      /* why unknown */
+		double lag_s;    /* by the heartbeat row; -1 unknown */
+		char error[200]; /* why unknown */
 	} replicas[BS_THROTTLE_REPLICAS];
-	double pace;              /* statements at once it allows now (below 1:
+	double pace;        /* statements at once it allows now (below 1:
 	                           * that share of the time) */
-	int most;                 /* its most: cleaner.writers, plus one read */
-	int64_t heartbeats;       /* heartbeats this process wrote on it */
+	int most;           /* its most: cleaner.writers, plus one read */
+	int64_t heartbeats; /* heartbeats this process wrote on it */
 } bs_throttle_shard_t;
 /* Run the cleaner's throttle for `seconds` (it writes the heartbeat on
  * every shard every 100 ms) and say what it reads, per shard (out[nshards],

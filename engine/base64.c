@@ -7,8 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static const char alphabet[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 size_t bs__base64_len(size_t n)
 {
@@ -104,8 +103,7 @@ int bs__base64_decode(uint8_t **out, size_t *outlen, const char *src, size_t n)
 		if (pad)
 			goto done;
 		break;
-	case 1:
-		goto done;
+	case 1: goto done;
 	case 2:
 		if ((pad && pad != 2) || (acc & 0xf))
 			goto done;

@@ -154,21 +154,16 @@ static int inflate_body(inflater_t *in, size_t *outlen, const uint8_t *p, size_t
 				                (size_t)zs->avail_in + in_left);
 			*outlen = total;
 			return 0;
-		case Z_OK:
-			break;
+		case Z_OK: break;
 		case Z_BUF_ERROR:
 			/* No progress possible: out of space (grow and retry) or
 			 * out of input (the stream stops early). */
 			if (zs->avail_out == 0)
 				break;
 			return bs_error(BS_ECORRUPT, "truncated zlib stream");
-		case Z_NEED_DICT:
-			return bs_error(BS_ECORRUPT, "bad zlib stream: needs a preset dictionary");
-		case Z_MEM_ERROR:
-			return bs_error(BS_ENOMEM, "out of memory inflating a body");
-		default:
-			return bs_error(BS_ECORRUPT, "bad zlib stream: %s",
-			                zs->msg ? zs->msg : "data error");
+		case Z_NEED_DICT: return bs_error(BS_ECORRUPT, "bad zlib stream: needs a preset dictionary");
+		case Z_MEM_ERROR: return bs_error(BS_ENOMEM, "out of memory inflating a body");
+		default: return bs_error(BS_ECORRUPT, "bad zlib stream: %s", zs->msg ? zs->msg : "data error");
 		}
 		if (zs->avail_in == 0 && in_left == 0 && zs->avail_out != 0)
 			return bs_error(BS_ECORRUPT, "truncated zlib stream");
@@ -260,8 +255,8 @@ int bs_body_encode(bs_bytes_t *out, const bs_value_t *bag)
 	if ((rc = bs__msgpack_append(mp, bag)) < 0)
 		goto done;
 	if (mp->len > BS_BODY_MAX_INFLATED) {
-		rc = bs_error(BS_EINVAL, "body is %zu bytes of MessagePack, past the %u MiB limit",
-		              mp->len, BS_BODY_MAX_INFLATED >> 20);
+		rc = bs_error(BS_EINVAL, "body is %zu bytes of MessagePack, past the %u MiB limit", mp->len,
+		              BS_BODY_MAX_INFLATED >> 20);
 		goto done;
 	}
 	if (mp->len < BODY_STORE_BELOW) {
@@ -322,7 +317,8 @@ int bs__body_decode_row(bs_value_t *out, const void *body, size_t len, const voi
 	if (bs_bag_id(&bid, out) == 0 && memcmp(bid.b, rid.b, 16) != 0) {
 		bs_id_hex(bodyhex, &bid);
 		bs_value_clear(out);
-		return bs_error(BS_ECORRUPT, "%s%sentity %s: its body says id %s: corrupt (a body is stored under its own id)",
+		return bs_error(BS_ECORRUPT,
+		                "%s%sentity %s: its body says id %s: corrupt (a body is stored under its own id)",
 		                where, sep, hex, bodyhex);
 	}
 	return 0;

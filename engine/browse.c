@@ -68,7 +68,7 @@ void bs_scan_free(bs_scan_t *sc)
 typedef struct {
 	bs_entity_t e;
 	int64_t added_id;
-	bool skip;        /* a copy the shard holds for a move, not its own */
+	bool skip; /* a copy the shard holds for a move, not its own */
 } scan_row_t;
 
 struct scan_arg {
@@ -76,14 +76,14 @@ struct scan_arg {
 	size_t limit;
 	scan_row_t **rows; /* per shard */
 	size_t *nrows;
-	int64_t *ov;       /* per shard: ownership version of its page */
+	int64_t *ov; /* per shard: ownership version of its page */
 };
 
 static int scan_shard(bs_store_t *st, int i, void *p)
 {
 	struct scan_arg *a = p;
 	scan_pos_t *pos = &a->sc->pos[i];
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc;
 
@@ -92,8 +92,9 @@ static int scan_shard(bs_store_t *st, int i, void *p)
 		char ts[40];
 		snprintf(ts, sizeof ts, "%lld.%06lld", (long long)(pos->updated_us / 1000000),
 		         (long long)(pos->updated_us % 1000000));
-		bs__buf_printf(&b, " WHERE updated <= FROM_UNIXTIME(%s) AND (updated < FROM_UNIXTIME(%s) OR added_id < %lld)",
-		           ts, ts, (long long)pos->added_id);
+		bs__buf_printf(
+			&b, " WHERE updated <= FROM_UNIXTIME(%s) AND (updated < FROM_UNIXTIME(%s) OR added_id < %lld)",
+			ts, ts, (long long)pos->added_id);
 	}
 	bs__buf_printf(&b, " ORDER BY updated DESC, added_id DESC LIMIT %zu", a->limit);
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
@@ -242,23 +243,12 @@ void bs__index_value_text(char *buf, size_t size, const bs_value_t *v)
 				buf[0] = '\0';
 		}
 		break;
-	case BS_STR:
-		snprintf(buf, size, "%.*s", (int)v->v.s.len, v->v.s.ptr);
-		break;
-	case BS_INT:
-		snprintf(buf, size, "%lld", (long long)v->v.i);
-		break;
-	case BS_UINT:
-		snprintf(buf, size, "%llu", (unsigned long long)v->v.u);
-		break;
-	case BS_FLOAT:
-		snprintf(buf, size, "%.17g", v->v.f);
-		break;
-	case BS_BOOL:
-		snprintf(buf, size, "%s", v->v.b ? "true" : "false");
-		break;
-	default:
-		snprintf(buf, size, "null");
+	case BS_STR: snprintf(buf, size, "%.*s", (int)v->v.s.len, v->v.s.ptr); break;
+	case BS_INT: snprintf(buf, size, "%lld", (long long)v->v.i); break;
+	case BS_UINT: snprintf(buf, size, "%llu", (unsigned long long)v->v.u); break;
+	case BS_FLOAT: snprintf(buf, size, "%.17g", v->v.f); break;
+	case BS_BOOL: snprintf(buf, size, "%s", v->v.b ? "true" : "false"); break;
+	default: snprintf(buf, size, "null");
 	}
 }
 
@@ -271,21 +261,11 @@ int bs__index_row_decode(bs_value_t *vals, const bs_index_t *idx, MYSQL_ROW row,
 			continue;
 		switch (idx->props[k].type) {
 		case BS_COL_UUID:
-		case BS_COL_BINARY:
-			bs_value_bin(&vals[k], c, lens[k]);
-			break;
-		case BS_COL_STRING:
-			bs_value_str(&vals[k], c, lens[k]);
-			break;
-		case BS_COL_INT:
-			bs_value_int(&vals[k], strtoll(c, NULL, 10));
-			break;
-		case BS_COL_FLOAT:
-			bs_value_float(&vals[k], strtod(c, NULL));
-			break;
-		case BS_COL_BOOL:
-			bs_value_bool(&vals[k], atoi(c) != 0);
-			break;
+		case BS_COL_BINARY: bs_value_bin(&vals[k], c, lens[k]); break;
+		case BS_COL_STRING: bs_value_str(&vals[k], c, lens[k]); break;
+		case BS_COL_INT: bs_value_int(&vals[k], strtoll(c, NULL, 10)); break;
+		case BS_COL_FLOAT: bs_value_float(&vals[k], strtod(c, NULL)); break;
+		case BS_COL_BOOL: bs_value_bool(&vals[k], atoi(c) != 0); break;
 		}
 	}
 	return 0;
@@ -302,7 +282,7 @@ struct rows_arg {
 static int rows_on_shard(bs_store_t *st, int i, void *p)
 {
 	struct rows_arg *a = p;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc = 0, slot = 0;
 	for (int x = 0; x < a->cat->len; x++) {
@@ -320,7 +300,8 @@ static int rows_on_shard(bs_store_t *st, int i, void *p)
 		bs__buf_ident(&b, idx->name);
 		bs__buf_puts(&b, " WHERE entity_id=");
 		bs__buf_hex(&b, a->id->b, 16);
-		if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
+		if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, i)) ||
+		    (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 			goto done;
 		MYSQL_ROW row;
 		while ((row = mysql_fetch_row(res))) {
@@ -363,8 +344,8 @@ done:
 int bs_entity_index_rows(bs_entity_rows_t **out, int *n, bs_store_t *st, const bs_value_t *bag)
 {
 	const bs_index_list_t *cat;
-	struct rows_arg a = {0};
-	bs_value_t (*tmps)[BS_INDEX_MAX_PROPS] = NULL;
+	struct rows_arg a = { 0 };
+	bs_value_t(*tmps)[BS_INDEX_MAX_PROPS] = NULL;
 	bs_id_t id;
 	int rc, m = 0;
 

@@ -58,7 +58,10 @@ void bs__buf_putn(bs_buf_t *b, const char *s, size_t n)
 	b->ptr[b->len] = '\0';
 }
 
-void bs__buf_puts(bs_buf_t *b, const char *s) { bs__buf_putn(b, s, strlen(s)); }
+void bs__buf_puts(bs_buf_t *b, const char *s)
+{
+	bs__buf_putn(b, s, strlen(s));
+}
 
 void bs__buf_printf(bs_buf_t *b, const char *fmt, ...)
 {
@@ -117,23 +120,11 @@ void bs__buf_value(bs_buf_t *b, const bs_value_t *v, const bs_prop_t *prop)
 			bs__buf_puts(b, "_utf8mb4 ");
 		bs__buf_hex(b, v->v.s.ptr, v->v.s.len);
 		break;
-	case BS_BIN:
-		bs__buf_hex(b, v->v.s.ptr, v->v.s.len);
-		break;
-	case BS_INT:
-		bs__buf_printf(b, "%lld", (long long)v->v.i);
-		break;
-	case BS_UINT:
-		bs__buf_printf(b, "%llu", (unsigned long long)v->v.u);
-		break;
-	case BS_FLOAT:
-		bs__buf_printf(b, "%.17g", v->v.f);
-		break;
-	case BS_BOOL:
-		bs__buf_puts(b, v->v.b ? "1" : "0");
-		break;
-	default:
-		bs__buf_puts(b, "NULL");
-		break;
+	case BS_BIN: bs__buf_hex(b, v->v.s.ptr, v->v.s.len); break;
+	case BS_INT: bs__buf_printf(b, "%lld", (long long)v->v.i); break;
+	case BS_UINT: bs__buf_printf(b, "%llu", (unsigned long long)v->v.u); break;
+	case BS_FLOAT: bs__buf_printf(b, "%.17g", v->v.f); break;
+	case BS_BOOL: bs__buf_puts(b, v->v.b ? "1" : "0"); break;
+	default: bs__buf_puts(b, "NULL"); break;
 	}
 }

@@ -36,14 +36,14 @@
 #include <time.h>
 
 typedef struct {
-	size_t *idx;       /* indexes into the call's bags, in order */
+	size_t *idx; /* indexes into the call's bags, in order */
 	size_t len, cap;
-	bs_buf_t sql;      /* this round's statements */
-	char token[48];    /* "" when no index is maintained */
-	bool done;         /* committed */
-	bool refused;      /* the shard did not own every bucket: nothing written */
-	bool fast;         /* this try is the fence's fast form (every bucket owned) */
-	int err;           /* its last try failed (and msg says how): nothing written */
+	bs_buf_t sql;   /* this round's statements */
+	char token[48]; /* "" when no index is maintained */
+	bool done;      /* committed */
+	bool refused;   /* the shard did not own every bucket: nothing written */
+	bool fast;      /* this try is the fence's fast form (every bucket owned) */
+	int err;        /* its last try failed (and msg says how): nothing written */
 	char msg[512];
 } shard_batch_t;
 
@@ -54,8 +54,8 @@ typedef struct {
 	bs_bytes_t *bodies;
 	bs_id_t *ids;
 	bool *written;
-	bs_value_t *old;   /* per bag: the body it replaced (NIL: none or undecodable) */
-	bool *found;       /* per bag: there was a row */
+	bs_value_t *old; /* per bag: the body it replaced (NIL: none or undecodable) */
+	bool *found;     /* per bag: there was a row */
 	bool maintained;
 	shard_batch_t *sb; /* per shard */
 	bs__shard_stmt_t *q;
@@ -100,8 +100,10 @@ static void fence_sql(bs_buf_t *b, int *buckets, size_t n, bool fast)
 	for (size_t k = 0; k < n; k++)
 		if (!m || buckets[m - 1] != buckets[k])
 			buckets[m++] = buckets[k];
-	bs__buf_printf(b, "START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=%zu) FROM bagstore_buckets WHERE state%s"
-	                  " AND bucket IN (-1", m, fast ? "='owned'" : " IN " BS__OWNING_SQL);
+	bs__buf_printf(b,
+	               "START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=%zu) FROM bagstore_buckets WHERE state%s"
+	               " AND bucket IN (-1",
+	               m, fast ? "='owned'" : " IN " BS__OWNING_SQL);
 	for (size_t k = 0; k < m; k++) {
 		bs__buf_putn(b, ",", 1);
 		bs__buf_uint(b, (unsigned)buckets[k]);
@@ -116,8 +118,10 @@ static void log_pairs_sql(bs_buf_t *b, const bs_buf_t *pairs, int kind)
 {
 	if (!pairs->len)
 		return;
-	bs__buf_printf(b, ";INSERT INTO bagstore_move_log (move_id, kind, id) SELECT o.move_id, %d, l.id FROM"
-	                  " bagstore_buckets o JOIN (", kind);
+	bs__buf_printf(b,
+	               ";INSERT INTO bagstore_move_log (move_id, kind, id) SELECT o.move_id, %d, l.id FROM"
+	               " bagstore_buckets o JOIN (",
+	               kind);
 	bs__buf_putn(b, pairs->ptr, pairs->len);
 	bs__buf_puts(b, ") l ON l.bucket=o.bucket WHERE o.state='leaving' AND @bs_o=@bs_want"
 	                " ON DUPLICATE KEY UPDATE n=n+1");
@@ -145,7 +149,7 @@ static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
 static int entity_sql(bulk_t *u, int s)
 {
 	shard_batch_t *sb = &u->sb[s];
-	bs_buf_t *b = &sb->sql, pairs = {0};
+	bs_buf_t *b = &sb->sql, pairs = { 0 };
 	int *buckets = malloc((sb->len ? sb->len : 1) * sizeof *buckets);
 	bs__buf_reset(b);
 	if (!buckets)
@@ -237,7 +241,7 @@ static void take_old(bulk_t *u, int s)
 static void undo(bulk_t *u, int s)
 {
 	bs_store_t *st = u->st;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	if (!st->shards[s].conn)
 		return;
 	char msg[1024];
@@ -507,10 +511,12 @@ static void fence_wrap(bs_buf_t *out, const bs_buf_t *in, fence_t *f, bool fast)
 	if (!fast) {
 		log_pairs_sql(out, &f->pairs, 1);
 		if (f->anywhere.len) { /* rows whose bucket is unknown: every leaving move */
-			bs__buf_puts(out, ";INSERT INTO bagstore_move_log (move_id, kind, id) SELECT DISTINCT o.move_id, 1,"
-			                  " l.id FROM bagstore_buckets o JOIN (");
+			bs__buf_puts(out,
+			             ";INSERT INTO bagstore_move_log (move_id, kind, id) SELECT DISTINCT o.move_id, 1,"
+			             " l.id FROM bagstore_buckets o JOIN (");
 			bs__buf_putn(out, f->anywhere.ptr, f->anywhere.len);
-			bs__buf_puts(out, ") l WHERE o.state='leaving' AND @bs_o=@bs_want ON DUPLICATE KEY UPDATE n=n+1");
+			bs__buf_puts(out,
+			             ") l WHERE o.state='leaving' AND @bs_o=@bs_want ON DUPLICATE KEY UPDATE n=n+1");
 		}
 	}
 	bs__buf_puts(out, ";COMMIT");
@@ -564,7 +570,7 @@ static int send_rows(bool *refused_any, bulk_t *u, bs_buf_t *out, const bs_buf_t
 	int n = st->n, rc = 0;
 	bool *fast = calloc((size_t)n, sizeof *fast);
 	int *err = calloc((size_t)n, sizeof *err);
-	char (*msg)[512] = calloc((size_t)n, sizeof *msg);
+	char(*msg)[512] = calloc((size_t)n, sizeof *msg);
 	*refused_any = false;
 	if (!fast || !err || !msg) {
 		rc = bs__oom();
@@ -673,8 +679,10 @@ static int write_rows(bulk_t *u, const size_t *round, size_t nround)
 	if (rc) {
 		char msg[1024];
 		snprintf(msg, sizeof msg, "%s", bs_last_error());
-		rc = bs_error(rc, "entities are written, but some of their index rows are not: %s (readers "
-		                  "filter stale rows; the cleaner repairs them)", msg);
+		rc = bs_error(rc,
+		              "entities are written, but some of their index rows are not: %s (readers "
+		              "filter stale rows; the cleaner repairs them)",
+		              msg);
 	}
 done:
 	for (int i = 0; per && i < n; i++) {
@@ -710,7 +718,7 @@ static void settle(bulk_t *u, bool rows_ok)
 	snprintf(msg, sizeof msg, "%s", bs_last_error());
 	for (int s = 0; s < st->n; s++) {
 		shard_batch_t *sb = &u->sb[s];
-		bs_buf_t b = {0};
+		bs_buf_t b = { 0 };
 		if (!sb->done || !sb->token[0])
 			continue;
 		if (rows_ok) {
@@ -772,7 +780,8 @@ static int plan_list(bulk_t *u, const size_t *list, size_t n)
 	}
 	for (size_t j = 0; j < n && !rc; j++) {
 		int s = bs__map_shard(st, bs_route_id(&u->ids[list[j]], st->map.buckets));
-		rc = s < 0 ? bs_error(BS_ECONFIG, "an entity's bucket has no configured shard") : push_idx(&u->sb[s], list[j]);
+		rc = s < 0 ? bs_error(BS_ECONFIG, "an entity's bucket has no configured shard")
+		           : push_idx(&u->sb[s], list[j]);
 	}
 	for (int s = 0; s < st->n; s++)
 		if (u->maintained && u->sb[s].len)
@@ -865,7 +874,7 @@ static int write_round(bulk_t *u, size_t *round, size_t nround)
 typedef struct {
 	bulk_t *u;
 	size_t from, to;
-	size_t bad;        /* the first bag refused (to: none) */
+	size_t bad; /* the first bag refused (to: none) */
 	int rc;
 	char msg[1024];
 } encode_part_t;

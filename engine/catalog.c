@@ -98,8 +98,9 @@ int bs__catalog_per_shard(bs_index_list_t **out, int *rcs, bs_store_t *st)
 			snprintf(q[i].msg, sizeof q[i].msg, "%s", bs_last_error());
 		if (rcs[i] && bs__shard_last_errno(st, i) == ER_NO_SUCH_TABLE) {
 			rcs[i] = BS_ECONFIG;
-			snprintf(q[i].msg, sizeof q[i].msg, "%s is not initialised: run `bagstore init`"
-			                " (or is this another shard list?)",
+			snprintf(q[i].msg, sizeof q[i].msg,
+			         "%s is not initialised: run `bagstore init`"
+			         " (or is this another shard list?)",
 			         bs__shard_label(label, sizeof label, &st->shards[i]));
 		}
 		if (rcs[i] == BS_EUNREACHABLE)
@@ -149,7 +150,8 @@ static void merge_one(bs_index_t *out, const bs_index_list_t *per, const int *rc
 		}
 		if (off < sizeof text)
 			off += (size_t)snprintf(text + off, sizeof text - off, "%s%s %s", off ? ", " : "",
-			                        st->shards[i].conf->name, ix ? bs_index_state_name(ix->state) : "(no row)");
+			                        st->shards[i].conf->name,
+			                        ix ? bs_index_state_name(ix->state) : "(no row)");
 	}
 	*out = *first;
 	out->diverged = differ || any_absent;
@@ -213,13 +215,12 @@ int bs_index_get(bs_index_t *out, bs_store_t *st, const char *name)
 	if (ix) {
 		*out = *ix;
 	} else {
-		bs_buf_t names = {0};
+		bs_buf_t names = { 0 };
 		for (int i = 0; i < l.len; i++) {
 			bs__buf_puts(&names, i ? ", " : "");
 			bs__buf_puts(&names, l.items[i].name);
 		}
-		rc = bs_error(BS_ENOTFOUND, "no index named %s (indexes: %s)", name,
-		              names.len ? names.ptr : "none");
+		rc = bs_error(BS_ENOTFOUND, "no index named %s (indexes: %s)", name, names.len ? names.ptr : "none");
 		bs__buf_free(&names);
 	}
 	bs_index_list_free(&l);
@@ -242,7 +243,10 @@ int bs__catalog_cached(const bs_index_list_t **out, bs_store_t *st)
 	return 0;
 }
 
-void bs__catalog_invalidate(bs_store_t *st) { st->cat_loaded = -1; }
+void bs__catalog_invalidate(bs_store_t *st)
+{
+	st->cat_loaded = -1;
+}
 
 /* ------------------------------------------------------------ create/drop */
 
@@ -254,7 +258,7 @@ void bs__catalog_invalidate(bs_store_t *st) { st->cat_loaded = -1; }
 static int table_ours(bs_store_t *st, int i, void *p)
 {
 	const char *name = p;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	char label[192];
 	int rc;
@@ -265,9 +269,10 @@ static int table_ours(bs_store_t *st, int i, void *p)
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	if (row && !(row[0] && !strcmp(row[0], BS__INDEX_TABLE_MARK)))
-		rc = bs_error(BS_ECONFLICT, "%s: table %s exists and bagstore did not create it: refusing to "
-		                            "create index %s over it (drop or rename that table, or choose "
-		                            "another name); nothing was changed",
+		rc = bs_error(BS_ECONFLICT,
+		              "%s: table %s exists and bagstore did not create it: refusing to "
+		              "create index %s over it (drop or rename that table, or choose "
+		              "another name); nothing was changed",
 		              bs__shard_label(label, sizeof label, &st->shards[i]), name, name);
 done:
 	if (res)
@@ -278,7 +283,7 @@ done:
 
 int bs__catalog_create_tables(bs_store_t *st, const bs_index_t *def)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	char *ddl = NULL;
 	int rc;
 	/* A table of the name on any shard that bagstore did not create stops
@@ -324,7 +329,7 @@ static void creation_time(char *buf, size_t size, bs_store_t *st)
 
 int bs__catalog_insert(bs_store_t *st, const bs_index_t *def)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	char on[1024], created[40];
 	int rc;
 	bs_index_format_on(on, sizeof on, def);
@@ -345,7 +350,7 @@ int bs__catalog_insert(bs_store_t *st, const bs_index_t *def)
 
 int bs__catalog_set_state(bs_store_t *st, const char *name, int from, bs_index_state_t to)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	const char *t = bs_index_state_name(to);
 	bs__buf_puts(&b, "UPDATE bagstore_indexes SET changed=NOW(6), state=");
@@ -367,7 +372,7 @@ int bs__catalog_set_state(bs_store_t *st, const char *name, int from, bs_index_s
 
 int bs__catalog_put_row(bs_store_t *st, int i, const bs_index_t *def)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	char *ddl = NULL, on[1024];
 	const char *state = bs_index_state_name(def->state), *shard_on = def->props[def->shard_on].name;
 	int rc;
@@ -383,8 +388,10 @@ int bs__catalog_put_row(bs_store_t *st, int i, const bs_index_t *def)
 	bs__buf_hex(&b, shard_on, strlen(shard_on));
 	bs__buf_puts(&b, ",");
 	bs__buf_hex(&b, state, strlen(state));
-	bs__buf_printf(&b, ",FROM_UNIXTIME(%lld.%06lld),NOW(6)) ON DUPLICATE KEY UPDATE state=VALUES(state),"
-	                   " changed=NOW(6)", (long long)(def->created_us / 1000000), (long long)(def->created_us % 1000000));
+	bs__buf_printf(&b,
+	               ",FROM_UNIXTIME(%lld.%06lld),NOW(6)) ON DUPLICATE KEY UPDATE state=VALUES(state),"
+	               " changed=NOW(6)",
+	               (long long)(def->created_us / 1000000), (long long)(def->created_us % 1000000));
 	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_check(st, i)) && !(rc = bs__shard_exec(st, i, b.ptr, b.len)))
 		bs__catalog_invalidate(st);
 done:
@@ -395,7 +402,7 @@ done:
 
 int bs__catalog_remove(bs_store_t *st, const char *name)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	bs__buf_puts(&b, "DROP TABLE IF EXISTS ");
 	bs__buf_ident(&b, name);
@@ -409,7 +416,7 @@ int bs__catalog_remove(bs_store_t *st, const char *name)
 
 int bs__catalog_analyze(bs_store_t *st, const char *name)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	bs__buf_puts(&b, "ANALYZE TABLE ");
 	bs__buf_ident(&b, name);
@@ -431,7 +438,7 @@ static void ts_sql(bs_buf_t *b, int64_t us)
 static int extend_on(bs_store_t *st, int i, void *p)
 {
 	const bs_index_list_t *l = p;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc = 0;
 	for (int k = 0; k < l->len && !rc; k++) {
 		const bs_index_t *ix = &l->items[k];
@@ -444,8 +451,9 @@ static int extend_on(bs_store_t *st, int i, void *p)
 		const char *state = bs_index_state_name(ix->state), *shard_on = ix->props[ix->shard_on].name;
 		bs__buf_reset(&b);
 		bs__buf_puts(&b, ddl);
-		bs__buf_puts(&b, ";INSERT IGNORE INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed)"
-		                 " VALUES (");
+		bs__buf_puts(&b,
+		             ";INSERT IGNORE INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed)"
+		             " VALUES (");
 		bs__buf_hex(&b, ix->name, strlen(ix->name));
 		bs__buf_puts(&b, ",");
 		bs__buf_hex(&b, on, strlen(on));
@@ -468,7 +476,7 @@ static int extend_on(bs_store_t *st, int i, void *p)
 
 int bs__catalog_extend(bs_store_t *st)
 {
-	bs_index_list_t l = {0};
+	bs_index_list_t l = { 0 };
 	int rc = bs_index_list(&l, st);
 	if (!rc && l.len && !(rc = bs__shard_each(st, NULL, extend_on, &l, NULL)))
 		bs__catalog_invalidate(st);
@@ -485,7 +493,7 @@ struct rows_arg {
 static int rows_on(bs_store_t *st, int i, void *p)
 {
 	struct rows_arg *a = p;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc;
 	if (a->exact) {

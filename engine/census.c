@@ -36,7 +36,8 @@ static bs_census_type_t type_of(const bs_value_t *v)
 	switch (v->type) {
 	case BS_NIL: return BS_CT_NULL;
 	case BS_BOOL: return BS_CT_BOOL;
-	case BS_INT: case BS_UINT: return BS_CT_INT;
+	case BS_INT:
+	case BS_UINT: return BS_CT_INT;
 	case BS_FLOAT: return BS_CT_FLOAT;
 	case BS_STR: return BS_CT_STRING;
 	case BS_BIN: return v->v.s.len == 16 && !v->v.s.sub ? BS_CT_UUID : BS_CT_BINARY;
@@ -64,17 +65,17 @@ typedef struct {
 typedef struct {
 	sample_t *v;
 	size_t n, cap;
-	int64_t est;        /* InnoDB's row estimate of the shard's entities */
-	bool complete;      /* every row was read */
-	bool skip;          /* not sampled: not asked for, or unreachable */
+	int64_t est;   /* InnoDB's row estimate of the shard's entities */
+	bool complete; /* every row was read */
+	bool skip;     /* not sampled: not asked for, or unreachable */
 	int64_t corrupt;
 	char first_bad[320];
 } shard_sample_t;
 
 struct sample_arg {
 	int per_shard;
-	int only;            /* -1: every shard */
-	shard_sample_t *s;   /* per shard */
+	int only;          /* -1: every shard */
+	shard_sample_t *s; /* per shard */
 };
 
 static int sample_add(shard_sample_t *s, bs_store_t *st, int i, MYSQL_ROW row, const unsigned long *lens)
@@ -118,16 +119,17 @@ static int sample_query(shard_sample_t *s, bs_store_t *st, int i, const bs_buf_t
 /* The first row of each of n buckets of [lo, hi], batch by batch. */
 static int sample_buckets(shard_sample_t *s, bs_store_t *st, int i, int64_t lo, int64_t hi, int n)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	double width = (double)(hi - lo + 1) / n;
 	int rc = 0;
 
 	for (int k = 0; k < n && !rc; k += BUCKETS_PER_QUERY) {
 		bs__buf_reset(&b);
 		for (int j = k; j < n && j < k + BUCKETS_PER_QUERY; j++)
-			bs__buf_printf(&b, "%s(SELECT added_id, id, body FROM entities WHERE added_id>=%lld"
-			               " ORDER BY added_id LIMIT 1)", j > k ? " UNION ALL " : "",
-			               (long long)(lo + (int64_t)(j * width)));
+			bs__buf_printf(&b,
+			               "%s(SELECT added_id, id, body FROM entities WHERE added_id>=%lld"
+			               " ORDER BY added_id LIMIT 1)",
+			               j > k ? " UNION ALL " : "", (long long)(lo + (int64_t)(j * width)));
 		rc = sample_query(s, st, i, &b);
 	}
 	bs__buf_free(&b);
@@ -161,11 +163,10 @@ static int sample_shard(bs_store_t *st, int i, void *p)
 {
 	struct sample_arg *a = p;
 	shard_sample_t *s = &a->s[i];
-	static const char q[] =
-		"SELECT MIN(added_id), MAX(added_id), (SELECT TABLE_ROWS FROM information_schema.TABLES"
-		" WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME='entities') FROM entities";
+	static const char q[] = "SELECT MIN(added_id), MAX(added_id), (SELECT TABLE_ROWS FROM information_schema.TABLES"
+				" WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME='entities') FROM entities";
 	MYSQL_RES *res = NULL;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 
 	/* a shard that belongs to another list is not read (BS_ECONFIG) */
@@ -197,7 +198,7 @@ static int sample_shard(bs_store_t *st, int i, void *p)
 /* ------------------------------------------------------------ paths */
 
 typedef struct {
-	uint64_t *keys;     /* 0 is never a key (hashes are forced odd) */
+	uint64_t *keys; /* 0 is never a key (hashes are forced odd) */
 	uint32_t *counts;
 	size_t cap, len;
 	bool capped;
@@ -214,9 +215,9 @@ typedef struct {
 typedef struct {
 	pstat_t *v;
 	int n, cap;
-	int *slot;          /* open addressing over paths: index + 1 */
+	int *slot; /* open addressing over paths: index + 1 */
 	int nslot;
-	int64_t entity;     /* the sampled entity being walked, from 1 */
+	int64_t entity; /* the sampled entity being walked, from 1 */
 } census_t;
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -242,9 +243,10 @@ static uint64_t value_hash(const bs_value_t *v)
 	case BS_INT: h = fnv(h, &v->v.i, sizeof v->v.i); break;
 	case BS_UINT: h = fnv(h, &v->v.u, sizeof v->v.u); break;
 	case BS_FLOAT: h = fnv(h, &v->v.f, sizeof v->v.f); break;
-	case BS_STR: case BS_BIN: h = fnv(h, v->v.s.ptr, v->v.s.len); break;
+	case BS_STR:
+	case BS_BIN: h = fnv(h, v->v.s.ptr, v->v.s.len); break;
 	default: {
-		bs_bytes_t mp = {0};
+		bs_bytes_t mp = { 0 };
 		if (!bs_msgpack_encode(&mp, v))
 			h = fnv(h, mp.ptr, mp.len);
 		bs_bytes_free(&mp);
@@ -456,8 +458,8 @@ static int64_t size_up(int64_t need, const int64_t *steps, int n)
 /* The index type the path's values would fit (p->suggest), or why none. */
 static void suggest(bs_census_prop_t *p, bool top)
 {
-	static const int64_t str_steps[] = {16, 32, 64, 128, 255, 512, 1024};
-	static const int64_t bin_steps[] = {16, 32, 64, 128, 256, 512, 1024, 3072};
+	static const int64_t str_steps[] = { 16, 32, 64, 128, 255, 512, 1024 };
+	static const int64_t bin_steps[] = { 16, 32, 64, 128, 256, 512, 1024, 3072 };
 	int64_t nonnull = p->values - p->types[BS_CT_NULL], best = 0;
 	bs_census_type_t t = BS_CT_NULL;
 
@@ -466,8 +468,8 @@ static void suggest(bs_census_prop_t *p, bool top)
 		return;
 	}
 	if (!prop_name_ok(p->path)) {
-		snprintf(p->note, sizeof p->note, "%s", !strcmp(p->path, "id") ? "the entity's id" :
-		         "not a property name an index takes");
+		snprintf(p->note, sizeof p->note, "%s",
+		         !strcmp(p->path, "id") ? "the entity's id" : "not a property name an index takes");
 		return;
 	}
 	for (int k = BS_CT_BOOL; k < BS_CT_COUNT; k++)
@@ -521,7 +523,8 @@ static void covering(bs_census_prop_t *p, const bs_index_list_t *cat)
 			continue;
 		for (int j = 0; j < ix->nprops; j++)
 			if (!strcmp(ix->props[j].name, p->path) && o + strlen(ix->name) + 2 < sizeof p->indexes)
-				o += (size_t)snprintf(p->indexes + o, sizeof p->indexes - o, "%s%s", o ? "," : "", ix->name);
+				o += (size_t)snprintf(p->indexes + o, sizeof p->indexes - o, "%s%s", o ? "," : "",
+				                      ix->name);
 	}
 }
 
@@ -578,8 +581,9 @@ static int by_path(const void *x, const void *y)
 
 static int results(bs_census_t *out, census_t *c, const bs_index_list_t *cat)
 {
-	double scale = out->sampled > 0 && out->entities_est > out->sampled ?
-	               (double)out->entities_est / (double)out->sampled : 1;
+	double scale = out->sampled > 0 && out->entities_est > out->sampled
+	                       ? (double)out->entities_est / (double)out->sampled
+	                       : 1;
 	if (c->n && !(out->props = calloc((size_t)c->n, sizeof *out->props)))
 		return bs__oom();
 	for (int k = 0; k < c->n; k++) {
@@ -640,7 +644,7 @@ static int sample_all(bs_census_t *out, bs_store_t *st, struct sample_arg *a)
 	static const bs__up_msgs_t m = { NULL, NULL, false };
 	bool *which = calloc((size_t)st->n, sizeof *which);
 	int *rcs = calloc((size_t)st->n, sizeof *rcs);
-	bs__up_t up = {0};
+	bs__up_t up = { 0 };
 	int rc = 0;
 
 	if (!which || !rcs) {
@@ -664,8 +668,8 @@ done:
 int bs_census(bs_census_t *out, bs_store_t *st, int per_shard, int shard)
 {
 	struct sample_arg a = { per_shard > 0 ? per_shard : 1000, shard, NULL };
-	bs_index_list_t cat = {0};
-	census_t c = {0};
+	bs_index_list_t cat = { 0 };
+	census_t c = { 0 };
 	int rc;
 
 	memset(out, 0, sizeof *out);

@@ -16,17 +16,17 @@
 typedef struct {
 	bs_id_t *ids;
 	bs_value_t *bags;
-	int64_t *added;    /* added_id */
-	int64_t *updated;  /* unix microseconds */
+	int64_t *added;   /* added_id */
+	int64_t *updated; /* unix microseconds */
 	size_t len, cap;
-	size_t corrupt;    /* bodies that are corrupt (do not decode, or hold
+	size_t corrupt;                   /* bodies that are corrupt (do not decode, or hold
 	                    * another id): their bag is NIL */
-	char corrupt_first[320]; /* the first of those, why */
-	int64_t ov;        /* the shard's ownership version, read with the rows
+	char corrupt_first[320];          /* the first of those, why */
+	int64_t ov;                       /* the shard's ownership version, read with the rows
 	                    * (a fifth column, BS__OV_SQL), -1 when not */
 	int64_t last_added, last_updated; /* of the last row read, owned or not:
 	                    * the keyset cursor */
-	bool no_bodies;    /* rows without bodies: bags stay NIL, not corrupt */
+	bool no_bodies;                   /* rows without bodies: bags stay NIL, not corrupt */
 } ebatch_t;
 
 /* 16-byte ids, growable. */
@@ -74,14 +74,14 @@ typedef struct {
  * entity should have no row) with what every shard holds, reading them with
  * entity_id IN (...) on every shard at once. With fix, delete stale rows
  * and upsert missing or wrong ones. Counts are added to *out. */
-int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
-                const bs_id_t *ids, const bs_value_t *bags, size_t n, bool fix);
+int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx, const bs_id_t *ids,
+                    const bs_value_t *bags, size_t n, bool fix);
 
 /* Index rows on shard `shard` after *cursor (16 bytes, all zero to start)
  * whose entity is gone: up to limit rows looked at; with fix, deleted.
  * *cursor moves on; *wrapped is set when the end of the table was reached. */
-int bs__drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs_index_t *idx,
-                  int shard, uint8_t cursor[16], size_t limit, bool fix, bool *wrapped);
+int bs__drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs_index_t *idx, int shard,
+                      uint8_t cursor[16], size_t limit, bool fix, bool *wrapped);
 
 /* ------------------------------------------------------------ repair (repair.c) */
 
@@ -92,7 +92,7 @@ int bs__drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs
  * no fix made from an old body outlives a writer's newer rows.
  * out[nidx]: counts added per index (out[x] for idx[x]). */
 int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_t *idx, int nidx,
-                 const ebatch_t *eb);
+                     const ebatch_t *eb);
 
 /* Make every entity updated at or after since_us (on every shard) right in
  * idx (NULL: every maintained index), newest first. */
@@ -109,11 +109,11 @@ int bs__repairer_new(bs__repairer_t **out);
 void bs__repairer_free(bs__repairer_t *r);
 /* What one repair pass did (bs__repair_pass). */
 typedef struct {
-	bool ran;                /* this cleaner holds the shard's repair lock: it ran */
-	int64_t rows;            /* entities looked at */
-	int64_t watermark_us;    /* recorded after it */
+	bool ran;             /* this cleaner holds the shard's repair lock: it ran */
+	int64_t rows;         /* entities looked at */
+	int64_t watermark_us; /* recorded after it */
 	double seconds;
-	bs_event_index_t *per;   /* per maintained index: rows inserted and deleted
+	bs_event_index_t *per; /* per maintained index: rows inserted and deleted
 	                          * (owned: free()) */
 	int nper;
 } bs__repair_stats_t;
@@ -123,8 +123,8 @@ typedef struct {
  * one bounded orphan sweep batch of every maintained index's table on it;
  * records the watermark and lag (lag.c). *out (may be NULL) says what it
  * did, also on failure (rows fixed before it). */
-int bs__repair_pass(bs__repair_stats_t *out, bs__repairer_t *r, bs_store_t *st, int shard,
-                    const bs_index_list_t *cat, double overlap_s);
+int bs__repair_pass(bs__repair_stats_t *out, bs__repairer_t *r, bs_store_t *st, int shard, const bs_index_list_t *cat,
+                    double overlap_s);
 /* Forget an index's sweep cursors on every shard (index drop). */
 int bs__repair_forget(bs_store_t *st, const char *index);
 
@@ -136,8 +136,7 @@ int bs__repair_forget(bs_store_t *st, const char *index);
  * failed) or opts->stop; otherwise each returns as soon as it cannot go on
  * (someone else holds it, it is paused, a shard is down), as the daemon
  * wants. *all_done: every job is done. */
-int bs__backfill_run(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts,
-                     bool until_done);
+int bs__backfill_run(bool *all_done, bs_store_t *st, const char *index, const bs_cleaner_opts_t *opts, bool until_done);
 
 /* ------------------------------------------------------------ jobs (jobs.c) */
 
@@ -169,8 +168,8 @@ int bs__jobs_forget(bs_store_t *st, const char *index);
  * when it has none); only a worker whose registry beat is missing or older
  * than BS_WORKER_DEAD_S is called gone. *beat_s: the beat's age, -1 when
  * unknown. */
-void bs__worker_quiet(char *reason, size_t n, double *beat_s, int64_t quiet_us, const char *beat_age,
-                      const char *host, int pid);
+void bs__worker_quiet(char *reason, size_t n, double *beat_s, int64_t quiet_us, const char *beat_age, const char *host,
+                      int pid);
 /* An operator's pause, resume or cancel of job rows (backfills'
  * bagstore_jobs, moves' bagstore_moves): the same state changes on both. */
 bool bs__control_action(const char *action); /* pause, resume or cancel? */
@@ -233,9 +232,9 @@ typedef struct {
 	int shard;                 /* that shard, -1 when all go */
 	char signal[24];           /* the signal holding it, or that last cut the pace */
 	double value, limit;
-	char reason[256];          /* why it waits, or how it is paced ("" at full pace) */
-	double pace;               /* the lowest pace over the shards */
-	bool full;                 /* every shard at its most */
+	char reason[256]; /* why it waits, or how it is paced ("" at full pace) */
+	double pace;      /* the lowest pace over the shards */
+	bool full;        /* every shard at its most */
 } bs__thr_gate_t;
 /* The verdict for a job touching the shards in which[nshards] (NULL: all). */
 void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which);
@@ -278,8 +277,8 @@ void bs__batch_free(bs__batch_t *b);
  * lag sample (at most one per history step): the lag just before the
  * watermark moved, now minus prev_us (the watermark the pass started from;
  * 0 when there was none). */
-int bs__lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t prev_us, int64_t pass_rows,
-               int64_t repairs, int64_t fills, double pass_seconds);
+int bs__lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t prev_us, int64_t pass_rows, int64_t repairs,
+                   int64_t fills, double pass_seconds);
 /* A lag sample without a pass (now minus the watermark as it stands, at
  * most one per step): a pass that was blocked or failed on a shard that
  * answers still shows in the history. */
@@ -325,8 +324,8 @@ void bs__cleaner_conf(bs_cleaner_conf_t *out, const bs_cleaner_opts_t *opts, con
  * its cursors. */
 typedef struct {
 	bs_move_t pub;
-	int shard;              /* where its row is (the source) */
-	int *buckets;           /* ascending */
+	int shard;    /* where its row is (the source) */
+	int *buckets; /* ascending */
 	int nb;
 	uint8_t *in;            /* per bucket of the map: 1 when it moves */
 	bool started_copy;      /* the source's buckets are leaving */
@@ -367,7 +366,10 @@ int bs__exec_count(int64_t *matched, bs_store_t *st, int shard, bs_buf_t *sql);
 /* Sleep up to s seconds, waking early when *stop is set. */
 void bs__cleaner_sleep(double s, atomic_int *stop);
 /* Has the caller asked the cleaner to stop? (opts or its flag may be NULL) */
-static inline atomic_int *bs__stop_flag(const bs_cleaner_opts_t *opts) { return opts ? opts->stop : NULL; }
+static inline atomic_int *bs__stop_flag(const bs_cleaner_opts_t *opts)
+{
+	return opts ? opts->stop : NULL;
+}
 static inline bool bs__stopping(const bs_cleaner_opts_t *opts)
 {
 	return opts && opts->stop && atomic_load_explicit(opts->stop, memory_order_relaxed);

@@ -82,8 +82,7 @@ int bs__value_map_reserve(bs_value_t *map, size_t n);
 /* Append key (malloc'd, NUL-terminated, ownership passes on success) and
  * *val (left NIL on success). Returns 0, 1 when the key is already present
  * (nothing is taken), or BS_ENOMEM (nothing is taken). */
-int bs__map_append_unique(bs_value_t *map, bs__keyset_t *ks, char *key, size_t klen,
-                          bs_value_t *val);
+int bs__map_append_unique(bs_value_t *map, bs__keyset_t *ks, char *key, size_t klen, bs_value_t *val);
 
 /* ------------------------------------------------------------ msgpack */
 

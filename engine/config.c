@@ -47,13 +47,13 @@ enum { N_SCALAR, N_SEQ, N_MAP };
 
 typedef struct node node;
 struct node {
-	char *str;        /* scalar: value, NUL-terminated (in the arena) */
-	node **kids;      /* sequence: items; mapping: key, value, key, value... */
-	uint32_t len;     /* scalar: bytes of str */
-	uint32_t n;       /* kids */
-	int line, col;    /* 1-based, from libyaml's start mark */
+	char *str;     /* scalar: value, NUL-terminated (in the arena) */
+	node **kids;   /* sequence: items; mapping: key, value, key, value... */
+	uint32_t len;  /* scalar: bytes of str */
+	uint32_t n;    /* kids */
+	int line, col; /* 1-based, from libyaml's start mark */
 	uint8_t kind;
-	bool plain;       /* scalar: unquoted (may then be null) */
+	bool plain; /* scalar: unquoted (may then be null) */
 };
 
 typedef struct block block;
@@ -68,8 +68,8 @@ typedef struct {
 	const char *text;
 	size_t len;
 	yaml_parser_t parser;
-	block *arena;     /* the tree's nodes, kid arrays and texts */
-	node **stack;     /* the kids of the collections being read, in order */
+	block *arena; /* the tree's nodes, kid arrays and texts */
+	node **stack; /* the kids of the collections being read, in order */
 	size_t nstack, capstack;
 	size_t nodes;
 } ctx;
@@ -217,8 +217,10 @@ static int load_node(node **out, ctx *c, yaml_event_t *ev, int depth)
 	n->line = (int)ev->start_mark.line + 1;
 	n->col = (int)ev->start_mark.column + 1;
 	if (++c->nodes > MAX_NODES) {
-		error = nerr(c, n, "more than %u YAML nodes (keys, values, lists and mappings): a bagstore "
-		             "configuration is far smaller; is this the right file?", MAX_NODES);
+		error = nerr(c, n,
+		             "more than %u YAML nodes (keys, values, lists and mappings): a bagstore "
+		             "configuration is far smaller; is this the right file?",
+		             MAX_NODES);
 		goto done;
 	}
 
@@ -246,9 +248,7 @@ static int load_node(node **out, ctx *c, yaml_event_t *ev, int depth)
 		n->kind = N_MAP;
 		end = YAML_MAPPING_END_EVENT;
 		break;
-	default:
-		error = nerr(c, n, "unexpected YAML event");
-		goto done;
+	default: error = nerr(c, n, "unexpected YAML event"); goto done;
 	}
 
 	if (depth >= MAX_DEPTH) {
@@ -350,7 +350,8 @@ static int refuse_passwords(const ctx *c, const node *n)
 	for (i = 0; i < n->n; i++) { /* scalars have no kids */
 		const node *k = n->kids[i];
 		if (n->kind == N_MAP && i % 2 == 0 && k->kind == N_SCALAR && strcasecmp(k->str, "password") == 0)
-			return nerr(c, k, "passwords do not belong in the configuration: use password_env or defaults_file");
+			return nerr(c, k,
+			            "passwords do not belong in the configuration: use password_env or defaults_file");
 		if ((error = refuse_passwords(c, k)) < 0)
 			return error;
 	}
@@ -536,8 +537,8 @@ static int get_str(char **dst, const ctx *c, const node *n, const char *where)
 	return 0;
 }
 
-static int get_uint(unsigned *dst, const ctx *c, const node *n, const char *where,
-                    unsigned long min, unsigned long max, const char *what)
+static int get_uint(unsigned *dst, const ctx *c, const node *n, const char *where, unsigned long min, unsigned long max,
+                    const char *what)
 {
 	char shown[96];
 	unsigned long v = 0;
@@ -638,8 +639,10 @@ static int get_env_name(char **dst, const ctx *c, const node *n, const char *whe
 		bool ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_' ||
 		          (i > 0 && ch >= '0' && ch <= '9');
 		if (!ok)
-			return nerr(c, n, "%s: expected the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*); "
-			            "the value is not shown in case it is a password", where);
+			return nerr(c, n,
+			            "%s: expected the name of an environment variable ([A-Za-z_][A-Za-z0-9_]*); "
+			            "the value is not shown in case it is a password",
+			            where);
 	}
 	return 0;
 }
@@ -675,16 +678,14 @@ static int get_factor(double *dst, const ctx *c, const node *n, const char *wher
 }
 
 /* How an optional key's value is read. */
-typedef enum { K_STR, K_ENV, K_PORT, K_THREADS, K_SECONDS, K_SECONDS0, K_JOBS, K_WRITERS, K_LENGTH,
-               K_FACTOR } keykind;
+typedef enum { K_STR, K_ENV, K_PORT, K_THREADS, K_SECONDS, K_SECONDS0, K_JOBS, K_WRITERS, K_LENGTH, K_FACTOR } keykind;
 
 /* Read map's optional `key` (named "where.key" in messages) into *dst,
  * whose type follows kind: char * for K_STR and K_ENV, unsigned for K_PORT,
  * K_THREADS, K_JOBS and K_WRITERS ("auto": 0) and K_LENGTH, double for
  * K_SECONDS (> 0), K_SECONDS0 (>= 0) and K_FACTOR (0, or 1 to 1000). An
  * absent key leaves *dst as it is. */
-static int opt_key(void *dst, const ctx *c, const node *map, const char *where, const char *key,
-                   keykind kind)
+static int opt_key(void *dst, const ctx *c, const node *map, const char *where, const char *key, keykind kind)
 {
 	const node *v = get(map, key);
 	char w[192];
@@ -712,35 +713,52 @@ static int opt_key(void *dst, const ctx *c, const node *map, const char *where, 
 
 /* ------------------------------------------------------------ sections */
 
-static const char *const top_keys[] = {
-	"shards", "timeouts", "catalog_ttl", "read_only", "indexes", "cleaner", "tls", "buckets", NULL
-};
+static const char *const top_keys[] = { "shards",  "timeouts", "catalog_ttl", "read_only", "indexes",
+	                                "cleaner", "tls",      "buckets",     NULL };
 static const char *const shard_keys[] = {
-	"name", "host", "port", "socket", "database", "user", "password_env",
-	"defaults_file", "option_group", "replicas", "tls", "drain", NULL
+	"name",          "host",         "port",     "socket", "database", "user", "password_env",
+	"defaults_file", "option_group", "replicas", "tls",    "drain",    NULL
 };
-static const char *const replica_keys[] = {
-	"host", "port", "socket", "user", "password_env", "tls", NULL
-};
+static const char *const replica_keys[] = { "host", "port", "socket", "user", "password_env", "tls", NULL };
 static const char *const tls_keys[] = { "mode", "ca", "cert", "key", "cipher", "versions", NULL };
 static const char *const timeout_keys[] = { "connect", "read", "write", NULL };
 static const char *const index_keys[] = { "name", "on", "shard_on", NULL };
-static const char *const cleaner_keys[] = {
-	"chunk_time", "max_load", "critical_load", "max_replica_lag", "repair_overlap",
-	"repair_interval", "sleep_coef", "metrics", "metrics_web_config", "metrics_insecure", "log_format", "log_every", "hooks", "max_fence", "jobs", "writers",
-	"max_history_length", "max_write_latency", "write_latency_factor", "max_signal_age", NULL
-};
+static const char *const cleaner_keys[] = { "chunk_time",
+	                                    "max_load",
+	                                    "critical_load",
+	                                    "max_replica_lag",
+	                                    "repair_overlap",
+	                                    "repair_interval",
+	                                    "sleep_coef",
+	                                    "metrics",
+	                                    "metrics_web_config",
+	                                    "metrics_insecure",
+	                                    "log_format",
+	                                    "log_every",
+	                                    "hooks",
+	                                    "max_fence",
+	                                    "jobs",
+	                                    "writers",
+	                                    "max_history_length",
+	                                    "max_write_latency",
+	                                    "write_latency_factor",
+	                                    "max_signal_age",
+	                                    NULL };
 /* cleaner.hooks: on_event, on_<bs_hook_name>, timeout */
 static const char *const hook_names[BS_HOOK_COUNT] = {
-	[BS_HOOK_BACKFILL_STARTED] = "backfill_started", [BS_HOOK_BACKFILL_DONE] = "backfill_done",
-	[BS_HOOK_BACKFILL_FAILED] = "backfill_failed", [BS_HOOK_THROTTLED] = "throttled",
-	[BS_HOOK_INDEX_READY] = "index_ready", [BS_HOOK_SHARD_LOST] = "shard_lost",
+	[BS_HOOK_BACKFILL_STARTED] = "backfill_started",
+	[BS_HOOK_BACKFILL_DONE] = "backfill_done",
+	[BS_HOOK_BACKFILL_FAILED] = "backfill_failed",
+	[BS_HOOK_THROTTLED] = "throttled",
+	[BS_HOOK_INDEX_READY] = "index_ready",
+	[BS_HOOK_SHARD_LOST] = "shard_lost",
 	[BS_HOOK_SHARD_BACK] = "shard_back",
 };
-static const char *const hooks_keys[] = {
-	"on_event", "on_backfill_started", "on_backfill_done", "on_backfill_failed", "on_throttled",
-	"on_index_ready", "on_shard_lost", "on_shard_back", "timeout", NULL
-};
+static const char *const hooks_keys[] = { "on_event",         "on_backfill_started",
+	                                  "on_backfill_done", "on_backfill_failed",
+	                                  "on_throttled",     "on_index_ready",
+	                                  "on_shard_lost",    "on_shard_back",
+	                                  "timeout",          NULL };
 
 const char *bs_hook_name(bs_hook_t h)
 {
@@ -760,8 +778,8 @@ static bool valid_shard_name(const char *s, size_t len)
 		return false;
 	for (i = 0; i < len; i++) {
 		char ch = s[i];
-		if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-		      ch == '_' || ch == '-'))
+		if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+		      ch == '-'))
 			return false;
 	}
 	return true;
@@ -776,8 +794,8 @@ static bool valid_database(const char *s, size_t len)
 		return false;
 	for (i = 0; i < len; i++) {
 		char ch = s[i];
-		if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-		      ch == '_' || ch == '$' || ch == '-'))
+		if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+		      ch == '$' || ch == '-'))
 			return false;
 	}
 	return true;
@@ -785,9 +803,8 @@ static bool valid_database(const char *s, size_t len)
 
 /* ------------------------------------------------------------ tls */
 
-static const char *const tls_mode_names[] = {
-	"unset", "disabled", "preferred", "required", "verify_ca", "verify_identity"
-};
+static const char *const tls_mode_names[] = { "unset",    "disabled",  "preferred",
+	                                      "required", "verify_ca", "verify_identity" };
 
 const char *bs_tls_mode_name(bs_tls_mode_t m)
 {
@@ -836,8 +853,8 @@ static int tls_mode(bs_tls_mode_t *dst, const ctx *c, const node *v, const char 
 			*dst = (bs_tls_mode_t)m;
 			return 0;
 		}
-	return nerr(c, v, "%s: expected disabled, preferred, required, verify_ca or verify_identity, got \"%s\"",
-	            where, bs__quote(shown, sizeof shown, v->str, v->len));
+	return nerr(c, v, "%s: expected disabled, preferred, required, verify_ca or verify_identity, got \"%s\"", where,
+	            bs__quote(shown, sizeof shown, v->str, v->len));
 }
 
 /* A file bagstore hands to Connector/C: refused now, at its line, rather
@@ -879,8 +896,10 @@ static int tls_versions(char **dst, const ctx *c, const node *map, const char *w
 			if (strlen(known[k]) == n && strncmp(p, known[k], n) == 0)
 				break;
 		if (!known[k])
-			return nerr(c, v, "%s: expected TLS versions from TLSv1.0, TLSv1.1, TLSv1.2, TLSv1.3, "
-			            "separated by commas, got \"%s\"", w, bs__quote(shown, sizeof shown, v->str, v->len));
+			return nerr(c, v,
+			            "%s: expected TLS versions from TLSv1.0, TLSv1.1, TLSv1.2, TLSv1.3, "
+			            "separated by commas, got \"%s\"",
+			            w, bs__quote(shown, sizeof shown, v->str, v->len));
 		p += n;
 		if (*p == ',')
 			p++;
@@ -895,8 +914,8 @@ static int tls_versions(char **dst, const ctx *c, const node *map, const char *w
  * ca_elsewhere: a defaults_file may name the CA (verify_ca without ca is
  * then checked at connect time).
  */
-static int parse_tls(bs_tls_conf_t *dst, const bs_tls_conf_t *parent, const ctx *c, const node *n,
-                     const char *w, bool ca_elsewhere)
+static int parse_tls(bs_tls_conf_t *dst, const bs_tls_conf_t *parent, const ctx *c, const node *n, const char *w,
+                     bool ca_elsewhere)
 {
 	char wm[192];
 	const node *v;
@@ -927,8 +946,7 @@ static int parse_tls(bs_tls_conf_t *dst, const bs_tls_conf_t *parent, const ctx 
 	return 0;
 }
 
-static int parse_replica(bs_replica_conf_t *r, const bs_shard_conf_t *s, const ctx *c, const node *n,
-                         const char *where)
+static int parse_replica(bs_replica_conf_t *r, const bs_shard_conf_t *s, const ctx *c, const node *n, const char *where)
 {
 	char w[192];
 	int error;
@@ -1066,8 +1084,10 @@ static int shard_tls(bs_shard_conf_t *s, const bs_config_t *cfg, const ctx *c, c
 	if ((error = tls_copy(&s->tls, &cfg->tls)) < 0)
 		return error;
 	if (s->tls.mode == BS_TLS_VERIFY_CA && s->tls.ca == NULL && s->defaults_file == NULL)
-		return nerr(c, n, "%s: tls: mode verify_ca (from the top-level tls) needs ca, or a defaults_file that "
-		            "sets ssl-ca", where);
+		return nerr(c, n,
+		            "%s: tls: mode verify_ca (from the top-level tls) needs ca, or a defaults_file that "
+		            "sets ssl-ca",
+		            where);
 	return 0;
 }
 
@@ -1110,8 +1130,9 @@ static int parse_shard(bs_config_t *cfg, seen_t *seen, const ctx *c, const node 
 			return error;
 		if (!valid_database(v->str, v->len)) {
 			char shown[96];
-			return nerr(c, v, "%s: database name \"%s\" is not valid: expected 1 to 64 of A-Z a-z 0-9 _ $ -",
-			            w, bs__quote(shown, sizeof shown, v->str, v->len));
+			return nerr(c, v,
+			            "%s: database name \"%s\" is not valid: expected 1 to 64 of A-Z a-z 0-9 _ $ -", w,
+			            bs__quote(shown, sizeof shown, v->str, v->len));
 		}
 		if ((error = get_str(&s->database, c, v, w)) < 0)
 			return error;
@@ -1141,9 +1162,10 @@ static int parse_shard(bs_config_t *cfg, seen_t *seen, const ctx *c, const node 
 	if (s->host == NULL && s->socket == NULL && s->defaults_file == NULL)
 		return nerr(c, n, "%s: a shard needs host, socket or defaults_file", where);
 	if ((j = seen_server(seen, cfg, idx)) >= 0)
-		return nerr(c, n, "%s: shard %s is the same server and database as shard %s (line %d): "
-			            "two shards cannot share one set of tables", where, s->name, cfg->shards[j].name,
-			            cfg->shards[j].line);
+		return nerr(c, n,
+		            "%s: shard %s is the same server and database as shard %s (line %d): "
+		            "two shards cannot share one set of tables",
+		            where, s->name, cfg->shards[j].name, cfg->shards[j].line);
 	/* drain: true: `reshard plan` moves every bucket off this shard */
 	snprintf(w, sizeof w, "%s.drain", where);
 	if ((v = get(n, "drain")) && (error = get_bool(&s->drain, c, v, w)) < 0)
@@ -1322,8 +1344,10 @@ static int get_listen(char **dst, const ctx *c, const node *n, const char *where
 			port = 0;
 	}
 	if (port < 1 || port > 65535)
-		return nerr(c, n, "%s: expected HOST:PORT (an IPv6 address in brackets, a port from 1 to 65535), "
-		            "got \"%s\"", where, bs__quote(shown, sizeof shown, n->str, n->len));
+		return nerr(c, n,
+		            "%s: expected HOST:PORT (an IPv6 address in brackets, a port from 1 to 65535), "
+		            "got \"%s\"",
+		            where, bs__quote(shown, sizeof shown, n->str, n->len));
 	return 0;
 }
 
@@ -1361,8 +1385,8 @@ static int parse_daemon(bs_daemon_conf_t *dm, const ctx *c, const node *n)
 	if ((v = get(n, "metrics_web_config"))) {
 		if ((error = get_str(&dm->metrics_web_config, c, v, "cleaner.metrics_web_config")) < 0)
 			return error;
-		snprintf(dm->metrics_web_config_at, sizeof dm->metrics_web_config_at, "%s:%d:%d: cleaner.metrics_web_config",
-		         c->file, v->line, v->col);
+		snprintf(dm->metrics_web_config_at, sizeof dm->metrics_web_config_at,
+		         "%s:%d:%d: cleaner.metrics_web_config", c->file, v->line, v->col);
 	}
 	if ((v = get(n, "metrics_insecure")) &&
 	    (error = get_bool(&dm->metrics_insecure, c, v, "cleaner.metrics_insecure")) < 0)
@@ -1396,7 +1420,8 @@ static int parse_cleaner(bs_config_t *cfg, const ctx *c, const node *root)
 	if (cl->critical_load < cl->max_load) {
 		crit = get(n, "critical_load");
 		return nerr(c, crit ? crit : get(n, "max_load"),
-		            "cleaner: critical_load (%u) must not be below max_load (%u)", cl->critical_load, cl->max_load);
+		            "cleaner: critical_load (%u) must not be below max_load (%u)", cl->critical_load,
+		            cl->max_load);
 	}
 	if ((error = opt_key(&cl->max_replica_lag, c, n, "cleaner", "max_replica_lag", K_SECONDS)) < 0 ||
 	    (error = opt_key(&cl->repair_overlap, c, n, "cleaner", "repair_overlap", K_SECONDS0)) < 0 ||
@@ -1534,7 +1559,8 @@ int bs_config_load(bs_config_t **out, const char *path)
 		if (len == cap) {
 			char *t;
 			if (cap > MAX_FILE_BYTES) {
-				error = bs_error(BS_ECONFIG, "%s: cannot read: larger than %u bytes", path, MAX_FILE_BYTES);
+				error = bs_error(BS_ECONFIG, "%s: cannot read: larger than %u bytes", path,
+				                 MAX_FILE_BYTES);
 				goto done;
 			}
 			cap = cap ? cap * 2 : 8192;

@@ -19,10 +19,10 @@
 #define COUNT_CHUNK 100000
 
 struct count_arg {
-	const char *index;   /* NULL: entities */
+	const char *index; /* NULL: entities */
 	int64_t *counts;
 	atomic_int *stop;
-	bs_buf_t *truth;     /* per shard, "b,b,...": its buckets; NULL: all */
+	bs_buf_t *truth; /* per shard, "b,b,...": its buckets; NULL: all */
 };
 
 /* An entity's bucket in SQL: its 16 id bytes big-endian mod B, as
@@ -30,8 +30,9 @@ struct count_arg {
 static void bucket_sql(bs_buf_t *b, unsigned buckets)
 {
 	unsigned long long m = (unsigned long long)(((unsigned __int128)1 << 64) % buckets);
-	bs__buf_printf(b, "MOD(MOD(CAST(CONV(HEX(LEFT(id,8)),16,10) AS DECIMAL(20,0)),%u)*%llu"
-	                  "+MOD(CAST(CONV(HEX(RIGHT(id,8)),16,10) AS DECIMAL(20,0)),%u),%u)",
+	bs__buf_printf(b,
+	               "MOD(MOD(CAST(CONV(HEX(LEFT(id,8)),16,10) AS DECIMAL(20,0)),%u)*%llu"
+	               "+MOD(CAST(CONV(HEX(RIGHT(id,8)),16,10) AS DECIMAL(20,0)),%u),%u)",
 	               buckets, m, buckets, buckets);
 }
 
@@ -83,7 +84,7 @@ done:
 static int count_chunk(int64_t *n, int64_t *owned, bs_store_t *st, int i, const char *index, int64_t *last_id,
                        uint8_t last_key[16], bool *first, const bs_buf_t *truth)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc;
 
@@ -95,8 +96,10 @@ static int count_chunk(int64_t *n, int64_t *owned, bs_store_t *st, int i, const 
 		bs__buf_printf(&b, " AS bk FROM entities WHERE added_id>%lld ORDER BY added_id LIMIT %d) c",
 		               (long long)*last_id, COUNT_CHUNK);
 	} else if (!index) {
-		bs__buf_printf(&b, "SELECT COUNT(*), MAX(added_id) FROM (SELECT added_id FROM entities"
-		               " WHERE added_id>%lld ORDER BY added_id LIMIT %d) c", (long long)*last_id, COUNT_CHUNK);
+		bs__buf_printf(&b,
+		               "SELECT COUNT(*), MAX(added_id) FROM (SELECT added_id FROM entities"
+		               " WHERE added_id>%lld ORDER BY added_id LIMIT %d) c",
+		               (long long)*last_id, COUNT_CHUNK);
 	} else {
 		bs__buf_puts(&b, "SELECT COUNT(*), MAX(entity_id) FROM (SELECT entity_id FROM ");
 		bs__buf_ident(&b, index);
@@ -129,7 +132,7 @@ static int count_on(bs_store_t *st, int i, void *p)
 {
 	struct count_arg *a = p;
 	int64_t n = COUNT_CHUNK, last_id = 0;
-	uint8_t last_key[16] = {0};
+	uint8_t last_key[16] = { 0 };
 	bool first = true;
 	int rc = 0;
 

@@ -32,9 +32,9 @@ typedef struct {
 	bool all_done;
 	int rc;
 	char msg[1024];
-	int prc;          /* the promotion's, when all_done */
+	int prc; /* the promotion's, when all_done */
 	char pmsg[1024];
-	double ended;     /* monotonic, when it last finished */
+	double ended; /* monotonic, when it last finished */
 } bgjob_t;
 
 static int promote(bs_store_t *st, const char *name, const bs_cleaner_opts_t *opts);
@@ -94,13 +94,14 @@ typedef struct {
 	bgjob_t bg[MAX_BG];
 	int nbg;
 	bs__repairer_t *rep;
-	signed char *up;  /* per shard: 1 answers, 0 lost, -1 not known yet */
+	signed char *up; /* per shard: 1 answers, 0 lost, -1 not known yet */
 	bgmoves_t mv;
 } daemon_t;
 
 /* An error the daemon survives, for the caller to log (opts->error, and
  * the event). */
-static void daemon_say(const bs_cleaner_opts_t *opts, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void daemon_say(const bs_cleaner_opts_t *opts, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static void daemon_say(const bs_cleaner_opts_t *opts, int code, const char *fmt, ...)
 {
 	char msg[1280];
@@ -254,8 +255,9 @@ static int shard_answers(daemon_t *d, bs_store_t *st, int s, const bs_cleaner_op
 	signed char was = d->up[s];
 	d->up[s] = rc == 0;
 	if (rc && was != 0)
-		bs__event_emit(opts, &(bs_event_t){ .type = BS_EV_SHARD_LOST, .shard = s, .message = bs_last_error(),
-		                                     .code = rc });
+		bs__event_emit(
+			opts,
+			&(bs_event_t){ .type = BS_EV_SHARD_LOST, .shard = s, .message = bs_last_error(), .code = rc });
 	else if (!rc && was == 0)
 		bs__event_emit(opts, &(bs_event_t){ .type = BS_EV_SHARD_BACK, .shard = s });
 	return rc;
@@ -268,7 +270,7 @@ static void repairs(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_clean
 	bs_cleaner_conf_t cl;
 	bs__cleaner_conf(&cl, opts, st->cfg);
 	for (int s = 0; s < st->n; s++) {
-		bs__repair_stats_t rs = {0};
+		bs__repair_stats_t rs = { 0 };
 		int r = shard_answers(d, st, s, opts);
 		if (r) { /* said once, as shard_lost; --once returns it */
 			if (opts && opts->once)
@@ -281,10 +283,14 @@ static void repairs(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_clean
 		if (rs.ran && !r) {
 			char msg[32];
 			snprintf(msg, sizeof msg, "%" PRId64 " entities", rs.rows);
-			bs__event_emit(opts, &(bs_event_t){ .type = BS_EV_REPAIR_PASS, .shard = s, .message = msg,
-			                                     .rows = rs.rows, .seconds = rs.seconds,
-			                                     .watermark_us = rs.watermark_us, .indexes = rs.per,
-			                                     .nindexes = rs.nper });
+			bs__event_emit(opts, &(bs_event_t){ .type = BS_EV_REPAIR_PASS,
+			                                    .shard = s,
+			                                    .message = msg,
+			                                    .rows = rs.rows,
+			                                    .seconds = rs.seconds,
+			                                    .watermark_us = rs.watermark_us,
+			                                    .indexes = rs.per,
+			                                    .nindexes = rs.nper });
 		}
 		free(rs.per);
 	}
@@ -312,16 +318,16 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 		bs__throttle_run(thr);
 	bs_error_clear();
 	for (;;) {
-		bs_index_list_t cat = {0};
-		first_err_t fe = {0};
+		bs_index_list_t cat = { 0 };
+		first_err_t fe = { 0 };
 		keep(&fe, bs_index_list(&cat, st));
 		if (!fe.rc) {
 			/* catalogs the shards disagree on: a create, promotion or drop
 			 * that a shard going away cut short is completed */
 			for (int k = 0; k < cat.len; k++)
 				if (cat.items[k].diverged && bs__index_heal(st, &cat.items[k]))
-					daemon_say(opts, bs_last_error_code(), "healing index %s (%s): %s", cat.items[k].name,
-					           cat.items[k].divergence, bs_last_error());
+					daemon_say(opts, bs_last_error_code(), "healing index %s (%s): %s",
+					           cat.items[k].name, cat.items[k].divergence, bs_last_error());
 			backfills(&fe, d, st, opts, &cat);
 			/* moves of a reshard */
 			keep(&fe, moves_pass(d, st, opts));

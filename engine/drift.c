@@ -184,21 +184,22 @@ int bs__ebatch_scan(ebatch_t *b, size_t *got, bs_store_t *st, int shard, const b
 		if (rc || (rc = bs__ebatch_owned(&again, b, st, shard)) || !again)
 			return rc;
 	}
-	return bs_error(BS_EUNREACHABLE, "shard %s: its buckets kept moving under a scan", st->shards[shard].conf->name);
+	return bs_error(BS_EUNREACHABLE, "shard %s: its buckets kept moving under a scan",
+	                st->shards[shard].conf->name);
 }
 
 /* ------------------------------------------------------------ current rows by id */
 
 struct cur_arg {
-	idvec16_t *want;      /* per shard: ids to read there */
-	ebatch_t *got;        /* per shard */
+	idvec16_t *want; /* per shard: ids to read there */
+	ebatch_t *got;   /* per shard */
 	bool no_bodies;
 };
 
 static int cur_on(bs_store_t *st, int i, void *p)
 {
 	struct cur_arg *a = p;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc = 0;
 	ebatch_t *e = &a->got[i];
@@ -209,8 +210,10 @@ static int cur_on(bs_store_t *st, int i, void *p)
 		size_t end = off + 500 < a->want[i].n ? off + 500 : a->want[i].n;
 		int64_t before = e->ov;
 		bs__buf_reset(&b);
-		bs__buf_printf(&b, "SELECT e.added_id, e.id, UNIX_TIMESTAMP(e.updated), %s, m.v FROM bagstore_meta m"
-		                   " LEFT JOIN entities e ON e.id IN (", a->no_bodies ? "NULL" : "e.body");
+		bs__buf_printf(&b,
+		               "SELECT e.added_id, e.id, UNIX_TIMESTAMP(e.updated), %s, m.v FROM bagstore_meta m"
+		               " LEFT JOIN entities e ON e.id IN (",
+		               a->no_bodies ? "NULL" : "e.body");
 		for (size_t k = off; k < end; k++) {
 			bs__buf_puts(&b, k > off ? "," : "");
 			bs__buf_hex(&b, a->want[i].ids[k], 16);
@@ -240,7 +243,7 @@ static int idvec16_push(idvec16_t *v, const void *id)
 /* Sort b's entries by id. */
 static int ebatch_sort(ebatch_t *b)
 {
-	ebatch_t s = {0};
+	ebatch_t s = { 0 };
 	size_t *ord = malloc((b->len ? b->len : 1) * sizeof *ord);
 	int rc = 0;
 	BS_ERR_ALLOC(ord);
@@ -265,7 +268,7 @@ static int ebatch_sort(ebatch_t *b)
 int bs__entities_current(ebatch_t *out, bs_store_t *st, const bs_id_t *ids, size_t n, bool no_bodies)
 {
 	struct cur_arg a = { .no_bodies = no_bodies };
-	idvec16_t todo = {0};
+	idvec16_t todo = { 0 };
 	bool *which = calloc((size_t)st->n, sizeof *which);
 	int rc = 0;
 	bs__ebatch_reset(out);
@@ -339,7 +342,10 @@ done:
 
 _Static_assert(sizeof(bs_id_t) == 16, "bs__ids_find walks bs_id_t arrays as 16-byte ids");
 
-int bs__id_cmp(const void *a, const void *b) { return memcmp(a, b, 16); }
+int bs__id_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, 16);
+}
 
 long bs__ids_find(const void *ids, size_t n, const void *id)
 {
@@ -380,15 +386,9 @@ static void canon_value(bs_buf_t *b, const bs_value_t *v, const bs_prop_t *prop)
 			bs__buf_putn(b, two, 2);
 		}
 		break;
-	case BS_COL_INT:
-		bs__buf_printf(b, "%lld", (long long)v->v.i);
-		break;
-	case BS_COL_BOOL:
-		bs__buf_puts(b, v->v.b ? "1" : "0");
-		break;
-	case BS_COL_FLOAT:
-		canon_float(b, v->type == BS_INT ? (double)v->v.i : v->v.f);
-		break;
+	case BS_COL_INT: bs__buf_printf(b, "%lld", (long long)v->v.i); break;
+	case BS_COL_BOOL: bs__buf_puts(b, v->v.b ? "1" : "0"); break;
+	case BS_COL_FLOAT: canon_float(b, v->type == BS_INT ? (double)v->v.i : v->v.f); break;
 	}
 }
 
@@ -427,26 +427,26 @@ typedef struct {
 	const bs_index_t *idx;
 	const bs_id_t *ids;
 	size_t n;
-	int *expect;          /* shard, -1 none */
+	int *expect; /* shard, -1 none */
 	int *expect_bucket;
 	int *overwritten;     /* bucket of a wrong row the upsert replaces, -1 */
 	size_t *expect_off;   /* into expect_text */
 	bs_buf_t expect_text; /* canonical rows, NUL-separated */
 	size_t *order;        /* ids sorted */
 	bool *ok, *upsert;
-	bs_buf_t *del;        /* per shard: entity_id list */
-	bs_buf_t *dlog;       /* per shard: (bucket, id) of the rows deleted, to log */
+	bs_buf_t *del;  /* per shard: entity_id list */
+	bs_buf_t *dlog; /* per shard: (bucket, id) of the rows deleted, to log */
 	int64_t *ndel;
-	bs_buf_t *ins;        /* per shard: VALUES list */
-	bs_buf_t *ilog;       /* per shard: (bucket, id) of the rows upserted, to log */
-	bs_buf_t *ibk;        /* per shard: the buckets upserted, ",b,b..." */
-	bs_buf_t *olog;       /* per shard: (bucket, id) of leaving rows the upserts replace, to log */
+	bs_buf_t *ins;  /* per shard: VALUES list */
+	bs_buf_t *ilog; /* per shard: (bucket, id) of the rows upserted, to log */
+	bs_buf_t *ibk;  /* per shard: the buckets upserted, ",b,b..." */
+	bs_buf_t *olog; /* per shard: (bucket, id) of leaving rows the upserts replace, to log */
 	int64_t *nins;
-	MYSQL_RES **res;      /* per shard */
-	int64_t *ov;          /* per shard: its ownership version in the read */
+	MYSQL_RES **res;        /* per shard */
+	int64_t *ov;            /* per shard: its ownership version in the read */
 	const uint8_t **states; /* per shard: its ownership states at ov */
-	bool *refused;        /* per shard: the fix found a bucket moved */
-	bool again;           /* two shards' reads both owned a row's bucket */
+	bool *refused;          /* per shard: the fix found a bucket moved */
+	bool again;             /* two shards' reads both owned a row's bucket */
 } check_t;
 
 static int cmp_order(const void *a, const void *b, void *ids)
@@ -476,7 +476,7 @@ static long find_id(const check_t *c, const void *id)
 static int read_rows_on(bs_store_t *st, int i, void *p)
 {
 	check_t *c = p;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	bs__buf_puts(&b, "SELECT m.v, i.entity_id");
 	for (int k = 0; k < c->idx->nprops; k++) {
@@ -516,7 +516,8 @@ static void log_sql(bs_buf_t *b, const bs_buf_t *pairs, const char *cond)
 	bs__buf_puts(b, "INSERT INTO bagstore_move_log (move_id, kind, id) SELECT o.move_id, 1, l.id FROM"
 	                " bagstore_buckets o JOIN (");
 	bs__buf_putn(b, pairs->ptr, pairs->len);
-	bs__buf_printf(b, ") l ON l.bucket=o.bucket WHERE o.state='leaving' AND %s ON DUPLICATE KEY UPDATE n=n+1", cond);
+	bs__buf_printf(b, ") l ON l.bucket=o.bucket WHERE o.state='leaving' AND %s ON DUPLICATE KEY UPDATE n=n+1",
+	               cond);
 }
 
 static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
@@ -533,13 +534,13 @@ static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
 static int upsert_on(bs_store_t *st, int i, void *p)
 {
 	check_t *c = p;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc;
 	if (!c->nins[i])
 		return 0;
-	bs__buf_puts(&b, "START TRANSACTION;SELECT COUNT(DISTINCT bucket) INTO @bs_o FROM bagstore_buckets WHERE state IN "
-	                 BS__OWNING_SQL " AND bucket IN (-1");
+	bs__buf_puts(&b, "START TRANSACTION;SELECT COUNT(DISTINCT bucket) INTO @bs_o FROM bagstore_buckets WHERE state "
+	                 "IN " BS__OWNING_SQL " AND bucket IN (-1");
 	bs__buf_putn(&b, c->ibk[i].ptr, c->ibk[i].len);
 	bs__buf_printf(&b, ") LOCK IN SHARE MODE WAIT %d;SELECT COUNT(DISTINCT bucket) INTO @bs_want FROM (",
 	               BS__FENCE_WAIT_S);
@@ -590,7 +591,7 @@ static int upsert_on(bs_store_t *st, int i, void *p)
 static int delete_on(bs_store_t *st, int i, void *p)
 {
 	check_t *c = p;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	if (!c->ndel[i])
 		return 0;
@@ -655,9 +656,9 @@ static int check_alloc(check_t *c, size_t n, int ns)
 	c->ov = calloc((size_t)ns, sizeof *c->ov);
 	c->states = calloc((size_t)ns, sizeof *c->states);
 	c->refused = calloc((size_t)ns, sizeof *c->refused);
-	if (!c->expect || !c->expect_bucket || !c->overwritten || !c->expect_off || !c->order || !c->ok || !c->upsert || !c->del ||
-	    !c->dlog || !c->ins || !c->ilog || !c->ibk || !c->olog || !c->ndel || !c->nins || !c->res || !c->ov || !c->states ||
-	    !c->refused)
+	if (!c->expect || !c->expect_bucket || !c->overwritten || !c->expect_off || !c->order || !c->ok || !c->upsert ||
+	    !c->del || !c->dlog || !c->ins || !c->ilog || !c->ibk || !c->olog || !c->ndel || !c->nins || !c->res ||
+	    !c->ov || !c->states || !c->refused)
 		return bs_error(BS_ENOMEM, "out of memory checking index rows");
 	return 0;
 }
@@ -673,9 +674,9 @@ static int expect_rows(drift_counts_t *out, check_t *c, const bs_value_t *bags, 
 		c->order[k] = k;
 		c->expect_bucket[k] = -1;
 		c->overwritten[k] = -1;
-		c->expect[k] = bags[k].type == BS_MAP
-		               ? bs__index_row_route(vals, tmps, &c->expect_bucket[k], idx, &bags[k], st, &misfit)
-		               : -1;
+		c->expect[k] = bags[k].type == BS_MAP ? bs__index_row_route(vals, tmps, &c->expect_bucket[k], idx,
+		                                                            &bags[k], st, &misfit)
+		                                      : -1;
 		if (misfit)
 			out->misfit++;
 		c->expect_off[k] = c->expect_text.len;
@@ -736,7 +737,7 @@ static int compare_rows(drift_counts_t *out, check_t *c, const bs_store_t *st)
 {
 	const bs_index_t *idx = c->idx;
 	const bs_prop_t *on = &idx->props[idx->shard_on];
-	bs_buf_t row = {0};
+	bs_buf_t row = { 0 };
 	int rc = 0;
 	for (int j = 0; j < st->n; j++) {
 		MYSQL_ROW r;
@@ -851,7 +852,7 @@ static int check_round(drift_counts_t *out, bs_store_t *st, const bs_index_t *id
                        const bs_value_t *bags, size_t n, bool fix)
 {
 	check_t c = { .idx = idx, .ids = ids, .n = n };
-	drift_counts_t d = {0};
+	drift_counts_t d = { 0 };
 	bool again = false, refused = false;
 	int rc;
 	if (!(rc = check_alloc(&c, n, st->n)) && !(rc = expect_rows(&d, &c, bags, st)) &&
@@ -873,8 +874,8 @@ static int check_round(drift_counts_t *out, bs_store_t *st, const bs_index_t *id
 	return rc;
 }
 
-int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
-                    const bs_id_t *ids, const bs_value_t *bags, size_t n, bool fix)
+int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx, const bs_id_t *ids,
+                    const bs_value_t *bags, size_t n, bool fix)
 {
 	int rc;
 	if (n == 0)
@@ -884,8 +885,10 @@ int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
 	if (fix && bs_fault(BS_FAULT_PAUSE_DRIFT_FIX)) {
 		/* test fault point: a writer may change the entities here, between
 		 * the bodies this fix was computed from and the rows it reads */
-		fprintf(stderr, "bagstore: fault pause_drift_fix: a fix of %zu entities of index %s stopped before it "
-		        "reads their rows (kill -CONT %d resumes)\n", n, idx->name, (int)getpid());
+		fprintf(stderr,
+		        "bagstore: fault pause_drift_fix: a fix of %zu entities of index %s stopped before it "
+		        "reads their rows (kill -CONT %d resumes)\n",
+		        n, idx->name, (int)getpid());
 		raise(SIGSTOP);
 	}
 	for (int round = 0; round < 8; round++) {
@@ -901,13 +904,13 @@ int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx,
 
 /* ------------------------------------------------------------ orphans */
 
-int bs__drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs_index_t *idx,
-                  int shard, uint8_t cursor[16], size_t limit, bool fix, bool *wrapped)
+int bs__drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs_index_t *idx, int shard,
+                      uint8_t cursor[16], size_t limit, bool fix, bool *wrapped)
 {
 	const bs_prop_t *on = &idx->props[idx->shard_on];
-	bs_buf_t b = {0}, pairs = {0};
+	bs_buf_t b = { 0 }, pairs = { 0 };
 	MYSQL_RES *res = NULL;
-	ebatch_t present = {0};
+	ebatch_t present = { 0 };
 	bs_id_t *ids = NULL;
 	int *bk = NULL;
 	size_t n = 0;
@@ -921,7 +924,8 @@ int bs__drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs
 	bs__buf_ident(&b, idx->name);
 	bs__buf_puts(&b, " WHERE entity_id>");
 	bs__buf_hex(&b, cursor, 16);
-	bs__buf_printf(&b, " ORDER BY entity_id LIMIT %zu) i ON 1 WHERE m.k='owned_version' ORDER BY i.entity_id", limit);
+	bs__buf_printf(&b, " ORDER BY entity_id LIMIT %zu) i ON 1 WHERE m.k='owned_version' ORDER BY i.entity_id",
+	               limit);
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, shard, b.ptr, b.len)))
 		goto done;
 	size_t rows = (size_t)mysql_num_rows(res);
@@ -977,7 +981,7 @@ int bs__drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs
 	*orphans += (int64_t)gone;
 	if (!gone || !fix)
 		goto done;
-	bs_buf_t d = {0};
+	bs_buf_t d = { 0 };
 	bs__buf_puts(&d, "DELETE FROM ");
 	bs__buf_ident(&d, idx->name);
 	bs__buf_puts(&d, " WHERE entity_id IN (");

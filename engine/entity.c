@@ -39,7 +39,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static void id_lit(bs_buf_t *b, const bs_id_t *id) { bs__buf_hex(b, id->b, 16); }
+static void id_lit(bs_buf_t *b, const bs_id_t *id)
+{
+	bs__buf_hex(b, id->b, 16);
+}
 
 /* Seconds a write waits for a bucket's ownership row: a move's cut-over
  * holds it at most cleaner.max_fence (1 s by default). */
@@ -64,8 +67,8 @@ typedef struct {
 	bs_buf_t sql;
 	int *buckets;
 	int nb, cap;
-	bool anywhere;  /* deletes of a row whose bucket is unknown */
-	bool refused;   /* the shard did not own them all: nothing applied */
+	bool anywhere; /* deletes of a row whose bucket is unknown */
+	bool refused;  /* the shard did not own them all: nothing applied */
 	/* the statements, and where the first one's fence condition is in sql
 	 * (fence_fast's one-statement form replaces it) */
 	int nstmt;
@@ -116,8 +119,8 @@ static void append_delete(shard_rows_t *r, const bs_index_t *idx, const bs_id_t 
 
 /* Upsert idx's row of id (values vals) on this shard, only if it owns the
  * row's bucket. */
-static void append_upsert(shard_rows_t *r, const bs_index_t *idx, const bs_id_t *id,
-                          const bs_value_t *const *vals, int bucket)
+static void append_upsert(shard_rows_t *r, const bs_index_t *idx, const bs_id_t *id, const bs_value_t *const *vals,
+                          int bucket)
 {
 	bs_buf_t *b = &r->sql;
 	bs__buf_puts(b, b->len ? ";INSERT INTO " : "INSERT INTO ");
@@ -154,8 +157,8 @@ static void append_upsert(shard_rows_t *r, const bs_index_t *idx, const bs_id_t 
  * old is the bag before, NULL when there was none; old_unknown when there
  * was one but its body does not decode, so its rows could be on any shard.
  * bag is the new bag, NULL on delete. */
-static void index_sql(shard_rows_t *per_shard, const bs_index_t *idx, const bs_id_t *id,
-                      const bs_value_t *old, bool old_unknown, const bs_value_t *bag, const bs_store_t *st)
+static void index_sql(shard_rows_t *per_shard, const bs_index_t *idx, const bs_id_t *id, const bs_value_t *old,
+                      bool old_unknown, const bs_value_t *bag, const bs_store_t *st)
 {
 	/* the temporaries only ever hold floats (ints widened): nothing to free */
 	const bs_value_t *nv[BS_INDEX_MAX_PROPS], *ov[BS_INDEX_MAX_PROPS];
@@ -204,8 +207,10 @@ static void fence_wrap(bs_buf_t *out, shard_rows_t *r, const bs_id_t *id)
 {
 	if (r->nb > 1) /* none: only deletes of rows whose bucket is unknown */
 		qsort(r->buckets, (size_t)r->nb, sizeof *r->buckets, int_cmp);
-	bs__buf_printf(out, "SET @bs_want=%d;START TRANSACTION;SELECT COUNT(*) INTO @bs_o FROM bagstore_buckets"
-	                    " WHERE state IN " BS__OWNING_SQL " AND bucket IN (-1", r->nb);
+	bs__buf_printf(out,
+	               "SET @bs_want=%d;START TRANSACTION;SELECT COUNT(*) INTO @bs_o FROM bagstore_buckets"
+	               " WHERE state IN " BS__OWNING_SQL " AND bucket IN (-1",
+	               r->nb);
 	for (int k = 0; k < r->nb; k++)
 		bs__buf_printf(out, ",%d", r->buckets[k]);
 	bs__buf_printf(out, ") LOCK IN SHARE MODE WAIT %d;", FENCE_WAIT_S);
@@ -249,11 +254,15 @@ static void fence_fast(bs_buf_t *out, shard_rows_t *r)
 		 * applied when it found its row */
 		bs__buf_putn(out, r->sql.ptr, r->cond_at);
 		if (r->del)
-			bs__buf_printf(out, " AND (SELECT state FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE"
-			                    " WAIT %d)='owned'", r->buckets[0], FENCE_WAIT_S);
+			bs__buf_printf(out,
+			               " AND (SELECT state FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE"
+			               " WAIT %d)='owned'",
+			               r->buckets[0], FENCE_WAIT_S);
 		else
-			bs__buf_printf(out, " FROM bagstore_buckets WHERE bucket=%d AND state='owned' LOCK IN SHARE MODE"
-			                    " WAIT %d", r->buckets[0], FENCE_WAIT_S);
+			bs__buf_printf(out,
+			               " FROM bagstore_buckets WHERE bucket=%d AND state='owned' LOCK IN SHARE MODE"
+			               " WAIT %d",
+			               r->buckets[0], FENCE_WAIT_S);
 		bs__buf_putn(out, r->sql.ptr + r->cond_end, r->sql.len - r->cond_end);
 		if (r->sql.oom)
 			out->oom = true;
@@ -261,8 +270,10 @@ static void fence_fast(bs_buf_t *out, shard_rows_t *r)
 	}
 	if (r->nb > 1)
 		qsort(r->buckets, (size_t)r->nb, sizeof *r->buckets, int_cmp);
-	bs__buf_printf(out, "START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=%d) FROM bagstore_buckets"
-	                    " WHERE state='owned' AND bucket IN (-1", r->nb);
+	bs__buf_printf(out,
+	               "START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=%d) FROM bagstore_buckets"
+	               " WHERE state='owned' AND bucket IN (-1",
+	               r->nb);
 	for (int k = 0; k < r->nb; k++)
 		bs__buf_printf(out, ",%d", r->buckets[k]);
 	bs__buf_printf(out, ") LOCK IN SHARE MODE WAIT %d;", FENCE_WAIT_S);
@@ -341,7 +352,7 @@ static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, c
 	bs_buf_t *sql = calloc((size_t)st->n, sizeof *sql);
 	bool *fast = calloc((size_t)st->n, sizeof *fast);
 	int *err = calloc((size_t)st->n, sizeof *err);
-	char (*msg)[512] = calloc((size_t)st->n, sizeof *msg);
+	char(*msg)[512] = calloc((size_t)st->n, sizeof *msg);
 	int rc = 0;
 	*refused = false;
 	if (!q || !sql || !fast || !err || !msg) {
@@ -364,7 +375,8 @@ static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, c
 			if (!q[i].rc) {
 				/* the one-statement form applied when it touched a row
 				 * (CLIENT_FOUND_ROWS: an upsert that changed nothing too) */
-				bool no = fast[i] && fence_one(&per_shard[i]) ? q[i].affected <= 0 : shard_refused(&q[i]);
+				bool no =
+					fast[i] && fence_one(&per_shard[i]) ? q[i].affected <= 0 : shard_refused(&q[i]);
 				if (no && fast[i]) { /* nothing applied: the full form decides (not a retry) */
 					bs__shard_stmts_clear(&q[i], 1);
 					fast[i] = false;
@@ -402,8 +414,10 @@ static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, c
 		if (err[i]) {
 			char hex[33];
 			bs_id_hex(hex, id);
-			rc = bs_error(err[i], "entity %s is %s, but its index rows are not: %s "
-			                      "(readers filter stale rows; the cleaner repairs them)", hex, done, msg[i]);
+			rc = bs_error(err[i],
+			              "entity %s is %s, but its index rows are not: %s "
+			              "(readers filter stale rows; the cleaner repairs them)",
+			              hex, done, msg[i]);
 		}
 done:
 	for (int i = 0; sql && i < st->n; i++)
@@ -457,8 +471,8 @@ static void old_from_row(bs_value_t *old, MYSQL_ROW row, const unsigned long *le
 /* Step 2: make every maintained index's rows right for one entity: old
  * is the stored bag before (NIL when absent or undecodable; found tells
  * which), bag the new one (NULL on delete). */
-static int write_rows(bs_store_t *st, const bs_index_list_t *cat, const bs_id_t *id,
-                      const bs_value_t *old, bool found, const bs_value_t *bag)
+static int write_rows(bs_store_t *st, const bs_index_list_t *cat, const bs_id_t *id, const bs_value_t *old, bool found,
+                      const bs_value_t *bag)
 {
 	int rc = 0;
 	if (!maintained_count(cat))
@@ -486,8 +500,10 @@ static int write_rows(bs_store_t *st, const bs_index_list_t *cat, const bs_id_t 
 	}
 	char hex[33];
 	bs_id_hex(hex, id);
-	return bs_error(BS_EUNREACHABLE, "entity %s is %s, but its index rows are not: their buckets kept moving "
-	                "(%d tries; the cleaner repairs them)", hex, bag ? "written" : "deleted", WRITE_HOPS);
+	return bs_error(BS_EUNREACHABLE,
+	                "entity %s is %s, but its index rows are not: their buckets kept moving "
+	                "(%d tries; the cleaner repairs them)",
+	                hex, bag ? "written" : "deleted", WRITE_HOPS);
 }
 
 /* The write in progress: the entity, its shard and bucket, what it held
@@ -512,10 +528,13 @@ typedef struct {
  * before (`updated` strictly grows), the new body; the RETURNING form reads
  * the body it replaces into @bs_old as it goes and hands it back with the
  * new version. */
-#define ENTITY_UPSERT " ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND)," \
+#define ENTITY_UPSERT \
+	" ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND)," \
 	"body=VALUES(body)"
-#define ENTITY_UPSERT_RETURNING " ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body))," \
-	"updated=GREATEST(VALUES(updated),IF((@bs_ou:=UNIX_TIMESTAMP(updated)) IS NULL,updated,updated)+INTERVAL 1 MICROSECOND)" \
+#define ENTITY_UPSERT_RETURNING \
+	" ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body))," \
+	"updated=GREATEST(VALUES(updated),IF((@bs_ou:=UNIX_TIMESTAMP(updated)) IS NULL,updated,updated)+INTERVAL 1 " \
+	"MICROSECOND)" \
 	" RETURNING @bs_old, UNIX_TIMESTAMP(updated), @bs_ou"
 
 /* A fast form applied: the shard owned the bucket outright. */
@@ -535,7 +554,7 @@ static void rollback(bs_store_t *st, write_t *w, bool keep_lock)
 	int code = bs_last_error_code();
 	snprintf(msg, sizeof msg, "%s", bs_last_error());
 	if (st->shards[w->shard].conn) {
-		bs_buf_t b = {0};
+		bs_buf_t b = { 0 };
 		bs__buf_puts(&b, "ROLLBACK");
 		if (w->token[0] && !keep_lock) {
 			bs__buf_puts(&b, ";DO RELEASE_LOCK(");
@@ -557,8 +576,9 @@ static int check_expected(const write_t *w, int64_t expect_us)
 		return 0;
 	bs_id_hex(hex, &w->id);
 	if (w->found)
-		return bs_error(BS_ECONFLICT, "entity %s changed since it was read (updated %lld, expected %lld): not written",
-		                hex, (long long)w->old_us, (long long)expect_us);
+		return bs_error(BS_ECONFLICT,
+		                "entity %s changed since it was read (updated %lld, expected %lld): not written", hex,
+		                (long long)w->old_us, (long long)expect_us);
 	return bs_error(BS_ECONFLICT, "entity %s %s: not written", hex,
 	                expect_us ? "was deleted since it was read" : "already exists");
 }
@@ -611,9 +631,11 @@ static void read_sql(bs_buf_t *b, const write_t *w)
 		bs__buf_hex(b, w->token, strlen(w->token));
 		bs__buf_puts(b, ",0);");
 	}
-	bs__buf_printf(b, "SET @bs_own=0;START TRANSACTION;SELECT state, peer, @bs_own:=(state IN " BS__OWNING_SQL ")"
-	                  " FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE WAIT %d;"
-	                  "SELECT body, UNIX_TIMESTAMP(updated) FROM entities WHERE id=", w->bucket, FENCE_WAIT_S);
+	bs__buf_printf(b,
+	               "SET @bs_own=0;START TRANSACTION;SELECT state, peer, @bs_own:=(state IN " BS__OWNING_SQL ")"
+	               " FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE WAIT %d;"
+	               "SELECT body, UNIX_TIMESTAMP(updated) FROM entities WHERE id=",
+	               w->bucket, FENCE_WAIT_S);
 	id_lit(b, &w->id);
 	bs__buf_puts(b, " FOR UPDATE");
 }
@@ -638,8 +660,10 @@ static void read_answers(write_t *w, MYSQL_RES *own, MYSQL_RES *ent)
  * index: the bucket's ownership row under a share lock, into @bs_own. */
 static void own_sql(bs_buf_t *b, const write_t *w)
 {
-	bs__buf_printf(b, "SET @bs_own=0;START TRANSACTION;SELECT state, peer, @bs_own:=(state IN " BS__OWNING_SQL ")"
-	                  " FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE WAIT %d", w->bucket, FENCE_WAIT_S);
+	bs__buf_printf(b,
+	               "SET @bs_own=0;START TRANSACTION;SELECT state, peer, @bs_own:=(state IN " BS__OWNING_SQL ")"
+	               " FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE WAIT %d",
+	               w->bucket, FENCE_WAIT_S);
 }
 
 /* The entity upserted only if the shard owns its bucket (a compound
@@ -661,8 +685,10 @@ static void log_commit_sql(bs_buf_t *b, const write_t *w)
 {
 	bs__buf_puts(b, ";INSERT INTO bagstore_move_log (move_id, kind, id) SELECT move_id, 0, ");
 	id_lit(b, &w->id);
-	bs__buf_printf(b, " FROM bagstore_buckets WHERE bucket=%d AND state='leaving' ON DUPLICATE KEY UPDATE n=n+1;"
-	                  "COMMIT", w->bucket);
+	bs__buf_printf(b,
+	               " FROM bagstore_buckets WHERE bucket=%d AND state='leaving' ON DUPLICATE KEY UPDATE n=n+1;"
+	               "COMMIT",
+	               w->bucket);
 }
 
 /* The ownership answer (first result set) into w. */
@@ -685,7 +711,7 @@ static void own_answer(write_t *w, MYSQL_RES *own)
  * the entity to delete is not here); the full form decides which. */
 static int fast_write(bool *applied, bs_store_t *st, write_t *w, const bs_bytes_t *body)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int64_t rows = 0;
 	int rc;
 	if (body) {
@@ -693,13 +719,17 @@ static int fast_write(bool *applied, bs_store_t *st, write_t *w, const bs_bytes_
 		id_lit(&b, &w->id);
 		bs__buf_puts(&b, ",NOW(6),");
 		bs__buf_hex(&b, body->ptr, body->len);
-		bs__buf_printf(&b, " FROM bagstore_buckets WHERE bucket=%d AND state='owned' LOCK IN SHARE MODE WAIT %d"
-		                   ENTITY_UPSERT, w->bucket, FENCE_WAIT_S);
+		bs__buf_printf(&b,
+		               " FROM bagstore_buckets WHERE bucket=%d AND state='owned' LOCK IN SHARE MODE WAIT "
+		               "%d" ENTITY_UPSERT,
+		               w->bucket, FENCE_WAIT_S);
 	} else {
 		bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
 		id_lit(&b, &w->id);
-		bs__buf_printf(&b, " AND (SELECT state FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE WAIT %d)='owned'",
-		               w->bucket, FENCE_WAIT_S);
+		bs__buf_printf(
+			&b,
+			" AND (SELECT state FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE WAIT %d)='owned'",
+			w->bucket, FENCE_WAIT_S);
 	}
 	if (!(rc = bs__buf_ok(&b)))
 		rc = bs__shard_exec_rows(&rows, st, w->shard, b.ptr, b.len);
@@ -717,7 +747,7 @@ static int fast_write(bool *applied, bs_store_t *st, write_t *w, const bs_bytes_
  * touched, for a delete). */
 static int plain_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res[2] = { NULL, NULL };
 	bool applied = false;
 	int rc;
@@ -781,7 +811,7 @@ static void returned(write_t *w, MYSQL_RES *res, bool put)
  * refusal there removes it). */
 static int fast_returning_write(bool *applied, bs_store_t *st, write_t *w, const bs_bytes_t *body)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res[2] = { NULL, NULL };
 	size_t tl = strlen(w->token);
 	int rc;
@@ -799,13 +829,17 @@ static int fast_returning_write(bool *applied, bs_store_t *st, write_t *w, const
 		id_lit(&b, &w->id);
 		bs__buf_puts(&b, ",NOW(6),");
 		bs__buf_hex(&b, body->ptr, body->len);
-		bs__buf_printf(&b, " FROM bagstore_buckets WHERE bucket=%d AND state='owned' LOCK IN SHARE MODE WAIT %d"
-		                   ENTITY_UPSERT_RETURNING, w->bucket, FENCE_WAIT_S);
+		bs__buf_printf(&b,
+		               " FROM bagstore_buckets WHERE bucket=%d AND state='owned' LOCK IN SHARE MODE WAIT "
+		               "%d" ENTITY_UPSERT_RETURNING,
+		               w->bucket, FENCE_WAIT_S);
 	} else {
 		bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
 		id_lit(&b, &w->id);
-		bs__buf_printf(&b, " AND (SELECT state FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE WAIT %d)="
-		                   "'owned' RETURNING body, UNIX_TIMESTAMP(updated)", w->bucket, FENCE_WAIT_S);
+		bs__buf_printf(&b,
+		               " AND (SELECT state FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE WAIT %d)="
+		               "'owned' RETURNING body, UNIX_TIMESTAMP(updated)",
+		               w->bucket, FENCE_WAIT_S);
 	}
 	/* a DELETE that finds nothing may answer without a result set (when
 	 * the optimizer proves its WHERE empty): a last set of one column marks
@@ -837,7 +871,7 @@ done:
  * returns the body it removed. */
 static int returning_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res[2] = { NULL, NULL };
 	bool applied = false;
 	int rc;
@@ -881,8 +915,10 @@ static void fault_conditional_write(const bs_id_t *id)
 	char hex[33];
 	if (bs_fault(BS_FAULT_PAUSE_CONDITIONAL_WRITE) && !atomic_exchange(&done, true)) {
 		bs_id_hex(hex, id);
-		fprintf(stderr, "bagstore: fault pause_conditional_write: entity %s read and locked; stopped before "
-		                "its write (kill -CONT %d resumes)\n", hex, (int)getpid());
+		fprintf(stderr,
+		        "bagstore: fault pause_conditional_write: entity %s read and locked; stopped before "
+		        "its write (kill -CONT %d resumes)\n",
+		        hex, (int)getpid());
 		raise(SIGSTOP);
 	}
 }
@@ -892,7 +928,7 @@ static void fault_conditional_write(const bs_id_t *id)
  * lock (best effort: left, the repair loop settles it as a no-op). */
 static void refused_release(bs_store_t *st, const write_t *w)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	bs__buf_puts(&b, "DELETE FROM bagstore_intents WHERE token=");
 	bs__buf_hex(&b, w->token, strlen(w->token));
 	if (!bs__buf_ok(&b))
@@ -907,7 +943,7 @@ static void refused_release(bs_store_t *st, const write_t *w)
 static int entity_step(bool *retry, bs_store_t *st, write_t *w, const bs_bytes_t *body, bool conditional,
                        int64_t expect_us)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res[2] = { NULL, NULL };
 	bool in_tx = true;
 	int rc;
@@ -960,8 +996,7 @@ done:
 }
 
 /* Step 1 with retries of deadlocks and lock wait timeouts. */
-static int entity_write(bs_store_t *st, write_t *w, const bs_bytes_t *body, bool conditional,
-                        int64_t expect_us)
+static int entity_write(bs_store_t *st, write_t *w, const bs_bytes_t *body, bool conditional, int64_t expect_us)
 {
 	for (int tries = 1;; tries++) {
 		bool retry = false;
@@ -988,7 +1023,7 @@ static int entity_write(bs_store_t *st, write_t *w, const bs_bytes_t *body, bool
  * the repair loop settles it as it does any other. */
 static void settle_send(bs_store_t *st, const write_t *w, bool deleted, bool rows_ok)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	if (!w->token[0])
 		return;
 	if (rows_ok && (deleted || w->new_us)) {
@@ -1003,8 +1038,11 @@ static void settle_send(bs_store_t *st, const write_t *w, bool deleted, bool row
 		bs__buf_hex(&b, w->token, strlen(w->token));
 		bs__buf_puts(&b, " AND EXISTS (SELECT 1 FROM entities WHERE updated=@bs_v AND id=");
 		id_lit(&b, &w->id);
-		bs__buf_printf(&b, ") AND EXISTS (SELECT 1 FROM bagstore_buckets WHERE bucket=%d AND state IN "
-		                   BS__OWNING_SQL ");", w->bucket);
+		bs__buf_printf(
+			&b,
+			") AND EXISTS (SELECT 1 FROM bagstore_buckets WHERE bucket=%d AND state IN " BS__OWNING_SQL
+			");",
+			w->bucket);
 	}
 	bs__buf_puts(&b, "DO RELEASE_LOCK(");
 	bs__buf_hex(&b, w->token, strlen(w->token));
@@ -1030,26 +1068,28 @@ void bs__fault_after_entity(const bs_id_t *id)
 	char hex[33];
 	if (bs_fault(BS_FAULT_AFTER_ENTITY_WRITE)) {
 		bs_id_hex(hex, id);
-		fprintf(stderr, "bagstore: fault after_entity_write: entity %s written, exiting before its index rows\n", hex);
+		fprintf(stderr,
+		        "bagstore: fault after_entity_write: entity %s written, exiting before its index rows\n", hex);
 		_exit(75);
 	}
 	if (bs_fault(BS_FAULT_PAUSE_BEFORE_INDEX_ROWS)) {
 		bs_id_hex(hex, id);
-		fprintf(stderr, "bagstore: fault pause_before_index_rows: entity %s written; stopped before its "
-		                "index rows (kill -CONT %d resumes)\n", hex, (int)getpid());
+		fprintf(stderr,
+		        "bagstore: fault pause_before_index_rows: entity %s written; stopped before its "
+		        "index rows (kill -CONT %d resumes)\n",
+		        hex, (int)getpid());
 		raise(SIGSTOP);
 	}
 }
 
 /* Step 1 on the bucket's owner: a shard that refuses names where the
  * bucket went (or the map is read again), a few hops at most. */
-static int entity_route_write(bs_store_t *st, write_t *w, const bs_bytes_t *body, bool conditional,
-                              int64_t expect_us)
+static int entity_route_write(bs_store_t *st, write_t *w, const bs_bytes_t *body, bool conditional, int64_t expect_us)
 {
 	int rc;
 	for (int hop = 0;; hop++) {
-		if ((rc = bs__shard_check(st, w->shard)) ||
-		    (rc = entity_write(st, w, body, conditional, expect_us)) || !w->refused)
+		if ((rc = bs__shard_check(st, w->shard)) || (rc = entity_write(st, w, body, conditional, expect_us)) ||
+		    !w->refused)
 			return rc;
 		if (hop + 1 == WRITE_HOPS)
 			break;
@@ -1059,8 +1099,10 @@ static int entity_route_write(bs_store_t *st, write_t *w, const bs_bytes_t *body
 	}
 	char hex[33];
 	bs_id_hex(hex, &w->id);
-	return bs_error(BS_EUNREACHABLE, "entity %s: its bucket %d kept moving (%d shards tried, the last %s says %s): "
-	                "not written", hex, w->bucket, WRITE_HOPS, st->shards[w->shard].conf->name,
+	return bs_error(BS_EUNREACHABLE,
+	                "entity %s: its bucket %d kept moving (%d shards tried, the last %s says %s): "
+	                "not written",
+	                hex, w->bucket, WRITE_HOPS, st->shards[w->shard].conf->name,
 	                w->state[0] ? w->state : "it does not own it");
 }
 
@@ -1084,7 +1126,8 @@ static int write_entity(bs_store_t *st, const bs_id_t *id, const bs_value_t *bag
 		char hex[33];
 		settle_send(st, &w, true, true);
 		bs_id_hex(hex, id);
-		rc = bs_error(BS_ENOTFOUND, "entity %s not found (looked on shard %s)", hex, st->shards[w.shard].conf->name);
+		rc = bs_error(BS_ENOTFOUND, "entity %s not found (looked on shard %s)", hex,
+		              st->shards[w.shard].conf->name);
 		goto done;
 	}
 	bs__fault_after_entity(id);
@@ -1097,7 +1140,7 @@ done:
 
 int bs_put(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out)
 {
-	bs_bytes_t body = {0};
+	bs_bytes_t body = { 0 };
 	bs_id_t id;
 	int rc;
 	if (st->cfg->read_only)
@@ -1111,7 +1154,7 @@ int bs_put(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out)
 
 int bs_put_if(bs_store_t *st, const bs_value_t *bag, int64_t expect_updated_us)
 {
-	bs_bytes_t body = {0};
+	bs_bytes_t body = { 0 };
 	bs_id_t id;
 	int rc;
 	if (st->cfg->read_only)
@@ -1127,14 +1170,16 @@ int bs_put_if(bs_store_t *st, const bs_value_t *bag, int64_t expect_updated_us)
  * when the shard does not own the bucket; else *found and the row. */
 static int read_once(bs_bytes_t *body, int64_t *updated_us, bool *found, write_t *w, bs_store_t *st)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc;
 	*found = false;
 	/* two primary-key lookups: no ownership row, no row at all (refused,
 	 * as the map's cache then is wrong) */
-	bs__buf_puts(&b, "SELECT o.state, o.peer, e.body, UNIX_TIMESTAMP(e.updated), e.id IS NOT NULL FROM bagstore_buckets o"
-	                 " LEFT JOIN entities e ON e.id=");
+	bs__buf_puts(
+		&b,
+		"SELECT o.state, o.peer, e.body, UNIX_TIMESTAMP(e.updated), e.id IS NOT NULL FROM bagstore_buckets o"
+		" LEFT JOIN entities e ON e.id=");
 	id_lit(&b, &w->id);
 	bs__buf_puts(&b, " WHERE o.bucket=");
 	bs__buf_uint(&b, (unsigned)w->bucket);
@@ -1181,8 +1226,9 @@ static int entity_read(bs_bytes_t *body, int64_t *updated_us, int *shard, bs_sto
 		if (hop + 1 == WRITE_HOPS) {
 			char hex[33];
 			bs_id_hex(hex, id);
-			return bs_error(BS_EUNREACHABLE, "entity %s: its bucket %d kept moving (%d shards tried): not read",
-			                hex, w.bucket, WRITE_HOPS);
+			return bs_error(BS_EUNREACHABLE,
+			                "entity %s: its bucket %d kept moving (%d shards tried): not read", hex,
+			                w.bucket, WRITE_HOPS);
 		}
 		hop_pause(hop);
 		if ((rc = bs__map_moved(&w.shard, st, w.bucket, w.shard, w.state, w.peer)))
@@ -1192,7 +1238,8 @@ static int entity_read(bs_bytes_t *body, int64_t *updated_us, int *shard, bs_sto
 	if (!rc && !found) {
 		char hex[33];
 		bs_id_hex(hex, id);
-		rc = bs_error(BS_ENOTFOUND, "entity %s not found (looked on shard %s)", hex, st->shards[w.shard].conf->name);
+		rc = bs_error(BS_ENOTFOUND, "entity %s not found (looked on shard %s)", hex,
+		              st->shards[w.shard].conf->name);
 	}
 	return rc;
 }

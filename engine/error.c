@@ -28,8 +28,14 @@ void bs_error_clear(void)
 	last_code = BS_OK;
 }
 
-const char *bs_last_error(void) { return last_msg; }
-int bs_last_error_code(void) { return last_code; }
+const char *bs_last_error(void)
+{
+	return last_msg;
+}
+int bs_last_error_code(void)
+{
+	return last_code;
+}
 
 const char *bs_strerror(int code)
 {

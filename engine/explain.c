@@ -79,8 +79,9 @@ static void candidates(bs_explain_t *e, const bs_index_list_t *l)
 			ties += mine && c->nprops == mine->nprops;
 		}
 		if (o < sizeof e->others)
-			o += (size_t)snprintf(e->others + o, sizeof e->others - o, "%s%s (%s, %d propert%s)", o ? "; " : "",
-			                      c->name, bs_index_state_name(c->state), c->nprops, c->nprops == 1 ? "y" : "ies");
+			o += (size_t)snprintf(e->others + o, sizeof e->others - o, "%s%s (%s, %d propert%s)",
+			                      o ? "; " : "", c->name, bs_index_state_name(c->state), c->nprops,
+			                      c->nprops == 1 ? "y" : "ies");
 	}
 	if (!e->index[0])
 		return;
@@ -89,8 +90,9 @@ static void candidates(bs_explain_t *e, const bs_index_list_t *l)
 	else if (e->ready == 1)
 		snprintf(e->why, sizeof e->why, "the only ready index holding %s", props);
 	else
-		snprintf(e->why, sizeof e->why, "of the %d ready indexes holding %s, the one with the fewest properties%s",
-		         e->ready, props, ties ? " (and of those, the first by name)" : "");
+		snprintf(e->why, sizeof e->why,
+		         "of the %d ready indexes holding %s, the one with the fewest properties%s", e->ready, props,
+		         ties ? " (and of those, the first by name)" : "");
 }
 
 /* ------------------------------------------------------------ estimates */
@@ -111,7 +113,7 @@ static const char *column(MYSQL_RES *res, MYSQL_ROW row, const char *name)
 static int estimate(bs_explain_t *e, bs_store_t *st, const bs__query_plan_t *plan)
 {
 	bs__shard_stmt_t *q = calloc((size_t)st->n, sizeof *q);
-	bs_buf_t sql = {0};
+	bs_buf_t sql = { 0 };
 	int rc = 0;
 	BS_ERR_ALLOC(q);
 	bs__buf_puts(&sql, "EXPLAIN ");
@@ -167,12 +169,13 @@ done:
 static void suggest(bs_explain_t *e, bs_store_t *st)
 {
 	bs_census_t c;
-	bs_job_list_t jl = {0};
+	bs_job_list_t jl = { 0 };
 	double best_distinct = -1;
 	size_t o = 0;
 
 	if (bs_census(&c, st, 0, -1)) {
-		snprintf(e->suggest_note, sizeof e->suggest_note, "the census could not sample the bodies: %s", bs_last_error());
+		snprintf(e->suggest_note, sizeof e->suggest_note, "the census could not sample the bodies: %s",
+		         bs_last_error());
 		bs_error_clear();
 		return;
 	}
@@ -184,7 +187,9 @@ static void suggest(bs_explain_t *e, bs_store_t *st)
 				p = &c.props[j];
 		if (!p || !p->suggest[0]) {
 			snprintf(e->suggest_note, sizeof e->suggest_note, "%s: %s", e->props[k],
-			         !p ? "no sampled entity holds it" : p->note[0] ? p->note : "no index type fits its values");
+			         !p           ? "no sampled entity holds it"
+			         : p->note[0] ? p->note
+			                      : "no index type fits its values");
 			e->suggest_on[0] = '\0';
 			e->suggest_shard_on[0] = '\0';
 			goto rate;
@@ -261,7 +266,7 @@ static int run(bs_explain_t *e, bs_store_t *st, const bs_query_spec_t *spec)
 	int64_t *rows = calloc((size_t)st->n * 2, sizeof *rows);
 	bs__query_stats_t stats = { 0, rows, rows ? rows + st->n : NULL };
 	struct run_trace rt = { e, &stats, NULL, NULL };
-	bs_result_t res = {0};
+	bs_result_t res = { 0 };
 	int rc;
 	BS_ERR_ALLOC(rows);
 	bs_store_trace_get(st, &rt.prev, &rt.prev_arg);
@@ -291,12 +296,11 @@ static int run(bs_explain_t *e, bs_store_t *st, const bs_query_spec_t *spec)
 
 /* ------------------------------------------------------------ explain */
 
-int bs_explain(bs_explain_t *out, bs_store_t *st, const char *index, const char *const *texts, int ntexts,
-               int flags)
+int bs_explain(bs_explain_t *out, bs_store_t *st, const char *index, const char *const *texts, int ntexts, int flags)
 {
-	bs_index_list_t l = {0};
-	bs_query_spec_t spec = {0};
-	bs__query_plan_t plan = {0};
+	bs_index_list_t l = { 0 };
+	bs_query_spec_t spec = { 0 };
+	bs__query_plan_t plan = { 0 };
 	const bs_config_t *cfg = bs_store_config(st);
 	int rc;
 
@@ -328,7 +332,8 @@ int bs_explain(bs_explain_t *out, bs_store_t *st, const char *index, const char 
 		bs_error_clear();
 		candidates(out, &l);
 		if (out->others[0] && strstr(out->others, "(building"))
-			snprintf(out->suggest_note, sizeof out->suggest_note, "none: an index holding them is building "
+			snprintf(out->suggest_note, sizeof out->suggest_note,
+			         "none: an index holding them is building "
 			         "(`bagstore backfill list` shows its backfill)");
 		else
 			suggest(out, st);
@@ -342,8 +347,10 @@ int bs_explain(bs_explain_t *out, bs_store_t *st, const char *index, const char 
 	/* the plan bs_query follows; an index named but not ready cannot answer */
 	if ((rc = bs__query_plan(&plan, st, spec.index, spec.conds, spec.nconds)) == BS_ECONFLICT) {
 		snprintf(out->why, sizeof out->why, "%s", bs_last_error());
-		snprintf(out->suggest_note, sizeof out->suggest_note, "index %s is not ready: `bagstore backfill list` "
-		         "shows its backfill", spec.index);
+		snprintf(out->suggest_note, sizeof out->suggest_note,
+		         "index %s is not ready: `bagstore backfill list` "
+		         "shows its backfill",
+		         spec.index);
 		bs_error_clear();
 		out->index[0] = '\0';
 		rc = 0;

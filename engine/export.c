@@ -18,9 +18,9 @@
 #define PAGE 1000
 
 typedef struct {
-	bs_result_t buf;    /* the page read, newest first (or by added_id) */
-	int64_t *added;     /* each buffered entity's added_id */
-	size_t pos;         /* the next one to hand out */
+	bs_result_t buf; /* the page read, newest first (or by added_id) */
+	int64_t *added;  /* each buffered entity's added_id */
+	size_t pos;      /* the next one to hand out */
 	bool started, exhausted;
 	int64_t cur_us, cur_added; /* the keyset cursor: the last row read */
 } cursor_t;
@@ -28,8 +28,8 @@ typedef struct {
 struct bs_export {
 	bs_export_opts_t o;
 	int n;
-	int next_shard;     /* BS_EXPORT_ADDED: the shard being read */
-	cursor_t *c;        /* per shard */
+	int next_shard; /* BS_EXPORT_ADDED: the shard being read */
+	cursor_t *c;    /* per shard */
 	bs__shard_stmt_t *q;
 	bs_buf_t *sql;
 };
@@ -231,7 +231,8 @@ static int next_newest(bs_result_t *out, bs_export_t *ex, bs_store_t *st, size_t
 				continue;
 			}
 			const bs_entity_t *a = &c->buf.items[c->pos], *b = &ex->c[best].buf.items[ex->c[best].pos];
-			if (a->updated_us > b->updated_us || (a->updated_us == b->updated_us && memcmp(a->id.b, b->id.b, 16) < 0))
+			if (a->updated_us > b->updated_us ||
+			    (a->updated_us == b->updated_us && memcmp(a->id.b, b->id.b, 16) < 0))
 				best = i;
 		}
 		if (best < 0)

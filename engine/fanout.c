@@ -27,12 +27,12 @@ enum step { S_IDLE, S_CONNECT, S_QUERY, S_STORE, S_NEXT, S_DONE };
 
 typedef struct {
 	enum step step;
-	int wait;      /* what the library waits for (MYSQL_WAIT_*), 0 when not */
-	MYSQL *m;      /* the connection (or the handle being connected) */
+	int wait;        /* what the library waits for (MYSQL_WAIT_*), 0 when not */
+	MYSQL *m;        /* the connection (or the handle being connected) */
 	double deadline; /* monotonic seconds, when waiting with a timeout */
-	double t0;     /* when the statements were sent, traced only (else 0) */
+	double t0;       /* when the statements were sent, traced only (else 0) */
 	int64_t at_us;
-	int64_t rows;  /* rows of the result sets, else rows affected: the trace's */
+	int64_t rows; /* rows of the result sets, else rows affected: the trace's */
 } run_t;
 
 /* Shard i's statements are done: told to the trace when it is on. */
@@ -242,8 +242,7 @@ static void resume(bs__shard_stmt_t *q, run_t *r, bs_store_t *st, int i, int eve
 		else
 			after_store(q, r, st, i, res);
 		return;
-	default:
-		return;
+	default: return;
 	}
 }
 

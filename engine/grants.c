@@ -54,25 +54,24 @@ static const struct {
 	bool replicas;          /* reads its replicas' lag */
 	const char *what;
 } roles[] = {
-	[BS_ROLE_APP] = {"app", "SELECT", true, false,
-	                 "the application: reads everything, writes entities, their index rows, write "
-	                 "intents, move-log rows and audit rows; no ownership, catalog or audit change, no DDL"},
-	[BS_ROLE_CLEANER] = {"cleaner", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER", false, true,
-	                     "the cleaner: backfills, repair, moves, its bookkeeping tables, index tables made "
-	                     "and dropped, init; its replicas' lag"},
-	[BS_ROLE_CONSOLE] = {"console", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER", false, true,
-	                     "an operator's console and CLI: what the cleaner does, and entity edits"},
-	[BS_ROLE_READONLY] = {"readonly", "SELECT", false, true,
-	                      "reads only: every change is refused by the server"},
+	[BS_ROLE_APP] = { "app", "SELECT", true, false,
+	                  "the application: reads everything, writes entities, their index rows, write "
+	                  "intents, move-log rows and audit rows; no ownership, catalog or audit change, no DDL" },
+	[BS_ROLE_CLEANER] = { "cleaner", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER", false, true,
+	                      "the cleaner: backfills, repair, moves, its bookkeeping tables, index tables made "
+	                      "and dropped, init; its replicas' lag" },
+	[BS_ROLE_CONSOLE] = { "console", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER", false, true,
+	                      "an operator's console and CLI: what the cleaner does, and entity edits" },
+	[BS_ROLE_READONLY] = { "readonly", "SELECT", false, true, "reads only: every change is refused by the server" },
 };
 /* The app's writes, table by table (its SELECT is the database's). */
 static const struct {
 	const char *table, *privileges, *why;
 } app_tables[] = {
-	{"entities", "INSERT, UPDATE, DELETE", "puts (INSERT ... ON DUPLICATE KEY UPDATE) and deletes"},
-	{"bagstore_intents", "INSERT, UPDATE, DELETE", "each write's intent, made first and removed after"},
-	{"bagstore_move_log", "INSERT, UPDATE", "writes in a moving bucket, for its move's catch-up"},
-	{"bagstore_audit", "INSERT", "an audited put or delete adds its row (no UPDATE, no DELETE)"},
+	{ "entities", "INSERT, UPDATE, DELETE", "puts (INSERT ... ON DUPLICATE KEY UPDATE) and deletes" },
+	{ "bagstore_intents", "INSERT, UPDATE, DELETE", "each write's intent, made first and removed after" },
+	{ "bagstore_move_log", "INSERT, UPDATE", "writes in a moving bucket, for its move's catch-up" },
+	{ "bagstore_audit", "INSERT", "an audited put or delete adds its row (no UPDATE, no DELETE)" },
 };
 #define APP_INDEX_PRIVILEGES "INSERT, UPDATE, DELETE"
 #define NROLES ((int)(sizeof roles / sizeof roles[0]))
@@ -89,8 +88,7 @@ int bs_role_parse(bs_role_t *out, const char *name)
 			*out = (bs_role_t)i;
 			return 0;
 		}
-	return bs_error(BS_EINVAL, "unknown role \"%s\": expected app, cleaner, console or readonly",
-	                name ? name : "");
+	return bs_error(BS_EINVAL, "unknown role \"%s\": expected app, cleaner, console or readonly", name ? name : "");
 }
 
 /* An account's user or host: printed as an identifier, so only characters
@@ -103,8 +101,8 @@ static int check_account_part(const char *what, const char *s, size_t max, const
 		return bs_error(BS_EINVAL, "%s: expected 1 to %zu characters", what, max);
 	for (size_t i = 0; i < n; i++) {
 		char ch = s[i];
-		if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
-		      ch == '_' || ch == '-' || ch == '.' || strchr(extra, ch)))
+		if (!((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+		      ch == '-' || ch == '.' || strchr(extra, ch)))
 			return bs_error(BS_EINVAL, "%s \"%s\": expected A-Z a-z 0-9 _ - .%s%s", what, s,
 			                extra[0] ? " " : "", extra);
 	}
@@ -144,8 +142,8 @@ static void grant(bs_buf_t *b, const char *privileges, const char *db, const cha
 }
 
 /* The app's per-table grants on one shard's database. */
-static void app_grants(bs_buf_t *b, const bs_shard_conf_t *s, const bs_grant_table_t *ix, int nix,
-                       const char *user, const char *host)
+static void app_grants(bs_buf_t *b, const bs_shard_conf_t *s, const bs_grant_table_t *ix, int nix, const char *user,
+                       const char *host)
 {
 	int listed = 0;
 
@@ -155,17 +153,21 @@ static void app_grants(bs_buf_t *b, const bs_shard_conf_t *s, const bs_grant_tab
 	}
 	for (int k = 0; k < nix; k++)
 		listed += ix[k].exists;
-	bs__buf_printf(b, "-- index tables (%d in the catalog); grant a new one before `index create NAME`: "
-	               "`bagstore grants --role app --index NAME`\n", listed);
+	bs__buf_printf(b,
+	               "-- index tables (%d in the catalog); grant a new one before `index create NAME`: "
+	               "`bagstore grants --role app --index NAME`\n",
+	               listed);
 	for (int k = 0; k < nix; k++) {
 		if (!ix[k].exists)
-			bs__buf_printf(b, "-- %s: not made yet; MySQL grants on a table that does not exist only "
-			               "with CREATE (the app runs no DDL)\n", ix[k].name);
+			bs__buf_printf(b,
+			               "-- %s: not made yet; MySQL grants on a table that does not exist only "
+			               "with CREATE (the app runs no DDL)\n",
+			               ix[k].name);
 		grant(b, ix[k].exists ? APP_INDEX_PRIVILEGES : APP_INDEX_PRIVILEGES ", CREATE", s->database, ix[k].name,
 		      user, host);
 	}
 	bs__buf_puts(b, "-- an account given the database-wide DML of an earlier bagstore keeps it: revoke it with\n"
-	             "--   REVOKE INSERT, UPDATE, DELETE ON ");
+	                "--   REVOKE INSERT, UPDATE, DELETE ON ");
 	bs__buf_ident(b, s->database);
 	bs__buf_puts(b, ".* FROM ");
 	account(b, user, host);
@@ -173,8 +175,8 @@ static void app_grants(bs_buf_t *b, const bs_shard_conf_t *s, const bs_grant_tab
 }
 
 /* One shard's statements. */
-static void shard_grants(bs_buf_t *b, const bs_shard_conf_t *s, bs_role_t role, const char *user,
-                         const char *host, const bs_grant_table_t *ix, int nix)
+static void shard_grants(bs_buf_t *b, const bs_shard_conf_t *s, bs_role_t role, const char *user, const char *host,
+                         const bs_grant_table_t *ix, int nix)
 {
 	char addr[128];
 
@@ -195,7 +197,7 @@ static void shard_grants(bs_buf_t *b, const bs_shard_conf_t *s, bs_role_t role, 
 				bs__buf_printf(b, ":%u", rc->port ? rc->port : 3306);
 		}
 		bs__buf_puts(b, "): replicated from here, or run on each; MySQL and MariaDB before 10.5.9 "
-		             "call it REPLICATION CLIENT\nGRANT SLAVE MONITOR ON *.* TO ");
+		                "call it REPLICATION CLIENT\nGRANT SLAVE MONITOR ON *.* TO ");
 		account(b, user, host);
 		bs__buf_puts(b, ";\n");
 	}
@@ -212,10 +214,10 @@ bool bs_role_per_table(bs_role_t role)
 	return (int)role >= 0 && (int)role < NROLES && roles[role].per_table;
 }
 
-int bs_grants(char **out, const bs_config_t *cfg, bs_role_t role, const char *user, const char *host,
-              const char *shard, const bs_grant_table_t *indexes, int nindexes)
+int bs_grants(char **out, const bs_config_t *cfg, bs_role_t role, const char *user, const char *host, const char *shard,
+              const bs_grant_table_t *indexes, int nindexes)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc, found = 0;
 
 	*out = NULL;
@@ -229,7 +231,7 @@ int bs_grants(char **out, const bs_config_t *cfg, bs_role_t role, const char *us
 			return rc;
 	bs__buf_printf(&b, "-- bagstore grants for role %s: %s.\n", roles[role].name, roles[role].what);
 	bs__buf_puts(&b, "-- Run each shard's statements on that shard's server, after creating the account there\n"
-	             "-- (bagstore never prints a password):\n--   CREATE USER IF NOT EXISTS ");
+	                 "-- (bagstore never prints a password):\n--   CREATE USER IF NOT EXISTS ");
 	account(&b, user, host);
 	bs__buf_puts(&b, " IDENTIFIED BY '...';\n");
 	for (int i = 0; i < cfg->nshards; i++) {
@@ -240,7 +242,8 @@ int bs_grants(char **out, const bs_config_t *cfg, bs_role_t role, const char *us
 	}
 	if (shard && !found) {
 		bs__buf_free(&b);
-		return bs_error(BS_ENOTFOUND, "no shard named \"%s\" in %s", shard, cfg->path ? cfg->path : "the configuration");
+		return bs_error(BS_ENOTFOUND, "no shard named \"%s\" in %s", shard,
+		                cfg->path ? cfg->path : "the configuration");
 	}
 	if ((rc = bs__buf_ok(&b)) < 0) {
 		bs__buf_free(&b);

@@ -78,8 +78,7 @@ int bs_id_parse(bs_id_t *out, const char *text)
 		return bs_error(BS_EINVAL, "malformed id (null): " BS__ID_FORMS);
 	n = strlen(text);
 	if (bs__id_parse_n(out, text, n) < 0)
-		return bs_error(BS_EINVAL, "malformed id \"%s\": " BS__ID_FORMS,
-		                bs__quote(q, sizeof q, text, n));
+		return bs_error(BS_EINVAL, "malformed id \"%s\": " BS__ID_FORMS, bs__quote(q, sizeof q, text, n));
 	return 0;
 }
 
@@ -125,8 +124,7 @@ int bs_bag_id(bs_id_t *out, const bs_value_t *bag)
 		if (v->type == BS_STR || v->type == BS_BIN)
 			return bs_error(BS_EINVAL, "body has no \"id\": expected 16 bytes, got %s of length %zu",
 			                bs__type_name(v->type), v->v.s.len);
-		return bs_error(BS_EINVAL, "body has no \"id\": expected 16 bytes, got %s",
-		                bs__type_name(v->type));
+		return bs_error(BS_EINVAL, "body has no \"id\": expected 16 bytes, got %s", bs__type_name(v->type));
 	}
 	if (v->v.s.sub)
 		return bs_error(BS_EINVAL, "body has no \"id\": expected a uuid, got 16 bytes of subtype %02x",

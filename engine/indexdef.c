@@ -70,21 +70,22 @@ int bs__index_name_check(const char *name)
 	if (name == NULL || name[0] == '\0')
 		return bs_error(BS_EINVAL, "index name is empty");
 	if (!is_ident(name, strlen(name)))
-		return bs_error(BS_EINVAL,
-		                "index name \"%s\" is not valid: expected [A-Za-z_][A-Za-z0-9_]* of at most %d characters",
-		                bs__quote(shown, sizeof shown, name, strlen(name)), BS_NAME_MAX);
+		return bs_error(
+			BS_EINVAL,
+			"index name \"%s\" is not valid: expected [A-Za-z_][A-Za-z0-9_]* of at most %d characters",
+			bs__quote(shown, sizeof shown, name, strlen(name)), BS_NAME_MAX);
 	/* Compared without case: with lower_case_table_names the server would
 	 * fold them onto bagstore's own tables. */
 	if (strcasecmp(name, "entities") == 0 || strncasecmp(name, "bagstore_", 9) == 0)
 		return bs_error(BS_EINVAL,
-		                "index name \"%s\" is reserved: \"entities\" and names starting with \"bagstore_\" are bagstore's own tables",
+		                "index name \"%s\" is reserved: \"entities\" and names starting with \"bagstore_\" are "
+		                "bagstore's own tables",
 		                name);
 	return 0;
 }
 
 /* N of "(N)" at *p, 1..max; advances *p past ')'. */
-static int parse_len(unsigned *out, const char **p, const char *end, unsigned max,
-                     const char *what, int item)
+static int parse_len(unsigned *out, const char **p, const char *end, unsigned max, const char *what, int item)
 {
 	const char *s = *p;
 	unsigned long v = 0;
@@ -101,11 +102,10 @@ static int parse_len(unsigned *out, const char **p, const char *end, unsigned ma
 		s++;
 	}
 	if (!digits || s >= end || *s != ')')
-		return bs_error(BS_EINVAL, "property %d: expected %s(N) with N a number from 1 to %u",
-		                item, what, max);
+		return bs_error(BS_EINVAL, "property %d: expected %s(N) with N a number from 1 to %u", item, what, max);
 	if (v < 1 || v > max)
-		return bs_error(BS_EINVAL, "property %d: %s(%lu) is out of range: N must be 1 to %u",
-		                item, what, v, max);
+		return bs_error(BS_EINVAL, "property %d: %s(%lu) is out of range: N must be 1 to %u", item, what, v,
+		                max);
 	*out = (unsigned)v;
 	*p = s + 1;
 	return 0;
@@ -127,10 +127,12 @@ static int parse_prop(bs_prop_t *prop, const char *s, size_t len, int item)
 		nlen--;
 	if (!is_ident(s, nlen))
 		return bs_error(BS_EINVAL,
-		                "property %d: name \"%s\" is not valid: expected [A-Za-z_][A-Za-z0-9_]* of at most %d characters",
+		                "property %d: name \"%s\" is not valid: expected [A-Za-z_][A-Za-z0-9_]* of at most %d "
+		                "characters",
 		                item, bs__quote(shown, sizeof shown, s, nlen), BS_NAME_MAX);
 	if (nlen == 9 && memcmp(s, "entity_id", 9) == 0)
-		return bs_error(BS_EINVAL, "property %d: \"entity_id\" is reserved for the index table's own column", item);
+		return bs_error(BS_EINVAL, "property %d: \"entity_id\" is reserved for the index table's own column",
+		                item);
 	memcpy(prop->name, s, nlen);
 	prop->name[nlen] = '\0';
 
@@ -155,17 +157,20 @@ static int parse_prop(bs_prop_t *prop, const char *s, size_t len, int item)
 		if ((error = parse_len(&prop->len, &p, end, STRING_MAX_LEN, "string", item)) < 0)
 			return error;
 		if (p != end)
-			return bs_error(BS_EINVAL, "property %d: unexpected text after \"string(%u)\"", item, prop->len);
+			return bs_error(BS_EINVAL, "property %d: unexpected text after \"string(%u)\"", item,
+			                prop->len);
 	} else if (tlen >= 6 && memcmp(t, "binary", 6) == 0 && (tlen == 6 || t[6] == '(')) {
 		const char *p = t + 6;
 		prop->type = BS_COL_BINARY;
 		if ((error = parse_len(&prop->len, &p, end, BINARY_MAX_LEN, "binary", item)) < 0)
 			return error;
 		if (p != end)
-			return bs_error(BS_EINVAL, "property %d: unexpected text after \"binary(%u)\"", item, prop->len);
+			return bs_error(BS_EINVAL, "property %d: unexpected text after \"binary(%u)\"", item,
+			                prop->len);
 	} else {
 		return bs_error(BS_EINVAL,
-		                "property %d (\"%s\"): unknown type \"%s\": expected uuid, string, string(N), int, float, bool or binary(N)",
+		                "property %d (\"%s\"): unknown type \"%s\": expected uuid, string, string(N), int, "
+		                "float, bool or binary(N)",
 		                item, prop->name, bs__quote(shown, sizeof shown, t, tlen));
 	}
 	return 0;
@@ -186,17 +191,19 @@ static int parse_props(bs_index_t *def, const char *on)
 			e--;
 		if (s == e) {
 			if (def->nprops == 0 && comma == NULL)
-				return bs_error(BS_EINVAL, "index has no properties: expected PROP:TYPE[,PROP:TYPE...]");
+				return bs_error(BS_EINVAL,
+				                "index has no properties: expected PROP:TYPE[,PROP:TYPE...]");
 			return bs_error(BS_EINVAL, "property %d is empty (stray comma?)", def->nprops + 1);
 		}
 		if (def->nprops == BS_INDEX_MAX_PROPS)
-			return bs_error(BS_EINVAL, "too many properties: an index covers at most %d", BS_INDEX_MAX_PROPS);
+			return bs_error(BS_EINVAL, "too many properties: an index covers at most %d",
+			                BS_INDEX_MAX_PROPS);
 		if ((error = parse_prop(&def->props[def->nprops], s, (size_t)(e - s), def->nprops + 1)) < 0)
 			return error;
 		for (int j = 0; j < def->nprops; j++)
 			if (strcmp(def->props[j].name, def->props[def->nprops].name) == 0)
-				return bs_error(BS_EINVAL, "property %d: \"%s\" is listed twice",
-				                def->nprops + 1, def->props[j].name);
+				return bs_error(BS_EINVAL, "property %d: \"%s\" is listed twice", def->nprops + 1,
+				                def->props[j].name);
 		bytes += key_bytes(&def->props[def->nprops]);
 		def->nprops++;
 		if (comma == NULL)
@@ -205,7 +212,8 @@ static int parse_props(bs_index_t *def, const char *on)
 	}
 	if (bytes > INNODB_MAX_KEY_BYTES)
 		return bs_error(BS_EINVAL,
-		                "properties too wide for one key: %u bytes with entity_id, InnoDB allows %u (string(N) takes 4 bytes per character)",
+		                "properties too wide for one key: %u bytes with entity_id, InnoDB allows %u (string(N) "
+		                "takes 4 bytes per character)",
 		                bytes, INNODB_MAX_KEY_BYTES);
 	return 0;
 }
@@ -315,9 +323,7 @@ static void column_sql(char *buf, size_t size, const bs_prop_t *p)
 {
 	switch (p->type) {
 	case BS_COL_UUID: snprintf(buf, size, "BINARY(16)"); break;
-	case BS_COL_STRING:
-		snprintf(buf, size, "VARCHAR(%u) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", p->len);
-		break;
+	case BS_COL_STRING: snprintf(buf, size, "VARCHAR(%u) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", p->len); break;
 	case BS_COL_INT: snprintf(buf, size, "BIGINT"); break;
 	case BS_COL_FLOAT: snprintf(buf, size, "DOUBLE"); break;
 	case BS_COL_BOOL: snprintf(buf, size, "TINYINT(1)"); break;
@@ -370,7 +376,8 @@ int bs_index_ddl(char **out, const bs_index_t *def)
 	bs__buf_puts(&b, "  `entity_id` BINARY(16) NOT NULL,\n  PRIMARY KEY (");
 	for (i = 0; i < def->nprops; i++)
 		bs__buf_printf(&b, "`%s`, ", def->props[i].name);
-	bs__buf_puts(&b, "`entity_id`),\n  UNIQUE KEY `entity_id` (`entity_id`)\n"
+	bs__buf_puts(&b,
+	             "`entity_id`),\n  UNIQUE KEY `entity_id` (`entity_id`)\n"
 	             ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT='" BS__INDEX_TABLE_MARK "'");
 	if (b.oom) {
 		error = bs_error(BS_ENOMEM, "out of memory building the DDL of index \"%s\"", def->name);

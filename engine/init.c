@@ -13,7 +13,8 @@ int bs_init(bs_store_t *st)
 	int rc;
 	if (st->cfg->read_only)
 		return bs_error(BS_EREADONLY, "read-only: refusing init");
-	if ((rc = bs__map_precheck(st)) || (rc = bs__schema_init(st)) || (rc = bs__map_init(st)) || (rc = bs__catalog_extend(st)))
+	if ((rc = bs__map_precheck(st)) || (rc = bs__schema_init(st)) || (rc = bs__map_init(st)) ||
+	    (rc = bs__catalog_extend(st)))
 		return rc;
 	for (int k = 0; k < st->cfg->nindexes; k++) {
 		bs_index_t cur;

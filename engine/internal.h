@@ -82,9 +82,9 @@ void bs__fault_after_entity(const bs_id_t *id);
 typedef struct {
 	const bs_shard_conf_t *conf;
 	int index;
-	MYSQL *conn;        /* NULL until first use, or after a lost connection */
-	int fp_state;       /* 1 checked and agrees, 0 not checked yet */
-	unsigned last_errno;/* MySQL's number for the last failure (bs__shard_fail) */
+	MYSQL *conn;         /* NULL until first use, or after a lost connection */
+	int fp_state;        /* 1 checked and agrees, 0 not checked yet */
+	unsigned last_errno; /* MySQL's number for the last failure (bs__shard_fail) */
 	/* a statement sent by bs__shard_send whose answer is not read yet, and
 	 * the named lock it releases (released again if it failed) */
 	bool pending;
@@ -116,12 +116,12 @@ typedef struct {
 typedef struct {
 	bool loaded;
 	int64_t version;
-	int buckets;             /* B */
+	int buckets; /* B */
 	char store_id[33];
-	int *owner;              /* per bucket: the configured shard that owns it, -1 unknown */
-	int nnames;              /* members, in the map's order */
+	int *owner; /* per bucket: the configured shard that owns it, -1 unknown */
+	int nnames; /* members, in the map's order */
 	char (*names)[BS_NAME_MAX + 1];
-	int *name_shard;         /* per member: its configured shard, -1 when not configured */
+	int *name_shard; /* per member: its configured shard, -1 when not configured */
 } bs__map_t;
 
 struct bs_store {
@@ -131,14 +131,14 @@ struct bs_store {
 	char fingerprint[17];
 	/* the writers' catalog cache */
 	bs_index_list_t cat;
-	double cat_loaded;  /* monotonic seconds; <0 when never loaded */
+	double cat_loaded; /* monotonic seconds; <0 when never loaded */
 	/* connect/read/write timeouts, whole seconds, from the configuration (the
 	 * console caps them by opening its stores over a copy of it) */
 	unsigned connect_timeout, read_timeout, write_timeout;
 	/* the bucket map (map.c) and the store's id (set by the first shard
 	 * whose identity is checked, or by the map) */
 	bs__map_t map;
-	char store_id[33];       /* under id_lock: the fan-out checks shards at once */
+	char store_id[33]; /* under id_lock: the fan-out checks shards at once */
 	pthread_mutex_t id_lock;
 	/* the statement trace (bs_store_trace): fn NULL when off; set while no
 	 * call runs on the store, read by its fan-out's threads */
@@ -146,8 +146,8 @@ struct bs_store {
 	void *trace_arg;
 };
 
-double bs_now_mono(void);   /* monotonic seconds */
-int64_t bs_now_us(void);    /* wall clock, unix microseconds */
+double bs_now_mono(void); /* monotonic seconds */
+int64_t bs_now_us(void);  /* wall clock, unix microseconds */
 
 /* "s0 (127.0.0.1:3307)" into buf */
 const char *bs__shard_label(char *buf, size_t size, const bs_shard_t *sh);
@@ -281,8 +281,8 @@ typedef struct {
 	int step;
 	int64_t *index_rows, *entity_rows;
 } bs__query_stats_t;
-int bs__query_run(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds,
-                  size_t limit, bs__query_stats_t *stats);
+int bs__query_run(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds, size_t limit,
+                  bs__query_stats_t *stats);
 
 /* The statement trace (shard.c): tell st's trace about one statement sent
  * on shard i at at_us (monotonic t0), answered with rows (err, msg: MySQL's
@@ -381,9 +381,9 @@ typedef struct {
 	int len;
 } bs__part_t;
 typedef struct {
-	size_t size;                                                /* an item's */
+	size_t size;                                                         /* an item's */
 	int (*read)(bs__part_t *part, bs_store_t *st, int shard, void *arg); /* on its thread */
-	void (*item_free)(void *item); /* what an item holds (NULL: nothing) */
+	void (*item_free)(void *item);                                       /* what an item holds (NULL: nothing) */
 	void *arg;
 	bs__up_msgs_t msgs;
 } bs__collect_t;
@@ -401,7 +401,10 @@ int64_t bs__parse_unix_us(const char *s);
 
 /* Ownership states of a bucket on a shard (bagstore_buckets.state). */
 enum { BS__B_NONE = 0, BS__B_OWNED, BS__B_LEAVING, BS__B_INCOMING, BS__B_GONE };
-static inline bool bs__owns(uint8_t state) { return state == BS__B_OWNED || state == BS__B_LEAVING; }
+static inline bool bs__owns(uint8_t state)
+{
+	return state == BS__B_OWNED || state == BS__B_LEAVING;
+}
 /* The SQL list of the states in which a shard owns a bucket. */
 #define BS__OWNING_SQL "('owned','leaving')"
 /* Seconds a write waits for a bucket's ownership row (LOCK IN SHARE MODE
@@ -422,7 +425,10 @@ int bs__map_reload(bs_store_t *st);
 /* An entity's bucket and its shard per the cached map (loaded). */
 int bs__route_entity(int *shard, int *bucket, bs_store_t *st, const bs_id_t *id);
 /* The shard of a bucket per the cached map (-1: none configured). */
-static inline int bs__map_shard(const bs_store_t *st, int bucket) { return st->map.owner[bucket]; }
+static inline int bs__map_shard(const bs_store_t *st, int bucket)
+{
+	return st->map.owner[bucket];
+}
 /* The configured shard of a member's name, -1 when none. */
 int bs__shard_by_name(const bs_store_t *st, const char *name);
 /* shard refused bucket (it answered state, peer): where to go next. The
@@ -512,13 +518,12 @@ int bs__catalog_extend(bs_store_t *st);
  * fills *out (borrowing, or widening into tmp, which then holds a float and
  * owns nothing) when the property is present and fits, 0 when absent, -1
  * when present but not fitting. */
-int bs__index_prop_value(const bs_value_t **out, bs_value_t *tmp,
-                     const bs_value_t *bag, const bs_prop_t *prop);
+int bs__index_prop_value(const bs_value_t **out, bs_value_t *tmp, const bs_value_t *bag, const bs_prop_t *prop);
 /* The index row a bag should have: fills vals[nprops] (borrowed or in
  * tmps[]) and returns the owning shard, or -1 when the entity has no row
  * (a property absent or not fitting; *misfit set when not fitting). */
-int bs__index_row_for(const bs_value_t **vals, bs_value_t *tmps, const bs_index_t *idx,
-                  const bs_value_t *bag, int nshards, bool *misfit);
+int bs__index_row_for(const bs_value_t **vals, bs_value_t *tmps, const bs_index_t *idx, const bs_value_t *bag,
+                      int nshards, bool *misfit);
 /* The same with the store's map: the row's bucket into *bucket and its
  * shard returned (-1: no row). The map must be loaded. */
 int bs__index_row_route(const bs_value_t **vals, bs_value_t *tmps, int *bucket, const bs_index_t *idx,
@@ -534,8 +539,8 @@ void bs__index_value_text(char *buf, size_t size, const bs_value_t *v);
  * connection cached in *conn, opened when NULL; -1 with err set when the
  * lag is unknown (unreachable, or not replicating). tls (may be NULL) gets
  * what the connection's TLS achieved when it is opened. */
-double bs__replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc,
-                              unsigned timeout, char *err, size_t size, bs_tls_state_t *tls);
+double bs__replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc, unsigned timeout,
+                                  char *err, size_t size, bs_tls_state_t *tls);
 /* The heartbeat row of the replica's shard as the replica has it
  * (replica.c; the throttle's sub-second lag): the replica's NOW(6) and the
  * row's time in unix microseconds (hb_us 0: no row yet; now_us 0 too when
@@ -546,8 +551,8 @@ typedef struct {
 	double sbm;
 	bool sql_running;
 } bs__replica_hb_t;
-int bs__replica_heartbeat(bs__replica_hb_t *out, MYSQL **conn, const bs_replica_conf_t *r,
-                          const bs_shard_conf_t *sc, unsigned timeout, char *err, size_t size);
+int bs__replica_heartbeat(bs__replica_hb_t *out, MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc,
+                          unsigned timeout, char *err, size_t size);
 
 /* ------------------------------------------------------------ census (census.c) */
 

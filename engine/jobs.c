@@ -18,9 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-static const char *const state_names[] = {
-	"queued", "running", "throttled", "paused", "done", "failed", "cancelled"
-};
+static const char *const state_names[] = { "queued", "running", "throttled", "paused", "done", "failed", "cancelled" };
 
 const char *bs_job_state_name(bs_job_state_t s)
 {
@@ -132,7 +130,7 @@ static void job_from_row(bs_job_t *j, int64_t *created_us, MYSQL_ROW row, int sh
 
 int bs__job_read(bs_job_t *out, int64_t *index_created_us, bs_store_t *st, int shard, const char *index)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	char label[192];
 	int rc;
@@ -166,8 +164,8 @@ void bs_job_list_free(bs_job_list_t *l)
 /* A shard's jobs into its part of the list (bs__collect). */
 static int list_rows(bs__part_t *part, bs_store_t *st, int i, void *arg)
 {
-	static const char q[] = "SELECT " JOB_COLS ", UNIX_TIMESTAMP(NOW(6)), " BS__WORKER_BEAT_AGE_SQL("bagstore_jobs")
-	                        " FROM bagstore_jobs ORDER BY index_name";
+	static const char q[] = "SELECT " JOB_COLS ", UNIX_TIMESTAMP(NOW(6)), " BS__WORKER_BEAT_AGE_SQL(
+		"bagstore_jobs") " FROM bagstore_jobs ORDER BY index_name";
 	MYSQL_RES *res = NULL;
 	bs_job_t *items;
 	int rc;
@@ -187,8 +185,8 @@ static int list_rows(bs__part_t *part, bs_store_t *st, int i, void *arg)
 		int64_t now = bs__parse_unix_us(row[17]);
 		if ((j->state == BS_JOB_RUNNING || j->state == BS_JOB_THROTTLED) && j->heartbeat_us &&
 		    now - j->heartbeat_us > BS__ROW_QUIET_US)
-			bs__worker_quiet(j->reason, sizeof j->reason, NULL, now - j->heartbeat_us, row[18], j->worker_host,
-			                 j->worker_pid);
+			bs__worker_quiet(j->reason, sizeof j->reason, NULL, now - j->heartbeat_us, row[18],
+			                 j->worker_host, j->worker_pid);
 	}
 done:
 	mysql_free_result(res);
@@ -197,8 +195,9 @@ done:
 
 int bs_job_list(bs_job_list_t *out, bs_store_t *st, int *unreachable)
 {
-	static const bs__collect_t c = { sizeof(bs_job_t), list_rows, NULL, NULL,
-	                                 { "listing backfill jobs", "the jobs list", false } };
+	static const bs__collect_t c = {
+		sizeof(bs_job_t), list_rows, NULL, NULL, { "listing backfill jobs", "the jobs list", false }
+	};
 	void *items;
 	bs__up_t up;
 	int rc;
@@ -231,15 +230,17 @@ struct queue_arg {
 static int queue_on(bs_store_t *st, int i, void *p)
 {
 	struct queue_arg *a = p;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	if ((rc = bs__shard_check(st, i)))
 		return rc;
 	/* a job left by an earlier index of the same name is replaced */
 	bs__buf_puts(&b, "DELETE FROM bagstore_jobs WHERE index_name=");
 	bs__buf_hex(&b, a->idx->name, strlen(a->idx->name));
-	bs__buf_printf(&b, " AND index_created_us<>%lld;INSERT IGNORE INTO bagstore_jobs"
-	               " (index_name, index_created_us, state) VALUES (", (long long)a->idx->created_us);
+	bs__buf_printf(&b,
+	               " AND index_created_us<>%lld;INSERT IGNORE INTO bagstore_jobs"
+	               " (index_name, index_created_us, state) VALUES (",
+	               (long long)a->idx->created_us);
 	bs__buf_hex(&b, a->idx->name, strlen(a->idx->name));
 	bs__buf_printf(&b, ",%lld,'queued')", (long long)a->idx->created_us);
 	if (!(rc = bs__buf_ok(&b)))
@@ -277,7 +278,7 @@ static int control_on(bs_store_t *st, int i, void *p)
 {
 	struct control_arg *a = p;
 	const bs__control_t *c = a->c;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc;
 	if ((rc = bs__shard_check(st, i)))
@@ -286,13 +287,14 @@ static int control_on(bs_store_t *st, int i, void *p)
 	bs__buf_puts(&b, c->table);
 	if (!strcmp(c->action, "pause"))
 		bs__buf_puts(&b, " SET state='paused', reason='paused by an operator'"
-		             " WHERE state IN ('queued','running','throttled') AND ");
+		                 " WHERE state IN ('queued','running','throttled') AND ");
 	else if (!strcmp(c->action, "resume"))
 		bs__buf_puts(&b, " SET state='queued', reason='' WHERE state IN ('paused','failed','cancelled') AND ");
 	else
-		bs__buf_printf(&b, " SET state='cancelled', reason='cancelled by an operator'"
-		               " WHERE state NOT IN ('done','cancelled') AND %s%s", c->cancel_only ? c->cancel_only : "",
-		               c->cancel_only ? " AND " : "");
+		bs__buf_printf(&b,
+		               " SET state='cancelled', reason='cancelled by an operator'"
+		               " WHERE state NOT IN ('done','cancelled') AND %s%s",
+		               c->cancel_only ? c->cancel_only : "", c->cancel_only ? " AND " : "");
 	bs__buf_puts(&b, c->rows);
 	if ((rc = bs__exec_count(&a->matched[i], st, i, &b)))
 		goto done;
@@ -332,7 +334,7 @@ done:
 
 int bs_job_control(bs_store_t *st, const char *index, const char *action)
 {
-	bs_buf_t rows = {0};
+	bs_buf_t rows = { 0 };
 	int64_t m = 0, j = 0;
 	int rc;
 	if (!bs__control_action(action))
@@ -358,7 +360,7 @@ int bs_job_control(bs_store_t *st, const char *index, const char *action)
 	snprintf(detail, sizeof detail, "%lld jobs", (long long)m);
 	char what[32];
 	snprintf(what, sizeof what, "backfill.%s", action); /* dotted, as every action */
-	bs_audit(st, what, index, detail); /* best effort */
+	bs_audit(st, what, index, detail);                  /* best effort */
 	bs_error_clear();
 done:
 	bs__buf_free(&rows);
@@ -373,7 +375,7 @@ struct done_arg {
 static int done_on(bs_store_t *st, int i, void *p)
 {
 	struct done_arg *a = p;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc;
 	bs__buf_puts(&b, "SELECT state FROM bagstore_jobs WHERE index_name=");
@@ -408,7 +410,7 @@ int bs__jobs_all_done(bool *all_done, bs_store_t *st, const char *index)
 
 int bs__jobs_forget(bs_store_t *st, const char *index)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	bs__buf_puts(&b, "DELETE FROM bagstore_jobs WHERE index_name=");
 	bs__buf_hex(&b, index, strlen(index));

@@ -60,8 +60,7 @@ static void path_pop(ctx_t *c, size_t old)
 }
 
 /* An error naming where and the path. */
-__attribute__((format(printf, 3, 4)))
-static int fail(ctx_t *c, int code, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(ctx_t *c, int code, const char *fmt, ...)
 {
 	char msg[768];
 	va_list ap;
@@ -109,7 +108,8 @@ static int special_binary(ctx_t *c, bs_value_t *out, json_t *arg)
 
 	if (!json_is_object(arg))
 		return fail(c, BS_EINVAL, "\"$binary\" wants {\"base64\": \"...\", \"subType\": \"00\"}");
-	json_object_foreach(arg, k, v) {
+	json_object_foreach(arg, k, v)
+	{
 		if (strcmp(k, "base64") == 0)
 			b64 = v;
 		else if (strcmp(k, "subType") == 0)
@@ -227,7 +227,8 @@ static int from_object(ctx_t *c, bs_value_t *out, json_t *j, int depth)
 		return fail(c, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
 	if ((rc = bs__value_map_reserve(out, json_object_size(j))) < 0)
 		return rc;
-	json_object_keylen_foreach(j, key, klen, v) {
+	json_object_keylen_foreach(j, key, klen, v)
+	{
 		bs_pair_t *p = &out->v.m.items[out->v.m.len];
 		size_t old = path_push_key(c, key, klen);
 
@@ -249,8 +250,7 @@ static int from_json(ctx_t *c, bs_value_t *out, json_t *j, int depth)
 
 	bs_value_nil(out);
 	switch (json_typeof(j)) {
-	case JSON_OBJECT:
-		return from_object(c, out, j, depth);
+	case JSON_OBJECT: return from_object(c, out, j, depth);
 	case JSON_ARRAY:
 		bs_value_array(out);
 		if (depth >= BS_BODY_MAX_DEPTH)
@@ -270,20 +270,12 @@ static int from_json(ctx_t *c, bs_value_t *out, json_t *j, int depth)
 			path_pop(c, old);
 		}
 		return 0;
-	case JSON_STRING:
-		return bs_value_str(out, json_string_value(j), json_string_length(j));
-	case JSON_INTEGER:
-		bs_value_int(out, (int64_t)json_integer_value(j));
-		return 0;
-	case JSON_REAL:
-		bs_value_float(out, json_real_value(j));
-		return 0;
+	case JSON_STRING: return bs_value_str(out, json_string_value(j), json_string_length(j));
+	case JSON_INTEGER: bs_value_int(out, (int64_t)json_integer_value(j)); return 0;
+	case JSON_REAL: bs_value_float(out, json_real_value(j)); return 0;
 	case JSON_TRUE:
-	case JSON_FALSE:
-		bs_value_bool(out, json_is_true(j));
-		return 0;
-	case JSON_NULL:
-		return 0;
+	case JSON_FALSE: bs_value_bool(out, json_is_true(j)); return 0;
+	case JSON_NULL: return 0;
 	}
 	return fail(c, BS_EINVAL, "unknown JSON type");
 }
@@ -324,10 +316,13 @@ static int check_numbers(const ctx_t *c, const char *text, size_t len)
 			num[n] = '\0';
 			errno = 0;
 			double d = strtod(num, &end);
-			bool nonzero = strpbrk(num, "123456789") && strpbrk(num, "123456789") < (strpbrk(num, "eE") ? strpbrk(num, "eE") : num + n);
+			bool nonzero = strpbrk(num, "123456789") &&
+			               strpbrk(num, "123456789") < (strpbrk(num, "eE") ? strpbrk(num, "eE") : num + n);
 			if (errno == ERANGE && d == 0 && nonzero)
-				return bs_error(BS_EINVAL, "%s:%d:%d: the number %s is too small for a double: it would be "
-				                           "stored as 0", c->where, line, col, num);
+				return bs_error(BS_EINVAL,
+				                "%s:%d:%d: the number %s is too small for a double: it would be "
+				                "stored as 0",
+				                c->where, line, col, num);
 		}
 		i += n - 1;
 		col += (int)n - 1;
@@ -345,8 +340,8 @@ int bs_json_decode(bs_value_t *out, const char *text, size_t len, const char *wh
 	bs_value_nil(out);
 	if (text && (rc = check_numbers(&c, text, len)) < 0)
 		goto done;
-	root = json_loadb(text ? text : "", text ? len : 0,
-	                  JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+	root = json_loadb(text ? text : "", text ? len : 0, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL,
+	                  &err);
 	if (!root) {
 		if (err.line >= 1)
 			rc = bs_error(BS_EINVAL, "%s:%d:%d: %s", c.where, err.line, err.column, err.text);
@@ -464,31 +459,21 @@ static int to_json(ctx_t *c, json_t **out, const bs_value_t *v, int depth)
 
 	*out = NULL;
 	switch (v->type) {
-	case BS_NIL:
-		j = json_null();
-		break;
-	case BS_BOOL:
-		j = json_boolean(v->v.b);
-		break;
-	case BS_INT:
-		j = json_integer((json_int_t)v->v.i);
-		break;
+	case BS_NIL: j = json_null(); break;
+	case BS_BOOL: j = json_boolean(v->v.b); break;
+	case BS_INT: j = json_integer((json_int_t)v->v.i); break;
 	case BS_UINT:
 		snprintf(buf, sizeof buf, "%llu", (unsigned long long)v->v.u);
 		j = special("$numberDecimal", json_string(buf));
 		break;
-	case BS_FLOAT:
-		j = float_json(c, v->v.f);
-		break;
+	case BS_FLOAT: j = float_json(c, v->v.f); break;
 	case BS_STR:
 		if (!bs__utf8_valid(v->v.s.ptr, v->v.s.len))
 			return fail(c, BS_EINVAL, "string \"%s\" is not valid UTF-8",
 			            bs__quote(q, sizeof q, v->v.s.ptr, v->v.s.len));
 		j = json_stringn(v->v.s.ptr, v->v.s.len);
 		break;
-	case BS_BIN:
-		j = bytes_json(v);
-		break;
+	case BS_BIN: j = bytes_json(v); break;
 	case BS_ARRAY:
 		if (depth >= BS_BODY_MAX_DEPTH)
 			return fail(c, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
@@ -500,13 +485,13 @@ static int to_json(ctx_t *c, json_t **out, const bs_value_t *v, int depth)
 			return fail(c, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
 		if (v->v.m.len == 1 && special_index(v->v.m.items[0].key, v->v.m.items[0].klen) >= 0)
 			return fail(c, BS_EINVAL,
-			            "a map whose only key is \"%s\" cannot be written as JSON: it would read back as a special value",
+			            "a map whose only key is \"%s\" cannot be written as JSON: it would read back as a "
+			            "special value",
 			            v->v.m.items[0].key);
 		if ((j = json_object()) && (rc = map_json(c, j, v, depth)) < 0)
 			goto fail;
 		break;
-	default:
-		return fail(c, BS_EINVAL, "bad value type %d", (int)v->type);
+	default: return fail(c, BS_EINVAL, "bad value type %d", (int)v->type);
 	}
 	BS_ERR_ALLOC(j);
 	*out = j;
@@ -547,13 +532,18 @@ static void scan_precision(writer_t *w, const bs_value_t *v)
 		for (size_t i = 0; i < v->v.m.len; i++)
 			scan_precision(w, &v->v.m.items[i].val);
 		break;
-	default:
-		break;
+	default: break;
 	}
 }
 
-static int put(writer_t *w, const char *s, size_t n) { return bs__bytes_append(&w->out, s, n); }
-static int puts_(writer_t *w, const char *s) { return put(w, s, strlen(s)); }
+static int put(writer_t *w, const char *s, size_t n)
+{
+	return bs__bytes_append(&w->out, s, n);
+}
+static int puts_(writer_t *w, const char *s)
+{
+	return put(w, s, strlen(s));
+}
 
 static int put_string(writer_t *w, const char *s, size_t n)
 {
@@ -576,7 +566,8 @@ static int put_string(writer_t *w, const char *s, size_t n)
 			case '\r': esc = "\\r"; break;
 			case '\t': esc = "\\t"; break;
 			default:
-				u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[ch >> 4], u[5] = hex[ch & 15], u[6] = 0;
+				u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[ch >> 4],
+				u[5] = hex[ch & 15], u[6] = 0;
 				esc = u;
 			}
 		}
@@ -640,12 +631,9 @@ static int put_value(writer_t *w, const bs_value_t *v)
 	char buf[48];
 	int rc = 0;
 	switch (v->type) {
-	case BS_NIL:
-		return puts_(w, "null");
-	case BS_BOOL:
-		return puts_(w, v->v.b ? "true" : "false");
-	case BS_INT:
-		return put(w, buf, (size_t)snprintf(buf, sizeof buf, "%lld", (long long)v->v.i));
+	case BS_NIL: return puts_(w, "null");
+	case BS_BOOL: return puts_(w, v->v.b ? "true" : "false");
+	case BS_INT: return put(w, buf, (size_t)snprintf(buf, sizeof buf, "%lld", (long long)v->v.i));
 	case BS_UINT:
 		snprintf(buf, sizeof buf, "%llu", (unsigned long long)v->v.u);
 		return put_special(w, "$numberDecimal", buf);
@@ -655,8 +643,7 @@ static int put_value(writer_t *w, const bs_value_t *v)
 		if (isinf(v->v.f))
 			return put_special(w, "$numberDouble", v->v.f > 0 ? "Infinity" : "-Infinity");
 		return put_real(w, v->v.f);
-	case BS_STR:
-		return put_string(w, v->v.s.ptr, v->v.s.len);
+	case BS_STR: return put_string(w, v->v.s.ptr, v->v.s.len);
 	case BS_BIN:
 		if (v->v.s.len == 16 && !v->v.s.sub) {
 			bs__dashed(buf, v->v.s.ptr);
@@ -791,23 +778,26 @@ static int printable(const bs_value_t *v, int depth, char *path, size_t size, ta
 		return 0;
 	case BS_MAP:
 		if (v->v.m.len == 1 && special_index(v->v.m.items[0].key, v->v.m.items[0].klen) >= 0)
-			return bs_error(BS_EINVAL, "%s: a map whose only key is \"%s\" would read back as a special value, "
-			                           "not a map", path[0] ? path : "value", v->v.m.items[0].key);
+			return bs_error(BS_EINVAL,
+			                "%s: a map whose only key is \"%s\" would read back as a special value, "
+			                "not a map",
+			                path[0] ? path : "value", v->v.m.items[0].key);
 		for (size_t i = 0; i < v->v.m.len; i++) {
 			const bs_pair_t *p = &v->v.m.items[i];
 			if (!bs__utf8_valid(p->key, p->klen) || memchr(p->key, '\0', p->klen))
 				return bs_error(BS_EINVAL, "%s: key \"%s\" %s", path[0] ? path : "value",
 				                bs__quote(q, sizeof q, p->key, p->klen),
-				                memchr(p->key, '\0', p->klen) ? "holds a NUL byte" : "is not valid UTF-8");
-			snprintf(path + len, size - len, "%s%.*s", len ? "." : "", (int)(p->klen < 64 ? p->klen : 64), p->key);
+				                memchr(p->key, '\0', p->klen) ? "holds a NUL byte"
+				                                              : "is not valid UTF-8");
+			snprintf(path + len, size - len, "%s%.*s", len ? "." : "", (int)(p->klen < 64 ? p->klen : 64),
+			         p->key);
 			int rc = printable(&p->val, depth + 1, path, size, t);
 			if (rc)
 				return rc;
 			path[len] = '\0';
 		}
 		return 0;
-	default:
-		return 0;
+	default: return 0;
 	}
 }
 

@@ -20,14 +20,15 @@
 
 int bs__lag_sample(bs_store_t *st, int shard)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	int64_t step = (int64_t)(LAG_STEP_S * 1e6);
 	bs__buf_printf(&b,
-	           "SET @bs_now=CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED);"
-	           "INSERT INTO bagstore_lag_history (at_us, lag_s) SELECT @bs_now, (@bs_now-watermark_us)/1e6"
-	           " FROM bagstore_watermarks WHERE name='repair' AND watermark_us>0 AND NOT EXISTS"
-	           " (SELECT 1 FROM bagstore_lag_history WHERE at_us>@bs_now-%lld)", (long long)step);
+	               "SET @bs_now=CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED);"
+	               "INSERT INTO bagstore_lag_history (at_us, lag_s) SELECT @bs_now, (@bs_now-watermark_us)/1e6"
+	               " FROM bagstore_watermarks WHERE name='repair' AND watermark_us>0 AND NOT EXISTS"
+	               " (SELECT 1 FROM bagstore_lag_history WHERE at_us>@bs_now-%lld)",
+	               (long long)step);
 	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_check(st, shard)))
 		rc = bs__shard_exec(st, shard, b.ptr, b.len);
 	bs__buf_free(&b);
@@ -56,31 +57,34 @@ static void sample_sql(bs_buf_t *b, int64_t from_us)
 {
 	int64_t step = (int64_t)(LAG_STEP_S * 1e6);
 	bs__buf_printf(b,
-	           "INSERT INTO bagstore_lag_history (at_us, lag_s) SELECT @bs_now, (@bs_now-%lld)/1e6 FROM DUAL"
-	           " WHERE NOT EXISTS (SELECT 1 FROM bagstore_lag_history WHERE at_us>@bs_now-%lld);"
-	           "DELETE FROM bagstore_lag_history WHERE at_us<@bs_now-%lld",
-	           (long long)from_us, (long long)step, (long long)(step * BS_LAG_HISTORY * 2));
+	               "INSERT INTO bagstore_lag_history (at_us, lag_s) SELECT @bs_now, (@bs_now-%lld)/1e6 FROM DUAL"
+	               " WHERE NOT EXISTS (SELECT 1 FROM bagstore_lag_history WHERE at_us>@bs_now-%lld);"
+	               "DELETE FROM bagstore_lag_history WHERE at_us<@bs_now-%lld",
+	               (long long)from_us, (long long)step, (long long)(step * BS_LAG_HISTORY * 2));
 }
 
-int bs__lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t prev_us, int64_t pass_rows,
-               int64_t repairs, int64_t fills, double pass_seconds)
+int bs__lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t prev_us, int64_t pass_rows, int64_t repairs,
+                   int64_t fills, double pass_seconds)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	double rps = pass_seconds > 0 ? (double)repairs / pass_seconds : 0;
 	bs__buf_printf(&b,
-	           "SET @bs_now=CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED);"
-	           "INSERT INTO bagstore_watermarks (name, watermark_us, last_pass_us, last_pass_rows, repairs, repairs_per_s)"
-	           " VALUES ('repair',%lld,@bs_now,%lld,%lld,%.3f) ON DUPLICATE KEY UPDATE"
-	           " watermark_us=GREATEST(watermark_us,VALUES(watermark_us)), last_pass_us=VALUES(last_pass_us),"
-	           " last_pass_rows=VALUES(last_pass_rows), repairs=repairs+VALUES(repairs),"
-	           " repairs_per_s=VALUES(repairs_per_s);",
-	           (long long)watermark_us, (long long)pass_rows, (long long)repairs, rps);
+	               "SET @bs_now=CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED);"
+	               "INSERT INTO bagstore_watermarks (name, watermark_us, last_pass_us, last_pass_rows, repairs, "
+	               "repairs_per_s)"
+	               " VALUES ('repair',%lld,@bs_now,%lld,%lld,%.3f) ON DUPLICATE KEY UPDATE"
+	               " watermark_us=GREATEST(watermark_us,VALUES(watermark_us)), last_pass_us=VALUES(last_pass_us),"
+	               " last_pass_rows=VALUES(last_pass_rows), repairs=repairs+VALUES(repairs),"
+	               " repairs_per_s=VALUES(repairs_per_s);",
+	               (long long)watermark_us, (long long)pass_rows, (long long)repairs, rps);
 	/* fills of indexes still building: a row of their own ('fills', its
 	 * total in repairs), apart from the drift repaired */
 	if (fills > 0)
-		bs__buf_printf(&b, "INSERT INTO bagstore_watermarks (name, repairs) VALUES ('fills',%lld)"
-		               " ON DUPLICATE KEY UPDATE repairs=repairs+VALUES(repairs);", (long long)fills);
+		bs__buf_printf(&b,
+		               "INSERT INTO bagstore_watermarks (name, repairs) VALUES ('fills',%lld)"
+		               " ON DUPLICATE KEY UPDATE repairs=repairs+VALUES(repairs);",
+		               (long long)fills);
 	sample_sql(&b, prev_us > 0 && prev_us < watermark_us ? prev_us : watermark_us);
 	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_check(st, shard)))
 		rc = bs__shard_exec(st, shard, b.ptr, b.len);
@@ -91,13 +95,12 @@ int bs__lag_record(bs_store_t *st, int shard, int64_t watermark_us, int64_t prev
 static int lag_on(bs_store_t *st, int i, void *p)
 {
 	bs_lag_t *out = &((bs_lag_t *)p)[i];
-	static const char q[] =
-		"SELECT CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED), w.watermark_us, w.last_pass_us,"
-		" w.last_pass_rows, w.repairs_per_s, w.repairs, f.repairs FROM (SELECT 1) d"
-		" LEFT JOIN bagstore_watermarks w ON w.name='repair'"
-		" LEFT JOIN bagstore_watermarks f ON f.name='fills'";
+	static const char q[] = "SELECT CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED), w.watermark_us, w.last_pass_us,"
+				" w.last_pass_rows, w.repairs_per_s, w.repairs, f.repairs FROM (SELECT 1) d"
+				" LEFT JOIN bagstore_watermarks w ON w.name='repair'"
+				" LEFT JOIN bagstore_watermarks f ON f.name='fills'";
 	MYSQL_RES *res = NULL;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	if ((rc = bs__shard_check(st, i)) || (rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
 		goto done;
@@ -114,8 +117,10 @@ static int lag_on(bs_store_t *st, int i, void *p)
 	out->reachable = true;
 	mysql_free_result(res);
 	res = NULL;
-	bs__buf_printf(&b, "SELECT lag_s, at_us FROM (SELECT at_us, lag_s FROM bagstore_lag_history"
-	               " ORDER BY at_us DESC LIMIT %d) h ORDER BY at_us", BS_LAG_HISTORY);
+	bs__buf_printf(&b,
+	               "SELECT lag_s, at_us FROM (SELECT at_us, lag_s FROM bagstore_lag_history"
+	               " ORDER BY at_us DESC LIMIT %d) h ORDER BY at_us",
+	               BS_LAG_HISTORY);
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, i, b.ptr, b.len)))
 		goto done;
 	while ((row = mysql_fetch_row(res)) && out->nhistory < BS_LAG_HISTORY) {

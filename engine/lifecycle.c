@@ -104,7 +104,7 @@ _Static_assert(PROMOTE_MARGIN_US > BS__FENCE_WAIT_S * 1000000LL,
 static int sweep_all(bs_store_t *st, const bs_index_t *idx, const bs_cleaner_opts_t *opts)
 {
 	for (int s = 0; s < st->n && !bs__stopping(opts); s++) {
-		uint8_t cursor[16] = {0};
+		uint8_t cursor[16] = { 0 };
 		bool wrapped = false;
 		int64_t orphans = 0, fixed = 0;
 		while (!wrapped && !bs__stopping(opts)) {
@@ -257,9 +257,11 @@ static int cut_short(int rc, const char *name)
 {
 	char msg[1024];
 	snprintf(msg, sizeof msg, "%s", bs_last_error());
-	return bs_error(rc, "%s; the drop of %s is cut short and the shards' catalogs may differ: retry "
-	                    "`bagstore index drop %s --yes` once the shard answers (a running cleaner "
-	                    "also completes it)", msg, name, name);
+	return bs_error(rc,
+	                "%s; the drop of %s is cut short and the shards' catalogs may differ: retry "
+	                "`bagstore index drop %s --yes` once the shard answers (a running cleaner "
+	                "also completes it)",
+	                msg, name, name);
 }
 
 int bs_index_drop(bs_store_t *st, const char *name)

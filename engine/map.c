@@ -20,18 +20,18 @@
 #include <string.h>
 #include <zlib.h>
 
-#define MAP_KEEP 32        /* versions kept on every shard */
-#define LOCK_WAIT_S 30     /* how long a map writer waits for the map lock */
+#define MAP_KEEP 32    /* versions kept on every shard */
+#define LOCK_WAIT_S 30 /* how long a map writer waits for the map lock */
 
 /* ------------------------------------------------------------ a map version */
 
 typedef struct {
-	int64_t version;   /* 0: none */
+	int64_t version; /* 0: none */
 	int buckets;
 	char store_id[33];
 	int nnames;
 	char (*names)[BS_NAME_MAX + 1];
-	uint16_t *owners;  /* per bucket: index into names */
+	uint16_t *owners; /* per bucket: index into names */
 } blob_t;
 
 static void blob_free(blob_t *m)
@@ -65,7 +65,7 @@ static int blob_find(const blob_t *m, const char *name)
 /* Add a member owning nothing; its index. */
 static int blob_add_name(blob_t *m, const char *name)
 {
-	char (*n)[BS_NAME_MAX + 1] = realloc(m->names, (size_t)(m->nnames + 1) * sizeof *n);
+	char(*n)[BS_NAME_MAX + 1] = realloc(m->names, (size_t)(m->nnames + 1) * sizeof *n);
 	if (!n)
 		return bs_error(BS_ENOMEM, "out of memory for the bucket map");
 	m->names = n;
@@ -101,7 +101,8 @@ static int blob_from_row(blob_t *m, MYSQL_ROW row, const unsigned long *lens, co
 		nnames += *p == ',';
 	if (buckets < 1 || buckets > 65536 || !row[2] || lens[2] != 32 || !*names || !row[4] ||
 	    lens[4] != 2 * (unsigned long)buckets)
-		return bs_error(BS_ECORRUPT, "%s: bagstore_map version %s does not parse", where, row[0] ? row[0] : "?");
+		return bs_error(BS_ECORRUPT, "%s: bagstore_map version %s does not parse", where,
+		                row[0] ? row[0] : "?");
 	if ((rc = blob_alloc(m, buckets, nnames)))
 		return rc;
 	m->version = strtoll(row[0], NULL, 10);
@@ -117,7 +118,8 @@ static int blob_from_row(blob_t *m, MYSQL_ROW row, const unsigned long *lens, co
 		m->owners[b] = (uint16_t)(o[2 * b] << 8 | o[2 * b + 1]);
 		if (m->owners[b] >= nnames) {
 			blob_free(m);
-			return bs_error(BS_ECORRUPT, "%s: bagstore_map version %s gives bucket %d to no member", where, row[0], b);
+			return bs_error(BS_ECORRUPT, "%s: bagstore_map version %s gives bucket %d to no member", where,
+			                row[0], b);
 		}
 	}
 	return 0;
@@ -126,7 +128,7 @@ static int blob_from_row(blob_t *m, MYSQL_ROW row, const unsigned long *lens, co
 /* INSERT IGNORE of the version (an existing one is kept). */
 static void blob_insert_sql(bs_buf_t *b, const blob_t *m)
 {
-	bs_buf_t names = {0};
+	bs_buf_t names = { 0 };
 	uint8_t *o = malloc((size_t)m->buckets * 2);
 	for (int k = 0; k < m->nnames; k++) {
 		bs__buf_puts(&names, k ? "," : "");
@@ -141,7 +143,8 @@ static void blob_insert_sql(bs_buf_t *b, const blob_t *m)
 		o[2 * x] = (uint8_t)(m->owners[x] >> 8);
 		o[2 * x + 1] = (uint8_t)m->owners[x];
 	}
-	bs__buf_printf(b, "INSERT IGNORE INTO bagstore_map (version, buckets, store_id, shards, owners) VALUES (%lld,%d,",
+	bs__buf_printf(b,
+	               "INSERT IGNORE INTO bagstore_map (version, buckets, store_id, shards, owners) VALUES (%lld,%d,",
 	               (long long)m->version, m->buckets);
 	bs__buf_hex(b, m->store_id, strlen(m->store_id));
 	bs__buf_puts(b, ",");
@@ -161,8 +164,8 @@ static const char latest_q[] =
 	"SELECT version, buckets, store_id, shards, owners FROM bagstore_map ORDER BY version DESC LIMIT 1";
 
 struct latest_arg {
-	blob_t *per;        /* per shard; version 0 when it has none */
-	bool *no_table;     /* per shard: bagstore_map does not exist */
+	blob_t *per;    /* per shard; version 0 when it has none */
+	bool *no_table; /* per shard: bagstore_map does not exist */
 };
 
 static int latest_on(bs_store_t *st, int i, void *p)
@@ -192,7 +195,7 @@ static int latest_on(bs_store_t *st, int i, void *p)
  * that does not answer is an error. */
 static int latest(blob_t *out, bs_store_t *st, const bool *which, bool all_required)
 {
-	struct latest_arg a = {0};
+	struct latest_arg a = { 0 };
 	int *rcs = calloc((size_t)st->n, sizeof *rcs);
 	int rc = 0, best = -1, answered = 0;
 	a.per = calloc((size_t)st->n, sizeof *a.per);
@@ -250,13 +253,14 @@ int bs__shard_by_name(const bs_store_t *st, const char *name)
 /* The map m into the store's cache, checked against the configuration. */
 static int install(bs_store_t *st, const blob_t *m)
 {
-	bs__map_t c = {0};
+	bs__map_t c = { 0 };
 	int rc = 0;
 	char held[33];
 	if (bs__store_id_agree(held, st, m->store_id))
-		return bs_error(BS_ECONFIG, "the bucket map (version %lld) belongs to store %s, but a shard of this "
-		                "configuration belongs to store %s: another shard list?", (long long)m->version,
-		                m->store_id, held);
+		return bs_error(BS_ECONFIG,
+		                "the bucket map (version %lld) belongs to store %s, but a shard of this "
+		                "configuration belongs to store %s: another shard list?",
+		                (long long)m->version, m->store_id, held);
 	c.owner = calloc((size_t)m->buckets, sizeof *c.owner);
 	c.names = calloc((size_t)m->nnames, sizeof *c.names);
 	c.name_shard = calloc((size_t)m->nnames, sizeof *c.name_shard);
@@ -268,18 +272,24 @@ static int install(bs_store_t *st, const blob_t *m)
 		memcpy(c.names[k], m->names[k], sizeof c.names[k]);
 		c.name_shard[k] = bs__shard_by_name(st, m->names[k]);
 		if (c.name_shard[k] < 0 && blob_owned(m, k)) {
-			rc = bs_error(BS_ECONFIG, "the bucket map (version %lld) gives %d buckets to shard %s but the "
-			              "configuration (%s) does not list it: add it back (another shard list? to remove a "
-			              "shard, mark it `drain: true` and reshard first)", (long long)m->version,
-			              blob_owned(m, k), m->names[k], st->cfg->path ? st->cfg->path : "?");
+			rc = bs_error(
+				BS_ECONFIG,
+				"the bucket map (version %lld) gives %d buckets to shard %s but the "
+				"configuration (%s) does not list it: add it back (another shard list? to remove a "
+				"shard, mark it `drain: true` and reshard first)",
+				(long long)m->version, blob_owned(m, k), m->names[k],
+				st->cfg->path ? st->cfg->path : "?");
 			goto fail;
 		}
 	}
 	for (int i = 0; i < st->n; i++)
 		if (blob_find(m, st->shards[i].conf->name) < 0) {
-			rc = bs_error(BS_ECONFIG, "shard %s is in the configuration (line %d) but not a member of the store's "
-			              "bucket map (version %lld): run `bagstore init` to add it (or is this another shard "
-			              "list?)", st->shards[i].conf->name, st->shards[i].conf->line, (long long)m->version);
+			rc = bs_error(
+				BS_ECONFIG,
+				"shard %s is in the configuration (line %d) but not a member of the store's "
+				"bucket map (version %lld): run `bagstore init` to add it (or is this another shard "
+				"list?)",
+				st->shards[i].conf->name, st->shards[i].conf->line, (long long)m->version);
 			goto fail;
 		}
 	for (int b = 0; b < m->buckets; b++)
@@ -305,7 +315,7 @@ int bs__map_reload(bs_store_t *st)
 		return rc;
 	if (!m.version)
 		return bs_error(BS_ECONFIG, "no shard of this configuration holds a bucket map: run `bagstore init` "
-		                "(a store made by an older bagstore gets its map without moving a row)");
+		                            "(a store made by an older bagstore gets its map without moving a row)");
 	rc = install(st, &m);
 	blob_free(&m);
 	return rc;
@@ -324,8 +334,8 @@ int bs__route_entity(int *shard, int *bucket, bs_store_t *st, const bs_id_t *id)
 	*bucket = bs_route_id(id, st->map.buckets);
 	*shard = st->map.owner[*bucket];
 	if (*shard < 0)
-		return bs_error(BS_ECONFIG, "bucket %d has no configured owner in the bucket map (version %lld)", *bucket,
-		                (long long)st->map.version);
+		return bs_error(BS_ECONFIG, "bucket %d has no configured owner in the bucket map (version %lld)",
+		                *bucket, (long long)st->map.version);
 	return 0;
 }
 
@@ -358,8 +368,8 @@ static int owned_load(bs_store_t *st, int shard)
 {
 	/* a bucket gone whose move has cleaned up is simply not this shard's */
 	static const char q[] = "START TRANSACTION WITH CONSISTENT SNAPSHOT;"
-	                        "SELECT " BS__OV_SQL ";SELECT bucket, IF(state='gone' AND move_id=0,'',state)"
-	                        " FROM bagstore_buckets;COMMIT";
+				"SELECT " BS__OV_SQL ";SELECT bucket, IF(state='gone' AND move_id=0,'',state)"
+				" FROM bagstore_buckets;COMMIT";
 	bs_shard_t *sh = &st->shards[shard];
 	MYSQL_RES *res[2];
 	int rc;
@@ -407,7 +417,7 @@ int bs__owned_at(const uint8_t **states, bool *exact, bs_store_t *st, int shard,
 /* A bucket's state and peer on shard, read now. */
 static int bucket_row(int *state, char peer[BS_NAME_MAX + 1], bs_store_t *st, int shard, int bucket)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc;
 	*state = BS__B_NONE;
@@ -431,12 +441,14 @@ done:
  * the cut-over committed; make shard the owner (any reader or writer may). */
 static int roll_forward(bool *denied, bs_store_t *st, int shard, int bucket)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	*denied = false;
-	bs__buf_printf(&b, "START TRANSACTION;UPDATE bagstore_buckets SET state='owned', peer='', move_id=0"
-	                   " WHERE bucket=%d AND state='incoming';UPDATE bagstore_meta SET v=v+ROW_COUNT()"
-	                   " WHERE k='owned_version';COMMIT", bucket);
+	bs__buf_printf(&b,
+	               "START TRANSACTION;UPDATE bagstore_buckets SET state='owned', peer='', move_id=0"
+	               " WHERE bucket=%d AND state='incoming';UPDATE bagstore_meta SET v=v+ROW_COUNT()"
+	               " WHERE k='owned_version';COMMIT",
+	               bucket);
 	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_check(st, shard)))
 		rc = bs__shard_exec(st, shard, b.ptr, b.len);
 	if (rc == BS_ESQL) {
@@ -499,9 +511,9 @@ int bs__map_moved(int *next, bs_store_t *st, int bucket, int from, const char *s
 	if (*next >= 0)
 		st->map.owner[bucket] = *next;
 	if (*next < 0)
-		return bs_error(BS_EUNREACHABLE, "bucket %d: no configured shard owns it (shard %s says %s%s%s)", bucket,
-		                st->shards[from].conf->name, state ? state : "nothing", peer && *peer ? ", peer " : "",
-		                peer ? peer : "");
+		return bs_error(BS_EUNREACHABLE, "bucket %d: no configured shard owns it (shard %s says %s%s%s)",
+		                bucket, st->shards[from].conf->name, state ? state : "nothing",
+		                peer && *peer ? ", peer " : "", peer ? peer : "");
 	return 0;
 }
 
@@ -535,7 +547,7 @@ static int map_unlock(int rc, bs_store_t *st, int shard, const char *name)
 
 static int map_lock(bs_store_t *st, int shard, const char *name)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	char label[192];
 	int rc;
@@ -564,7 +576,7 @@ struct write_arg {
 static int write_on(bs_store_t *st, int i, void *p)
 {
 	struct write_arg *a = p;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	blob_insert_sql(&b, a->m);
 	if (!(rc = bs__buf_ok(&b)))
@@ -586,7 +598,7 @@ static int map_write(bs_store_t *st, const blob_t *m, bool all_required)
 
 int bs__map_publish_move(bs_store_t *st, const int *buckets, int n, const char *target)
 {
-	blob_t m = {0};
+	blob_t m = { 0 };
 	char lock[65];
 	int rc, ls, t;
 	if ((rc = bs__map_need(st)))
@@ -628,7 +640,7 @@ done:
 /* What init finds on a shard. */
 typedef struct {
 	shard_meta_t meta;
-	int64_t owned_rows;  /* rows of bagstore_buckets */
+	int64_t owned_rows; /* rows of bagstore_buckets */
 } found_t;
 
 static int found_on(bs_store_t *st, int i, void *p)
@@ -668,9 +680,11 @@ static int legacy_count(int *count, bs_store_t *st, const found_t *f)
 		return 0;
 	int n = f[first].meta.count;
 	if (n < 1 || n > st->n)
-		return bs_error(BS_ECONFIG, "%s records a list of %d shards from an older bagstore, but the "
+		return bs_error(BS_ECONFIG,
+		                "%s records a list of %d shards from an older bagstore, but the "
 		                "configuration lists %d: every shard of the old list must be configured, first and in "
-		                "its order", bs__shard_label(label, sizeof label, &st->shards[first]), n, st->n);
+		                "its order",
+		                bs__shard_label(label, sizeof label, &st->shards[first]), n, st->n);
 	bs_config_t prefix = *st->cfg;
 	prefix.nshards = n;
 	bs_config_fingerprint(fp, &prefix);
@@ -678,14 +692,18 @@ static int legacy_count(int *count, bs_store_t *st, const found_t *f)
 		const shard_meta_t *m = &f[i].meta;
 		bool old = i < n;
 		if (old && (strcmp(m->fingerprint, fp) || m->index != i || m->count != n))
-			return bs_error(BS_ECONFIG, "%s: the older bagstore's list does not match the first %d configured shards "
-			                "(it records fingerprint %s, position %d of %d; the configuration gives %s, position %d "
-			                "of %d): refusing to migrate it", bs__shard_label(label, sizeof label, &st->shards[i]),
-			                n, m->fingerprint[0] ? m->fingerprint : "none", m->index, m->count, fp, i, n);
+			return bs_error(BS_ECONFIG,
+			                "%s: the older bagstore's list does not match the first %d configured shards "
+			                "(it records fingerprint %s, position %d of %d; the configuration gives %s, "
+			                "position %d "
+			                "of %d): refusing to migrate it",
+			                bs__shard_label(label, sizeof label, &st->shards[i]), n,
+			                m->fingerprint[0] ? m->fingerprint : "none", m->index, m->count, fp, i, n);
 		if (!old && m->fingerprint[0] && !m->store_id[0])
-			return bs_error(BS_ECONFIG, "%s belongs to another list of an older bagstore (fingerprint %s): "
-			                "refusing to add it", bs__shard_label(label, sizeof label, &st->shards[i]),
-			                m->fingerprint);
+			return bs_error(BS_ECONFIG,
+			                "%s belongs to another list of an older bagstore (fingerprint %s): "
+			                "refusing to add it",
+			                bs__shard_label(label, sizeof label, &st->shards[i]), m->fingerprint);
 	}
 	*count = n;
 	return 0;
@@ -698,8 +716,10 @@ static int first_map(blob_t *m, bs_store_t *st, int n)
 {
 	int buckets = st->cfg->buckets ? (int)st->cfg->buckets : default_buckets(n), rc;
 	if (buckets % n)
-		return bs_error(BS_ECONFIG, "%s: buckets: %d is not a multiple of the %d shards of the store's first "
-		                "map", st->cfg->path ? st->cfg->path : "configuration", buckets, n);
+		return bs_error(BS_ECONFIG,
+		                "%s: buckets: %d is not a multiple of the %d shards of the store's first "
+		                "map",
+		                st->cfg->path ? st->cfg->path : "configuration", buckets, n);
 	if ((rc = blob_alloc(m, buckets, st->n)))
 		return rc;
 	m->version = 1;
@@ -730,10 +750,12 @@ static int members(blob_t *m, bool *changed, bs_store_t *st)
 			continue;
 		int owned = blob_owned(m, k);
 		if (owned)
-			return bs_error(BS_ECONFIG, "the bucket map (version %lld) gives %d buckets to shard %s but the "
-			                "configuration does not list it: add it back (another shard list? to remove a shard, "
-			                "mark it `drain: true`, reshard, then remove it)", (long long)m->version, owned,
-			                m->names[k]);
+			return bs_error(
+				BS_ECONFIG,
+				"the bucket map (version %lld) gives %d buckets to shard %s but the "
+				"configuration does not list it: add it back (another shard list? to remove a shard, "
+				"mark it `drain: true`, reshard, then remove it)",
+				(long long)m->version, owned, m->names[k]);
 		blob_drop_name(m, k);
 		*changed = true;
 	}
@@ -743,8 +765,8 @@ static int members(blob_t *m, bool *changed, bs_store_t *st)
 struct join_arg {
 	const blob_t *m;
 	const found_t *f;
-	int legacy;      /* the older list's count, or 0 */
-	bool created;    /* m is the store's first map, made by this init */
+	int legacy;   /* the older list's count, or 0 */
+	bool created; /* m is the store's first map, made by this init */
 };
 
 /* One shard joins (or re-joins, after an interrupted init) the map: the
@@ -756,13 +778,14 @@ static int join_on(bs_store_t *st, int i, void *p)
 	const shard_meta_t *meta = &a->f[i].meta;
 	const char *name = st->shards[i].conf->name;
 	char label[192];
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc, k = blob_find(a->m, name);
 	if (meta->store_id[0] && strcmp(meta->store_id, a->m->store_id))
 		return bs_error(BS_ECONFIG, "%s belongs to another store (id %s; this one is %s): refusing to add it",
 		                bs__shard_label(label, sizeof label, &st->shards[i]), meta->store_id, a->m->store_id);
 	if (meta->name[0] && strcmp(meta->name, name))
-		return bs_error(BS_ECONFIG, "%s records that it is shard %s, but the configuration calls it %s: refusing "
+		return bs_error(BS_ECONFIG,
+		                "%s records that it is shard %s, but the configuration calls it %s: refusing "
 		                "to initialise it (another shard list? a shard's name goes with its address)",
 		                bs__shard_label(label, sizeof label, &st->shards[i]), meta->name, name);
 	bs__buf_puts(&b, "INSERT IGNORE INTO bagstore_meta (k, v) VALUES ('owned_version','1')");
@@ -771,7 +794,8 @@ static int join_on(bs_store_t *st, int i, void *p)
 		for (int x = 0; x < a->m->buckets; x++) {
 			if (a->m->owners[x] != k)
 				continue;
-			bs__buf_puts(&b, count++ ? "," : ";INSERT IGNORE INTO bagstore_buckets (bucket, state) VALUES ");
+			bs__buf_puts(&b,
+			             count++ ? "," : ";INSERT IGNORE INTO bagstore_buckets (bucket, state) VALUES ");
 			bs__buf_printf(&b, "(%d,'owned')", x);
 		}
 	}
@@ -807,9 +831,10 @@ typedef struct {
 static int pre_on(bs_store_t *st, int i, void *p)
 {
 	pre_t *a = &((pre_t *)p)[i];
-	static const char q[] = "SELECT COALESCE(SUM(TABLE_NAME='bagstore_meta'),0), COALESCE(SUM(TABLE_NAME='bagstore_map'),0)"
-	                        " FROM information_schema.TABLES WHERE TABLE_SCHEMA=DATABASE()"
-	                        " AND TABLE_NAME IN ('bagstore_meta','bagstore_map')";
+	static const char q[] =
+		"SELECT COALESCE(SUM(TABLE_NAME='bagstore_meta'),0), COALESCE(SUM(TABLE_NAME='bagstore_map'),0)"
+		" FROM information_schema.TABLES WHERE TABLE_SCHEMA=DATABASE()"
+		" AND TABLE_NAME IN ('bagstore_meta','bagstore_map')";
 	static const char mq[] = "SELECT store_id FROM bagstore_map ORDER BY version DESC LIMIT 1";
 	MYSQL_RES *res = NULL;
 	bool has_map;
@@ -844,10 +869,13 @@ static int pre_agree(bs_store_t *st, const pre_t *p)
 		const shard_meta_t *m = &p[i].f.meta;
 		const char *ids[2] = { m->store_id, p[i].map_store };
 		if (m->name[0] && strcmp(m->name, st->shards[i].conf->name))
-			return bs_error(BS_ECONFIG, "%s records that it is shard %s, but the configuration calls it %s: "
-			                "refusing to initialise anything (another shard list? a shard's name goes with its "
-			                "address)", bs__shard_label(label, sizeof label, &st->shards[i]), m->name,
-			                st->shards[i].conf->name);
+			return bs_error(
+				BS_ECONFIG,
+				"%s records that it is shard %s, but the configuration calls it %s: "
+				"refusing to initialise anything (another shard list? a shard's name goes with its "
+				"address)",
+				bs__shard_label(label, sizeof label, &st->shards[i]), m->name,
+				st->shards[i].conf->name);
 		for (int k = 0; k < 2; k++) {
 			if (!ids[k][0])
 				continue;
@@ -855,7 +883,8 @@ static int pre_agree(bs_store_t *st, const pre_t *p)
 				store = ids[k];
 				first = i;
 			} else if (strcmp(store, ids[k])) {
-				return bs_error(BS_ECONFIG, "%s belongs to store %s, but %s belongs to store %s: refusing to "
+				return bs_error(BS_ECONFIG,
+				                "%s belongs to store %s, but %s belongs to store %s: refusing to "
 				                "initialise anything (another shard list?)",
 				                bs__shard_label(label, sizeof label, &st->shards[first]), store,
 				                bs__shard_label(other, sizeof other, &st->shards[i]), ids[k]);
@@ -867,7 +896,8 @@ static int pre_agree(bs_store_t *st, const pre_t *p)
 		/* an older bagstore's shard: one of this store's, half migrated (it
 		 * holds the store's map), or another list's */
 		if (m->fingerprint[0] && !m->store_id[0] && !p[i].map_store[0])
-			return bs_error(BS_ECONFIG, "%s belongs to a list of an older bagstore (fingerprint %s), not to "
+			return bs_error(BS_ECONFIG,
+			                "%s belongs to a list of an older bagstore (fingerprint %s), not to "
 			                "store %s: refusing to initialise anything",
 			                bs__shard_label(label, sizeof label, &st->shards[i]), m->fingerprint, store);
 	}
@@ -878,7 +908,7 @@ int bs__map_precheck(bs_store_t *st)
 {
 	pre_t *p = calloc((size_t)st->n, sizeof *p);
 	found_t *f = calloc((size_t)st->n, sizeof *f);
-	blob_t m = {0};
+	blob_t m = { 0 };
 	int rc, legacy = 0;
 	bool any_store = false;
 	if (!p || !f) {
@@ -919,7 +949,8 @@ static int init_map(blob_t *m, bool *created, int *legacy, bs_store_t *st, const
 	if (!m->version) {
 		for (int i = 0; i < st->n; i++)
 			if (f[i].meta.store_id[0])
-				return bs_error(BS_ECONFIG, "shard %s records store %s but no shard holds its bucket map",
+				return bs_error(BS_ECONFIG,
+				                "shard %s records store %s but no shard holds its bucket map",
 				                st->shards[i].conf->name, f[i].meta.store_id);
 		if ((rc = legacy_count(legacy, st, f)) || (rc = first_map(m, st, *legacy ? *legacy : st->n)))
 			return rc;
@@ -936,7 +967,7 @@ static int init_map(blob_t *m, bool *created, int *legacy, bs_store_t *st, const
 int bs__map_init(bs_store_t *st)
 {
 	found_t *f = calloc((size_t)st->n, sizeof *f);
-	blob_t m = {0};
+	blob_t m = { 0 };
 	char lock[65];
 	int rc, ls = 0;
 	bool locked = false;
@@ -991,15 +1022,9 @@ int bs__column_bucket(const bs_store_t *st, const bs_prop_t *prop, const char *r
 		if (bs_value_str(&v, raw, len))
 			return -1;
 		break;
-	case BS_COL_INT:
-		bs_value_int(&v, strtoll(raw, NULL, 10));
-		break;
-	case BS_COL_FLOAT:
-		bs_value_float(&v, strtod(raw, NULL));
-		break;
-	case BS_COL_BOOL:
-		bs_value_bool(&v, atoi(raw) != 0);
-		break;
+	case BS_COL_INT: bs_value_int(&v, strtoll(raw, NULL, 10)); break;
+	case BS_COL_FLOAT: bs_value_float(&v, strtod(raw, NULL)); break;
+	case BS_COL_BOOL: bs_value_bool(&v, atoi(raw) != 0); break;
 	}
 	b = bs_route_value(&v, prop, st->map.buckets);
 	bs_value_clear(&v);
@@ -1034,7 +1059,7 @@ bool bs__map_covered(const bs_store_t *st, const uint8_t *const *states)
 
 int bs__map_learn(bs_store_t *st, int shard, const int *buckets, int n)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	bool reload = false;
 	int rc;

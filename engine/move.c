@@ -23,22 +23,31 @@
 #define CHUNK_START 2000
 #define CHUNK_MIN 100
 #define CHUNK_MAX 20000
-#define FLUSH_BYTES (4u << 20)    /* a multi-row statement's size */
-#define LOG_BATCH 1000            /* change-log rows per replay round */
-#define LOG_SMALL 500             /* a round under this: try the cut-over */
+#define FLUSH_BYTES (4u << 20) /* a multi-row statement's size */
+#define LOG_BATCH 1000         /* change-log rows per replay round */
+#define LOG_SMALL 500          /* a round under this: try the cut-over */
 #define RATE_WINDOW_S 10.0
 #define RATE_SAMPLES 64
 
 /* What an attempt at a move ended with (the first member keeps the enum
  * signed: phase steps return these or GO / AGAIN). */
-enum outcome { OUT_SIGNED_ = -100, OUT_DONE = 0, OUT_PAUSED, OUT_CANCELLED, OUT_FAILED, OUT_BUSY, OUT_WAIT, OUT_LOST,
-               OUT_STOP };
-#define GO (-1)   /* a phase step: go on */
+enum outcome {
+	OUT_SIGNED_ = -100,
+	OUT_DONE = 0,
+	OUT_PAUSED,
+	OUT_CANCELLED,
+	OUT_FAILED,
+	OUT_BUSY,
+	OUT_WAIT,
+	OUT_LOST,
+	OUT_STOP
+};
+#define GO (-1)    /* a phase step: go on */
 #define AGAIN (-2) /* a phase step: look again (throttled) */
 
 typedef struct {
 	const bs_config_t *cfg;
-	int shard;                    /* the source whose moves this runs */
+	int shard; /* the source whose moves this runs */
 	const bs_cleaner_opts_t *opts;
 	pthread_mutex_t *progress_lock;
 	bool daemon;
@@ -49,10 +58,10 @@ typedef struct {
 	/* the move being run */
 	bs__move_t m;
 	char lock[65];
-	int t;                        /* its target shard */
+	int t; /* its target shard */
 	int64_t chunk;
 	bool slow;
-	bool in_lanes;                /* holding a lane of the source and of the target */
+	bool in_lanes; /* holding a lane of the source and of the target */
 	double lane_t0[2];
 	double samp_t[RATE_SAMPLES];
 	int64_t samp_n[RATE_SAMPLES];
@@ -103,9 +112,10 @@ static void report(mover_t *r)
 	bs_move_t p = r->m.pub;
 	if (r->m.pub.rate > 0) { /* ETA from this worker's rate */
 		int64_t rows = p.rows_total;
-		double left = p.phase == BS_MOVE_COPY ? (double)(rows - p.rows_scanned + p.index_total + rows)
-		              : p.phase == BS_MOVE_INDEX ? (double)(p.index_total - p.index_rows + rows)
-		              : p.phase == BS_MOVE_CLEANUP ? (double)(rows - p.rows_scanned) : -1;
+		double left = p.phase == BS_MOVE_COPY      ? (double)(rows - p.rows_scanned + p.index_total + rows)
+		              : p.phase == BS_MOVE_INDEX   ? (double)(p.index_total - p.index_rows + rows)
+		              : p.phase == BS_MOVE_CLEANUP ? (double)(rows - p.rows_scanned)
+		                                           : -1;
 		p.eta_s = left >= 0 ? left / p.rate : -1;
 	}
 	if (r->progress_lock)
@@ -115,7 +125,10 @@ static void report(mover_t *r)
 		pthread_mutex_unlock(r->progress_lock);
 }
 
-static const char *tname(const mover_t *r) { return r->m.pub.target; }
+static const char *tname(const mover_t *r)
+{
+	return r->m.pub.target;
+}
 
 static enum outcome fail_with(mover_t *r, int rc)
 {
@@ -144,9 +157,7 @@ static enum outcome why_not_mine(mover_t *r)
 	case BS_JOB_PAUSED: return OUT_PAUSED;
 	case BS_JOB_CANCELLED: return OUT_CANCELLED;
 	case BS_JOB_DONE: return OUT_DONE;
-	case BS_JOB_FAILED:
-		snprintf(r->msg, sizeof r->msg, "%s", r->m.pub.reason);
-		return OUT_FAILED;
+	case BS_JOB_FAILED: snprintf(r->msg, sizeof r->msg, "%s", r->m.pub.reason); return OUT_FAILED;
 	default: return OUT_LOST;
 	}
 }
@@ -154,7 +165,7 @@ static enum outcome why_not_mine(mover_t *r)
 /* An UPDATE of the move's row (sets, then where_mine): GO when it matched. */
 static int row_update(mover_t *r, const char *sets)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int64_t matched = 0;
 	int rc, out = GO;
 	bs__buf_printf(&b, "UPDATE bagstore_moves SET heartbeat=NOW(6), %s", sets);
@@ -170,7 +181,7 @@ static int row_update(mover_t *r, const char *sets)
 /* Checkpoint the move's counters and cursors, state running. */
 static int checkpoint(mover_t *r)
 {
-	bs_buf_t s = {0};
+	bs_buf_t s = { 0 };
 	const bs_move_t *p = &r->m.pub;
 	int out;
 	sample(r);
@@ -178,9 +189,10 @@ static int checkpoint(mover_t *r)
 	const char *ph = (unsigned)p->phase < sizeof sql / sizeof *sql ? sql[p->phase] : "copy";
 	bs__buf_puts(&s, "state='running', reason='', phase=");
 	bs__buf_hex(&s, ph, strlen(ph));
-	bs__buf_printf(&s, ", cursor_id=%lld, max_id=%lld, rows_total=%lld,"
-	                   " rows_scanned=%lld, rows_copied=%lld, index_total=%lld, index_rows=%lld, log_rows=%lld,"
-	                   " rate=%.3f, chunk=%lld, started_copy=%d, index_name=",
+	bs__buf_printf(&s,
+	               ", cursor_id=%lld, max_id=%lld, rows_total=%lld,"
+	               " rows_scanned=%lld, rows_copied=%lld, index_total=%lld, index_rows=%lld, log_rows=%lld,"
+	               " rate=%.3f, chunk=%lld, started_copy=%d, index_name=",
 	               (long long)r->m.cursor, (long long)r->m.max_id, (long long)p->rows_total,
 	               (long long)p->rows_scanned, (long long)p->rows_copied, (long long)p->index_total,
 	               (long long)p->index_rows, (long long)p->log_rows, p->rate, (long long)r->chunk,
@@ -211,7 +223,7 @@ static void new_phase(mover_t *r, bs_move_phase_t ph)
 /* Say why the move waits (best effort); 0 when it is no longer ours. */
 static int64_t say_throttled(mover_t *r, const char *why)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int64_t matched = 0;
 	r->m.pub.state = BS_JOB_THROTTLED;
 	snprintf(r->m.pub.reason, sizeof r->m.pub.reason, "%s", why);
@@ -409,7 +421,7 @@ static int maintained(bs_index_list_t *l, bs_store_t *st)
  * leaving (waiting for the writers inside: every write after is logged). */
 static int mark_buckets(mover_t *r)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc;
 	/* the target must not own any of them (the plan would be stale) */
@@ -465,10 +477,11 @@ done:
 /* Give the buckets back to the source (owned again); the log goes. */
 static int unmark_source(mover_t *r)
 {
-	bs_buf_t b = {0};
-	bs__buf_printf(&b, "START TRANSACTION;UPDATE bagstore_buckets SET state='owned', peer='', move_id=0"
-	                   " WHERE move_id=%lld AND state='leaving';UPDATE bagstore_meta SET v=v+1"
-	                   " WHERE k='owned_version';COMMIT;DELETE FROM bagstore_move_log WHERE move_id=%lld",
+	bs_buf_t b = { 0 };
+	bs__buf_printf(&b,
+	               "START TRANSACTION;UPDATE bagstore_buckets SET state='owned', peer='', move_id=0"
+	               " WHERE move_id=%lld AND state='leaving';UPDATE bagstore_meta SET v=v+1"
+	               " WHERE k='owned_version';COMMIT;DELETE FROM bagstore_move_log WHERE move_id=%lld",
 	               (long long)r->m.pub.id, (long long)r->m.pub.id);
 	int rc = on_source(r, &b);
 	bs__buf_free(&b);
@@ -502,7 +515,7 @@ static int copy_totals(mover_t *r)
  * moves take turns), the totals; GO, AGAIN or an outcome. */
 static int begin(mover_t *r)
 {
-	bs_index_list_t l = {0};
+	bs_index_list_t l = { 0 };
 	int rc, out = GO;
 	if (r->m.started_copy)
 		return GO;
@@ -552,8 +565,8 @@ static void upsert_row(bs_buf_t *b, bool first, MYSQL_ROW row, const unsigned lo
 	bs__buf_puts(b, first ? "(" : ",(");
 	bs__buf_hex(b, row[at], 16);
 	/* digits and a point: MySQL's own text */
-	bs__buf_printf(b, ",FROM_UNIXTIME(%s),", row[at + 1] && strspn(row[at + 1], "0123456789.") == strlen(row[at + 1])
-	                                            ? row[at + 1] : "0");
+	bs__buf_printf(b, ",FROM_UNIXTIME(%s),",
+	               row[at + 1] && strspn(row[at + 1], "0123456789.") == strlen(row[at + 1]) ? row[at + 1] : "0");
 	bs__buf_hex(b, row[at + 2], lens[at + 2]);
 	bs__buf_puts(b, ")");
 }
@@ -569,13 +582,14 @@ static bool moving_id(const mover_t *r, const void *id)
  * target; *got the rows read. */
 static int copy_chunk(mover_t *r, int64_t *got)
 {
-	bs_buf_t q = {0}, w = {0};
+	bs_buf_t q = { 0 }, w = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc, n = 0;
 	*got = 0;
-	bs__buf_printf(&q, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities WHERE added_id>%lld"
-	                   " AND added_id<=%lld ORDER BY added_id LIMIT %lld", (long long)r->m.cursor,
-	               (long long)r->m.max_id, (long long)r->chunk);
+	bs__buf_printf(&q,
+	               "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities WHERE added_id>%lld"
+	               " AND added_id<=%lld ORDER BY added_id LIMIT %lld",
+	               (long long)r->m.cursor, (long long)r->m.max_id, (long long)r->chunk);
 	if ((rc = bs__buf_ok(&q)) || (rc = bs__shard_query(&res, r->src, r->shard, q.ptr, q.len)))
 		goto done;
 	MYSQL_ROW row;
@@ -627,7 +641,7 @@ static int phase_copy(mover_t *r)
 /* The next maintained index after name ("": the first); "" when none. */
 static int next_index(bs_index_t *out, bool *found, mover_t *r, const char *name)
 {
-	bs_index_list_t l = {0};
+	bs_index_list_t l = { 0 };
 	int rc = maintained(&l, r->dst);
 	*found = false;
 	for (int k = 0; !rc && k < l.len && !*found; k++)
@@ -643,7 +657,7 @@ static int next_index(bs_index_t *out, bool *found, mover_t *r, const char *name
  * buckets inserted into the target without overwriting; *got rows read. */
 static int index_chunk(mover_t *r, const bs_index_t *idx, int64_t *got)
 {
-	bs_buf_t q = {0}, w = {0};
+	bs_buf_t q = { 0 }, w = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc, n = 0;
 	*got = 0;
@@ -730,7 +744,10 @@ static int index_step(mover_t *r, int64_t *got)
 	return 0;
 }
 
-static bool index_left(const mover_t *r) { return r->m.index_name[0]; }
+static bool index_left(const mover_t *r)
+{
+	return r->m.index_name[0];
+}
 
 static int phase_index(mover_t *r)
 {
@@ -796,8 +813,8 @@ static void select_rows_head(bs_buf_t *q, const bs_index_t *idx, const char *op)
 /* ------------------------------------------------------------ replaying the log */
 
 typedef struct {
-	bs_buf_t seqs;        /* the log rows read, "(kind,id,n)", to delete */
-	idvec16_t ent, idx;   /* ids of kind 0, kind 1 (each once) */
+	bs_buf_t seqs;      /* the log rows read, "(kind,id,n)", to delete */
+	idvec16_t ent, idx; /* ids of kind 0, kind 1 (each once) */
 	int64_t rows;
 } logbatch_t;
 
@@ -823,7 +840,7 @@ static int ids_add(idvec16_t *v, const void *id)
 
 static int log_read(logbatch_t *l, mover_t *r)
 {
-	bs_buf_t q = {0};
+	bs_buf_t q = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc;
 	bs__buf_printf(&q, "SELECT kind, id, n FROM bagstore_move_log WHERE move_id=%lld LIMIT %d",
@@ -854,7 +871,7 @@ done:
  * holds now (newer wins), or deleted when the source no longer has them. */
 static int replay_entities(mover_t *r, const idvec16_t *ids)
 {
-	bs_buf_t q = {0}, w = {0}, gone = {0};
+	bs_buf_t q = { 0 }, w = { 0 }, gone = { 0 };
 	MYSQL_RES *res = NULL;
 	bool *seen = calloc(ids->n ? ids->n : 1, sizeof *seen);
 	int rc, n = 0;
@@ -917,7 +934,7 @@ static bool ids_has(const idvec16_t *v, const void *id)
  * buckets made what their current bodies imply. */
 static int replay_index(mover_t *r, const bs_index_t *idx, const idvec16_t *ids, const ebatch_t *cur)
 {
-	bs_buf_t q = {0}, w = {0};
+	bs_buf_t q = { 0 }, w = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc, ups = 0, dels = 0;
 	/* the target's rows now: those of moving buckets whose entity's row
@@ -941,7 +958,8 @@ static int replay_index(mover_t *r, const bs_index_t *idx, const idvec16_t *ids,
 		const bs_value_t *vals[BS_INDEX_MAX_PROPS];
 		bs_value_t tmps[BS_INDEX_MAX_PROPS];
 		int eb = j >= 0 && cur->bags[j].type == BS_MAP
-		         ? bs__index_row_for(vals, tmps, idx, &cur->bags[j], r->dst->map.buckets, NULL) : -1;
+		                 ? bs__index_row_for(vals, tmps, idx, &cur->bags[j], r->dst->map.buckets, NULL)
+		                 : -1;
 		if (eb >= 0 && r->m.in[eb])
 			continue; /* upserted below */
 		if (!dels)
@@ -1000,8 +1018,8 @@ done:
  * their current bodies (read from their owners). */
 static int replay_rows(mover_t *r, const idvec16_t *ids)
 {
-	bs_index_list_t l = {0};
-	ebatch_t cur = {0};
+	bs_index_list_t l = { 0 };
+	ebatch_t cur = { 0 };
 	bs_id_t *v = malloc((ids->n ? ids->n : 1) * sizeof *v);
 	int rc;
 	BS_ERR_ALLOC(v);
@@ -1026,8 +1044,8 @@ static int replay_rows(mover_t *r, const idvec16_t *ids)
  * rows read. */
 static int replay_round(mover_t *r, int64_t *n)
 {
-	logbatch_t l = {0};
-	bs_buf_t d = {0};
+	logbatch_t l = { 0 };
+	bs_buf_t d = { 0 };
 	int rc;
 	*n = 0;
 	if ((rc = log_read(&l, r)) || !l.rows)
@@ -1065,18 +1083,19 @@ static void rollback_fence(mover_t *r)
  * unless the row was no longer ours (or an error). */
 static int flip(mover_t *r, double fence_s, bool *flipped)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc;
 	*flipped = false;
 	bs__buf_puts(&b, "SELECT COALESCE((SELECT watermark_us FROM bagstore_watermarks WHERE name='repair'),0);"
 	                 "UPDATE bagstore_buckets SET state='gone', peer=");
 	bs__buf_hex(&b, tname(r), strlen(tname(r)));
-	bs__buf_printf(&b, " WHERE move_id=%lld AND state='leaving';UPDATE bagstore_meta SET v=v+1 WHERE"
-	                   " k='owned_version';UPDATE bagstore_moves SET phase='cutover', heartbeat=NOW(6),"
-	                   " flip_us=CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED), fence_ms=GREATEST(fence_ms,%.3f),"
-	                   " log_rows=%lld, src_watermark_us=(SELECT COALESCE((SELECT watermark_us FROM"
-	                   " bagstore_watermarks WHERE name='repair'),0))",
+	bs__buf_printf(&b,
+	               " WHERE move_id=%lld AND state='leaving';UPDATE bagstore_meta SET v=v+1 WHERE"
+	               " k='owned_version';UPDATE bagstore_moves SET phase='cutover', heartbeat=NOW(6),"
+	               " flip_us=CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED), fence_ms=GREATEST(fence_ms,%.3f),"
+	               " log_rows=%lld, src_watermark_us=(SELECT COALESCE((SELECT watermark_us FROM"
+	               " bagstore_watermarks WHERE name='repair'),0))",
 	               (long long)r->m.pub.id, fence_s * 1000, (long long)r->m.pub.log_rows);
 	where_mine(r, &b);
 	bs__buf_puts(&b, ";SELECT ROW_COUNT()");
@@ -1107,12 +1126,14 @@ static int fence(mover_t *r)
 	lanes_leave(r); /* the fence waits for no lane */
 	bs__cleaner_conf(&cl, r->opts, r->cfg);
 	double budget = cl.max_fence > 0 ? cl.max_fence : 1.0, t0 = bs_now_mono();
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int64_t n = 0;
 	bool flipped = false;
 	int rc;
-	bs__buf_printf(&b, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED;START TRANSACTION;SELECT COUNT(*) FROM"
-	                   " bagstore_buckets WHERE move_id=%lld FOR UPDATE WAIT 1", (long long)r->m.pub.id);
+	bs__buf_printf(&b,
+	               "SET TRANSACTION ISOLATION LEVEL READ COMMITTED;START TRANSACTION;SELECT COUNT(*) FROM"
+	               " bagstore_buckets WHERE move_id=%lld FOR UPDATE WAIT 1",
+	               (long long)r->m.pub.id);
 	rc = on_source(r, &b);
 	bs__buf_free(&b);
 	if (rc) {
@@ -1181,20 +1202,22 @@ static int phase_catchup(mover_t *r)
  * watermark had not covered; then phase cleanup. */
 static int phase_cutover(mover_t *r)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int64_t rows = 0;
 	int rc;
-	bs__buf_printf(&b, "START TRANSACTION;UPDATE bagstore_buckets SET state='owned', peer='', move_id=0"
-	                   " WHERE move_id=%lld AND state='incoming';UPDATE bagstore_meta SET v=v+1"
-	                   " WHERE k='owned_version';COMMIT", (long long)r->m.pub.id);
+	bs__buf_printf(&b,
+	               "START TRANSACTION;UPDATE bagstore_buckets SET state='owned', peer='', move_id=0"
+	               " WHERE move_id=%lld AND state='incoming';UPDATE bagstore_meta SET v=v+1"
+	               " WHERE k='owned_version';COMMIT",
+	               (long long)r->m.pub.id);
 	rc = on_target(r, &b);
 	bs__buf_free(&b);
 	if (rc || (rc = bs__map_publish_move(r->dst, r->m.buckets, r->m.nb, tname(r))))
 		return fail_with(r, rc);
 	bs_cleaner_conf_t cl;
 	bs__cleaner_conf(&cl, r->opts, r->cfg);
-	int64_t since = r->m.src_watermark_us - (int64_t)(cl.repair_overlap * 1e6) -
-	                (int64_t)(r->cfg->catalog_ttl * 1e6);
+	int64_t since =
+		r->m.src_watermark_us - (int64_t)(cl.repair_overlap * 1e6) - (int64_t)(r->cfg->catalog_ttl * 1e6);
 	if ((rc = bs__repair_moved(&rows, r->dst, r->t, since > 0 ? since : 0, r->m.in)))
 		return fail_with(r, rc);
 	new_phase(r, BS_MOVE_CLEANUP);
@@ -1209,7 +1232,7 @@ static int phase_cutover(mover_t *r)
  * more: their buckets are gone, or incoming and undone). *got: rows read. */
 static int drop_entities(mover_t *r, bs_store_t *st, int shard, int64_t *cursor, int64_t *got)
 {
-	bs_buf_t q = {0}, d = {0};
+	bs_buf_t q = { 0 }, d = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc, n = 0;
 	*got = 0;
@@ -1244,7 +1267,7 @@ done:
  * moving bucket, deleted. *got: rows read. */
 static int drop_rows(mover_t *r, bs_store_t *st, int shard, const bs_index_t *idx, uint8_t cursor[16], int64_t *got)
 {
-	bs_buf_t q = {0}, d = {0};
+	bs_buf_t q = { 0 }, d = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc, n = 0, id = idx->nprops;
 	*got = 0;
@@ -1327,7 +1350,10 @@ static int cleanup_step(mover_t *r, int64_t *got)
 	return rc;
 }
 
-static bool copies_left(const mover_t *r) { return !r->m.index_name[0] || strcmp(r->m.index_name, "\x01"); }
+static bool copies_left(const mover_t *r)
+{
+	return !r->m.index_name[0] || strcmp(r->m.index_name, "\x01");
+}
 
 static int phase_cleanup(mover_t *r)
 {
@@ -1338,10 +1364,12 @@ static int phase_cleanup(mover_t *r)
 		return out;
 	/* the forwarding pointers stay, no longer the move's: rows in those
 	 * buckets now are drift, for repair and verify to see */
-	bs_buf_t b = {0};
-	bs__buf_printf(&b, "DELETE FROM bagstore_move_log WHERE move_id=%lld;START TRANSACTION;UPDATE bagstore_buckets"
-	                   " SET move_id=0 WHERE move_id=%lld AND state='gone';UPDATE bagstore_meta SET v=v+1 WHERE"
-	                   " k='owned_version';COMMIT", (long long)r->m.pub.id, (long long)r->m.pub.id);
+	bs_buf_t b = { 0 };
+	bs__buf_printf(&b,
+	               "DELETE FROM bagstore_move_log WHERE move_id=%lld;START TRANSACTION;UPDATE bagstore_buckets"
+	               " SET move_id=0 WHERE move_id=%lld AND state='gone';UPDATE bagstore_meta SET v=v+1 WHERE"
+	               " k='owned_version';COMMIT",
+	               (long long)r->m.pub.id, (long long)r->m.pub.id);
 	rc = on_source(r, &b);
 	bs__buf_free(&b);
 	if (rc)
@@ -1360,14 +1388,14 @@ static int phase_cleanup(mover_t *r)
  * rows) deleted: the target does not own them. */
 static int drop_target_copies(mover_t *r)
 {
-	bs_index_list_t l = {0};
+	bs_index_list_t l = { 0 };
 	int64_t cursor = 0, got = 1;
 	int rc = 0;
 	while (!rc && got)
 		rc = drop_entities(r, r->dst, r->t, &cursor, &got);
 	if (!rc && !(rc = maintained(&l, r->dst)))
 		for (int k = 0; k < l.len && !rc; k++) {
-			uint8_t cur[16] = {0};
+			uint8_t cur[16] = { 0 };
 			for (got = 1; !rc && got;)
 				rc = drop_rows(r, r->dst, r->t, &l.items[k], cur, &got);
 			if (rc == BS_ESQL && bs__shard_last_errno(r->dst, r->t) == ER_NO_SUCH_TABLE) {
@@ -1384,7 +1412,7 @@ static int drop_target_copies(mover_t *r)
  * over (state cancelled). */
 static enum outcome undo(mover_t *r)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	r->m.pub.phase = BS_MOVE_UNDO;
 	report(r);
@@ -1393,13 +1421,17 @@ static enum outcome undo(mover_t *r)
 	fault(r, BS_FAULT_MOVE_KILL_UNDO);
 	if ((rc = drop_target_copies(r)))
 		return fail_with(r, rc);
-	bs__buf_printf(&b, "START TRANSACTION;DELETE FROM bagstore_buckets WHERE move_id=%lld AND state='incoming';"
-	                   "UPDATE bagstore_meta SET v=v+1 WHERE k='owned_version';COMMIT", (long long)r->m.pub.id);
+	bs__buf_printf(&b,
+	               "START TRANSACTION;DELETE FROM bagstore_buckets WHERE move_id=%lld AND state='incoming';"
+	               "UPDATE bagstore_meta SET v=v+1 WHERE k='owned_version';COMMIT",
+	               (long long)r->m.pub.id);
 	rc = on_target(r, &b);
 	bs__buf_reset(&b);
-	bs__buf_printf(&b, "UPDATE bagstore_moves SET started_copy=0, phase='copy', cursor_id=0, max_id=-1,"
-	                   " index_name='', index_cursor='', rows_scanned=0, rows_copied=0, index_rows=0, log_rows=0,"
-	                   " heartbeat=NOW(6) WHERE move_id=%lld AND ", (long long)r->m.pub.id);
+	bs__buf_printf(&b,
+	               "UPDATE bagstore_moves SET started_copy=0, phase='copy', cursor_id=0, max_id=-1,"
+	               " index_name='', index_cursor='', rows_scanned=0, rows_copied=0, index_rows=0, log_rows=0,"
+	               " heartbeat=NOW(6) WHERE move_id=%lld AND ",
+	               (long long)r->m.pub.id);
 	bs__lock_held_sql(&b, r->lock);
 	if (!rc)
 		rc = on_source(r, &b);
@@ -1436,18 +1468,14 @@ static int claim(mover_t *r, int64_t id)
 	r->slow = bs_fault(BS_FAULT_SLOW_MOVE);
 	r->chunk = r->slow ? CHUNK_MIN : CHUNK_START;
 	switch (r->m.pub.state) {
-	case BS_JOB_DONE:
-		return OUT_DONE;
-	case BS_JOB_CANCELLED:
-		return !r->m.started_copy ? OUT_CANCELLED : got ? undo(r) : OUT_BUSY;
+	case BS_JOB_DONE: return OUT_DONE;
+	case BS_JOB_CANCELLED: return !r->m.started_copy ? OUT_CANCELLED : got ? undo(r) : OUT_BUSY;
 	case BS_JOB_FAILED:
 		snprintf(r->msg, sizeof r->msg, "move %lld (%s to %s) failed: %s", (long long)id, r->m.pub.source,
 		         r->m.pub.target, r->m.pub.reason);
 		return OUT_FAILED;
-	case BS_JOB_PAUSED:
-		return OUT_PAUSED;
-	default:
-		break;
+	case BS_JOB_PAUSED: return OUT_PAUSED;
+	default: break;
 	}
 	if (!got)
 		return OUT_BUSY;
@@ -1462,11 +1490,13 @@ static int claim(mover_t *r, int64_t id)
 /* The row says running, with this worker. */
 static int mark_running(mover_t *r)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int64_t matched = 0;
 	int rc, out = GO;
-	bs__buf_printf(&b, "UPDATE bagstore_moves SET state='running', reason='', heartbeat=NOW(6), worker_pid=%d,"
-	                   " worker_host=", r->pid);
+	bs__buf_printf(&b,
+	               "UPDATE bagstore_moves SET state='running', reason='', heartbeat=NOW(6), worker_pid=%d,"
+	               " worker_host=",
+	               r->pid);
 	bs__buf_hex(&b, r->host, strlen(r->host));
 	bs__buf_printf(&b, " WHERE move_id=%lld AND state IN ('queued','running','throttled')", (long long)r->m.pub.id);
 	if ((rc = bs__exec_count(&matched, r->src, r->shard, &b)))
@@ -1486,7 +1516,7 @@ static int mark_running(mover_t *r)
  * move for any worker, the lock released. */
 static void wind_up(mover_t *r, enum outcome out)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	if (out == OUT_FAILED) {
 		char m[256];
 		snprintf(m, sizeof m, "%.255s", r->msg);
@@ -1628,7 +1658,7 @@ done:
  * read through a store of its own (st's may be another thread's). */
 static int sources(bool *which, const bs_store_t *st)
 {
-	bs_move_list_t l = {0};
+	bs_move_list_t l = { 0 };
 	bs_store_t *own = NULL;
 	int rc = bs_store_open(&own, st->cfg);
 	if (!rc)
@@ -1671,7 +1701,9 @@ int bs__moves_run(bool *all_done, bs_store_t *st, const bs_cleaner_opts_t *opts,
 	for (int i = 0; i < n; i++) {
 		if (!which[i])
 			continue;
-		rs[i] = (mover_t){ .cfg = st->cfg, .shard = i, .opts = opts, .progress_lock = &lock, .daemon = !until_done };
+		rs[i] = (mover_t){
+			.cfg = st->cfg, .shard = i, .opts = opts, .progress_lock = &lock, .daemon = !until_done
+		};
 		if (pthread_create(&tids[i], NULL, runner_thread, &rs[i]) == 0)
 			started[i] = true;
 		else
@@ -1688,12 +1720,12 @@ int bs__moves_run(bool *all_done, bs_store_t *st, const bs_cleaner_opts_t *opts,
 		if (!rs[i].all_done)
 			*all_done = false;
 		if (!rc && rs[i].out == OUT_FAILED)
-			rc = bs_error(rs[i].rc ? rs[i].rc : BS_ERROR, "moves from shard %s: %s", st->shards[i].conf->name,
-			              rs[i].msg[0] ? rs[i].msg : "failed");
+			rc = bs_error(rs[i].rc ? rs[i].rc : BS_ERROR, "moves from shard %s: %s",
+			              st->shards[i].conf->name, rs[i].msg[0] ? rs[i].msg : "failed");
 	}
 	if (!rc && *all_done && cancelled && until_done)
 		rc = bs_error(BS_ECONFLICT, "the reshard was cancelled: the moves that had not cut over were undone, "
-		              "their buckets stay where they were");
+		                            "their buckets stay where they were");
 done:
 	bs__throttle_close(thr);
 	free(rs);

@@ -49,23 +49,12 @@ static int pack_value(msgpack_packer *pk, const bs_value_t *v, int depth)
 	int rc = 0;
 
 	switch (v->type) {
-	case BS_NIL:
-		rc = msgpack_pack_nil(pk);
-		break;
-	case BS_BOOL:
-		rc = v->v.b ? msgpack_pack_true(pk) : msgpack_pack_false(pk);
-		break;
-	case BS_INT:
-		rc = msgpack_pack_int64(pk, v->v.i);
-		break;
-	case BS_UINT:
-		rc = msgpack_pack_uint64(pk, v->v.u);
-		break;
-	case BS_FLOAT:
-		rc = msgpack_pack_double(pk, v->v.f);
-		break;
-	case BS_STR:
-		return pack_str(pk, v->v.s.ptr, v->v.s.len, "string");
+	case BS_NIL: rc = msgpack_pack_nil(pk); break;
+	case BS_BOOL: rc = v->v.b ? msgpack_pack_true(pk) : msgpack_pack_false(pk); break;
+	case BS_INT: rc = msgpack_pack_int64(pk, v->v.i); break;
+	case BS_UINT: rc = msgpack_pack_uint64(pk, v->v.u); break;
+	case BS_FLOAT: rc = msgpack_pack_double(pk, v->v.f); break;
+	case BS_STR: return pack_str(pk, v->v.s.ptr, v->v.s.len, "string");
 	case BS_BIN:
 		if (v->v.s.len > UINT32_MAX)
 			return bs_error(BS_EINVAL, "bytes too long for MessagePack (%zu)", v->v.s.len);
@@ -111,8 +100,7 @@ static int pack_value(msgpack_packer *pk, const bs_value_t *v, int depth)
 				return rc;
 		}
 		return 0;
-	default:
-		return bs_error(BS_EINVAL, "bad value type %d", (int)v->type);
+	default: return bs_error(BS_EINVAL, "bad value type %d", (int)v->type);
 	}
 	return rc < 0 ? BS_ENOMEM : 0; /* the writer set the message */
 }
@@ -139,8 +127,8 @@ int bs_msgpack_encode(bs_bytes_t *out, const bs_value_t *v)
 
 typedef struct {
 	const uint8_t *start, *p, *end;
-	size_t items;   /* values decoded so far, containers' elements counted */
-	size_t memory;  /* bytes the decoded value holds so far */
+	size_t items;  /* values decoded so far, containers' elements counted */
+	size_t memory; /* bytes the decoded value holds so far */
 } reader_t;
 
 /* Count n more values holding `bytes` against the limits: a small body can
@@ -150,8 +138,8 @@ static int charge(reader_t *r, uint64_t n, uint64_t bytes)
 	r->items += (size_t)n;
 	r->memory += (size_t)bytes;
 	if (r->items > BS_BODY_MAX_ITEMS)
-		return bs_error(BS_ECORRUPT, "msgpack body holds more than %u values (at byte %zu)",
-		                BS_BODY_MAX_ITEMS, (size_t)(r->p - r->start));
+		return bs_error(BS_ECORRUPT, "msgpack body holds more than %u values (at byte %zu)", BS_BODY_MAX_ITEMS,
+		                (size_t)(r->p - r->start));
 	if (r->memory > BS_BODY_MAX_DECODED)
 		return bs_error(BS_ECORRUPT, "msgpack body decodes to more than %u MiB (at byte %zu)",
 		                BS_BODY_MAX_DECODED >> 20, (size_t)(r->p - r->start));
@@ -200,9 +188,13 @@ static const char *byte_kind(uint8_t b)
 		return "string";
 	switch (b) {
 	case 0xc0: return "nil";
-	case 0xc2: case 0xc3: return "bool";
-	case 0xc4: case 0xc5: case 0xc6: return "bytes";
-	case 0xca: case 0xcb: return "float";
+	case 0xc2:
+	case 0xc3: return "bool";
+	case 0xc4:
+	case 0xc5:
+	case 0xc6: return "bytes";
+	case 0xca:
+	case 0xcb: return "float";
 	case 0xc1: return "invalid byte";
 	default: return "ext";
 	}
@@ -242,8 +234,8 @@ static int read_string(reader_t *r, size_t n, char **out, const char *what)
 
 	int rc;
 	if (!bs__utf8_valid((const char *)r->p, n))
-		return bs_error(BS_ECORRUPT, "msgpack %s \"%s\" at byte %zu is not valid UTF-8",
-		                what, bs__quote(q, sizeof q, (const char *)r->p, n), offset(r));
+		return bs_error(BS_ECORRUPT, "msgpack %s \"%s\" at byte %zu is not valid UTF-8", what,
+		                bs__quote(q, sizeof q, (const char *)r->p, n), offset(r));
 	if ((rc = charge(r, 0, (uint64_t)n + 1)) < 0)
 		return rc;
 	if (!(*out = bs__memdup0(r->p, n)))
@@ -260,8 +252,7 @@ static int read_array(reader_t *r, bs_value_t *out, uint64_t n, int depth)
 
 	bs_value_array(out);
 	if (depth >= BS_BODY_MAX_DEPTH)
-		return bs_error(BS_ECORRUPT, "msgpack nested deeper than %d at byte %zu",
-		                BS_BODY_MAX_DEPTH, offset(r));
+		return bs_error(BS_ECORRUPT, "msgpack nested deeper than %d at byte %zu", BS_BODY_MAX_DEPTH, offset(r));
 	if (n > left(r))
 		return bs_error(BS_ECORRUPT, "msgpack array of %llu items with only %zu bytes left at byte %zu",
 		                (unsigned long long)n, left(r), offset(r));
@@ -292,8 +283,7 @@ static int read_map(reader_t *r, bs_value_t *out, uint64_t n, int depth)
 	bs_value_map(out);
 	bs_value_nil(&val);
 	if (depth >= BS_BODY_MAX_DEPTH) {
-		rc = bs_error(BS_ECORRUPT, "msgpack nested deeper than %d at byte %zu",
-		              BS_BODY_MAX_DEPTH, offset(r));
+		rc = bs_error(BS_ECORRUPT, "msgpack nested deeper than %d at byte %zu", BS_BODY_MAX_DEPTH, offset(r));
 		goto done;
 	}
 	if (n > left(r) / 2) {
@@ -313,12 +303,11 @@ static int read_map(reader_t *r, bs_value_t *out, uint64_t n, int depth)
 		if ((rc = read_str_header(r, &klen, &is_str)) < 0)
 			goto done;
 		if (!is_str) {
-			rc = bs_error(BS_ECORRUPT, "msgpack map key at byte %zu is %s, not a string",
-			              at, byte_kind(*r->p));
+			rc = bs_error(BS_ECORRUPT, "msgpack map key at byte %zu is %s, not a string", at,
+			              byte_kind(*r->p));
 			goto done;
 		}
-		if ((rc = read_string(r, klen, &key, "key")) < 0 ||
-		    (rc = read_value(r, &val, depth + 1)) < 0)
+		if ((rc = read_string(r, klen, &key, "key")) < 0 || (rc = read_value(r, &val, depth + 1)) < 0)
 			goto done;
 		rc = bs__map_append_unique(out, &ks, key, klen, &val);
 		if (rc == 1) {
@@ -347,15 +336,17 @@ static int read_ext(reader_t *r, bs_value_t *out, uint8_t b, uint64_t n)
 	if (left(r) < 1 || n > left(r) - 1)
 		return truncated(r);
 	if ((int8_t)*r->p != BS__EXT_BINARY)
-		return bs_error(BS_ECORRUPT, "unsupported msgpack ext type %d (0x%02x at byte %zu)",
-		                (int8_t)*r->p, b, at);
+		return bs_error(BS_ECORRUPT, "unsupported msgpack ext type %d (0x%02x at byte %zu)", (int8_t)*r->p, b,
+		                at);
 	r->p++;
 	if (n < 1 || r->p[0] == 0)
-		return bs_error(BS_ECORRUPT, "msgpack ext %d at byte %zu holds no binary subtype but 0",
-		                BS__EXT_BINARY, at);
+		return bs_error(BS_ECORRUPT, "msgpack ext %d at byte %zu holds no binary subtype but 0", BS__EXT_BINARY,
+		                at);
 	if (r->p[0] == 4 && n - 1 == 16) /* what $uuid stands for: bagstore's uuid, a bin */
-		return bs_error(BS_ECORRUPT, "msgpack ext %d at byte %zu: 16 bytes of subtype 04 are a uuid, "
-		                "written as bin", BS__EXT_BINARY, at);
+		return bs_error(BS_ECORRUPT,
+		                "msgpack ext %d at byte %zu: 16 bytes of subtype 04 are a uuid, "
+		                "written as bin",
+		                BS__EXT_BINARY, at);
 	if ((rc = charge(r, 0, n)) < 0 || (rc = bs_value_bin(out, r->p + 1, (size_t)n - 1)) < 0)
 		return rc;
 	out->v.s.sub = r->p[0];
@@ -394,12 +385,12 @@ static int read_value(reader_t *r, bs_value_t *out, int depth)
 		goto str;
 	}
 	switch (b) {
-	case 0xc0:
-		return 0;
-	case 0xc2: case 0xc3:
-		bs_value_bool(out, b == 0xc3);
-		return 0;
-	case 0xc4: case 0xc5: case 0xc6:
+	case 0xc0: return 0;
+	case 0xc2:
+	case 0xc3: bs_value_bool(out, b == 0xc3); return 0;
+	case 0xc4:
+	case 0xc5:
+	case 0xc6:
 		if ((rc = read_be(r, (size_t)1 << (b - 0xc4), &n)) < 0)
 			return rc;
 		if (n > left(r))
@@ -428,11 +419,17 @@ static int read_value(reader_t *r, bs_value_t *out, int depth)
 		bs_value_float(out, d);
 		return 0;
 	}
-	case 0xcc: case 0xcd: case 0xce: case 0xcf:
+	case 0xcc:
+	case 0xcd:
+	case 0xce:
+	case 0xcf:
 		if ((rc = read_be(r, (size_t)1 << (b - 0xcc), &n)) < 0)
 			return rc;
 		return bs__value_signed(out, false, n); /* never fails unsigned */
-	case 0xd0: case 0xd1: case 0xd2: case 0xd3: {
+	case 0xd0:
+	case 0xd1:
+	case 0xd2:
+	case 0xd3: {
 		size_t w = (size_t)1 << (b - 0xd0);
 		int64_t i;
 
@@ -444,26 +441,36 @@ static int read_value(reader_t *r, bs_value_t *out, int depth)
 		bs_value_int(out, i);
 		return 0;
 	}
-	case 0xd9: case 0xda: case 0xdb:
+	case 0xd9:
+	case 0xda:
+	case 0xdb:
 		if ((rc = read_be(r, (size_t)1 << (b - 0xd9), &n)) < 0)
 			return rc;
 		goto str;
-	case 0xdc: case 0xdd:
+	case 0xdc:
+	case 0xdd:
 		if ((rc = read_be(r, b == 0xdc ? 2 : 4, &n)) < 0)
 			return rc;
 		return read_array(r, out, n, depth);
-	case 0xde: case 0xdf:
+	case 0xde:
+	case 0xdf:
 		if ((rc = read_be(r, b == 0xde ? 2 : 4, &n)) < 0)
 			return rc;
 		return read_map(r, out, n, depth);
-	case 0xc1: default: /* (every other byte has its case) */
+	case 0xc1:
+	default: /* (every other byte has its case) */
 		return bs_error(BS_ECORRUPT, "msgpack: invalid byte 0xc1 at byte %zu", offset(r) - 1);
-	case 0xc7: case 0xc8: case 0xc9:
+	case 0xc7:
+	case 0xc8:
+	case 0xc9:
 		if ((rc = read_be(r, (size_t)1 << (b - 0xc7), &n)) < 0)
 			return rc;
 		return read_ext(r, out, b, n);
-	case 0xd4: case 0xd5: case 0xd6: case 0xd7: case 0xd8:
-		return read_ext(r, out, b, (uint64_t)1 << (b - 0xd4));
+	case 0xd4:
+	case 0xd5:
+	case 0xd6:
+	case 0xd7:
+	case 0xd8: return read_ext(r, out, b, (uint64_t)1 << (b - 0xd4));
 	}
 str:
 	if (n > left(r))
@@ -486,8 +493,8 @@ int bs_msgpack_decode(bs_value_t *out, const uint8_t *p, size_t len)
 	if ((rc = read_value(&r, out, 0)) < 0)
 		goto done;
 	if (r.p != r.end)
-		rc = bs_error(BS_ECORRUPT, "%zu trailing bytes after the msgpack value at byte %zu",
-		              left(&r), offset(&r));
+		rc = bs_error(BS_ECORRUPT, "%zu trailing bytes after the msgpack value at byte %zu", left(&r),
+		              offset(&r));
 done:
 	if (rc < 0)
 		bs_value_clear(out);

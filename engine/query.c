@@ -53,7 +53,10 @@ static int idvec_push(idvec_t *v, const void *id)
 	return 0;
 }
 
-static int id_cmp(const void *a, const void *b) { return memcmp(a, b, 16); }
+static int id_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, 16);
+}
 
 /* Sort and drop repeats (a stale row on one shard and a right one on
  * another name the same entity twice); returns how many were dropped. */
@@ -149,7 +152,8 @@ static void scan_sql(bs_buf_t *b, const struct qctx *q)
 {
 	bs__buf_puts(b, "SELECT m.v, o.state, o.peer, i.entity_id, i.");
 	bs__buf_ident(b, q->idx->props[q->idx->shard_on].name);
-	bs__buf_printf(b, " FROM bagstore_meta m LEFT JOIN bagstore_buckets o ON o.bucket=%d LEFT JOIN ", q->route_bucket);
+	bs__buf_printf(b, " FROM bagstore_meta m LEFT JOIN bagstore_buckets o ON o.bucket=%d LEFT JOIN ",
+	               q->route_bucket);
 	bs__buf_ident(b, q->idx->name);
 	bs__buf_puts(b, " i ON ");
 	for (int k = 0; k < q->nconds; k++) {
@@ -360,7 +364,7 @@ static int batch_rows(idvec_t *ret, bs_result_t *out, struct qctx *q, bs_store_t
 static int batch(bs_result_t *out, struct qctx *q, bs_store_t *st, const batch_t *bt, const size_t *from,
                  const size_t *to)
 {
-	idvec_t ret = {0};
+	idvec_t ret = { 0 };
 	int rc;
 	for (int i = 0; i < st->n; i++)
 		if (from[i] < to[i])
@@ -430,7 +434,8 @@ static int batched(bs_result_t *out, struct qctx *q, bs_store_t *st, const batch
 			any = false;
 			for (int i = 0; i < n; i++) {
 				from[i] = to[i];
-				to[i] = from[i] + FETCH_BATCH < q->byshard[i].len ? from[i] + FETCH_BATCH : q->byshard[i].len;
+				to[i] = from[i] + FETCH_BATCH < q->byshard[i].len ? from[i] + FETCH_BATCH
+				                                                  : q->byshard[i].len;
 				any |= from[i] < to[i];
 			}
 			if (!any || (rc = batch(out, q, st, bt, from, to)))
@@ -596,14 +601,13 @@ static int resolve(struct qctx *q, int *route, bs_store_t *st, const char *index
 	return 0;
 }
 
-int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds,
-             size_t limit)
+int bs_query(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds, size_t limit)
 {
 	return bs__query_run(out, st, index, conds, nconds, limit, NULL);
 }
 
-int bs__query_run(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds,
-                  size_t limit, bs__query_stats_t *stats)
+int bs__query_run(bs_result_t *out, bs_store_t *st, const char *index, const bs_cond_t *conds, int nconds, size_t limit,
+                  bs__query_stats_t *stats)
 {
 	const bs_prop_t *cprops[BS_INDEX_MAX_PROPS];
 	struct qctx q = { .conds = conds, .nconds = nconds, .cprops = cprops, .route_bucket = -1, .stats = stats };
@@ -689,4 +693,3 @@ void bs__query_plan_free(bs__query_plan_t *p)
 	bs__buf_free(&p->step1);
 	bs__buf_free(&p->step2);
 }
-

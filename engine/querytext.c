@@ -58,8 +58,7 @@ static bool covers(const bs_index_t *idx, const char *const *texts, int ntexts)
 
 /* The ready index holding every property named: fewest properties, then
  * the first by name (the catalog is read in name order). */
-static int pick_index(const bs_index_t **out, const bs_index_list_t *l, const char *const *texts,
-                      int ntexts)
+static int pick_index(const bs_index_t **out, const bs_index_list_t *l, const char *const *texts, int ntexts)
 {
 	const bs_index_t *best = NULL;
 	*out = NULL;
@@ -75,12 +74,13 @@ static int pick_index(const bs_index_t **out, const bs_index_list_t *l, const ch
 		return 0;
 	}
 	/* why not: a building index that would do, or none at all */
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	for (int i = 0; i < l->len; i++)
 		if (l->items[i].state == BS_INDEX_BUILDING && covers(&l->items[i], texts, ntexts)) {
-			rc = bs_error(BS_ENOTFOUND, "index %s holds %s but is still building: queries use an "
-			                            "index once it is ready (the cleaner backfills it)",
+			rc = bs_error(BS_ENOTFOUND,
+			              "index %s holds %s but is still building: queries use an "
+			              "index once it is ready (the cleaner backfills it)",
 			              l->items[i].name, texts[0]);
 			return rc;
 		}
@@ -94,18 +94,17 @@ static int pick_index(const bs_index_t **out, const bs_index_list_t *l, const ch
 		prop_names(&b, &l->items[i]);
 		bs__buf_puts(&b, ")");
 	}
-	rc = bs_error(BS_ENOTFOUND, "no ready index holds %.*s%s (ready indexes: %s)",
-	              (int)strcspn(texts[0], "="), texts[0], ntexts > 1 ? " and the rest" : "",
-	              b.len && b.ptr[0] ? b.ptr : "none");
+	rc = bs_error(BS_ENOTFOUND, "no ready index holds %.*s%s (ready indexes: %s)", (int)strcspn(texts[0], "="),
+	              texts[0], ntexts > 1 ? " and the rest" : "", b.len && b.ptr[0] ? b.ptr : "none");
 	bs__buf_free(&b);
 	return rc;
 }
 
-int bs_query_parse(bs_query_spec_t *out, const bs_index_list_t *l, const char *index,
-                   const char *const *texts, int ntexts)
+int bs_query_parse(bs_query_spec_t *out, const bs_index_list_t *l, const char *index, const char *const *texts,
+                   int ntexts)
 {
 	const bs_index_t *idx = NULL;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc = 0;
 
 	memset(out, 0, sizeof *out);
@@ -127,8 +126,8 @@ int bs_query_parse(bs_query_spec_t *out, const bs_index_list_t *l, const char *i
 		goto done;
 	}
 	if (ntexts > idx->nprops) {
-		rc = bs_error(BS_EINVAL, "index %s has %d properties; %d conditions given", idx->name,
-		              idx->nprops, ntexts);
+		rc = bs_error(BS_EINVAL, "index %s has %d properties; %d conditions given", idx->name, idx->nprops,
+		              ntexts);
 		goto done;
 	}
 	snprintf(out->index, sizeof out->index, "%s", idx->name);
@@ -138,8 +137,8 @@ int bs_query_parse(bs_query_spec_t *out, const bs_index_list_t *l, const char *i
 		const bs_prop_t *prop = prop_of(idx, texts[j], plen);
 		if (!prop) {
 			prop_names(&b, idx);
-			rc = bs_error(BS_EINVAL, "index %s has no property '%.*s' (its properties: %s)",
-			              idx->name, (int)plen, texts[j], b.ptr);
+			rc = bs_error(BS_EINVAL, "index %s has no property '%.*s' (its properties: %s)", idx->name,
+			              (int)plen, texts[j], b.ptr);
 			goto done;
 		}
 		for (int k = 0; k < out->nconds; k++)
@@ -227,8 +226,10 @@ int bs__query_split(char **index, char **words, int *nwords, char *buf)
 	/* a value with blanks split in two: say how to keep it whole */
 	for (int j = 0; j < *nwords; j++)
 		if (!strchr(words[j], '=') || words[j][0] == '=')
-			return bs_error(BS_EINVAL, "expected PROP=VALUE, got '%s'; a value with blanks or commas "
-			                "is quoted: title=\"a b\" or title='a b'", words[j]);
+			return bs_error(BS_EINVAL,
+			                "expected PROP=VALUE, got '%s'; a value with blanks or commas "
+			                "is quoted: title=\"a b\" or title='a b'",
+			                words[j]);
 	return 0;
 }
 

@@ -92,8 +92,8 @@ static int leave_intents(bs_store_t *st, const bs_id_t *ids, size_t n)
 		int shard, bucket;
 		if ((rc = bs__route_entity(&shard, &bucket, st, &ids[k])))
 			break;
-		bs__buf_puts(&per[shard], per[shard].len ? ",("
-		                                         : "INSERT IGNORE INTO bagstore_intents (token, entity_id) VALUES (");
+		bs__buf_puts(&per[shard],
+		             per[shard].len ? ",(" : "INSERT IGNORE INTO bagstore_intents (token, entity_id) VALUES (");
 		bs__buf_hex(&per[shard], token, strlen(token));
 		bs__buf_puts(&per[shard], ",");
 		bs__buf_hex(&per[shard], ids[k].b, 16);
@@ -120,9 +120,9 @@ static int leave_intents(bs_store_t *st, const bs_id_t *ids, size_t n)
  * intent instead, for the repair loop (issue 11: with three rounds and no
  * read after the last fix, a writer racing the last one lost its row). */
 int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_t *idx, int nidx,
-                 const ebatch_t *eb)
+                     const ebatch_t *eb)
 {
-	ebatch_t again = {0};
+	ebatch_t again = { 0 };
 	bs_id_t *ids = NULL;
 	int64_t *upd = NULL;
 	size_t n = eb->len;
@@ -162,8 +162,7 @@ done:
  * each index's rows inserted and deleted; only those in the buckets of
  * `only` (per bucket, 1: in; NULL: all). */
 static int repair_shard_in(int64_t *rows, int64_t *repaired, drift_counts_t *per, bs_store_t *st, int shard,
-                           const bs_index_t *idx, int nidx, int64_t since_us, int64_t until_us,
-                           const uint8_t *only);
+                           const bs_index_t *idx, int nidx, int64_t since_us, int64_t until_us, const uint8_t *only);
 
 static int repair_shard(int64_t *rows, int64_t *repaired, drift_counts_t *per, bs_store_t *st, int shard,
                         const bs_index_t *idx, int nidx, int64_t since_us, int64_t until_us)
@@ -172,11 +171,14 @@ static int repair_shard(int64_t *rows, int64_t *repaired, drift_counts_t *per, b
 }
 
 /* A bucket of bs__repair_moved's only[]. */
-static bool marked(uint8_t v) { return v != 0; }
+static bool marked(uint8_t v)
+{
+	return v != 0;
+}
 
 int bs__repair_moved(int64_t *rows, bs_store_t *st, int shard, int64_t since_us, const uint8_t *only)
 {
-	bs_index_list_t l = {0};
+	bs_index_list_t l = { 0 };
 	int64_t r = 0, fixed = 0;
 	int rc, m = 0;
 	if ((rc = bs_index_list(&l, st)))
@@ -197,19 +199,20 @@ static void fault_between_batches(int shard)
 {
 	static atomic_bool done;
 	if (bs_fault(BS_FAULT_PAUSE_REPAIR_BATCH) && !atomic_exchange(&done, true)) {
-		fprintf(stderr, "bagstore: fault pause_repair_batch: a repair pass on shard %d stopped after its first "
-		                "batch (kill -CONT %d resumes)\n", shard, (int)getpid());
+		fprintf(stderr,
+		        "bagstore: fault pause_repair_batch: a repair pass on shard %d stopped after its first "
+		        "batch (kill -CONT %d resumes)\n",
+		        shard, (int)getpid());
 		raise(SIGSTOP);
 	}
 }
 
 static int repair_shard_in(int64_t *rows, int64_t *repaired, drift_counts_t *per, bs_store_t *st, int shard,
-                           const bs_index_t *idx, int nidx, int64_t since_us, int64_t until_us,
-                           const uint8_t *only)
+                           const bs_index_t *idx, int nidx, int64_t since_us, int64_t until_us, const uint8_t *only)
 {
 	drift_counts_t *d = calloc((size_t)nidx + 1, sizeof *d);
-	ebatch_t eb = {0};
-	bs_buf_t b = {0};
+	ebatch_t eb = { 0 };
+	bs_buf_t b = { 0 };
 	int64_t cu = 0, ca = 0;
 	bool first = true;
 	int rc = 0;
@@ -298,15 +301,17 @@ static int fix_counted(int64_t *repaired, drift_counts_t *per, bs_store_t *st, i
 static int settle_intents(int64_t *rows, int64_t *repaired, drift_counts_t *per, bs_store_t *st, int shard,
                           const bs_index_t *idx, int nidx)
 {
-	bs_buf_t b = {0}, tokens = {0};
+	bs_buf_t b = { 0 }, tokens = { 0 };
 	MYSQL_RES *res = NULL;
-	ebatch_t eb = {0};
+	ebatch_t eb = { 0 };
 	bs_id_t *ids = NULL;
 	bs_value_t *bags = NULL;
 	size_t n = 0, ntok = 0;
 	int rc;
-	bs__buf_printf(&b, "SELECT token, entity_id FROM bagstore_intents WHERE created<NOW(6)-INTERVAL 1 SECOND"
-	                   " AND IS_FREE_LOCK(token) ORDER BY created LIMIT %d", INTENT_BATCH);
+	bs__buf_printf(&b,
+	               "SELECT token, entity_id FROM bagstore_intents WHERE created<NOW(6)-INTERVAL 1 SECOND"
+	               " AND IS_FREE_LOCK(token) ORDER BY created LIMIT %d",
+	               INTENT_BATCH);
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, shard, b.ptr, b.len)))
 		goto done;
 	size_t rowsn = (size_t)mysql_num_rows(res);
@@ -368,7 +373,7 @@ done:
 
 int bs__repair_since(int64_t *rows, bs_store_t *st, const bs_index_t *idx, int64_t since_us)
 {
-	bs_index_list_t l = {0};
+	bs_index_list_t l = { 0 };
 	int64_t r = 0, fixed = 0;
 	int rc = 0;
 	if (!idx) {
@@ -432,7 +437,7 @@ static void repair_lock_name(char buf[65], const bs_store_t *st, int shard)
 
 int bs__repair_forget(bs_store_t *st, const char *index)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	char key[80];
 	int rc;
 	snprintf(key, sizeof key, "sweep:%s", index);
@@ -446,7 +451,7 @@ int bs__repair_forget(bs_store_t *st, const char *index)
 
 static int sweep_cursor_io(bs_store_t *st, int shard, const char *index, uint8_t cursor[16], bool save)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc;
 	char key[80];
@@ -514,8 +519,8 @@ static int sweep_batch(int64_t *repaired, drift_counts_t *per, bs__repairer_t *d
 			s->loaded[shard] = true;
 		uint8_t before[16];
 		memcpy(before, s->cursor[shard], 16);
-		if ((rc = bs__drift_orphans(&orphans, &fixed, st, &live[k], shard, s->cursor[shard], SWEEP_BATCH,
-		                        true, &wrapped))) {
+		if ((rc = bs__drift_orphans(&orphans, &fixed, st, &live[k], shard, s->cursor[shard], SWEEP_BATCH, true,
+		                            &wrapped))) {
 			if (rc == BS_ESQL && bs__shard_last_errno(st, shard) == ER_NO_SUCH_TABLE) {
 				bs_error_clear(); /* the table went away (dropped meanwhile) */
 				continue;
@@ -550,8 +555,8 @@ static void pass_stats(bs__repair_stats_t *out, const bs_index_t *live, const dr
 
 /* One repair pass on one shard: entities since its watermark, then one
  * bounded sweep batch of every maintained index's table on it. */
-int bs__repair_pass(bs__repair_stats_t *out, bs__repairer_t *d, bs_store_t *st, int shard,
-                    const bs_index_list_t *cat, double overlap_s)
+int bs__repair_pass(bs__repair_stats_t *out, bs__repairer_t *d, bs_store_t *st, int shard, const bs_index_list_t *cat,
+                    double overlap_s)
 {
 	bs_index_t *live = NULL;
 	drift_counts_t *per = NULL;
@@ -560,7 +565,7 @@ int bs__repair_pass(bs__repair_stats_t *out, bs__repairer_t *d, bs_store_t *st, 
 	double t0 = bs_now_mono();
 
 	if (out)
-		*out = (bs__repair_stats_t){0};
+		*out = (bs__repair_stats_t){ 0 };
 	/* one repairer per shard, among any number of cleaners */
 	bool mine = false;
 	char lock[65];
@@ -574,7 +579,8 @@ int bs__repair_pass(bs__repair_stats_t *out, bs__repairer_t *d, bs_store_t *st, 
 	}
 	if (out)
 		out->ran = true;
-	if (!(live = calloc((size_t)cat->len + 1, sizeof *live)) || !(per = calloc((size_t)cat->len + 1, sizeof *per))) {
+	if (!(live = calloc((size_t)cat->len + 1, sizeof *live)) ||
+	    !(per = calloc((size_t)cat->len + 1, sizeof *per))) {
 		rc = bs__oom();
 		goto done;
 	}

@@ -13,8 +13,8 @@
 /* Open the replica's connection (its tls, inherited from its shard's, set
  * by tls.c as for shards); NULL with err set when it fails. A replica
  * without a login of its own uses its shard's. */
-static MYSQL *replica_connect(const bs_replica_conf_t *r, const bs_shard_conf_t *sc, unsigned timeout,
-                              char *err, size_t size, bs_tls_state_t *tls)
+static MYSQL *replica_connect(const bs_replica_conf_t *r, const bs_shard_conf_t *sc, unsigned timeout, char *err,
+                              size_t size, bs_tls_state_t *tls)
 {
 	const char *user = r->user ? r->user : sc->user;
 	const char *penv = r->user || r->password_env ? r->password_env : sc->password_env;
@@ -83,8 +83,8 @@ static int slave_status(bool *sql_running, double *sbm, MYSQL **conn, char *err,
 /* Seconds behind of one replica, through the connection cached in *conn
  * (opened when NULL, closed and cleared when it fails); -1 with err set
  * when it does not answer or is not replicating (unknown lag). */
-double bs__replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc,
-                              unsigned timeout, char *err, size_t size, bs_tls_state_t *tls)
+double bs__replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc, unsigned timeout,
+                                  char *err, size_t size, bs_tls_state_t *tls)
 {
 	bool running;
 	double sbm;
@@ -97,10 +97,10 @@ double bs__replica_seconds_behind(MYSQL **conn, const bs_replica_conf_t *r, cons
 	return sbm;
 }
 
-int bs__replica_heartbeat(bs__replica_hb_t *out, MYSQL **conn, const bs_replica_conf_t *r,
-                          const bs_shard_conf_t *sc, unsigned timeout, char *err, size_t size)
+int bs__replica_heartbeat(bs__replica_hb_t *out, MYSQL **conn, const bs_replica_conf_t *r, const bs_shard_conf_t *sc,
+                          unsigned timeout, char *err, size_t size)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL *m;
 	int rc = -1;
 	memset(out, 0, sizeof *out);

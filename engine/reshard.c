@@ -52,8 +52,11 @@ bs_reshard_state_t bs_reshard_state(const bs_move_list_t *l)
 		paused |= s == BS_JOB_PAUSED;
 		all_done &= s == BS_JOB_DONE;
 	}
-	return failed ? BS_RESHARD_FAILED : running ? BS_RESHARD_RUNNING : paused ? BS_RESHARD_PAUSED
-	       : all_done ? BS_RESHARD_DONE : BS_RESHARD_CANCELLED;
+	return failed     ? BS_RESHARD_FAILED
+	       : running  ? BS_RESHARD_RUNNING
+	       : paused   ? BS_RESHARD_PAUSED
+	       : all_done ? BS_RESHARD_DONE
+	                  : BS_RESHARD_CANCELLED;
 }
 
 /* ------------------------------------------------------------ bucket ranges */
@@ -132,7 +135,10 @@ void bs__move_free(bs__move_t *m)
 	m->in = NULL;
 }
 
-static int64_t ll(const char *s) { return s ? strtoll(s, NULL, 10) : 0; }
+static int64_t ll(const char *s)
+{
+	return s ? strtoll(s, NULL, 10) : 0;
+}
 
 /* Progress of the current phase and the move's ETA, from its counters. */
 static void move_progress(bs_move_t *p)
@@ -153,11 +159,8 @@ static void move_progress(bs_move_t *p)
 		p->progress = p->rows_total ? (double)p->rows_scanned / (double)p->rows_total : 0;
 		left = p->rows_total > p->rows_scanned ? p->rows_total - p->rows_scanned : 0;
 		break;
-	case BS_MOVE_DONE:
-		p->progress = 1;
-		break;
-	default:
-		break;
+	case BS_MOVE_DONE: p->progress = 1; break;
+	default: break;
 	}
 	if (p->progress > 1)
 		p->progress = 1;
@@ -239,8 +242,7 @@ static void eta_own(bs_move_t *p, int64_t now_us)
 		done = (double)(p->rows_total + p->index_total + p->rows_scanned);
 		left = (double)(p->rows_total - p->rows_scanned);
 		break;
-	default:
-		return; /* catch-up, cut-over: no count to go by */
+	default: return; /* catch-up, cut-over: no count to go by */
 	}
 	if (done > 0 && left >= 0)
 		p->eta_s = left / (done / secs);
@@ -249,14 +251,14 @@ static void eta_own(bs_move_t *p, int64_t now_us)
 /* The moves of plan on shard (plan 0: of the latest plan there). */
 static int read_moves(bs__move_t **out, int *n, bs_store_t *st, int shard, int64_t plan)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	char label[192];
 	int rc;
 	*out = NULL;
 	*n = 0;
-	bs__buf_puts(&b, "SELECT " MOVE_COLS ", UNIX_TIMESTAMP(NOW(6)), " BS__WORKER_BEAT_AGE_SQL("bagstore_moves")
-	             " FROM bagstore_moves WHERE plan_id=");
+	bs__buf_puts(&b, "SELECT " MOVE_COLS ", UNIX_TIMESTAMP(NOW(6)), " BS__WORKER_BEAT_AGE_SQL(
+				 "bagstore_moves") " FROM bagstore_moves WHERE plan_id=");
 	if (plan)
 		bs__buf_printf(&b, "%lld", (long long)plan);
 	else
@@ -309,7 +311,7 @@ int bs__moves_on(bs__move_t **out, int *n, bs_store_t *st, int shard)
 
 int bs__move_read(bs__move_t *out, bs_store_t *st, int shard, int64_t id)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	char label[192];
 	int rc;
@@ -318,8 +320,8 @@ int bs__move_read(bs__move_t *out, bs_store_t *st, int shard, int64_t id)
 		goto done;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	if (!row)
-		rc = bs_error(BS_ENOTFOUND, "%s: no move %lld", bs__shard_label(label, sizeof label, &st->shards[shard]),
-		              (long long)id);
+		rc = bs_error(BS_ENOTFOUND, "%s: no move %lld",
+		              bs__shard_label(label, sizeof label, &st->shards[shard]), (long long)id);
 	else
 		rc = move_from_row(out, row, mysql_fetch_lengths(res), st, shard);
 done:
@@ -375,7 +377,7 @@ static int move_ranges(bs_move_t *p, const int *b, int n)
 struct list_arg {
 	bs__move_t **per;
 	int *n;
-	int64_t *latest;   /* per shard: its latest plan */
+	int64_t *latest; /* per shard: its latest plan */
 };
 
 static int latest_plan_on(bs_store_t *st, int i, void *p)
@@ -405,7 +407,7 @@ static int list_on(bs_store_t *st, int i, void *p)
 /* Every shard's moves of the latest plan into out (by id). */
 static int list_moves(bs__move_t **out, int *nout, bs_store_t *st, int *unreachable)
 {
-	struct list_arg a = {0};
+	struct list_arg a = { 0 };
 	int *rcs = calloc((size_t)st->n, sizeof *rcs);
 	int rc = 0, down = 0, total = 0;
 	a.per = calloc((size_t)st->n, sizeof *a.per);
@@ -494,7 +496,8 @@ int bs_move_list(bs_move_list_t *out, bs_store_t *st, int *unreachable)
 
 /* What to say of a move cancelled and not undone yet (id, source, target):
  * neither start nor cancel applies to it, the undo is a mover's. */
-#define UNDO_WAITS "move %lld (%s to %s) is cancelled and not undone yet: `bagstore cleaner --reshard` (or a " \
+#define UNDO_WAITS \
+	"move %lld (%s to %s) is cancelled and not undone yet: `bagstore cleaner --reshard` (or a " \
 	"running daemon) undoes it"
 
 /* A move is unfinished until done, or cancelled and undone. */
@@ -516,8 +519,8 @@ int bs__moves_in_flight(bool *busy, char *why, size_t size, bs_store_t *st)
 		if (!*busy && mv[k].started_copy && mv[k].pub.phase != BS_MOVE_DONE) {
 			*busy = true;
 			if (why)
-				snprintf(why, size, "move %lld (%s to %s) is in flight", (long long)mv[k].pub.id, mv[k].pub.source,
-				         mv[k].pub.target);
+				snprintf(why, size, "move %lld (%s to %s) is in flight", (long long)mv[k].pub.id,
+				         mv[k].pub.source, mv[k].pub.target);
 		}
 		bs__move_free(&mv[k]);
 	}
@@ -596,7 +599,7 @@ static int shares(int *share, const bs_store_t *st)
 		targets += !st->cfg->shards[i].drain;
 	if (!targets)
 		return bs_error(BS_ECONFIG, "every shard of the configuration is marked drain: true: the buckets have "
-		                "nowhere to go");
+		                            "nowhere to go");
 	int base = st->map.buckets / targets, extra = st->map.buckets % targets;
 	for (int i = 0; i < st->n; i++) {
 		share[i] = st->cfg->shards[i].drain ? 0 : base + (extra > 0);
@@ -672,7 +675,7 @@ static int plan_moves(bs_reshard_plan_t *p, const bs_store_t *st, const int *sha
  * load included. A move's source runs its moves one after the other, so a
  * move's own rate is what its source's next one will go at. */
 typedef struct {
-	double *rows, *secs;  /* per configured shard, as the source */
+	double *rows, *secs; /* per configured shard, as the source */
 	double all_rows, all_secs;
 	int moves;
 } measured_t;
@@ -727,8 +730,9 @@ static void plan_estimates(bs_reshard_plan_t *p, bs_store_t *st, const struct si
 		} else {
 			other++;
 		}
-		m->entities_est = sz->entities[m->source_shard] < 0 ? -1
-		                  : (int64_t)((double)sz->entities[m->source_shard] * share + 0.5);
+		m->entities_est = sz->entities[m->source_shard] < 0
+		                          ? -1
+		                          : (int64_t)((double)sz->entities[m->source_shard] * share + 0.5);
 		m->index_rows_est = (int64_t)((double)sz->index_rows[m->source_shard] * share + 0.5);
 		/* a copy reads every row of the source, writes the moving ones,
 		 * then the cleanup deletes them */
@@ -743,11 +747,15 @@ static void plan_estimates(bs_reshard_plan_t *p, bs_store_t *st, const struct si
 			p->seconds_est = per_source[i];
 	snprintf(r, sizeof r, "%.0f", p->rate);
 	if (!p->rate_measured)
-		snprintf(p->basis, sizeof p->basis, "no basis: no move has run on this store since its last plan; "
-		         "%s rows/s assumed", r);
+		snprintf(p->basis, sizeof p->basis,
+		         "no basis: no move has run on this store since its last plan; "
+		         "%s rows/s assumed",
+		         r);
 	else if (!other)
-		snprintf(p->basis, sizeof p->basis, "from the last reshard's moves off these sources (%d move%s, "
-		         "%s rows/s in all)", ms.moves, ms.moves == 1 ? "" : "s", r);
+		snprintf(p->basis, sizeof p->basis,
+		         "from the last reshard's moves off these sources (%d move%s, "
+		         "%s rows/s in all)",
+		         ms.moves, ms.moves == 1 ? "" : "s", r);
 	else
 		snprintf(p->basis, sizeof p->basis, "from the last reshard's %s rows/s (%d move%s%s)", r, ms.moves,
 		         ms.moves == 1 ? "" : "s", own ? "; sources it measured at their own rate" : "");
@@ -768,7 +776,7 @@ void bs_reshard_plan_free(bs_reshard_plan_t *p)
 
 int bs_reshard_plan(bs_reshard_plan_t *out, bs_store_t *st)
 {
-	struct size_arg sz = {0};
+	struct size_arg sz = { 0 };
 	int *share = calloc((size_t)st->n, sizeof *share);
 	int rc;
 	memset(out, 0, sizeof *out);
@@ -818,7 +826,7 @@ void bs_buckets_free(bs_buckets_t *b)
 
 int bs_buckets(bs_buckets_t *out, bs_store_t *st)
 {
-	struct size_arg sz = {0};
+	struct size_arg sz = { 0 };
 	bs__move_t *mv = NULL;
 	int *share = calloc((size_t)st->n, sizeof *share), nmv = 0, rc;
 	memset(out, 0, sizeof *out);
@@ -879,7 +887,7 @@ struct start_arg {
 static int start_on(bs_store_t *st, int i, void *p)
 {
 	struct start_arg *a = p;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	if ((rc = bs__shard_check(st, i)))
 		return rc;
@@ -888,11 +896,13 @@ static int start_on(bs_store_t *st, int i, void *p)
 		const bs_plan_move_t *m = &a->plan->moves[k];
 		if (m->source_shard != i)
 			continue;
-		bs_buf_t ranges = {0};
+		bs_buf_t ranges = { 0 };
 		bs__buckets_format(&ranges, m->buckets, m->nbuckets);
-		bs__buf_printf(&b, ";INSERT IGNORE INTO bagstore_moves (move_id, plan_id, map_version, source, target,"
-		                   " buckets, nbuckets, state) VALUES (%lld,%lld,%lld,", (long long)(a->plan_id * 1000 + k),
-		               (long long)a->plan_id, (long long)a->plan->map_version);
+		bs__buf_printf(&b,
+		               ";INSERT IGNORE INTO bagstore_moves (move_id, plan_id, map_version, source, target,"
+		               " buckets, nbuckets, state) VALUES (%lld,%lld,%lld,",
+		               (long long)(a->plan_id * 1000 + k), (long long)a->plan_id,
+		               (long long)a->plan->map_version);
 		bs__buf_hex(&b, m->source, strlen(m->source));
 		bs__buf_puts(&b, ",");
 		bs__buf_hex(&b, m->target, strlen(m->target));
@@ -925,7 +935,8 @@ int bs_reshard_start(bs_store_t *st, const bs_reshard_plan_t *plan)
 			rc = bs_error(BS_ECONFLICT, UNDO_WAITS "; then start again", (long long)mv[k].pub.id,
 			              mv[k].pub.source, mv[k].pub.target);
 		else if (unfinished(&mv[k]))
-			rc = bs_error(BS_ECONFLICT, "move %lld (%s to %s) of an earlier reshard is %s: let it finish, or "
+			rc = bs_error(BS_ECONFLICT,
+			              "move %lld (%s to %s) of an earlier reshard is %s: let it finish, or "
 			              "cancel it (`bagstore reshard cancel`) before starting another",
 			              (long long)mv[k].pub.id, mv[k].pub.source, mv[k].pub.target,
 			              bs_job_state_name(mv[k].pub.state));
@@ -935,7 +946,8 @@ int bs_reshard_start(bs_store_t *st, const bs_reshard_plan_t *plan)
 	if (rc || (rc = bs__map_reload(st)))
 		return rc;
 	if (st->map.version != plan->map_version)
-		return bs_error(BS_ECONFLICT, "the bucket map moved (version %lld, the plan was made from %lld): plan again",
+		return bs_error(BS_ECONFLICT,
+		                "the bucket map moved (version %lld, the plan was made from %lld): plan again",
 		                (long long)st->map.version, (long long)plan->map_version);
 	if ((rc = bs__shard_now_us(&now, st, 0)))
 		return rc;
@@ -999,7 +1011,7 @@ int bs_reshard_control(bs_store_t *st, const char *action)
 
 int bs_move_backlog(int64_t *out, bs_store_t *st, const bs_move_t *m)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	MYSQL_ROW row;
 	int rc;

@@ -42,16 +42,13 @@ int bs_route_value(const bs_value_t *v, const bs_prop_t *prop, int n)
 		if (v->v.s.len == 16)
 			return mod_bytes((const uint8_t *)v->v.s.ptr, 16, n);
 		return crc_mod(v->v.s.ptr, v->v.s.len, n);
-	case BS_STR:
-		return crc_mod(v->v.s.ptr, v->v.s.len, n);
+	case BS_STR: return crc_mod(v->v.s.ptr, v->v.s.len, n);
 	case BS_INT: {
 		int64_t r = v->v.i % n;
 		return (int)(r < 0 ? r + n : r);
 	}
-	case BS_UINT:
-		return (int)(v->v.u % (uint64_t)n);
-	case BS_BOOL:
-		return (int)(v->v.b ? 1 % n : 0);
+	case BS_UINT: return (int)(v->v.u % (uint64_t)n);
+	case BS_BOOL: return (int)(v->v.b ? 1 % n : 0);
 	case BS_FLOAT: {
 		uint64_t bits;
 		uint8_t be[8];
@@ -60,9 +57,7 @@ int bs_route_value(const bs_value_t *v, const bs_prop_t *prop, int n)
 			be[i] = (uint8_t)(bits >> (56 - 8 * i));
 		return crc_mod(be, 8, n);
 	}
-	default:
-		(void)prop;
-		return -1;
+	default: (void)prop; return -1;
 	}
 }
 
@@ -111,28 +106,22 @@ static long utf8_chars(const unsigned char *s, size_t len)
 bool bs_value_fits(const bs_value_t *v, const bs_prop_t *prop)
 {
 	switch (prop->type) {
-	case BS_COL_UUID:
-		return v->type == BS_BIN && v->v.s.len == 16 && !v->v.s.sub;
-	case BS_COL_BINARY:
-		return v->type == BS_BIN && v->v.s.len <= prop->len;
+	case BS_COL_UUID: return v->type == BS_BIN && v->v.s.len == 16 && !v->v.s.sub;
+	case BS_COL_BINARY: return v->type == BS_BIN && v->v.s.len <= prop->len;
 	case BS_COL_STRING: {
 		if (v->type != BS_STR)
 			return false;
 		long chars = utf8_chars((const unsigned char *)v->v.s.ptr, v->v.s.len);
 		return chars >= 0 && (unsigned long)chars <= (prop->len ? prop->len : 255);
 	}
-	case BS_COL_INT:
-		return v->type == BS_INT;
-	case BS_COL_FLOAT:
-		return (v->type == BS_FLOAT && isfinite(v->v.f)) || v->type == BS_INT;
-	case BS_COL_BOOL:
-		return v->type == BS_BOOL;
+	case BS_COL_INT: return v->type == BS_INT;
+	case BS_COL_FLOAT: return (v->type == BS_FLOAT && isfinite(v->v.f)) || v->type == BS_INT;
+	case BS_COL_BOOL: return v->type == BS_BOOL;
 	}
 	return false;
 }
 
-int bs__index_prop_value(const bs_value_t **out, bs_value_t *tmp, const bs_value_t *bag,
-                     const bs_prop_t *prop)
+int bs__index_prop_value(const bs_value_t **out, bs_value_t *tmp, const bs_value_t *bag, const bs_prop_t *prop)
 {
 	const bs_value_t *v = bs_map_get(bag, prop->name);
 	*out = NULL;
@@ -149,8 +138,8 @@ int bs__index_prop_value(const bs_value_t **out, bs_value_t *tmp, const bs_value
 	return 1;
 }
 
-int bs__index_row_for(const bs_value_t **vals, bs_value_t *tmps, const bs_index_t *idx,
-                  const bs_value_t *bag, int nshards, bool *misfit)
+int bs__index_row_for(const bs_value_t **vals, bs_value_t *tmps, const bs_index_t *idx, const bs_value_t *bag,
+                      int nshards, bool *misfit)
 {
 	bool bad = false, absent = false;
 	for (int k = 0; k < idx->nprops; k++) {
@@ -179,9 +168,7 @@ int bs_value_from_text(bs_value_t *out, const bs_prop_t *prop, const char *text)
 			                prop->name, text);
 		return bs_value_bin(out, id.b, 16);
 	}
-	case BS_COL_STRING:
-		bs_value_str(out, text, strlen(text));
-		break;
+	case BS_COL_STRING: bs_value_str(out, text, strlen(text)); break;
 	case BS_COL_INT: {
 		errno = 0;
 		long long x = strtoll(text, &end, 10);

@@ -85,9 +85,8 @@ const char *bs__shard_label(char *buf, size_t size, const bs_shard_t *sh)
 
 static bool lost_connection(unsigned err)
 {
-	return err == CR_SERVER_GONE_ERROR || err == CR_SERVER_LOST ||
-	       err == CR_CONNECTION_ERROR || err == CR_CONN_HOST_ERROR ||
-	       err == CR_UNKNOWN_HOST || err == CR_SERVER_LOST_EXTENDED ||
+	return err == CR_SERVER_GONE_ERROR || err == CR_SERVER_LOST || err == CR_CONNECTION_ERROR ||
+	       err == CR_CONN_HOST_ERROR || err == CR_UNKNOWN_HOST || err == CR_SERVER_LOST_EXTENDED ||
 	       err == ER_CONNECTION_KILLED || err == CR_COMMANDS_OUT_OF_SYNC ||
 	       err == 4031 /* ER_CLIENT_INTERACTION_TIMEOUT */;
 }
@@ -114,15 +113,19 @@ int bs__shard_fail(bs_store_t *st, int i, const char *what)
 		code = BS_ECONFLICT;
 	/* MySQL's message names the privilege ("INSERT command denied to user
 	 * ..."); say where the list of what each role needs is */
-	bs_error(code, "%s: %s: %s (MySQL error %u)%s", bs__shard_label(label, sizeof label, sh),
-	         what, msg, err, bs__denied(err) ? "; the account lacks that privilege: `bagstore grants "
-	         "--role ROLE` prints what each role needs" : "");
+	bs_error(code, "%s: %s: %s (MySQL error %u)%s", bs__shard_label(label, sizeof label, sh), what, msg, err,
+	         bs__denied(err) ? "; the account lacks that privilege: `bagstore grants "
+	                           "--role ROLE` prints what each role needs"
+	                         : "");
 	if (code == BS_EUNREACHABLE)
 		bs__shard_close(st, i);
 	return code;
 }
 
-unsigned bs__shard_last_errno(const bs_store_t *st, int i) { return st->shards[i].last_errno; }
+unsigned bs__shard_last_errno(const bs_store_t *st, int i)
+{
+	return st->shards[i].last_errno;
+}
 
 /* ------------------------------------------------------------ our own writes */
 
@@ -168,7 +171,8 @@ static const char *sql_skip(const char *p, const char *end)
 			while (end - q >= 2 && !(q[0] == '*' && q[1] == '/'))
 				q++;
 			p = end - q >= 2 ? q + 2 : end;
-		} else if (p < end && (*p == '#' || (end - p >= 3 && p[0] == '-' && p[1] == '-' && isspace((unsigned char)p[2])))) {
+		} else if (p < end && (*p == '#' ||
+		                       (end - p >= 3 && p[0] == '-' && p[1] == '-' && isspace((unsigned char)p[2])))) {
 			while (p < end && *p != '\n')
 				p++;
 		} else {
@@ -304,8 +308,8 @@ void bs_store_trace_get(const bs_store_t *st, bs_trace_fn *fn, void **arg)
  * PASSWORD anywhere (values reach SQL as hex, whose digits spell neither). */
 static bool may_carry_password(const char *sql, size_t len)
 {
-	static const char *const starts[] = { "CREATE USER", "ALTER USER", "SET PASSWORD", "GRANT", "CHANGE MASTER",
-	                                      "CHANGE REPLICATION" };
+	static const char *const starts[] = { "CREATE USER", "ALTER USER",    "SET PASSWORD",
+		                              "GRANT",       "CHANGE MASTER", "CHANGE REPLICATION" };
 	static const char *const words[] = { "IDENTIFIED", "PASSWORD" };
 	size_t i = 0;
 	while (i < len && (sql[i] == ' ' || sql[i] == '\t' || sql[i] == '\n' || sql[i] == '\r'))
@@ -324,7 +328,7 @@ static bool may_carry_password(const char *sql, size_t len)
 
 char *bs__trace_text(const char *sql, size_t len)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	size_t i = 0;
 	if (may_carry_password(sql, len)) {
 		/* its first two words, no more */
@@ -463,12 +467,13 @@ static void drain_pending(bs_store_t *st, int i)
 		snprintf(msg, sizeof msg, "%s", mysql_error(m));
 	}
 	if (sh->pending_trace) {
-		trace_tell(st, i, sh->pending_trace, sh->pending_t0, sh->pending_at, rows, true, err, failed ? msg : NULL);
+		trace_tell(st, i, sh->pending_trace, sh->pending_t0, sh->pending_at, rows, true, err,
+		           failed ? msg : NULL);
 		free(sh->pending_trace);
 		sh->pending_trace = NULL;
 	}
 	if (failed && sh->pending_lock[0]) {
-		bs_buf_t b = {0};
+		bs_buf_t b = { 0 };
 		bs__buf_puts(&b, "DO RELEASE_LOCK(");
 		bs__buf_hex(&b, sh->pending_lock, strlen(sh->pending_lock));
 		bs__buf_puts(&b, ")");
@@ -595,15 +600,15 @@ void bs__settle_sql(bs_buf_t *out, bs_store_t *st, int i)
 		if (!k)
 			bs__buf_puts(out, " a");
 	}
-	bs__buf_puts(out, ") w ON i.token=w.t AND i.entity_id=w.e JOIN bagstore_buckets o ON o.bucket=w.b AND o.state IN "
-	                  BS__OWNING_SQL " LEFT JOIN entities n ON n.id=w.e WHERE w.a=1 OR n.updated <=> w.v");
+	bs__buf_puts(out, ") w ON i.token=w.t AND i.entity_id=w.e JOIN bagstore_buckets o ON o.bucket=w.b AND o.state "
+	                  "IN " BS__OWNING_SQL " LEFT JOIN entities n ON n.id=w.e WHERE w.a=1 OR n.updated <=> w.v");
 	sh->nsettle = 0;
 }
 
 void bs__settle_flush(bs_store_t *st, int i)
 {
 	bs_shard_t *sh = &st->shards[i];
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	if (!sh->nsettle)
 		return;
 	if (!sh->conn) { /* lost: the repair loop settles them */
@@ -844,7 +849,7 @@ int bs__shard_exec(bs_store_t *st, int i, const char *sql, size_t len)
 
 int bs__shard_exec_rows(int64_t *affected, bs_store_t *st, int i, const char *sql, size_t len)
 {
-	answer_t a = {0};
+	answer_t a = { 0 };
 	int rc = stmt(&a, st, i, sql, len, "statement failed");
 	*affected = rc ? 0 : a.affected;
 	return rc;
@@ -854,7 +859,8 @@ int bs__shard_exec_rows(int64_t *affected, bs_store_t *st, int i, const char *sq
 static int no_rows(bs_store_t *st, int i)
 {
 	char label[192];
-	return bs_error(BS_ERROR, "%s: statement returned no rows", bs__shard_label(label, sizeof label, &st->shards[i]));
+	return bs_error(BS_ERROR, "%s: statement returned no rows",
+	                bs__shard_label(label, sizeof label, &st->shards[i]));
 }
 
 int bs__shard_query(MYSQL_RES **out, bs_store_t *st, int i, const char *sql, size_t len)
@@ -884,7 +890,7 @@ int bs__shard_now_us(int64_t *out, bs_store_t *st, int shard)
 int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 {
 	static const char q[] = "SELECT k, v FROM bagstore_meta WHERE k IN ('fingerprint','shard_index','shard_count',"
-	                        "'store_id','shard_name')";
+				"'store_id','shard_name')";
 	MYSQL_RES *res = NULL;
 	answer_t a = { .res = &res, .nres = 1 };
 	char label[192];
@@ -893,7 +899,8 @@ int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 	memset(out, 0, sizeof *out);
 	if ((rc = stmt(&a, st, i, q, sizeof q - 1, "reading bagstore_meta"))) {
 		if (rc == BS_ESQL && st->shards[i].last_errno == ER_NO_SUCH_TABLE)
-			return bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`"
+			return bs_error(BS_ECONFIG,
+			                "%s is not initialised: run `bagstore init`"
 			                " (or is this another shard list?)",
 			                bs__shard_label(label, sizeof label, &st->shards[i]));
 		return rc;
@@ -956,10 +963,13 @@ static int members_agree(bs_store_t *st, int i)
 			p += len + (p[len] == ',');
 		}
 		if (!found)
-			rc = bs_error(BS_ECONFIG, "shard %s is in the configuration (line %d) but not a member of the store's "
-			              "bucket map (version %s, as %s holds it): run `bagstore init` to add it (or is this "
-			              "another shard list?)", want, st->shards[c].conf->line, row[0],
-			              bs__shard_label(label, sizeof label, &st->shards[i]));
+			rc = bs_error(
+				BS_ECONFIG,
+				"shard %s is in the configuration (line %d) but not a member of the store's "
+				"bucket map (version %s, as %s holds it): run `bagstore init` to add it (or is this "
+				"another shard list?)",
+				want, st->shards[c].conf->line, row[0],
+				bs__shard_label(label, sizeof label, &st->shards[i]));
 	}
 	/* each member owning buckets configured */
 	int k = 0;
@@ -967,14 +977,17 @@ static int members_agree(bs_store_t *st, int i)
 		size_t len = strcspn(p, ",");
 		bool configured = false, owns = false;
 		for (int c = 0; c < st->n && !configured; c++)
-			configured = strlen(st->shards[c].conf->name) == len && !strncmp(st->shards[c].conf->name, p, len);
+			configured =
+				strlen(st->shards[c].conf->name) == len && !strncmp(st->shards[c].conf->name, p, len);
 		for (size_t b = 0; b < nb && !configured && !owns; b++)
 			owns = (o[2 * b] << 8 | o[2 * b + 1]) == k;
 		if (owns)
-			rc = bs_error(BS_ECONFIG, "the bucket map (version %s, as %s holds it) gives buckets to shard %.*s but "
-			              "the configuration does not list it: add it back (another shard list? to remove a shard, "
-			              "mark it `drain: true` and reshard first)", row[0],
-			              bs__shard_label(label, sizeof label, &st->shards[i]), (int)len, p);
+			rc = bs_error(BS_ECONFIG,
+			              "the bucket map (version %s, as %s holds it) gives buckets to shard %.*s but "
+			              "the configuration does not list it: add it back (another shard list? to remove "
+			              "a shard, "
+			              "mark it `drain: true` and reshard first)",
+			              row[0], bs__shard_label(label, sizeof label, &st->shards[i]), (int)len, p);
 		p += len + (p[len] == ',');
 	}
 done:
@@ -997,11 +1010,14 @@ int bs__shard_check(bs_store_t *st, int i)
 	if ((rc = bs__shard_meta(&meta, st, i)))
 		return rc;
 	if (!meta.store_id[0] && meta.fingerprint[0])
-		return bs_error(BS_ECONFIG, "%s was initialised by an older bagstore (no bucket map): run `bagstore init` "
-		                "to give the store its map (no row moves)", bs__shard_label(label, sizeof label, sh));
+		return bs_error(BS_ECONFIG,
+		                "%s was initialised by an older bagstore (no bucket map): run `bagstore init` "
+		                "to give the store its map (no row moves)",
+		                bs__shard_label(label, sizeof label, sh));
 	if (!meta.store_id[0])
-		return bs_error(BS_ECONFIG, "%s is not initialised: run `bagstore init`"
-			                " (or is this another shard list?)",
+		return bs_error(BS_ECONFIG,
+		                "%s is not initialised: run `bagstore init`"
+		                " (or is this another shard list?)",
 		                bs__shard_label(label, sizeof label, sh));
 	if (strcmp(meta.name, sh->conf->name) != 0)
 		return bs_error(BS_ECONFIG,
@@ -1155,7 +1171,7 @@ static void lock_lit(bs_buf_t *b, const char *name)
 
 int bs__lock_try(bool *mine, bs_store_t *st, int shard, const char *name)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc;
 	*mine = false;
@@ -1188,7 +1204,7 @@ void bs__lock_take_sql(bs_buf_t *b, const char *name)
 
 void bs__lock_release(bs_store_t *st, int shard, const char *name)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	if (st->shards[shard].conn) {
 		bs__buf_puts(&b, "DO RELEASE_LOCK(");
 		lock_lit(&b, name);

@@ -41,7 +41,9 @@ static void replicas_lag(bs_shard_status_t *s, bs_store_t *st, int i)
 		if (lag < 0) {
 			s->replica_lag = -2;
 			snprintf(s->error, sizeof s->error, "replica %s:%u: %s",
-			         sc->replicas[r].host ? sc->replicas[r].host : sc->replicas[r].socket ? sc->replicas[r].socket : "localhost",
+			         sc->replicas[r].host     ? sc->replicas[r].host
+			         : sc->replicas[r].socket ? sc->replicas[r].socket
+			                                  : "localhost",
 			         sc->replicas[r].port, err);
 			return;
 		}
@@ -115,15 +117,14 @@ static int status_one(bs_store_t *st, int i, void *p)
 	snprintf(s->version, sizeof s->version, "%s", mysql_get_server_info(m));
 	s->tls = st->shards[i].tls;
 
-	static const char q[] =
-		"SELECT (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
-		"        WHERE VARIABLE_NAME='THREADS_RUNNING'),"
-		" (SELECT TABLE_ROWS FROM information_schema.TABLES"
-		"  WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME='entities'),"
-		" (SELECT SUM(DATA_LENGTH+INDEX_LENGTH) FROM information_schema.TABLES"
-		"  WHERE TABLE_SCHEMA=DATABASE()),"
-		" (SELECT COUNT(*) FROM information_schema.TABLES"
-		"  WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME='bagstore_meta')";
+	static const char q[] = "SELECT (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS"
+				"        WHERE VARIABLE_NAME='THREADS_RUNNING'),"
+				" (SELECT TABLE_ROWS FROM information_schema.TABLES"
+				"  WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME='entities'),"
+				" (SELECT SUM(DATA_LENGTH+INDEX_LENGTH) FROM information_schema.TABLES"
+				"  WHERE TABLE_SCHEMA=DATABASE()),"
+				" (SELECT COUNT(*) FROM information_schema.TABLES"
+				"  WHERE TABLE_SCHEMA=DATABASE() AND TABLE_NAME='bagstore_meta')";
 	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
 		goto fail;
 	MYSQL_ROW row = mysql_fetch_row(res);
@@ -233,8 +234,10 @@ int bs_shard_list_check(const bs_config_t *cfg, double cap_s, char *unchecked, s
 			rc = bs_error(BS_ECONFIG, "%s", ss[i].error);
 			goto done;
 		} else if (ss[i].fingerprint_ok < 0) {
-			rc = bs_error(BS_ECONFIG, "shard %s (%s) is not initialised: run `bagstore init` (or is this "
-			              "another shard list?)", ss[i].name, ss[i].address);
+			rc = bs_error(BS_ECONFIG,
+			              "shard %s (%s) is not initialised: run `bagstore init` (or is this "
+			              "another shard list?)",
+			              ss[i].name, ss[i].address);
 			goto done;
 		}
 	}

@@ -8,7 +8,10 @@
 #include <string.h>
 
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
-static void lib_init(void) { mysql_library_init(0, NULL, NULL); }
+static void lib_init(void)
+{
+	mysql_library_init(0, NULL, NULL);
+}
 
 static unsigned secs(double s)
 {
@@ -65,8 +68,14 @@ void bs_store_free(bs_store_t *st)
 	free(st);
 }
 
-const bs_config_t *bs_store_config(const bs_store_t *st) { return st->cfg; }
-int bs_store_nshards(const bs_store_t *st) { return st->n; }
+const bs_config_t *bs_store_config(const bs_store_t *st)
+{
+	return st->cfg;
+}
+int bs_store_nshards(const bs_store_t *st)
+{
+	return st->n;
+}
 
 static const char *const fault_names[] = {
 #define BS_FAULT_NAME_(id, name, doc) name,
@@ -126,7 +135,7 @@ static bool is_unknown(int k, const char *p, size_t n, void *arg)
 int bs_fault_check(void)
 {
 	char bad[64];
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 
 	if (!fault_each(is_unknown, bad))
 		return 0;

@@ -36,28 +36,30 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HB_EVERY 0.1        /* seconds between two rounds of a sampler */
-#define PROBES 8            /* probe latencies kept */
-#define PROBE_WINDOW 5      /* the signal: the median of the last 5 (half a second) */
-#define IDLE_PROBES 31      /* idle probe latencies kept; the baseline is their median */
-#define IDLE_QUIET 0.05     /* a probe is idle when no lane of ours was used for this long */
-#define FIRST_PROBES 3      /* probes of a sampler's first round, back to back */
-#define LAT_MARGIN 0.0005   /* the probe's threshold is at least its baseline plus this:
+#define HB_EVERY 0.1    /* seconds between two rounds of a sampler */
+#define PROBES 8        /* probe latencies kept */
+#define PROBE_WINDOW 5  /* the signal: the median of the last 5 (half a second) */
+#define IDLE_PROBES 31  /* idle probe latencies kept; the baseline is their median */
+#define IDLE_QUIET 0.05 /* a probe is idle when no lane of ours was used for this long */
+#define FIRST_PROBES 3  /* probes of a sampler's first round, back to back */
+#define LAT_MARGIN \
+	0.0005            /* the probe's threshold is at least its baseline plus this:
                              * closer is a busy host's scheduling noise */
-#define PACE_MIN 0.05       /* the lowest pace: a statement, then 19 times its time closed */
-#define CUT_EVERY 0.5       /* at most one halving in this many seconds (a window) */
-#define SS_GROWTH 1.2       /* a round, until the first cut: twice in 0.4 s */
-#define AI_STEP 0.02        /* a round at one statement or more: one more every 5 s */
-#define AI_STEP_LOW 0.01    /* a round below one: +10% of the time a second */
-#define IDLE_RESTART 10.0   /* seconds unused after which a shard's pace starts afresh */
-#define HEADROOM 0.8        /* grow only while every signal is below this share of its threshold */
-#define SAMPLER_TIMEOUT 2   /* seconds: the samplers' connect, read and write timeouts */
-#define DEFAULT_WRITERS 2   /* when the server does not say how many CPUs it has */
+#define PACE_MIN 0.05     /* the lowest pace: a statement, then 19 times its time closed */
+#define CUT_EVERY 0.5     /* at most one halving in this many seconds (a window) */
+#define SS_GROWTH 1.2     /* a round, until the first cut: twice in 0.4 s */
+#define AI_STEP 0.02      /* a round at one statement or more: one more every 5 s */
+#define AI_STEP_LOW 0.01  /* a round below one: +10% of the time a second */
+#define IDLE_RESTART 10.0 /* seconds unused after which a shard's pace starts afresh */
+#define HEADROOM 0.8      /* grow only while every signal is below this share of its threshold */
+#define SAMPLER_TIMEOUT 2 /* seconds: the samplers' connect, read and write timeouts */
+#define DEFAULT_WRITERS 2 /* when the server does not say how many CPUs it has */
 #define MAX_WRITERS 64
-#define FW_RING 64          /* rounds of write counters kept (6 s at HB_EVERY) */
-#define FW_WINDOW 2.0       /* seconds over which other clients' writes are counted */
-#define FW_SPAN_MIN 0.5     /* fewer seconds read: not known yet (the latency signal applies) */
-#define FW_SLACK 2          /* other clients' writes in a window that count as none: a
+#define FW_RING 64      /* rounds of write counters kept (6 s at HB_EVERY) */
+#define FW_WINDOW 2.0   /* seconds over which other clients' writes are counted */
+#define FW_SPAN_MIN 0.5 /* fewer seconds read: not known yet (the latency signal applies) */
+#define FW_SLACK \
+	2 /* other clients' writes in a window that count as none: a
                              * statement of ours counted as sent but not yet run by the
                              * server, at either end of the window, at most our lanes
                              * (most_of) plus this */
@@ -66,11 +68,11 @@ enum { HIST_STATUS, HIST_METRICS, HIST_NONE };
 
 typedef struct {
 	const bs_replica_conf_t *conf;
-	MYSQL *conn;            /* the sampler's own */
+	MYSQL *conn; /* the sampler's own */
 	char address[128];
 	/* under mu */
-	double lag;             /* seconds; -1 unknown */
-	double ok_at;           /* monotonic time of its last reading, 0 never */
+	double lag;   /* seconds; -1 unknown */
+	double ok_at; /* monotonic time of its last reading, 0 never */
 	char err[200];
 } rep_t;
 
@@ -81,15 +83,15 @@ typedef struct {
 	pthread_t tid;
 	bool started;
 	bs_store_t *st;
-	int64_t first_hb_us;    /* the shard's clock just before our first heartbeat */
+	int64_t first_hb_us; /* the shard's clock just before our first heartbeat */
 	int history_src;
-	bool table_made;        /* bagstore_heartbeat made here once */
+	bool table_made; /* bagstore_heartbeat made here once */
 	/* under mu: readings */
 	double lat[PROBES];
-	int nlat;               /* probes ever (the ring holds the last PROBES) */
+	int nlat; /* probes ever (the ring holds the last PROBES) */
 	double idle[IDLE_PROBES];
 	int nidle;
-	double probe_at;        /* a probe in flight since (monotonic), 0 none */
+	double probe_at; /* a probe in flight since (monotonic), 0 none */
 	double lat_ok_at, status_ok_at;
 	char lat_err[320], status_err[320];
 	int64_t running, history, heartbeats;
@@ -100,8 +102,8 @@ typedef struct {
 		int64_t com;
 		uint64_t own;
 	} fw[FW_RING];
-	int nfw;                /* rounds ever (the ring holds the last FW_RING) */
-	unsigned cpus;          /* @@thread_pool_size; 0 unknown */
+	int nfw;       /* rounds ever (the ring holds the last FW_RING) */
+	unsigned cpus; /* @@thread_pool_size; 0 unknown */
 	bool cpus_read;
 	int nrep;
 	rep_t *rep;
@@ -117,26 +119,26 @@ typedef struct {
 
 struct bs__throttle {
 	const bs_config_t *cfg;
-	int refs;               /* under reg_mu */
-	bs__throttle_t *next;   /* under reg_mu */
+	int refs;             /* under reg_mu */
+	bs__throttle_t *next; /* under reg_mu */
 	pthread_mutex_t mu;
-	pthread_cond_t cv;      /* lanes, slots, readings: broadcast on every change */
-	bs_cleaner_conf_t cl;   /* the settings in force */
+	pthread_cond_t cv;    /* lanes, slots, readings: broadcast on every change */
+	bs_cleaner_conf_t cl; /* the settings in force */
 	int n;
 	shard_t *sh;
-	bool running;           /* samplers started */
+	bool running; /* samplers started */
 	double started_at;
 	atomic_int stop;
-	int slots;              /* job slots free (negative after a reload that lowered jobs) */
-	char writer[96];        /* host:pid, written in the heartbeat row */
+	int slots;       /* job slots free (negative after a reload that lowered jobs) */
+	char writer[96]; /* host:pid, written in the heartbeat row */
 };
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static bs__throttle_t *reg;
 
 static const char *const state_names[] = {
-	[BS_THR_STARTING] = "starting", [BS_THR_GO] = "go", [BS_THR_OVER] = "over",
-	[BS_THR_UNREADABLE] = "unreadable", [BS_THR_CRITICAL] = "critical",
+	[BS_THR_STARTING] = "starting", [BS_THR_GO] = "go", [BS_THR_OVER] = "over", [BS_THR_UNREADABLE] = "unreadable",
+	[BS_THR_CRITICAL] = "critical",
 };
 
 const char *bs_throttle_state_name(bs_throttle_state_t s)
@@ -283,10 +285,10 @@ typedef struct {
 	char signal[24];
 	double value, limit;
 	char reason[256];
-	bool headroom;         /* every signal under HEADROOM of its threshold */
-	bool soft;             /* over on the probe's latency alone: the pace is cut,
+	bool headroom; /* every signal under HEADROOM of its threshold */
+	bool soft;     /* over on the probe's latency alone: the pace is cut,
 	                        * jobs wait only once it is at its lowest */
-	bool alone;            /* nobody else writes to the shard: its latency is
+	bool alone;    /* nobody else writes to the shard: its latency is
 	                        * not a signal (nobody to protect) */
 } eval_t;
 
@@ -330,11 +332,13 @@ static bool eval_ages(eval_t *e, const bs__throttle_t *t, const shard_t *s, doub
 			snprintf(what, sizeof what, "replica %s lag", s->rep[k - 2].address);
 		if (ok_at <= 0 && starting) {
 			set_eval(e, BS_THR_STARTING, "unreadable", age, age_max);
-			say(e->reason, sizeof e->reason, "waiting: shard %s: the first reading of %s, for %.1f s", name, what, age);
+			say(e->reason, sizeof e->reason, "waiting: shard %s: the first reading of %s, for %.1f s", name,
+			    what, age);
 		} else {
 			set_eval(e, BS_THR_UNREADABLE, "unreadable", age, age_max);
-			say(e->reason, sizeof e->reason, "waiting: shard %s: %s unreadable for %.1f s (max_signal_age %.1f s)%s%s",
-			         name, what, age, age_max, err[0] ? ": " : "", err);
+			say(e->reason, sizeof e->reason,
+			    "waiting: shard %s: %s unreadable for %.1f s (max_signal_age %.1f s)%s%s", name, what, age,
+			    age_max, err[0] ? ": " : "", err);
 		}
 		e->headroom = false;
 		return false;
@@ -368,8 +372,9 @@ static void eval_shard(eval_t *e, const bs__throttle_t *t, const shard_t *s, dou
 	}
 	if (s->history >= 0 && s->history > (int64_t)cl->max_history_length) {
 		set_eval(e, BS_THR_OVER, "history_length", (double)s->history, cl->max_history_length);
-		snprintf(e->reason, sizeof e->reason, "shard %s: InnoDB history list length %lld above max_history_length %u",
-		         name, (long long)s->history, cl->max_history_length);
+		snprintf(e->reason, sizeof e->reason,
+		         "shard %s: InnoDB history list length %lld above max_history_length %u", name,
+		         (long long)s->history, cl->max_history_length);
 		return;
 	}
 	for (int r = 0; r < s->nrep; r++) {
@@ -377,8 +382,9 @@ static void eval_shard(eval_t *e, const bs__throttle_t *t, const shard_t *s, dou
 			e->headroom = false;
 		if (s->rep[r].lag > cl->max_replica_lag) {
 			set_eval(e, BS_THR_OVER, "replica_lag", s->rep[r].lag, cl->max_replica_lag);
-			snprintf(e->reason, sizeof e->reason, "shard %s: replica %s %.2f s behind, above max_replica_lag %.2f s",
-			         name, s->rep[r].address, s->rep[r].lag, cl->max_replica_lag);
+			snprintf(e->reason, sizeof e->reason,
+			         "shard %s: replica %s %.2f s behind, above max_replica_lag %.2f s", name,
+			         s->rep[r].address, s->rep[r].lag, cl->max_replica_lag);
 			return;
 		}
 	}
@@ -460,9 +466,10 @@ static void probe(shard_t *s)
 {
 	bs__throttle_t *t = s->t;
 	const char *name = t->cfg->shards[s->i].name;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
-	if ((rc = bs__shard_check(s->st, s->i)) || (!s->first_hb_us && (rc = bs__shard_now_us(&s->first_hb_us, s->st, s->i)))) {
+	if ((rc = bs__shard_check(s->st, s->i)) ||
+	    (!s->first_hb_us && (rc = bs__shard_now_us(&s->first_hb_us, s->st, s->i)))) {
 		set_err(t, s->lat_err, sizeof s->lat_err, bs_last_error());
 		return;
 	}
@@ -512,10 +519,12 @@ static int64_t status_int(const char *v)
 static void read_status(shard_t *s)
 {
 	bs__throttle_t *t = s->t;
-	static const char q[] = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Threads_running','Innodb_history_list_length',"
-	                        "'Com_insert','Com_insert_select','Com_replace','Com_replace_select','Com_update',"
-	                        "'Com_update_multi','Com_delete','Com_delete_multi')";
-	static const char qm[] = "SELECT COUNT FROM information_schema.INNODB_METRICS WHERE NAME='trx_rseg_history_len'";
+	static const char q[] =
+		"SHOW GLOBAL STATUS WHERE Variable_name IN ('Threads_running','Innodb_history_list_length',"
+		"'Com_insert','Com_insert_select','Com_replace','Com_replace_select','Com_update',"
+		"'Com_update_multi','Com_delete','Com_delete_multi')";
+	static const char qm[] =
+		"SELECT COUNT FROM information_schema.INNODB_METRICS WHERE NAME='trx_rseg_history_len'";
 	MYSQL_RES *res = NULL;
 	int64_t running = -1, history = -1, com = -1;
 	int rc;
@@ -540,7 +549,8 @@ static void read_status(shard_t *s)
 	if (history < 0 && s->history_src == HIST_STATUS)
 		s->history_src = HIST_METRICS;
 	if (history < 0 && s->history_src == HIST_METRICS) {
-		if (bs__shard_query(&res, s->st, s->i, qm, sizeof qm - 1) == 0 && (row = mysql_fetch_row(res)) && row[0])
+		if (bs__shard_query(&res, s->st, s->i, qm, sizeof qm - 1) == 0 && (row = mysql_fetch_row(res)) &&
+		    row[0])
 			history = status_int(row[0]);
 		else
 			s->history_src = HIST_NONE; /* no such counter: not a signal here */
@@ -715,9 +725,11 @@ static int shard_init(shard_t *s, bs__throttle_t *t, int i)
 		s->rep[r].conf = rc;
 		s->rep[r].lag = -1;
 		if (rc->host)
-			snprintf(s->rep[r].address, sizeof s->rep[r].address, "%s:%u", rc->host, rc->port ? rc->port : 3306);
+			snprintf(s->rep[r].address, sizeof s->rep[r].address, "%s:%u", rc->host,
+			         rc->port ? rc->port : 3306);
 		else
-			snprintf(s->rep[r].address, sizeof s->rep[r].address, "%s", rc->socket ? rc->socket : "localhost");
+			snprintf(s->rep[r].address, sizeof s->rep[r].address, "%s",
+			         rc->socket ? rc->socket : "localhost");
 	}
 	return 0;
 }
@@ -881,7 +893,8 @@ static void full_reason(bs__thr_gate_t *out, const bs__throttle_t *t, const bool
 	}
 	if (within[0] && none[0])
 		say(out->reason, sizeof out->reason,
-		    "full pace: write latency within its limit on shard %s, no other writers on shard %s", within, none);
+		    "full pace: write latency within its limit on shard %s, no other writers on shard %s", within,
+		    none);
 	else if (within[0])
 		say(out->reason, sizeof out->reason, "full pace: write latency within its limit on shard %s", within);
 	else if (none[0])
@@ -924,7 +937,9 @@ void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which
 			out->full = false;
 	}
 	out->pace = slowest ? slowest->pace : 1;
-	out->verdict = out->state == BS_THR_CRITICAL ? BS__THR_STOP : out->state == BS_THR_GO ? BS__THR_GO : BS__THR_WAIT;
+	out->verdict = out->state == BS_THR_CRITICAL ? BS__THR_STOP
+	               : out->state == BS_THR_GO     ? BS__THR_GO
+	                                             : BS__THR_WAIT;
 	/* paced by a signal, or going as fast as its jobs ask: say which */
 	if (out->verdict == BS__THR_GO && !out->full && slowest && slowest->cut_at > 0)
 		pace_reason(out, t, slowest);

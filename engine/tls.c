@@ -108,10 +108,13 @@ int bs__tls_check(bs_tls_state_t *out, MYSQL *m, const bs_tls_conf_t *t, char *e
 	if (out->level >= want)
 		return 0;
 	if (out->level == BS_TLS_NONE)
-		snprintf(err, size, "TLS: the server does not offer TLS, and tls.mode is %s: "
-		         "the connection was closed before any statement", bs_tls_mode_name(t->mode));
+		snprintf(err, size,
+		         "TLS: the server does not offer TLS, and tls.mode is %s: "
+		         "the connection was closed before any statement",
+		         bs_tls_mode_name(t->mode));
 	else
-		snprintf(err, size, "TLS: tls.mode is %s, but this connection verified only \"%s\" "
+		snprintf(err, size,
+		         "TLS: tls.mode is %s, but this connection verified only \"%s\" "
 		         "(an option file's ssl-* settings override the configuration's): the connection was closed",
 		         bs_tls_mode_name(t->mode), bs_tls_level_name(out->level));
 	return BS_ECONFIG;
@@ -135,27 +138,33 @@ int bs__tls_connect_error(char *buf, size_t size, MYSQL *m, const bs_tls_conf_t 
 
 	if (err == CR_SSL_CONNECTION_ERROR) {
 		if (strstr(msg, "Validation of SSL server certificate failed")) {
-			snprintf(buf, size, "TLS: name mismatch: the server's certificate does not name %s "
+			snprintf(buf, size,
+			         "TLS: name mismatch: the server's certificate does not name %s "
 			         "(tls.mode verify_identity checks the host connected to against the certificate's "
-			         "names): %s (MySQL error %u)", host ? host : "localhost", msg, err);
+			         "names): %s (MySQL error %u)",
+			         host ? host : "localhost", msg, err);
 			return BS_ECONFIG;
 		}
 		if (strstr(msg, "SSL is required") || strstr(msg, "does not support")) {
-			snprintf(buf, size, "TLS: the server does not offer TLS, and tls.mode is %s: %s (MySQL error %u)",
+			snprintf(buf, size,
+			         "TLS: the server does not offer TLS, and tls.mode is %s: %s (MySQL error %u)",
 			         bs_tls_mode_name(t->mode), msg, err);
 			return BS_ECONFIG;
 		}
 		if (strstr(msg, "certificate") || strstr(msg, "issuer")) {
 			trust_source(trust, sizeof trust, t);
-			snprintf(buf, size, "TLS: untrusted certificate: the server's certificate does not chain to "
-			         "%s: %s (MySQL error %u)", trust, msg, err);
+			snprintf(buf, size,
+			         "TLS: untrusted certificate: the server's certificate does not chain to "
+			         "%s: %s (MySQL error %u)",
+			         trust, msg, err);
 			return BS_ECONFIG;
 		}
 		snprintf(buf, size, "TLS handshake failed: %s (MySQL error %u)", msg, err);
 		return 0;
 	}
 	if (err == ER_ACCESS_DENIED_ERROR && (t->mode == BS_TLS_DISABLED || t->mode == BS_TLS_MODE_UNSET)) {
-		snprintf(buf, size, "%s (MySQL error %u); this connection did not ask for TLS (tls.mode %s): "
+		snprintf(buf, size,
+		         "%s (MySQL error %u); this connection did not ask for TLS (tls.mode %s): "
 		         "a server with require_secure_transport=ON refuses such connections with this error",
 		         msg, err, bs_tls_mode_name(t->mode));
 		return 0;

@@ -44,10 +44,12 @@ static int reverse(bs_value_t *restored, bs_store_t *st, const bs_audit_entry_t 
 
 	bs_id_hex(hex, &e->entity_id);
 	if (e->has_after && e->after_us == 0)
-		return bs_error(BS_ECONFLICT, "entity %s: the audit row does not know which version it wrote "
-		                "(it changed again at once): not undone", hex);
-	if (e->has_before &&
-	    (rc = bs__body_decode_row(restored, e->before.ptr, e->before.len, e->entity_id.b, "the audit row's before-image")))
+		return bs_error(BS_ECONFLICT,
+		                "entity %s: the audit row does not know which version it wrote "
+		                "(it changed again at once): not undone",
+		                hex);
+	if (e->has_before && (rc = bs__body_decode_row(restored, e->before.ptr, e->before.len, e->entity_id.b,
+	                                               "the audit row's before-image")))
 		return rc;
 	if (e->has_before)
 		return bs_put_if(st, restored, e->has_after ? e->after_us : 0);
@@ -62,7 +64,7 @@ static int reverse(bs_value_t *restored, bs_store_t *st, const bs_audit_entry_t 
  * shard down)? Then it is audited like any undo. */
 static bool reversed_anyway(bs_store_t *st, const bs_audit_entry_t *e, const bs_value_t *restored)
 {
-	bs_bytes_t now = {0};
+	bs_bytes_t now = { 0 };
 	int64_t us = 0;
 	int rc = 0;
 
@@ -78,7 +80,7 @@ static bool reversed_anyway(bs_store_t *st, const bs_audit_entry_t *e, const bs_
 int bs_audit_undo(bs_store_t *st, const bs_audit_entry_t *e)
 {
 	bs_value_t restored;
-	bs_bytes_t now = {0};
+	bs_bytes_t now = { 0 };
 	char detail[1600], cut[1024] = "";
 	int rc, wrc;
 

@@ -43,11 +43,17 @@ bool bs__utf8_valid(const char *str, size_t n)
 			continue;
 		}
 		if ((c & 0xe0) == 0xc0) {
-			need = 1; cp = c & 0x1f; min = 0x80;
+			need = 1;
+			cp = c & 0x1f;
+			min = 0x80;
 		} else if ((c & 0xf0) == 0xe0) {
-			need = 2; cp = c & 0x0f; min = 0x800;
+			need = 2;
+			cp = c & 0x0f;
+			min = 0x800;
 		} else if ((c & 0xf8) == 0xf0) {
-			need = 3; cp = c & 0x07; min = 0x10000;
+			need = 3;
+			cp = c & 0x07;
+			min = 0x10000;
 		} else {
 			return false;
 		}
@@ -228,8 +234,7 @@ static int keyset_grow(bs__keyset_t *ks, const bs_value_t *map, size_t n)
 	return 0;
 }
 
-static bool keyset_has(const bs__keyset_t *ks, const bs_value_t *map, const char *key,
-                       size_t klen)
+static bool keyset_has(const bs__keyset_t *ks, const bs_value_t *map, const char *key, size_t klen)
 {
 	if (!ks->slots) {
 		for (size_t i = 0; i < map->v.m.len; i++)
@@ -237,8 +242,7 @@ static bool keyset_has(const bs__keyset_t *ks, const bs_value_t *map, const char
 				return true;
 		return false;
 	}
-	for (size_t s = (size_t)key_hash(key, klen) & ks->mask; ks->slots[s];
-	     s = (s + 1) & ks->mask)
+	for (size_t s = (size_t)key_hash(key, klen) & ks->mask; ks->slots[s]; s = (s + 1) & ks->mask)
 		if (pair_key_is(&map->v.m.items[ks->slots[s] - 1], key, klen))
 			return true;
 	return false;
@@ -259,8 +263,7 @@ int bs__value_map_reserve(bs_value_t *map, size_t n)
 	return 0;
 }
 
-int bs__map_append_unique(bs_value_t *map, bs__keyset_t *ks, char *key, size_t klen,
-                          bs_value_t *val)
+int bs__map_append_unique(bs_value_t *map, bs__keyset_t *ks, char *key, size_t klen, bs_value_t *val)
 {
 	size_t n = map->v.m.len;
 	bs_pair_t *p;
@@ -268,8 +271,7 @@ int bs__map_append_unique(bs_value_t *map, bs__keyset_t *ks, char *key, size_t k
 
 	if (keyset_has(ks, map, key, klen))
 		return 1;
-	if (n == map->v.m.cap &&
-	    (rc = bs__value_map_reserve(map, n ? n * 2 : 4)) < 0)
+	if (n == map->v.m.cap && (rc = bs__value_map_reserve(map, n ? n * 2 : 4)) < 0)
 		return rc;
 	if (n + 1 > KEYSET_MIN_ITEMS) {
 		size_t slots = ks->slots ? ks->mask + 1 : 0;
@@ -385,8 +387,7 @@ int bs_map_set(bs_value_t *map, const char *key, size_t klen, bs_value_t *val)
 			return 0;
 		}
 	}
-	if (map->v.m.len == map->v.m.cap &&
-	    (rc = bs__value_map_reserve(map, map->v.m.cap ? map->v.m.cap * 2 : 4)) < 0)
+	if (map->v.m.len == map->v.m.cap && (rc = bs__value_map_reserve(map, map->v.m.cap ? map->v.m.cap * 2 : 4)) < 0)
 		return rc;
 	if (!(k = bs__memdup0(key, klen)))
 		return bs__oom();
@@ -417,10 +418,13 @@ int bs_value_copy(bs_value_t *out, const bs_value_t *src)
 
 	bs_value_nil(out);
 	switch (src->type) {
-	case BS_NIL: case BS_BOOL: case BS_INT: case BS_UINT: case BS_FLOAT:
-		*out = *src;
-		break;
-	case BS_STR: case BS_BIN:
+	case BS_NIL:
+	case BS_BOOL:
+	case BS_INT:
+	case BS_UINT:
+	case BS_FLOAT: *out = *src; break;
+	case BS_STR:
+	case BS_BIN:
 		if (!(rc = value_bytes(out, src->type, src->v.s.ptr, src->v.s.len)))
 			out->v.s.sub = src->v.s.sub;
 		break;
@@ -462,8 +466,7 @@ int bs_value_copy(bs_value_t *out, const bs_value_t *src)
 			out->v.m.len++;
 		}
 		break;
-	default:
-		rc = bs_error(BS_EINVAL, "bs_value_copy: bad value type %d", (int)src->type);
+	default: rc = bs_error(BS_EINVAL, "bs_value_copy: bad value type %d", (int)src->type);
 	}
 done:
 	if (rc < 0)
@@ -490,7 +493,8 @@ bool bs_value_equal(const bs_value_t *a, const bs_value_t *b)
 	case BS_INT: return a->v.i == b->v.i;
 	case BS_UINT: return a->v.u == b->v.u;
 	case BS_FLOAT: return float_equal(a->v.f, b->v.f);
-	case BS_STR: case BS_BIN:
+	case BS_STR:
+	case BS_BIN:
 		return a->v.s.len == b->v.s.len && (a->type == BS_STR || a->v.s.sub == b->v.s.sub) &&
 		       (a->v.s.len == 0 || memcmp(a->v.s.ptr, b->v.s.ptr, a->v.s.len) == 0);
 	case BS_ARRAY:
@@ -532,9 +536,8 @@ void bs_value_clear(bs_value_t *v)
 	if (!v)
 		return;
 	switch (v->type) {
-	case BS_STR: case BS_BIN:
-		free(v->v.s.ptr);
-		break;
+	case BS_STR:
+	case BS_BIN: free(v->v.s.ptr); break;
 	case BS_ARRAY:
 		for (size_t i = 0; i < v->v.a.len; i++)
 			bs_value_clear(&v->v.a.items[i]);
@@ -547,8 +550,7 @@ void bs_value_clear(bs_value_t *v)
 		}
 		free(v->v.m.items);
 		break;
-	default:
-		break;
+	default: break;
 	}
 	bs_value_nil(v);
 }

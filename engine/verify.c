@@ -29,9 +29,9 @@ static bool refused_only(const bs_store_t *st)
 
 static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bool repair)
 {
-	ebatch_t eb = {0};
-	bs_buf_t b = {0};
-	drift_counts_t d = {0};
+	ebatch_t eb = { 0 };
+	bs_buf_t b = { 0 };
+	drift_counts_t d = { 0 };
 	int64_t orphans = 0, fixed = 0;
 	int rc = 0;
 
@@ -40,8 +40,11 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 		int64_t after = 0;
 		for (;;) {
 			bs__buf_reset(&b);
-			bs__buf_printf(&b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body, " BS__OV_SQL " FROM entities"
-			               " WHERE added_id>%lld ORDER BY added_id LIMIT %d", (long long)after, VERIFY_BATCH);
+			bs__buf_printf(&b,
+			               "SELECT added_id, id, UNIX_TIMESTAMP(updated), body, " BS__OV_SQL
+			               " FROM entities"
+			               " WHERE added_id>%lld ORDER BY added_id LIMIT %d",
+			               (long long)after, VERIFY_BATCH);
 			size_t got;
 			/* the shard's own entities: not the copies it holds for a move */
 			if ((rc = bs__ebatch_scan(&eb, &got, st, s, &b)))
@@ -50,23 +53,24 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 				break;
 			out->checked += (int64_t)eb.len;
 			if (eb.corrupt && !out->first_bad[0])
-				snprintf(out->first_bad, sizeof out->first_bad, "shard %.64s: %.240s", st->shards[s].conf->name,
-				         eb.corrupt_first);
+				snprintf(out->first_bad, sizeof out->first_bad, "shard %.64s: %.240s",
+				         st->shards[s].conf->name, eb.corrupt_first);
 			out->corrupt += (int64_t)eb.corrupt;
 			for (size_t k = 0; k < eb.len; k++)
 				if (eb.bags[k].type == BS_MAP && bs__value_printable(&eb.bags[k])) {
 					if (!out->unprintable++ && !out->first_bad[0]) {
 						char hex[33];
 						bs_id_hex(hex, &eb.ids[k]);
-						snprintf(out->first_bad, sizeof out->first_bad, "shard %.64s: entity %s: %.200s",
-						         st->shards[s].conf->name, hex, bs_last_error());
+						snprintf(out->first_bad, sizeof out->first_bad,
+						         "shard %.64s: entity %s: %.200s", st->shards[s].conf->name,
+						         hex, bs_last_error());
 					}
 					bs_error_clear();
 				}
 			if ((rc = bs__drift_check(&d, st, idx, eb.ids, eb.bags, eb.len, repair)))
 				goto done;
 			if (repair) { /* writers may have moved on meanwhile: not counted again */
-				drift_counts_t again = {0};
+				drift_counts_t again = { 0 };
 				if ((rc = bs__drift_settle(&again, st, s, idx, 1, &eb)))
 					goto done;
 				d.repaired += again.repaired;
@@ -77,10 +81,11 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 		}
 	}
 	for (int j = 0; j < st->n; j++) {
-		uint8_t cursor[16] = {0};
+		uint8_t cursor[16] = { 0 };
 		bool wrapped = false;
 		while (!wrapped)
-			if ((rc = bs__drift_orphans(&orphans, &fixed, st, idx, j, cursor, VERIFY_BATCH, repair, &wrapped)))
+			if ((rc = bs__drift_orphans(&orphans, &fixed, st, idx, j, cursor, VERIFY_BATCH, repair,
+			                            &wrapped)))
 				goto done;
 	}
 	out->missing = d.missing;
@@ -92,15 +97,16 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 	if (!st->cfg->read_only) {
 		bs__buf_reset(&b);
 		bs__buf_puts(&b, "INSERT INTO bagstore_verify (index_name, checked, missing, stale, orphaned, misfit,"
-		             " repaired, corrupt, unprintable, at_us) VALUES (");
+		                 " repaired, corrupt, unprintable, at_us) VALUES (");
 		bs__buf_hex(&b, idx->name, strlen(idx->name));
-		bs__buf_printf(&b, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld) ON DUPLICATE KEY UPDATE"
+		bs__buf_printf(&b,
+		               ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld) ON DUPLICATE KEY UPDATE"
 		               " checked=VALUES(checked), missing=VALUES(missing), stale=VALUES(stale),"
 		               " orphaned=VALUES(orphaned), misfit=VALUES(misfit), repaired=VALUES(repaired),"
 		               " corrupt=VALUES(corrupt), unprintable=VALUES(unprintable), at_us=VALUES(at_us)",
-		           (long long)out->checked, (long long)out->missing, (long long)out->stale,
-		           (long long)out->orphaned, (long long)out->misfit, (long long)out->repaired,
-		           (long long)out->corrupt, (long long)out->unprintable, (long long)out->at_us);
+		               (long long)out->checked, (long long)out->missing, (long long)out->stale,
+		               (long long)out->orphaned, (long long)out->misfit, (long long)out->repaired,
+		               (long long)out->corrupt, (long long)out->unprintable, (long long)out->at_us);
 		if (!(rc = bs__buf_ok(&b)))
 			rc = bs__exec_everywhere(st, b.ptr, b.len);
 		/* an account that may only read (role readonly) verifies all the
@@ -136,7 +142,7 @@ static void add(bs_drift_t *sum, const bs_drift_t *d)
 
 int bs_verify(bs_drift_t *out, bs_store_t *st, const char *index, bool repair)
 {
-	bs_index_list_t l = {0};
+	bs_index_list_t l = { 0 };
 	int rc;
 	memset(out, 0, sizeof *out);
 	if (repair && st->cfg->read_only)
@@ -162,12 +168,12 @@ int bs_verify(bs_drift_t *out, bs_store_t *st, const char *index, bool repair)
 
 static int last_from(bs_drift_t *out, bs_store_t *st, int i, const char *index)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	MYSQL_RES *res = NULL;
 	int rc;
 	memset(out, 0, sizeof *out);
 	bs__buf_puts(&b, "SELECT SUM(checked), SUM(missing), SUM(stale), SUM(orphaned), SUM(misfit), SUM(repaired),"
-	             " MAX(at_us), COUNT(*), SUM(corrupt), SUM(unprintable) FROM bagstore_verify");
+	                 " MAX(at_us), COUNT(*), SUM(corrupt), SUM(unprintable) FROM bagstore_verify");
 	if (index) {
 		bs__buf_puts(&b, " WHERE index_name=");
 		bs__buf_hex(&b, index, strlen(index));
@@ -179,8 +185,8 @@ static int last_from(bs_drift_t *out, bs_store_t *st, int i, const char *index)
 		rc = bs_error(BS_ENOTFOUND, "no verify recorded%s%s", index ? " for index " : "", index ? index : "");
 		goto done;
 	}
-	int64_t *f[] = { &out->checked, &out->missing, &out->stale, &out->orphaned, &out->misfit,
-	                 &out->repaired, &out->at_us };
+	int64_t *f[] = { &out->checked, &out->missing,  &out->stale, &out->orphaned,
+		         &out->misfit,  &out->repaired, &out->at_us };
 	for (int k = 0; k < 7; k++)
 		*f[k] = row[k] ? strtoll(row[k], NULL, 10) : 0;
 	out->corrupt = row[8] ? strtoll(row[8], NULL, 10) : 0;
@@ -205,7 +211,7 @@ int bs_verify_last(bs_drift_t *out, bs_store_t *st, const char *index)
 
 int bs__verify_forget(bs_store_t *st, const char *index)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 	bs__buf_puts(&b, "DELETE FROM bagstore_verify WHERE index_name=");
 	bs__buf_hex(&b, index, strlen(index));

@@ -29,12 +29,12 @@ typedef struct {
 	int shard;
 	pthread_t tid;
 	bool started;
-	bool ok;            /* the last heartbeat took (under w->mu) */
-	char err[256];      /* why not (under w->mu) */
+	bool ok;       /* the last heartbeat took (under w->mu) */
+	char err[256]; /* why not (under w->mu) */
 } beat_t;
 
 struct bs_worker {
-	bs_config_t cfg;    /* a shallow copy: the caller's shards, capped timeouts */
+	bs_config_t cfg; /* a shallow copy: the caller's shards, capped timeouts */
 	char id[33], kind[16], host[256], metrics[256];
 	int pid;
 	int64_t started_us;
@@ -76,7 +76,7 @@ static void beat_sql(bs_buf_t *b, struct bs_worker *w)
 
 static int beat_once(bs_store_t *st, beat_t *bt, unsigned count)
 {
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	int rc;
 
 	beat_sql(&b, bt->w);
@@ -90,8 +90,10 @@ static int beat_once(bs_store_t *st, beat_t *bt, unsigned count)
 	    (rc = bs__shard_exec(st, bt->shard, b.ptr, b.len)) &&
 	    bs__shard_last_errno(st, bt->shard) == ER_NO_SUCH_TABLE) {
 		char label[192];
-		rc = bs_error(BS_ECONFIG, "%s: no worker registry (bagstore_workers): run `bagstore init` once with "
-		              "this version", bs__shard_label(label, sizeof label, &st->shards[bt->shard]));
+		rc = bs_error(BS_ECONFIG,
+		              "%s: no worker registry (bagstore_workers): run `bagstore init` once with "
+		              "this version",
+		              bs__shard_label(label, sizeof label, &st->shards[bt->shard]));
 	}
 	bs__buf_free(&b);
 	return rc;
@@ -126,7 +128,7 @@ static void *beat_thread(void *p)
 	beat_t *bt = p;
 	struct bs_worker *w = bt->w;
 	bs_store_t *st = NULL;
-	bs_buf_t b = {0};
+	bs_buf_t b = { 0 };
 	unsigned count = 0;
 	int rc;
 
@@ -150,7 +152,10 @@ done:
 	return NULL;
 }
 
-static double cap(double s) { return s > CAP_TIMEOUT_S ? CAP_TIMEOUT_S : s; }
+static double cap(double s)
+{
+	return s > CAP_TIMEOUT_S ? CAP_TIMEOUT_S : s;
+}
 
 int bs_worker_start(bs_worker_t **out, const bs_config_t *cfg, const char *kind, const char *metrics)
 {
@@ -201,7 +206,10 @@ void bs_worker_doing(bs_worker_t *w, const char *jobs, const char *repair)
 	pthread_mutex_unlock(&w->mu);
 }
 
-const char *bs_worker_id(const bs_worker_t *w) { return w ? w->id : ""; }
+const char *bs_worker_id(const bs_worker_t *w)
+{
+	return w ? w->id : "";
+}
 
 int bs_worker_shards_ok(bs_worker_t *w, char *first_error, size_t size)
 {
@@ -282,10 +290,9 @@ static void info_from_row(bs_worker_info_t *x, MYSQL_ROW row)
 /* A shard's registry into its part of the list (bs__collect). */
 static int wl_rows(bs__part_t *part, bs_store_t *st, int i, void *arg)
 {
-	static const char q[] =
-		"SELECT worker_id, kind, host, pid, version, started_us, UNIX_TIMESTAMP(heartbeat),"
-		" TIMESTAMPDIFF(MICROSECOND, heartbeat, NOW(6)), jobs, repair_shards, metrics"
-		" FROM bagstore_workers ORDER BY started_us LIMIT 10000";
+	static const char q[] = "SELECT worker_id, kind, host, pid, version, started_us, UNIX_TIMESTAMP(heartbeat),"
+				" TIMESTAMPDIFF(MICROSECOND, heartbeat, NOW(6)), jobs, repair_shards, metrics"
+				" FROM bagstore_workers ORDER BY started_us LIMIT 10000";
 	MYSQL_RES *res = NULL;
 	bs_worker_info_t *items;
 	char label[192];
@@ -294,8 +301,10 @@ static int wl_rows(bs__part_t *part, bs_store_t *st, int i, void *arg)
 	(void)arg;
 	if (!rc && (rc = bs__shard_query(&res, st, i, q, sizeof q - 1)) &&
 	    bs__shard_last_errno(st, i) == ER_NO_SUCH_TABLE)
-		rc = bs_error(BS_ECONFIG, "%s: no worker registry (bagstore_workers): run `bagstore init` once "
-		              "with this version", bs__shard_label(label, sizeof label, &st->shards[i]));
+		rc = bs_error(BS_ECONFIG,
+		              "%s: no worker registry (bagstore_workers): run `bagstore init` once "
+		              "with this version",
+		              bs__shard_label(label, sizeof label, &st->shards[i]));
 	if (rc)
 		return rc;
 	size_t n = (size_t)mysql_num_rows(res);
@@ -341,8 +350,9 @@ static int wl_cmp(const void *a, const void *b)
 
 int bs_workers_list(bs_worker_list_t *out, bs_store_t *st, int *unreachable)
 {
-	static const bs__collect_t c = { sizeof(bs_worker_info_t), wl_rows, NULL, NULL,
-	                                 { "listing workers", "the workers list", false } };
+	static const bs__collect_t c = {
+		sizeof(bs_worker_info_t), wl_rows, NULL, NULL, { "listing workers", "the workers list", false }
+	};
 	bs_worker_info_t *all = NULL;
 	void *items;
 	bs__up_t up;
@@ -368,8 +378,8 @@ int bs_workers_list(bs_worker_list_t *out, bs_store_t *st, int *unreachable)
 	return 0;
 }
 
-void bs__worker_quiet(char *reason, size_t n, double *beat_s, int64_t quiet_us, const char *beat_age,
-                      const char *host, int pid)
+void bs__worker_quiet(char *reason, size_t n, double *beat_s, int64_t quiet_us, const char *beat_age, const char *host,
+                      int pid)
 {
 	/* a beat ahead of the shard's clock (another host's) is a live one */
 	double beat = beat_age ? (double)strtoll(beat_age, NULL, 10) / 1e6 : -1;

@@ -25,8 +25,8 @@
 #define MAX_THREADS 64
 
 typedef struct item {
-	struct item *next;      /* in its queue */
-	struct item *all;       /* in its batch, for freeing */
+	struct item *next; /* in its queue */
+	struct item *all;  /* in its batch, for freeing */
 	const char *sql;
 	size_t len;
 	int shard;
@@ -35,12 +35,12 @@ typedef struct item {
 
 struct bs__batch {
 	bs__writers_t *w;
-	int pending;            /* statements not ended (under w->mu) */
-	bool abort, skipped;    /* under w->mu */
-	int rc;                 /* the first failure's code */
-	char msg[1024];         /* and its message */
-	double busy;            /* seconds its statements ran */
-	item_t *items;          /* every item, freed with the batch */
+	int pending;         /* statements not ended (under w->mu) */
+	bool abort, skipped; /* under w->mu */
+	int rc;              /* the first failure's code */
+	char msg[1024];      /* and its message */
+	double busy;         /* seconds its statements ran */
+	item_t *items;       /* every item, freed with the batch */
 };
 
 typedef struct {
@@ -58,9 +58,9 @@ typedef struct {
 struct bs__writers {
 	const bs_config_t *cfg;
 	bs__throttle_t *thr;
-	atomic_int *stop;       /* the caller's (may be NULL) */
+	atomic_int *stop; /* the caller's (may be NULL) */
 	pthread_mutex_t mu;
-	pthread_cond_t cv;      /* work queued, batches ended */
+	pthread_cond_t cv; /* work queued, batches ended */
 	bool closing;
 	int n;
 	queue_t *q;

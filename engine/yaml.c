@@ -41,7 +41,10 @@ static void format_float(char buf[40], double d)
 
 typedef enum { R_NULL, R_BOOL, R_INT, R_FLOAT, R_STR } kind_t;
 
-static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
 
 static bool eq(const char *s, size_t n, const char *lit)
 {
@@ -179,11 +182,10 @@ typedef struct {
 	const char *where;
 	const char *text;
 	size_t len;
-	size_t items;   /* elements of sequences and mappings so far */
+	size_t items; /* elements of sequences and mappings so far */
 } dec_t;
 
-__attribute__((format(printf, 4, 5)))
-static int fail_at(dec_t *d, int code, yaml_mark_t mark, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static int fail_at(dec_t *d, int code, yaml_mark_t mark, const char *fmt, ...)
 {
 	char msg[768];
 	va_list ap;
@@ -201,8 +203,7 @@ static int parser_error(dec_t *d)
 	yaml_mark_t mark = p->problem_mark;
 
 	switch (p->error) {
-	case YAML_MEMORY_ERROR:
-		return bs_error(BS_ENOMEM, "%s: out of memory parsing YAML", d->where);
+	case YAML_MEMORY_ERROR: return bs_error(BS_ENOMEM, "%s: out of memory parsing YAML", d->where);
 	case YAML_READER_ERROR:
 		/* Only an offset: count lines up to it. */
 		memset(&mark, 0, sizeof mark);
@@ -271,13 +272,16 @@ static int scalar_value(dec_t *d, yaml_event_t *ev, bs_value_t *out)
 
 		if (hn < 1 || hn > 2 || bs__hexval((unsigned char)h[0]) < 0 ||
 		    (hn == 2 && bs__hexval((unsigned char)h[1]) < 0))
-			return fail_at(d, BS_EINVAL, ev->start_mark, "%s: expected the subtype as 1 or 2 hex digits "
-			               "after %s", bs__quote(tb, sizeof tb, tag, strlen(tag)), TAG_BINARY_SUB);
+			return fail_at(d, BS_EINVAL, ev->start_mark,
+			               "%s: expected the subtype as 1 or 2 hex digits "
+			               "after %s",
+			               bs__quote(tb, sizeof tb, tag, strlen(tag)), TAG_BINARY_SUB);
 		rc = bs__base64_value(out, s, n);
 		if (rc == 0)
 			out->v.s.sub = bs__subtype(h, hn, out->v.s.len);
 		return rc == -1 ? fail_at(d, BS_EINVAL, ev->start_mark, "%s: malformed base64",
-		                          bs__quote(tb, sizeof tb, tag, strlen(tag))) : rc;
+		                          bs__quote(tb, sizeof tb, tag, strlen(tag)))
+		                : rc;
 	} else if (strcmp(tag, TAG("int")) == 0) {
 		if (!is_int_text(s, n))
 			return fail_at(d, BS_EINVAL, ev->start_mark, "!!int: \"%s\" is not an integer",
@@ -299,27 +303,20 @@ static int scalar_value(dec_t *d, yaml_event_t *ev, bs_value_t *out)
 			               bs__quote(q, sizeof q, s, n));
 		k = R_NULL;
 	} else {
-		return fail_at(d, BS_EINVAL, ev->start_mark, "unsupported tag \"%s\"",
-		               tag_shown(tag, tb, sizeof tb));
+		return fail_at(d, BS_EINVAL, ev->start_mark, "unsupported tag \"%s\"", tag_shown(tag, tb, sizeof tb));
 	}
 
 	switch (k) {
-	case R_NULL:
-		return 0;
-	case R_BOOL:
-		bs_value_bool(out, bs__yaml_bool(s, n) == 1);
-		return 0;
+	case R_NULL: return 0;
+	case R_BOOL: bs_value_bool(out, bs__yaml_bool(s, n) == 1); return 0;
 	case R_INT:
 		if (int_value(out, s, n) < 0)
 			return fail_at(d, BS_EINVAL, ev->start_mark,
 			               "integer %s does not fit 64 bits (quote it to keep it as a string)",
 			               bs__quote(q, sizeof q, s, n));
 		return 0;
-	case R_FLOAT:
-		float_value(out, s, n);
-		return 0;
-	case R_STR:
-		return bs_value_str(out, s, n);
+	case R_FLOAT: float_value(out, s, n); return 0;
+	case R_STR: return bs_value_str(out, s, n);
 	}
 	return 0;
 }
@@ -338,8 +335,8 @@ static int count_item(dec_t *d, const yaml_event_t *ev)
 }
 
 /* Refuse anchors, aliases and container tags we do not know. */
-static int check_node(dec_t *d, yaml_event_t *ev, const yaml_char_t *anchor,
-                      const yaml_char_t *tag, const char *plain_tag)
+static int check_node(dec_t *d, yaml_event_t *ev, const yaml_char_t *anchor, const yaml_char_t *tag,
+                      const char *plain_tag)
 {
 	char tb[80];
 
@@ -359,8 +356,8 @@ static int parse_sequence(dec_t *d, yaml_event_t *start, bs_value_t *out, int de
 
 	bs_value_array(out);
 	bs_value_nil(&item);
-	if ((rc = check_node(d, start, start->data.sequence_start.anchor,
-	                     start->data.sequence_start.tag, TAG("seq"))) < 0)
+	if ((rc = check_node(d, start, start->data.sequence_start.anchor, start->data.sequence_start.tag, TAG("seq"))) <
+	    0)
 		return rc;
 	if (depth >= BS_BODY_MAX_DEPTH)
 		return fail_at(d, BS_EINVAL, start->start_mark, "nested deeper than %d", BS_BODY_MAX_DEPTH);
@@ -396,8 +393,8 @@ static int parse_mapping(dec_t *d, yaml_event_t *start, bs_value_t *out, int dep
 	bs_value_map(out);
 	bs_value_nil(&val);
 	memset(&ev, 0, sizeof ev);
-	if ((rc = check_node(d, start, start->data.mapping_start.anchor,
-	                     start->data.mapping_start.tag, TAG("map"))) < 0)
+	if ((rc = check_node(d, start, start->data.mapping_start.anchor, start->data.mapping_start.tag, TAG("map"))) <
+	    0)
 		goto done;
 	if (depth >= BS_BODY_MAX_DEPTH) {
 		rc = fail_at(d, BS_EINVAL, start->start_mark, "nested deeper than %d", BS_BODY_MAX_DEPTH);
@@ -467,18 +464,14 @@ static int parse_node(dec_t *d, yaml_event_t *ev, bs_value_t *out, int depth)
 {
 	bs_value_nil(out);
 	switch (ev->type) {
-	case YAML_ALIAS_EVENT:
-		return fail_at(d, BS_EINVAL, ev->start_mark, "aliases are not supported");
+	case YAML_ALIAS_EVENT: return fail_at(d, BS_EINVAL, ev->start_mark, "aliases are not supported");
 	case YAML_SCALAR_EVENT:
 		if (ev->data.scalar.anchor)
 			return fail_at(d, BS_EINVAL, ev->start_mark, "anchors and aliases are not supported");
 		return scalar_value(d, ev, out);
-	case YAML_SEQUENCE_START_EVENT:
-		return parse_sequence(d, ev, out, depth);
-	case YAML_MAPPING_START_EVENT:
-		return parse_mapping(d, ev, out, depth);
-	default:
-		return fail_at(d, BS_EINVAL, ev->start_mark, "unexpected YAML event %d", (int)ev->type);
+	case YAML_SEQUENCE_START_EVENT: return parse_sequence(d, ev, out, depth);
+	case YAML_MAPPING_START_EVENT: return parse_mapping(d, ev, out, depth);
+	default: return fail_at(d, BS_EINVAL, ev->start_mark, "unexpected YAML event %d", (int)ev->type);
 	}
 }
 
@@ -550,16 +543,15 @@ static int emit(yaml_emitter_t *em, yaml_event_t *ev)
 	return yaml_emitter_emit(em, ev) ? 0 : emitter_error(em);
 }
 
-static int emit_scalar(yaml_emitter_t *em, const char *tag, const char *s, size_t n,
-                       yaml_scalar_style_t style)
+static int emit_scalar(yaml_emitter_t *em, const char *tag, const char *s, size_t n, yaml_scalar_style_t style)
 {
 	yaml_event_t ev;
 	int implicit = tag == NULL;
 
 	if (n > INT_MAX)
 		return bs_error(BS_EINVAL, "string too long for YAML (%zu bytes)", n);
-	if (!yaml_scalar_event_initialize(&ev, NULL, (yaml_char_t *)tag, (yaml_char_t *)s, (int)n,
-	                                  implicit, implicit, style))
+	if (!yaml_scalar_event_initialize(&ev, NULL, (yaml_char_t *)tag, (yaml_char_t *)s, (int)n, implicit, implicit,
+	                                  style))
 		return bs__oom();
 	return emit(em, &ev);
 }
@@ -592,8 +584,7 @@ static int emit_string(yaml_emitter_t *em, const char *s, size_t n)
 
 	if (!bs__utf8_valid(s, n))
 		return bs_error(BS_EINVAL, "string \"%s\" is not valid UTF-8", bs__quote(q, sizeof q, s, n));
-	return emit_scalar(em, NULL, s, n,
-	                   plain_ok(s, n) ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+	return emit_scalar(em, NULL, s, n, plain_ok(s, n) ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
 }
 
 static int emit_value(yaml_emitter_t *em, const bs_value_t *v, int depth)
@@ -603,8 +594,7 @@ static int emit_value(yaml_emitter_t *em, const bs_value_t *v, int depth)
 	int rc;
 
 	switch (v->type) {
-	case BS_NIL:
-		return emit_scalar(em, NULL, "null", 4, YAML_PLAIN_SCALAR_STYLE);
+	case BS_NIL: return emit_scalar(em, NULL, "null", 4, YAML_PLAIN_SCALAR_STYLE);
 	case BS_BOOL:
 		return v->v.b ? emit_scalar(em, NULL, "true", 4, YAML_PLAIN_SCALAR_STYLE)
 		              : emit_scalar(em, NULL, "false", 5, YAML_PLAIN_SCALAR_STYLE);
@@ -622,8 +612,7 @@ static int emit_value(yaml_emitter_t *em, const bs_value_t *v, int depth)
 		else
 			format_float(buf, v->v.f);
 		return emit_scalar(em, NULL, buf, strlen(buf), YAML_PLAIN_SCALAR_STYLE);
-	case BS_STR:
-		return emit_string(em, v->v.s.ptr, v->v.s.len);
+	case BS_STR: return emit_string(em, v->v.s.ptr, v->v.s.len);
 	case BS_BIN:
 		if (v->v.s.len == 16 && !v->v.s.sub) {
 			char dashed[37];
@@ -644,9 +633,8 @@ static int emit_value(yaml_emitter_t *em, const bs_value_t *v, int depth)
 	case BS_ARRAY:
 		if (depth >= BS_BODY_MAX_DEPTH)
 			return bs_error(BS_EINVAL, "value nested deeper than %d", BS_BODY_MAX_DEPTH);
-		if (!yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
-		                                          v->v.a.len ? YAML_BLOCK_SEQUENCE_STYLE
-		                                                     : YAML_FLOW_SEQUENCE_STYLE))
+		if (!yaml_sequence_start_event_initialize(
+			    &ev, NULL, NULL, 1, v->v.a.len ? YAML_BLOCK_SEQUENCE_STYLE : YAML_FLOW_SEQUENCE_STYLE))
 			return bs__oom();
 		if ((rc = emit(em, &ev)) < 0)
 			return rc;
@@ -658,9 +646,8 @@ static int emit_value(yaml_emitter_t *em, const bs_value_t *v, int depth)
 	case BS_MAP:
 		if (depth >= BS_BODY_MAX_DEPTH)
 			return bs_error(BS_EINVAL, "value nested deeper than %d", BS_BODY_MAX_DEPTH);
-		if (!yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
-		                                         v->v.m.len ? YAML_BLOCK_MAPPING_STYLE
-		                                                    : YAML_FLOW_MAPPING_STYLE))
+		if (!yaml_mapping_start_event_initialize(
+			    &ev, NULL, NULL, 1, v->v.m.len ? YAML_BLOCK_MAPPING_STYLE : YAML_FLOW_MAPPING_STYLE))
 			return bs__oom();
 		if ((rc = emit(em, &ev)) < 0)
 			return rc;

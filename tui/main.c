@@ -31,8 +31,7 @@ static void report(int rc)
 
 /* "bagstore: MESSAGE" and the usage of group (NULL: every command) on
  * stderr; returns the exit status of a usage error. */
-__attribute__((format(printf, 2, 3)))
-static int usage_error(const char *group, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int usage_error(const char *group, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -136,8 +135,7 @@ static const cli_cmd_t *find_command(int *status, int *i, int argc, char **argv)
 		return NULL;
 	}
 	if (!(cmd = cli_find(group, argv[*i + 1])))
-		*status = usage_error(group, "%s: unknown subcommand %s", group,
-		                      fmt_quote(q, sizeof q, argv[*i + 1]));
+		*status = usage_error(group, "%s: unknown subcommand %s", group, fmt_quote(q, sizeof q, argv[*i + 1]));
 	*i += 2;
 	return cmd;
 }

@@ -27,8 +27,8 @@ static struct {
 static table_t tbl;
 
 static const col_t cols[] = {
-	{"ROW", 10, false, 0}, {"AT (UTC)", 19, false, 0}, {"ACTION", 15, false, 0},
-	{"TARGET", 32, false, 0}, {"WHO", 20, false, 2}, {"SHARDS", 6, false, 2}, {"DETAIL", 0, false, 1},
+	{ "ROW", 10, false, 0 }, { "AT (UTC)", 19, false, 0 }, { "ACTION", 15, false, 0 }, { "TARGET", 32, false, 0 },
+	{ "WHO", 20, false, 2 }, { "SHARDS", 6, false, 2 },    { "DETAIL", 0, false, 1 },
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 
@@ -105,8 +105,7 @@ static void au_draw(int y, int h, int w)
 	build();
 	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
 	ui_printf(y, 0, w, "Audit: %s changes, the newest of every shard (as of %s)  %s",
-	          tbl_count(cnt, sizeof cnt, &tbl),
-	          snap.taken_us ? fmt_time(t, sizeof t, snap.taken_us) : "-", stale);
+	          tbl_count(cnt, sizeof cnt, &tbl), snap.taken_us ? fmt_time(t, sizeof t, snap.taken_us) : "-", stale);
 	rows = h - 3 > 2 ? h - 3 : 2;
 	tbl_draw(&tbl, y + 1, rows, w);
 	line = y + 1 + rows;
@@ -119,8 +118,9 @@ static void au_draw(int y, int h, int w)
 	ui_color(C_BAD, false);
 	snap_unlock();
 	ui_color(C_DIM, true);
-	ui_put(y + h - 1, 0, w, ui.read_only ? "Enter the change in full  / filter  ? help" :
-	       "Enter the change in full  u undo an entity change  / filter  ? help");
+	ui_put(y + h - 1, 0, w,
+	       ui.read_only ? "Enter the change in full  / filter  ? help"
+	                    : "Enter the change in full  u undo an entity change  / filter  ? help");
 	ui_color(C_DIM, false);
 }
 
@@ -199,12 +199,14 @@ static void entry_page(char **out, char *title, size_t tn, const bs_audit_entry_
 
 	row_name(name, sizeof name, e);
 	fmt_time(t, sizeof t, e->at_us);
-	if (asprintf(&page, "%s at %s UTC by %s@%s (pid %d)\n%s %s on %s\n%s%s\n%s%s%s%s%s%s",
-	             name, t, e->os_user, e->host, e->pid, e->action, e->target,
-	             !e->shards[0] ? "-" : strcmp(e->shards, "*") ? e->shards : "every shard",
-	             e->detail ? "detail: " : "", e->detail ? e->detail : "",
-	             e->entity ? "\n--- before" : "", e->entity ? (e->has_before ? ":\n" : ": (absent)\n") : "",
-	             b ? b : "", e->entity ? "\n+++ after" : "", e->entity ? (e->has_after ? ":\n" : ": (absent)\n") : "",
+	if (asprintf(&page, "%s at %s UTC by %s@%s (pid %d)\n%s %s on %s\n%s%s\n%s%s%s%s%s%s", name, t, e->os_user,
+	             e->host, e->pid, e->action, e->target,
+	             !e->shards[0]            ? "-"
+	             : strcmp(e->shards, "*") ? e->shards
+	                                      : "every shard",
+	             e->detail ? "detail: " : "", e->detail ? e->detail : "", e->entity ? "\n--- before" : "",
+	             e->entity ? (e->has_before ? ":\n" : ": (absent)\n") : "", b ? b : "",
+	             e->entity ? "\n+++ after" : "", e->entity ? (e->has_after ? ":\n" : ": (absent)\n") : "",
 	             a ? a : "") < 0)
 		page = NULL;
 	snprintf(title, tn, "audit %s", name);
@@ -225,7 +227,8 @@ static void do_undo(bs_store_t *st, void *arg)
 	if (rc == BS_ECONFLICT) {
 		char *mine = image_yaml(e->has_before, &e->before);
 		snprintf(why, sizeof why, "changed since %s (%s): the undo", name, e->action);
-		entity_conflict_page(st, &e->entity_id, why, mine ? mine : "(absent: the undo would delete it)\n", NULL, NULL);
+		entity_conflict_page(st, &e->entity_id, why, mine ? mine : "(absent: the undo would delete it)\n", NULL,
+		                     NULL);
 		worker_notify(true, "not undone: entity %s changed since %s; nothing written", hex, name);
 		free(mine);
 		return;
@@ -255,8 +258,8 @@ static void undo_answer(bool yes, void *ctx)
 /* What an undo of e would write, for its question. */
 static const char *undo_what(const bs_audit_entry_t *e)
 {
-	return e->has_before ? (e->has_after ? "write its before-image back" : "re-create it (only if absent)") :
-	       "delete it";
+	return e->has_before ? (e->has_after ? "write its before-image back" : "re-create it (only if absent)")
+	                     : "delete it";
 }
 
 /* `y` on a change's page: the undo, asked for there (the page names it). */
@@ -285,14 +288,18 @@ static reaction_t undo_selected(void)
 		bool none = !e, not_entity = e && !e->entity;
 		snap_unlock();
 		free(copy);
-		ui_err("%s", none ? "no change selected" : not_entity ? "only an entity change can be undone" : "out of memory");
+		ui_err("%s", none         ? "no change selected"
+		             : not_entity ? "only an entity change can be undone"
+		                          : "out of memory");
 		return R_REDRAW;
 	}
 	snap_unlock();
 	row_name(name, sizeof name, copy);
 	bs_id_hex(hex, &copy->entity_id);
-	snprintf(label, sizeof label, "Undo %s (%s of %s): %s, only if the entity is still what this change "
-	         "wrote. y/n ", name, copy->action, hex, undo_what(copy));
+	snprintf(label, sizeof label,
+	         "Undo %s (%s of %s): %s, only if the entity is still what this change "
+	         "wrote. y/n ",
+	         name, copy->action, hex, undo_what(copy));
 	ui_confirm(label, undo_answer, copy);
 	return R_REDRAW;
 }
@@ -317,7 +324,8 @@ static reaction_t au_key(action_t a, int key)
 				copy = NULL;
 			}
 			if (copy)
-				snprintf(label, sizeof label, "undo this change: %s, only if the entity is still what it wrote",
+				snprintf(label, sizeof label,
+				         "undo this change: %s, only if the entity is still what it wrote",
 				         undo_what(copy));
 		}
 		snap_unlock();
@@ -329,14 +337,16 @@ static reaction_t au_key(action_t a, int key)
 		free(page);
 		return R_REDRAW;
 	}
-	case ACT_AUDIT_UNDO:
-		return undo_selected();
-	default:
-		return R_UNHANDLED;
+	case ACT_AUDIT_UNDO: return undo_selected();
+	default: return R_UNHANDLED;
 	}
 }
 
 const struct view_ops view_audit = {
-	.name = "audit", .scope = 'A', .open = au_open, .reload = au_reload,
-	.draw = au_draw, .key = au_key,
+	.name = "audit",
+	.scope = 'A',
+	.open = au_open,
+	.reload = au_reload,
+	.draw = au_draw,
+	.key = au_key,
 };

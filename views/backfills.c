@@ -21,23 +21,25 @@ static struct {
 	bs_job_list_t jobs;
 	int rc, unreachable;
 	char err[256];
-	int cleaners;      /* live cleaner daemons; -1 unknown */
+	int cleaners; /* live cleaner daemons; -1 unknown */
 	int64_t taken_us;
 } snap;
 
 static table_t tbl;
 
 static const col_t cols[] = {
-	{"JOB", 20, false, 0}, {"STATE", 20, false, 0}, {"PROGRESS", 23, false, 1},
-	{"SCANNED / TOTAL", 19, true, 0}, {"RATE/S", 7, true, 0}, {"ETA", 7, true, 0}, {"WORKER", 0, false, 2},
+	{ "JOB", 20, false, 0 },      { "STATE", 20, false, 0 },
+	{ "PROGRESS", 23, false, 1 }, { "SCANNED / TOTAL", 19, true, 0 },
+	{ "RATE/S", 7, true, 0 },     { "ETA", 7, true, 0 },
+	{ "WORKER", 0, false, 2 },
 };
 
 static void work(bs_store_t *st, void *arg)
 {
-	bs_job_list_t jobs = {0};
+	bs_job_list_t jobs = { 0 };
 	int unr = 0, rc;
 
-	bs_worker_list_t wl = {0};
+	bs_worker_list_t wl = { 0 };
 	int cleaners;
 
 	(void)arg;
@@ -84,17 +86,24 @@ static void add_job(const bs_job_t *j, bool here)
 		frac = 1;
 	if (frac > 1)
 		frac = 1;
-	attr = j->state == BS_JOB_FAILED ? C_BAD : j->state == BS_JOB_THROTTLED || j->state == BS_JOB_PAUSED ?
-	       C_WARN : j->state == BS_JOB_DONE ? C_DIM : C_NORMAL;
+	attr = j->state == BS_JOB_FAILED                                   ? C_BAD
+	       : j->state == BS_JOB_THROTTLED || j->state == BS_JOB_PAUSED ? C_WARN
+	       : j->state == BS_JOB_DONE                                   ? C_DIM
+	                                                                   : C_NORMAL;
 	r = tbl_add(&tbl, attr);
 	tbl_set(&tbl, r, 0, NAN, "%s@%s", j->index, shard_name(j->shard));
 	snprintf(state, sizeof state, "%s%s%s", bs_job_state_name(j->state), j->reason[0] ? ": " : "", j->reason);
 	tbl_set(&tbl, r, 1, j->state, "%s", state);
 	/* a rate and an ETA only while the job runs: a throttled or paused job's
 	 * last rate says nothing of when it will end; the ETA is an estimate */
-	progress_t p = { .frac = frac, .width = 14, .decimals = 1, .rate = running ? j->rate : -1,
-	                 .eta_s = running ? j->eta_s : -1,
-	                 .eta_key = running ? j->eta_s : j->state == BS_JOB_DONE ? 0 : -1 };
+	progress_t p = { .frac = frac,
+		         .width = 14,
+		         .decimals = 1,
+		         .rate = running ? j->rate : -1,
+		         .eta_s = running ? j->eta_s : -1,
+		         .eta_key = running                   ? j->eta_s
+		                    : j->state == BS_JOB_DONE ? 0
+		                                              : -1 };
 	tbl_set_progress(&tbl, r, 2, 4, &p);
 	tbl_set(&tbl, r, 3, (double)j->rows_scanned, "%s / %s", fmt_count(a, sizeof a, j->rows_scanned),
 	        fmt_count(b, sizeof b, j->rows_total));
@@ -114,8 +123,7 @@ static void build(local_backfill_t *loc, int nloc)
 		bool here = false;
 
 		for (k = 0; k < nloc; k++)
-			if (loc[k].running && strcmp(loc[k].index, j->index) == 0 &&
-			    j->worker_pid == (int)getpid())
+			if (loc[k].running && strcmp(loc[k].index, j->index) == 0 && j->worker_pid == (int)getpid())
 				here = true;
 		add_job(j, here);
 	}
@@ -151,8 +159,9 @@ static void bf_draw(int y, int h, int w)
 		snprintf(text, sizeof text, "selected %s: %s", row >= 0 ? tbl_cell(&tbl, row, 0) : "-",
 		         row >= 0 ? tbl_cell(&tbl, row, 1) : "none");
 		if (other >= 0) /* a job that is not selected and says why it waits or failed */
-			snprintf(text + strlen(text), sizeof text - strlen(text), "   |   %s: %s%s", tbl_cell(&tbl, other, 0),
-			         tbl_cell(&tbl, other, 1), others > 1 ? " (and others: select them)" : "");
+			snprintf(text + strlen(text), sizeof text - strlen(text), "   |   %s: %s%s",
+			         tbl_cell(&tbl, other, 0), tbl_cell(&tbl, other, 1),
+			         others > 1 ? " (and others: select them)" : "");
 		ui_put(line, 0, w, text);
 	}
 	line++;
@@ -175,23 +184,27 @@ static void bf_draw(int y, int h, int w)
 				last = &loc[i];
 		}
 		if (last && last->cancelled) /* a cancel is a cancel, not an error */
-			ui_printf(line++, 0, w, "this console runs %d backfill%s; %s: cancelled by an operator (B resumes it)",
+			ui_printf(line++, 0, w,
+			          "this console runs %d backfill%s; %s: cancelled by an operator (B resumes it)",
 			          running, running == 1 ? "" : "s", last->index);
 		else
-			ui_printf(line++, 0, w, "this console runs %d backfill%s%s%s%s%s", running, running == 1 ? "" : "s",
-			          last ? "; last error (" : "", last ? last->index : "", last ? "): " : "",
-			          last ? last->error : "");
+			ui_printf(line++, 0, w, "this console runs %d backfill%s%s%s%s%s", running,
+			          running == 1 ? "" : "s", last ? "; last error (" : "", last ? last->index : "",
+			          last ? "): " : "", last ? last->error : "");
 	}
 	snap_unlock();
 	if (hint) {
 		ui_color(C_WARN, true);
-		ui_printf(y + h - 1, 0, w, "%d job%s queued and no cleaner is running: start `bagstore cleaner`, "
-		          "or press B to backfill here", queued, queued == 1 ? "" : "s");
+		ui_printf(y + h - 1, 0, w,
+		          "%d job%s queued and no cleaner is running: start `bagstore cleaner`, "
+		          "or press B to backfill here",
+		          queued, queued == 1 ? "" : "s");
 		ui_color(C_WARN, false);
 		h++;
 	}
 	ui_color(C_DIM, true);
-	ui_put(y + h - 1, 0, w, ui.read_only ? "? help" : "p pause  r resume  x cancel  (every job of the index)  ? help");
+	ui_put(y + h - 1, 0, w,
+	       ui.read_only ? "? help" : "p pause  r resume  x cancel  (every job of the index)  ? help");
 	ui_color(C_DIM, false);
 }
 
@@ -212,8 +225,8 @@ static void do_control(bs_store_t *st, void *arg)
 			return;
 		}
 		worker_audit(st, "index.backfill", q->index, "run from the console's backfills screen");
-		worker_notify(false, "this console now works the backfill of %s%s%s%s", q->index, did[0] ? " (" : "", did,
-		              did[0] ? ")" : "");
+		worker_notify(false, "this console now works the backfill of %s%s%s%s", q->index, did[0] ? " (" : "",
+		              did, did[0] ? ")" : "");
 		work(st, NULL);
 		return;
 	}
@@ -293,7 +306,8 @@ static reaction_t bf_key(action_t a, int key)
 	snprintf(cancel_index, sizeof cancel_index, "%s", index);
 	{
 		char a1[32], a2[32];
-		snprintf(label, sizeof label, "cancel backfill %s: %d job%s on %d shard%s, %s of %s rows scanned. Type %s to confirm: ",
+		snprintf(label, sizeof label,
+		         "cancel backfill %s: %d job%s on %d shard%s, %s of %s rows scanned. Type %s to confirm: ",
 		         index, njobs, njobs == 1 ? "" : "s", njobs, njobs == 1 ? "" : "s",
 		         fmt_count(a1, sizeof a1, scanned), fmt_count(a2, sizeof a2, total), index);
 	}
@@ -302,6 +316,10 @@ static reaction_t bf_key(action_t a, int key)
 }
 
 const struct view_ops view_backfills = {
-	.name = "backfills", .scope = 'B', .open = bf_open, .reload = bf_reload,
-	.draw = bf_draw, .key = bf_key,
+	.name = "backfills",
+	.scope = 'B',
+	.open = bf_open,
+	.reload = bf_reload,
+	.draw = bf_draw,
+	.key = bf_key,
 };

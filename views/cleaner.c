@@ -37,12 +37,12 @@ static table_t tbl;
 static char lag_title[64] = "LAG, LAST MINUTES";
 
 static const col_t cols[] = {
-	{"SHARD", 8, false, 0}, {"WATERMARK (UTC)", 19, false, 1}, {"LAG", 8, true, 0},
-	{lag_title, 38, false, 0}, {"REPAIRS/S", 9, true, 1}, {"REPAIRED", 10, true, 2},
-	{"FILLED", 8, true, 2}, {"LAST PASS", 0, false, 2},
+	{ "SHARD", 8, false, 0 },    { "WATERMARK (UTC)", 19, false, 1 }, { "LAG", 8, true, 0 },
+	{ lag_title, 38, false, 0 }, { "REPAIRS/S", 9, true, 1 },         { "REPAIRED", 10, true, 2 },
+	{ "FILLED", 8, true, 2 },    { "LAST PASS", 0, false, 2 },
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
-#define SPARK_W 24   /* columns of the lag sparkline */
+#define SPARK_W 24 /* columns of the lag sparkline */
 #define RATE_WINDOW_US 30000000
 
 /* UI thread: each shard's repaired-rows counter as seen at each refresh,
@@ -58,8 +58,8 @@ static void work(bs_store_t *st, void *arg)
 {
 	int n = bs_store_nshards(st), rc, jrc, wrc, unr = 0;
 	bs_lag_t *lag = calloc((size_t)n, sizeof *lag);
-	bs_job_list_t jobs = {0};
-	bs_worker_list_t wl = {0};
+	bs_job_list_t jobs = { 0 };
+	bs_worker_list_t wl = { 0 };
 	char lag_err[256], jobs_err[256], workers_err[256];
 
 	(void)arg;
@@ -138,7 +138,7 @@ static double lag_bins(double *out, const bs_lag_t *l, double bin_s)
  * round value. */
 static double bin_seconds(void)
 {
-	static const double nice[] = {2, 4, 5, 10, 15, 30, 60, 120, 300};
+	static const double nice[] = { 2, 4, 5, 10, 15, 30, 60, 120, 300 };
 	double span = 0, step = 1, want;
 	int i;
 
@@ -249,8 +249,10 @@ static void draw_registry(int line, int end, int w)
 		queued += snap.jobs.items[i].state == BS_JOB_QUEUED;
 	if (queued && snap.workers_rc == 0 && !bs_workers_alive(&snap.workers, "cleaner") && line < end) {
 		ui_color(C_WARN, true);
-		ui_printf(line++, 0, w, "%d job%s queued and no cleaner is running: start `bagstore cleaner`, "
-		          "or press B on the indexes screen", queued, queued == 1 ? "" : "s");
+		ui_printf(line++, 0, w,
+		          "%d job%s queued and no cleaner is running: start `bagstore cleaner`, "
+		          "or press B on the indexes screen",
+		          queued, queued == 1 ? "" : "s");
 		ui_color(C_WARN, false);
 	}
 	if (line >= end)
@@ -273,9 +275,9 @@ static void draw_registry(int line, int end, int w)
 		fmt_secs(hb, sizeof hb, x->age_s);
 		if (!x->alive)
 			ui_color(C_BAD, true);
-		ui_printf(line++, 0, w, "%-24.24s %-8s %-8s %-9s %-5s%-9s %-22.22s %-10.10s %s", who, x->kind, x->version,
-		          up, x->alive ? "" : "DEAD", hb, x->jobs[0] ? x->jobs : "-", x->repair[0] ? x->repair : "-",
-		          x->metrics[0] ? x->metrics : "-");
+		ui_printf(line++, 0, w, "%-24.24s %-8s %-8s %-9s %-5s%-9s %-22.22s %-10.10s %s", who, x->kind,
+		          x->version, up, x->alive ? "" : "DEAD", hb, x->jobs[0] ? x->jobs : "-",
+		          x->repair[0] ? x->repair : "-", x->metrics[0] ? x->metrics : "-");
 		if (!x->alive)
 			ui_color(C_BAD, false);
 	}
@@ -297,7 +299,8 @@ static void cl_draw(int y, int h, int w)
 	obs_update();
 	build(bin_s);
 	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
-	ui_printf(y, 0, w, "Cleaner: repair lag per shard (as of %s; a column is %s, its largest sample; "
+	ui_printf(y, 0, w,
+	          "Cleaner: repair lag per shard (as of %s; a column is %s, its largest sample; "
 	          "blank: no sample, no pass ran)  %s",
 	          snap.taken_us ? fmt_time(t, sizeof t, snap.taken_us) : "-", fmt_secs(bin, sizeof bin, bin_s), stale);
 	rows = tbl.nshown + 1;
@@ -329,8 +332,7 @@ static void cl_draw(int y, int h, int w)
 			    o->state != BS_JOB_DONE && o->state != BS_JOB_CANCELLED)
 				break;
 		}
-		ui_printf(line++, 0, w, "%-24s %-22s %-8s %-10s %s", j < i ? "" : who, jb->index,
-		          shard_name(jb->shard),
+		ui_printf(line++, 0, w, "%-24s %-22s %-8s %-10s %s", j < i ? "" : who, jb->index, shard_name(jb->shard),
 		          bs_job_state_name(jb->state), fmt_age(age, sizeof age, jb->heartbeat_us));
 		any = true;
 	}
@@ -353,6 +355,10 @@ static reaction_t cl_key(action_t a, int key)
 }
 
 const struct view_ops view_cleaner = {
-	.name = "cleaner", .scope = 'C', .open = cl_open, .reload = cl_reload,
-	.draw = cl_draw, .key = cl_key,
+	.name = "cleaner",
+	.scope = 'C',
+	.open = cl_open,
+	.reload = cl_reload,
+	.draw = cl_draw,
+	.key = cl_key,
 };

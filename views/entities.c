@@ -55,13 +55,16 @@ static struct {
 } snap;
 
 static table_t tbl;
-static int shard_sel = -1;     /* UI's choice: -1 all */
-static char query[256];        /* UI's current index query, "" when browsing */
-static bool select_last;       /* after paging back with Up */
+static int shard_sel = -1;       /* UI's choice: -1 all */
+static char query[256];          /* UI's current index query, "" when browsing */
+static bool select_last;         /* after paging back with Up */
 static atomic_bool page_changed; /* entities_changed(), from any thread */
 
 static const col_t cols[] = {
-	{"ID", 32, false, 0}, {"SHARD", 5, false, 1}, {"UPDATED (UTC)", 26, false, 2}, {"BODY", 0, false, 0},
+	{ "ID", 32, false, 0 },
+	{ "SHARD", 5, false, 1 },
+	{ "UPDATED (UTC)", 26, false, 2 },
+	{ "BODY", 0, false, 0 },
 };
 #define QUERY_LIMIT 1000
 
@@ -106,8 +109,9 @@ static char *summarize(bs_value_t *bag)
 		case BS_STR: fprintf(f, "\"%.*s\"", (int)(v->v.s.len > 60 ? 60 : v->v.s.len), v->v.s.ptr); break;
 		case BS_BIN:
 			if (v->v.s.len == 16)
-				fprintf(f, "%02x%02x%02x%02x..", (unsigned char)v->v.s.ptr[0], (unsigned char)v->v.s.ptr[1],
-				        (unsigned char)v->v.s.ptr[2], (unsigned char)v->v.s.ptr[3]);
+				fprintf(f, "%02x%02x%02x%02x..", (unsigned char)v->v.s.ptr[0],
+				        (unsigned char)v->v.s.ptr[1], (unsigned char)v->v.s.ptr[2],
+				        (unsigned char)v->v.s.ptr[3]);
 			else
 				fprintf(f, "<%zu bytes>", v->v.s.len);
 			break;
@@ -121,8 +125,7 @@ static char *summarize(bs_value_t *bag)
 }
 
 /* moved: the page changed position (not a reload): the selection restarts. */
-static void publish(bs_result_t *page, int rc, bool moved, bool at_end, bool query_mode, const char *q,
-                    int shard)
+static void publish(bs_result_t *page, int rc, bool moved, bool at_end, bool query_mode, const char *q, int shard)
 {
 	char **sum = NULL;
 	size_t i, oldn;
@@ -170,8 +173,8 @@ static void publish(bs_result_t *page, int rc, bool moved, bool at_end, bool que
  * the one named. */
 static int run_query(bs_result_t *out, bs_store_t *st, const char *text, size_t limit)
 {
-	bs_index_list_t l = {0};
-	bs_query_spec_t q = {0};
+	bs_index_list_t l = { 0 };
+	bs_query_spec_t q = { 0 };
 	int rc;
 
 	if ((rc = bs_index_list(&l, st)) < 0)
@@ -193,8 +196,7 @@ static int page_first(bs_result_t *page, bool *at_end, bs_store_t *st, const ere
 
 	lane_reset();
 	lane.shard = q->shard;
-	if ((rc = bs_scan_open(&lane.pos, st, q->shard)) < 0 ||
-	    (rc = bs_scan_clone(&lane.start, lane.pos)) < 0)
+	if ((rc = bs_scan_open(&lane.pos, st, q->shard)) < 0 || (rc = bs_scan_clone(&lane.start, lane.pos)) < 0)
 		return rc;
 	lane.page_no = 1;
 	rc = bs_scan_next(page, st, lane.pos, q->limit);
@@ -280,7 +282,8 @@ static void work(bs_store_t *st, void *arg)
 		if (rc < 0) /* refused: said, and never read as a filter of the page */
 			worker_notify(true, "/%s: %s", q->query, bs_last_error());
 		else if (!q->reload) /* in place of "querying ..." */
-			worker_notify(false, "/%s: %zu found", q->query, page.matched > page.len ? page.matched : page.len);
+			worker_notify(false, "/%s: %zu found", q->query,
+			              page.matched > page.len ? page.matched : page.len);
 		publish(&page, rc, !q->reload, true, true, q->query, q->shard);
 		return;
 	}
@@ -321,8 +324,7 @@ static void submit(int op)
 	q->limit = (size_t)(LINES - 5 > 1 ? LINES - 5 : 1); /* the rows the table shows */
 	snprintf(q->query, sizeof q->query, "%s", query);
 	/* paging keys queue in order; reloads collapse */
-	worker_submit(LANE_BROWSE, op == OP_RELOAD ? KEY_SNAP ".reload" : NULL, op == OP_RELOAD,
-	              work, q, free);
+	worker_submit(LANE_BROWSE, op == OP_RELOAD ? KEY_SNAP ".reload" : NULL, op == OP_RELOAD, work, q, free);
 }
 
 static void en_reload(void)
@@ -385,11 +387,12 @@ static void draw_header(int y, int w, const char *stale)
 	char m[32], n[32];
 
 	if (query[0] && snap.rc < 0)
-		ui_printf(y, 0, w, "Entities: the query /%s was refused (below); the page is not filtered  %s", query, stale);
+		ui_printf(y, 0, w, "Entities: the query /%s was refused (below); the page is not filtered  %s", query,
+		          stale);
 	else if (snap.query_mode && snap.page.matched > snap.page.len)
 		ui_printf(y, 0, w, "Entities matching %s (index query, %s found, the newest %s shown)  %s", snap.query,
-		          fmt_count(m, sizeof m, (int64_t)snap.page.matched), fmt_count(n, sizeof n, (int64_t)snap.page.len),
-		          stale);
+		          fmt_count(m, sizeof m, (int64_t)snap.page.matched),
+		          fmt_count(n, sizeof n, (int64_t)snap.page.len), stale);
 	else if (snap.query_mode && snap.page.len == QUERY_LIMIT && snap.page.candidates > snap.page.len)
 		ui_printf(y, 0, w, "Entities matching %s (index query: the newest %d of more, from %s index rows)  %s",
 		          snap.query, QUERY_LIMIT, fmt_count(m, sizeof m, (int64_t)snap.page.candidates), stale);
@@ -397,9 +400,11 @@ static void draw_header(int y, int w, const char *stale)
 		ui_printf(y, 0, w, "Entities matching %s (index query, %zu found, newest first)  %s", snap.query,
 		          snap.page.len, stale);
 	else if (ui_filter()[0])
-		ui_printf(y, 0, w, "Entities, %s: page %ld%s; '%s' filters this page only: %d of its %zu rows "
-		          "(/PROP=VALUE queries an index)  %s", where, snap.page_no, snap.at_end ? " (the end)" : "",
-		          ui_filter(), tbl.nshown, snap.page.len, stale);
+		ui_printf(y, 0, w,
+		          "Entities, %s: page %ld%s; '%s' filters this page only: %d of its %zu rows "
+		          "(/PROP=VALUE queries an index)  %s",
+		          where, snap.page_no, snap.at_end ? " (the end)" : "", ui_filter(), tbl.nshown, snap.page.len,
+		          stale);
 	else
 		ui_printf(y, 0, w, "Entities, newest first, %s: page %ld%s  %s", where, snap.page_no,
 		          snap.at_end ? " (the end)" : "", stale);
@@ -435,9 +440,10 @@ static void en_draw(int y, int h, int w)
 		ui_color(C_BAD, false);
 	} else {
 		ui_color(C_DIM, true);
-		ui_put(y + h - 1, 0, w, ui.read_only ?
-		       "Enter open  Space/b page  s shard  i id  /PROP=VALUE query  ? help" :
-		       "Enter open  Space/b page  s shard  i id  /PROP=VALUE query  n new  e edit  d delete  ? help");
+		ui_put(y + h - 1, 0, w,
+		       ui.read_only ? "Enter open  Space/b page  s shard  i id  /PROP=VALUE query  ? help"
+		                    : "Enter open  Space/b page  s shard  i id  /PROP=VALUE query  n new  e edit  d "
+		                      "delete  ? help");
 		ui_color(C_DIM, false);
 	}
 	snap_unlock();
@@ -594,8 +600,7 @@ static reaction_t page_key(action_t a)
 			return R_REDRAW;
 		}
 		return R_UNHANDLED;
-	default:
-		return R_UNHANDLED;
+	default: return R_UNHANDLED;
 	}
 }
 
@@ -604,7 +609,12 @@ static reaction_t en_key(action_t a, int key)
 	reaction_t r;
 
 	switch (a) {
-	case ACT_PGDN: case ACT_PGUP: case ACT_HOME: case ACT_END: case ACT_DOWN: case ACT_UP:
+	case ACT_PGDN:
+	case ACT_PGUP:
+	case ACT_HOME:
+	case ACT_END:
+	case ACT_DOWN:
+	case ACT_UP:
 		if ((r = page_key(a)) != R_UNHANDLED)
 			return r;
 		break;
@@ -622,24 +632,27 @@ static reaction_t en_key(action_t a, int key)
 		submit(OP_FIRST);
 		ui_msg("browsing %s", shard_sel < 0 ? "all shards merged" : shard_name(shard_sel));
 		return R_REDRAW;
-	case ACT_ENT_JUMP:
-		ui_prompt("open entity id: ", "", jump_done, NULL);
-		return R_REDRAW;
-	case ACT_ENT_NEW:
-		return entity_create();
+	case ACT_ENT_JUMP: ui_prompt("open entity id: ", "", jump_done, NULL); return R_REDRAW;
+	case ACT_ENT_NEW: return entity_create();
 	case ACT_OPEN:
 	case ACT_ENT_EDIT:
-	case ACT_ENT_DELETE:
-		return on_selected(a);
-	default:
-		break;
+	case ACT_ENT_DELETE: return on_selected(a);
+	default: break;
 	}
 	return tbl_key(&tbl, a, key);
 }
 
 const struct view_ops view_entities = {
-	.name = "entities", .scope = 'E', .open = en_open, .reload = en_reload,
-	.command = "explain", .run = explain_run, .command_help = "[QUERY]",
+	.name = "entities",
+	.scope = 'E',
+	.open = en_open,
+	.reload = en_reload,
+	.command = "explain",
+	.run = explain_run,
+	.command_help = "[QUERY]",
 	.command_what = "how QUERY (else the entities screen's /PROP=VALUE) is answered",
-	.draw = en_draw, .key = en_key, .filter = en_filter, .filter_live = en_filter_live,
+	.draw = en_draw,
+	.key = en_key,
+	.filter = en_filter,
+	.filter_live = en_filter_live,
 };

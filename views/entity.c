@@ -28,16 +28,16 @@
 
 static struct {
 	bs_id_t id;
-	unsigned got;       /* the request generation the snapshot answers */
+	unsigned got; /* the request generation the snapshot answers */
 	int rc;
 	char err[256];
 	bs_value_t bag;
 	int64_t updated_us;
 	int shard;
 	bs_bytes_t raw;
-	char **tree;        /* lines */
+	char **tree; /* lines */
 	int ntree;
-	char **rows;        /* index rows lines */
+	char **rows; /* index rows lines */
 	int nrows;
 	int rows_rc;
 	char rows_err[256];
@@ -46,7 +46,7 @@ static struct {
 
 static bs_id_t cur_id;
 static unsigned cur_gen;
-static bs_id_t deleted_id;  /* snap_lock: the last entity this console deleted */
+static bs_id_t deleted_id; /* snap_lock: the last entity this console deleted */
 static bool deleted_here;
 static bool show_raw;
 static int top_line;
@@ -113,7 +113,7 @@ static void scalar_text(char *buf, size_t n, const bs_value_t *v)
 	case BS_STR:
 		if (v->v.s.len + 3 > n)
 			snprintf(buf, n - 40, "\"%.*s", (int)v->v.s.len, v->v.s.ptr),
-			snprintf(buf + strlen(buf), 40, "...\" (%zu bytes)", v->v.s.len);
+				snprintf(buf + strlen(buf), 40, "...\" (%zu bytes)", v->v.s.len);
 		else
 			snprintf(buf, n, "\"%.*s\"", (int)v->v.s.len, v->v.s.ptr);
 		break;
@@ -175,16 +175,15 @@ static int index_row_lines(lines_t *rl, char *err, size_t errsize, bs_store_t *s
 		bool ok = x->expect_shard < 0 ? x->nfound == 0 : (x->nfound == 1 && x->found[0].right);
 
 		if (x->expect_shard >= 0)
-			lines_add(rl, "%s %-20s should have: %s on %s", ok ? "ok     " : "DRIFT  ", x->index,
-			          x->expect, shard_name(x->expect_shard));
+			lines_add(rl, "%s %-20s should have: %s on %s", ok ? "ok     " : "DRIFT  ", x->index, x->expect,
+			          shard_name(x->expect_shard));
 		else
 			lines_add(rl, "%s %-20s should have: no row%s", ok ? "ok     " : "DRIFT  ", x->index,
 			          x->misfit ? " (a value does not fit the index's type)" : "");
 		if (x->nfound == 0 && x->expect_shard >= 0)
 			lines_add(rl, "          has: MISSING on every shard");
 		for (j = 0; j < x->nfound && j < 16; j++)
-			lines_add(rl, "          has: %s on %s%s", x->found[j].values,
-			          shard_name(x->found[j].shard),
+			lines_add(rl, "          has: %s on %s%s", x->found[j].values, shard_name(x->found[j].shard),
 			          x->found[j].right ? "" : "   <- STALE (wrong value or shard)");
 	}
 	if (n == 0)
@@ -363,7 +362,7 @@ static void body_lines(lines_t *body)
 static void et_draw(int y, int h, int w)
 {
 	char hex[37], t[64], stale[128], size[32];
-	lines_t body = {0}, shown = {0};
+	lines_t body = { 0 }, shown = { 0 };
 	int i, line = y;
 
 	bs_id_dashed(hex, &cur_id);
@@ -398,9 +397,8 @@ static void et_draw(int y, int h, int w)
 		return;
 	}
 	fmt_time(t, sizeof t, snap.updated_us);
-	ui_printf(line++, 0, w, "shard %s   updated %s.%06lld UTC   stored body %s",
-	          shard_name(snap.shard),
-	          t, (long long)(snap.updated_us % 1000000), fmt_bytes(size, sizeof size, (int64_t)snap.raw.len));
+	ui_printf(line++, 0, w, "shard %s   updated %s.%06lld UTC   stored body %s", shard_name(snap.shard), t,
+	          (long long)(snap.updated_us % 1000000), fmt_bytes(size, sizeof size, (int64_t)snap.raw.len));
 	line++;
 	body_lines(&body);
 	snap_unlock();
@@ -428,8 +426,9 @@ static void et_draw(int y, int h, int w)
 	lines_free(body.v, body.n);
 	lines_free(shown.v, shown.n);
 	ui_color(C_DIM, true);
-	ui_put(y + h - 1, 0, w, ui.read_only ? "x raw bytes / tree   q back   ? help" :
-	       "x raw bytes / tree   e edit   d delete   q back   ? help");
+	ui_put(y + h - 1, 0, w,
+	       ui.read_only ? "x raw bytes / tree   q back   ? help"
+	                    : "x raw bytes / tree   e edit   d delete   q back   ? help");
 	ui_color(C_DIM, false);
 }
 
@@ -438,7 +437,7 @@ static void et_draw(int y, int h, int w)
 /* A line diff (longest common subsequence) of two texts, "-"/"+"/" ". */
 static char *diff_text(const char *a, const char *b)
 {
-	lines_t la = {0}, lb = {0};
+	lines_t la = { 0 }, lb = { 0 };
 	char *out = NULL;
 	size_t outlen = 0;
 	FILE *f = open_memstream(&out, &outlen);
@@ -466,8 +465,9 @@ static char *diff_text(const char *a, const char *b)
 #define LL(x, y) L[(x) * (lb.n + 1) + (y)]
 		for (i = la.n - 1; i >= 0; i--)
 			for (j = lb.n - 1; j >= 0; j--)
-				LL(i, j) = strcmp(la.v[i], lb.v[j]) == 0 ? LL(i + 1, j + 1) + 1 :
-				           (LL(i + 1, j) > LL(i, j + 1) ? LL(i + 1, j) : LL(i, j + 1));
+				LL(i, j) = strcmp(la.v[i], lb.v[j]) == 0
+				                   ? LL(i + 1, j + 1) + 1
+				                   : (LL(i + 1, j) > LL(i, j + 1) ? LL(i + 1, j) : LL(i, j + 1));
 		for (i = 0, j = 0; i < la.n || j < lb.n;) {
 			if (i < la.n && j < lb.n && strcmp(la.v[i], lb.v[j]) == 0) {
 				fprintf(f, "  %s\n", la.v[i]);
@@ -521,11 +521,11 @@ done:
 static struct {
 	bool active;
 	bs_id_t id;
-	int64_t expect_us;       /* updated time read at open; 0: create */
+	int64_t expect_us; /* updated time read at open; 0: create */
 	char path[256];
-	char *orig_yaml;         /* as it was opened */
+	char *orig_yaml; /* as it was opened */
 	char *new_yaml;
-	bs_value_t bag;          /* decoded edit */
+	bs_value_t bag; /* decoded edit */
 } ed;
 
 /* The one edit file kept after a failure, named in its message (a YAML
@@ -645,11 +645,11 @@ void entity_conflict_page(bs_store_t *st, const bs_id_t *id, const char *why, co
 	             "%s%s%s\n"
 	             "Both versions (- in the store now, + what would have been written):\n\n%s\n"
 	             "--- in the store now:\n%s\n+++ would have been written:\n%s",
-	             hex, why, detail ? detail : "", detail ? ", " : "", grc == 0 ? "updated " : "", grc == 0 ? t2 : "no such entity (deleted)",
-	             grc == 0 ? (long long)(up % 1000000) : 0LL,
+	             hex, why, detail ? detail : "", detail ? ", " : "", grc == 0 ? "updated " : "",
+	             grc == 0 ? t2 : "no such entity (deleted)", grc == 0 ? (long long)(up % 1000000) : 0LL,
 	             kept_in ? "Your edited version is kept in " : "", kept_in ? kept_in : "",
-	             kept_in ? "\n(edit it from there, or open the entity again and redo the change)." : "",
-	             d ? d : "", cur_yaml ? cur_yaml : "(absent)\n", mine_yaml ? mine_yaml : "(absent)\n") < 0)
+	             kept_in ? "\n(edit it from there, or open the entity again and redo the change)." : "", d ? d : "",
+	             cur_yaml ? cur_yaml : "(absent)\n", mine_yaml ? mine_yaml : "(absent)\n") < 0)
 		page = NULL;
 	worker_page("conflict", page ? page : "conflict");
 	free(page);
@@ -667,16 +667,17 @@ static void write_conflict(bs_store_t *st, const wreq_t *w, const char *hex)
 	snprintf(opened, sizeof opened, "opened at version updated %s.%06lld", fmt_time(t1, sizeof t1, w->expect_us),
 	         (long long)(w->expect_us % 1000000));
 	keep_file(w->path);
-	entity_conflict_page(st, &w->id, w->expect_us ? "changed since you opened it" :
-	                     "exists already (a create writes only if absent)", w->new_yaml, w->path,
-	                     w->expect_us ? opened : NULL);
+	entity_conflict_page(st, &w->id,
+	                     w->expect_us ? "changed since you opened it"
+	                                  : "exists already (a create writes only if absent)",
+	                     w->new_yaml, w->path, w->expect_us ? opened : NULL);
 	worker_notify(true, "not written: %s changed since it was opened; your edit is in %s", hex, w->path);
 }
 
 static void do_write(bs_store_t *st, void *arg)
 {
 	wreq_t *w = arg;
-	bs_bytes_t before = {0}, after = {0};
+	bs_bytes_t before = { 0 }, after = { 0 };
 	int64_t before_us = 0;
 	char hex[33];
 	int rc;
@@ -690,8 +691,9 @@ static void do_write(bs_store_t *st, void *arg)
 		write_conflict(st, w, hex);
 		goto done;
 	}
-	bs_audit_entity_t ae = { .id = w->id, .before = w->expect_us ? &before : NULL, .before_us = w->expect_us,
-	                         .after = &after };
+	bs_audit_entity_t ae = {
+		.id = w->id, .before = w->expect_us ? &before : NULL, .before_us = w->expect_us, .after = &after
+	};
 	char msg[1024] = "", detail[1800];
 	if (rc < 0)
 		snprintf(msg, sizeof msg, "%s", bs_last_error());
@@ -706,7 +708,8 @@ static void do_write(bs_store_t *st, void *arg)
 	snprintf(detail, sizeof detail, "%s%s%.1000s", w->detail, rc < 0 ? "; cut short: " : "", msg);
 	worker_audit_entity(st, w->expect_us ? "entity.edit" : "entity.create", &ae, detail);
 	drop_file(w->path);
-	worker_notify(rc < 0, "%s entity %s%s%s", w->expect_us ? "saved" : "created", hex, rc < 0 ? ", but: " : "", msg);
+	worker_notify(rc < 0, "%s entity %s%s%s", w->expect_us ? "saved" : "created", hex, rc < 0 ? ", but: " : "",
+	              msg);
 	entities_changed();
 	reload_current();
 done:
@@ -795,7 +798,8 @@ static reaction_t after_edit(void)
 	}
 	/* unchanged: an abort, for a create's template as for an edit */
 	if (strcmp(text, ed.orig_yaml) == 0) {
-		ui_msg(ed.expect_us ? "no change; nothing written" : "the new entity was left as its template; nothing was created");
+		ui_msg(ed.expect_us ? "no change; nothing written"
+		                    : "the new entity was left as its template; nothing was created");
 		drop_file(ed.path);
 		free(text);
 		ed_reset();
@@ -809,8 +813,8 @@ static reaction_t after_edit(void)
 	}
 	if (bs_bag_id(&id, &ed.bag) < 0 || memcmp(id.b, ed.id.b, 16) != 0) {
 		keep_file(ed.path);
-		ui_err("not saved; your edit is kept in %s (%c edits it again): the id must stay %s",
-		       ed.path, again_key(), (bs_id_hex(hex, &ed.id), hex));
+		ui_err("not saved; your edit is kept in %s (%c edits it again): the id must stay %s", ed.path,
+		       again_key(), (bs_id_hex(hex, &ed.id), hex));
 		free(text);
 		return R_REDRAW;
 	}
@@ -818,14 +822,15 @@ static reaction_t after_edit(void)
 	ed.new_yaml = text;
 	d = diff_text(ed.orig_yaml ? ed.orig_yaml : "", text);
 	bs_id_hex(hex, &ed.id);
-	if (asprintf(&page, "%s entity %s -- the change (- before, + after):\n\n%s\n"
+	if (asprintf(&page,
+	             "%s entity %s -- the change (- before, + after):\n\n%s\n"
 	             "Written only if the entity has not changed since it was opened%s.\n"
 	             "Your edit stays in %s until it is written (q gives it up and removes the file).\n",
-	             ed.expect_us ? "Edit" : "Create", hex, d ? d : "",
-	             ed.expect_us ? "" : " (only if absent)", ed.path) < 0)
+	             ed.expect_us ? "Edit" : "Create", hex, d ? d : "", ed.expect_us ? "" : " (only if absent)",
+	             ed.path) < 0)
 		page = NULL;
-	text_open(ed.expect_us ? "edit: the change" : "create: the new entity", page ? page : "",
-	          confirm_write, NULL, ed.expect_us ? "write it" : "create it");
+	text_open(ed.expect_us ? "edit: the change" : "create: the new entity", page ? page : "", confirm_write, NULL,
+	          ed.expect_us ? "write it" : "create it");
 	text_set_cancel(edit_given_up);
 	free(page);
 	free(d);
@@ -864,7 +869,8 @@ static reaction_t start_edit(const bs_id_t *id, int64_t expect_us, const char *y
 	fclose(f);
 	if (ui_edit_file(ed.path) != 0) {
 		keep_file(ed.path);
-		ui_err("the editor failed; nothing written (your text is in %s; %c edits it again)", ed.path, again_key());
+		ui_err("the editor failed; nothing written (your text is in %s; %c edits it again)", ed.path,
+		       again_key());
 		return R_REDRAW;
 	}
 	return after_edit();
@@ -916,7 +922,7 @@ static delreq_t del;
 static void do_delete(bs_store_t *st, void *arg)
 {
 	const delreq_t *q = arg;
-	bs_bytes_t before = {0}, now = {0};
+	bs_bytes_t before = { 0 }, now = { 0 };
 	int64_t us = 0;
 	char hex[33];
 	int rc = 0, tries;
@@ -925,7 +931,8 @@ static void do_delete(bs_store_t *st, void *arg)
 	bs_id_hex(hex, &q->id);
 	for (tries = 0; tries < 3; tries++) {
 		bs_bytes_free(&before);
-		if ((rc = bs_get_raw(&before, st, &q->id, &us)) < 0 || (rc = bs_delete_if(st, &q->id, us)) != BS_ECONFLICT)
+		if ((rc = bs_get_raw(&before, st, &q->id, &us)) < 0 ||
+		    (rc = bs_delete_if(st, &q->id, us)) != BS_ECONFLICT)
 			break;
 	}
 	char msg[1024] = "", detail[1200];
@@ -988,8 +995,9 @@ reaction_t entity_delete(const bs_id_t *id, int shard)
 	del.id = *id;
 	del.shard = shard;
 	bs_id_hex(hex, id);
-	snprintf(label, sizeof label, "delete entity %s (1 entity on %s, with its index rows). Type %.8s to confirm: ",
-	         hex, shard_name(shard), hex);
+	snprintf(label, sizeof label,
+	         "delete entity %s (1 entity on %s, with its index rows). Type %.8s to confirm: ", hex,
+	         shard_name(shard), hex);
 	ui_prompt(label, "", delete_typed, NULL);
 	return R_REDRAW;
 }
@@ -1007,7 +1015,10 @@ static reaction_t et_key(action_t a, int key)
 	case ACT_PGUP: top_line -= last_h > 1 ? last_h - 1 : 1; return R_REDRAW;
 	case ACT_HOME: top_line = 0; return R_REDRAW;
 	case ACT_END: top_line = 1 << 20; return R_REDRAW;
-	case ACT_ENT_RAW: show_raw = !show_raw; top_line = 0; return R_REDRAW;
+	case ACT_ENT_RAW:
+		show_raw = !show_raw;
+		top_line = 0;
+		return R_REDRAW;
 	case ACT_ENT_EDIT:
 	case ACT_ENT_DELETE: {
 		bs_value_t bag;
@@ -1062,6 +1073,13 @@ reaction_t entity_run(const char *arg)
 }
 
 const struct view_ops view_entity = {
-	.name = "entity", .scope = 'D', .reload = et_reload, .draw = et_draw, .key = et_key,
-	.command = "entity", .run = entity_run, .command_help = "ID", .command_what = "open an entity",
+	.name = "entity",
+	.scope = 'D',
+	.reload = et_reload,
+	.draw = et_draw,
+	.key = et_key,
+	.command = "entity",
+	.run = entity_run,
+	.command_help = "ID",
+	.command_what = "open an entity",
 };

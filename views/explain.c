@@ -37,7 +37,8 @@ reaction_t explain_open(const char *query)
 	while (query && *query == ' ')
 		query++;
 	if (!query || !*query) {
-		ui_err(":explain takes a query ([INDEX:] PROP=VALUE ...), or explains the entities screen's /PROP=VALUE");
+		ui_err(":explain takes a query ([INDEX:] PROP=VALUE ...), or explains the entities screen's "
+		       "/PROP=VALUE");
 		return R_REDRAW;
 	}
 	if (!(q = strdup(query))) {

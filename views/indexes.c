@@ -21,12 +21,12 @@
 
 typedef struct {
 	bs_index_t def;
-	int64_t *rows;     /* per shard, -1 unknown */
-	int64_t *rows_at;  /* per shard: when the number was read (older than the
+	int64_t *rows;    /* per shard, -1 unknown */
+	int64_t *rows_at; /* per shard: when the number was read (older than the
 	                    * snapshot: the shard did not answer, the number is stale) */
-	int64_t total;     /* of the rows known */
-	int unknown;       /* shards with no number at all */
-	int stale;         /* shards whose number is an old one */
+	int64_t total;    /* of the rows known */
+	int unknown;      /* shards with no number at all */
+	int stale;        /* shards whose number is an old one */
 	bool have_drift;
 	bs_drift_t drift;
 	int64_t scanned, to_scan; /* backfill, summed over jobs */
@@ -42,18 +42,18 @@ static struct {
 	int64_t taken_us;
 	int rc;
 	char err[256];
-	char rows_err[256];   /* why some shard's rows could not be read */
+	char rows_err[256]; /* why some shard's rows could not be read */
 	/* the exact count of one index (`#`) */
 	char exact_name[BS_NAME_MAX + 1];
 	int64_t exact_created_us;
-	int64_t *exact;       /* per shard, -1 unknown */
+	int64_t *exact;               /* per shard, -1 unknown */
 	const bs_config_t *exact_cfg; /* whose shards exact counts */
 	int64_t exact_at_us;
 	bool counting;
 	int count_rc;
 	char count_err[256];
-	int queued;        /* backfill jobs queued */
-	int cleaners;      /* live cleaner daemons; -1 unknown */
+	int queued;   /* backfill jobs queued */
+	int cleaners; /* live cleaner daemons; -1 unknown */
 } snap;
 
 static atomic_int count_stop;
@@ -138,10 +138,10 @@ static void jobs_of(irow_t *it, const bs_job_list_t *jobs)
 
 static void work(bs_store_t *st, void *arg)
 {
-	bs_index_list_t l = {0};
+	bs_index_list_t l = { 0 };
 	int ns = bs_store_nshards(st), rc, i;
 	irow_t *items = NULL;
-	bs_job_list_t jobs = {0};
+	bs_job_list_t jobs = { 0 };
 	bool have_jobs = false;
 	int64_t now = now_us();
 	char rows_err[256] = "";
@@ -165,7 +165,7 @@ static void work(bs_store_t *st, void *arg)
 	for (int j = 0; have_jobs && j < jobs.len; j++)
 		queued += jobs.items[j].state == BS_JOB_QUEUED;
 	if (queued) {
-		bs_worker_list_t wl = {0};
+		bs_worker_list_t wl = { 0 };
 		if (bs_workers_list(&wl, st, NULL) == 0)
 			cleaners = bs_workers_alive(&wl, "cleaner");
 		bs_worker_list_free(&wl);
@@ -220,15 +220,15 @@ static void make_cols(const bs_config_t *c)
 	cols_cfg = c;
 	ncols = 4 + c->nshards + 3;
 	cols = calloc((size_t)ncols, sizeof *cols);
-	cols[0] = (col_t){"INDEX", 15, false, 0};
-	cols[1] = (col_t){"STATE", 9, false, 0};
-	cols[2] = (col_t){"PROPERTIES", 18, false, 1};
-	cols[3] = (col_t){"SHARD_ON", 9, false, 2};
+	cols[0] = (col_t){ "INDEX", 15, false, 0 };
+	cols[1] = (col_t){ "STATE", 9, false, 0 };
+	cols[2] = (col_t){ "PROPERTIES", 18, false, 1 };
+	cols[3] = (col_t){ "SHARD_ON", 9, false, 2 };
 	for (i = 0; i < c->nshards; i++)
-		cols[4 + i] = (col_t){c->shards[i].name, 10, true, 3};
-	cols[4 + i] = (col_t){"TOTAL", 10, true, 0};
-	cols[5 + i] = (col_t){"BACKFILL", 13, false, 0};
-	cols[6 + i] = (col_t){"DRIFT", 0, false, 1};
+		cols[4 + i] = (col_t){ c->shards[i].name, 10, true, 3 };
+	cols[4 + i] = (col_t){ "TOTAL", 10, true, 0 };
+	cols[5 + i] = (col_t){ "BACKFILL", 13, false, 0 };
+	cols[6 + i] = (col_t){ "DRIFT", 0, false, 1 };
 	tbl_init(&tbl, cols, ncols);
 }
 
@@ -261,7 +261,8 @@ static void row_counts(int r, const irow_t *it, int ns)
 			total += ex[j];
 		} else if (known) {
 			bool old = it->rows_at[j] < snap.taken_us - 1000000;
-			tbl_set(&tbl, r, 4 + j, (double)it->rows[j], "~%s%s", fmt_count(a, sizeof a, it->rows[j]), old ? "*" : "");
+			tbl_set(&tbl, r, 4 + j, (double)it->rows[j], "~%s%s", fmt_count(a, sizeof a, it->rows[j]),
+			        old ? "*" : "");
 			total += it->rows[j];
 			est = true;
 			stale |= old;
@@ -270,7 +271,10 @@ static void row_counts(int r, const irow_t *it, int ns)
 			unknown = true;
 		}
 	}
-	tbl_set(&tbl, r, 4 + ns, unknown ? -1 : (double)total, "%s%s%s%s", unknown ? ">=" : est ? "~" : "",
+	tbl_set(&tbl, r, 4 + ns, unknown ? -1 : (double)total, "%s%s%s%s",
+	        unknown ? ">="
+	        : est   ? "~"
+	                : "",
 	        fmt_count(a, sizeof a, total), unknown ? "?" : "", stale ? "*" : "");
 }
 
@@ -314,8 +318,9 @@ static void build(void)
 	tbl_clear(&tbl);
 	for (i = 0; i < snap.n; i++) {
 		const irow_t *it = &snap.items[i];
-		int attr = it->def.state == BS_INDEX_READY ? C_NORMAL :
-		           it->def.state == BS_INDEX_BUILDING ? C_WARN : C_DIM;
+		int attr = it->def.state == BS_INDEX_READY      ? C_NORMAL
+		           : it->def.state == BS_INDEX_BUILDING ? C_WARN
+		                                                : C_DIM;
 
 		r = tbl_add(&tbl, attr);
 		tbl_set(&tbl, r, 0, NAN, "%s", it->def.name);
@@ -344,8 +349,10 @@ static int draw_notes(int line, int end, int w)
 			}
 	if (snap.queued && snap.cleaners == 0 && line < end) { /* "queued" with nothing to run it */
 		ui_color(C_WARN, true);
-		ui_printf(line++, 0, w, "%d backfill job%s queued and no cleaner is running: start `bagstore cleaner`, "
-		          "or press B to backfill here", snap.queued, snap.queued == 1 ? "" : "s");
+		ui_printf(line++, 0, w,
+		          "%d backfill job%s queued and no cleaner is running: start `bagstore cleaner`, "
+		          "or press B to backfill here",
+		          snap.queued, snap.queued == 1 ? "" : "s");
 		ui_color(C_WARN, false);
 	}
 	if ((stale || snap.rows_err[0]) && line < end) {
@@ -376,8 +383,7 @@ static void ix_draw(int y, int h, int w)
 	build();
 	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
 	ui_printf(y, 0, w, "Indexes: %s  (rows: ~ InnoDB's estimates, # counts exactly; as of %s)  %s",
-	          tbl_count(cnt, sizeof cnt, &tbl),
-	          snap.taken_us ? fmt_time(t, sizeof t, snap.taken_us) : "-", stale);
+	          tbl_count(cnt, sizeof cnt, &tbl), snap.taken_us ? fmt_time(t, sizeof t, snap.taken_us) : "-", stale);
 	rows = tbl.nshown + 1 < h - 4 ? tbl.nshown + 1 : h - 4;
 	if (rows < 2)
 		rows = 2;
@@ -390,8 +396,9 @@ static void ix_draw(int y, int h, int w)
 	}
 	snap_unlock();
 	ui_color(C_DIM, true);
-	ui_put(y + h - 1, 0, w, ui.read_only ? "v verify  # count  Enter backfills  ? help" :
-	       "c create  d drop  v verify  V repair  B backfill  # count  Enter backfills  ? help");
+	ui_put(y + h - 1, 0, w,
+	       ui.read_only ? "v verify  # count  Enter backfills  ? help"
+	                    : "c create  d drop  v verify  V repair  B backfill  # count  Enter backfills  ? help");
 	ui_color(C_DIM, false);
 }
 
@@ -404,7 +411,10 @@ typedef struct {
 	bool repair;
 } ixreq_t;
 
-static void free_req(void *p) { free(p); }
+static void free_req(void *p)
+{
+	free(p);
+}
 
 static void do_create(bs_store_t *st, void *arg)
 {
@@ -450,17 +460,18 @@ static void do_verify(bs_store_t *st, void *arg)
 	}
 	if (q->repair) {
 		char det[256];
-		snprintf(det, sizeof det, "missing %lld stale %lld orphaned %lld repaired %lld",
-		         (long long)d.missing, (long long)d.stale, (long long)d.orphaned, (long long)d.repaired);
+		snprintf(det, sizeof det, "missing %lld stale %lld orphaned %lld repaired %lld", (long long)d.missing,
+		         (long long)d.stale, (long long)d.orphaned, (long long)d.repaired);
 		worker_audit(st, "index.repair", q->name, det);
 	}
 	char fixed[64] = "";
 	if (q->repair)
-		snprintf(fixed, sizeof fixed, "; %lld index row%s repaired", (long long)d.repaired, d.repaired == 1 ? "" : "s");
+		snprintf(fixed, sizeof fixed, "; %lld index row%s repaired", (long long)d.repaired,
+		         d.repaired == 1 ? "" : "s");
 	worker_notify(d.missing + d.stale + d.orphaned > 0 && !q->repair,
-	              "verify %s: checked %lld, missing %lld, stale %lld, orphaned %lld, misfit %lld%s",
-	              q->name, (long long)d.checked, (long long)d.missing, (long long)d.stale,
-	              (long long)d.orphaned, (long long)d.misfit, fixed);
+	              "verify %s: checked %lld, missing %lld, stale %lld, orphaned %lld, misfit %lld%s", q->name,
+	              (long long)d.checked, (long long)d.missing, (long long)d.stale, (long long)d.orphaned,
+	              (long long)d.misfit, fixed);
 	worker_submit(LANE_STATUS, KEY_SNAP, false, work, NULL, NULL);
 }
 
@@ -577,11 +588,12 @@ static reaction_t form_shard_on(const char *text, void *ctx)
 		ask_shard_on(text);
 		return R_REDRAW;
 	}
-	if (asprintf(&page, "Create index %s on %s, rows sharded by %s, on %d shards.\n"
+	if (asprintf(&page,
+	             "Create index %s on %s, rows sharded by %s, on %d shards.\n"
 	             "It starts building (ready at once when the store is empty); writers maintain it,\n"
 	             "readers use it once a backfill (B) has covered every row.\n\n"
-	             "DDL run on every shard:\n\n%s\n", form.name, form.on,
-	             form.def.props[form.def.shard_on].name, ui.nshards, ddl) < 0)
+	             "DDL run on every shard:\n\n%s\n",
+	             form.name, form.on, form.def.props[form.def.shard_on].name, ui.nshards, ddl) < 0)
 		page = NULL;
 	text_open("create index: DDL preview", page ? page : ddl, create_confirm, NULL, "create this index");
 	free(page);
@@ -818,21 +830,22 @@ static reaction_t ix_key(action_t a, int key)
 	if (r != R_UNHANDLED)
 		return r;
 	switch (a) {
-	case ACT_INDEX_CREATE:
-		return indexes_create_form(NULL, NULL);
+	case ACT_INDEX_CREATE: return indexes_create_form(NULL, NULL);
 	case ACT_INDEX_DROP:
 	case ACT_INDEX_VERIFY:
 	case ACT_INDEX_REPAIR:
 	case ACT_INDEX_BACKFILL:
 	case ACT_EXACT_COUNT:
-	case ACT_OPEN:
-		return on_index(a);
-	default:
-		return R_UNHANDLED;
+	case ACT_OPEN: return on_index(a);
+	default: return R_UNHANDLED;
 	}
 }
 
 const struct view_ops view_indexes = {
-	.name = "indexes", .scope = 'I', .open = ix_open, .reload = ix_reload,
-	.draw = ix_draw, .key = ix_key,
+	.name = "indexes",
+	.scope = 'I',
+	.open = ix_open,
+	.reload = ix_reload,
+	.draw = ix_draw,
+	.key = ix_key,
 };

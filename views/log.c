@@ -28,8 +28,8 @@ static struct {
 static table_t tbl;
 
 static const col_t cols[] = {
-	{"#", 6, true, 1}, {"AT (UTC)", 12, false, 0}, {"SHARD", 8, false, 0}, {"TIME", 9, true, 0},
-	{"ROWS", 7, true, 1}, {"ACTION", 18, false, 0}, {"LANE", 6, false, 2}, {"STATEMENT", 0, false, 0},
+	{ "#", 6, true, 1 },    { "AT (UTC)", 12, false, 0 }, { "SHARD", 8, false, 0 }, { "TIME", 9, true, 0 },
+	{ "ROWS", 7, true, 1 }, { "ACTION", 18, false, 0 },   { "LANE", 6, false, 2 },  { "STATEMENT", 0, false, 0 },
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 
@@ -103,12 +103,15 @@ static void lg_draw(int y, int h, int w)
 
 	build();
 	if (ui_filter()[0])
-		ui_printf(y, 0, w, "Statements: '%s' shows %d of the last %d the console's actions sent (newest first; "
-		          "%s refresh statements not listed)", ui_filter(), tbl.nshown, snap.n,
-		          fmt_count(c, sizeof c, snap.unlisted));
+		ui_printf(y, 0, w,
+		          "Statements: '%s' shows %d of the last %d the console's actions sent (newest first; "
+		          "%s refresh statements not listed)",
+		          ui_filter(), tbl.nshown, snap.n, fmt_count(c, sizeof c, snap.unlisted));
 	else
-		ui_printf(y, 0, w, "Statements: the last %d the console's actions sent, newest first (at most %d; %s "
-		          "refresh statements not listed)", snap.n, WORKER_LOG_MAX, fmt_count(c, sizeof c, snap.unlisted));
+		ui_printf(y, 0, w,
+		          "Statements: the last %d the console's actions sent, newest first (at most %d; %s "
+		          "refresh statements not listed)",
+		          snap.n, WORKER_LOG_MAX, fmt_count(c, sizeof c, snap.unlisted));
 	rows = h - 2 > 2 ? h - 2 : 2;
 	tbl_draw(&tbl, y + 1, rows, w);
 	ui_color(C_DIM, true);
@@ -133,7 +136,8 @@ static reaction_t open_selected(void)
 	}
 	if (!e)
 		return R_REDRAW;
-	if (asprintf(&page, "statement %llu, sent at %s UTC to shard %s by %s (the %s lane)\n%s%s, %lld rows%s%s%s\n\n%s\n",
+	if (asprintf(&page,
+	             "statement %llu, sent at %s UTC to shard %s by %s (the %s lane)\n%s%s, %lld rows%s%s%s\n\n%s\n",
 	             (unsigned long long)e->seq, fmt_iso_utc(t, sizeof t, e->at_us), e->shard, e->action, e->lane,
 	             e->async ? "sent without waiting: at most " : "took ", fmt_ms(d, sizeof d, e->seconds),
 	             (long long)e->rows, e->err ? "\nMySQL error: " : "", e->error ? e->error : "", e->err ? "" : "",
@@ -164,6 +168,11 @@ static void lg_close(void)
 }
 
 const struct view_ops view_log = {
-	.name = "log", .scope = 'L', .open = lg_open, .reload = lg_reload,
-	.draw = lg_draw, .key = lg_key, .close = lg_close,
+	.name = "log",
+	.scope = 'L',
+	.open = lg_open,
+	.reload = lg_reload,
+	.draw = lg_draw,
+	.key = lg_key,
+	.close = lg_close,
 };

@@ -31,9 +31,8 @@ static struct {
 static table_t tbl;
 
 static const col_t cols[] = {
-	{"PATH", 22, false, 0}, {"TYPES", 20, false, 0}, {"PRESENT", 7, true, 0},
-	{"DISTINCT", 9, true, 1}, {"LARGEST", 9, true, 1}, {"SUGGEST", 12, false, 0},
-	{"INDEXES", 14, false, 0}, {"EXAMPLE", 0, false, 2},
+	{ "PATH", 22, false, 0 },  { "TYPES", 20, false, 0 },   { "PRESENT", 7, true, 0 },   { "DISTINCT", 9, true, 1 },
+	{ "LARGEST", 9, true, 1 }, { "SUGGEST", 12, false, 0 }, { "INDEXES", 14, false, 0 }, { "EXAMPLE", 0, false, 2 },
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 
@@ -85,7 +84,7 @@ static void pr_open(void)
 /* "string 90% int 10%": the kinds seen, most first. */
 static void types_text(char *buf, size_t n, const bs_census_prop_t *p)
 {
-	bool done[BS_CT_COUNT] = {false};
+	bool done[BS_CT_COUNT] = { false };
 	char pct[16];
 	size_t o = 0;
 
@@ -98,7 +97,8 @@ static void types_text(char *buf, size_t n, const bs_census_prop_t *p)
 		if (best < 0 || o + 2 >= n)
 			break;
 		done[best] = true;
-		o += (size_t)snprintf(buf + o, n - o, "%s%s %s", o ? " " : "", bs_census_type_name((bs_census_type_t)best),
+		o += (size_t)snprintf(buf + o, n - o, "%s%s %s", o ? " " : "",
+		                      bs_census_type_name((bs_census_type_t)best),
 		                      fmt_share(pct, sizeof pct, p->types[best], p->values));
 	}
 }
@@ -155,13 +155,17 @@ static void draw_header(int y, int w)
 	char age[32], n[32], e[32];
 
 	if (!snap.taken_us) {
-		ui_printf(y, 0, w, "Properties: %s", snap.running ? "taking the census of the bodies ..." :
-		          snap.rc < 0 ? "the census failed (below)" : "no census yet (R takes one)");
+		ui_printf(y, 0, w, "Properties: %s",
+		          snap.running  ? "taking the census of the bodies ..."
+		          : snap.rc < 0 ? "the census failed (below)"
+		                        : "no census yet (R takes one)");
 		return;
 	}
-	ui_printf(y, 0, w, "Properties of %s sampled entities (up to %d per shard, spread over each table) of %s%s "
-	          "on %d shard%s; taken %s in %.1fs%s", fmt_count(n, sizeof n, snap.c.sampled), snap.c.per_shard,
-	          snap.c.complete ? "" : "~", fmt_count(e, sizeof e, snap.c.entities_est), snap.c.shards_sampled,
+	ui_printf(y, 0, w,
+	          "Properties of %s sampled entities (up to %d per shard, spread over each table) of %s%s "
+	          "on %d shard%s; taken %s in %.1fs%s",
+	          fmt_count(n, sizeof n, snap.c.sampled), snap.c.per_shard, snap.c.complete ? "" : "~",
+	          fmt_count(e, sizeof e, snap.c.entities_est), snap.c.shards_sampled,
 	          snap.c.shards_sampled == 1 ? "" : "s", fmt_age(age, sizeof age, snap.taken_us), snap.took_s,
 	          snap.running ? "; taking it again ..." : "; R takes it again");
 }
@@ -180,8 +184,7 @@ static void pr_draw(int y, int h, int w)
 	if ((p = selected_locked()) && line < y + h - 1)
 		ui_printf(line++, 0, w, "%s: %lld of %lld sampled entities, %lld values%s%s%s%s", p->path,
 		          (long long)p->present, (long long)snap.c.sampled, (long long)p->values,
-		          p->suggest[0] ? "; an index would take " : "", p->suggest,
-		          p->note[0] ? "; " : "", p->note);
+		          p->suggest[0] ? "; an index would take " : "", p->suggest, p->note[0] ? "; " : "", p->note);
 	ui_color(C_BAD, true);
 	if (snap.rc < 0 && line < y + h - 1)
 		ui_printf(line++, 0, w, "census: %s", snap.err);
@@ -194,8 +197,9 @@ static void pr_draw(int y, int h, int w)
 	ui_color(C_BAD, false);
 	snap_unlock();
 	ui_color(C_DIM, true);
-	ui_put(y + h - 1, 0, w, ui.read_only ? "R census again  / filter  ? help" :
-	       "c create an index on it  R census again  / filter  ? help");
+	ui_put(y + h - 1, 0, w,
+	       ui.read_only ? "R census again  / filter  ? help"
+	                    : "c create an index on it  R census again  / filter  ? help");
 	ui_color(C_DIM, false);
 }
 
@@ -235,13 +239,15 @@ static reaction_t pr_key(action_t a, int key)
 		take_census();
 		ui_msg("taking the census again (up to %d bodies per shard)", SAMPLE);
 		return R_REDRAW;
-	case ACT_CENSUS_INDEX:
-		return create_on_selected();
-	default:
-		return R_UNHANDLED;
+	case ACT_CENSUS_INDEX: return create_on_selected();
+	default: return R_UNHANDLED;
 	}
 }
 
 const struct view_ops view_properties = {
-	.name = "properties", .scope = 'P', .open = pr_open, .draw = pr_draw, .key = pr_key,
+	.name = "properties",
+	.scope = 'P',
+	.open = pr_open,
+	.draw = pr_draw,
+	.key = pr_key,
 };

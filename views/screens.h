@@ -19,18 +19,18 @@
 #define BS_SCREENS_H
 
 #define BS_SCREENS(S, X) \
-	S(X, SHARDS,     shards,     '1', "1", "shards screen") \
-	S(X, INDEXES,    indexes,    '2', "2", "indexes screen") \
-	S(X, CLEANER,    cleaner,    '3', "3", "cleaner screen") \
-	S(X, BACKFILLS,  backfills,  '4', "4", "backfills screen") \
-	S(X, ENTITIES,   entities,   '5', "5", "entities screen") \
+	S(X, SHARDS, shards, '1', "1", "shards screen") \
+	S(X, INDEXES, indexes, '2', "2", "indexes screen") \
+	S(X, CLEANER, cleaner, '3', "3", "cleaner screen") \
+	S(X, BACKFILLS, backfills, '4', "4", "backfills screen") \
+	S(X, ENTITIES, entities, '5', "5", "entities screen") \
 	S(X, PROPERTIES, properties, '6', "6", "properties screen (the census of the bodies)") \
-	S(X, AUDIT,      audit,      '7', "7", "audit screen (operators' changes)") \
-	S(X, TOPOLOGY,   topology,   '8', "8", "topology screen: the bucket map and resharding") \
-	S(X, LOG,        log,        '9', "9", "log screen: the statements the console's actions sent")
+	S(X, AUDIT, audit, '7', "7", "audit screen (operators' changes)") \
+	S(X, TOPOLOGY, topology, '8', "8", "topology screen: the bucket map and resharding") \
+	S(X, LOG, log, '9', "9", "log screen: the statements the console's actions sent")
 
 #define BS_PAGES(S, X) \
 	S(X, ENTITY, entity, 0, "", "one entity") \
-	S(X, TEXT,   text,   0, "", "a text page")
+	S(X, TEXT, text, 0, "", "a text page")
 
 #endif

@@ -27,11 +27,11 @@ static struct {
 	int n;
 	const bs_config_t *cfg; /* the lane's when it read them: shard i is its shards[i] */
 	int64_t taken_us;
-	unsigned seq;          /* bumped by every snapshot */
+	unsigned seq; /* bumped by every snapshot */
 	int rc;
 	char err[256];
 	/* the exact count (`#`) */
-	int64_t *exact;        /* per shard (of exact_cfg), -1 unknown */
+	int64_t *exact; /* per shard (of exact_cfg), -1 unknown */
 	const bs_config_t *exact_cfg;
 	int64_t exact_at_us;
 	bool counting;
@@ -44,9 +44,10 @@ static atomic_int count_stop;
 static table_t tbl;
 
 static const col_t cols[] = {
-	{"SHARD", 6, false, 0}, {"ADDRESS", 20, false, 1}, {"STATE", 11, false, 0},
-	{"VERSION", 16, false, 3}, {"RTT", 7, true, 2}, {"ENTITIES", 12, true, 0},
-	{"SIZE", 10, true, 2}, {"THREADS", 7, true, 1}, {"REPL LAG", 8, true, 1}, {"FINGERPRINT", 0, false, 2},
+	{ "SHARD", 6, false, 0 },       { "ADDRESS", 20, false, 1 }, { "STATE", 11, false, 0 },
+	{ "VERSION", 16, false, 3 },    { "RTT", 7, true, 2 },       { "ENTITIES", 12, true, 0 },
+	{ "SIZE", 10, true, 2 },        { "THREADS", 7, true, 1 },   { "REPL LAG", 8, true, 1 },
+	{ "FINGERPRINT", 0, false, 2 },
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 
@@ -55,7 +56,7 @@ static const col_t cols[] = {
 typedef struct {
 	int64_t questions, rows, at_us, uptime; /* the last counters seen */
 	double qps[LOAD_HISTORY], wps[LOAD_HISTORY], conn[LOAD_HISTORY], hist[LOAD_HISTORY];
-	int nh;                                  /* samples kept (the newest last) */
+	int nh; /* samples kept (the newest last) */
 } load_t;
 static load_t *load;
 static const bs_config_t *load_cfg; /* whose shards load[] follows */
@@ -101,8 +102,8 @@ static void load_update(double refresh_s)
 		double dt = (double)(s->load_at_us - l->at_us) / 1e6, q = -1, w = -1;
 		bool fresh = s->state != BS_SHARD_DOWN && s->load_at_us > 0;
 
-		if (fresh && l->at_us > 0 && dt > 0 && dt <= 2 * refresh_s + 5 && s->uptime_s >= l->uptime && s->questions >= l->questions &&
-		    s->rows_written >= l->rows) {
+		if (fresh && l->at_us > 0 && dt > 0 && dt <= 2 * refresh_s + 5 && s->uptime_s >= l->uptime &&
+		    s->questions >= l->questions && s->rows_written >= l->rows) {
 			q = s->questions >= 0 ? (double)(s->questions - l->questions) / dt : -1;
 			w = s->rows_written >= 0 ? (double)(s->rows_written - l->rows) / dt : -1;
 		}
@@ -218,8 +219,11 @@ static void load_cell(char *buf, size_t n, const double *v, int nh, int width, c
 static void add_shard_row(const bs_shard_status_t *s, int i)
 {
 	bool down = s->state == BS_SHARD_DOWN;
-	int r = tbl_add(&tbl, down ? C_BAD : s->state == BS_SHARD_SLOW || s->tls_plaintext_mixed ||
-	                s->tls_plaintext_preferred ? C_WARN : C_NORMAL), c;
+	int r = tbl_add(&tbl, down ? C_BAD
+	                      : s->state == BS_SHARD_SLOW || s->tls_plaintext_mixed || s->tls_plaintext_preferred
+	                              ? C_WARN
+	                              : C_NORMAL),
+	    c;
 	char a[64], b[64];
 
 	tbl_set(&tbl, r, 0, NAN, "%s", s->name);
@@ -249,7 +253,10 @@ static void add_shard_row(const bs_shard_status_t *s, int i)
 	}
 	tbl_set(&tbl, r, 9, s->fingerprint_ok, "%s",
 	        /* the command line's words (bagstore shards) */
-	        down ? "-" : s->fingerprint_ok == 1 ? "ok" : s->fingerprint_ok == 0 ? "MISMATCH" : "uninitialised");
+	        down                     ? "-"
+	        : s->fingerprint_ok == 1 ? "ok"
+	        : s->fingerprint_ok == 0 ? "MISMATCH"
+	                                 : "uninitialised");
 }
 
 /* The totals row: over the rows the filter shows, marked ~ while any
@@ -287,8 +294,11 @@ static void add_totals(void)
 	else
 		tbl_set(&tbl, r, 1, NAN, "%d of %d shards", shown, snap.n);
 	tbl_set(&tbl, r, 2, NAN, "%d/%d up", up, shown);
-	tbl_set(&tbl, r, 5, NAN, "%s%s%s", unknown ? ">=" : est ? "~" : "", fmt_count(a, sizeof a, ents),
-	        unknown ? "?" : "");
+	tbl_set(&tbl, r, 5, NAN, "%s%s%s",
+	        unknown ? ">="
+	        : est   ? "~"
+	                : "",
+	        fmt_count(a, sizeof a, ents), unknown ? "?" : "");
 	tbl_set(&tbl, r, 6, NAN, "%s", fmt_bytes(b, sizeof b, bytes));
 	tbl_set(&tbl, r, 7, NAN, "%lld", (long long)threads);
 	tbl_pin_last(&tbl);
@@ -437,7 +447,8 @@ static void sh_draw(int y, int h, int w)
 	if (rows > (h - 2 - nerr) / 2)
 		rows = (h - 2 - nerr) / 2 > 2 ? (h - 2 - nerr) / 2 : 2;
 	tbl_draw(&tbl, y + 1, rows, w);
-	line = draw_load(y + 2 + rows, h - rows - 2 - (nerr ? nerr + 1 : 0) > 1 ? h - rows - 2 - (nerr ? nerr + 1 : 0) : 0, w);
+	line = draw_load(y + 2 + rows,
+	                 h - rows - 2 - (nerr ? nerr + 1 : 0) > 1 ? h - rows - 2 - (nerr ? nerr + 1 : 0) : 0, w);
 	line = draw_errors(line + (line > y + 2 + rows), y + h, w);
 	if (line + 1 < y + h)
 		draw_tls(line + 1, y + h, w);
@@ -483,7 +494,8 @@ static reaction_t sh_key(action_t a, int key)
 			snprintf(crumb, sizeof crumb, "%s > entities", tbl_cell(&tbl, row, 0));
 			ui_push_crumb(&view_entities, crumb);
 			entities_show_shard(row);
-			ui_msg("entities of %s (s: all shards merged; Esc: back to the shards)", tbl_cell(&tbl, row, 0));
+			ui_msg("entities of %s (s: all shards merged; Esc: back to the shards)",
+			       tbl_cell(&tbl, row, 0));
 			return R_REDRAW;
 		}
 		return R_NONE;
@@ -492,6 +504,10 @@ static reaction_t sh_key(action_t a, int key)
 }
 
 const struct view_ops view_shards = {
-	.name = "shards", .scope = 'S', .open = sh_open, .reload = sh_reload,
-	.draw = sh_draw, .key = sh_key,
+	.name = "shards",
+	.scope = 'S',
+	.open = sh_open,
+	.reload = sh_reload,
+	.draw = sh_draw,
+	.key = sh_key,
 };

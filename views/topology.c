@@ -46,9 +46,9 @@ static struct {
 static table_t tbl;
 
 static const col_t cols[] = {
-	{"MOVE", 4, true, 0}, {"ROUTE", 12, false, 0}, {"BUCKETS", 7, true, 2}, {"STATE", 9, false, 0},
-	{"PHASE", 16, false, 1}, {"PROGRESS", 18, false, 1}, {"COPIED", 9, true, 3}, {"RATE/S", 7, true, 2},
-	{"ETA", 7, true, 2}, {"FENCE", 6, true, 3}, {"WORKER", 0, false, 4},
+	{ "MOVE", 4, true, 0 },    { "ROUTE", 12, false, 0 },    { "BUCKETS", 7, true, 2 }, { "STATE", 9, false, 0 },
+	{ "PHASE", 16, false, 1 }, { "PROGRESS", 18, false, 1 }, { "COPIED", 9, true, 3 },  { "RATE/S", 7, true, 2 },
+	{ "ETA", 7, true, 2 },     { "FENCE", 6, true, 3 },      { "WORKER", 0, false, 4 },
 };
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 
@@ -64,9 +64,9 @@ static struct {
 
 static void work(bs_store_t *st, void *arg)
 {
-	bs_buckets_t map = {0};
-	bs_move_list_t moves = {0};
-	bs_reshard_plan_t plan = {0};
+	bs_buckets_t map = { 0 };
+	bs_move_list_t moves = { 0 };
+	bs_reshard_plan_t plan = { 0 };
 	char map_err[256], moves_err[256], plan_err[256];
 	int map_rc, moves_rc, plan_rc, unr = 0;
 
@@ -82,7 +82,7 @@ static void work(bs_store_t *st, void *arg)
 	int runners = -1;
 	for (int k = 0; k < moves.len; k++)
 		if (moves.items[k].state == BS_JOB_QUEUED) {
-			bs_worker_list_t wl = {0};
+			bs_worker_list_t wl = { 0 };
 			if (bs_workers_list(&wl, st, NULL) == 0)
 				runners = bs_workers_alive(&wl, "cleaner") + bs_workers_alive(&wl, "reshard");
 			bs_worker_list_free(&wl);
@@ -138,8 +138,10 @@ static void add_move(const bs_move_t *m)
 	double frac = m->phase == BS_MOVE_DONE ? 1 : m->progress > 1 ? 1 : m->progress;
 	int r, attr;
 
-	attr = m->state == BS_JOB_FAILED ? C_BAD : m->state == BS_JOB_THROTTLED || m->state == BS_JOB_PAUSED ?
-	       C_WARN : m->state == BS_JOB_DONE || m->state == BS_JOB_CANCELLED ? C_DIM : C_NORMAL;
+	attr = m->state == BS_JOB_FAILED                                   ? C_BAD
+	       : m->state == BS_JOB_THROTTLED || m->state == BS_JOB_PAUSED ? C_WARN
+	       : m->state == BS_JOB_DONE || m->state == BS_JOB_CANCELLED   ? C_DIM
+	                                                                   : C_NORMAL;
 	r = tbl_add(&tbl, attr);
 	/* its number in the plan, as `reshard status` shows it */
 	tbl_set(&tbl, r, 0, (double)m->id, "%lld", (long long)(m->id - m->plan_id * 1000 + 1));
@@ -152,8 +154,12 @@ static void add_move(const bs_move_t *m)
 		snprintf(phase, sizeof phase, "%s", bs_move_phase_name(m->phase));
 	tbl_set(&tbl, r, 4, m->phase, "%s", phase);
 	/* the index rows' total is an estimate: so is the progress in that phase */
-	progress_t p = { .frac = frac, .width = 10, .estimate = m->phase == BS_MOVE_INDEX, .rate = m->rate,
-	                 .eta_s = move_open(m) ? m->eta_s : -1, .eta_key = m->eta_s };
+	progress_t p = { .frac = frac,
+		         .width = 10,
+		         .estimate = m->phase == BS_MOVE_INDEX,
+		         .rate = m->rate,
+		         .eta_s = move_open(m) ? m->eta_s : -1,
+		         .eta_key = m->eta_s };
 	tbl_set_progress(&tbl, r, 5, 7, &p);
 	tbl_set(&tbl, r, 6, (double)m->rows_copied, "%s", fmt_count(a, sizeof a, m->rows_copied));
 	if (m->fence_ms > 0)
@@ -220,7 +226,8 @@ static int draw_map(int line, int w)
 			buf[c] = glyph(i < b->nshards ? i : -1);
 	}
 	for (int i = 0; i < b->nshards && o < (int)sizeof legend - 20; i++)
-		o += snprintf(legend + o, sizeof legend - (size_t)o, "%s%c=%s", i ? " " : "", glyph(i), b->shards[i].name);
+		o += snprintf(legend + o, sizeof legend - (size_t)o, "%s%c=%s", i ? " " : "", glyph(i),
+		              b->shards[i].name);
 	if (b->unlisted_buckets && o < (int)sizeof legend - 4)
 		snprintf(legend + o, sizeof legend - (size_t)o, " ?=not in the file");
 	ui_printf(line++, 0, w, "%-8s [%s] %s", "map", buf, legend);
@@ -233,7 +240,7 @@ static int draw_map(int line, int w)
 static int draw_move_bars(int line, int end, int w)
 {
 	const bs_buckets_t *b = &snap.map;
-	int n = strip_width(w), taken[64] = {0};
+	int n = strip_width(w), taken[64] = { 0 };
 
 	if (!n || b->buckets <= 0)
 		return line;
@@ -255,7 +262,8 @@ static int draw_move_bars(int line, int end, int w)
 		}
 		snprintf(label, sizeof label, "%s>%s", m->source, m->target);
 		ui_color(C_WARN, true);
-		ui_printf(line++, 0, w, "%-8.8s [%s] %d bucket%s", label, buf, m->nbuckets, m->nbuckets == 1 ? "" : "s");
+		ui_printf(line++, 0, w, "%-8.8s [%s] %d bucket%s", label, buf, m->nbuckets,
+		          m->nbuckets == 1 ? "" : "s");
 		ui_color(C_WARN, false);
 	}
 	return line;
@@ -285,17 +293,20 @@ static int draw_shards(int y, int h, int w)
 			fmt_bytes(data, sizeof data, s->data_bytes);
 		if (s->moves_out || s->moves_in)
 			snprintf(moves, sizeof moves, "moves:%s%.0d%s%s%.0d%s", s->moves_out ? " " : "", s->moves_out,
-			         s->moves_out ? " out" : "", s->moves_in ? " " : "", s->moves_in, s->moves_in ? " in" : "");
+			         s->moves_out ? " out" : "", s->moves_in ? " " : "", s->moves_in,
+			         s->moves_in ? " in" : "");
 		snprintf(note, sizeof note, "%s%s%s", !s->reachable ? "unreachable" : "",
 		         s->draining ? (s->reachable ? "draining" : ", draining") : "",
-		         !s->in_map ? "in the file, not in the map: run bagstore init" :
-		         !s->buckets && !s->draining ? "new: owns nothing yet" : "");
+		         !s->in_map                    ? "in the file, not in the map: run bagstore init"
+		         : !s->buckets && !s->draining ? "new: owns nothing yet"
+		                                       : "");
 		if (!s->in_map)
 			attr = C_BAD;
 		ui_color(attr, true);
 		if (w >= 110)
-			ui_printf(line++, 0, w, "%-8s %s %5d/%-5d %-8s %10s entities %10s  %s%s%s", s->name, pb, s->buckets,
-			          b->buckets, share, ents, data, note, note[0] && moves[0] ? "  " : "", moves);
+			ui_printf(line++, 0, w, "%-8s %s %5d/%-5d %-8s %10s entities %10s  %s%s%s", s->name, pb,
+			          s->buckets, b->buckets, share, ents, data, note, note[0] && moves[0] ? "  " : "",
+			          moves);
 		else /* narrow: the note before the size, which gives way */
 			ui_printf(line++, 0, w, "%-8s %s %5d/%-5d %-8s %8s ents  %s%s%s  %s", s->name, pb, s->buckets,
 			          b->buckets, share, ents, note, note[0] && moves[0] ? "  " : "", moves, data);
@@ -303,8 +314,8 @@ static int draw_shards(int y, int h, int w)
 	}
 	if (b->unlisted[0] && line < y + h) { /* the map's members the file lacks */
 		ui_color(C_BAD, true);
-		ui_printf(line++, 0, w, "in the map, not in the file: %s (%d bucket%s)", b->unlisted, b->unlisted_buckets,
-		          b->unlisted_buckets == 1 ? "" : "s");
+		ui_printf(line++, 0, w, "in the map, not in the file: %s (%d bucket%s)", b->unlisted,
+		          b->unlisted_buckets, b->unlisted_buckets == 1 ? "" : "s");
 		ui_color(C_BAD, false);
 	}
 	return line;
@@ -332,8 +343,9 @@ static void draw_state(int y, int w)
 		for (int k = 0; k < l->len; k++)
 			queued += l->items[k].state == BS_JOB_QUEUED;
 		ui_color(C_WARN, true);
-		ui_printf(y + 1, 0, w, "%d move%s queued; no cleaner runs them: `bagstore cleaner` (or cleaner --reshard)",
-		          queued, queued == 1 ? "" : "s");
+		ui_printf(y + 1, 0, w,
+		          "%d move%s queued; no cleaner runs them: `bagstore cleaner` (or cleaner --reshard)", queued,
+		          queued == 1 ? "" : "s");
 		ui_color(C_WARN, false);
 		return;
 	}
@@ -379,8 +391,8 @@ static void draw_reason(int y, int w)
 	ui_printf(y, 0, w, "move %s (%s -> %s): %s%s%s%s%s", tbl_cell(&tbl, row, 0), m->source, m->target,
 	          bs_job_state_name(m->state), m->reason[0] ? ": " : "", m->reason,
 	          m->worker_host[0] && move_open(m) && m->worker_beat_s < 0 ? "; last checkpoint " : "",
-	          m->worker_host[0] && move_open(m) && m->worker_beat_s < 0 ?
-	          fmt_age(age, sizeof age, m->heartbeat_us) : "");
+	          m->worker_host[0] && move_open(m) && m->worker_beat_s < 0 ? fmt_age(age, sizeof age, m->heartbeat_us)
+	                                                                    : "");
 }
 
 static void draw_errors(int y, int h, int w)
@@ -408,8 +420,8 @@ static void tp_draw(int y, int h, int w)
 	build();
 	ui_stale(KEY_SNAP, snap.taken_us, stale, sizeof stale);
 	if (!snap.taken_us || snap.map_rc < 0)
-		ui_printf(y, 0, w, "Topology: %s  %s", snap.taken_us ? "the bucket map could not be read" :
-		          "reading the bucket map ...", stale);
+		ui_printf(y, 0, w, "Topology: %s  %s",
+		          snap.taken_us ? "the bucket map could not be read" : "reading the bucket map ...", stale);
 	else
 		ui_printf(y, 0, w, "Topology: bucket map version %lld, %d buckets, store %.12s  (as of %s)  %s",
 		          (long long)snap.map.version, snap.map.buckets, snap.map.store_id,
@@ -444,8 +456,8 @@ static void tp_draw(int y, int h, int w)
 	draw_errors(y + h - 3, 2, w);
 	snap_unlock();
 	ui_color(C_DIM, true);
-	ui_put(y + h - 1, 0, w, ui.read_only ? "? help" :
-	       "r preview/start the plan  p pause  u resume  x cancel (every move)  ? help");
+	ui_put(y + h - 1, 0, w,
+	       ui.read_only ? "? help" : "r preview/start the plan  p pause  u resume  x cancel (every move)  ? help");
 	ui_color(C_DIM, false);
 }
 
@@ -458,7 +470,7 @@ static uint64_t plan_hash(const bs_reshard_plan_t *p)
 
 	for (int k = 0; k < p->len; k++) {
 		const bs_plan_move_t *m = &p->moves[k];
-		int v[3] = {m->source_shard, m->target_shard, m->nbuckets};
+		int v[3] = { m->source_shard, m->target_shard, m->nbuckets };
 
 		for (int x = 0; x < 3 + m->nbuckets; x++) {
 			h ^= (uint64_t)(uint32_t)(x < 3 ? v[x] : m->buckets[x - 3]);
@@ -477,12 +489,14 @@ typedef struct {
 
 static void do_start(bs_store_t *st, treq_t *q)
 {
-	bs_reshard_plan_t p = {0};
+	bs_reshard_plan_t p = { 0 };
 
 	if (bs_store_config(st) != q->cfg) {
 		/* the file changed since the preview: its plan is not this one's */
-		worker_notify(true, "reshard not started: the configuration changed since the preview (%s was read "
-		              "again); r shows the plan it asks for now", bs_store_config(st)->path);
+		worker_notify(true,
+		              "reshard not started: the configuration changed since the preview (%s was read "
+		              "again); r shows the plan it asks for now",
+		              bs_store_config(st)->path);
 		goto done;
 	}
 	if (bs_reshard_plan(&p, st) < 0) {
@@ -490,8 +504,10 @@ static void do_start(bs_store_t *st, treq_t *q)
 		goto done;
 	}
 	if (p.map_version != q->map_version || plan_hash(&p) != q->hash) {
-		worker_notify(true, "reshard not started: the plan changed since the preview (bucket map version %lld); "
-		              "r shows the new one", (long long)p.map_version);
+		worker_notify(true,
+		              "reshard not started: the plan changed since the preview (bucket map version %lld); "
+		              "r shows the new one",
+		              (long long)p.map_version);
 		goto done;
 	}
 	if (bs_reshard_start(st, &p) < 0) {
@@ -513,8 +529,10 @@ static void do_action(bs_store_t *st, void *arg)
 	else if (bs_reshard_control(st, q->action) < 0)
 		worker_notify(true, "reshard %s failed: %s", q->action, bs_last_error());
 	else
-		worker_notify(false, "reshard %s: every move of the plan%s", strcmp(q->action, "pause") == 0 ?
-		              "paused" : strcmp(q->action, "resume") == 0 ? "resumed" : "cancelled",
+		worker_notify(false, "reshard %s: every move of the plan%s",
+		              strcmp(q->action, "pause") == 0    ? "paused"
+		              : strcmp(q->action, "resume") == 0 ? "resumed"
+		                                                 : "cancelled",
 		              strcmp(q->action, "cancel") == 0 ? " before its cut-over is undone" : "");
 	work(st, NULL);
 }
@@ -553,8 +571,9 @@ static reaction_t plan_confirm(void *ctx)
 	char label[200];
 
 	(void)ctx;
-	snprintf(label, sizeof label, "start resharding: %d moves from bucket map version %lld. Type reshard to confirm: ",
-	         preview.len, (long long)preview.map_version);
+	snprintf(label, sizeof label,
+	         "start resharding: %d moves from bucket map version %lld. Type reshard to confirm: ", preview.len,
+	         (long long)preview.map_version);
 	ui_prompt(label, "", start_typed, NULL);
 	return R_POP;
 }
@@ -569,10 +588,11 @@ static void plan_page(FILE *f, const bs_reshard_plan_t *p, bool in_flight)
 		ents += p->moves[k].entities_est > 0 ? p->moves[k].entities_est : 0;
 		rows += p->moves[k].index_rows_est;
 	}
-	fprintf(f, "plan from bucket map version %lld (%d buckets): %d moves, ~%s entities, ~%s index rows\n"
-	        "~%s, %s\n\n", (long long)p->map_version, p->buckets, p->len,
-	        fmt_count(a, sizeof a, ents), fmt_count(b, sizeof b, rows), fmt_secs(c, sizeof c, p->seconds_est),
-	        p->basis);
+	fprintf(f,
+	        "plan from bucket map version %lld (%d buckets): %d moves, ~%s entities, ~%s index rows\n"
+	        "~%s, %s\n\n",
+	        (long long)p->map_version, p->buckets, p->len, fmt_count(a, sizeof a, ents),
+	        fmt_count(b, sizeof b, rows), fmt_secs(c, sizeof c, p->seconds_est), p->basis);
 	fprintf(f, "%-10s %-10s %8s %14s %14s %9s  %s\n", "SOURCE", "TARGET", "BUCKETS", "ENTITIES", "INDEX ROWS",
 	        "TIME", "RANGES");
 	for (int k = 0; k < p->len; k++) {
@@ -587,7 +607,7 @@ static void plan_page(FILE *f, const bs_reshard_plan_t *p, bool in_flight)
 		        fmt_ranges(rg, sizeof rg, m->buckets, m->nbuckets));
 	}
 	fprintf(f, "\nEach move copies its buckets' entities and index rows while writes go on, replays the changes\n"
-	        "made meanwhile, then cuts over under a short fence. The cleaners run the moves.\n");
+	           "made meanwhile, then cuts over under a short fence. The cleaners run the moves.\n");
 	if (in_flight)
 		fprintf(f, "\nAn earlier plan still has moves in flight: starting is refused until they end.\n");
 }
@@ -613,7 +633,8 @@ static reaction_t preview_plan(void)
 		return R_RELOAD;
 	}
 	if (!snap.plan.len) {
-		ui_msg("nothing to move: bucket map version %lld already spreads its %d buckets as the configuration asks",
+		ui_msg("nothing to move: bucket map version %lld already spreads its %d buckets as the configuration "
+		       "asks",
 		       (long long)snap.plan.map_version, snap.plan.buckets);
 		snap_unlock();
 		return R_REDRAW;
@@ -673,8 +694,10 @@ static reaction_t ask_cancel(void)
 		ui_err("no move in flight to cancel");
 		return R_REDRAW;
 	}
-	snprintf(label, sizeof label, "cancel resharding: %d move%s before cut-over undone (buckets stay), %d past it "
-	         "finish%s. Type cancel to confirm: ", before, before == 1 ? "" : "s", past, past == 1 ? "es" : "");
+	snprintf(label, sizeof label,
+	         "cancel resharding: %d move%s before cut-over undone (buckets stay), %d past it "
+	         "finish%s. Type cancel to confirm: ",
+	         before, before == 1 ? "" : "s", past, past == 1 ? "es" : "");
 	ui_prompt(label, "", cancel_typed, NULL);
 	return R_REDRAW;
 }
@@ -701,6 +724,10 @@ static reaction_t tp_key(action_t a, int key)
 }
 
 const struct view_ops view_topology = {
-	.name = "topology", .scope = 'O', .open = tp_open, .reload = tp_reload,
-	.draw = tp_draw, .key = tp_key,
+	.name = "topology",
+	.scope = 'O',
+	.open = tp_open,
+	.reload = tp_reload,
+	.draw = tp_draw,
+	.key = tp_key,
 };

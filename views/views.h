@@ -31,17 +31,17 @@
 #include "worker.h"
 
 typedef enum {
-	R_NONE,    /* nothing changed */
-	R_REDRAW,  /* draw again */
-	R_RELOAD,  /* ask the worker for fresh data, then draw */
-	R_POP,     /* close this screen, back to the one below */
-	R_QUIT,    /* leave the console */
+	R_NONE,     /* nothing changed */
+	R_REDRAW,   /* draw again */
+	R_RELOAD,   /* ask the worker for fresh data, then draw */
+	R_POP,      /* close this screen, back to the one below */
+	R_QUIT,     /* leave the console */
 	R_UNHANDLED /* not this screen's key: let the console try */
 } reaction_t;
 
 struct view_ops {
-	const char *name;  /* as typed after ':' */
-	char scope;        /* its letter in the action table */
+	const char *name; /* as typed after ':' */
+	char scope;       /* its letter in the action table */
 	void (*open)(void);
 	void (*reload)(void);                   /* ask for fresh data; never blocks */
 	void (*draw)(int y, int h, int w);      /* rows y..y+h-1 of stdscr */
@@ -104,9 +104,9 @@ typedef struct {
 	const bs_config_t *cfg;
 	bool read_only;
 	bool headless;
-	bool ascii;          /* no UTF-8 in the locale: draw ASCII */
-	bool color;          /* colors allowed (NO_COLOR unset, terminal has them) */
-	double refresh_s;    /* automatic refresh interval */
+	bool ascii;       /* no UTF-8 in the locale: draw ASCII */
+	bool color;       /* colors allowed (NO_COLOR unset, terminal has them) */
+	double refresh_s; /* automatic refresh interval */
 	bool paused;
 	int nshards;
 } ui_t;
@@ -152,8 +152,8 @@ int ui_edit_file(const char *path);
 
 /* A text page (help, DDL previews, diffs, conflicts, results). Lines are
  * copied. With confirm set, `y` runs it (and the page closes). */
-void text_open(const char *title, const char *text,
-               reaction_t (*confirm)(void *ctx), void *ctx, const char *confirm_label);
+void text_open(const char *title, const char *text, reaction_t (*confirm)(void *ctx), void *ctx,
+               const char *confirm_label);
 void text_open_help(const struct view_ops *for_view);
 /* The page just opened runs cancel(ctx) when it closes without its
  * confirmation having run (an edit given up: its file is removed). */
@@ -189,9 +189,9 @@ const char *ui_stale(const char *key, int64_t taken_us, char *buf, size_t n);
 
 typedef struct {
 	const char *title;
-	int width;   /* columns; 0: what is left (at least 12) */
-	bool right;  /* right-aligned (numbers) */
-	int prio;    /* 0 first; when the terminal is narrow, higher ones give way
+	int width;  /* columns; 0: what is left (at least 12) */
+	bool right; /* right-aligned (numbers) */
+	int prio;   /* 0 first; when the terminal is narrow, higher ones give way
 	              * first (Right and Left scroll to them). The first column
 	              * always stays. */
 } col_t;
@@ -199,39 +199,38 @@ typedef struct {
 typedef struct {
 	const col_t *cols;
 	int ncols;
-	char **cells;   /* nrows * ncols, owned */
-	double *keys;   /* numeric sort keys (NaN: sort as text) */
-	int *attr;      /* per row color pair */
+	char **cells; /* nrows * ncols, owned */
+	double *keys; /* numeric sort keys (NaN: sort as text) */
+	int *attr;    /* per row color pair */
 	int nrows, cap;
-	int npinned;    /* rows at the end that never sort or filter (totals) */
-	int *order;     /* shown rows */
+	int npinned; /* rows at the end that never sort or filter (totals) */
+	int *order;  /* shown rows */
 	int nshown;
 	int sel, top;
-	int sort_col;   /* -1: as given */
+	int sort_col; /* -1: as given */
 	bool sort_desc;
 	char selkey[128];
 	int last_h;
-	int last_y;     /* where the header was drawn (for the mouse) */
-	int hscroll;    /* columns scrolled past (Right, Left) */
-	int hidden;     /* columns not shown at the last draw */
-	int *x, *wid;   /* per column: where it was drawn (-1: not shown), its width */
+	int last_y;   /* where the header was drawn (for the mouse) */
+	int hscroll;  /* columns scrolled past (Right, Left) */
+	int hidden;   /* columns not shown at the last draw */
+	int *x, *wid; /* per column: where it was drawn (-1: not shown), its width */
 } table_t;
 
 void tbl_init(table_t *t, const col_t *cols, int ncols);
-void tbl_clear(table_t *t);   /* drop the rows, keep selection and sort */
+void tbl_clear(table_t *t); /* drop the rows, keep selection and sort */
 int tbl_add(table_t *t, int attr);
-void tbl_set(table_t *t, int row, int col, double key, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+void tbl_set(table_t *t, int row, int col, double key, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void tbl_pin_last(table_t *t); /* the last row added is a totals row */
 /* A job's progress in row's cells (backfills, moves): at col its bar and
  * percent ("~" before it when the total is an estimate), at rate_col its
  * rows a second ("-" when rate < 0), at rate_col + 1 its ETA, marked "~"
  * ("-" when eta_s < 0, sorted by eta_key). */
 typedef struct {
-	double frac;     /* done, 0..1 */
-	int width;       /* the bar's */
-	int decimals;    /* of the percent: 1 is "%5.1f", 0 "%.0f" */
-	bool estimate;   /* the percent is of an estimated total */
+	double frac;   /* done, 0..1 */
+	int width;     /* the bar's */
+	int decimals;  /* of the percent: 1 is "%5.1f", 0 "%.0f" */
+	bool estimate; /* the percent is of an estimated total */
 	double rate;
 	double eta_s, eta_key;
 } progress_t;

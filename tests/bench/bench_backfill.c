@@ -43,7 +43,7 @@
 
 static bs_config_t *cfg;
 static int nshards;
-static MYSQL *raw[64];   /* a connection of our own per shard */
+static MYSQL *raw[64]; /* a connection of our own per shard */
 static long nent;
 static bs_id_t *ids, *users;
 
@@ -160,7 +160,10 @@ static void sput(str_t *s, const char *t, size_t n)
 	s->len += n;
 	s->p[s->len] = '\0';
 }
-static void sputs(str_t *s, const char *t) { sput(s, t, strlen(t)); }
+static void sputs(str_t *s, const char *t)
+{
+	sput(s, t, strlen(t));
+}
 static void shex(str_t *s, const void *p, size_t n)
 {
 	static const char hx[] = "0123456789abcdef";
@@ -202,7 +205,7 @@ static void *load_thread(void *p)
 {
 	load_t *l = p;
 	MYSQL *m = raw_connect(l->shard);
-	str_t ent = {0}, rel = {0};
+	str_t ent = { 0 }, rel = { 0 };
 	int inrow = 0;
 	mysql_thread_init();
 	for (long k = 0; k <= nent; k++) {
@@ -217,7 +220,7 @@ static void *load_thread(void *p)
 		if (k == nent)
 			break;
 		bs_value_t bag;
-		bs_bytes_t body = {0};
+		bs_bytes_t body = { 0 };
 		make_bag(&bag, k, &ids[k], &users[k]);
 		if (bs_body_encode(&body, &bag))
 			die("encode", bs_last_error());
@@ -362,22 +365,19 @@ static double median_of(double *v, int n)
 /* The settings a backfill is measured with. */
 typedef struct {
 	const char *name;
-	double factor;       /* cleaner.write_latency_factor (0: the probe is no signal) */
-	double max_latency;  /* cleaner.max_write_latency */
-	double sleep_coef;   /* cleaner.sleep_coef */
-	unsigned writers;    /* cleaner.writers (0 auto) */
+	double factor;      /* cleaner.write_latency_factor (0: the probe is no signal) */
+	double max_latency; /* cleaner.max_write_latency */
+	double sleep_coef;  /* cleaner.sleep_coef */
+	unsigned writers;   /* cleaner.writers (0 auto) */
 } setting_t;
 
 static const setting_t unthrottled = { "unthrottled (probe no signal)", 0, 0, 0, 0 };
 static const setting_t defaults = { "defaults (write_latency_factor 2)", 2.0, 0, 0, 0 };
 
 static const setting_t tried[] = {
-	{ "write_latency_factor 2 (default)", 2.0, 0, 0, 0 },
-	{ "write_latency_factor 5", 5.0, 0, 0, 0 },
-	{ "max_write_latency 0.5 ms", 0, 0.0005, 0, 0 },
-	{ "max_write_latency 1 ms", 0, 0.001, 0, 0 },
-	{ "max_write_latency 2 ms", 0, 0.002, 0, 0 },
-	{ "sleep_coef 1, probe no signal", 0, 0, 1.0, 0 },
+	{ "write_latency_factor 2 (default)", 2.0, 0, 0, 0 }, { "write_latency_factor 5", 5.0, 0, 0, 0 },
+	{ "max_write_latency 0.5 ms", 0, 0.0005, 0, 0 },      { "max_write_latency 1 ms", 0, 0.001, 0, 0 },
+	{ "max_write_latency 2 ms", 0, 0.002, 0, 0 },         { "sleep_coef 1, probe no signal", 0, 0, 1.0, 0 },
 	{ "sleep_coef 3, probe no signal", 0, 0, 3.0, 0 },
 };
 #define NTRIED (int)(sizeof tried / sizeof *tried)
@@ -427,7 +427,7 @@ typedef struct {
 	double throttled_s, last_at;
 	bool throttled;
 	double cpu_srv_done, cpu_mine_done; /* cpu_now() when the last job was done */
-	int64_t rows;      /* rows the jobs scanned */
+	int64_t rows;                       /* rows the jobs scanned */
 } watch_t;
 
 static void on_progress(void *p, const bs_job_t *j)
@@ -458,9 +458,9 @@ static void on_progress(void *p, const bs_job_t *j)
 
 typedef struct {
 	const char *index;
-	double jobs_s, total_s;   /* every job done; and promoted to ready */
+	double jobs_s, total_s; /* every job done; and promoted to ready */
 	double cpu_srv_done, cpu_mine_done;
-	int64_t rows;             /* entities scanned */
+	int64_t rows; /* entities scanned */
 	char signals[256];
 	int rc;
 	char msg[1024];
@@ -686,8 +686,8 @@ static double floor_time(void)
 
 /* by_user backfilled with s, runs times: medians of the jobs' time and
  * the time to ready. */
-static void backfill_times(double *jobs, double *total, double *cpu_srv, double *cpu_mine, char *signals,
-                           size_t size, bs_store_t *st, const setting_t *s)
+static void backfill_times(double *jobs, double *total, double *cpu_srv, double *cpu_mine, char *signals, size_t size,
+                           bs_store_t *st, const setting_t *s)
 {
 	double j[16], t[16], jcs[16], jcm[16];
 	cpu_t cpu;
@@ -709,7 +709,8 @@ static void backfill_times(double *jobs, double *total, double *cpu_srv, double 
 		jcs[r] = res.cpu_srv_done - cpu.s0;
 		jcm[r] = res.cpu_mine_done - cpu.m0;
 		if (res.signals[0] && !strstr(signals, res.signals))
-			snprintf(signals + strlen(signals), size - strlen(signals), "%s%s", signals[0] ? "," : "", res.signals);
+			snprintf(signals + strlen(signals), size - strlen(signals), "%s%s", signals[0] ? "," : "",
+			         res.signals);
 	}
 	*jobs = median_of(j, runs);
 	*total = median_of(t, runs);
@@ -721,7 +722,7 @@ static void backfill_times(double *jobs, double *total, double *cpu_srv, double 
 
 static double ptosc_once(void)
 {
-	str_t cmd = {0};
+	str_t cmd = { 0 };
 	char buf[512];
 	sputs(&cmd, "set -e; ");
 	for (int i = 0; i < nshards; i++) {
@@ -785,9 +786,11 @@ static void section_backfill(bs_store_t *st)
 	       "floor (precomputed multi-row INSERTs)", t_floor, nent / t_floor, floor_cpu_srv, floor_cpu_mine);
 	if (bf_j > 0) {
 		printf("  %-46s %7.2f s  %9.0f rows/s  %.2fx the floor (target <= 1.0x) (CPU: servers %.2f s,"
-		       " client %.2f s)\n", "bagstore backfill, unthrottled: every job done", bf_j, nent / bf_j,
-		       bf_j / t_floor, job_cpu_srv, job_cpu_mine);
-		printf("  %-46s %7.2f s  %9s        %.2fx the floor%s%s (CPU to ready: servers %.2f s, client %.2f s)\n",
+		       " client %.2f s)\n",
+		       "bagstore backfill, unthrottled: every job done", bf_j, nent / bf_j, bf_j / t_floor, job_cpu_srv,
+		       job_cpu_mine);
+		printf("  %-46s %7.2f s  %9s        %.2fx the floor%s%s (CPU to ready: servers %.2f s, client %.2f "
+		       "s)\n",
 		       "  and promoted to ready", bf_t, "", bf_t / t_floor, sig_bf[0] ? "; held by " : "", sig_bf,
 		       bf_cs, bf_cm);
 		if (df_j > 0)
@@ -800,8 +803,9 @@ static void section_backfill(bs_store_t *st)
 		       t_alter, nent / t_alter, t_alter / t_floor);
 	if (t_ptosc > 0)
 		printf("  %-46s %7.2f s  %9.0f rows/s  %.2fx the floor; the unthrottled backfill takes %.2fx"
-		       " its time (target < 1)\n", "pt-online-schema-change ADD INDEX", t_ptosc, nent / t_ptosc,
-		       t_ptosc / t_floor, bf_j > 0 ? bf_j / t_ptosc : -1);
+		       " its time (target < 1)\n",
+		       "pt-online-schema-change ADD INDEX", t_ptosc, nent / t_ptosc, t_ptosc / t_floor,
+		       bf_j > 0 ? bf_j / t_ptosc : -1);
 }
 
 /* One backfill of by_n with s while puts run one at a time: its time, in
@@ -840,8 +844,8 @@ static void print_latency(const setting_t **set, int ns, double (*secs)[16], dou
 	}
 	printf("\nput latency (two maintained indexes), one put at a time, during a backfill of by_n over %ld"
 	       " entities\n(median of %d runs; load average %.2f before, %.2f after; %d MariaDB servers, this"
-	       " program and its backfill share %ld CPUs):\n", nent, runs, l0, loadavg(), nshards,
-	       sysconf(_SC_NPROCESSORS_ONLN));
+	       " program and its backfill share %ld CPUs):\n",
+	       nent, runs, l0, loadavg(), nshards, sysconf(_SC_NPROCESSORS_ONLN));
 	printf("  (time: seconds per million entities scanned; the puts grow the store as they go)\n");
 	printf("  %-36s %9s %7s %9s %9s %8s  %s\n", "backfill", "time", "ratio", "put p50", "put p99", "p99 ratio",
 	       "held by");
@@ -900,7 +904,8 @@ static void section_latency(bs_store_t *st)
 			char s[256];
 			latency_once(&secs[k][r], &p50[k][r], &p99[k][r], s, sizeof s, st, set[k], lat, max);
 			if (s[0] && !strstr(sig[k], s))
-				snprintf(sig[k] + strlen(sig[k]), sizeof sig[k] - strlen(sig[k]), "%s%s", sig[k][0] ? "," : "", s);
+				snprintf(sig[k] + strlen(sig[k]), sizeof sig[k] - strlen(sig[k]), "%s%s",
+				         sig[k][0] ? "," : "", s);
 		}
 	}
 	print_latency(set, ns, secs, p50, p99, sig, p50_0, p99_0, l0);
@@ -958,8 +963,8 @@ static double fault_once(int f)
 {
 	bs_id_t id, user;
 	bs_value_t bag, v;
-	bs_bytes_t body = {0};
-	str_t q = {0};
+	bs_bytes_t body = { 0 };
+	str_t q = { 0 };
 	bs_prop_t prop = { "user_id", BS_COL_UUID, 0 };
 	bs_id_generate(&id);
 	bs_id_generate(&user);
@@ -1014,7 +1019,8 @@ static void section_lag(bs_store_t *st)
 	pthread_join(dtid, NULL);
 	qsort(lag, (size_t)nfault, sizeof *lag, cmp_d);
 	printf("\nrepair lag, fault to repaired row, cleaner daemon running (repair_interval %.2f s),\n"
-	       "steady put load beside it, %d faults:\n", cfg->cleaner.repair_interval, nfault);
+	       "steady put load beside it, %d faults:\n",
+	       cfg->cleaner.repair_interval, nfault);
 	printf("  p50 %.3f s  p99 %.3f s  max %.3f s (target p99 < 1 s)\n", pct(lag, nfault, 0.5),
 	       pct(lag, nfault, 0.99), lag[nfault - 1]);
 	free(lag);
@@ -1033,7 +1039,7 @@ static void section_lag(bs_store_t *st)
 static void load(bs_store_t *st)
 {
 	const char *ddl = "CREATE TABLE IF NOT EXISTS rel (id BINARY(16) NOT NULL PRIMARY KEY,"
-	                  " user_id BINARY(16) NOT NULL, n BIGINT NOT NULL, title VARCHAR(255) NOT NULL) ENGINE=InnoDB";
+			  " user_id BINARY(16) NOT NULL, n BIGINT NOT NULL, title VARCHAR(255) NOT NULL) ENGINE=InnoDB";
 	long have = 0;
 	for (int i = 0; i < nshards; i++) {
 		raw_exec(raw[i], ddl, strlen(ddl));

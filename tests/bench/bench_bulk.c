@@ -178,8 +178,11 @@ static double floor_read(bench_t *b, size_t *count)
 	for (int s = 0; s < b->nshards; s++) {
 		long long after = 0;
 		for (;;) {
-			int len = sprintf(b->q, "SELECT added_id, id, body FROM entities WHERE added_id>%lld ORDER BY added_id"
-			                        " LIMIT 1000", after);
+			int len =
+				sprintf(b->q,
+			                "SELECT added_id, id, body FROM entities WHERE added_id>%lld ORDER BY added_id"
+			                " LIMIT 1000",
+			                after);
 			if (mysql_real_query(b->raw[s], b->q, (unsigned long)len))
 				die("select");
 			MYSQL_RES *res = mysql_store_result(b->raw[s]);
@@ -286,8 +289,8 @@ int main(int argc, char **argv)
 		b.raw[s] = raw_connect(&cfg->shards[s]);
 		raw_exec(b.raw[s], "DROP TABLE IF EXISTS bench_layout", 33);
 		const char *ddl = "CREATE TABLE bench_layout (added_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
-		                  " id BINARY(16) NOT NULL, updated TIMESTAMP(6) NOT NULL, body MEDIUMBLOB,"
-		                  " UNIQUE KEY (id), KEY (updated)) ENGINE=InnoDB";
+				  " id BINARY(16) NOT NULL, updated TIMESTAMP(6) NOT NULL, body MEDIUMBLOB,"
+				  " UNIQUE KEY (id), KEY (updated)) ENGINE=InnoDB";
 		raw_exec(b.raw[s], ddl, strlen(ddl));
 	}
 	printf("bench_bulk: %d entities, %d shards, %d runs; figures are entities per second\n", n, cfg->nshards, runs);

@@ -69,7 +69,10 @@ static void sput(str_t *s, const char *p, size_t n)
 	s->p[s->len] = 0;
 }
 
-static void sputs(str_t *s, const char *p) { sput(s, p, strlen(p)); }
+static void sputs(str_t *s, const char *p)
+{
+	sput(s, p, strlen(p));
+}
 
 static void shex(str_t *s, const uint8_t *p, size_t n)
 {
@@ -78,7 +81,7 @@ static void shex(str_t *s, const uint8_t *p, size_t n)
 
 	sputs(s, "0x");
 	for (i = 0; i < n; i++) {
-		char c[2] = {hx[p[i] >> 4], hx[p[i] & 15]};
+		char c[2] = { hx[p[i] >> 4], hx[p[i] & 15] };
 		sput(s, c, 2);
 	}
 }
@@ -105,7 +108,7 @@ static void *load_thread(void *p)
 {
 	load_t *l = p;
 	MYSQL *m;
-	str_t q = {0};
+	str_t q = { 0 };
 	int inrow = 0;
 	long k;
 	int64_t base = (int64_t)time(NULL) - 1000000; /* one per millisecond up to now-ish */
@@ -114,7 +117,7 @@ static void *load_thread(void *p)
 	m = raw_connect(l->shard);
 	for (k = 0; k <= nent; k++) {
 		bs_value_t bag, v;
-		bs_bytes_t body = {0};
+		bs_bytes_t body = { 0 };
 		bs_id_t id;
 		char title[96], ts[64];
 		int len;
@@ -196,7 +199,8 @@ static void *scan_thread(void *p)
 
 	mysql_thread_init();
 	m = raw_connect(s->shard);
-	if (mysql_query(m, "SELECT id, body FROM entities ORDER BY added_id LIMIT 1000") || !(r = mysql_store_result(m)))
+	if (mysql_query(m, "SELECT id, body FROM entities ORDER BY added_id LIMIT 1000") ||
+	    !(r = mysql_store_result(m)))
 		die("scan", mysql_error(m));
 	while ((row = mysql_fetch_row(r))) {
 		unsigned long *len = mysql_fetch_lengths(r);
@@ -249,16 +253,17 @@ static void report(const measure_t *next_, const measure_t *prev_, const measure
 {
 	measure_t next = *next_, prev = *prev_, walk = *walk_, shards = *shards_, indexes = *indexes_;
 
-	printf("\n  %-46s %9s %9s %9s   %s\n", "key to redrawn screen (entity browser)", "median", "p95", "max", "target");
+	printf("\n  %-46s %9s %9s %9s   %s\n", "key to redrawn screen (entity browser)", "median", "p95", "max",
+	       "target");
 	if (next.ok)
 		printf("  %-46s %7.2fms %7.2fms %7.2fms   < 50 ms: %s\n", "next page (PgDn), 300 times", next.median,
 		       next.p95, next.max, next.p95 < 50 ? "met" : "MISSED");
 	if (prev.ok)
-		printf("  %-46s %7.2fms %7.2fms %7.2fms   < 50 ms: %s\n", "previous page (PgUp), 300 times", prev.median,
-		       prev.p95, prev.max, prev.p95 < 50 ? "met" : "MISSED");
+		printf("  %-46s %7.2fms %7.2fms %7.2fms   < 50 ms: %s\n", "previous page (PgUp), 300 times",
+		       prev.median, prev.p95, prev.max, prev.p95 < 50 ? "met" : "MISSED");
 	if (walk.ok)
-		printf("  %-46s %7.2fms %7.2fms %7.2fms   < 50 ms: %s\n", "paging through 100,000 entities", walk.median,
-		       walk.p95, walk.max, walk.p95 < 50 ? "met" : "MISSED");
+		printf("  %-46s %7.2fms %7.2fms %7.2fms   < 50 ms: %s\n", "paging through 100,000 entities",
+		       walk.median, walk.p95, walk.max, walk.p95 < 50 ? "met" : "MISSED");
 	printf("\n  %-46s %9s %9s %9s\n", "key to redrawn screen (reload, R)", "median", "p95", "max");
 	if (shards.ok)
 		printf("  %-46s %7.2fms %7.2fms %7.2fms\n", "shards screen (status, load, every shard)", shards.median,
@@ -268,8 +273,9 @@ static void report(const measure_t *next_, const measure_t *prev_, const measure
 		       indexes.p95, indexes.max);
 	if (rss_after >= 0)
 		printf("\n  resident memory: %.1f MiB at the first page, %.1f MiB after paging through %ld entities"
-		       "   (target < 64 MiB: %s)\n", rss_before / 1024.0, rss_after / 1024.0,
-		       pages * ROWS_PER_PAGE, rss_after < 64 * 1024 ? "met" : "MISSED");
+		       "   (target < 64 MiB: %s)\n",
+		       rss_before / 1024.0, rss_after / 1024.0, pages * ROWS_PER_PAGE,
+		       rss_after < 64 * 1024 ? "met" : "MISSED");
 }
 
 int main(int argc, char **argv)
@@ -281,7 +287,7 @@ int main(int argc, char **argv)
 	char dumps[] = "/tmp/bench-console-dumps-XXXXXX";
 	char cmd[4096], line[512];
 	FILE *f, *p;
-	measure_t next = {0}, prev = {0}, walk = {0}, shards = {0}, indexes = {0};
+	measure_t next = { 0 }, prev = { 0 }, walk = { 0 }, shards = { 0 }, indexes = { 0 };
 	double census_s, ref_s;
 	long sampled;
 	int paths;
@@ -316,21 +322,23 @@ int main(int argc, char **argv)
 			have += count_entities(i);
 		printf("loaded in %.1f s\n", now() - t0);
 	}
-	printf("console benchmark: %ld entities on %d shards, %d rows a page (%dx120 terminal)\n",
-	       have, cfg->nshards, ROWS_PER_PAGE, LINES_PINNED);
+	printf("console benchmark: %ld entities on %d shards, %d rows a page (%dx120 terminal)\n", have, cfg->nshards,
+	       ROWS_PER_PAGE, LINES_PINNED);
 
 	pages = (100000 + ROWS_PER_PAGE - 1) / ROWS_PER_PAGE;
 	int fd = mkstemp(script);
 	if (fd < 0 || !(f = fdopen(fd, "w")) || !mkdtemp(dumps))
 		die("tmp", "cannot create files");
-	fprintf(f, "wait-idle\nmeasure shards_reload 50 R\n"
-	           "keys 2\nwait-idle\nmeasure indexes_reload 20 R\n"
-	           "keys 5\nwait-idle\n"
-	           "measure page_next 300 PgDn\n"
-	           "measure page_prev 300 PgUp\n"
-	           "key Home\nwait-idle\nrss\n"
-	           "measure page_walk %ld PgDn\n"
-	           "rss\ndump last\nkeys :q\\n\n", pages);
+	fprintf(f,
+	        "wait-idle\nmeasure shards_reload 50 R\n"
+	        "keys 2\nwait-idle\nmeasure indexes_reload 20 R\n"
+	        "keys 5\nwait-idle\n"
+	        "measure page_next 300 PgDn\n"
+	        "measure page_prev 300 PgUp\n"
+	        "key Home\nwait-idle\nrss\n"
+	        "measure page_walk %ld PgDn\n"
+	        "rss\ndump last\nkeys :q\\n\n",
+	        pages);
 	fclose(f);
 	snprintf(cmd, sizeof cmd, "LINES=%d COLUMNS=120 TZ=UTC '%s' -c '%s' --headless '%s' --dump-dir '%s'",
 	         LINES_PINNED, argv[2], argv[1], script, dumps);
@@ -338,7 +346,7 @@ int main(int argc, char **argv)
 	if (!(p = popen(cmd, "r")))
 		die("popen", cmd);
 	while (fgets(line, sizeof line, p)) {
-		measure_t m = {0};
+		measure_t m = { 0 };
 		char name[64];
 		long kib;
 
@@ -372,8 +380,8 @@ int main(int argc, char **argv)
 	report(&next, &prev, &walk, &shards, &indexes, rss_before, rss_after, pages);
 	census_figures(st, &census_s, &ref_s, &sampled, &paths);
 	printf("\n  census of 1,000 bodies per shard (%ld sampled, %d paths): %.3f s; reading and decoding as many\n"
-	       "  bodies in one range scan per shard: %.3f s; ratio %.2f (best of 3 each)\n", sampled, paths,
-	       census_s, ref_s, ref_s > 0 ? census_s / ref_s : 0);
+	       "  bodies in one range scan per shard: %.3f s; ratio %.2f (best of 3 each)\n",
+	       sampled, paths, census_s, ref_s, ref_s > 0 ? census_s / ref_s : 0);
 	printf("  (the console ran %.1f s)\n", now() - t0);
 	bs_store_free(st);
 	bs_config_free(cfg);

@@ -42,7 +42,7 @@ static void timed(double *p50, double *p95, bs_store_t *st, const char *prop, in
 	double *lat = malloc((size_t)q * sizeof *lat);
 	*found = 0;
 	for (int k = 0; k < q; k++) {
-		bs_cond_t c = { "", {0} };
+		bs_cond_t c = { "", { 0 } };
 		bs_result_t r;
 		snprintf(c.prop, sizeof c.prop, "%s", prop);
 		bs_value_int(&c.value, k % 100);

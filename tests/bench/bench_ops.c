@@ -129,13 +129,13 @@ static void make_bag(bs_value_t *bag, const bs_id_t *id, const bs_id_t *user, in
 typedef struct {
 	const bs_config_t *cfg;
 	bs_store_t *st;
-	MYSQL **raw;           /* one plain connection per shard */
+	MYSQL **raw; /* one plain connection per shard */
 	const bs_id_t *ids, *users;
 	int nusers;
 	const bs_bytes_t *bodies;
-	char *q;               /* statement buffer, big enough for any body */
-	size_t found;          /* entities returned by the queries */
-	size_t found_plain;    /* rows the plain-SQL query floors returned */
+	char *q;                            /* statement buffer, big enough for any body */
+	size_t found;                       /* entities returned by the queries */
+	size_t found_plain;                 /* rows the plain-SQL query floors returned */
 	const bs_index_t *user_ix, *pub_ix; /* for routing an index row's value */
 } bench_t;
 
@@ -265,7 +265,7 @@ static void op_query_plain(bench_t *b, int i)
 /* One entity per query: its `published`, unique. */
 static void op_query_one(bench_t *b, int i)
 {
-	bs_cond_t c = { "published", {0} };
+	bs_cond_t c = { "published", { 0 } };
 	bs_result_t r;
 	bs_value_int(&c.value, 1235697046 + i);
 	if (bs_query(&r, b->st, "index_published", &c, 1, 0))
@@ -303,7 +303,7 @@ static void op_get(bench_t *b, int i)
 /* The entities of entity i's user, through index_user_id. */
 static void op_query(bench_t *b, int i)
 {
-	bs_cond_t c = { "user_id", {0} };
+	bs_cond_t c = { "user_id", { 0 } };
 	bs_result_t r;
 	bs_value_bin(&c.value, b->users[i % b->nusers].b, 16);
 	if (bs_query(&r, b->st, "index_user_id", &c, 1, 0))
@@ -326,8 +326,8 @@ static void raw_table(bench_t *b, const char *name, const char *ddl)
 
 static void ratio(const char *what, const stat_t *x, const stat_t *ref)
 {
-	printf("  %s : p50 %.2fx  p99 %.2fx  throughput %.2fx\n", what,
-	       x->p50_us / ref->p50_us, x->p99_us / ref->p99_us, x->ops_s / ref->ops_s);
+	printf("  %s : p50 %.2fx  p99 %.2fx  throughput %.2fx\n", what, x->p50_us / ref->p50_us,
+	       x->p99_us / ref->p99_us, x->ops_s / ref->ops_s);
 }
 
 /* ------------------------------------------------------------ concurrent writers */
@@ -339,7 +339,7 @@ static void ratio(const char *what, const stat_t *x, const stat_t *ref)
  * plain connections of its own (the floor). */
 typedef struct {
 	const bench_t *b;
-	int k, first;       /* its k entities (each of a new user), numbered from first */
+	int k, first; /* its k entities (each of a new user), numbered from first */
 	bool plain;
 	int err;
 } writer_t;
@@ -350,7 +350,7 @@ static void *writer_run(void *arg)
 	const bench_t *b = w->b;
 	const bs_config_t *cfg = b->cfg;
 	bs_store_t *st = NULL;
-	MYSQL *raw[64] = {0};
+	MYSQL *raw[64] = { 0 };
 	bs_id_t *ids = malloc((size_t)w->k * sizeof *ids), *users = malloc((size_t)w->k * sizeof *users);
 	bs_bytes_t *bodies = calloc((size_t)w->k, sizeof *bodies);
 	char *q = NULL;
@@ -502,8 +502,14 @@ int main(int argc, char **argv)
 	}
 	for (int s = 0; s < cfg->nshards; s++)
 		raw[s] = raw_connect(&cfg->shards[s]);
-	bench_t b = { .cfg = cfg, .st = st, .raw = raw, .ids = ids, .users = users, .nusers = nusers,
-	             .bodies = bodies, .q = malloc(2 * max_body + 256) };
+	bench_t b = { .cfg = cfg,
+		      .st = st,
+		      .raw = raw,
+		      .ids = ids,
+		      .users = users,
+		      .nusers = nusers,
+		      .bodies = bodies,
+		      .q = malloc(2 * max_body + 256) };
 	if (!b.q) {
 		fprintf(stderr, "bench_ops: out of memory\n");
 		return 1;
@@ -511,14 +517,16 @@ int main(int argc, char **argv)
 
 	printf("\nwrites (sequential, one client):\n");
 	/* plain SQL reference tables, one per shard, same body bytes */
-	raw_table(&b, "bench_plain", "CREATE TABLE bench_plain (id BINARY(16) NOT NULL PRIMARY KEY,"
-	                             " body MEDIUMBLOB) ENGINE=InnoDB");
+	raw_table(&b, "bench_plain",
+	          "CREATE TABLE bench_plain (id BINARY(16) NOT NULL PRIMARY KEY,"
+	          " body MEDIUMBLOB) ENGINE=InnoDB");
 	stat_t plain_ins = timed("plain SQL single-row INSERT", &b, lat, 0, n, false, op_insert_plain);
 	/* the same INSERT into a table shaped like `entities` (three B-trees:
 	 * added_id, unique id, updated), to tell the layout's cost from ours */
-	raw_table(&b, "bench_layout", "CREATE TABLE bench_layout (added_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
-	                              " id BINARY(16) NOT NULL, updated TIMESTAMP(6) NOT NULL, body MEDIUMBLOB,"
-	                              " UNIQUE KEY (id), KEY (updated)) ENGINE=InnoDB");
+	raw_table(&b, "bench_layout",
+	          "CREATE TABLE bench_layout (added_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+	          " id BINARY(16) NOT NULL, updated TIMESTAMP(6) NOT NULL, body MEDIUMBLOB,"
+	          " UNIQUE KEY (id), KEY (updated)) ENGINE=InnoDB");
 	stat_t plain_lay = timed("plain SQL INSERT, entities layout", &b, lat, 0, n, false, op_insert_layout);
 
 	/* put with no index: half the entities */
@@ -534,10 +542,12 @@ int main(int argc, char **argv)
 		die("index create");
 	stat_t put1 = timed("bs_put, one index (index_user_id)", &b, lat, half, n, false, op_put);
 	b.user_ix = &def;
-	raw_table(&b, "bench_plain2", "CREATE TABLE bench_plain2 (id BINARY(16) NOT NULL PRIMARY KEY,"
-	                              " body MEDIUMBLOB) ENGINE=InnoDB");
-	raw_table(&b, "bench_index", "CREATE TABLE bench_index (user_id BINARY(16) NOT NULL,"
-	                             " entity_id BINARY(16) NOT NULL, PRIMARY KEY (user_id, entity_id)) ENGINE=InnoDB");
+	raw_table(&b, "bench_plain2",
+	          "CREATE TABLE bench_plain2 (id BINARY(16) NOT NULL PRIMARY KEY,"
+	          " body MEDIUMBLOB) ENGINE=InnoDB");
+	raw_table(&b, "bench_index",
+	          "CREATE TABLE bench_index (user_id BINARY(16) NOT NULL,"
+	          " entity_id BINARY(16) NOT NULL, PRIMARY KEY (user_id, entity_id)) ENGINE=InnoDB");
 	stat_t two_ins = timed("plain SQL INSERT + index row INSERT", &b, lat, half, n, false, op_insert_two);
 
 	printf("\nreads (sequential, one client, random order):\n");
@@ -577,7 +587,8 @@ int main(int argc, char **argv)
 	    bs_cleaner_backfill(st, "index_published", &bo) || bs_index_get(&cur, st, "index_published"))
 		die("index_published");
 	if (cur.state != BS_INDEX_READY) {
-		fprintf(stderr, "bench_ops: index_published is %s after its backfill\n", bs_index_state_name(cur.state));
+		fprintf(stderr, "bench_ops: index_published is %s after its backfill\n",
+		        bs_index_state_name(cur.state));
 		return 1;
 	}
 	b.pub_ix = &pub;
@@ -607,8 +618,10 @@ int main(int argc, char **argv)
 		wb[r] = writers(&b, k, false, 2 * r + 1);
 	}
 	double mp = median3(wp), mb = median3(wb);
-	printf("  plain SQL INSERT + index row INSERT   %8.0f/s %8.0f/s %8.0f/s   median %8.0f/s\n", wp[0], wp[1], wp[2], mp);
-	printf("  bs_put, one index                     %8.0f/s %8.0f/s %8.0f/s   median %8.0f/s\n", wb[0], wb[1], wb[2], mb);
+	printf("  plain SQL INSERT + index row INSERT   %8.0f/s %8.0f/s %8.0f/s   median %8.0f/s\n", wp[0], wp[1],
+	       wp[2], mp);
+	printf("  bs_put, one index                     %8.0f/s %8.0f/s %8.0f/s   median %8.0f/s\n", wb[0], wb[1],
+	       wb[2], mb);
 	printf("  %d writers: bs_put / plain : throughput %.2fx (target at least 0.7x)\n", WRITERS, mb / mp);
 
 

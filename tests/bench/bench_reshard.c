@@ -74,7 +74,10 @@ static void derive(bs_id_t *out, uint32_t a, uint32_t b)
 	}
 }
 
-static void user_of(bs_id_t *u, int k) { derive(u, 0xabcdef, (uint32_t)(k % NUSERS)); }
+static void user_of(bs_id_t *u, int k)
+{
+	derive(u, 0xabcdef, (uint32_t)(k % NUSERS));
+}
 
 static void make_bag(bs_value_t *bag, const bs_id_t *id, int user, int title, int n, const char *w, long seq)
 {
@@ -272,8 +275,8 @@ typedef struct {
 	long seq;
 	uint8_t user[16];
 	char t[16];
-	int copies;     /* rows found on the shards */
-	bool placed;    /* on the shard owning its bucket */
+	int copies;  /* rows found on the shards */
+	bool placed; /* on the shard owning its bucket */
 } want_t;
 
 typedef struct {
@@ -292,7 +295,10 @@ static int unhex(uint8_t *out, const char *s, size_t n)
 	return 0;
 }
 
-static int want_cmp(const void *a, const void *b) { return memcmp(a, b, 16); }
+static int want_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, 16);
+}
 
 static want_t *want_find(wants_t *w, const uint8_t *id)
 {
@@ -308,7 +314,7 @@ static void read_states(wants_t *w, int nfiles, char **files)
 		if (!in)
 			die(files[f]);
 		while (fgets(line, sizeof line, in)) {
-			want_t x = {0};
+			want_t x = { 0 };
 			char idh[40], wn[40] = "", uh[40] = "", t[20] = "";
 			int got = sscanf(line, "%39s %39s %ld %39s %19s", idh, wn, &x.seq, uh, t);
 			if (got < 2 || strlen(idh) != 32 || unhex(x.id, idh, 16))
@@ -432,14 +438,15 @@ static long check_placement(const bs_config_t *cfg, wants_t *w)
 			hex(h, id.b, 16);
 			if (!x || !x->present) {
 				if (bad++ < 10)
-					fprintf(stderr, "check: shard %s holds entity %s, which %s\n", cfg->shards[i].name, h,
-					        x ? "was deleted" : "nobody wrote");
+					fprintf(stderr, "check: shard %s holds entity %s, which %s\n",
+					        cfg->shards[i].name, h, x ? "was deleted" : "nobody wrote");
 				continue;
 			}
 			x->copies++;
 			x->placed |= owned;
 			if (!owned && bad++ < 10)
-				fprintf(stderr, "check: shard %s holds entity %s outside its buckets\n", cfg->shards[i].name, h);
+				fprintf(stderr, "check: shard %s holds entity %s outside its buckets\n",
+				        cfg->shards[i].name, h);
 		}
 		mysql_free_result(r);
 		free(own);
@@ -458,7 +465,10 @@ static long check_placement(const bs_config_t *cfg, wants_t *w)
 
 /* ------------------------------------------------------------ queries against the oracle */
 
-static int id_cmp(const void *a, const void *b) { return memcmp(a, b, 16); }
+static int id_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, 16);
+}
 
 /* One query against what the bodies say. */
 static long check_query(bs_store_t *st, wants_t *w, const char *index, const char *prop, const bs_value_t *v,
@@ -472,7 +482,7 @@ static long check_query(bs_store_t *st, wants_t *w, const char *index, const cha
 	if (bs_query(&r, st, index, &c, 1, 0))
 		die("query");
 	size_t expect = 0;
-	uint8_t (*ids)[16] = calloc(r.len ? r.len : 1, 16);
+	uint8_t(*ids)[16] = calloc(r.len ? r.len : 1, 16);
 	for (size_t k = 0; k < r.len; k++)
 		memcpy(ids[k], r.items[k].id.b, 16);
 	qsort(ids, r.len, 16, id_cmp);
@@ -527,7 +537,7 @@ static long check_queries(bs_store_t *st, wants_t *w)
 static int cmd_check(int argc, char **argv)
 {
 	bs_config_t *cfg;
-	wants_t w = {0};
+	wants_t w = { 0 };
 	if (argc < 4)
 		return 2;
 	bs_store_t *st = open_store(argv[2], &cfg);
@@ -551,11 +561,15 @@ static int run_bench(int argc, char **argv);
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
-	int rc = !strcmp(mode, "load") ? cmd_load(argc, argv) : !strcmp(mode, "writer") ? cmd_writer(argc, argv)
-	         : !strcmp(mode, "check") ? cmd_check(argc, argv) : !strcmp(mode, "bench") ? run_bench(argc, argv) : 2;
+	int rc = !strcmp(mode, "load")     ? cmd_load(argc, argv)
+	         : !strcmp(mode, "writer") ? cmd_writer(argc, argv)
+	         : !strcmp(mode, "check")  ? cmd_check(argc, argv)
+	         : !strcmp(mode, "bench")  ? run_bench(argc, argv)
+	                                   : 2;
 	if (rc == 2)
-		fprintf(stderr, "usage: bench_reshard load CONFIG N SEED STATE | writer CONFIG NAME SEED N STOPFILE STATE |"
-		                " check CONFIG STATE... | bench CONFIG2 CONFIG4 N\n");
+		fprintf(stderr,
+		        "usage: bench_reshard load CONFIG N SEED STATE | writer CONFIG NAME SEED N STOPFILE STATE |"
+		        " check CONFIG STATE... | bench CONFIG2 CONFIG4 N\n");
 	return rc;
 }
 
@@ -624,7 +638,7 @@ static void *bench_writer(void *p)
 			if (!(w->s = realloc(w->s, w->cap * sizeof *w->s)))
 				die("out of memory");
 		}
-		w->s[w->n++] = (sample_t){t0, (float)((double)(wall_us() - t0) / 1000.0), moving};
+		w->s[w->n++] = (sample_t){ t0, (float)((double)(wall_us() - t0) / 1000.0), moving };
 	}
 	bs_store_free(st);
 	bs_config_free(cfg);
@@ -676,8 +690,8 @@ static void lat_report(bw_t *w, int nw, bool moving, const char *what)
 				v[k++] = w[i].s[j].ms;
 	if (n)
 		qsort(v, n, sizeof *v, fcmp);
-	printf("puts %-22s %8zu puts, p50 %6.2f ms, p99 %7.2f ms, max %8.1f ms\n", what, n,
-	       n ? v[n / 2] : 0.0, n ? v[(size_t)((double)(n - 1) * 0.99)] : 0.0, n ? v[n - 1] : 0.0);
+	printf("puts %-22s %8zu puts, p50 %6.2f ms, p99 %7.2f ms, max %8.1f ms\n", what, n, n ? v[n / 2] : 0.0,
+	       n ? v[(size_t)((double)(n - 1) * 0.99)] : 0.0, n ? v[n - 1] : 0.0);
 	free(v);
 }
 
@@ -754,7 +768,7 @@ static void floor_flush(MYSQL *m, sbuf_t *b, int *n)
 static long floor_move(MYSQL *src, MYSQL *dst, const bs_plan_move_t *mv, int nbuckets)
 {
 	uint8_t *in = calloc((size_t)nbuckets, 1);
-	sbuf_t b = {0};
+	sbuf_t b = { 0 };
 	long long cursor = 0;
 	long rows = 0;
 	int n = 0;
@@ -762,8 +776,10 @@ static long floor_move(MYSQL *src, MYSQL *dst, const bs_plan_move_t *mv, int nbu
 		in[mv->buckets[k]] = 1;
 	for (;;) {
 		char q[200];
-		snprintf(q, sizeof q, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities"
-		                      " WHERE added_id>%lld ORDER BY added_id LIMIT 5000", cursor);
+		snprintf(q, sizeof q,
+		         "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities"
+		         " WHERE added_id>%lld ORDER BY added_id LIMIT 5000",
+		         cursor);
 		MYSQL_RES *res = raw_query(dst, q);
 		MYSQL_ROW row;
 		long got = 0;
@@ -824,7 +840,7 @@ static double bench_floor(const bs_config_t *cfg, const bs_reshard_plan_t *plan,
 	}
 	double t0 = now();
 	for (int i = 0; i < cfg->nshards; i++) {
-		f[i] = (floor_t){cfg, plan, i, 0, 0};
+		f[i] = (floor_t){ cfg, plan, i, 0, 0 };
 		if (pthread_create(&f[i].th, NULL, floor_thread, &f[i]))
 			die("pthread_create");
 	}
@@ -902,14 +918,16 @@ static void report_moves(const bs_move_list_t *l, track_t *t, double t0)
 		int x;
 		for (x = 0; x < t->n && t->m[x].id != mv->id; x++)
 			;
-		printf("move %lld %s -> %s: %d buckets, %lld rows copied, %lld index rows, %lld log entries replayed, %s;"
-		       " fence %.0f ms", (long long)mv->id, mv->source, mv->target, mv->nbuckets,
-		       (long long)mv->rows_copied, (long long)mv->index_rows, (long long)mv->log_rows,
-		       bs_job_state_name(mv->state), mv->fence_ms);
+		printf("move %lld %s -> %s: %d buckets, %lld rows copied, %lld index rows, %lld log entries replayed, "
+		       "%s;"
+		       " fence %.0f ms",
+		       (long long)mv->id, mv->source, mv->target, mv->nbuckets, (long long)mv->rows_copied,
+		       (long long)mv->index_rows, (long long)mv->log_rows, bs_job_state_name(mv->state), mv->fence_ms);
 		if (x < t->n)
 			for (int p = BS_MOVE_COPY; p <= BS_MOVE_DONE; p++)
 				if (t->m[x].at[p])
-					printf(", %s at %.1fs", bs_move_phase_name((bs_move_phase_t)p), t->m[x].at[p] - t0);
+					printf(", %s at %.1fs", bs_move_phase_name((bs_move_phase_t)p),
+					       t->m[x].at[p] - t0);
 		printf("\n");
 		fence = mv->fence_ms > fence ? mv->fence_ms : fence;
 		tries += mv->fence_tries;
@@ -951,21 +969,21 @@ static int run_bench(int argc, char **argv)
 	bs_store_t *s4 = open_store(argv[3], &c4);
 	if (bs_init(s4))
 		die("init on 4 shards");
-	printf("bench_reshard: %ld entities loaded on 2 shards in %.1f s (bs_put_many, 1000 a batch); %d writers\n",
-	       n, load_s, nw);
+	printf("bench_reshard: %ld entities loaded on 2 shards in %.1f s (bs_put_many, 1000 a batch); %d writers\n", n,
+	       load_s, nw);
 	atomic_int stop = 0, moving = 0;
 	bw_t *w = calloc((size_t)nw, sizeof *w);
 	for (int i = 0; i < nw; i++) {
-		w[i] = (bw_t){.cfgpath = argv[3], .no = i, .seed = 42, .nload = n, .stop = &stop, .moving = &moving};
+		w[i] = (bw_t){ .cfgpath = argv[3], .no = i, .seed = 42, .nload = n, .stop = &stop, .moving = &moving };
 		if (pthread_create(&w[i].th, NULL, bench_writer, &w[i]))
 			die("pthread_create");
 	}
 	usleep((useconds_t)(base_s * 1e6));
-	bs_reshard_plan_t plan = {0};
+	bs_reshard_plan_t plan = { 0 };
 	if (bs_reshard_plan(&plan, s4))
 		die("plan");
-	track_t tr = {.mu = PTHREAD_MUTEX_INITIALIZER};
-	bs_cleaner_opts_t o = {.move_progress = on_move, .ctx = &tr};
+	track_t tr = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	bs_cleaner_opts_t o = { .move_progress = on_move, .ctx = &tr };
 	atomic_store(&moving, 1);
 	double t0 = now();
 	if (bs_reshard_start(s4, &plan) || bs_cleaner_reshard(s4, &o))
@@ -977,7 +995,7 @@ static int run_bench(int argc, char **argv)
 		errors += w[i].errors;
 		created += w[i].created;
 	}
-	bs_move_list_t l = {0};
+	bs_move_list_t l = { 0 };
 	if (bs_move_list(&l, s4, NULL))
 		die("move list");
 	long moved = 0;
@@ -993,17 +1011,19 @@ static int run_bench(int argc, char **argv)
 		if (tr.m[k].at[BS_MOVE_CLEANUP] - t0 > cut_s)
 			cut_s = tr.m[k].at[BS_MOVE_CLEANUP] - t0;
 	printf("resharding 2 -> 4: %.1f s, %ld rows copied (%.0f rows/s); every bucket on its new shard after %.1f s,"
-	       " the rest the sources' copies deleted\n", move_s, moved, moved / move_s, cut_s);
+	       " the rest the sources' copies deleted\n",
+	       move_s, moved, moved / move_s, cut_s);
 	printf("floor (the moved rows copied again as multi-row INSERTs of 500, the sources at once): %.1f s, %ld rows"
-	       " (%.0f rows/s); resharding took %.1fx the floor, %.1fx to the last cut-over\n", floor_s, floor_rows,
-	       floor_rows / floor_s, move_s / floor_s, cut_s / floor_s);
+	       " (%.0f rows/s); resharding took %.1fx the floor, %.1fx to the last cut-over\n",
+	       floor_s, floor_rows, floor_rows / floor_s, move_s / floor_s, cut_s / floor_s);
 	lat_report(w, nw, false, "without a move:");
 	lat_report(w, nw, true, "during the move:");
 	printf("longest put under way within 2 s of a cut-over: %.1f ms (target under 1000 ms)\n",
 	       cutover_wait(w, nw, &l));
 	printf("failed writes: %ld (target 0)\n", errors);
 	printf("check: %ld entities on the shards, %ld expected (%ld loaded + %ld created by writers); %ld on a shard"
-	       " not owning their bucket\n", total, n + created, n, created, bad);
+	       " not owning their bucket\n",
+	       total, n + created, n, created, bad);
 	for (int i = 0; i < nw; i++)
 		free(w[i].s);
 	free(w);

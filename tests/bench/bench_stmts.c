@@ -128,7 +128,8 @@ static void end(int ops, const char *unit)
 			continue;
 		printf(" %s %.2f", name + 4, (double)d / ops);
 	}
-	printf("; index lookups %.2f\n", (double)(get(&after, "Handler_read_key") - get(&before, "Handler_read_key")) / ops);
+	printf("; index lookups %.2f\n",
+	       (double)(get(&after, "Handler_read_key") - get(&before, "Handler_read_key")) / ops);
 }
 
 static void make_bag(bs_value_t *bag, const bs_id_t *id, const bs_id_t *user, int i)

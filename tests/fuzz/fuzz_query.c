@@ -94,8 +94,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc = bs_index_parse(&def, "fuzz_index", text, sp ? sp + 1 : "p");
 	if (rc != 0 && rc != BS_EINVAL && rc != BS_ENOMEM)
 		die("index definition: unexpected error code");
-	if (rc == 0 && (def.nprops < 1 || def.nprops > BS_INDEX_MAX_PROPS || def.shard_on < 0 ||
-	                def.shard_on >= def.nprops))
+	if (rc == 0 &&
+	    (def.nprops < 1 || def.nprops > BS_INDEX_MAX_PROPS || def.shard_on < 0 || def.shard_on >= def.nprops))
 		die("index definition accepted out of bounds");
 
 	bs_query_spec_t q;

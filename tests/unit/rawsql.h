@@ -19,8 +19,8 @@ static MYSQL *rawconn(int i)
 {
 	if (!raw[i]) {
 		raw[i] = mysql_init(NULL);
-		if (!mysql_real_connect(raw[i], cfg->shards[i].host, cfg->shards[i].user, NULL,
-		                        cfg->shards[i].database, cfg->shards[i].port, NULL, CLIENT_MULTI_STATEMENTS)) {
+		if (!mysql_real_connect(raw[i], cfg->shards[i].host, cfg->shards[i].user, NULL, cfg->shards[i].database,
+		                        cfg->shards[i].port, NULL, CLIENT_MULTI_STATEMENTS)) {
 			fprintf(stderr, "raw connect to shard %d: %s\n", i, mysql_error(raw[i]));
 			exit(1);
 		}

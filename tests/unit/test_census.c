@@ -112,8 +112,10 @@ static void within(const char *what, uint32_t *pop, size_t N, size_t n, double f
 
 	for (int r = 0; r < 3; r++) {
 		double e = estimate(pop, N, n, &seen);
-		CHECK(e >= (double)D / f && e <= (double)D * f, "%s: estimated %.0f of %zu distinct (sample %zu of %zu, "
-		      "%zu seen): not within %.1fx", what, e, D, n, N, seen, f);
+		CHECK(e >= (double)D / f && e <= (double)D * f,
+		      "%s: estimated %.0f of %zu distinct (sample %zu of %zu, "
+		      "%zu seen): not within %.1fx",
+		      what, e, D, n, N, seen, f);
 		CHECK(e >= (double)seen && e <= (double)N, "%s: %.0f outside [%zu seen, %zu]", what, e, seen, N);
 	}
 	free(pop);
@@ -176,7 +178,7 @@ int main(void)
 
 	/* the edges */
 	{
-		uint32_t none[1] = {0}, one[1] = {5}, all_once[4] = {1, 1, 1, 1};
+		uint32_t none[1] = { 0 }, one[1] = { 5 }, all_once[4] = { 1, 1, 1, 1 };
 		CHECK(bs__distinct_estimate(none, 1, 100) == 0, "no values: 0");
 		CHECK(bs__distinct_estimate(one, 1, 1000) == 1, "one value seen 5 times: 1");
 		CHECK(bs__distinct_estimate(all_once, 4, 4) == 4, "the whole store sampled: what was seen");

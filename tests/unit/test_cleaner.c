@@ -231,7 +231,8 @@ static void test_empty_create(bs_store_t *st)
 	CHECK_OK(bs_job_list(&jobs, st, NULL));
 	for (int k = 0; k < jobs.len; k++)
 		if (!strcmp(jobs.items[k].index, "by_n"))
-			CHECK(jobs.items[k].state == BS_JOB_PAUSED, "paused: %s", bs_job_state_name(jobs.items[k].state));
+			CHECK(jobs.items[k].state == BS_JOB_PAUSED, "paused: %s",
+			      bs_job_state_name(jobs.items[k].state));
 	bs_job_list_free(&jobs);
 	CHECK_OK(bs_job_control(st, "by_n", "cancel"));
 	CHECK_ERR(bs_cleaner_backfill(st, "by_n", NULL), BS_ECONFLICT);

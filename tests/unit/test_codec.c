@@ -21,7 +21,7 @@
 	"\"published\":1235697046,\"updated\":1235697046}"
 
 static const uint8_t ID1[16] = { 0x71, 0xf0, 0xc4, 0xd2, 0x29, 0x18, 0x44, 0xcc,
-                                 0xa2, 0xdf, 0x6f, 0x48, 0x6e, 0x96, 0xe3, 0x7c };
+	                         0xa2, 0xdf, 0x6f, 0x48, 0x6e, 0x96, 0xe3, 0x7c };
 
 static bool has(const char *hay, const char *needle)
 {
@@ -251,22 +251,38 @@ static void test_msgpack(void)
 	bs_value_t v, m;
 	char s40[41];
 
-	bs_value_nil(&v); check_mp(&v, "c0");
-	bs_value_bool(&v, true); check_mp(&v, "c3");
-	bs_value_int(&v, 1); check_mp(&v, "01");
-	bs_value_int(&v, -1); check_mp(&v, "ff");
-	bs_value_int(&v, 200); check_mp(&v, "ccc8");
-	bs_value_int(&v, -200); check_mp(&v, "d1ff38");
-	bs_value_int(&v, INT64_MAX); check_mp(&v, "cf7fffffffffffffff");
-	bs_value_int(&v, INT64_MIN); check_mp(&v, "d38000000000000000");
-	v.type = BS_UINT; v.v.u = UINT64_MAX; check_mp(&v, "cfffffffffffffffff");
-	bs_value_float(&v, 1.5); check_mp(&v, "cb3ff8000000000000");
-	bs_value_str(&v, "hi", 2); check_mp(&v, "a26869"); bs_value_clear(&v);
+	bs_value_nil(&v);
+	check_mp(&v, "c0");
+	bs_value_bool(&v, true);
+	check_mp(&v, "c3");
+	bs_value_int(&v, 1);
+	check_mp(&v, "01");
+	bs_value_int(&v, -1);
+	check_mp(&v, "ff");
+	bs_value_int(&v, 200);
+	check_mp(&v, "ccc8");
+	bs_value_int(&v, -200);
+	check_mp(&v, "d1ff38");
+	bs_value_int(&v, INT64_MAX);
+	check_mp(&v, "cf7fffffffffffffff");
+	bs_value_int(&v, INT64_MIN);
+	check_mp(&v, "d38000000000000000");
+	v.type = BS_UINT;
+	v.v.u = UINT64_MAX;
+	check_mp(&v, "cfffffffffffffffff");
+	bs_value_float(&v, 1.5);
+	check_mp(&v, "cb3ff8000000000000");
+	bs_value_str(&v, "hi", 2);
+	check_mp(&v, "a26869");
+	bs_value_clear(&v);
 	memset(s40, 'a', 40);
 	bs_value_str(&v, s40, 40);
-	check_mp(&v, "d928" /* str8 */ "61616161616161616161616161616161616161616161616161616161616161616161616161616161");
+	check_mp(&v,
+	         "d928" /* str8 */ "61616161616161616161616161616161616161616161616161616161616161616161616161616161");
 	bs_value_clear(&v);
-	bs_value_bin(&v, "\x01\x02", 2); check_mp(&v, "c4020102"); bs_value_clear(&v);
+	bs_value_bin(&v, "\x01\x02", 2);
+	check_mp(&v, "c4020102");
+	bs_value_clear(&v);
 	bs_value_map(&m);
 	set_int(&m, "a", 1);
 	check_mp(&m, "81a16101");
@@ -274,7 +290,12 @@ static void test_msgpack(void)
 
 	/* Decoding: every integer width, float32, and UINT only above INT64_MAX. */
 	{
-		static const struct { const char *bytes; size_t n; bs_type_t t; int64_t i; } ints[] = {
+		static const struct {
+			const char *bytes;
+			size_t n;
+			bs_type_t t;
+			int64_t i;
+		} ints[] = {
 			{ "\xcc\xff", 2, BS_INT, 255 },
 			{ "\xcd\xff\xff", 3, BS_INT, 65535 },
 			{ "\xce\xff\xff\xff\xff", 5, BS_INT, 4294967295LL },
@@ -304,7 +325,12 @@ static void test_msgpack(void)
 	CHECK(has(bs_last_error(), "unsupported msgpack ext type"), "%s", bs_last_error());
 	CHECK_ERR(bs_msgpack_decode(&v, (const uint8_t *)"\xc0\xc0", 2), BS_ECORRUPT);
 	CHECK(has(bs_last_error(), "trailing"), "%s", bs_last_error());
-	CHECK_ERR(bs_msgpack_decode(&v, (const uint8_t *)"\x82\xa1" "a\x01\xa1" "a\x02", 7), BS_ECORRUPT);
+	CHECK_ERR(bs_msgpack_decode(&v,
+	                            (const uint8_t *)"\x82\xa1"
+	                                             "a\x01\xa1"
+	                                             "a\x02",
+	                            7),
+	          BS_ECORRUPT);
 	CHECK(has(bs_last_error(), "duplicate key \"a\""), "%s", bs_last_error());
 	CHECK_ERR(bs_msgpack_decode(&v, (const uint8_t *)"\xa2\xff\xfe", 3), BS_ECORRUPT);
 	CHECK_ERR(bs_msgpack_decode(&v, (const uint8_t *)"\xcb\x00", 2), BS_ECORRUPT);
@@ -409,7 +435,11 @@ static uint8_t *read_fixture(const char *name, size_t *len)
 static void test_body_fixtures(void)
 {
 	/* Prefixes of every fixture but trailing_garbage.z are corrupt too. */
-	static const struct { const char *file; int code; const char *msg; } cases[] = {
+	static const struct {
+		const char *file;
+		int code;
+		const char *msg;
+	} cases[] = {
 		{ "ok_minimal.z", 0, "" },
 		{ "truncated.z", BS_ECORRUPT, "truncated zlib stream" },
 		{ "trailing_garbage.z", BS_ECORRUPT, "trailing bytes after the zlib stream" },
@@ -655,15 +685,19 @@ static void test_json(void)
 
 	json_round("[1, -2, 1.5, 0.1, 1e300, -0.0, 2.0, true, false, null, \"\", \"é\\u0000x\"]",
 	           "[1,-2,1.5,0.1,1e300,-0.0,2.0,true,false,null,\"\",\"é\\u0000x\"]");
-	json_round("{\"b\":{\"$binary\":{\"base64\":\"AQID\",\"subType\":\"00\"}},\"e\":{\"$binary\":{\"base64\":\"\",\"subType\":\"0\"}}}",
-	           "{\"b\":{\"$binary\":{\"base64\":\"AQID\",\"subType\":\"00\"}},\"e\":{\"$binary\":{\"base64\":\"\",\"subType\":\"00\"}}}");
+	json_round("{\"b\":{\"$binary\":{\"base64\":\"AQID\",\"subType\":\"00\"}},\"e\":{\"$binary\":{\"base64\":\"\","
+	           "\"subType\":\"0\"}}}",
+	           "{\"b\":{\"$binary\":{\"base64\":\"AQID\",\"subType\":\"00\"}},\"e\":{\"$binary\":{\"base64\":\"\","
+	           "\"subType\":\"00\"}}}");
 	json_round("{\"u\":{\"$uuid\":\"71F0C4D2291844CCA2DF6F486E96E37C\"}}",
 	           "{\"u\":{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"}}");
 	json_round("[{\"$numberDouble\":\"NaN\"},{\"$numberDouble\":\"Infinity\"},{\"$numberDouble\":\"-Infinity\"}]",
 	           "[{\"$numberDouble\":\"NaN\"},{\"$numberDouble\":\"Infinity\"},{\"$numberDouble\":\"-Infinity\"}]");
-	json_round("[{\"$numberDecimal\":\"18446744073709551615\"},{\"$numberDecimal\":\"5\"},9223372036854775807,-9223372036854775808]",
+	json_round("[{\"$numberDecimal\":\"18446744073709551615\"},{\"$numberDecimal\":\"5\"},9223372036854775807,-"
+	           "9223372036854775808]",
 	           "[{\"$numberDecimal\":\"18446744073709551615\"},5,9223372036854775807,-9223372036854775808]");
-	json_round("{\"a\":[],\"b\":{},\"c\":{\"$uuid\":1,\"x\":2}}", "{\"a\":[],\"b\":{},\"c\":{\"$uuid\":1,\"x\":2}}");
+	json_round("{\"a\":[],\"b\":{},\"c\":{\"$uuid\":1,\"x\":2}}",
+	           "{\"a\":[],\"b\":{},\"c\":{\"$uuid\":1,\"x\":2}}");
 
 	CHECK_OK(bs_json_decode(&v, "{\"$numberDecimal\":\"18446744073709551615\"}", 41, "t"));
 	CHECK(v.type == BS_UINT && v.v.u == UINT64_MAX, "uint");
@@ -686,7 +720,8 @@ static void test_json(void)
 	CHECK_ERR(bs_json_decode(&v, "\"\xff\"", 3, "in.json"), BS_EINVAL);
 	CHECK_ERR(bs_json_decode(&v, "18446744073709551616", 20, "in.json"), BS_EINVAL);
 	CHECK_ERR(bs_json_decode(&v, "{\"u\":{\"$uuid\":\"xyz\"}}", 21, "in.json"), BS_EINVAL);
-	CHECK_STR(bs_last_error(), "in.json: at .u: malformed id \"xyz\": expected 32 hex digits or the dashed UUID form");
+	CHECK_STR(bs_last_error(),
+	          "in.json: at .u: malformed id \"xyz\": expected 32 hex digits or the dashed UUID form");
 	CHECK_ERR(bs_json_decode(&v, "{\"$binary\":{\"base64\":\"!!\"}}", 27, "in.json"), BS_EINVAL);
 	CHECK_ERR(bs_json_decode(&v, "{\"$numberDouble\":\"fast\"}", 24, "in.json"), BS_EINVAL);
 	CHECK_ERR(bs_json_decode(&v, "{\"$numberDecimal\":\"1.5\"}", 24, "in.json"), BS_EINVAL);
@@ -752,13 +787,73 @@ static void check_yaml_scalar(const char *text, bs_type_t type)
 static void test_yaml(void)
 {
 	static const char *tricky[] = {
-		"true", "false", "True", "yes", "no", "on", "null", "Null", "~", "", " x", "x ", "a: b",
-		"a #b", "#c", "123", "-5", "0x1F", "0o17", "1.5", "1e3", ".inf", "-.inf", ".nan", ".5",
-		"- item", "? q", "[a]", "{a}", "*alias", "&anchor", "!tag", "%dir", "@x", "`x",
-		"'single'", "\"double\"", "---", "...", "a\nb", "trailing\n", "\ttab", "é ü 日本語", "🎉 emoji",
-		"back\\slash", "\x01ctl", "plain words", "key:", "http://x.com/a#b",
-		"\xc2\x85nel", "\xe2\x80\xa8ls", "\xef\xbb\xbf\x62om", "0", "-", "+1", "1_000", "0b101",
-		"2001-12-14", "=", "<<", "|", ">", "a, b", "a]", "multi\n\nline\n", "  ", "\r\n",
+		"true",
+		"false",
+		"True",
+		"yes",
+		"no",
+		"on",
+		"null",
+		"Null",
+		"~",
+		"",
+		" x",
+		"x ",
+		"a: b",
+		"a #b",
+		"#c",
+		"123",
+		"-5",
+		"0x1F",
+		"0o17",
+		"1.5",
+		"1e3",
+		".inf",
+		"-.inf",
+		".nan",
+		".5",
+		"- item",
+		"? q",
+		"[a]",
+		"{a}",
+		"*alias",
+		"&anchor",
+		"!tag",
+		"%dir",
+		"@x",
+		"`x",
+		"'single'",
+		"\"double\"",
+		"---",
+		"...",
+		"a\nb",
+		"trailing\n",
+		"\ttab",
+		"é ü 日本語",
+		"🎉 emoji",
+		"back\\slash",
+		"\x01ctl",
+		"plain words",
+		"key:",
+		"http://x.com/a#b",
+		"\xc2\x85nel",
+		"\xe2\x80\xa8ls",
+		"\xef\xbb\xbf\x62om",
+		"0",
+		"-",
+		"+1",
+		"1_000",
+		"0b101",
+		"2001-12-14",
+		"=",
+		"<<",
+		"|",
+		">",
+		"a, b",
+		"a]",
+		"multi\n\nline\n",
+		"  ",
+		"\r\n",
 	};
 	bs_value_t m, a, v;
 	size_t n = sizeof tricky / sizeof tricky[0];
@@ -766,25 +861,42 @@ static void test_yaml(void)
 	/* Every type and every tricky string, as values and as keys. */
 	bs_value_map(&m);
 	set_id(&m);
-	bs_value_nil(&v); bs_map_set(&m, "nil", 3, &v);
-	bs_value_bool(&v, true); bs_map_set(&m, "t", 1, &v);
-	bs_value_bool(&v, false); bs_map_set(&m, "f", 1, &v);
+	bs_value_nil(&v);
+	bs_map_set(&m, "nil", 3, &v);
+	bs_value_bool(&v, true);
+	bs_map_set(&m, "t", 1, &v);
+	bs_value_bool(&v, false);
+	bs_map_set(&m, "f", 1, &v);
 	set_int(&m, "i", -42);
 	set_int(&m, "imin", INT64_MIN);
-	v.type = BS_UINT; v.v.u = UINT64_MAX; bs_map_set(&m, "u", 1, &v);
+	v.type = BS_UINT;
+	v.v.u = UINT64_MAX;
+	bs_map_set(&m, "u", 1, &v);
 	bs_value_nil(&v);
-	bs_value_float(&v, 1.0); bs_map_set(&m, "f1", 2, &v);
-	bs_value_float(&v, 0.1); bs_map_set(&m, "f2", 2, &v);
-	bs_value_float(&v, -0.0); bs_map_set(&m, "f3", 2, &v);
-	bs_value_float(&v, 1e300); bs_map_set(&m, "f4", 2, &v);
-	bs_value_float(&v, 5e-324); bs_map_set(&m, "f5", 2, &v);
-	bs_value_float(&v, NAN); bs_map_set(&m, "f6", 2, &v);
-	bs_value_float(&v, -INFINITY); bs_map_set(&m, "f7", 2, &v);
-	bs_value_float(&v, 1.0 / 3); bs_map_set(&m, "f8", 2, &v);
-	bs_value_bin(&v, "\x00\x01\xfe\xff", 4); bs_map_set(&m, "bin", 3, &v);
-	bs_value_bin(&v, "", 0); bs_map_set(&m, "bin0", 4, &v);
-	bs_value_array(&a); bs_map_set(&m, "empty_a", 7, &a);
-	bs_value_map(&a); bs_map_set(&m, "empty_m", 7, &a);
+	bs_value_float(&v, 1.0);
+	bs_map_set(&m, "f1", 2, &v);
+	bs_value_float(&v, 0.1);
+	bs_map_set(&m, "f2", 2, &v);
+	bs_value_float(&v, -0.0);
+	bs_map_set(&m, "f3", 2, &v);
+	bs_value_float(&v, 1e300);
+	bs_map_set(&m, "f4", 2, &v);
+	bs_value_float(&v, 5e-324);
+	bs_map_set(&m, "f5", 2, &v);
+	bs_value_float(&v, NAN);
+	bs_map_set(&m, "f6", 2, &v);
+	bs_value_float(&v, -INFINITY);
+	bs_map_set(&m, "f7", 2, &v);
+	bs_value_float(&v, 1.0 / 3);
+	bs_map_set(&m, "f8", 2, &v);
+	bs_value_bin(&v, "\x00\x01\xfe\xff", 4);
+	bs_map_set(&m, "bin", 3, &v);
+	bs_value_bin(&v, "", 0);
+	bs_map_set(&m, "bin0", 4, &v);
+	bs_value_array(&a);
+	bs_map_set(&m, "empty_a", 7, &a);
+	bs_value_map(&a);
+	bs_map_set(&m, "empty_m", 7, &a);
 	bs_value_array(&a);
 	for (size_t i = 0; i < n; i++) {
 		bs_value_str(&v, tricky[i], strlen(tricky[i]));
@@ -821,9 +933,13 @@ static void test_yaml(void)
 	bs_value_clear(&m);
 
 	/* Scalars at the top, nested containers. */
-	bs_value_str(&v, "true", 4); yaml_round(&v, "\"true\"\n"); bs_value_clear(&v);
-	bs_value_int(&v, 7); yaml_round(&v, NULL);
-	bs_value_array(&a); yaml_round(&a, "[]\n");
+	bs_value_str(&v, "true", 4);
+	yaml_round(&v, "\"true\"\n");
+	bs_value_clear(&v);
+	bs_value_int(&v, 7);
+	yaml_round(&v, NULL);
+	bs_value_array(&a);
+	yaml_round(&a, "[]\n");
 	{
 		bs_value_t inner;
 
@@ -883,8 +999,8 @@ static void test_yaml(void)
 	CHECK_ERR(bs_yaml_decode(&v, "a: 1\nb: 2\na: 3\n", 15, "in.yaml"), BS_EINVAL);
 	CHECK_STR(bs_last_error(), "in.yaml:3:1: duplicate key \"a\"");
 	CHECK_ERR(bs_yaml_decode(&v, "a: &x 1\nb: *x\n", 14, "in.yaml"), BS_EINVAL);
-	CHECK(has(bs_last_error(), "aliases are not supported") && has(bs_last_error(), "in.yaml:1:4:"),
-	      "%s", bs_last_error());
+	CHECK(has(bs_last_error(), "aliases are not supported") && has(bs_last_error(), "in.yaml:1:4:"), "%s",
+	      bs_last_error());
 	CHECK_ERR(bs_yaml_decode(&v, "a: *x\n", 6, "in.yaml"), BS_EINVAL);
 	CHECK(has(bs_last_error(), "aliases are not supported"), "%s", bs_last_error());
 	/* a body holds at most BS_BODY_MAX_ITEMS values, as JSON's: a longer
@@ -901,8 +1017,8 @@ static void test_yaml(void)
 			doc[len] = '\0';
 			CHECK_ERR(bs_yaml_decode(&v, doc, len, "big.yaml"), BS_EINVAL);
 			/* the last item, an empty scalar just after its dash */
-			snprintf(want, sizeof want, "big.yaml:%u:2: body holds more than %u values", BS_BODY_MAX_ITEMS + 1,
-			         BS_BODY_MAX_ITEMS);
+			snprintf(want, sizeof want, "big.yaml:%u:2: body holds more than %u values",
+			         BS_BODY_MAX_ITEMS + 1, BS_BODY_MAX_ITEMS);
 			CHECK_STR(bs_last_error(), want);
 			doc[len - 2] = '\0'; /* one fewer: the cap itself reads */
 			CHECK_OK(bs_yaml_decode(&v, doc, len - 2, "big.yaml"));
@@ -966,11 +1082,65 @@ static void test_yaml(void)
 static void test_yaml_random_strings(void)
 {
 	static const char *atoms[] = {
-		" ", ":", "#", "-", "?", "[", "]", "{", "}", ",", "&", "*", "!", "|", ">", "'", "\"",
-		"%", "@", "`", "\n", "\t", "\\", "~", ".", "0", "1", "9", "e", "E", "+", "x", "o",
-		"a", "null", "true", "No", "inf", "nan", "\xc3\xa9", "\xc2\x85", "\xe2\x80\xa8",
-		"\xef\xbb\xbf", "\r", "", "---", "...", "<<", "=", "\x7f", "\x01", "\xf0\x9f\x8e\x89",
-		"  ", "\n\n", "_", "0x", "0o", ".inf", "/",
+		" ",
+		":",
+		"#",
+		"-",
+		"?",
+		"[",
+		"]",
+		"{",
+		"}",
+		",",
+		"&",
+		"*",
+		"!",
+		"|",
+		">",
+		"'",
+		"\"",
+		"%",
+		"@",
+		"`",
+		"\n",
+		"\t",
+		"\\",
+		"~",
+		".",
+		"0",
+		"1",
+		"9",
+		"e",
+		"E",
+		"+",
+		"x",
+		"o",
+		"a",
+		"null",
+		"true",
+		"No",
+		"inf",
+		"nan",
+		"\xc3\xa9",
+		"\xc2\x85",
+		"\xe2\x80\xa8",
+		"\xef\xbb\xbf",
+		"\r",
+		"",
+		"---",
+		"...",
+		"<<",
+		"=",
+		"\x7f",
+		"\x01",
+		"\xf0\x9f\x8e\x89",
+		"  ",
+		"\n\n",
+		"_",
+		"0x",
+		"0o",
+		".inf",
+		"/",
 	};
 	uint32_t seed = 2009;
 	int failed = 0;
@@ -1000,11 +1170,10 @@ static void test_yaml_random_strings(void)
 		bs_map_set(&m, "k", 1, &arr);
 		bs_value_str(&s, buf, n);
 		bs_map_set(&m, buf, n, &s);
-		if (bs_yaml_encode(&out, &m) != 0 ||
-		    bs_yaml_decode(&back, out, strlen(out), "r.yaml") != 0 || !bs_value_equal(&m, &back)) {
+		if (bs_yaml_encode(&out, &m) != 0 || bs_yaml_decode(&back, out, strlen(out), "r.yaml") != 0 ||
+		    !bs_value_equal(&m, &back)) {
 			failed++;
-			CHECK(0, "random string %d does not round-trip (%s):\n%s", it, bs_last_error(),
-			      out ? out : "");
+			CHECK(0, "random string %d does not round-trip (%s):\n%s", it, bs_last_error(), out ? out : "");
 		}
 		bs_value_clear(&back);
 		bs_value_clear(&m);
@@ -1052,8 +1221,24 @@ static uint32_t rnd(void)
  * multi-byte characters. */
 static void rnd_text(char *buf, size_t *len)
 {
-	static const char *const pieces[] = { "a", "Z", "\"", "\\", "\n", "\t", "\x01", "\x1f", "\x7f", "/",
-	                                      "\xc3\xa9", "\xe2\x9c\x93", "\xf0\x9f\x98\x80", " ", "0", "\b", "\f", "\r" };
+	static const char *const pieces[] = { "a",
+		                              "Z",
+		                              "\"",
+		                              "\\",
+		                              "\n",
+		                              "\t",
+		                              "\x01",
+		                              "\x1f",
+		                              "\x7f",
+		                              "/",
+		                              "\xc3\xa9",
+		                              "\xe2\x9c\x93",
+		                              "\xf0\x9f\x98\x80",
+		                              " ",
+		                              "0",
+		                              "\b",
+		                              "\f",
+		                              "\r" };
 	size_t n = rnd() % 12, o = 0;
 	for (size_t i = 0; i < n; i++) {
 		const char *p = pieces[rnd() % (sizeof pieces / sizeof *pieces)];
@@ -1068,20 +1253,36 @@ static void rnd_value(bs_value_t *v, int depth)
 	char text[64];
 	size_t n;
 	unsigned kind = rnd() % (depth < 3 ? 10 : 8);
-	static const double reals[] = { 0.1, 1.0 / 3, 1e300, -2.5e-300, 123456789.0, 0.0, -0.0, 1e21, 5e-324,
-	                                3.14159, 1e15, 100.0, 2.0e-7, INFINITY, -INFINITY, NAN };
+	static const double reals[] = { 0.1,    1.0 / 3, 1e300, -2.5e-300, 123456789.0, 0.0,      -0.0,      1e21,
+		                        5e-324, 3.14159, 1e15,  100.0,     2.0e-7,      INFINITY, -INFINITY, NAN };
 	switch (kind) {
 	case 0: bs_value_nil(v); break;
 	case 1: bs_value_bool(v, rnd() & 1); break;
 	case 2: bs_value_int(v, (int64_t)(((uint64_t)rnd() << 32) | rnd())); break;
 	case 3: bs_value_float(v, reals[rnd() % (sizeof reals / sizeof *reals)] * (double)(1 + rnd() % 7)); break;
-	case 4: rnd_text(text, &n); bs_value_str(v, text, n); break;
-	case 5: { uint8_t b[20]; for (int i = 0; i < 20; i++) b[i] = (uint8_t)rnd(); bs_value_bin(v, b, rnd() % 2 ? 16 : rnd() % 20); break; }
+	case 4:
+		rnd_text(text, &n);
+		bs_value_str(v, text, n);
+		break;
+	case 5: {
+		uint8_t b[20];
+		for (int i = 0; i < 20; i++)
+			b[i] = (uint8_t)rnd();
+		bs_value_bin(v, b, rnd() % 2 ? 16 : rnd() % 20);
+		break;
+	}
 	case 6: bs_value_int(v, -(int64_t)(rnd() % 1000)); break;
-	case 7: v->type = BS_UINT; v->v.u = 9223372036854775808ull + rnd(); break;
+	case 7:
+		v->type = BS_UINT;
+		v->v.u = 9223372036854775808ull + rnd();
+		break;
 	case 8: {
 		bs_value_array(v);
-		for (unsigned i = rnd() % 4; i > 0; i--) { bs_value_t x; rnd_value(&x, depth + 1); bs_array_push(v, &x); }
+		for (unsigned i = rnd() % 4; i > 0; i--) {
+			bs_value_t x;
+			rnd_value(&x, depth + 1);
+			bs_array_push(v, &x);
+		}
 		break;
 	}
 	default: {
@@ -1112,7 +1313,8 @@ static void test_json_compact_writer(void)
 		if (a == 0 && b == 0 && !strcmp(fast, ref))
 			same++;
 		else
-			CHECK(0, "value %d: writer %d \"%s\" vs jansson %d \"%s\"", i, a, fast ? fast : "", b, ref ? ref : "");
+			CHECK(0, "value %d: writer %d \"%s\" vs jansson %d \"%s\"", i, a, fast ? fast : "", b,
+			      ref ? ref : "");
 		/* and it reads back as the same value */
 		if (a == 0) {
 			bs_value_t back;
@@ -1132,7 +1334,7 @@ static void test_json_underflow(void)
 {
 	static const char *const refused[] = { "{\"a\":1e-400}", "{\"a\":[1,\n -2.5E-999]}" };
 	static const char *const taken[] = { "{\"a\":0e-400}", "{\"a\":\"1e-400\"}", "{\"a\":2.5e-320}",
-	                                     "{\"1e-400\":1}" };
+		                             "{\"1e-400\":1}" };
 	bs_value_t v;
 	for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
 		CHECK_ERR(bs_json_decode(&v, refused[i], strlen(refused[i]), "in"), BS_EINVAL);
@@ -1206,10 +1408,22 @@ static void test_body_items(void)
  * and 16 bytes long too (16 bytes of a subtype but 0 or 4 are no uuid). */
 static void test_binary_subtypes(void)
 {
-	static const struct { const char *in, *sub; } cases[] = {
-		{ "AAAA", "01" }, { "AAAA", "02" }, { "AAAA", "03" }, { "AAAA", "05" }, { "AAAA", "06" },
-		{ "AAAA", "07" }, { "AAAA", "08" }, { "AAAA", "80" }, { "AAAA", "ff" }, { "AAAA", "5" },
-		{ "", "09" }, { "cfDE0ikYRMyi329IbpbjfA==", "05" }, { "cfDE0ikYRMyi329IbpbjfA==", "03" },
+	static const struct {
+		const char *in, *sub;
+	} cases[] = {
+		{ "AAAA", "01" },
+		{ "AAAA", "02" },
+		{ "AAAA", "03" },
+		{ "AAAA", "05" },
+		{ "AAAA", "06" },
+		{ "AAAA", "07" },
+		{ "AAAA", "08" },
+		{ "AAAA", "80" },
+		{ "AAAA", "ff" },
+		{ "AAAA", "5" },
+		{ "", "09" },
+		{ "cfDE0ikYRMyi329IbpbjfA==", "05" },
+		{ "cfDE0ikYRMyi329IbpbjfA==", "03" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		char in[256], want[256], hex[3];
@@ -1218,10 +1432,14 @@ static void test_binary_subtypes(void)
 		char *out = NULL, *yml = NULL, *out2 = NULL;
 
 		snprintf(hex, sizeof hex, "%02x", (unsigned)strtoul(cases[i].sub, NULL, 16));
-		snprintf(in, sizeof in, "{\"id\":{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},"
-		         "\"b\":{\"$binary\":{\"base64\":\"%s\",\"subType\":\"%s\"}}}", cases[i].in, cases[i].sub);
-		snprintf(want, sizeof want, "{\"id\":{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},"
-		         "\"b\":{\"$binary\":{\"base64\":\"%s\",\"subType\":\"%s\"}}}", cases[i].in, hex);
+		snprintf(in, sizeof in,
+		         "{\"id\":{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},"
+		         "\"b\":{\"$binary\":{\"base64\":\"%s\",\"subType\":\"%s\"}}}",
+		         cases[i].in, cases[i].sub);
+		snprintf(want, sizeof want,
+		         "{\"id\":{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},"
+		         "\"b\":{\"$binary\":{\"base64\":\"%s\",\"subType\":\"%s\"}}}",
+		         cases[i].in, hex);
 		CHECK_OK(bs_json_decode(&v, in, strlen(in), "t.json"));
 		CHECK(bs_map_get(&v, "b") && bs_map_get(&v, "b")->v.s.sub == strtoul(hex, NULL, 16),
 		      "subtype %s decoded", cases[i].sub);
@@ -1254,7 +1472,8 @@ static void test_binary_subtypes(void)
 	json_round("[{\"$binary\":{\"base64\":\"cfDE0ikYRMyi329IbpbjfA==\",\"subType\":\"04\"}},"
 	           "{\"$binary\":{\"base64\":\"cfDE0ikYRMyi329IbpbjfA==\",\"subType\":\"00\"}},"
 	           "{\"$binary\":{\"base64\":\"AAAA\",\"subType\":\"04\"}}]",
-	           "[{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},"
+	           "[{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-"
+	           "6f486e96e37c\"},"
 	           "{\"$binary\":{\"base64\":\"AAAA\",\"subType\":\"04\"}}]");
 
 	/* the MessagePack: subtype 0 is bin; another is ext 0, the subtype first */
@@ -1269,7 +1488,7 @@ static void test_binary_subtypes(void)
 		CHECK(mp.len == sizeof want && memcmp(mp.ptr, want, sizeof want) == 0, "ext 0 with the subtype");
 		bs_bytes_free(&mp);
 		bs_value_clear(&v);
-		static const uint8_t other[] = { 0xd4, 0x07, 0x01 };     /* fixext 1 of type 7 */
+		static const uint8_t other[] = { 0xd4, 0x07, 0x01 };      /* fixext 1 of type 7 */
 		static const uint8_t sub0[] = { 0xd5, 0x00, 0x00, 0x01 }; /* ext 0, subtype 0 */
 		static const uint8_t none[] = { 0xc7, 0x00, 0x00 };       /* ext 0, no byte */
 		static const uint8_t cut[] = { 0xc7, 0x05, 0x00, 0x05, 0x01 };

@@ -52,53 +52,52 @@ static int parse(bs_config_t **cfg, const char *text)
 
 /* --------------------------------------------------------------- good */
 
-static const char good_yaml[] =
-	"# every key, none at its default\n"
-	"shards:\n"
-	"  - name: alpha\n"
-	"    host: db1.example.com\n"
-	"    port: 3310\n"
-	"    database: store_1\n"
-	"    user: app\n"
-	"    password_env: ALPHA_PW\n"
-	"    replicas:\n"
-	"      - {host: db1-r.example.com, port: 3311, user: mon, password_env: ALPHA_R_PW}\n"
-	"      - socket: /run/r.sock\n"
-	"  - {name: beta-2, socket: /run/mysqld/beta.sock, drain: true}\n"
-	"  - name: GAMMA_3\n"
-	"    defaults_file: /etc/bagstore/g.cnf\n"
-	"    option_group: bagstore_gamma\n"
-	"timeouts: {connect: 1.5, read: 30, write: 45}\n"
-	"catalog_ttl: 0\n"
-	"read_only: true\n"
-	"indexes:\n"
-	"  - {name: index_user_id, on: [user_id:uuid], shard_on: user_id}\n"
-	"  - name: index_title\n"
-	"    on: \" title:string(80) , published:int \"\n"
-	"    shard_on: title\n"
-	"  - name: by_flags\n"
-	"    on:\n"
-	"      - score:float\n"
-	"      - ok:bool\n"
-	"      - key:binary(20)\n"
-	"      - label:string\n"
-	"    shard_on: key\n"
-	"cleaner:\n"
-	"  chunk_time: 0.25\n"
-	"  max_load: 10\n"
-	"  critical_load: 20\n"
-	"  max_replica_lag: 2.5\n"
-	"  repair_overlap: 0\n"
-	"  repair_interval: 1e-1\n"
-	"  sleep_coef: 1.5\n"
-	"  jobs: 3\n"
-	"  writers: auto\n"
-	"  max_history_length: 50000\n"
-	"  max_write_latency: 0.005\n"
-	"  write_latency_factor: 1.5\n"
-	"  max_signal_age: 2\n"
-	"  max_fence: 0.25\n"
-	"buckets: 1024\n";
+static const char good_yaml[] = "# every key, none at its default\n"
+				"shards:\n"
+				"  - name: alpha\n"
+				"    host: db1.example.com\n"
+				"    port: 3310\n"
+				"    database: store_1\n"
+				"    user: app\n"
+				"    password_env: ALPHA_PW\n"
+				"    replicas:\n"
+				"      - {host: db1-r.example.com, port: 3311, user: mon, password_env: ALPHA_R_PW}\n"
+				"      - socket: /run/r.sock\n"
+				"  - {name: beta-2, socket: /run/mysqld/beta.sock, drain: true}\n"
+				"  - name: GAMMA_3\n"
+				"    defaults_file: /etc/bagstore/g.cnf\n"
+				"    option_group: bagstore_gamma\n"
+				"timeouts: {connect: 1.5, read: 30, write: 45}\n"
+				"catalog_ttl: 0\n"
+				"read_only: true\n"
+				"indexes:\n"
+				"  - {name: index_user_id, on: [user_id:uuid], shard_on: user_id}\n"
+				"  - name: index_title\n"
+				"    on: \" title:string(80) , published:int \"\n"
+				"    shard_on: title\n"
+				"  - name: by_flags\n"
+				"    on:\n"
+				"      - score:float\n"
+				"      - ok:bool\n"
+				"      - key:binary(20)\n"
+				"      - label:string\n"
+				"    shard_on: key\n"
+				"cleaner:\n"
+				"  chunk_time: 0.25\n"
+				"  max_load: 10\n"
+				"  critical_load: 20\n"
+				"  max_replica_lag: 2.5\n"
+				"  repair_overlap: 0\n"
+				"  repair_interval: 1e-1\n"
+				"  sleep_coef: 1.5\n"
+				"  jobs: 3\n"
+				"  writers: auto\n"
+				"  max_history_length: 50000\n"
+				"  max_write_latency: 0.005\n"
+				"  write_latency_factor: 1.5\n"
+				"  max_signal_age: 2\n"
+				"  max_fence: 0.25\n"
+				"buckets: 1024\n";
 
 static void test_good(void)
 {
@@ -217,27 +216,30 @@ static void test_defaults(void)
 /* The daemon's own keys of cleaner: metrics, log_format, log_every, hooks. */
 static void test_daemon_keys(void)
 {
-	static const char text[] =
-		"shards: [{name: s0, host: h}]\n"
-		"cleaner:\n"
-		"  max_load: 9\n"
-		"  metrics: \"[::1]:9108\"\n"
-		"  log_format: json\n"
-		"  log_every: 2.5\n"
-		"  hooks:\n"
-		"    on_event: /usr/local/bin/notify-ops\n"
-		"    on_backfill_failed: \"echo failed >>/tmp/x\"\n"
-		"    on_shard_lost: page-me\n"
-		"    timeout: 3\n";
-	static const struct { const char *text, *prefix, *phrase; } bad[] = {
-		{ "shards: [{name: s0, host: h}]\ncleaner: {metrics: localhost}", "<string>:2:20: ", "expected HOST:PORT" },
+	static const char text[] = "shards: [{name: s0, host: h}]\n"
+				   "cleaner:\n"
+				   "  max_load: 9\n"
+				   "  metrics: \"[::1]:9108\"\n"
+				   "  log_format: json\n"
+				   "  log_every: 2.5\n"
+				   "  hooks:\n"
+				   "    on_event: /usr/local/bin/notify-ops\n"
+				   "    on_backfill_failed: \"echo failed >>/tmp/x\"\n"
+				   "    on_shard_lost: page-me\n"
+				   "    timeout: 3\n";
+	static const struct {
+		const char *text, *prefix, *phrase;
+	} bad[] = {
+		{ "shards: [{name: s0, host: h}]\ncleaner: {metrics: localhost}",
+		  "<string>:2:20: ", "expected HOST:PORT" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {metrics: \"h:0\"}", "<string>:2:20: ", "from 1 to 65535" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {metrics: \"h:99999\"}", "<string>:2:20: ", "HOST:PORT" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {metrics: \"[::1:9\"}", "<string>:2:20: ", "brackets" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {log_format: yaml}", "<string>:2:23: ", "text or json" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {log_every: 0}", "<string>:2:22: ", "greater than 0" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {hooks: {on_done: x}}", "<string>:2:19: ", "on_done" },
-		{ "shards: [{name: s0, host: h}]\ncleaner: {hooks: {timeout: 0}}", "<string>:2:28: ", "greater than 0" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {hooks: {timeout: 0}}",
+		  "<string>:2:28: ", "greater than 0" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {hooks: [x]}", "<string>:2:18: ", "expected a mapping" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {hooks: {on_event: \"\"}}", "<string>:2:29: ", "non-empty" },
 	};
@@ -259,7 +261,8 @@ static void test_daemon_keys(void)
 	cfg = NULL;
 	CHECK_OK(parse(&cfg, "shards: [{name: s0, host: h}]\n"));
 	if (cfg) {
-		CHECK(cfg->daemon.metrics == NULL && cfg->daemon.log_format == NULL && cfg->daemon.hook_on_event == NULL,
+		CHECK(cfg->daemon.metrics == NULL && cfg->daemon.log_format == NULL &&
+		              cfg->daemon.hook_on_event == NULL,
 		      "no metrics, text logs, no hooks by default");
 		CHECK(cfg->daemon.log_every == 5 && cfg->daemon.hook_timeout == 10, "log_every 5 s, hooks 10 s");
 		bs_config_free(cfg);
@@ -280,7 +283,8 @@ static void test_examples(void)
 	static const char brief[] =
 		"shards:\n"
 		"  - {name: s0, host: 127.0.0.1, port: 3307, database: bagstore, user: root}\n"
-		"  - {name: s1, host: 127.0.0.1, port: 3308, database: bagstore, user: app, password_env: S1_PASSWORD}\n"
+		"  - {name: s1, host: 127.0.0.1, port: 3308, database: bagstore, user: app, password_env: "
+	        "S1_PASSWORD}\n"
 		"  - {name: s2, socket: /run/mysqld/mysqld.sock, database: bagstore}\n"
 		"  - {name: s3, defaults_file: /etc/bagstore/s3.cnf, option_group: client}   # comment\n"
 		"timeouts: {connect: 2, read: 10, write: 10}\n"
@@ -374,7 +378,9 @@ static void test_bad_fixtures(void)
 /* No value written under a password-like key shows up in the message. */
 static void test_password_not_echoed(void)
 {
-	static const struct { const char *file, *secret; } cases[] = {
+	static const struct {
+		const char *file, *secret;
+	} cases[] = {
 		{ "password.yaml", "horse" },
 		{ "password_replica.yaml", "s3cr3t" },
 		{ "password_env_value.yaml", "tr0ub4dor" },
@@ -403,7 +409,9 @@ static void test_password_not_echoed(void)
 /* Errors on text given inline: "<string>" names it. */
 static void test_bad_inline(void)
 {
-	static const struct { const char *text, *prefix, *phrase; } cases[] = {
+	static const struct {
+		const char *text, *prefix, *phrase;
+	} cases[] = {
 		{ "shards: [{name: s0, host: h, port: 0}]", "<string>:1:36: ", "from 1 to 65535" },
 		{ "shards: [{name: s0, host: h, port: -1}]", "<string>:1:36: ", "got \"-1\"" },
 		{ "shards: [{name: s0, host: h, port: 3306.5}]", "<string>:1:36: ", "port number" },
@@ -412,7 +420,8 @@ static void test_bad_inline(void)
 		{ "shards: [{name: s0, host: h}]\ncatalog_ttl: 1e400", "<string>:2:14: ", "at most" },
 		{ "shards: [{name: s0, host: h}]\ncatalog_ttl: 0x10", "<string>:2:14: ", "got \"0x10\"" },
 		{ "shards: [{name: s0, host: h}]\ntimeouts: {connect: 0}", "<string>:2:21: ", "greater than 0" },
-		{ "shards: [{name: s0, host: h}]\ntimeouts: {conect: 3}", "<string>:2:12: ", "did you mean \"connect\"" },
+		{ "shards: [{name: s0, host: h}]\ntimeouts: {conect: 3}",
+		  "<string>:2:12: ", "did you mean \"connect\"" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {chunk_time: 0}", "<string>:2:23: ", "greater than 0" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {max_load: 0}", "<string>:2:21: ", "from 1 to" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: [1]", "<string>:2:10: ", "expected a mapping" },
@@ -421,23 +430,25 @@ static void test_bad_inline(void)
 		{ "shards: [{name: s0, host: h}]\nbuckets: 70000", "<string>:2:10: ", "from 1 to 65536" },
 		{ "shards: [{name: s0, host: h}]\nbuckets: many", "<string>:2:10: ", "a number of buckets" },
 		{ "shards: [{name: s0, host: h, drain: 2}]", "<string>:1:37: ", "true or false" },
-		{ "shards: [{name: s0, host: h}]\ncleaner: {jobs: 0}", "<string>:2:17: ",
-		  "cleaner.jobs: expected auto or a number of jobs from 1 to 1024, got \"0\"" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {jobs: 0}",
+		  "<string>:2:17: ", "cleaner.jobs: expected auto or a number of jobs from 1 to 1024, got \"0\"" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {jobs: all}", "<string>:2:17: ", "got \"all\"" },
-		{ "shards: [{name: s0, host: h}]\ncleaner: {writers: 65}", "<string>:2:20: ",
-		  "cleaner.writers: expected auto or a number of writers from 1 to 64" },
-		{ "shards: [{name: s0, host: h}]\ncleaner: {max_history_length: -3}", "<string>:2:31: ",
-		  "expected a history list length from 1 to 4000000000" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {writers: 65}",
+		  "<string>:2:20: ", "cleaner.writers: expected auto or a number of writers from 1 to 64" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {max_history_length: -3}",
+		  "<string>:2:31: ", "expected a history list length from 1 to 4000000000" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {write_latency_factor: 0.5}", "<string>:2:33: ",
 		  "cleaner.write_latency_factor: expected a factor from 1 to 1000 (or 0: off), got \"0.5\"" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {max_write_latency: -1}", "<string>:2:30: ", "0 or more" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {max_signal_age: 0}", "<string>:2:27: ", "greater than 0" },
-		{ "shards: [{name: s0, host: h}]\ncleaner: {max_signal: 3}", "<string>:2:11: ",
-		  "write_latency_factor, max_signal_age)" },
-		{ "shards: [{name: s0, host: h}]\ncleaner: {writer: 3}", "<string>:2:11: ", "did you mean \"writers\"" },
-		{ "shards: [{name: s0, host: h}]\nindexes: {a: 1}", "<string>:2:10: ", "expected a sequence, got a mapping" },
-		{ "shards: [{name: s0, host: h}]\nindexes: [{name: i, on: [], shard_on: a}]", "<string>:2:25: ",
-		  "at least one PROP:TYPE" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {max_signal: 3}",
+		  "<string>:2:11: ", "write_latency_factor, max_signal_age)" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {writer: 3}",
+		  "<string>:2:11: ", "did you mean \"writers\"" },
+		{ "shards: [{name: s0, host: h}]\nindexes: {a: 1}",
+		  "<string>:2:10: ", "expected a sequence, got a mapping" },
+		{ "shards: [{name: s0, host: h}]\nindexes: [{name: i, on: [], shard_on: a}]",
+		  "<string>:2:25: ", "at least one PROP:TYPE" },
 		{ "shards: [{name: s0, host: h}]\nindexes: [{name: i, on: [\"a:int,b:int\"], shard_on: a}]",
 		  "<string>:2:26: ", "one PROP:TYPE per item" },
 		{ "shards: [{name: s0, host: h}]\nindexes: [{name: entities, on: a:int, shard_on: a}]",
@@ -451,7 +462,9 @@ static void test_bad_inline(void)
 		{ "shards: [{host: h}]", "<string>:1:10: ", "missing required key \"name\"" },
 		{ "shards: [{name: s0, host: h}]\n{a: 1}: 2", "<string>:2:1: ", "expected a string key" },
 		{ "shards: [{name: s0, host: h}]\nread_only: \"\xff\"", "<string>:2:13: ", "invalid YAML" },
-		{ "shards: [{name: s0, host: h}]\nx: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+		{ "shards: [{name: s0, host: h}]\nx: "
+		  "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"
+		  "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
 		  "<string>:2:", "nested too deeply" },
 	};
 	size_t i;
@@ -462,8 +475,8 @@ static void test_bad_inline(void)
 		CHECK(cfg == NULL, "case %zu: out", i);
 		CHECK(starts(bs_last_error(), cases[i].prefix), "case %zu: got \"%s\", wanted prefix \"%s\"", i,
 		      bs_last_error(), cases[i].prefix);
-		CHECK(has(bs_last_error(), cases[i].phrase), "case %zu: got \"%s\", wanted \"%s\"", i,
-		      bs_last_error(), cases[i].phrase);
+		CHECK(has(bs_last_error(), cases[i].phrase), "case %zu: got \"%s\", wanted \"%s\"", i, bs_last_error(),
+		      cases[i].phrase);
 	}
 	/* embedded NUL bytes in the text itself */
 	{
@@ -624,8 +637,8 @@ static void test_index_parse(void)
 	CHECK_OK(bs_index_parse(&def, "x", "a:string(1),b:binary(1)", "a"));
 	CHECK_OK(bs_index_parse(&def, "x", "a:int,b:int,c:int,d:int,e:int,f:int,g:int,h:int", "h"));
 	CHECK(def.nprops == BS_INDEX_MAX_PROPS, "eight");
-	CHECK_OK(bs_index_parse(&def, "x", "a:binary(3056)", "a"));      /* 3056 + 16 = 3072 */
-	CHECK_OK(bs_index_parse(&def, "x", "a:string(764)", "a"));       /* 4 * 764 + 16 = 3072 */
+	CHECK_OK(bs_index_parse(&def, "x", "a:binary(3056)", "a")); /* 3056 + 16 = 3072 */
+	CHECK_OK(bs_index_parse(&def, "x", "a:string(764)", "a"));  /* 4 * 764 + 16 = 3072 */
 	CHECK_OK(bs_index_parse(&def, "A234567890123456789012345678901234567890123456789012345678901234",
 	                        "B234567890123456789012345678901234567890123456789012345678901234:int",
 	                        "B234567890123456789012345678901234567890123456789012345678901234"));
@@ -643,7 +656,9 @@ static void test_index_parse(void)
 
 static void test_index_bad(void)
 {
-	static const struct { const char *name, *on, *shard_on, *phrase; } cases[] = {
+	static const struct {
+		const char *name, *on, *shard_on, *phrase;
+	} cases[] = {
 		{ "", "a:int", "a", "index name is empty" },
 		{ NULL, "a:int", "a", "index name is empty" },
 		{ "9lives", "a:int", "a", "index name \"9lives\" is not valid" },
@@ -701,31 +716,29 @@ static void test_index_ddl(void)
 
 	CHECK_OK(bs_index_parse(&def, "index_user_id", "user_id:uuid", "user_id"));
 	CHECK_OK(bs_index_ddl(&sql, &def));
-	CHECK_STR(sql,
-	          "CREATE TABLE IF NOT EXISTS `index_user_id` (\n"
-	          "  `user_id` BINARY(16) NOT NULL,\n"
-	          "  `entity_id` BINARY(16) NOT NULL,\n"
-	          "  PRIMARY KEY (`user_id`, `entity_id`),\n"
-	          "  UNIQUE KEY `entity_id` (`entity_id`)\n"
-	          ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT='bagstore index table'");
+	CHECK_STR(sql, "CREATE TABLE IF NOT EXISTS `index_user_id` (\n"
+	               "  `user_id` BINARY(16) NOT NULL,\n"
+	               "  `entity_id` BINARY(16) NOT NULL,\n"
+	               "  PRIMARY KEY (`user_id`, `entity_id`),\n"
+	               "  UNIQUE KEY `entity_id` (`entity_id`)\n"
+	               ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT='bagstore index table'");
 	free(sql);
 	sql = NULL;
 
 	CHECK_OK(bs_index_parse(&def, "mixed", "title:string(80),n:int,f:float,ok:bool,raw:binary(20),s:string",
 	                        "title"));
 	CHECK_OK(bs_index_ddl(&sql, &def));
-	CHECK_STR(sql,
-	          "CREATE TABLE IF NOT EXISTS `mixed` (\n"
-	          "  `title` VARCHAR(80) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n"
-	          "  `n` BIGINT NOT NULL,\n"
-	          "  `f` DOUBLE NOT NULL,\n"
-	          "  `ok` TINYINT(1) NOT NULL,\n"
-	          "  `raw` VARBINARY(20) NOT NULL,\n"
-	          "  `s` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n"
-	          "  `entity_id` BINARY(16) NOT NULL,\n"
-	          "  PRIMARY KEY (`title`, `n`, `f`, `ok`, `raw`, `s`, `entity_id`),\n"
-	          "  UNIQUE KEY `entity_id` (`entity_id`)\n"
-	          ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT='bagstore index table'");
+	CHECK_STR(sql, "CREATE TABLE IF NOT EXISTS `mixed` (\n"
+	               "  `title` VARCHAR(80) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n"
+	               "  `n` BIGINT NOT NULL,\n"
+	               "  `f` DOUBLE NOT NULL,\n"
+	               "  `ok` TINYINT(1) NOT NULL,\n"
+	               "  `raw` VARBINARY(20) NOT NULL,\n"
+	               "  `s` VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n"
+	               "  `entity_id` BINARY(16) NOT NULL,\n"
+	               "  PRIMARY KEY (`title`, `n`, `f`, `ok`, `raw`, `s`, `entity_id`),\n"
+	               "  UNIQUE KEY `entity_id` (`entity_id`)\n"
+	               ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin COMMENT='bagstore index table'");
 	free(sql);
 	sql = NULL;
 
@@ -759,7 +772,8 @@ static void test_tls_good(void)
 		"tls: {mode: verify_ca, ca: /dev/null, cipher: ECDHE-RSA-AES256-GCM-SHA384}\n"
 		"shards:\n"
 		"  - {name: a, host: h1, replicas: [{host: r, tls: {mode: verify_identity}}, {host: r2}]}\n"
-		"  - {name: b, host: h2, tls: {mode: required, cert: /dev/null, key: /dev/null, versions: \"TLSv1.2,TLSv1.3\"}}\n"
+		"  - {name: b, host: h2, tls: {mode: required, cert: /dev/null, key: /dev/null, versions: "
+	        "\"TLSv1.2,TLSv1.3\"}}\n"
 		"  - {name: c, host: h3, tls: {mode: disabled}}\n";
 	bs_config_t *cfg = NULL;
 
@@ -768,13 +782,17 @@ static void test_tls_good(void)
 		return;
 	CHECK(cfg->tls.mode == BS_TLS_VERIFY_CA, "top mode %d", cfg->tls.mode);
 	CHECK(cfg->shards[0].tls.mode == BS_TLS_VERIFY_CA && streq(cfg->shards[0].tls.ca, "/dev/null") &&
-	      streq(cfg->shards[0].tls.cipher, "ECDHE-RSA-AES256-GCM-SHA384"), "a inherits the top level");
+	              streq(cfg->shards[0].tls.cipher, "ECDHE-RSA-AES256-GCM-SHA384"),
+	      "a inherits the top level");
 	CHECK(cfg->shards[0].replicas[0].tls.mode == BS_TLS_VERIFY_IDENTITY &&
-	      streq(cfg->shards[0].replicas[0].tls.ca, "/dev/null"), "a replica: its mode over its shard's ca");
+	              streq(cfg->shards[0].replicas[0].tls.ca, "/dev/null"),
+	      "a replica: its mode over its shard's ca");
 	CHECK(cfg->shards[0].replicas[1].tls.mode == BS_TLS_VERIFY_CA, "a replica without tls: its shard's");
 	CHECK(cfg->shards[1].tls.mode == BS_TLS_REQUIRED && streq(cfg->shards[1].tls.cert, "/dev/null") &&
-	      streq(cfg->shards[1].tls.key, "/dev/null") && streq(cfg->shards[1].tls.versions, "TLSv1.2,TLSv1.3") &&
-	      streq(cfg->shards[1].tls.ca, "/dev/null"), "b: its own keys over the top level's");
+	              streq(cfg->shards[1].tls.key, "/dev/null") &&
+	              streq(cfg->shards[1].tls.versions, "TLSv1.2,TLSv1.3") &&
+	              streq(cfg->shards[1].tls.ca, "/dev/null"),
+	      "b: its own keys over the top level's");
 	CHECK(cfg->shards[2].tls.mode == BS_TLS_DISABLED, "c disabled");
 	CHECK_STR(bs_tls_mode_name(cfg->shards[1].tls.mode), "required");
 	bs_config_free(cfg);
@@ -795,33 +813,35 @@ static void test_tls_good(void)
 
 static void test_tls_bad(void)
 {
-	static const struct { const char *text, *prefix, *phrase; } cases[] = {
+	static const struct {
+		const char *text, *prefix, *phrase;
+	} cases[] = {
 		{ "shards: [{name: s0, host: h}]\ntls: {mode: verify-full}", "<string>:2:13: ",
-		  "tls.mode: expected disabled, preferred, required, verify_ca or verify_identity, got \"verify-full\"" },
-		{ "shards: [{name: s0, host: h, tls: {mode: VERIFY_IDENTITY}}]", "<string>:1:42: ",
-		  "shards[0].tls.mode: expected disabled" },
-		{ "shards: [{name: s0, host: h}]\ntls: {ca: /nonexistent/ca.pem}", "<string>:2:11: ",
-		  "tls.ca: cannot read \"/nonexistent/ca.pem\": No such file or directory" },
-		{ "shards: [{name: s0, host: h, tls: {cert: /dev/null, key: /nonexistent/k.pem}}]", "<string>:1:58: ",
-		  "shards[0].tls.key: cannot read" },
-		{ "shards: [{name: s0, host: h, tls: {cert: /dev/null}}]", "<string>:1:35: ",
-		  "cert and key go together: key is missing" },
-		{ "shards: [{name: s0, host: h, tls: {mode: verify_ca}}]", "<string>:1:35: ",
-		  "mode verify_ca needs ca" },
-		{ "tls: {mode: verify_ca}\nshards: [{name: s0, host: h}]", "<string>:2:10: ",
-		  "shards[0]: tls: mode verify_ca (from the top-level tls) needs ca" },
-		{ "shards: [{name: s0, host: h, tls: {mode: disabled, ca: /dev/null}}]", "<string>:1:35: ",
-		  "mode disabled takes no other key" },
-		{ "shards: [{name: s0, host: h, tls: {mode: required, versions: TLSv1.4}}]", "<string>:1:62: ",
-		  "expected TLS versions from TLSv1.0" },
-		{ "shards: [{name: s0, host: h, tls: {mod: required}}]", "<string>:1:36: ",
-		  "did you mean \"mode\"" },
-		{ "shards: [{name: s0, host: h, tls: required}]", "<string>:1:35: ",
-		  "shards[0].tls: expected a mapping" },
-		{ "shards: [{name: s0, host: h, replicas: [{host: r, tls: {mode: maybe}}]}]", "<string>:1:63: ",
-		  "shards[0].replicas[0].tls.mode: expected disabled" },
-		{ "shards: [{name: s0, host: h, replicas: [{host: r, tls: {mode: verify_ca}}]}]", "<string>:1:56: ",
-		  "mode verify_ca needs ca" },
+		  "tls.mode: expected disabled, preferred, required, verify_ca or verify_identity, got "
+		  "\"verify-full\"" },
+		{ "shards: [{name: s0, host: h, tls: {mode: VERIFY_IDENTITY}}]",
+		  "<string>:1:42: ", "shards[0].tls.mode: expected disabled" },
+		{ "shards: [{name: s0, host: h}]\ntls: {ca: /nonexistent/ca.pem}",
+		  "<string>:2:11: ", "tls.ca: cannot read \"/nonexistent/ca.pem\": No such file or directory" },
+		{ "shards: [{name: s0, host: h, tls: {cert: /dev/null, key: /nonexistent/k.pem}}]",
+		  "<string>:1:58: ", "shards[0].tls.key: cannot read" },
+		{ "shards: [{name: s0, host: h, tls: {cert: /dev/null}}]",
+		  "<string>:1:35: ", "cert and key go together: key is missing" },
+		{ "shards: [{name: s0, host: h, tls: {mode: verify_ca}}]",
+		  "<string>:1:35: ", "mode verify_ca needs ca" },
+		{ "tls: {mode: verify_ca}\nshards: [{name: s0, host: h}]",
+		  "<string>:2:10: ", "shards[0]: tls: mode verify_ca (from the top-level tls) needs ca" },
+		{ "shards: [{name: s0, host: h, tls: {mode: disabled, ca: /dev/null}}]",
+		  "<string>:1:35: ", "mode disabled takes no other key" },
+		{ "shards: [{name: s0, host: h, tls: {mode: required, versions: TLSv1.4}}]",
+		  "<string>:1:62: ", "expected TLS versions from TLSv1.0" },
+		{ "shards: [{name: s0, host: h, tls: {mod: required}}]", "<string>:1:36: ", "did you mean \"mode\"" },
+		{ "shards: [{name: s0, host: h, tls: required}]",
+		  "<string>:1:35: ", "shards[0].tls: expected a mapping" },
+		{ "shards: [{name: s0, host: h, replicas: [{host: r, tls: {mode: maybe}}]}]",
+		  "<string>:1:63: ", "shards[0].replicas[0].tls.mode: expected disabled" },
+		{ "shards: [{name: s0, host: h, replicas: [{host: r, tls: {mode: verify_ca}}]}]",
+		  "<string>:1:56: ", "mode verify_ca needs ca" },
 	};
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -839,11 +859,10 @@ static void test_tls_bad(void)
 
 static void test_grants(void)
 {
-	static const char text[] =
-		"tls: {ca: /dev/null}\n"
-		"shards:\n"
-		"  - {name: a, host: h1, port: 3307, replicas: [{host: r1, port: 3308}]}\n"
-		"  - {name: b, host: h2, database: other_db, tls: {mode: preferred}}\n";
+	static const char text[] = "tls: {ca: /dev/null}\n"
+				   "shards:\n"
+				   "  - {name: a, host: h1, port: 3307, replicas: [{host: r1, port: 3308}]}\n"
+				   "  - {name: b, host: h2, database: other_db, tls: {mode: preferred}}\n";
 	bs_config_t *cfg = NULL;
 	char *sql = NULL;
 	bs_role_t role;
@@ -857,7 +876,8 @@ static void test_grants(void)
 	CHECK(has(bs_last_error(), "app, cleaner, console or readonly"), "%s", bs_last_error());
 
 	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_READONLY, "ro", "10.0.0.%", NULL, NULL, 0));
-	CHECK(sql && has(sql, "GRANT SELECT ON `bagstore`.* TO `ro`@`10.0.0.%`;\n"), "readonly: SELECT on a's db: %s", sql);
+	CHECK(sql && has(sql, "GRANT SELECT ON `bagstore`.* TO `ro`@`10.0.0.%`;\n"), "readonly: SELECT on a's db: %s",
+	      sql);
 	CHECK(sql && has(sql, "GRANT SELECT ON `other_db`.* TO `ro`@`10.0.0.%`;\n"), "readonly: SELECT on b's db");
 	CHECK(sql && has(sql, "GRANT SLAVE MONITOR ON *.* TO `ro`@`10.0.0.%`;"), "readonly: a's replicas' status");
 	CHECK(sql && has(sql, "r1:3308"), "the replica named");
@@ -866,19 +886,25 @@ static void test_grants(void)
 	free(sql);
 
 	{
-		static const bs_grant_table_t ix[] = {{"idx_a", true}, {"idx_new", false}};
+		static const bs_grant_table_t ix[] = { { "idx_a", true }, { "idx_new", false } };
 		CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", "b", ix, 2));
 	}
 	CHECK(sql && has(sql, "GRANT SELECT ON `other_db`.* TO `app`@`%`;"), "app: SELECT on b's database: %s", sql);
-	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`entities` TO `app`@`%`;"), "app: DML on entities");
-	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`bagstore_intents` TO `app`@`%`;"), "app: intents");
+	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`entities` TO `app`@`%`;"),
+	      "app: DML on entities");
+	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`bagstore_intents` TO `app`@`%`;"),
+	      "app: intents");
 	CHECK(sql && has(sql, "GRANT INSERT, UPDATE ON `other_db`.`bagstore_move_log` TO `app`@`%`;"), "app: move log");
-	CHECK(sql && has(sql, "GRANT INSERT ON `other_db`.`bagstore_audit` TO `app`@`%`;"), "app: audit rows added only");
-	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`idx_a` TO `app`@`%`;"), "app: an index table");
+	CHECK(sql && has(sql, "GRANT INSERT ON `other_db`.`bagstore_audit` TO `app`@`%`;"),
+	      "app: audit rows added only");
+	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`idx_a` TO `app`@`%`;"),
+	      "app: an index table");
 	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE, CREATE ON `other_db`.`idx_new` TO `app`@`%`;"),
 	      "app: an index table not made yet: with CREATE");
-	CHECK(sql && !has(sql, "bagstore_buckets") && !has(sql, "bagstore_map") && !has(sql, "ON `other_db`.* TO `app`@`%`;\nGRANT INSERT") &&
-	      !has(sql, "DROP,") && !has(sql, "ALTER,"), "app: nothing on ownership, no DDL");
+	CHECK(sql && !has(sql, "bagstore_buckets") && !has(sql, "bagstore_map") &&
+	              !has(sql, "ON `other_db`.* TO `app`@`%`;\nGRANT INSERT") && !has(sql, "DROP,") &&
+	              !has(sql, "ALTER,"),
+	      "app: nothing on ownership, no DDL");
 	{
 		/* every GRANT line but the database's SELECT names one table */
 		int db = 0;
@@ -907,8 +933,8 @@ static void test_grants(void)
 	CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", "zz", NULL, 0), BS_ENOTFOUND);
 	{
 		/* an index name is checked: never bagstore's own tables */
-		static const bs_grant_table_t reserved[] = {{"bagstore_audit", false}};
-		static const bs_grant_table_t bad2[] = {{"x`; DROP", false}};
+		static const bs_grant_table_t reserved[] = { { "bagstore_audit", false } };
+		static const bs_grant_table_t bad2[] = { { "x`; DROP", false } };
 		CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", NULL, reserved, 1), BS_EINVAL);
 		CHECK(has(bs_last_error(), "reserved"), "%s", bs_last_error());
 		CHECK_ERR(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", NULL, bad2, 1), BS_EINVAL);
@@ -939,16 +965,19 @@ static char *many_shards(int n, const char *tail)
  * hash per key. Same messages, FILE:LINE of both shards. */
 static void test_many_shards(void)
 {
-	static const struct { const char *tail, *want; } cases[] = {
+	static const struct {
+		const char *tail, *want;
+	} cases[] = {
 		{ "  - {name: s0, host: other}\n",
 		  "<string>:65537:12: shards[65535].name: duplicate shard name \"s0\" (first declared at line 2)" },
-		{ "  - {name: s65534, host: other}\n",
-		  "<string>:65537:12: shards[65535].name: duplicate shard name \"s65534\" (first declared at line 65536)" },
+		{ "  - {name: s65534, host: other}\n", "<string>:65537:12: shards[65535].name: duplicate shard name "
+		                                       "\"s65534\" (first declared at line 65536)" },
 		{ "  - {name: last, host: h7}\n", /* 3306 by default */
 		  "<string>:65537:5: shards[65535]: shard last is the same server and database as shard s7 (line 9): "
 		  "two shards cannot share one set of tables" },
 		{ "  - {name: last, host: h65534, port: 3306, database: bagstore}\n",
-		  "<string>:65537:5: shards[65535]: shard last is the same server and database as shard s65534 (line 65536)" },
+		  "<string>:65537:5: shards[65535]: shard last is the same server and database as shard s65534 (line "
+		  "65536)" },
 	};
 	bs_config_t *cfg = NULL;
 	char *t;
@@ -978,7 +1007,8 @@ static void test_many_shards(void)
 	                   "  - {name: c, socket: /run/a.sock}\n");
 	if (t) {
 		CHECK_ERR(parse(&cfg, t), BS_ECONFIG);
-		CHECK(has(bs_last_error(), "<string>:7:5: shards[5]: shard c is the same server and database as shard a (line 5)"),
+		CHECK(has(bs_last_error(),
+		          "<string>:7:5: shards[5]: shard c is the same server and database as shard a (line 5)"),
 		      "%s", bs_last_error());
 		free(t);
 	}
@@ -1054,8 +1084,10 @@ static void test_hostile_size(void)
 	/* node 1 is the root mapping, 2 the key, 3 the list: the 1,048,577th
 	 * is the list's 1,048,574th item, on line 1,048,575 (an empty
 	 * scalar starts after its dash) */
-	snprintf(want, sizeof want, "%s:1048575:2: more than 1048576 YAML nodes (keys, values, lists and mappings): "
-	         "a bagstore configuration is far smaller; is this the right file?", path);
+	snprintf(want, sizeof want,
+	         "%s:1048575:2: more than 1048576 YAML nodes (keys, values, lists and mappings): "
+	         "a bagstore configuration is far smaller; is this the right file?",
+	         path);
 	CHECK_STR(r.msg, want);
 	if (bound)
 		CHECK(r.maxrss_kb < bound, "peak resident set %ld KiB reading a hostile 16 MiB list (bound %ld KiB)",
@@ -1085,8 +1117,10 @@ static void test_hostile_size(void)
 	}
 	fputs("shards:\n", f);
 	for (int i = 0; i < 65536; i++)
-		fprintf(f, "  - name: s%d\n    host: db%d.example.com\n    port: 3306\n    database: store_%d\n"
-		        "    user: app\n    password_env: PW_%d\n", i, i, i, i);
+		fprintf(f,
+		        "  - name: s%d\n    host: db%d.example.com\n    port: 3306\n    database: store_%d\n"
+		        "    user: app\n    password_env: PW_%d\n",
+		        i, i, i, i);
 	fclose(f);
 	CHECK(load_in_child(&r, path), "the child reported");
 	CHECK(r.rc == 0, "65,536 shards: %d %s", r.rc, r.msg);

@@ -32,7 +32,9 @@
 
 /* An id on shard 1 (bucket 0x00b, odd) whose g's index row is on shard 0
  * (g even). */
-#define ID "fa570000000040008000000000000" "00b"
+#define ID \
+	"fa570000000040008000000000000" \
+	"00b"
 #define UUID "fa570000-0000-4000-8000-00000000000b"
 
 static void bag_of(bs_value_t *bag, int g)
@@ -74,7 +76,10 @@ static pid_t writer_close(int g, bool close)
 	_exit(rc ? 1 : 0);
 }
 
-static pid_t writer(int g) { return writer_close(g, false); }
+static pid_t writer(int g)
+{
+	return writer_close(g, false);
+}
 
 /* In a child with a store of its own: put g1 stopped before its index
  * rows, then (once continued) put g2 on the same store, unpaused; close. */
@@ -211,7 +216,8 @@ int main(void)
 	CHECK(cleaner_once() == 0, "cleaner --once");
 	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled the intent");
 	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=8 AND entity_id=X'" ID "'") == 1 &&
-	      both("SELECT COUNT(*) FROM ix_g") == 1, "the index row is what the body says, alone");
+	              both("SELECT COUNT(*) FROM ix_g") == 1,
+	      "the index row is what the body says, alone");
 
 	/* a delete, killed the same way */
 	p = writer(-1);
@@ -219,7 +225,8 @@ int main(void)
 	kill_it(p);
 	CHECK(both("SELECT COUNT(*) FROM entities") == 0, "the entity is deleted");
 	CHECK(both("SELECT COUNT(*) FROM ix_g") == 1, "its index row stands");
-	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'") == 1, "its intent is there");
+	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'") == 1,
+	      "its intent is there");
 	CHECK(cleaner_once() == 0, "cleaner --once");
 	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled the intent");
 	CHECK(both("SELECT COUNT(*) FROM ix_g") == 0, "and the index row is gone");
@@ -235,7 +242,8 @@ int main(void)
 	CHECK(cleaner_once() == 0, "cleaner --once");
 	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled the intent");
 	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=10 AND entity_id=X'" ID "'") == 1 &&
-	      both("SELECT COUNT(*) FROM ix_g") == 1, "the index row is what the body says, alone");
+	              both("SELECT COUNT(*) FROM ix_g") == 1,
+	      "the index row is what the body says, alone");
 
 	/* a batch removes an intent only where its version is the last: A
 	 * (g=12) stopped before its rows, B (g=14) writes the entity and its
@@ -260,7 +268,8 @@ int main(void)
 	CHECK(cleaner_once() == 0, "cleaner --once");
 	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled it");
 	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=14 AND entity_id=X'" ID "'") == 1 &&
-	      both("SELECT COUNT(*) FROM ix_g") == 1, "the index row is B's (g=14), alone");
+	              both("SELECT COUNT(*) FROM ix_g") == 1,
+	      "the index row is B's (g=14), alone");
 
 	/* P writes W1 (g=21, its row on shard 1) stopped before its rows; X
 	 * (g=22) writes and settles; P's g=21 row lands after X's, stale; P
@@ -283,7 +292,8 @@ int main(void)
 	CHECK(cleaner_once() == 0, "cleaner --once");
 	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled it");
 	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=24 AND entity_id=X'" ID "'") == 1 &&
-	      both("SELECT COUNT(*) FROM ix_g") == 1, "the index row is W2's (g=24), alone");
+	              both("SELECT COUNT(*) FROM ix_g") == 1,
+	      "the index row is W2's (g=24), alone");
 
 	/* the same connection writing an entity over and over leaves no
 	 * intent: each write replaced exactly the one before */
@@ -344,7 +354,8 @@ int main(void)
 	CHECK(cleaner_once() == 0, "cleaner --once");
 	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "no intent left");
 	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=42 AND entity_id=X'" ID "'") == 1 &&
-	      both("SELECT COUNT(*) FROM ix_g") == 1, "the index row is g=42, alone");
+	              both("SELECT COUNT(*) FROM ix_g") == 1,
+	      "the index row is g=42, alone");
 
 	bs_store_free(st);
 	raw_close_all();

@@ -104,7 +104,9 @@ static long long count_all(const char *q)
  * recorded verifies, audit rows. */
 static void fingerprint_state(char *out, size_t size)
 {
-	snprintf(out, size, "entities %lld, catalog %lld (ready %lld), jobs %lld (queued %lld), ix_ro %lld, verify %lld, audit %lld",
+	snprintf(out, size,
+	         "entities %lld, catalog %lld (ready %lld), jobs %lld (queued %lld), ix_ro %lld, verify %lld, audit "
+	         "%lld",
 	         count_all("SELECT COUNT(*) FROM entities"), count_all("SELECT COUNT(*) FROM bagstore_indexes"),
 	         count_all("SELECT COUNT(*) FROM bagstore_indexes WHERE state='ready'"),
 	         count_all("SELECT COUNT(*) FROM bagstore_jobs"),
@@ -188,12 +190,13 @@ static void test_read_only(void)
 	bs_value_clear(&got);
 	bs_value_clear(&bag);
 	CHECK(count_all("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA=DATABASE()"
-	                " AND TABLE_NAME='ix_new'") == 0, "no table made for the refused create");
+	                " AND TABLE_NAME='ix_new'") == 0,
+	      "no table made for the refused create");
 
 	/* reading is allowed, and a read-only verify records nothing */
 	CHECK_OK(bs_get(&got, r, &e, NULL, NULL));
 	bs_value_clear(&got);
-	bs_cond_t c = { "k", {0} };
+	bs_cond_t c = { "k", { 0 } };
 	bs_value_int(&c.value, 1);
 	bs_result_t res;
 	CHECK_OK(bs_query(&res, r, "ix_ro", &c, 1, 0));
@@ -211,8 +214,8 @@ static void test_read_only(void)
 	CHECK_ERR(bs_verify(&d, r, "ix_ro", true), BS_EREADONLY);
 	CHECK(rows_for("ix_ro", "entity_id", &e) == 0, "the refused repair wrote no row");
 	CHECK_OK(bs_verify(&d, r, "ix_ro", false));
-	CHECK(d.checked == 1 && d.missing == 1 && d.repaired == 0, "a read-only verify reads: %lld checked, %lld missing",
-	      (long long)d.checked, (long long)d.missing);
+	CHECK(d.checked == 1 && d.missing == 1 && d.repaired == 0,
+	      "a read-only verify reads: %lld checked, %lld missing", (long long)d.checked, (long long)d.missing);
 	fingerprint_state(after, sizeof after);
 	CHECK_STR(after, before);
 
@@ -275,12 +278,13 @@ static void test_catalog_ttl(void)
 		nap(0.1);
 	}
 	CHECK(early > 0, "some puts ended before the TTL could pass (%d)", early);
-	CHECK(early_rows == 0, "a writer whose cache predates ix_ttl does not maintain it: %d of %d early puts have a row",
-	      early_rows, early);
+	CHECK(early_rows == 0,
+	      "a writer whose cache predates ix_ttl does not maintain it: %d of %d early puts have a row", early_rows,
+	      early);
 	CHECK(late > 0 && late_missing == 0, "once its TTL has passed it does: %d of %d late puts lack their row",
 	      late_missing, late);
-	CHECK(first_row >= TTL, "the first maintained put ended %.2f s after the cache was loaded (TTL %g)",
-	      first_row, TTL);
+	CHECK(first_row >= TTL, "the first maintained put ended %.2f s after the cache was loaded (TTL %g)", first_row,
+	      TTL);
 
 	bs_store_free(admin);
 	bs_store_free(wr);
@@ -340,10 +344,12 @@ static void test_drop_waits(void)
 	/* wait (bounded) until every shard's catalog says disabled */
 	double until = mono() + 10;
 	while (count_all("SELECT COUNT(*) FROM bagstore_indexes WHERE name='ix_drop' AND state='disabled'") <
-	           cfg->nshards && !atomic_load(&d.done) && mono() < until)
+	               cfg->nshards &&
+	       !atomic_load(&d.done) && mono() < until)
 		nap(0.01);
 	CHECK(count_all("SELECT COUNT(*) FROM bagstore_indexes WHERE name='ix_drop' AND state='disabled'") ==
-	          cfg->nshards, "ix_drop is disabled on every shard");
+	              cfg->nshards,
+	      "ix_drop is disabled on every shard");
 	/* while the writer's cache (ready) is fresh, it puts: every put must
 	 * succeed, its index rows landing in a table that is still there */
 	int puts = 0, failed = 0;
@@ -370,9 +376,11 @@ static void test_drop_waits(void)
 	pthread_join(tid, NULL);
 	CHECK(d.rc == 0, "the drop succeeded: %s", d.msg);
 	CHECK(d.took >= TTL, "the drop waited out catalog_ttl (%.2f s)", d.took);
-	CHECK(count_all("SELECT COUNT(*) FROM bagstore_indexes WHERE name='ix_drop'") == 0, "its catalog rows are gone");
+	CHECK(count_all("SELECT COUNT(*) FROM bagstore_indexes WHERE name='ix_drop'") == 0,
+	      "its catalog rows are gone");
 	CHECK(count_all("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA=DATABASE()"
-	                " AND TABLE_NAME='ix_drop'") == 0, "its tables are gone");
+	                " AND TABLE_NAME='ix_drop'") == 0,
+	      "its tables are gone");
 
 	bs_store_free(wr);
 	bs_store_free(admin);

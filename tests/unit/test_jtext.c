@@ -71,11 +71,11 @@ int main(void)
 	float_text(4315.383, "4315.383");
 	float_text(54.556547, "54.556547");
 	float_text(0.1, "0.1");
-	float_text(1.0 / 3.0, "0.3333333333333333");   /* 16 digits */
+	float_text(1.0 / 3.0, "0.3333333333333333");            /* 16 digits */
 	float_text(0.30000000000000004, "0.30000000000000004"); /* needs 17 */
-	float_text(5.0, "5.0");                        /* still a float */
+	float_text(5.0, "5.0");                                 /* still a float */
 	float_text(-0.0, "-0.0");
-	float_text(1e300, "1e300");                    /* jansson's exponent form */
+	float_text(1e300, "1e300"); /* jansson's exponent form */
 	float_text(1.5e-7, "1.5e-7");
 	float_text(123456789012345680.0, "1.2345678901234568e17");
 	float_text(9007199254740993.0, "9007199254740992.0");
@@ -91,7 +91,10 @@ int main(void)
 	/* any double reads back as itself */
 	srand(19);
 	for (int i = 0; i < 20000; i++) {
-		union { uint64_t u; double d; } x;
+		union {
+			uint64_t u;
+			double d;
+		} x;
 		char buf[48];
 
 		x.u = ((uint64_t)rand() << 42) ^ ((uint64_t)rand() << 21) ^ (uint64_t)rand();

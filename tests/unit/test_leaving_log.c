@@ -59,7 +59,9 @@ static long long logged(int shard, const char *hex, int kind)
 {
 	char q[240];
 	snprintf(q, sizeof q, "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=%d AND id=X'%s'%s", MOVE, hex,
-	         kind == 0 ? " AND kind=0" : kind == 1 ? " AND kind=1" : "");
+	         kind == 0   ? " AND kind=0"
+	         : kind == 1 ? " AND kind=1"
+	                     : "");
 	return sql_int(shard, q);
 }
 
@@ -215,7 +217,8 @@ static void mixed_shards(const char *what, const char *prefix, int g)
 	if (g >= 0)
 		CHECK(logged(s, ids[2], 1) == 1, "%s: and its index rows (kind 1)", what);
 	CHECK(count_of(o, ids[3]) == 0, "%s: the failed shard's is not there", what);
-	CHECK(sql_int(s, "SELECT COUNT(*) FROM bagstore_intents") == 0, "%s: no intent left on the leaving shard", what);
+	CHECK(sql_int(s, "SELECT COUNT(*) FROM bagstore_intents") == 0, "%s: no intent left on the leaving shard",
+	      what);
 	bs_value_clear(&bags[0]);
 	bs_value_clear(&bags[1]);
 	bs_store_free(st);

@@ -18,11 +18,8 @@
 static const char *limit, *index_name;
 static bool json, yes;
 static const cli_opt_t opts[] = {
-	{ "limit", &limit, NULL },
-	{ "index", &index_name, NULL },
-	{ "json", NULL, &json },
-	{ "yes", NULL, &yes },
-	{ NULL, NULL, NULL },
+	{ "limit", &limit, NULL }, { "index", &index_name, NULL }, { "json", NULL, &json },
+	{ "yes", NULL, &yes },     { NULL, NULL, NULL },
 };
 
 /* cli_parse over words (NULL-terminated), min..max positionals. */
@@ -98,7 +95,8 @@ static void test_commands(void)
 	CHECK(cli_exit_code(0) == 0, "0 is 0");
 	CHECK(cli_exit_code(BS_EINVAL) == 2 && cli_exit_code(BS_ECONFIG) == 2, "usage and configuration are 2");
 	CHECK(cli_exit_code(BS_ENOTFOUND) == 1 && cli_exit_code(BS_EUNREACHABLE) == 1 &&
-	      cli_exit_code(BS_EREADONLY) == 1 && cli_exit_code(BS_ESQL) == 1, "the rest are 1");
+	              cli_exit_code(BS_EREADONLY) == 1 && cli_exit_code(BS_ESQL) == 1,
+	      "the rest are 1");
 	CHECK(cli_find(NULL, "put") && cli_find("index", "create") && cli_find("reshard", "start"), "commands found");
 	CHECK(!cli_find(NULL, "nosuch") && !cli_find("index", "put"), "unknown commands are not");
 	CHECK(cli_is_group("index") && cli_is_group("backfill") && !cli_is_group("put"), "groups");

@@ -91,8 +91,8 @@ static void test_route_values(void)
 	bs_value_int(&one, 1);
 	bs_value_int(&minus, -1);
 	CHECK(bs_route_value(&one, &p, 3) == 1 && bs_route_value(&minus, &p, 3) == 2,
-	      "1 and -1 over 3 shards: %d and %d, wanted 1 and 2",
-	      bs_route_value(&one, &p, 3), bs_route_value(&minus, &p, 3));
+	      "1 and -1 over 3 shards: %d and %d, wanted 1 and 2", bs_route_value(&one, &p, 3),
+	      bs_route_value(&minus, &p, 3));
 
 	const char *strs[] = { "", "a", "title", "Zürich → Tōkyō", "0123456789abcdef" };
 	for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++) {
@@ -157,7 +157,7 @@ static void test_query_parse(void)
 	CHECK_OK(bs_query_parse(&q, &catalog, NULL, t1, 1));
 	CHECK_STR(q.index, "by_user");
 	CHECK(q.nconds == 1 && q.conds[0].value.type == BS_BIN && q.conds[0].value.v.s.len == 16 &&
-	      (uint8_t)q.conds[0].value.v.s.ptr[0] == 0xf4 && (uint8_t)q.conds[0].value.v.s.ptr[15] == 0x01,
+	              (uint8_t)q.conds[0].value.v.s.ptr[0] == 0xf4 && (uint8_t)q.conds[0].value.v.s.ptr[15] == 0x01,
 	      "a dashed uuid reads as its 16 bytes");
 	bs_query_spec_clear(&q);
 
@@ -213,13 +213,14 @@ static void test_query_text(void)
 {
 	bs_query_spec_t q = { 0 };
 
-	CHECK_OK(bs_query_parse_text(&q, &catalog, "by_user_title: title=\"a, \\\"b\\\" c\" user_id=f48b0000-0000-4000-8000-000000000001"));
+	CHECK_OK(bs_query_parse_text(
+		&q, &catalog, "by_user_title: title=\"a, \\\"b\\\" c\" user_id=f48b0000-0000-4000-8000-000000000001"));
 	CHECK_STR(q.index, "by_user_title");
 	CHECK(q.nconds == 2, "two conditions: %d", q.nconds);
 	for (int i = 0; i < q.nconds; i++)
 		if (!strcmp(q.conds[i].prop, "title"))
 			CHECK(q.conds[i].value.type == BS_STR && q.conds[i].value.v.s.len == 8 &&
-			      !memcmp(q.conds[i].value.v.s.ptr, "a, \"b\" c", 8),
+			              !memcmp(q.conds[i].value.v.s.ptr, "a, \"b\" c", 8),
 			      "a quoted value keeps its comma, blanks and quotes");
 	bs_query_spec_clear(&q);
 
@@ -253,10 +254,13 @@ static void test_sql_writes(void)
 		{ "  /* c */ insert into t values (1)", 1 },
 		{ "SELECT 1", 0 },
 		{ "INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE a=1", 1 },
-		{ "START TRANSACTION; SELECT 1 FOR UPDATE; INSERT INTO a VALUES (1); DELETE FROM b WHERE x=';'; COMMIT", 2 },
+		{ "START TRANSACTION; SELECT 1 FOR UPDATE; INSERT INTO a VALUES (1); DELETE FROM b WHERE x=';'; COMMIT",
+		  2 },
 		{ "BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN INSERT INTO entities VALUES (X'00'); "
-		  "INSERT INTO i VALUES (1); END IF; END", 2 },
-		{ "SELECT 1; BEGIN NOT ATOMIC IF @x=1 THEN UPDATE t SET a='INSERT;'; ELSE DELETE FROM t; END IF; END", 2 },
+		  "INSERT INTO i VALUES (1); END IF; END",
+		  2 },
+		{ "SELECT 1; BEGIN NOT ATOMIC IF @x=1 THEN UPDATE t SET a='INSERT;'; ELSE DELETE FROM t; END IF; END",
+		  2 },
 		{ "INSERTS INTO x", 0 },
 		{ "SELECT 'a;b'; REPLACE INTO t VALUES (1)", 1 },
 		{ "", 0 },

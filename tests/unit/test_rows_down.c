@@ -25,7 +25,7 @@
 /* bucket = the id mod 4096: s0 owns the even buckets, s1 the odd ones */
 #define E_UUID "00000007-0000-4000-8000-000000000002" /* on s0 */
 #define E_HEX "00000007000040008000000000000002"
-#define U1 "00000008-0000-4000-8000-000000000001"     /* its row on s1 */
+#define U1 "00000008-0000-4000-8000-000000000001" /* its row on s1 */
 #define U3 "00000009-0000-4000-8000-000000000003"
 #define U5 "0000000a-0000-4000-8000-000000000005"
 
@@ -125,7 +125,8 @@ int main(void)
 	CHECK_OK(bs_init(st));
 	bs_store_free(st);
 	CHECK(shell("\"$BAGSTORE\" -c \"$CFG\" index create by_u --on u:uuid --shard-on u >/dev/null && "
-	            "\"$BAGSTORE\" -c \"$CFG\" cleaner --once >/dev/null") == 0, "index by_u, ready");
+	            "\"$BAGSTORE\" -c \"$CFG\" cleaner --once >/dev/null") == 0,
+	      "index by_u, ready");
 	CHECK_OK(bs_store_open(&st, cfg));
 	bag_of(&bag, U1, 1);
 	CHECK_OK(bs_put(st, &bag, NULL));

@@ -13,12 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *seed_json =
-	"{\"id\":{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},"
-	"\"user_id\":{\"$uuid\":\"f48b0440-ca0c-4f66-991c-4d5f6a078eaf\"},"
-	"\"title\":\"We just launched a new backend system for FriendFeed!\","
-	"\"link\":\"http://friendfeed.com/e/71f0c4d2-2918-44cc-a2df-6f486e96e37c\","
-	"\"published\":1235697046,\"updated\":1235697046}";
+static const char *seed_json = "{\"id\":{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},"
+			       "\"user_id\":{\"$uuid\":\"f48b0440-ca0c-4f66-991c-4d5f6a078eaf\"},"
+			       "\"title\":\"We just launched a new backend system for FriendFeed!\","
+			       "\"link\":\"http://friendfeed.com/e/71f0c4d2-2918-44cc-a2df-6f486e96e37c\","
+			       "\"published\":1235697046,\"updated\":1235697046}";
 
 static void test_init(bs_store_t *st)
 {
@@ -69,7 +68,8 @@ static void test_seed(bs_store_t *st)
 	int es = bs_route_id(&id, cfg->nshards);
 	for (int i = 0; i < cfg->nshards; i++)
 		CHECK(sql_int(i, "SELECT COUNT(*) FROM entities WHERE id=X'71f0c4d2291844cca2df6f486e96e37c'") ==
-		      (i == es), "entity row on shard %d: %s", i, i == es ? "yes" : "no");
+		              (i == es),
+		      "entity row on shard %d: %s", i, i == es ? "yes" : "no");
 
 	/* the index row is on the shard of user_id mod N: f48b... is even? compute */
 	const bs_value_t *uid = bs_map_get(&bag, "user_id");
@@ -83,7 +83,7 @@ static void test_seed(bs_store_t *st)
 		      "index row on shard %d: %s", i, i == is ? "yes" : "no");
 
 	/* found through the index */
-	bs_cond_t c = { "user_id", {0} };
+	bs_cond_t c = { "user_id", { 0 } };
 	CHECK_OK(bs_value_copy(&c.value, uid));
 	bs_result_t r;
 	CHECK_OK(bs_query(&r, st, "index_user_id", &c, 1, 0));
@@ -92,14 +92,16 @@ static void test_seed(bs_store_t *st)
 
 	/* a stale row planted by hand: entity 71f0... under another user */
 	char q[512];
-	snprintf(q, sizeof q, "INSERT INTO index_user_id VALUES (X'00000000000000000000000000000002', "
-	                      "X'71f0c4d2291844cca2df6f486e96e37c')");
+	snprintf(q, sizeof q,
+	         "INSERT INTO index_user_id VALUES (X'00000000000000000000000000000002', "
+	         "X'71f0c4d2291844cca2df6f486e96e37c')");
 	/* user ...02 routes to shard 0 with two shards; the right row is on shard 1: no clash */
-	int stale_shard = bs_route_value(&(bs_value_t){ .type = BS_BIN,
-		.v.s = { (char *)"\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\2", 16 } }, &def.props[0], cfg->nshards);
+	int stale_shard = bs_route_value(
+		&(bs_value_t){ .type = BS_BIN, .v.s = { (char *)"\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\2", 16 } },
+		&def.props[0], cfg->nshards);
 	CHECK(stale_shard != is, "planted row goes to another shard than the real one");
 	sql(stale_shard, q);
-	bs_cond_t c2 = { "user_id", {0} };
+	bs_cond_t c2 = { "user_id", { 0 } };
 	CHECK_OK(bs_value_from_text(&c2.value, &def.props[0], "00000000-0000-0000-0000-000000000002"));
 	CHECK_OK(bs_query(&r, st, "index_user_id", &c2, 1, 0));
 	CHECK(r.len == 0 && r.candidates == 1 && r.dropped == 1,
@@ -118,10 +120,12 @@ static void test_seed(bs_store_t *st)
 	CHECK_OK(bs_value_from_text(&nu, &def.props[0], "00000000000000000000000000000002"));
 	CHECK_OK(bs_map_set(&moved, "user_id", 7, &nu));
 	CHECK_OK(bs_put(st, &moved, NULL));
-	CHECK(sql_int(is, "SELECT COUNT(*) FROM index_user_id WHERE entity_id=X'71f0c4d2291844cca2df6f486e96e37c'") == 0,
+	CHECK(sql_int(is, "SELECT COUNT(*) FROM index_user_id WHERE entity_id=X'71f0c4d2291844cca2df6f486e96e37c'") ==
+	              0,
 	      "old index row deleted");
-	CHECK(sql_int(stale_shard, "SELECT COUNT(*) FROM index_user_id WHERE user_id=X'00000000000000000000000000000002'"
-	                           " AND entity_id=X'71f0c4d2291844cca2df6f486e96e37c'") == 1,
+	CHECK(sql_int(stale_shard,
+	              "SELECT COUNT(*) FROM index_user_id WHERE user_id=X'00000000000000000000000000000002'"
+	              " AND entity_id=X'71f0c4d2291844cca2df6f486e96e37c'") == 1,
 	      "new index row on the new value's shard");
 	CHECK_OK(bs_query(&r, st, "index_user_id", &c2, 1, 0));
 	CHECK(r.len == 1, "found under the new user (%zu)", r.len);
@@ -167,7 +171,7 @@ static void test_errors(bs_store_t *st)
 	bs_value_t bag, got;
 	bs_id_t id;
 	bs_result_t r;
-	bs_cond_t c = { "user_id", {0} };
+	bs_cond_t c = { "user_id", { 0 } };
 
 	bs_value_bin(&c.value, "0123456789abcdef", 16);
 	CHECK_ERR(bs_query(&r, st, "index_nope", &c, 1, 0), BS_ENOTFOUND);
@@ -187,7 +191,8 @@ static void test_errors(bs_store_t *st)
 	 * cannot know their shard, so it clears the entity's rows everywhere */
 	for (int i = 0; i < cfg->nshards; i++) {
 		char q[256];
-		snprintf(q, sizeof q, "INSERT INTO index_user_id VALUES (X'%032x', X'0123456789abcdef0123456789abcdef')", i + 7);
+		snprintf(q, sizeof q,
+		         "INSERT INTO index_user_id VALUES (X'%032x', X'0123456789abcdef0123456789abcdef')", i + 7);
 		sql(i, q);
 	}
 	/* a put over it still works */
@@ -202,7 +207,8 @@ static void test_errors(bs_store_t *st)
 	CHECK(bs_value_equal(&got, &bag), "overwritten");
 	long long stale = 0;
 	for (int i = 0; i < cfg->nshards; i++)
-		stale += sql_int(i, "SELECT COUNT(*) FROM index_user_id WHERE entity_id=X'0123456789abcdef0123456789abcdef'");
+		stale += sql_int(
+			i, "SELECT COUNT(*) FROM index_user_id WHERE entity_id=X'0123456789abcdef0123456789abcdef'");
 	CHECK(stale == 0, "the undecodable body's index rows are gone from every shard (%lld left)", stale);
 	bs_value_clear(&got);
 	bs_value_clear(&bag);
@@ -273,7 +279,7 @@ static void test_unreachable(void)
 {
 	bs_config_t *bad = NULL;
 	const char *text = "shards:\n  - {name: gone, host: 127.0.0.1, port: 1, database: bagstore, user: root}\n"
-	                   "timeouts: {connect: 1, read: 1, write: 1}\n";
+			   "timeouts: {connect: 1, read: 1, write: 1}\n";
 	CHECK_OK(bs_config_parse(&bad, text, strlen(text), "gone.yaml"));
 	bs_store_t *st = NULL;
 	CHECK_OK(bs_store_open(&st, bad));
@@ -308,7 +314,8 @@ static void test_status_and_drop(bs_store_t *st)
 	CHECK_OK(bs_index_drop(st, "index_title"));
 	for (int i = 0; i < cfg->nshards; i++)
 		CHECK(sql_int(i, "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA=DATABASE()"
-		                 " AND TABLE_NAME='index_title'") == 0, "table dropped on shard %d", i);
+		                 " AND TABLE_NAME='index_title'") == 0,
+		      "table dropped on shard %d", i);
 	CHECK_ERR(bs_index_drop(st, "index_title"), BS_ENOTFOUND);
 }
 
@@ -385,9 +392,11 @@ static void test_denied_roll_forward(bs_store_t *st)
 	yaml = malloc(cap);
 	o += (size_t)snprintf(yaml + o, cap - o, "shards:\n");
 	for (int i = 0; i < 2; i++)
-		o += (size_t)snprintf(yaml + o, cap - o, "  - {name: %s, host: %s, port: %u, database: %s, user: %s, "
-		                      "password_env: BS_U_NORF_PW}\n", cfg->shards[i].name, cfg->shards[i].host,
-		                      cfg->shards[i].port, cfg->shards[i].database, user);
+		o += (size_t)snprintf(yaml + o, cap - o,
+		                      "  - {name: %s, host: %s, port: %u, database: %s, user: %s, "
+		                      "password_env: BS_U_NORF_PW}\n",
+		                      cfg->shards[i].name, cfg->shards[i].host, cfg->shards[i].port,
+		                      cfg->shards[i].database, user);
 	CHECK_OK(bs_config_parse(&ucfg, yaml, o, "norf.yaml"));
 	if (ucfg)
 		CHECK_OK(bs_store_open(&ust, ucfg));
@@ -395,9 +404,10 @@ static void test_denied_roll_forward(bs_store_t *st)
 	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='incoming', peer='%s', move_id=99 WHERE bucket=%d",
 	         cfg->shards[0].name, bucket);
 	sql(1, q);
-	snprintf(q, sizeof q, "INSERT INTO bagstore_buckets (bucket, state, peer, move_id) VALUES (%d, 'gone', '%s', 99)"
-	         " ON DUPLICATE KEY UPDATE state='gone', peer='%s', move_id=99", bucket, cfg->shards[1].name,
-	         cfg->shards[1].name);
+	snprintf(q, sizeof q,
+	         "INSERT INTO bagstore_buckets (bucket, state, peer, move_id) VALUES (%d, 'gone', '%s', 99)"
+	         " ON DUPLICATE KEY UPDATE state='gone', peer='%s', move_id=99",
+	         bucket, cfg->shards[1].name, cfg->shards[1].name);
 	sql(0, q);
 	if (ust) {
 		MYSQL_RES *res = NULL;
@@ -409,7 +419,8 @@ static void test_denied_roll_forward(bs_store_t *st)
 		snprintf(q, sizeof q, "SELECT @@in_transaction");
 		CHECK_OK(bs__shard_query(&res, ust, 1, q, strlen(q)));
 		MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
-		CHECK(row && row[0] && !strcmp(row[0], "0"), "the refused roll-forward left no transaction open on s1 (%s)",
+		CHECK(row && row[0] && !strcmp(row[0], "0"),
+		      "the refused roll-forward left no transaction open on s1 (%s)",
 		      row && row[0] ? row[0] : "no row");
 		if (res)
 			mysql_free_result(res);
@@ -474,8 +485,8 @@ static void test_bulk_refused(bs_store_t *st)
 			if (!written[k] && first_unwritten < 0)
 				first_unwritten = k;
 		}
-		CHECK(nw == bad[c][0] && first_unwritten == bad[c][0], "the %d before it are written, no other (%d, %d)",
-		      bad[c][0], nw, first_unwritten);
+		CHECK(nw == bad[c][0] && first_unwritten == bad[c][0],
+		      "the %d before it are written, no other (%d, %d)", bad[c][0], nw, first_unwritten);
 		bs_value_t got;
 		CHECK_OK(bs_get(&got, st, &ids[bad[c][0] - 1], NULL, NULL));
 		bs_value_clear(&got);

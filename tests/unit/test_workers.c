@@ -102,7 +102,7 @@ static const bs_worker_info_t *find_worker(const bs_worker_list_t *l, const char
 static bool wait_listed(bs_store_t *st, const char *id, const char *jobs, bs_worker_info_t *out)
 {
 	for (int tries = 0; tries < 50; tries++) {
-		bs_worker_list_t l = {0};
+		bs_worker_list_t l = { 0 };
 		const bs_worker_info_t *w;
 		if (bs_workers_list(&l, st, NULL) == 0 && (w = find_worker(&l, id)) && w->shards == cfg->nshards &&
 		    (!jobs || !strcmp(w->jobs, jobs))) {
@@ -120,7 +120,7 @@ static void test_registry(bs_store_t *st)
 {
 	bs_worker_t *w = NULL;
 	bs_worker_info_t x;
-	bs_worker_list_t l = {0};
+	bs_worker_list_t l = { 0 };
 	char q[512], err[256];
 
 	/* a row dead for two hours: the first heartbeat of any worker clears it */

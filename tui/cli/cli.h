@@ -38,7 +38,7 @@ typedef int (*cli_run_fn)(cli_ctx_t *ctx, int argc, char **argv);
 
 /* One row of the command table. */
 struct cli_cmd {
-	const char *group;   /* "index" for `index list`, NULL for top level */
+	const char *group; /* "index" for `index list`, NULL for top level */
 	const char *name;
 	cli_run_fn run;
 	const char *args;    /* usage after the name: "ID [--yaml]" */
@@ -86,8 +86,7 @@ void cli_ctx_clear(cli_ctx_t *ctx);
 void *cli_per_shard_alloc(cli_ctx_t *ctx, size_t size);
 
 /* Record a usage error (BS_EINVAL, and ask main to print the usage). */
-int cli_usage_error(cli_ctx_t *ctx, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+int cli_usage_error(cli_ctx_t *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The one mapping from engine codes to exit statuses:
  * 0 ok; 2 usage or configuration (BS_EINVAL, BS_ECONFIG); 1 otherwise. */
@@ -120,8 +119,7 @@ typedef struct {
  * BS_EINVAL through cli_usage_error. The caller frees *args with
  * cli_args_free whatever the result.
  */
-int cli_parse(cli_args_t *args, cli_ctx_t *ctx, int argc, char **argv,
-              const cli_opt_t *opts, int min, int max);
+int cli_parse(cli_args_t *args, cli_ctx_t *ctx, int argc, char **argv, const cli_opt_t *opts, int min, int max);
 void cli_args_free(cli_args_t *args);
 
 /* ------------------------------------------------------------ out.c */
@@ -170,19 +168,19 @@ void cli_trace_print(void *arg, const bs_trace_t *t);
 
 /* ------------------------------------------------------------ handlers */
 
-int cli_cmd_init(cli_ctx_t *ctx, int argc, char **argv);           /* cmd_store.c */
+int cli_cmd_init(cli_ctx_t *ctx, int argc, char **argv); /* cmd_store.c */
 int cli_cmd_shards(cli_ctx_t *ctx, int argc, char **argv);
-int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv);            /* cmd_entity.c */
+int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv); /* cmd_entity.c */
 int cli_cmd_get(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_delete(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_query(cli_ctx_t *ctx, int argc, char **argv);
-int cli_cmd_explain(cli_ctx_t *ctx, int argc, char **argv);        /* cmd_explain.c */
-int cli_cmd_export(cli_ctx_t *ctx, int argc, char **argv);          /* cmd_export.c */
-int cli_cmd_completion(cli_ctx_t *ctx, int argc, char **argv);      /* cmd_completion.c */
-int cli_cmd_index_list(cli_ctx_t *ctx, int argc, char **argv);     /* cmd_index.c */
+int cli_cmd_explain(cli_ctx_t *ctx, int argc, char **argv);    /* cmd_explain.c */
+int cli_cmd_export(cli_ctx_t *ctx, int argc, char **argv);     /* cmd_export.c */
+int cli_cmd_completion(cli_ctx_t *ctx, int argc, char **argv); /* cmd_completion.c */
+int cli_cmd_index_list(cli_ctx_t *ctx, int argc, char **argv); /* cmd_index.c */
 int cli_cmd_index_create(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_index_drop(cli_ctx_t *ctx, int argc, char **argv);
-int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv);        /* cmd_cleaner.c */
+int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv); /* cmd_cleaner.c */
 int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv);
 /* queued backfill jobs (moves: a reshard's moves) and no live worker in the
  * registry to run them: a note on f saying how to start one (cmd_cleaner.c) */
@@ -192,9 +190,9 @@ int cli_cmd_backfill_pause(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_backfill_resume(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_backfill_cancel(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_lag(cli_ctx_t *ctx, int argc, char **argv);
-int cli_cmd_grants(cli_ctx_t *ctx, int argc, char **argv);         /* cmd_store.c */
-int cli_cmd_properties(cli_ctx_t *ctx, int argc, char **argv);    /* cmd_census.c */
-int cli_cmd_audit(cli_ctx_t *ctx, int argc, char **argv);         /* cmd_audit.c */
+int cli_cmd_grants(cli_ctx_t *ctx, int argc, char **argv);     /* cmd_store.c */
+int cli_cmd_properties(cli_ctx_t *ctx, int argc, char **argv); /* cmd_census.c */
+int cli_cmd_audit(cli_ctx_t *ctx, int argc, char **argv);      /* cmd_audit.c */
 /* Record a change made from the command line in the audit log (cmd_audit.c;
  * the detail gains "from the command line"). The change is made already:
  * a row that cannot be written is a warning on stderr, not an error. */
@@ -203,13 +201,13 @@ void cli_audit(cli_ctx_t *ctx, const char *action, const char *target, const cha
  * line itself). */
 void cli_audit_entity(cli_ctx_t *ctx, const char *action, const bs_audit_entity_t *e, const char *detail);
 int cli_cmd_workers(cli_ctx_t *ctx, int argc, char **argv);
-int cli_cmd_buckets(cli_ctx_t *ctx, int argc, char **argv);        /* cmd_reshard.c */
+int cli_cmd_buckets(cli_ctx_t *ctx, int argc, char **argv); /* cmd_reshard.c */
 int cli_cmd_reshard_plan(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_reshard_start(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_reshard_status(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_reshard_pause(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_reshard_resume(cli_ctx_t *ctx, int argc, char **argv);
 int cli_cmd_reshard_cancel(cli_ctx_t *ctx, int argc, char **argv);
-int cli_cmd_throttle(cli_ctx_t *ctx, int argc, char **argv);       /* cmd_throttle.c */
+int cli_cmd_throttle(cli_ctx_t *ctx, int argc, char **argv); /* cmd_throttle.c */
 
 #endif

@@ -61,7 +61,8 @@ static json_t *entry_json(const bs_audit_entry_t *e, const bs_config_t *cfg)
 		json_object_set_new(o, "before", image_json(e->has_before, &e->before));
 		json_object_set_new(o, "before_updated_us", e->has_before ? json_integer(e->before_us) : json_null());
 		json_object_set_new(o, "after", image_json(e->has_after, &e->after));
-		json_object_set_new(o, "after_updated_us", e->has_after && e->after_us ? json_integer(e->after_us) : json_null());
+		json_object_set_new(o, "after_updated_us",
+		                    e->has_after && e->after_us ? json_integer(e->after_us) : json_null());
 	}
 	return o;
 }
@@ -78,17 +79,22 @@ static char *who_text(char *buf, size_t n, const bs_audit_entry_t *e)
 
 static int audit_table(const bs_audit_list_t *l, const bs_config_t *cfg)
 {
-	static const char *const head[] = {"ROW", "AT (UTC)", "WHO", "ACTION", "TARGET", "SHARDS"};
-	cli_table_t t = {.ncols = 6};
+	static const char *const head[] = { "ROW", "AT (UTC)", "WHO", "ACTION", "TARGET", "SHARDS" };
+	cli_table_t t = { .ncols = 6 };
 	int rc = cli_table_add(&t, head, "DETAIL");
 
 	for (int k = 0; k < l->len && !rc; k++) {
 		const bs_audit_entry_t *e = &l->items[k];
 		char row[96], at[32], who[400];
 		snprintf(row, sizeof row, "%s#%" PRId64, cfg->shards[e->shard].name, e->id);
-		const char *cells[6] = {row, fmt_iso_utc(at, sizeof at, e->at_us), who_text(who, sizeof who, e),
-		                        e->action, e->target,
-		                        !e->shards[0] ? "-" : strcmp(e->shards, "*") ? e->shards : "all"};
+		const char *cells[6] = { row,
+			                 fmt_iso_utc(at, sizeof at, e->at_us),
+			                 who_text(who, sizeof who, e),
+			                 e->action,
+			                 e->target,
+			                 !e->shards[0]            ? "-"
+			                 : strcmp(e->shards, "*") ? e->shards
+			                                          : "all" };
 		rc = cli_table_add(&t, cells, e->detail);
 	}
 	if (!rc)
@@ -101,9 +107,9 @@ int cli_cmd_audit(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *limit = NULL;
 	bool json = false;
-	const cli_opt_t opts[] = {{"limit", &limit, NULL}, {"json", NULL, &json}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
-	bs_audit_list_t l = {0};
+	const cli_opt_t opts[] = { { "limit", &limit, NULL }, { "json", NULL, &json }, { NULL, NULL, NULL } };
+	cli_args_t args = { 0 };
+	bs_audit_list_t l = { 0 };
 	json_t *arr = NULL;
 	int rc, n = 50;
 	char *end = NULL;

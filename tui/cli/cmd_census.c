@@ -17,7 +17,7 @@
 /* "string 90%, int 10%" into buf: the kinds seen, most first. */
 static char *types_text(char *buf, size_t n, const bs_census_prop_t *p)
 {
-	bool done[BS_CT_COUNT] = {false};
+	bool done[BS_CT_COUNT] = { false };
 	char pct[16];
 	size_t o = 0;
 
@@ -109,9 +109,9 @@ static int census_json(const bs_census_t *c)
 
 static int census_table(const bs_census_t *c)
 {
-	static const char *const head[] = {"PATH", "TYPES", "PRESENT", "DISTINCT", "LARGEST", "SUGGEST",
-	                                   "INDEXES", "EXAMPLE"};
-	cli_table_t t = {.ncols = 8, .right = (1u << 2) | (1u << 3) | (1u << 4)};
+	static const char *const head[] = { "PATH",    "TYPES",   "PRESENT", "DISTINCT",
+		                            "LARGEST", "SUGGEST", "INDEXES", "EXAMPLE" };
+	cli_table_t t = { .ncols = 8, .right = (1u << 2) | (1u << 3) | (1u << 4) };
 	char ent[32];
 	int rc;
 
@@ -127,9 +127,14 @@ static int census_table(const bs_census_t *c)
 		fmt_share(present, sizeof present, p->present, c->sampled);
 		snprintf(distinct, sizeof distinct, "%s%.0f%s", c->complete ? "" : "~", p->distinct_est,
 		         p->distinct_capped ? "+" : "");
-		const char *cells[8] = {p->path, types_text(types, sizeof types, p), present, distinct,
-		                        largest_text(largest, sizeof largest, p), p->suggest[0] ? p->suggest : "-",
-		                        p->indexes[0] ? p->indexes : "-", p->example[0] ? p->example : "-"};
+		const char *cells[8] = { p->path,
+			                 types_text(types, sizeof types, p),
+			                 present,
+			                 distinct,
+			                 largest_text(largest, sizeof largest, p),
+			                 p->suggest[0] ? p->suggest : "-",
+			                 p->indexes[0] ? p->indexes : "-",
+			                 p->example[0] ? p->example : "-" };
 		rc = cli_table_add(&t, cells, NULL);
 	}
 	if (!rc)
@@ -143,10 +148,11 @@ int cli_cmd_properties(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *sample = NULL, *shard = NULL;
 	bool json = false;
-	const cli_opt_t opts[] = {{"sample", &sample, NULL}, {"shard", &shard, NULL}, {"json", NULL, &json},
-	                          {NULL, NULL, NULL}};
-	cli_args_t args = {0};
-	bs_census_t c = {0};
+	const cli_opt_t opts[] = {
+		{ "sample", &sample, NULL }, { "shard", &shard, NULL }, { "json", NULL, &json }, { NULL, NULL, NULL }
+	};
+	cli_args_t args = { 0 };
+	bs_census_t c = { 0 };
 	int rc, n = 1000, only = -1;
 	char *end = NULL;
 
@@ -171,7 +177,8 @@ int cli_cmd_properties(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	rc = json ? census_json(&c) : census_table(&c);
 	if (!rc && c.corrupt)
-		fprintf(stderr, "bagstore: %" PRId64 " corrupt bodies left out; the first: %s\n", c.corrupt, c.corrupt_first);
+		fprintf(stderr, "bagstore: %" PRId64 " corrupt bodies left out; the first: %s\n", c.corrupt,
+		        c.corrupt_first);
 	if (!rc && c.shards_unreachable)
 		rc = bs_error(BS_EUNREACHABLE, "%d shard%s not sampled: %s", c.shards_unreachable,
 		              c.shards_unreachable == 1 ? "" : "s", c.unreachable_first);

@@ -37,7 +37,7 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal handler needs a lock-free 
 static void on_signal(int sig)
 {
 	static const char again[] = "bagstore: cleaner: stop signal again: exiting at once, status 1 "
-	                            "(the jobs in hand go back to any cleaner, as after a kill)\n";
+				    "(the jobs in hand go back to any cleaner, as after a kill)\n";
 
 	if (sig != SIGHUP && atomic_exchange(&stop_flag, 1)) {
 		if (write(STDERR_FILENO, again, sizeof again - 1) < 0) {
@@ -86,11 +86,10 @@ static void progress_daemon(progress_t *pr, const bs_job_t *job)
 	else if (k == pr->nseen)
 		k = 0;
 	was = &pr->seen[k];
-	if (strcmp(was->index, job->index) != 0 || was->state != job->state ||
-	    strcmp(was->reason, job->reason) != 0)
+	if (strcmp(was->index, job->index) != 0 || was->state != job->state || strcmp(was->reason, job->reason) != 0)
 		fprintf(stderr, "bagstore: cleaner: backfill of %s on shard %s: %s%s%s\n", job->index,
-		        pr->cfg->shards[job->shard].name, bs_job_state_name(job->state),
-		        job->reason[0] ? ": " : "", job->reason);
+		        pr->cfg->shards[job->shard].name, bs_job_state_name(job->state), job->reason[0] ? ": " : "",
+		        job->reason);
 	*was = *job;
 }
 
@@ -127,9 +126,8 @@ static void progress_line(progress_t *pr, const bs_job_t *job)
 		snprintf(rate_text, sizeof rate_text, "rate measuring");
 	}
 	len += (size_t)snprintf(line + len, sizeof line - len,
-	                        "\rbackfill %s: %" PRId64 "/%" PRId64 " rows (%.0f%%), %s, eta %s",
-	                        job->index, scanned, total,
-	                        total ? 100.0 * (double)scanned / (double)total : 100.0, rate_text, eta_text);
+	                        "\rbackfill %s: %" PRId64 "/%" PRId64 " rows (%.0f%%), %s, eta %s", job->index, scanned,
+	                        total, total ? 100.0 * (double)scanned / (double)total : 100.0, rate_text, eta_text);
 	for (i = 0; i < pr->n && len < sizeof line - 64; i++) {
 		const bs_job_t *j = &pr->last[i];
 
@@ -232,19 +230,19 @@ static void on_move(void *p, const bs_move_t *m)
 	if (m->eta_s >= 0)
 		fmt_secs(eta, sizeof eta, m->eta_s);
 	if (pr->tty && !pr->daemon) {
-		fprintf(stderr, "\rmove %" PRId64 " %s->%s: %s %s %.0f%%, %.0f rows/s, eta ~%s%s%.60s\033[K", no, m->source,
-		        m->target, bs_job_state_name(m->state), bs_move_phase_name(m->phase), m->progress * 100, m->rate, eta,
-		        m->reason[0] ? ": " : "", m->reason);
+		fprintf(stderr, "\rmove %" PRId64 " %s->%s: %s %s %.0f%%, %.0f rows/s, eta ~%s%s%.60s\033[K", no,
+		        m->source, m->target, bs_job_state_name(m->state), bs_move_phase_name(m->phase),
+		        m->progress * 100, m->rate, eta, m->reason[0] ? ": " : "", m->reason);
 		fflush(stderr);
 	} else if (move_changed(pr, m) && !(m->phase == BS_MOVE_DONE && m->state == BS_JOB_RUNNING)) {
 		/* (running, done) is the moment before the row says done */
 		if (m->phase == BS_MOVE_DONE || m->state == BS_JOB_DONE)
-			fprintf(stderr, "bagstore: cleaner: move %" PRId64 " (%s to %s, %d buckets): %s\n", no, m->source,
-			        m->target, m->nbuckets, bs_job_state_name(m->state));
+			fprintf(stderr, "bagstore: cleaner: move %" PRId64 " (%s to %s, %d buckets): %s\n", no,
+			        m->source, m->target, m->nbuckets, bs_job_state_name(m->state));
 		else
 			fprintf(stderr, "bagstore: cleaner: move %" PRId64 " (%s to %s, %d buckets): %s, %s%s%s\n", no,
-			        m->source, m->target, m->nbuckets, bs_job_state_name(m->state), bs_move_phase_name(m->phase),
-			        m->reason[0] ? ": " : "", m->reason);
+			        m->source, m->target, m->nbuckets, bs_job_state_name(m->state),
+			        bs_move_phase_name(m->phase), m->reason[0] ? ": " : "", m->reason);
 	}
 	pthread_mutex_unlock(&pr->lock);
 }
@@ -283,8 +281,8 @@ static int backfill_one(cli_ctx_t *ctx, const char *index, bs_cleaner_opts_t *o,
 		written += pr->last[i].rows_written;
 	}
 	if (scanned)
-		printf("index %s is ready (%" PRId64 " entities scanned, %" PRId64
-		       " index rows written)\n", index, scanned, written);
+		printf("index %s is ready (%" PRId64 " entities scanned, %" PRId64 " index rows written)\n", index,
+		       scanned, written);
 	else
 		printf("index %s is ready\n", index);
 	return 0;
@@ -297,8 +295,9 @@ static int reshard_all(cli_ctx_t *ctx, bs_cleaner_opts_t *o, progress_t *pr);
  * at the next chunk). */
 static int cleaner_oneshot(cli_ctx_t *ctx, const char *index, bool once, bool reshard, progress_t *pr)
 {
-	bs_cleaner_opts_t o = {.stop = &stop_flag, .progress = on_progress, .error = on_error, .ctx = pr,
-	                       .move_progress = on_move};
+	bs_cleaner_opts_t o = {
+		.stop = &stop_flag, .progress = on_progress, .error = on_error, .ctx = pr, .move_progress = on_move
+	};
 	struct sigaction sa;
 	int rc;
 
@@ -325,7 +324,9 @@ static int cleaner_oneshot(cli_ctx_t *ctx, const char *index, bool once, bool re
 	 * while it runs, and its beat there says its moves are alive */
 	if ((index || reshard) && bs_worker_start(&pr->worker, pr->cfg, index ? "backfill" : "reshard", NULL) < 0)
 		bs_error_clear(); /* not listed; the backfill goes on */
-	rc = index ? backfill_one(ctx, index, &o, pr) : reshard ? reshard_all(ctx, &o, pr) : bs_cleaner_run(ctx->st, &o);
+	rc = index     ? backfill_one(ctx, index, &o, pr)
+	     : reshard ? reshard_all(ctx, &o, pr)
+	               : bs_cleaner_run(ctx->st, &o);
 	bs_worker_stop(pr->worker);
 	return rc;
 }
@@ -333,7 +334,7 @@ static int cleaner_oneshot(cli_ctx_t *ctx, const char *index, bool once, bool re
 /* `cleaner --reshard`: the recorded moves, then what became of them. */
 static int reshard_all(cli_ctx_t *ctx, bs_cleaner_opts_t *o, progress_t *pr)
 {
-	bs_move_list_t l = {0};
+	bs_move_list_t l = { 0 };
 	int rc = bs_cleaner_reshard(ctx->st, o);
 
 	if (pr->tty)
@@ -348,7 +349,7 @@ static int reshard_all(cli_ctx_t *ctx, bs_cleaner_opts_t *o, progress_t *pr)
 		return rc;
 	printf("reshard %s: %d moves", bs_reshard_state_name(bs_reshard_state(&l)), l.len);
 	if (l.len) {
-		bs_buckets_t b = {0};
+		bs_buckets_t b = { 0 };
 		if (bs_buckets(&b, ctx->st) == 0)
 			printf(", bucket map version %" PRId64, b.version);
 		bs_buckets_free(&b);
@@ -362,13 +363,13 @@ int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *index = NULL, *metrics = NULL, *log_format = NULL, *log_every = NULL, *web_config = NULL;
 	bool once = false, reshard = false;
-	const cli_opt_t opts[] = {{"index", &index, NULL}, {"once", NULL, &once}, {"metrics", &metrics, NULL},
-	                          {"web.config.file", &web_config, NULL},
-	                          {"log-format", &log_format, NULL}, {"log-every", &log_every, NULL},
-	                          {"reshard", NULL, &reshard}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
-	progress_t pr = {.lock = PTHREAD_MUTEX_INITIALIZER};
-	svc_opts_t so = {0};
+	const cli_opt_t opts[] = { { "index", &index, NULL },           { "once", NULL, &once },
+		                   { "metrics", &metrics, NULL },       { "web.config.file", &web_config, NULL },
+		                   { "log-format", &log_format, NULL }, { "log-every", &log_every, NULL },
+		                   { "reshard", NULL, &reshard },       { NULL, NULL, NULL } };
+	cli_args_t args = { 0 };
+	progress_t pr = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	svc_opts_t so = { 0 };
 	int rc;
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
@@ -379,7 +380,7 @@ int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 	}
 	if ((index || once || reshard) && (metrics || web_config || log_format || log_every)) {
 		rc = cli_usage_error(ctx, "--metrics, --web.config.file, --log-format and --log-every are the daemon's "
-		                     "(no --index, --once or --reshard)");
+		                          "(no --index, --once or --reshard)");
 		goto done;
 	}
 	if (log_format && strcmp(log_format, "text") != 0 && strcmp(log_format, "json") != 0) {
@@ -455,10 +456,11 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *index = NULL;
 	bool repair = false, as_json = false;
-	const cli_opt_t opts[] = {{"index", &index, NULL}, {"repair", NULL, &repair},
-	                          {"json", NULL, &as_json}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
-	bs_index_list_t l = {0};
+	const cli_opt_t opts[] = {
+		{ "index", &index, NULL }, { "repair", NULL, &repair }, { "json", NULL, &as_json }, { NULL, NULL, NULL }
+	};
+	cli_args_t args = { 0 };
+	bs_index_list_t l = { 0 };
 	json_t *arr = NULL;
 	int64_t remaining = 0, corrupt = 0;
 	char first_bad[320] = "";
@@ -504,8 +506,10 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 		else
 			drift_text(ix, &d, repair);
 		if (d.not_recorded)
-			fprintf(stderr, "bagstore: verify %s: not recorded for the console: the account may not "
-			        "write bagstore_verify\n", ix->name);
+			fprintf(stderr,
+			        "bagstore: verify %s: not recorded for the console: the account may not "
+			        "write bagstore_verify\n",
+			        ix->name);
 	}
 	if (as_json && (rc = cli_json_print(arr)) < 0)
 		goto done;
@@ -514,8 +518,10 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 		snprintf(drift_msg, sizeof drift_msg, "%" PRId64 " index rows drift from the bodies%s", remaining,
 		         repair ? " after repair" : "; `bagstore verify --repair` fixes them");
 	if (corrupt)
-		snprintf(bad_msg, sizeof bad_msg, "%" PRId64 " stored bodies are corrupt or cannot be shown (no index "
-		         "holds them); the first: %.300s", corrupt, first_bad);
+		snprintf(bad_msg, sizeof bad_msg,
+		         "%" PRId64 " stored bodies are corrupt or cannot be shown (no index "
+		         "holds them); the first: %.300s",
+		         corrupt, first_bad);
 	if (remaining || corrupt)
 		rc = bs_error(corrupt ? BS_ECORRUPT : BS_ERROR, "%s%s%s", drift_msg, remaining && corrupt ? "; " : "",
 		              bad_msg);
@@ -570,8 +576,8 @@ static void jobs_table(const bs_job_list_t *l, const bs_config_t *cfg)
 {
 	int k;
 
-	printf("%-20s %-6s %-9s %10s %10s %10s %9s %7s  %-24s %-20s %s\n", "INDEX", "SHARD", "STATE",
-	       "SCANNED", "TOTAL", "WRITTEN", "RATE/S", "ETA", "WORKER", "HEARTBEAT", "REASON");
+	printf("%-20s %-6s %-9s %10s %10s %10s %9s %7s  %-24s %-20s %s\n", "INDEX", "SHARD", "STATE", "SCANNED",
+	       "TOTAL", "WRITTEN", "RATE/S", "ETA", "WORKER", "HEARTBEAT", "REASON");
 	for (k = 0; k < l->len; k++) {
 		const bs_job_t *j = &l->items[k];
 		char eta[32], hb[32], worker[96];
@@ -583,9 +589,8 @@ static void jobs_table(const bs_job_list_t *l, const bs_config_t *cfg)
 		else
 			snprintf(worker, sizeof worker, "-");
 		printf("%-20s %-6s %-9s %10" PRId64 " %10" PRId64 " %10" PRId64 " %9.0f %7s  %-24s %-20s %s\n",
-		       j->index, cfg->shards[j->shard].name, bs_job_state_name(j->state),
-		       j->rows_scanned, j->rows_total, j->rows_written, j->rate, eta, worker, hb,
-		       j->reason[0] ? j->reason : "");
+		       j->index, cfg->shards[j->shard].name, bs_job_state_name(j->state), j->rows_scanned,
+		       j->rows_total, j->rows_written, j->rate, eta, worker, hb, j->reason[0] ? j->reason : "");
 	}
 	if (!l->len)
 		printf("(no backfill jobs)\n");
@@ -595,7 +600,7 @@ static void jobs_table(const bs_job_list_t *l, const bs_config_t *cfg)
  * the registry that would run it: say so, and how to start one. */
 void cli_queued_note(cli_ctx_t *ctx, FILE *f, int queued, bool moves)
 {
-	bs_worker_list_t wl = {0};
+	bs_worker_list_t wl = { 0 };
 	const char *what = moves ? "move" : "job";
 
 	if (!queued)
@@ -608,10 +613,12 @@ void cli_queued_note(cli_ctx_t *ctx, FILE *f, int queued, bool moves)
 	}
 	/* moves are run by the daemon and by `cleaner --reshard` (kind reshard) */
 	if (!bs_workers_alive(&wl, "cleaner") && !(moves && bs_workers_alive(&wl, "reshard")))
-		fprintf(f, "note: %d %s%s queued and no cleaner daemon is running (`bagstore workers` lists none): "
-		        "start one with `bagstore cleaner`%s\n", queued, what, queued == 1 ? "" : "s",
-		        moves ? ", or run them with `bagstore cleaner --reshard`" :
-		        ", or press B on the console's indexes screen");
+		fprintf(f,
+		        "note: %d %s%s queued and no cleaner daemon is running (`bagstore workers` lists none): "
+		        "start one with `bagstore cleaner`%s\n",
+		        queued, what, queued == 1 ? "" : "s",
+		        moves ? ", or run them with `bagstore cleaner --reshard`"
+		              : ", or press B on the console's indexes screen");
 	bs_worker_list_free(&wl);
 }
 
@@ -629,9 +636,9 @@ static void queued_hint(cli_ctx_t *ctx, const bs_job_list_t *l, bool as_json)
 int cli_cmd_backfill_list(cli_ctx_t *ctx, int argc, char **argv)
 {
 	bool as_json = false;
-	const cli_opt_t opts[] = {{"json", NULL, &as_json}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
-	bs_job_list_t l = {0};
+	const cli_opt_t opts[] = { { "json", NULL, &as_json }, { NULL, NULL, NULL } };
+	cli_args_t args = { 0 };
+	bs_job_list_t l = { 0 };
 	int unreachable = 0, rc;
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
@@ -655,7 +662,7 @@ done:
 /* backfill pause|resume|cancel NAME: one action on every job of the index. */
 static int control(cli_ctx_t *ctx, int argc, char **argv, const char *action, const char *done)
 {
-	cli_args_t args = {0};
+	cli_args_t args = { 0 };
 	int rc;
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, NULL, 1, 1)) != 0)
@@ -729,8 +736,8 @@ static void lag_table(const bs_lag_t *lag, int n, int cleaners)
 {
 	int i;
 
-	printf("%-8s %-11s %10s %-20s %-20s %10s %10s\n", "SHARD", "STATE", "LAG_S", "WATERMARK",
-	       "LAST_PASS", "PASS_ROWS", "REPAIRS/S");
+	printf("%-8s %-11s %10s %-20s %-20s %10s %10s\n", "SHARD", "STATE", "LAG_S", "WATERMARK", "LAST_PASS",
+	       "PASS_ROWS", "REPAIRS/S");
 	for (i = 0; i < n; i++) {
 		const bs_lag_t *g = &lag[i];
 		char wm[32], lp[32], l[32];
@@ -741,19 +748,18 @@ static void lag_table(const bs_lag_t *lag, int n, int cleaners)
 			snprintf(l, sizeof l, "%.3f", g->lag_s);
 		else
 			snprintf(l, sizeof l, "-");
-		printf("%-8s %-11s %10s %-20s %-20s %10" PRId64 " %10.1f\n", g->shard,
-		       lag_state(g, cleaners), l, wm, lp,
-		       g->last_pass_rows, g->repairs_per_s);
+		printf("%-8s %-11s %10s %-20s %-20s %10" PRId64 " %10.1f\n", g->shard, lag_state(g, cleaners), l, wm,
+		       lp, g->last_pass_rows, g->repairs_per_s);
 	}
 }
 
 int cli_cmd_lag(cli_ctx_t *ctx, int argc, char **argv)
 {
 	bool as_json = false;
-	const cli_opt_t opts[] = {{"json", NULL, &as_json}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
+	const cli_opt_t opts[] = { { "json", NULL, &as_json }, { NULL, NULL, NULL } };
+	cli_args_t args = { 0 };
 	bs_lag_t *lag = NULL;
-	bs_worker_list_t wl = {0};
+	bs_worker_list_t wl = { 0 };
 	json_t *arr = NULL;
 	int i, n, down = 0, cleaners = -1, rc;
 
@@ -839,9 +845,9 @@ static json_t *worker_json(const bs_worker_info_t *w)
 
 static int workers_table(const bs_worker_list_t *l)
 {
-	static const char *const head[] = {"WORKER", "KIND", "HOST:PID", "VERSION", "STARTED", "HEARTBEAT",
-	                                   "JOBS", "REPAIRS", "METRICS"};
-	cli_table_t t = {.ncols = 9};
+	static const char *const head[] = { "WORKER",    "KIND", "HOST:PID", "VERSION", "STARTED",
+		                            "HEARTBEAT", "JOBS", "REPAIRS",  "METRICS" };
+	cli_table_t t = { .ncols = 9 };
 	int rc;
 
 	if (!l->len) {
@@ -858,8 +864,15 @@ static int workers_table(const bs_worker_list_t *l)
 		fmt_age(started, sizeof started, w->started_us);
 		fmt_secs(age, sizeof age, w->age_s);
 		snprintf(hb, sizeof hb, "%s ago%s", age, w->alive ? "" : " (DEAD)");
-		const char *cells[] = {id, w->kind, who, w->version, started, hb, w->jobs[0] ? w->jobs : "-",
-		                       w->repair[0] ? w->repair : "-", w->metrics[0] ? w->metrics : "-"};
+		const char *cells[] = { id,
+			                w->kind,
+			                who,
+			                w->version,
+			                started,
+			                hb,
+			                w->jobs[0] ? w->jobs : "-",
+			                w->repair[0] ? w->repair : "-",
+			                w->metrics[0] ? w->metrics : "-" };
 		rc = cli_table_add(&t, cells, NULL);
 	}
 	if (!rc)
@@ -871,9 +884,9 @@ static int workers_table(const bs_worker_list_t *l)
 int cli_cmd_workers(cli_ctx_t *ctx, int argc, char **argv)
 {
 	bool as_json = false;
-	const cli_opt_t opts[] = {{"json", NULL, &as_json}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
-	bs_worker_list_t l = {0};
+	const cli_opt_t opts[] = { { "json", NULL, &as_json }, { NULL, NULL, NULL } };
+	cli_args_t args = { 0 };
+	bs_worker_list_t l = { 0 };
 	json_t *arr = NULL;
 	int unreachable = 0, rc;
 

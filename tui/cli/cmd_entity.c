@@ -95,25 +95,25 @@ typedef struct {
  * uses the store while it runs. */
 typedef struct {
 	cli_ctx_t *ctx;
-	const char *name;   /* the input's name in messages */
+	const char *name; /* the input's name in messages */
 	size_t written;
-	size_t batch;       /* lines per batch (--batch) */
-	bs_value_t *bags;   /* the batch being filled */
-	long *lines;        /* each bag's line number */
+	size_t batch;     /* lines per batch (--batch) */
+	bs_value_t *bags; /* the batch being filled */
+	long *lines;      /* each bag's line number */
 	size_t nbags;
 	bs_id_t *ids;
 	bool *stored;
 	put_batch_t buf[2];
-	int cur;            /* the buffer being filled */
-	bool flying;        /* buf[!cur] is being written (or was, when not threaded) */
-	bool threaded;      /* by the writer thread */
+	int cur;       /* the buffer being filled */
+	bool flying;   /* buf[!cur] is being written (or was, when not threaded) */
+	bool threaded; /* by the writer thread */
 	pthread_t writer;
-	int fly_rc;         /* its bs_put_many's answer, and message */
+	int fly_rc; /* its bs_put_many's answer, and message */
 	char fly_msg[1024];
 	/* progress on a terminal */
 	bool tty;
 	FILE *in;
-	long long in_size;  /* bytes, -1 when not a regular file */
+	long long in_size; /* bytes, -1 when not a regular file */
 	double t0, last;
 } put_state_t;
 
@@ -132,7 +132,9 @@ static const char *type_name(bs_type_t t)
 	switch (t) {
 	case BS_NIL: return "null";
 	case BS_BOOL: return "a boolean";
-	case BS_INT: case BS_UINT: case BS_FLOAT: return "a number";
+	case BS_INT:
+	case BS_UINT:
+	case BS_FLOAT: return "a number";
 	case BS_STR: return "a string";
 	case BS_BIN: return "bytes";
 	case BS_ARRAY: return "an array";
@@ -277,8 +279,7 @@ static int put_one(put_state_t *ps, bs_value_t *bag, const char *where, long lin
 	int rc;
 
 	if (bag->type != BS_MAP) {
-		rc = bs_error(BS_EINVAL, "%s: expected a JSON object, got %s",
-		              where, type_name(bag->type));
+		rc = bs_error(BS_EINVAL, "%s: expected a JSON object, got %s", where, type_name(bag->type));
 		bs_value_clear(bag);
 		return rc;
 	}
@@ -320,8 +321,7 @@ static int put_text(put_state_t *ps, const char *text, size_t len, const char *w
 }
 
 /* Step 2 above: the first line did not parse alone. line/len hold it. */
-static int put_document(put_state_t *ps, FILE *f, const char *line, size_t len,
-                        const char *first_err, int first_rc)
+static int put_document(put_state_t *ps, FILE *f, const char *line, size_t len, const char *first_err, int first_rc)
 {
 	char *buf = NULL, *nb;
 	size_t n = len, cap = len + 65536, got;
@@ -515,9 +515,10 @@ static int put_line_refused(const put_state_t *ps, ssize_t n, long lineno)
 {
 	if (n == -3)
 		return bs_error(BS_ENOMEM, "%s:%ld: out of memory reading the line", ps->name, lineno);
-	return bs_error(BS_EINVAL, "%s:%ld: a line longer than %zu MiB: an entity that big could not be stored "
-	                "(bodies are limited to %u MiB of MessagePack)", ps->name, lineno, PUT_DOC_MAX >> 20,
-	                BS_BODY_MAX_INFLATED >> 20);
+	return bs_error(BS_EINVAL,
+	                "%s:%ld: a line longer than %zu MiB: an entity that big could not be stored "
+	                "(bodies are limited to %u MiB of MessagePack)",
+	                ps->name, lineno, PUT_DOC_MAX >> 20, BS_BODY_MAX_INFLATED >> 20);
 }
 
 /* After the audit: die of the signal that stopped the put. */
@@ -555,9 +556,9 @@ static void put_audit(put_state_t *ps, int rc)
 int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *batch_text = NULL;
-	const cli_opt_t opts[] = {{"batch", &batch_text, NULL}, {NULL, NULL, NULL}};
-	put_state_t ps = {.ctx = ctx};
-	cli_args_t args = {0};
+	const cli_opt_t opts[] = { { "batch", &batch_text, NULL }, { NULL, NULL, NULL } };
+	put_state_t ps = { .ctx = ctx };
+	cli_args_t args = { 0 };
 	char *line = NULL, where[4096], first_err[1024];
 	size_t cap = 0;
 	ssize_t n;
@@ -617,9 +618,10 @@ eof:
 	if (atomic_load(&put_signal)) {
 		/* the batch in flight ends first (its ids printed): the count is whole */
 		if ((rc = put_wait(&ps)) >= 0)
-			rc = bs_error(BS_ERROR, "%s: interrupted by signal %d after line %ld: the %zu entities whose ids "
-			              "were printed are stored, the rest are not", ps.name, atomic_load(&put_signal),
-			              lineno, ps.written);
+			rc = bs_error(BS_ERROR,
+			              "%s: interrupted by signal %d after line %ld: the %zu entities whose ids "
+			              "were printed are stored, the rest are not",
+			              ps.name, atomic_load(&put_signal), lineno, ps.written);
 	} else if (ferror(ps.in)) {
 		int err = errno, wrc = put_wait(&ps);
 		rc = wrc < 0 ? wrc : bs_error(BS_ERROR, "%s: read error: %s", ps.name, strerror(err));
@@ -654,14 +656,13 @@ done:
 
 /* The arguments of get and delete: one ID (into *id and hex), options, then
  * the store. Returns CLI_HELP_SHOWN, 0 or a BS_E* code. */
-static int open_with_id(bs_id_t *id, char hex[33], cli_ctx_t *ctx, int argc, char **argv,
-                        const cli_opt_t *opts)
+static int open_with_id(bs_id_t *id, char hex[33], cli_ctx_t *ctx, int argc, char **argv, const cli_opt_t *opts)
 {
-	cli_args_t args = {0};
+	cli_args_t args = { 0 };
 	int rc;
 
-	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 1, 1)) == 0 &&
-	    (rc = bs_id_parse(id, args.v[0])) == 0 && (rc = cli_open(ctx)) == 0)
+	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 1, 1)) == 0 && (rc = bs_id_parse(id, args.v[0])) == 0 &&
+	    (rc = cli_open(ctx)) == 0)
 		bs_id_hex(hex, id);
 	cli_args_free(&args);
 	return rc;
@@ -678,7 +679,7 @@ static int entity_error(int rc, const char *hex)
 int cli_cmd_get(cli_ctx_t *ctx, int argc, char **argv)
 {
 	bool yaml = false;
-	const cli_opt_t opts[] = {{"yaml", NULL, &yaml}, {NULL, NULL, NULL}};
+	const cli_opt_t opts[] = { { "yaml", NULL, &yaml }, { NULL, NULL, NULL } };
 	char *out = NULL, hex[33];
 	bs_value_t bag;
 	bs_id_t id;
@@ -716,7 +717,7 @@ done:
  * still there: no; not known (its shard does not answer): yes, said so. */
 static bool delete_made(cli_ctx_t *ctx, const bs_id_t *id, bool *unknown)
 {
-	bs_bytes_t now = {0};
+	bs_bytes_t now = { 0 };
 	int rc = bs_get_raw(&now, ctx->st, id, NULL);
 
 	bs_bytes_free(&now);
@@ -736,7 +737,7 @@ int cli_cmd_delete(cli_ctx_t *ctx, int argc, char **argv)
 	/* Delete what was read, only if it still is (bs_delete_if), so that the
 	 * audit's before-image is exactly what went: a write in between, read
 	 * again. */
-	bs_bytes_t before = {0};
+	bs_bytes_t before = { 0 };
 	int64_t us = 0;
 	bool read = false, unknown = false;
 	for (int tries = 0; tries < 3; tries++) {
@@ -751,13 +752,13 @@ int cli_cmd_delete(cli_ctx_t *ctx, int argc, char **argv)
 		if (read && rc != BS_ECONFLICT && delete_made(ctx, &id, &unknown)) {
 			snprintf(detail, sizeof detail, "%s: %.1000s; from the command line",
 			         unknown ? "the delete may have been made" : "cut short", msg);
-			bs_audit_entity_t ae = {.id = id, .before = &before, .before_us = us};
+			bs_audit_entity_t ae = { .id = id, .before = &before, .before_us = us };
 			cli_audit_entity(ctx, "entity.delete", &ae, detail);
 		}
 		bs_bytes_free(&before);
 		return bs_error(rc, "%s", msg);
 	}
-	bs_audit_entity_t ae = {.id = id, .before = &before, .before_us = us};
+	bs_audit_entity_t ae = { .id = id, .before = &before, .before_us = us };
 	cli_audit_entity(ctx, "entity.delete", &ae, "from the command line");
 	bs_bytes_free(&before);
 	printf("deleted %s\n", hex);
@@ -783,12 +784,12 @@ static int parse_limit(cli_ctx_t *ctx, size_t *out, const char *text)
 int cli_cmd_query(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *limit_text = NULL;
-	const cli_opt_t opts[] = {{"limit", &limit_text, NULL}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
+	const cli_opt_t opts[] = { { "limit", &limit_text, NULL }, { NULL, NULL, NULL } };
+	cli_args_t args = { 0 };
 	char quoted[1024];
-	bs_query_spec_t q = {0};
-	bs_index_list_t l = {0};
-	bs_result_t res = {0};
+	bs_query_spec_t q = { 0 };
+	bs_index_list_t l = { 0 };
+	bs_result_t res = { 0 };
 	size_t limit = 0, k, unprintable = 0;
 	int i, rc;
 
@@ -831,4 +832,3 @@ done:
 	cli_args_free(&args);
 	return rc < 0 ? rc : 0;
 }
-

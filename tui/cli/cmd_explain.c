@@ -73,7 +73,8 @@ static json_t *explain_json(const bs_explain_t *e)
 		json_object_set_new(s, "on", cli_jstr(e->suggest_on));
 		json_object_set_new(s, "shard_on", cli_jstr(e->suggest_shard_on));
 		json_object_set_new(s, "note", cli_jstr(e->suggest_note));
-		json_object_set_new(s, "entities_est", e->entities_est < 0 ? json_null() : json_integer(e->entities_est));
+		json_object_set_new(s, "entities_est",
+		                    e->entities_est < 0 ? json_null() : json_integer(e->entities_est));
 		json_object_set_new(s, "backfill_seconds_est", jnum_or_null(e->backfill_s));
 		json_object_set_new(s, "rate_rows_per_s", jnum_or_null(e->backfill_rate));
 		json_object_set_new(s, "rate_shards", json_integer(e->rate_shards));
@@ -84,8 +85,8 @@ static json_t *explain_json(const bs_explain_t *e)
 	json_object_set_new(doc, "index_on", cli_jstr(e->index_on));
 	json_object_set_new(doc, "shard_on", cli_jstr(e->shard_on));
 	json_object_set_new(doc, "buckets", json_integer(e->buckets));
-	json_object_set_new(doc, "route_shard", e->route_shard >= 0 ? json_string(e->shards[e->route_shard].name)
-	                                                             : json_null());
+	json_object_set_new(doc, "route_shard",
+	                    e->route_shard >= 0 ? json_string(e->shards[e->route_shard].name) : json_null());
 	json_object_set_new(doc, "route_bucket", e->route_bucket >= 0 ? json_integer(e->route_bucket) : json_null());
 	json_object_set_new(doc, "step1_sql", cli_jstr(e->step1_sql));
 	json_object_set_new(doc, "step2_sql", cli_jstr(e->step2_sql));
@@ -109,10 +110,13 @@ int cli_cmd_explain(cli_ctx_t *ctx, int argc, char **argv)
 	const char *index = NULL;
 	bool run = false, json = false;
 	const cli_opt_t opts[] = {
-		{"index", &index, NULL}, {"run", NULL, &run}, {"json", NULL, &json}, {NULL, NULL, NULL},
+		{ "index", &index, NULL },
+		{ "run", NULL, &run },
+		{ "json", NULL, &json },
+		{ NULL, NULL, NULL },
 	};
-	cli_args_t args = {0};
-	bs_explain_t e = {0};
+	cli_args_t args = { 0 };
+	bs_explain_t e = { 0 };
 	char quoted[1024], *text = NULL;
 	json_t *doc = NULL;
 	int i, rc;
@@ -121,7 +125,8 @@ int cli_cmd_explain(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	for (i = 0; i < args.n; i++)
 		if (!strchr(args.v[i], '=') || args.v[i][0] == '=') {
-			rc = cli_usage_error(ctx, "expected PROP=VALUE, got %s", fmt_quote(quoted, sizeof quoted, args.v[i]));
+			rc = cli_usage_error(ctx, "expected PROP=VALUE, got %s",
+			                     fmt_quote(quoted, sizeof quoted, args.v[i]));
 			goto done;
 		}
 	if ((rc = cli_open(ctx)) < 0)

@@ -28,7 +28,7 @@ static int parse_since(cli_ctx_t *ctx, int64_t *out, const char *text)
 		*out = (int64_t)(secs * 1e6 + 0.5);
 		return 0;
 	}
-	struct tm tm = {0};
+	struct tm tm = { 0 };
 	const char *p = strptime(text, "%Y-%m-%d", &tm);
 	if (p && (*p == 'T' || *p == ' '))
 		p = strptime(p + 1, "%H:%M:%S", &tm);
@@ -45,8 +45,8 @@ static int parse_since(cli_ctx_t *ctx, int64_t *out, const char *text)
 	if (p && *p == 'Z')
 		p++;
 	if (!p || *p)
-		return cli_usage_error(ctx, "--since wants unix seconds or a UTC time like 2026-11-23T03:00:00Z, got '%s'",
-		                       text);
+		return cli_usage_error(
+			ctx, "--since wants unix seconds or a UTC time like 2026-11-23T03:00:00Z, got '%s'", text);
 	*out = (int64_t)timegm(&tm) * 1000000 + frac;
 	if (*out < 0) /* before 1970: every entity is newer (and SQL's time literal wants no sign) */
 		*out = 0;
@@ -101,12 +101,12 @@ static int print_page(const bs_result_t *r, const cli_ctx_t *ctx, progress_t *p,
 }
 
 /* Through an index: the query's matches (newest first). */
-static int export_index(cli_ctx_t *ctx, const char *index, char **conds, int nconds, progress_t *p,
-                        int64_t since, int shard, size_t *skipped)
+static int export_index(cli_ctx_t *ctx, const char *index, char **conds, int nconds, progress_t *p, int64_t since,
+                        int shard, size_t *skipped)
 {
-	bs_index_list_t l = {0};
-	bs_query_spec_t q = {0};
-	bs_result_t res = {0};
+	bs_index_list_t l = { 0 };
+	bs_query_spec_t q = { 0 };
+	bs_result_t res = { 0 };
 	int rc;
 	if (!(rc = bs_index_list(&l, ctx->st)) &&
 	    !(rc = bs_query_parse(&q, &l, index, (const char *const *)conds, nconds)) &&
@@ -147,12 +147,15 @@ static int64_t estimate(cli_ctx_t *ctx, int shard)
 int cli_cmd_export(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *shard_name = NULL, *since_text = NULL, *order = NULL, *index = NULL;
-	const cli_opt_t opts[] = {{"shard", &shard_name, NULL}, {"since", &since_text, NULL}, {"order", &order, NULL},
-	                          {"index", &index, NULL}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
-	bs_export_opts_t eo = {.shard = -1, .order = BS_EXPORT_NEWEST};
+	const cli_opt_t opts[] = { { "shard", &shard_name, NULL },
+		                   { "since", &since_text, NULL },
+		                   { "order", &order, NULL },
+		                   { "index", &index, NULL },
+		                   { NULL, NULL, NULL } };
+	cli_args_t args = { 0 };
+	bs_export_opts_t eo = { .shard = -1, .order = BS_EXPORT_NEWEST };
 	bs_export_t *ex = NULL;
-	progress_t p = {0};
+	progress_t p = { 0 };
 	size_t skipped = 0;
 	int rc;
 
@@ -204,7 +207,8 @@ int cli_cmd_export(cli_ctx_t *ctx, int argc, char **argv)
 finish:
 	progress(&p, true);
 	if (rc == 0 && skipped)
-		rc = bs_error(BS_ECORRUPT, "%zu entities skipped (named above): their body is corrupt or cannot be printed",
+		rc = bs_error(BS_ECORRUPT,
+		              "%zu entities skipped (named above): their body is corrupt or cannot be printed",
 		              skipped);
 done:
 	bs_export_free(ex);

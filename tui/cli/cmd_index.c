@@ -41,9 +41,9 @@ static bool index_rows(int64_t *counts, int64_t *total, cli_ctx_t *ctx, const ch
 /* What `index list` shows of one index. */
 typedef struct {
 	const bs_index_t *x;
-	const char *shard_on;  /* the routing property's name, "-" when none */
-	char on[1024];         /* PROP:TYPE,... */
-	bool have_rows;        /* counts and total are known */
+	const char *shard_on; /* the routing property's name, "-" when none */
+	char on[1024];        /* PROP:TYPE,... */
+	bool have_rows;       /* counts and total are known */
 	int64_t total;
 	const int64_t *counts; /* per shard */
 	int nshards;
@@ -72,34 +72,33 @@ static int index_list_json(json_t *arr, const index_info_t *in)
 	json_object_set_new(o, "rows_per_shard", per);
 	json_object_set_new(o, "diverged", json_boolean(x->diverged));
 	json_object_set_new(o, "divergence", x->diverged ? json_string(x->divergence) : json_null());
-	json_object_set_new(o, "created", x->created_us ?
-	                    json_string(fmt_iso_utc(created, sizeof created, x->created_us)) :
-	                    json_null());
+	json_object_set_new(o, "created",
+	                    x->created_us ? json_string(fmt_iso_utc(created, sizeof created, x->created_us))
+	                                  : json_null());
 	return 0;
 }
 
 static int index_list_row(cli_table_t *t, const index_info_t *in)
 {
 	char rows[32] = "-", state[32], tail[256];
-	const char *cells[5] = {in->x->name, state, in->on, in->shard_on, rows};
+	const char *cells[5] = { in->x->name, state, in->on, in->shard_on, rows };
 
 	if (in->have_rows)
 		snprintf(rows, sizeof rows, "~%" PRId64, in->total); /* InnoDB's estimate */
 	/* shards that disagree: marked, and said under the row */
 	snprintf(state, sizeof state, "%s%s", bs_index_state_name(in->x->state), in->x->diverged ? "!" : "");
-	snprintf(tail, sizeof tail, "(the shards' catalogs differ: %s; the cleaner completes it)",
-	         in->x->divergence);
+	snprintf(tail, sizeof tail, "(the shards' catalogs differ: %s; the cleaner completes it)", in->x->divergence);
 	return cli_table_add(t, cells, in->x->diverged ? tail : NULL);
 }
 
 int cli_cmd_index_list(cli_ctx_t *ctx, int argc, char **argv)
 {
-	static const char *const head[] = {"NAME", "STATE", "ON", "SHARD_ON", "ROWS"};
+	static const char *const head[] = { "NAME", "STATE", "ON", "SHARD_ON", "ROWS" };
 	bool json = false;
-	const cli_opt_t opts[] = {{"json", NULL, &json}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
-	bs_index_list_t l = {0};
-	cli_table_t t = {.ncols = 5, .right = 1u << 4};
+	const cli_opt_t opts[] = { { "json", NULL, &json }, { NULL, NULL, NULL } };
+	cli_args_t args = { 0 };
+	bs_index_list_t l = { 0 };
+	cli_table_t t = { .ncols = 5, .right = 1u << 4 };
 	json_t *arr = NULL;
 	int64_t *counts = NULL;
 	int i, rc;
@@ -122,7 +121,7 @@ int cli_cmd_index_list(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	for (i = 0; i < l.len; i++) {
 		const bs_index_t *x = &l.items[i];
-		index_info_t in = {.x = x, .counts = counts, .nshards = bs_store_nshards(ctx->st), .st = ctx->st};
+		index_info_t in = { .x = x, .counts = counts, .nshards = bs_store_nshards(ctx->st), .st = ctx->st };
 
 		in.shard_on = x->shard_on >= 0 && x->shard_on < x->nprops ? x->props[x->shard_on].name : "-";
 		in.have_rows = index_rows(counts, &in.total, ctx, x->name);
@@ -148,9 +147,8 @@ done:
 int cli_cmd_index_create(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *on = NULL, *shard_on = NULL;
-	const cli_opt_t opts[] = {{"on", &on, NULL}, {"shard-on", &shard_on, NULL},
-	                          {NULL, NULL, NULL}};
-	cli_args_t args = {0};
+	const cli_opt_t opts[] = { { "on", &on, NULL }, { "shard-on", &shard_on, NULL }, { NULL, NULL, NULL } };
+	cli_args_t args = { 0 };
 	bs_index_t def, got;
 	int rc;
 
@@ -169,14 +167,16 @@ int cli_cmd_index_create(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	if ((rc = bs_index_get(&got, ctx->st, def.name)) < 0)
 		goto done;
-	printf("created index %s (%s) on %d shards\n", got.name,
-	       bs_index_state_name(got.state), bs_store_nshards(ctx->st));
+	printf("created index %s (%s) on %d shards\n", got.name, bs_index_state_name(got.state),
+	       bs_store_nshards(ctx->st));
 	/* MySQL has no grant on a table-name pattern: the app's account
 	 * writes this table's rows only once granted it (doc/DESIGN.md,
 	 * Privileges) */
-	fprintf(stderr, "bagstore: the app role's account needs grants on the new table %s: "
+	fprintf(stderr,
+	        "bagstore: the app role's account needs grants on the new table %s: "
 	        "`bagstore grants --role app --index %s` prints them (before index create, so that no put is "
-	        "refused; after it, at once)\n", got.name, got.name);
+	        "refused; after it, at once)\n",
+	        got.name, got.name);
 	char detail[1100];
 	snprintf(detail, sizeof detail, "on %s shard_on %s", on, shard_on);
 	cli_audit(ctx, "index.create", got.name, detail);
@@ -199,13 +199,15 @@ static int drop_refusal(cli_ctx_t *ctx, const bs_index_t *idx)
 		return BS_ENOMEM;
 	if (index_rows(counts, &total, ctx, idx->name)) {
 		for (i = 0; i < n && off < sizeof per; i++)
-			off += (size_t)snprintf(per + off, sizeof per - off, "%s%s %" PRId64,
-			                        i ? ", " : "", cfg->shards[i].name, counts[i]);
-		rc = bs_error(BS_EINVAL, "would drop index %s (%s): about %" PRId64
+			off += (size_t)snprintf(per + off, sizeof per - off, "%s%s %" PRId64, i ? ", " : "",
+			                        cfg->shards[i].name, counts[i]);
+		rc = bs_error(BS_EINVAL,
+		              "would drop index %s (%s): about %" PRId64
 		              " rows on %d shards (%s); add --yes to drop it",
 		              idx->name, bs_index_state_name(idx->state), total, n, per);
 	} else {
-		rc = bs_error(BS_EINVAL, "would drop index %s (%s) on %d shards "
+		rc = bs_error(BS_EINVAL,
+		              "would drop index %s (%s) on %d shards "
 		              "(rows unknown); add --yes to drop it",
 		              idx->name, bs_index_state_name(idx->state), n);
 	}
@@ -216,8 +218,8 @@ static int drop_refusal(cli_ctx_t *ctx, const bs_index_t *idx)
 int cli_cmd_index_drop(cli_ctx_t *ctx, int argc, char **argv)
 {
 	bool yes = false;
-	const cli_opt_t opts[] = {{"yes", NULL, &yes}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
+	const cli_opt_t opts[] = { { "yes", NULL, &yes }, { NULL, NULL, NULL } };
+	cli_args_t args = { 0 };
 	bs_index_t idx;
 	int rc;
 

@@ -36,9 +36,9 @@ typedef struct {
 static int show(cli_ctx_t *ctx, int argc, char **argv, const show_t *s)
 {
 	bool flag = false;
-	const cli_opt_t opts[] = {{s->flag, NULL, &flag}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
-	shown_t w = {0};
+	const cli_opt_t opts[] = { { s->flag, NULL, &flag }, { NULL, NULL, NULL } };
+	cli_args_t args = { 0 };
+	shown_t w = { 0 };
 	int rc;
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
@@ -160,11 +160,11 @@ static void move_row(cli_row_t *r, const void *items, int k)
 
 static int moves_table(const bs_move_list_t *l)
 {
-	static const char *const head[] = {"MOVE", "SOURCE", "TARGET", "BUCKETS", "STATE", "PHASE", "PROGRESS",
-	                                   "COPIED", "RATE/S", "ETA", "FENCE", "WORKER"};
+	static const char *const head[] = { "MOVE",     "SOURCE", "TARGET", "BUCKETS", "STATE", "PHASE",
+		                            "PROGRESS", "COPIED", "RATE/S", "ETA",     "FENCE", "WORKER" };
 
-	return cli_table_rows(head, 12, (1u << 3) | (1u << 6) | (1u << 7) | (1u << 8) | (1u << 9) | (1u << 10),
-	                      l->len, move_row, l->items);
+	return cli_table_rows(head, 12, (1u << 3) | (1u << 6) | (1u << 7) | (1u << 8) | (1u << 9) | (1u << 10), l->len,
+	                      move_row, l->items);
 }
 
 /* ------------------------------------------------------------ buckets */
@@ -233,7 +233,7 @@ static void bucket_shard_row(cli_row_t *r, const void *items, int k)
 
 static int buckets_table(const bs_buckets_t *b, const bs_move_list_t *l)
 {
-	static const char *const head[] = {"SHARD", "BUCKETS", "SHARE", "ENTITIES", "DATA", "MOVES"};
+	static const char *const head[] = { "SHARD", "BUCKETS", "SHARE", "ENTITIES", "DATA", "MOVES" };
 	int rc, inflight = 0;
 
 	printf("bucket map version %" PRId64 ", %d buckets, store %s\n", b->version, b->buckets, b->store_id);
@@ -266,7 +266,7 @@ static int buckets_print(cli_ctx_t *ctx, const shown_t *w, bool as_json)
 
 int cli_cmd_buckets(cli_ctx_t *ctx, int argc, char **argv)
 {
-	static const show_t s = {"json", buckets_read, buckets_print};
+	static const show_t s = { "json", buckets_read, buckets_print };
 
 	return show(ctx, argc, argv, &s);
 }
@@ -331,12 +331,13 @@ static void plan_row(cli_row_t *r, const void *items, int k)
 
 static int plan_text(const bs_reshard_plan_t *p)
 {
-	static const char *const head[] = {"SOURCE", "TARGET", "BUCKETS", "ENTITIES", "INDEX_ROWS", "TIME", "RANGES"};
+	static const char *const head[] = { "SOURCE", "TARGET", "BUCKETS", "ENTITIES", "INDEX_ROWS", "TIME", "RANGES" };
 	int64_t ents = 0, rows = 0;
 	char a[32], b[32], c[32];
 
 	if (!p->len) {
-		printf("nothing to move: map version %" PRId64 " already spreads its %d buckets as the configuration asks\n",
+		printf("nothing to move: map version %" PRId64
+		       " already spreads its %d buckets as the configuration asks\n",
 		       p->map_version, p->buckets);
 		return 0;
 	}
@@ -346,8 +347,9 @@ static int plan_text(const bs_reshard_plan_t *p)
 	}
 	fmt_secs(c, sizeof c, p->seconds_est);
 	printf("plan from bucket map version %" PRId64 " (%d buckets): %d moves, ~%s entities, ~%s index rows, "
-	       "~%s, %s\n", p->map_version, p->buckets, p->len, fmt_count(a, sizeof a, ents),
-	       fmt_count(b, sizeof b, rows), c, p->basis);
+	       "~%s, %s\n",
+	       p->map_version, p->buckets, p->len, fmt_count(a, sizeof a, ents), fmt_count(b, sizeof b, rows), c,
+	       p->basis);
 	return cli_table_rows(head, 7, (1u << 2) | (1u << 3) | (1u << 4) | (1u << 5), p->len, plan_row, p->moves);
 }
 
@@ -372,7 +374,7 @@ static int plan_print(cli_ctx_t *ctx, const shown_t *w, bool as_json)
 
 int cli_cmd_reshard_plan(cli_ctx_t *ctx, int argc, char **argv)
 {
-	static const show_t s = {"json", plan_read, plan_print};
+	static const show_t s = { "json", plan_read, plan_print };
 
 	return show(ctx, argc, argv, &s);
 }
@@ -406,14 +408,15 @@ static int start_print(cli_ctx_t *ctx, const shown_t *w, bool yes)
 	if ((rc = bs_reshard_start(ctx->st, &w->p)) < 0)
 		return rc;
 	printf("recorded %d moves; a cleaner runs them (`bagstore cleaner --reshard`, or the daemon); "
-	       "`bagstore reshard status` follows them\n", w->p.len);
+	       "`bagstore reshard status` follows them\n",
+	       w->p.len);
 	cli_queued_note(ctx, stdout, w->p.len, true);
 	return rc;
 }
 
 int cli_cmd_reshard_start(cli_ctx_t *ctx, int argc, char **argv)
 {
-	static const show_t s = {"yes", plan_read, start_print};
+	static const show_t s = { "yes", plan_read, start_print };
 
 	return show(ctx, argc, argv, &s);
 }
@@ -451,8 +454,8 @@ static int status_print(cli_ctx_t *ctx, const shown_t *w, bool as_json)
 	} else {
 		printf("reshard: %s", bs_reshard_state_name(state));
 		if (l->len)
-			printf(" (plan %" PRId64 ", from bucket map version %" PRId64 ", %d moves)", l->items[0].plan_id,
-			       l->items[0].map_version, l->len);
+			printf(" (plan %" PRId64 ", from bucket map version %" PRId64 ", %d moves)",
+			       l->items[0].plan_id, l->items[0].map_version, l->len);
 		printf("\n");
 		if (l->len)
 			rc = moves_table(l);
@@ -466,7 +469,7 @@ static int status_print(cli_ctx_t *ctx, const shown_t *w, bool as_json)
 
 int cli_cmd_reshard_status(cli_ctx_t *ctx, int argc, char **argv)
 {
-	static const show_t s = {"json", status_read, status_print};
+	static const show_t s = { "json", status_read, status_print };
 
 	return show(ctx, argc, argv, &s);
 }
@@ -475,7 +478,7 @@ int cli_cmd_reshard_status(cli_ctx_t *ctx, int argc, char **argv)
 
 static int control(cli_ctx_t *ctx, int argc, char **argv, const char *action, const char *done_text)
 {
-	cli_args_t args = {0};
+	cli_args_t args = { 0 };
 	int rc;
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, NULL, 0, 0)) != 0)

@@ -17,8 +17,8 @@
 
 int cli_cmd_init(cli_ctx_t *ctx, int argc, char **argv)
 {
-	cli_args_t args = {0};
-	bs_buckets_t b = {0};
+	cli_args_t args = { 0 };
+	bs_buckets_t b = { 0 };
 	int rc, empty = 0;
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, NULL, 0, 0)) != 0)
@@ -57,7 +57,8 @@ static json_t *tls_json(const bs_tls_state_t *t)
 	json_object_set_new(o, "encrypted", json_boolean(t->level > BS_TLS_NONE));
 	json_object_set_new(o, "version", cli_jstr(t->version));
 	json_object_set_new(o, "cipher", cli_jstr(t->cipher));
-	json_object_set_new(o, "verified", json_string(t->level > BS_TLS_ENCRYPTED ? bs_tls_level_name(t->level) : "none"));
+	json_object_set_new(o, "verified",
+	                    json_string(t->level > BS_TLS_ENCRYPTED ? bs_tls_level_name(t->level) : "none"));
 	return o;
 }
 
@@ -92,10 +93,9 @@ static void shard_json(json_t *o, const bs_shard_status_t *s)
 	json_object_set_new(o, "entities_est", jcount(down, s->entities_est));
 	json_object_set_new(o, "data_bytes", jcount(down, s->data_bytes));
 	json_object_set_new(o, "threads_running", jcount(down, s->threads_running));
-	json_object_set_new(o, "replica_lag", down || s->replica_lag < 0 ?
-	                    json_null() : json_real(s->replica_lag));
-	json_object_set_new(o, "fingerprint_ok", down || s->fingerprint_ok < 0 ?
-	                    json_null() : json_boolean(s->fingerprint_ok > 0));
+	json_object_set_new(o, "replica_lag", down || s->replica_lag < 0 ? json_null() : json_real(s->replica_lag));
+	json_object_set_new(o, "fingerprint_ok",
+	                    down || s->fingerprint_ok < 0 ? json_null() : json_boolean(s->fingerprint_ok > 0));
 	shard_tls_json(o, s);
 }
 
@@ -141,8 +141,7 @@ static int shard_row(cli_table_t *t, const bs_shard_status_t *s)
 			snprintf(lag, sizeof lag, "%.0fs", s->replica_lag);
 		else if (s->replica_lag == -2)
 			snprintf(lag, sizeof lag, "unknown");
-		fp = s->fingerprint_ok > 0 ? "ok" :
-		     s->fingerprint_ok == 0 ? "MISMATCH" : "uninitialised";
+		fp = s->fingerprint_ok > 0 ? "ok" : s->fingerprint_ok == 0 ? "MISMATCH" : "uninitialised";
 		fmt_tls(tls, sizeof tls, &s->tls, s->tls_plaintext_mixed || s->tls_plaintext_preferred);
 		if (!tail && s->tls_plaintext_preferred)
 			tail = "not encrypted: tls.mode is preferred and the server offers no TLS";
@@ -166,9 +165,9 @@ static int shard_row(cli_table_t *t, const bs_shard_status_t *s)
 
 static int shards_table(const bs_shard_status_t *ss, int n)
 {
-	static const char *const head[] = {"NAME", "ADDRESS", "STATE", "VERSION", "TLS", "CIPHER", "RTT_MS",
-	                                   "ENTITIES", "DATA", "THREADS", "REPL_LAG", "FINGERPRINT"};
-	cli_table_t t = {.ncols = 12, .right = (1u << 6) | (1u << 7) | (1u << 8) | (1u << 9) | (1u << 10)};
+	static const char *const head[] = { "NAME",   "ADDRESS",  "STATE", "VERSION", "TLS",      "CIPHER",
+		                            "RTT_MS", "ENTITIES", "DATA",  "THREADS", "REPL_LAG", "FINGERPRINT" };
+	cli_table_t t = { .ncols = 12, .right = (1u << 6) | (1u << 7) | (1u << 8) | (1u << 9) | (1u << 10) };
 	int i, rc;
 
 	if ((rc = cli_table_add(&t, head, NULL)) < 0)
@@ -185,8 +184,8 @@ done:
 int cli_cmd_shards(cli_ctx_t *ctx, int argc, char **argv)
 {
 	bool json = false;
-	const cli_opt_t opts[] = {{"json", NULL, &json}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
+	const cli_opt_t opts[] = { { "json", NULL, &json }, { NULL, NULL, NULL } };
+	cli_args_t args = { 0 };
 	bs_shard_status_t *ss = NULL;
 	int n, i, down = 0, foreign = 0, rc;
 
@@ -235,11 +234,11 @@ static bool listed(const bs_grant_table_t *ix, int n, const char *name)
 int cli_cmd_grants(cli_ctx_t *ctx, int argc, char **argv)
 {
 	const char *role_name = NULL, *user = NULL, *host = "%", *shard = NULL, *index = NULL;
-	const cli_opt_t opts[] = {{"role", &role_name, NULL}, {"user", &user, NULL}, {"host", &host, NULL},
-	                          {"shard", &shard, NULL}, {"index", &index, NULL}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
+	const cli_opt_t opts[] = { { "role", &role_name, NULL }, { "user", &user, NULL },   { "host", &host, NULL },
+		                   { "shard", &shard, NULL },    { "index", &index, NULL }, { NULL, NULL, NULL } };
+	cli_args_t args = { 0 };
 	char *sql = NULL, dflt[32];
-	bs_index_list_t cat = {0};
+	bs_index_list_t cat = { 0 };
 	bs_grant_table_t *ix = NULL;
 	int nix = 0;
 	bs_role_t role;
@@ -271,8 +270,10 @@ int cli_cmd_grants(cli_ctx_t *ctx, int argc, char **argv)
 		if ((rc = cli_open(ctx)) < 0 || (rc = bs_index_list(&cat, ctx->st)) < 0) {
 			char why[1024];
 			snprintf(why, sizeof why, "%s", bs_last_error());
-			rc = bs_error(rc, "the app role's grants name each index table, from the catalog: %s "
-			              "(run them after `bagstore init`)", why);
+			rc = bs_error(rc,
+			              "the app role's grants name each index table, from the catalog: %s "
+			              "(run them after `bagstore init`)",
+			              why);
 			goto done;
 		}
 		if (!(ix = calloc((size_t)cat.len + 1, sizeof *ix))) {
@@ -280,9 +281,9 @@ int cli_cmd_grants(cli_ctx_t *ctx, int argc, char **argv)
 			goto done;
 		}
 		for (int k = 0; k < cat.len; k++)
-			ix[nix++] = (bs_grant_table_t){cat.items[k].name, true};
+			ix[nix++] = (bs_grant_table_t){ cat.items[k].name, true };
 		if (index && !listed(ix, nix, index))
-			ix[nix++] = (bs_grant_table_t){index, false};
+			ix[nix++] = (bs_grant_table_t){ index, false };
 	}
 	if ((rc = bs_grants(&sql, ctx->cfg, role, user, host, shard, ix, nix)) < 0)
 		goto done;

@@ -44,15 +44,20 @@ static json_t *reading_json(const bs_throttle_shard_t *r)
 	json_object_set_new(o, "reason", cli_jstr(r->reason));
 	json_object_set_new(o, "write_latency_ms", ms_json(r->write_latency_s));
 	json_object_set_new(o, "write_baseline_ms", ms_json(r->write_baseline_s));
-	json_object_set_new(o, "write_limit_ms", r->write_limit_s > 0 ? json_real(r->write_limit_s * 1e3) : json_null());
-	json_object_set_new(o, "other_writes_per_s", r->other_writes_s >= 0 ? json_real(r->other_writes_s) : json_null());
+	json_object_set_new(o, "write_limit_ms",
+	                    r->write_limit_s > 0 ? json_real(r->write_limit_s * 1e3) : json_null());
+	json_object_set_new(o, "other_writes_per_s",
+	                    r->other_writes_s >= 0 ? json_real(r->other_writes_s) : json_null());
 	json_object_set_new(o, "others_write", json_boolean(r->others_write));
-	json_object_set_new(o, "threads_running", r->threads_running >= 0 ? json_integer(r->threads_running) : json_null());
-	json_object_set_new(o, "history_length", r->history_length >= 0 ? json_integer(r->history_length) : json_null());
+	json_object_set_new(o, "threads_running",
+	                    r->threads_running >= 0 ? json_integer(r->threads_running) : json_null());
+	json_object_set_new(o, "history_length",
+	                    r->history_length >= 0 ? json_integer(r->history_length) : json_null());
 	for (int k = 0; k < r->nreplicas; k++) {
 		json_t *x = json_object();
 		json_object_set_new(x, "address", cli_jstr(r->replicas[k].address));
-		json_object_set_new(x, "lag_s", r->replicas[k].lag_s >= 0 ? json_real(r->replicas[k].lag_s) : json_null());
+		json_object_set_new(x, "lag_s",
+		                    r->replicas[k].lag_s >= 0 ? json_real(r->replicas[k].lag_s) : json_null());
 		json_object_set_new(x, "error", cli_jstr(r->replicas[k].lag_s >= 0 ? "" : r->replicas[k].error));
 		json_array_append_new(reps, x);
 	}
@@ -78,9 +83,9 @@ static void replicas_text(char *buf, size_t size, const bs_throttle_shard_t *r)
 
 static void readings_table(const bs_throttle_shard_t *r, int n, const bs_config_t *cfg)
 {
-	cli_table_t t = {.ncols = 10, .right = 0x3fc};
-	const char *head[] = {"SHARD", "STATE", "WRITE_MS", "BASELINE_MS", "LIMIT_MS", "OTHER_W/S", "THREADS", "HISTORY",
-	                      "REPLICA_LAG", "PACE"};
+	cli_table_t t = { .ncols = 10, .right = 0x3fc };
+	const char *head[] = { "SHARD",     "STATE",   "WRITE_MS", "BASELINE_MS", "LIMIT_MS",
+		               "OTHER_W/S", "THREADS", "HISTORY",  "REPLICA_LAG", "PACE" };
 	cli_table_add(&t, head, NULL);
 	for (int i = 0; i < n; i++) {
 		char w[32], b[32], l[32], ow[32], th[48], h[48], rl[160], p[48];
@@ -95,10 +100,16 @@ static void readings_table(const bs_throttle_shard_t *r, int n, const bs_config_
 			snprintf(h, sizeof h, "-");
 		replicas_text(rl, sizeof rl, &r[i]);
 		snprintf(p, sizeof p, "%.2f/%d", r[i].pace, r[i].most);
-		const char *row[] = {r[i].shard, bs_throttle_state_name(r[i].state), ms(w, sizeof w, r[i].write_latency_s),
-		                     ms(b, sizeof b, r[i].write_baseline_s),
-		                     r[i].write_limit_s > 0 ? ms(l, sizeof l, r[i].write_limit_s) : "-", ow,
-		                     r[i].threads_running >= 0 ? th : "-", h, rl, p};
+		const char *row[] = { r[i].shard,
+			              bs_throttle_state_name(r[i].state),
+			              ms(w, sizeof w, r[i].write_latency_s),
+			              ms(b, sizeof b, r[i].write_baseline_s),
+			              r[i].write_limit_s > 0 ? ms(l, sizeof l, r[i].write_limit_s) : "-",
+			              ow,
+			              r[i].threads_running >= 0 ? th : "-",
+			              h,
+			              rl,
+			              p };
 		cli_table_add(&t, row, NULL);
 	}
 	cli_table_print(stdout, &t);
@@ -112,8 +123,8 @@ int cli_cmd_throttle(cli_ctx_t *ctx, int argc, char **argv)
 {
 	bool as_json = false;
 	const char *secs_text = NULL;
-	const cli_opt_t opts[] = {{"json", NULL, &as_json}, {"seconds", &secs_text, NULL}, {NULL, NULL, NULL}};
-	cli_args_t args = {0};
+	const cli_opt_t opts[] = { { "json", NULL, &as_json }, { "seconds", &secs_text, NULL }, { NULL, NULL, NULL } };
+	cli_args_t args = { 0 };
 	bs_throttle_shard_t *r = NULL;
 	json_t *arr = NULL;
 	double secs = 1.0;
@@ -125,7 +136,8 @@ int cli_cmd_throttle(cli_ctx_t *ctx, int argc, char **argv)
 		char *end;
 		secs = strtod(secs_text, &end);
 		if (end == secs_text || *end || !(secs >= 0 && secs <= 3600)) {
-			rc = cli_usage_error(ctx, "--seconds wants a number of seconds from 0 to 3600, got \"%s\"", secs_text);
+			rc = cli_usage_error(ctx, "--seconds wants a number of seconds from 0 to 3600, got \"%s\"",
+			                     secs_text);
 			goto done;
 		}
 	}

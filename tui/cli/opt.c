@@ -73,8 +73,7 @@ static int parse_option(cli_ctx_t *ctx, const cli_opt_t *opts, int argc, char **
 	return 0;
 }
 
-int cli_parse(cli_args_t *args, cli_ctx_t *ctx, int argc, char **argv,
-              const cli_opt_t *opts, int min, int max)
+int cli_parse(cli_args_t *args, cli_ctx_t *ctx, int argc, char **argv, const cli_opt_t *opts, int min, int max)
 {
 	char word[64], quoted[1024];
 	bool only_pos = false;
@@ -97,8 +96,7 @@ int cli_parse(cli_args_t *args, cli_ctx_t *ctx, int argc, char **argv,
 		arg_name(word, sizeof word, ctx->cmd, args->n);
 		rc = cli_usage_error(ctx, "missing %s", word);
 	} else if (max >= 0 && args->n > max) {
-		rc = cli_usage_error(ctx, "unexpected argument %s",
-		                     fmt_quote(quoted, sizeof quoted, args->v[max]));
+		rc = cli_usage_error(ctx, "unexpected argument %s", fmt_quote(quoted, sizeof quoted, args->v[max]));
 	}
 done:
 	if (rc != 0)

@@ -38,8 +38,7 @@ int cli_table_add(cli_table_t *t, const char *const *cells, const char *tail)
 	int c, rc;
 
 	if (t->ncols < 1 || t->ncols > CLI_TABLE_MAX_COLS)
-		return bs_error(BS_ERROR, "internal: a table of %d columns (at most %d)",
-		                t->ncols, CLI_TABLE_MAX_COLS);
+		return bs_error(BS_ERROR, "internal: a table of %d columns (at most %d)", t->ncols, CLI_TABLE_MAX_COLS);
 	if ((rc = table_grow(t)) < 0)
 		return rc;
 	row = t->cells + t->nrows * (size_t)t->ncols;
@@ -57,7 +56,7 @@ int cli_table_add(cli_table_t *t, const char *const *cells, const char *tail)
 
 void cli_table_print(FILE *f, const cli_table_t *t)
 {
-	size_t w[CLI_TABLE_MAX_COLS] = {0}, r;
+	size_t w[CLI_TABLE_MAX_COLS] = { 0 }, r;
 	int c;
 
 	for (r = 0; r < t->nrows; r++)
@@ -91,13 +90,13 @@ void cli_table_print(FILE *f, const cli_table_t *t)
 
 int cli_table_rows(const char *const *head, int ncols, unsigned right, int n, cli_row_fn row, const void *items)
 {
-	cli_table_t t = {.ncols = ncols, .right = right};
+	cli_table_t t = { .ncols = ncols, .right = right };
 	int rc;
 
 	if ((rc = cli_table_add(&t, head, NULL)) < 0)
 		goto done;
 	for (int k = 0; k < n; k++) {
-		cli_row_t r = {0};
+		cli_row_t r = { 0 };
 
 		row(&r, items, k);
 		if ((rc = cli_table_add(&t, r.cells, r.tail)) < 0)
@@ -174,4 +173,3 @@ void cli_trace_print(void *arg, const bs_trace_t *t)
 	fprintf(stderr, "trace: %s %s%s %s%s%s: %s\n", t->shard, t->async ? "<=" : "", d, rows, err,
 	        t->async ? " (sent without waiting; timed to its answer's read)" : "", t->sql);
 }
-

@@ -42,8 +42,8 @@
 typedef struct {
 	pthread_mutex_t mu;
 	FILE *f;
-	bool json;      /* JSON Lines, else text */
-	bool journal;   /* stderr is the journal: text lines carry <N> levels,
+	bool json;    /* JSON Lines, else text */
+	bool journal; /* stderr is the journal: text lines carry <N> levels,
 	                 * no timestamp (journald stamps them) */
 } svc_log_t;
 
@@ -62,10 +62,10 @@ void svc_log_set_json(svc_log_t *l, bool json);
 /* ------------------------------------------------------------ svc_notify.c */
 
 typedef struct {
-	int fd;                 /* -1: not under systemd's notify protocol */
+	int fd; /* -1: not under systemd's notify protocol */
 	char path[108];
-	size_t pathlen;         /* bytes of path that make the address */
-	uint64_t watchdog_us;   /* $WATCHDOG_USEC for this process, 0: none */
+	size_t pathlen;       /* bytes of path that make the address */
+	uint64_t watchdog_us; /* $WATCHDOG_USEC for this process, 0: none */
 } svc_notify_t;
 
 /* Read $NOTIFY_SOCKET, $WATCHDOG_USEC and $WATCHDOG_PID and unset them (so
@@ -82,27 +82,27 @@ void svc_notify_close(svc_notify_t *n);
 /* The collector's last values, each group stamped with its last success. */
 typedef struct {
 	pthread_mutex_t mu;
-	int n;                          /* shards */
-	bs_shard_status_t *status;      /* per shard */
+	int n;                     /* shards */
+	bs_shard_status_t *status; /* per shard */
 	int64_t status_at_us;
-	bs_lag_t *lag;                  /* per shard */
+	bs_lag_t *lag; /* per shard */
 	int64_t lag_at_us;
 	bs_job_list_t jobs;
 	int64_t jobs_at_us;
-	bs_index_list_t indexes;        /* with verify[] below */
-	bs_drift_t *verify;             /* per index of `indexes` */
+	bs_index_list_t indexes; /* with verify[] below */
+	bs_drift_t *verify;      /* per index of `indexes` */
 	bool *have_verify;
 	int64_t verify_at_us;
 	bs_worker_list_t workers;
 	int64_t workers_at_us;
-	bs_move_list_t moves;           /* the latest reshard's moves */
-	int64_t *backlog;               /* per move: its log backlog, -1 unknown */
-	int moves_unreachable;          /* shards whose moves were not read */
+	bs_move_list_t moves;  /* the latest reshard's moves */
+	int64_t *backlog;      /* per move: its log backlog, -1 unknown */
+	int moves_unreachable; /* shards whose moves were not read */
 	int64_t moves_at_us;
 	/* the last attempt of each group failed: why ("" when it went well) */
 	char status_err[256], lag_err[256], jobs_err[256], verify_err[256], workers_err[256], moves_err[256];
-	int64_t errors_total;           /* refreshes that failed, any group */
-	bool *answered;                 /* per shard: answered once since start */
+	int64_t errors_total; /* refreshes that failed, any group */
+	bool *answered;       /* per shard: answered once since start */
 	bool all_answered;
 } svc_snap_t;
 
@@ -128,11 +128,11 @@ typedef struct {
 
 typedef struct {
 	pthread_mutex_t mu;
-	int n;                          /* shards */
+	int n; /* shards */
 	int64_t events[BS_EV_COUNT];
-	int64_t *repair_passes;         /* per shard */
-	int64_t *repair_rows;           /* per shard: entities looked at */
-	svc_repair_ctr_t *repair;       /* per index and shard */
+	int64_t *repair_passes;   /* per shard */
+	int64_t *repair_rows;     /* per shard: entities looked at */
+	svc_repair_ctr_t *repair; /* per index and shard */
 	int nrepair, caprepair;
 	int64_t hooks_ok, hooks_failed, hooks_timeout, hooks_dropped;
 	int64_t reloads_ok, reloads_failed;
@@ -154,12 +154,12 @@ typedef struct svc_web_user svc_web_user_t;
  * the password cache (under mu). */
 typedef struct {
 	char *path;
-	char *cert_pem, *key_pem;       /* NULL: no TLS */
-	char *ca_pem;                   /* NULL: no client certificates */
+	char *cert_pem, *key_pem; /* NULL: no TLS */
+	char *ca_pem;             /* NULL: no client certificates */
 	svc_client_auth_t client_auth;
-	svc_web_user_t *users;          /* basic auth; none: no basic auth */
+	svc_web_user_t *users; /* basic auth; none: no basic auth */
 	int nusers;
-	unsigned char hmac_key[32];     /* the password cache's */
+	unsigned char hmac_key[32]; /* the password cache's */
 	pthread_mutex_t mu;
 } svc_web_t;
 

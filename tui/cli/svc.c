@@ -38,16 +38,16 @@
 
 #define TICK_MS 250
 #define MAX_HELD 256
-#define MAX_AGG 32          /* indexes per shard in a repair summary */
-#define IDLE_SUMMARY 12     /* an idle shard's summary: every 12 log_every */
-#define LOOP_STALL_S 600.0  /* the watchdog starves after this without a loop pass */
-#define REPAIR_FRESH_S 5.0  /* a shard is "repaired here" this long after a pass */
+#define MAX_AGG 32         /* indexes per shard in a repair summary */
+#define IDLE_SUMMARY 12    /* an idle shard's summary: every 12 log_every */
+#define LOOP_STALL_S 600.0 /* the watchdog starves after this without a loop pass */
+#define REPAIR_FRESH_S 5.0 /* a shard is "repaired here" this long after a pass */
 
 typedef struct {
 	char index[BS_NAME_MAX + 1];
 	int shard;
 	bs_job_t job;
-	double last_log;        /* monotonic: its last progress line */
+	double last_log; /* monotonic: its last progress line */
 } held_t;
 
 /* A shard's repair passes since its last summary line. */
@@ -64,8 +64,8 @@ typedef struct {
 	const bs_config_t *cfg;
 	const svc_opts_t *opts;
 	atomic_int stop;
-	atomic_bool quit;        /* svc's thread: leave */
-	atomic_llong loop_ms;    /* monotonic ms of the engine loop's last pass */
+	atomic_bool quit;     /* svc's thread: leave */
+	atomic_llong loop_ms; /* monotonic ms of the engine loop's last pass */
 	bs_cleaner_live_t *live;
 	bs_worker_t *worker;
 	svc_log_t log;
@@ -83,14 +83,14 @@ typedef struct {
 	 * ticks run under tick_mu */
 	pthread_mutex_t tick_mu;
 	bool ending;
-	double started;          /* monotonic */
-	int64_t signals;         /* TERM/INT received (svc's thread only) */
+	double started;  /* monotonic */
+	int64_t signals; /* TERM/INT received (svc's thread only) */
 	char stop_reason[32];
 	/* under mu: what events tell */
 	pthread_mutex_t mu;
 	held_t held[MAX_HELD];
 	int nheld;
-	agg_t *agg;              /* per shard */
+	agg_t *agg; /* per shard */
 	double log_every;
 	char last_err[512];
 	/* svc's thread only */
@@ -98,7 +98,7 @@ typedef struct {
 	double last_status, last_watchdog;
 	char status[256], doing_jobs[1024], doing_repair[1024];
 	int registry_ok;
-	bool *plain_said;        /* per shard: its plain text under tls.mode preferred logged */
+	bool *plain_said; /* per shard: its plain text under tls.mode preferred logged */
 	/* under mu: what was last logged of each move (a line when it changes) */
 	struct {
 		int64_t id;
@@ -270,7 +270,8 @@ static void on_progress_event(svc_t *s, const bs_event_t *ev)
 	h->last_log = mono();
 	svc_log(&s->log, LOG_INFO_, "job_progress", job_fields(s, ev),
 	        "backfill of %s on shard %s: %" PRId64 " of %" PRId64 " rows (%.1f%%), %.0f rows/s, eta %s", ev->index,
-	        sname(s, ev->shard), j->rows_scanned, j->rows_total, pct(j), j->rate, fmt_secs(eta, sizeof eta, j->eta_s));
+	        sname(s, ev->shard), j->rows_scanned, j->rows_total, pct(j), j->rate,
+	        fmt_secs(eta, sizeof eta, j->eta_s));
 }
 
 /* Under s->mu. */
@@ -291,9 +292,7 @@ static void on_job_event(svc_t *s, const bs_event_t *ev)
 		        j->rows_scanned ? "resumes" : "starts", j->rows_scanned, j->rows_total);
 		fire(s, BS_HOOK_BACKFILL_STARTED, ev);
 		break;
-	case BS_EV_JOB_PROGRESS:
-		on_progress_event(s, ev);
-		break;
+	case BS_EV_JOB_PROGRESS: on_progress_event(s, ev); break;
 	case BS_EV_JOB_DONE:
 		held_drop(s, ev);
 		svc_log(&s->log, LOG_INFO_, "job_done", job_fields(s, ev),
@@ -309,20 +308,19 @@ static void on_job_event(svc_t *s, const bs_event_t *ev)
 		break;
 	case BS_EV_JOB_RELEASED:
 		held_drop(s, ev);
-		svc_log(&s->log, LOG_INFO_, "job_released", job_fields(s, ev), "backfill of %s on shard %s released: %s",
-		        ev->index, sh, ev->message);
+		svc_log(&s->log, LOG_INFO_, "job_released", job_fields(s, ev),
+		        "backfill of %s on shard %s released: %s", ev->index, sh, ev->message);
 		break;
 	case BS_EV_THROTTLE_ON:
-		svc_log(&s->log, LOG_WARN_, "throttle_on", job_fields(s, ev), "backfill of %s on shard %s throttled: %s",
-		        ev->index, sh, ev->message);
+		svc_log(&s->log, LOG_WARN_, "throttle_on", job_fields(s, ev),
+		        "backfill of %s on shard %s throttled: %s", ev->index, sh, ev->message);
 		fire(s, BS_HOOK_THROTTLED, ev);
 		break;
 	case BS_EV_THROTTLE_OFF:
 		svc_log(&s->log, LOG_INFO_, "throttle_off", job_fields(s, ev),
 		        "backfill of %s on shard %s goes on (it waited: %s)", ev->index, sh, ev->message);
 		break;
-	default:
-		break;
+	default: break;
 	}
 }
 
@@ -385,8 +383,9 @@ static void agg_flush(svc_t *s, int i, double now)
 	}
 	json_object_set_new(f, "indexes", ix);
 	svc_log(&s->log, LOG_INFO_, "repair_pass", f,
-	        "repair on shard %s: %" PRId64 " passes, %" PRId64 " entities, %" PRId64 " index rows inserted, %" PRId64
-	        " deleted%s%s", sname(s, i), a->passes, a->rows, ins, del, per[0] ? ":" : "", per);
+	        "repair on shard %s: %" PRId64 " passes, %" PRId64 " entities, %" PRId64
+	        " index rows inserted, %" PRId64 " deleted%s%s",
+	        sname(s, i), a->passes, a->rows, ins, del, per[0] ? ":" : "", per);
 	double last_pass = a->last_pass;
 	memset(a, 0, sizeof *a);
 	a->last_line = now;
@@ -435,18 +434,16 @@ static void on_event(void *p, const bs_event_t *ev)
 		fire(s, BS_HOOK_INDEX_READY, ev);
 		break;
 	case BS_EV_SHARD_LOST:
-	case BS_EV_SHARD_BACK:
-		on_shard_event(s, ev);
-		break;
+	case BS_EV_SHARD_BACK: on_shard_event(s, ev); break;
 	case BS_EV_ERROR: /* said when it changes: the loop retries every pass */
 		if (strcmp(s->last_err, ev->message) != 0) {
 			snprintf(s->last_err, sizeof s->last_err, "%s", ev->message);
-			svc_log(&s->log, LOG_ERROR_, "error", json_pack("{s:o,s:s}", "reason", cli_jstr(ev->message), "code",
-			        bs_strerror(ev->code)), "%s", ev->message);
+			svc_log(&s->log, LOG_ERROR_, "error",
+			        json_pack("{s:o,s:s}", "reason", cli_jstr(ev->message), "code", bs_strerror(ev->code)),
+			        "%s", ev->message);
 		}
 		break;
-	default:
-		on_job_event(s, ev);
+	default: on_job_event(s, ev);
 	}
 	pthread_mutex_unlock(&s->mu);
 }
@@ -476,7 +473,10 @@ static void on_dead(void *p, const bs_worker_info_t *w)
 /* "name old -> new" for each cleaner setting that changed, into f and msg. */
 static void settings_diff(json_t *f, char *msg, size_t n, const bs_cleaner_conf_t *a, const bs_cleaner_conf_t *b)
 {
-	const struct { const char *name; double x, y; } d[] = {
+	const struct {
+		const char *name;
+		double x, y;
+	} d[] = {
 		{ "chunk_time", a->chunk_time, b->chunk_time },
 		{ "max_load", a->max_load, b->max_load },
 		{ "critical_load", a->critical_load, b->critical_load },
@@ -499,7 +499,8 @@ static void settings_diff(json_t *f, char *msg, size_t n, const bs_cleaner_conf_
 			continue;
 		json_object_set_new(f, d[k].name, json_pack("[f,f]", d[k].x, d[k].y));
 		if (o < n)
-			o += (size_t)snprintf(msg + o, n - o, "%s%s %g -> %g", o ? ", " : "", d[k].name, d[k].x, d[k].y);
+			o += (size_t)snprintf(msg + o, n - o, "%s%s %g -> %g", o ? ", " : "", d[k].name, d[k].x,
+			                      d[k].y);
 	}
 	if (!o)
 		snprintf(msg, n, "no cleaner setting changed");
@@ -527,8 +528,8 @@ static void reload_metrics_web(svc_t *s)
 		        "SIGHUP: /metrics's web configuration: %s: the one in force stays", err);
 		return;
 	}
-	svc_log(&s->log, LOG_INFO_, "reload", json_pack("{s:o}", "metrics_protection",
-	        cli_jstr(svc_metrics_protection(s->metrics))),
+	svc_log(&s->log, LOG_INFO_, "reload",
+	        json_pack("{s:o}", "metrics_protection", cli_jstr(svc_metrics_protection(s->metrics))),
 	        "SIGHUP: /metrics's web configuration read again (%s)", svc_metrics_protection(s->metrics));
 }
 
@@ -542,14 +543,18 @@ static void reload_restart_notes(svc_t *s, const bs_config_t *nc)
 	bs_config_fingerprint(b, nc);
 	if (strcmp(a, b) != 0)
 		svc_log(&s->log, LOG_WARN_, "reload_partial", NULL,
-		        "the shard list in %s changed: restart the cleaner to use it (it keeps the list it started with)",
+		        "the shard list in %s changed: restart the cleaner to use it (it keeps the list it started "
+		        "with)",
 		        nc->path);
 	if (!s->opts->metrics && ((m == NULL) != (nm == NULL) || (m && nm && strcmp(m, nm) != 0)))
-		svc_log(&s->log, LOG_WARN_, "reload_partial", NULL, "cleaner.metrics changed: restart the cleaner to "
-		        "serve /metrics on %s", nm ? nm : "(none)");
+		svc_log(&s->log, LOG_WARN_, "reload_partial", NULL,
+		        "cleaner.metrics changed: restart the cleaner to "
+		        "serve /metrics on %s",
+		        nm ? nm : "(none)");
 	if (!s->opts->web_config && (!streq(s->cfg->daemon.metrics_web_config, nc->daemon.metrics_web_config) ||
 	                             s->cfg->daemon.metrics_insecure != nc->daemon.metrics_insecure))
-		svc_log(&s->log, LOG_WARN_, "reload_partial", NULL, "cleaner.metrics_web_config or metrics_insecure "
+		svc_log(&s->log, LOG_WARN_, "reload_partial", NULL,
+		        "cleaner.metrics_web_config or metrics_insecure "
 		        "changed: restart the cleaner to serve /metrics with them");
 	if (nc->connect_timeout != s->cfg->connect_timeout || nc->read_timeout != s->cfg->read_timeout ||
 	    nc->write_timeout != s->cfg->write_timeout || nc->catalog_ttl != s->cfg->catalog_ttl)
@@ -586,8 +591,10 @@ static void reload(svc_t *s)
 	 * all (a restart would refuse it): the cleaner goes on as it was */
 	if (!bs_config_same_shards(s->cfg, nc) &&
 	    bs_shard_list_check(nc, LIST_CHECK_CAP_S, unchecked, sizeof unchecked) < 0) {
-		snprintf(msg, sizeof msg, "the shard list in %s disagrees with the shards: %s; the cleaner keeps the "
-		         "list it started with", nc->path, bs_last_error());
+		snprintf(msg, sizeof msg,
+		         "the shard list in %s disagrees with the shards: %s; the cleaner keeps the "
+		         "list it started with",
+		         nc->path, bs_last_error());
 		reload_refused(s, msg);
 		bs_config_free(nc);
 		return;
@@ -634,7 +641,8 @@ static void on_signal(svc_t *s, int sig)
 	}
 	if (s->signals++) {
 		svc_log(&s->log, LOG_WARN_, "signal", json_pack("{s:s,s:i}", "signal", name, "exit_status", 1),
-		        "%s again: exiting at once, status 1 (the jobs in hand go back to any cleaner, as after a kill)",
+		        "%s again: exiting at once, status 1 (the jobs in hand go back to any cleaner, as after a "
+		        "kill)",
 		        name);
 		_exit(1);
 	}
@@ -658,7 +666,8 @@ static void doing_text(svc_t *s, char *jobs, size_t jn, char *rep, size_t rn, do
 
 	jobs[0] = rep[0] = '\0';
 	for (int k = 0; k < s->nheld && o + 140 < jn; k++)
-		o += (size_t)snprintf(jobs + o, jn - o, "%s%s@%s", o ? "," : "", s->held[k].index, sname(s, s->held[k].shard));
+		o += (size_t)snprintf(jobs + o, jn - o, "%s%s@%s", o ? "," : "", s->held[k].index,
+		                      sname(s, s->held[k].shard));
 	o = 0;
 	for (int i = 0; i < s->cfg->nshards && o + 70 < rn; i++)
 		if (s->agg[i].last_pass > 0 && now - s->agg[i].last_pass < REPAIR_FRESH_S)
@@ -679,7 +688,8 @@ static void status_text(svc_t *s, char *buf, size_t n, const char *rep)
 	for (int i = 0; s->snap->status && i < s->snap->n; i++)
 		down += s->snap->status[i].state == BS_SHARD_DOWN;
 	pthread_mutex_unlock(&s->snap->mu);
-	o = (size_t)snprintf(buf, n, "%s: repairing %s", s->ready_sent ? "running" : "starting", rep[0] ? rep : "no shard");
+	o = (size_t)snprintf(buf, n, "%s: repairing %s", s->ready_sent ? "running" : "starting",
+	                     rep[0] ? rep : "no shard");
 	if (lag >= 0 && o < n)
 		o += (size_t)snprintf(buf + o, n - o, " (lag %.1f s)", lag);
 	pthread_mutex_lock(&s->mu);
@@ -715,7 +725,8 @@ static void tick_plaintext(svc_t *s)
 		json_object_set_new(f, "shard", cli_jstr(names[k]));
 		json_object_set_new(f, "address", cli_jstr(addr[k]));
 		json_object_set_new(f, "tls_mode", json_string("preferred"));
-		svc_log(&s->log, LOG_WARN_, "tls_plaintext", f, "shard %s (%s): connected in plain text: tls.mode is "
+		svc_log(&s->log, LOG_WARN_, "tls_plaintext", f,
+		        "shard %s (%s): connected in plain text: tls.mode is "
 		        "preferred and the server offers no TLS (require it with tls.mode required or stricter)",
 		        names[k], addr[k]);
 	}
@@ -733,7 +744,8 @@ static void tick_notify(svc_t *s, double now)
 		if (all) {
 			s->ready_sent = true;
 			svc_notify_send(&s->nfy, "READY=1");
-			svc_log(&s->log, LOG_INFO_, "ready", NULL, "the configuration is read and every shard answered");
+			svc_log(&s->log, LOG_INFO_, "ready", NULL,
+			        "the configuration is read and every shard answered");
 		}
 	}
 	if (now - s->last_status >= 1.0 && !atomic_load(&s->stop)) {
@@ -777,9 +789,11 @@ static void tick_registry(svc_t *s, double now)
 	ok = bs_worker_shards_ok(s->worker, err, sizeof err);
 	if (ok != s->registry_ok) {
 		if (ok < s->cfg->nshards)
-			svc_log(&s->log, LOG_WARN_, "registry", json_pack("{s:i,s:i,s:o}", "shards_ok", ok, "shards",
-			        s->cfg->nshards, "reason", cli_jstr(err)),
-			        "worker registry: %d of %d shards take this cleaner's heartbeat: %s", ok, s->cfg->nshards, err);
+			svc_log(&s->log, LOG_WARN_, "registry",
+			        json_pack("{s:i,s:i,s:o}", "shards_ok", ok, "shards", s->cfg->nshards, "reason",
+			                  cli_jstr(err)),
+			        "worker registry: %d of %d shards take this cleaner's heartbeat: %s", ok,
+			        s->cfg->nshards, err);
 		else if (s->registry_ok >= 0)
 			svc_log(&s->log, LOG_INFO_, "registry", json_pack("{s:i,s:i}", "shards_ok", ok, "shards", ok),
 			        "worker registry: every shard takes this cleaner's heartbeat");
@@ -824,7 +838,8 @@ static void log_start(svc_t *s)
 	for (int i = 0; i < s->cfg->nshards; i++) {
 		json_array_append_new(sh, cli_jstr(s->cfg->shards[i].name));
 		if (o < sizeof names - 70)
-			o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? " " : "", s->cfg->shards[i].name);
+			o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", i ? " " : "",
+			                      s->cfg->shards[i].name);
 	}
 	json_object_set_new(f, "version", json_string(BS_VERSION));
 	json_object_set_new(f, "pid", json_integer(getpid()));
@@ -835,10 +850,12 @@ static void log_start(svc_t *s)
 	json_object_set_new(f, "metrics_protection", cli_jstr(s->metrics ? svc_metrics_protection(s->metrics) : NULL));
 	json_object_set_new(f, "systemd_notify", json_boolean(s->nfy.fd >= 0));
 	json_object_set_new(f, "watchdog_s", json_real((double)s->nfy.watchdog_us / 1e6));
-	svc_log(&s->log, LOG_INFO_, "start", f, "bagstore %s cleaner started: pid %d, worker %s, %d shards (%s)%s%s%s%s%s, "
-	        "config %s", BS_VERSION, (int)getpid(), bs_worker_id(s->worker), s->cfg->nshards, names,
-	        s->metrics_addr ? ", /metrics on " : "", s->metrics_addr ? s->metrics_addr : "",
-	        s->metrics ? " (" : "", s->metrics ? svc_metrics_protection(s->metrics) : "", s->metrics ? ")" : "",
+	svc_log(&s->log, LOG_INFO_, "start", f,
+	        "bagstore %s cleaner started: pid %d, worker %s, %d shards (%s)%s%s%s%s%s, "
+	        "config %s",
+	        BS_VERSION, (int)getpid(), bs_worker_id(s->worker), s->cfg->nshards, names,
+	        s->metrics_addr ? ", /metrics on " : "", s->metrics_addr ? s->metrics_addr : "", s->metrics ? " (" : "",
+	        s->metrics ? svc_metrics_protection(s->metrics) : "", s->metrics ? ")" : "",
 	        s->cfg->path ? s->cfg->path : "-");
 }
 
@@ -871,7 +888,8 @@ static int svc_begin(svc_t *s)
 	s->metrics_addr = s->opts->metrics ? s->opts->metrics : dm->metrics;
 	s->started = mono();
 	s->registry_ok = -1;
-	if ((rc = svc_counters_init(&s->ctr, s->cfg->nshards)) < 0 || (rc = bs_cleaner_live_new(&s->live, &s->cfg->cleaner)) < 0)
+	if ((rc = svc_counters_init(&s->ctr, s->cfg->nshards)) < 0 ||
+	    (rc = bs_cleaner_live_new(&s->live, &s->cfg->cleaner)) < 0)
 		return rc;
 	if (!(s->agg = calloc((size_t)s->cfg->nshards, sizeof *s->agg)) ||
 	    !(s->plain_said = calloc((size_t)s->cfg->nshards, sizeof *s->plain_said)))
@@ -887,11 +905,13 @@ static int svc_begin(svc_t *s)
 			.insecure = dm->metrics_insecure,
 		};
 		if ((rc = svc_metrics_start(&s->metrics, &mc, s->cfg, s->snap, &s->ctr, err, sizeof err)) < 0)
-			return rc == -2 ? bs_error(BS_ECONFIG, "cannot serve /metrics: %s", err) :
-			                  bs_error(BS_ERROR, "cannot serve /metrics on %s", err);
+			return rc == -2 ? bs_error(BS_ECONFIG, "cannot serve /metrics: %s", err)
+			                : bs_error(BS_ERROR, "cannot serve /metrics on %s", err);
 	} else if (s->opts->web_config || dm->metrics_web_config)
-		svc_log(&s->log, LOG_WARN_, "metrics", NULL, "%s is not used: /metrics is not served (neither --metrics "
-		        "nor cleaner.metrics)", s->opts->web_config ? "--web.config.file" : dm->metrics_web_config_at);
+		svc_log(&s->log, LOG_WARN_, "metrics", NULL,
+		        "%s is not used: /metrics is not served (neither --metrics "
+		        "nor cleaner.metrics)",
+		        s->opts->web_config ? "--web.config.file" : dm->metrics_web_config_at);
 	if ((rc = svc_hooks_start(&s->hooks, s->cfg, &s->log, &s->ctr)) < 0 ||
 	    (rc = bs_worker_start(&s->worker, s->cfg, "cleaner", s->metrics_addr)) < 0)
 		return rc;
@@ -915,20 +935,22 @@ static void svc_end(svc_t *s, int rc)
 	s->ending = true;
 	pthread_mutex_unlock(&s->tick_mu);
 	if (s->log.f && s->tid_started)
-		svc_log(&s->log, LOG_INFO_, "stopping", NULL, "the engine's loop ended: leaving the worker registry, "
+		svc_log(&s->log, LOG_INFO_, "stopping", NULL,
+		        "the engine's loop ended: leaving the worker registry, "
 		        "stopping hooks and the collector (a second SIGTERM exits at once)");
 	if (!s->stop_reason[0])
 		svc_notify_send(&s->nfy, "STOPPING=1");
-	bs_worker_stop(s->worker);  /* deregisters */
+	bs_worker_stop(s->worker); /* deregisters */
 	svc_hooks_stop(s->hooks, 2.0);
 	svc_metrics_stop(s->metrics);
 	svc_watch_stop(s->watch, s->snap);
 	if (s->log.f)
 		svc_log(&s->log, rc < 0 ? LOG_ERROR_ : LOG_INFO_, "stop",
-		        json_pack("{s:s,s:i,s:f,s:o}", "reason", s->stop_reason[0] ? s->stop_reason : "error", "exit_status",
-		                  cli_exit_code(rc), "uptime_s", up, "error", rc < 0 ? cli_jstr(bs_last_error()) : json_null()),
-		        "cleaner stopped (%s) after %.0f s: exit %d%s%s", s->stop_reason[0] ? s->stop_reason : "error", up,
-		        cli_exit_code(rc), rc < 0 ? ": " : "", rc < 0 ? bs_last_error() : "");
+		        json_pack("{s:s,s:i,s:f,s:o}", "reason", s->stop_reason[0] ? s->stop_reason : "error",
+		                  "exit_status", cli_exit_code(rc), "uptime_s", up, "error",
+		                  rc < 0 ? cli_jstr(bs_last_error()) : json_null()),
+		        "cleaner stopped (%s) after %.0f s: exit %d%s%s", s->stop_reason[0] ? s->stop_reason : "error",
+		        up, cli_exit_code(rc), rc < 0 ? ": " : "", rc < 0 ? bs_last_error() : "");
 	atomic_store(&s->quit, true);
 	if (s->tid_started)
 		pthread_join(s->tid, NULL);
@@ -971,9 +993,8 @@ static void on_move(void *p, const bs_move_t *m)
 		return;
 	svc_log(&s->log, m->state == BS_JOB_FAILED ? LOG_ERROR_ : LOG_INFO_, "move",
 	        json_pack("{s:I,s:s,s:s,s:i,s:s,s:s,s:s}", "move", (json_int_t)(m->id - m->plan_id * 1000 + 1),
-	                  "source", m->source, "target", m->target, "buckets", m->nbuckets,
-	                  "state", bs_job_state_name(m->state), "phase", bs_move_phase_name(m->phase),
-	                  "reason", m->reason),
+	                  "source", m->source, "target", m->target, "buckets", m->nbuckets, "state",
+	                  bs_job_state_name(m->state), "phase", bs_move_phase_name(m->phase), "reason", m->reason),
 	        "move %" PRId64 " (%s to %s, %d buckets): %s, %s%s%s", m->id - m->plan_id * 1000 + 1, m->source,
 	        m->target, m->nbuckets, bs_job_state_name(m->state), bs_move_phase_name(m->phase),
 	        m->reason[0] ? ": " : "", m->reason);
@@ -992,8 +1013,9 @@ int svc_run(cli_ctx_t *ctx, const svc_opts_t *o)
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->tick_mu, NULL);
 	if ((rc = svc_begin(s)) == 0) {
-		bs_cleaner_opts_t eo = { .stop = &s->stop, .event = on_event, .ctx = s, .live = s->live,
-		                         .move_progress = on_move };
+		bs_cleaner_opts_t eo = {
+			.stop = &s->stop, .event = on_event, .ctx = s, .live = s->live, .move_progress = on_move
+		};
 		rc = bs_cleaner_run(ctx->st, &eo);
 	}
 	svc_end(s, rc);

@@ -49,10 +49,10 @@ struct svc_hooks {
 	pthread_cond_t cv;
 	pthread_t tid;
 	bool started, stop;
-	double stop_deadline;      /* monotonic; while stopping */
+	double stop_deadline; /* monotonic; while stopping */
 	char *on_event, *on[BS_HOOK_COUNT];
 	double timeout;
-	char *base[BASE_MAX];      /* what a hook gets of our environment */
+	char *base[BASE_MAX]; /* what a hook gets of our environment */
 	int nbase;
 	job_t q[QUEUE_MAX];
 	int head, len;
@@ -75,7 +75,10 @@ static void job_free(job_t *j)
 	j->nenv = 0;
 }
 
-static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
 
 /* Whether name is some shard's or replica's password_env. */
 static bool is_password_env(const bs_config_t *cfg, const char *name, size_t len)
@@ -113,7 +116,8 @@ static void set_base(svc_hooks_t *h, const bs_config_t *cfg)
 		h->base[h->nbase++] = e;
 		path |= !strcmp(keep[k], "PATH");
 	}
-	if (!path && !is_password_env(cfg, "PATH", 4) && (h->base[h->nbase] = strdup("PATH=/usr/local/bin:/usr/bin:/bin")))
+	if (!path && !is_password_env(cfg, "PATH", 4) &&
+	    (h->base[h->nbase] = strdup("PATH=/usr/local/bin:/usr/bin:/bin")))
 		h->nbase++;
 }
 
@@ -206,7 +210,7 @@ static int spawn(pid_t *pid, int *out_fd, const char *cmd, char **env)
 }
 
 typedef struct {
-	int status;       /* waitpid's */
+	int status; /* waitpid's */
 	bool timed_out;
 	double seconds;
 	char out[OUT_MAX + 1];
@@ -337,7 +341,7 @@ static void report(svc_hooks_t *h, const char *key, const char *cmd, bs_hook_t e
 
 static void run_one(svc_hooks_t *h, const job_t *j, const char *key, const char *cmd, double timeout)
 {
-	result_t r = {0};
+	result_t r = { 0 };
 	pid_t pid = 0;
 	int fd = -1, rc = 0, nbase;
 	char **env = hook_env(&nbase, h, j);

@@ -34,7 +34,7 @@
  * (a reload starts another on the same socket). */
 typedef struct {
 	struct MHD_Daemon *d;
-	svc_web_t *web;         /* NULL: open */
+	svc_web_t *web; /* NULL: open */
 	struct svc_metrics *m;
 } server_t;
 
@@ -105,8 +105,8 @@ static void reason_kind(char *dst, size_t n, const char *s)
 	for (; *s && o + 1 < n; before = prev, prev = *s++) {
 		/* digits inside a name ("shard s1", "db-02") are not readings; a
 		 * minus sign is a name's only after a letter or digit ("-5" is) */
-		bool named = isalnum((unsigned char)prev) || prev == '_' ||
-		             (prev == '-' && isalnum((unsigned char)before));
+		bool named =
+			isalnum((unsigned char)prev) || prev == '_' || (prev == '-' && isalnum((unsigned char)before));
 		if (*s >= '0' && *s <= '9' && !named) {
 			while ((s[1] >= '0' && s[1] <= '9') ||
 			       ((s[1] == '.' || s[1] == ',' || s[1] == ':') && s[2] >= '0' && s[2] <= '9'))
@@ -227,8 +227,8 @@ static void render_collector(mbuf_t *b, const svc_snap_t *s)
 {
 	static const char *const names[] = { "status", "lag", "jobs", "verify", "workers", "moves" };
 	const char *errs[] = { s->status_err, s->lag_err, s->jobs_err, s->verify_err, s->workers_err, s->moves_err };
-	const int64_t at[] = { s->status_at_us, s->lag_at_us, s->jobs_at_us, s->verify_at_us, s->workers_at_us,
-	                       s->moves_at_us };
+	const int64_t at[] = { s->status_at_us, s->lag_at_us,     s->jobs_at_us,
+		               s->verify_at_us, s->workers_at_us, s->moves_at_us };
 	int64_t now = now_us();
 	char l[64];
 
@@ -261,7 +261,8 @@ static void render_shards(mbuf_t *b, const bs_config_t *cfg, const svc_snap_t *s
 	family(b, "bagstore_shard_rtt_seconds", "gauge", "Round trip of a trivial query to the shard");
 	for (int i = 0; i < s->n; i++)
 		if (s->status[i].state != BS_SHARD_DOWN)
-			sample(b, "bagstore_shard_rtt_seconds", shard_label(l, sizeof l, cfg, i), s->status[i].rtt_ms / 1e3);
+			sample(b, "bagstore_shard_rtt_seconds", shard_label(l, sizeof l, cfg, i),
+			       s->status[i].rtt_ms / 1e3);
 	family(b, "bagstore_shard_threads_running", "gauge", "The shard's Threads_running (what throttles backfills)");
 	for (int i = 0; i < s->n; i++)
 		if (s->status[i].state != BS_SHARD_DOWN)
@@ -305,10 +306,12 @@ static void render_repair_counters(mbuf_t *b, const bs_config_t *cfg, const svc_
 
 	family(b, "bagstore_repair_passes_total", "counter", "Repair passes this cleaner ran, per shard");
 	for (int i = 0; i < c->n; i++)
-		sample(b, "bagstore_repair_passes_total", shard_label(sl, sizeof sl, cfg, i), (double)c->repair_passes[i]);
+		sample(b, "bagstore_repair_passes_total", shard_label(sl, sizeof sl, cfg, i),
+		       (double)c->repair_passes[i]);
 	family(b, "bagstore_repair_entities_total", "counter", "Entities this cleaner's repair passes looked at");
 	for (int i = 0; i < c->n; i++)
-		sample(b, "bagstore_repair_entities_total", shard_label(sl, sizeof sl, cfg, i), (double)c->repair_rows[i]);
+		sample(b, "bagstore_repair_entities_total", shard_label(sl, sizeof sl, cfg, i),
+		       (double)c->repair_rows[i]);
 	family(b, "bagstore_repair_index_rows_inserted_total", "counter",
 	       "Index rows this cleaner's repair passes inserted or overwrote (shard: where the pass ran)");
 	for (int k = 0; k < c->nrepair; k++) {
@@ -336,11 +339,15 @@ static const char *job_labels(char *l, size_t n, const bs_config_t *cfg, const b
 
 static void render_jobs(mbuf_t *b, const bs_config_t *cfg, const svc_snap_t *s)
 {
-	static const struct { const char *name, *help; } g[] = {
-		{ "bagstore_backfill_rows_scanned", "Entities a backfill job scanned (one job: an index on a source shard)" },
+	static const struct {
+		const char *name, *help;
+	} g[] = {
+		{ "bagstore_backfill_rows_scanned",
+		  "Entities a backfill job scanned (one job: an index on a source shard)" },
 		{ "bagstore_backfill_rows_expected", "Entities the job expects to scan (counted when it started)" },
 		{ "bagstore_backfill_rows_written", "Index rows the job wrote" },
-		{ "bagstore_backfill_rate_rows_per_second", "Entities scanned per second over the last 10 s (0 when not running)" },
+		{ "bagstore_backfill_rate_rows_per_second",
+		  "Entities scanned per second over the last 10 s (0 when not running)" },
 	};
 	char l[512], rs[1200], reason[520];
 
@@ -350,8 +357,10 @@ static void render_jobs(mbuf_t *b, const bs_config_t *cfg, const svc_snap_t *s)
 		family(b, g[f].name, "gauge", g[f].help);
 		for (int k = 0; k < s->jobs.len; k++) {
 			const bs_job_t *j = &s->jobs.items[k];
-			double v = f == 0 ? (double)j->rows_scanned : f == 1 ? (double)j->rows_total :
-			           f == 2 ? (double)j->rows_written : j->rate;
+			double v = f == 0   ? (double)j->rows_scanned
+			           : f == 1 ? (double)j->rows_total
+			           : f == 2 ? (double)j->rows_written
+			                    : j->rate;
 			sample(b, g[f].name, job_labels(l, sizeof l, cfg, j), v);
 		}
 	}
@@ -389,25 +398,33 @@ static void render_moves(mbuf_t *b, const svc_snap_t *s)
 {
 	/* a phase as a label: the column's names (bagstore_moves.phase) */
 	static const char *const phases[] = { "copy", "index", "catchup", "cutover", "cleanup", "done", "undo" };
-	static const struct { const char *name, *help; } g[] = {
+	static const struct {
+		const char *name, *help;
+	} g[] = {
 		{ "bagstore_move_buckets", "Buckets a move moves (one move: buckets from a source shard to a target)" },
 		{ "bagstore_move_rows_scanned", "Entities of the source the move's copy scanned" },
-		{ "bagstore_move_rows_expected", "Entities of the source the copy expects to scan (counted when it started)" },
+		{ "bagstore_move_rows_expected",
+		  "Entities of the source the copy expects to scan (counted when it started)" },
 		{ "bagstore_move_rows_copied", "Entities of the moving buckets the copy wrote to the target" },
 		{ "bagstore_move_index_rows_copied", "Index rows of the moving buckets copied to the target" },
-		{ "bagstore_move_index_rows_expected", "Index rows of the source the index phase expects to scan (estimate)" },
+		{ "bagstore_move_index_rows_expected",
+		  "Index rows of the source the index phase expects to scan (estimate)" },
 		{ "bagstore_move_log_rows_replayed", "Change-log entries (writes during the move) catch-up replayed" },
-		{ "bagstore_move_rate_rows_per_second", "Rows per second of the current phase over the last 10 s (0 when not running)" },
+		{ "bagstore_move_rate_rows_per_second",
+		  "Rows per second of the current phase over the last 10 s (0 when not running)" },
 		{ "bagstore_move_progress_ratio", "How much of the whole move is done, 0 to 1" },
-		{ "bagstore_move_fence_seconds", "The longest cut-over fence the move held (writers of its buckets wait during it)" },
-		{ "bagstore_move_fence_rollbacks", "Cut-overs of the move rolled back for holding the fence past cleaner.max_fence" },
+		{ "bagstore_move_fence_seconds",
+		  "The longest cut-over fence the move held (writers of its buckets wait during it)" },
+		{ "bagstore_move_fence_rollbacks",
+		  "Cut-overs of the move rolled back for holding the fence past cleaner.max_fence" },
 	};
 	char l[600], rs[1400], reason[520];
 
 	if (!s->moves_at_us)
 		return;
 	family(b, "bagstore_reshard_state", "gauge",
-	       "1 for the latest reshard's state now (idle: none recorded; then running, paused, done, failed, cancelled)");
+	       "1 for the latest reshard's state now (idle: none recorded; then running, paused, done, failed, "
+	       "cancelled)");
 	snprintf(l, sizeof l, "state=\"%s\"", bs_reshard_state_name(bs_reshard_state(&s->moves)));
 	sample(b, "bagstore_reshard_state", l, 1);
 	family(b, "bagstore_reshard_plan", "gauge", "The latest reshard's plan id (0: none recorded)");
@@ -419,9 +436,12 @@ static void render_moves(mbuf_t *b, const svc_snap_t *s)
 		family(b, g[f].name, "gauge", g[f].help);
 		for (int k = 0; k < s->moves.len; k++) {
 			const bs_move_t *m = &s->moves.items[k];
-			const double v[] = { m->nbuckets, (double)m->rows_scanned, (double)m->rows_total, (double)m->rows_copied,
-			                     (double)m->index_rows, (double)m->index_total, (double)m->log_rows, m->rate,
-			                     m->progress, m->fence_ms / 1e3, m->fence_tries };
+			const double v[] = { m->nbuckets,           (double)m->rows_scanned,
+				             (double)m->rows_total, (double)m->rows_copied,
+				             (double)m->index_rows, (double)m->index_total,
+				             (double)m->log_rows,   m->rate,
+				             m->progress,           m->fence_ms / 1e3,
+				             m->fence_tries };
 			sample(b, g[f].name, move_labels(l, sizeof l, m), v[f]);
 		}
 	}
@@ -435,13 +455,15 @@ static void render_moves(mbuf_t *b, const svc_snap_t *s)
 	family(b, "bagstore_move_eta_seconds", "gauge", "Seconds a running move should still take, at its rate");
 	for (int k = 0; k < s->moves.len; k++)
 		if (s->moves.items[k].eta_s >= 0)
-			sample(b, "bagstore_move_eta_seconds", move_labels(l, sizeof l, &s->moves.items[k]), s->moves.items[k].eta_s);
+			sample(b, "bagstore_move_eta_seconds", move_labels(l, sizeof l, &s->moves.items[k]),
+			       s->moves.items[k].eta_s);
 	family(b, "bagstore_move_heartbeat_timestamp_seconds", "gauge",
 	       "When the move's worker last beat on it, unix seconds on the source's clock (a running move whose beat "
 	       "stops is stuck)");
 	for (int k = 0; k < s->moves.len; k++)
 		if (s->moves.items[k].heartbeat_us)
-			sample(b, "bagstore_move_heartbeat_timestamp_seconds", move_labels(l, sizeof l, &s->moves.items[k]),
+			sample(b, "bagstore_move_heartbeat_timestamp_seconds",
+			       move_labels(l, sizeof l, &s->moves.items[k]),
 			       (double)s->moves.items[k].heartbeat_us / 1e6);
 	family(b, "bagstore_move_phase", "gauge",
 	       "1 for a move's phase now (copy, index, catchup, cutover, cleanup, done, undo)");
@@ -452,7 +474,8 @@ static void render_moves(mbuf_t *b, const svc_snap_t *s)
 		sample(b, "bagstore_move_phase", rs, 1);
 	}
 	family(b, "bagstore_move_state", "gauge",
-	       "1 for a move's state now; reason: why it is throttled, waiting or failed, numbers as # (\"\" when none)");
+	       "1 for a move's state now; reason: why it is throttled, waiting or failed, numbers as # (\"\" when "
+	       "none)");
 	for (int k = 0; k < s->moves.len; k++) {
 		const bs_move_t *m = &s->moves.items[k];
 		char kind[sizeof m->reason];
@@ -487,8 +510,11 @@ static void verify_family(mbuf_t *b, const svc_snap_t *s, const char *name, cons
 			continue;
 		}
 		snprintf(l, sizeof l, "index=\"%s\"", ix);
-		sample(b, name, l, f == 0 ? (double)d->checked : f == 4 ? (double)d->misfit :
-		       f == 5 ? (double)(d->corrupt + d->unprintable) : (double)d->at_us / 1e6);
+		sample(b, name, l,
+		       f == 0   ? (double)d->checked
+		       : f == 4 ? (double)d->misfit
+		       : f == 5 ? (double)(d->corrupt + d->unprintable)
+		                : (double)d->at_us / 1e6);
 	}
 }
 
@@ -505,10 +531,12 @@ static void render_verify(mbuf_t *b, const svc_snap_t *s)
 		sample(b, "bagstore_index_state", l, 1);
 	}
 	verify_family(b, s, "bagstore_verify_entities_checked", "Entities the last verify of the index read", 0);
-	verify_family(b, s, "bagstore_verify_drift_rows", "Index rows the last verify found missing, stale or orphaned", 1);
+	verify_family(b, s, "bagstore_verify_drift_rows", "Index rows the last verify found missing, stale or orphaned",
+	              1);
 	verify_family(b, s, "bagstore_verify_misfit_entities", "Entities whose value does not fit the index's type", 4);
 	verify_family(b, s, "bagstore_verify_corrupt_bodies", "Bodies the last verify found corrupt or unprintable", 5);
-	verify_family(b, s, "bagstore_verify_timestamp_seconds", "When the last verify of the index ran, unix seconds", 6);
+	verify_family(b, s, "bagstore_verify_timestamp_seconds", "When the last verify of the index ran, unix seconds",
+	              6);
 }
 
 static void render_service(mbuf_t *b, const svc_snap_t *s, const svc_counters_t *c)
@@ -524,7 +552,8 @@ static void render_service(mbuf_t *b, const svc_snap_t *s, const svc_counters_t 
 			for (int alive = 1; alive >= 0; alive--) {
 				int n = 0;
 				for (int x = 0; x < s->workers.len; x++)
-					n += s->workers.items[x].alive == alive && !strcmp(s->workers.items[x].kind, kinds[k]);
+					n += s->workers.items[x].alive == alive &&
+					     !strcmp(s->workers.items[x].kind, kinds[k]);
 				snprintf(l, sizeof l, "kind=\"%s\",state=\"%s\"", kinds[k], alive ? "alive" : "dead");
 				sample(b, "bagstore_workers", l, n);
 			}
@@ -546,7 +575,7 @@ static void render_service(mbuf_t *b, const svc_snap_t *s, const svc_counters_t 
 
 char *svc_metrics_render(size_t *len, const bs_config_t *cfg, svc_snap_t *snap, svc_counters_t *ctr)
 {
-	mbuf_t b = {0};
+	mbuf_t b = { 0 };
 
 	pthread_mutex_lock(&ctr->mu);
 	render_process(&b, ctr);
@@ -641,8 +670,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 				MHD_free(user);
 			if (!ok) {
 				static const char msg[] = "401 Unauthorized: /metrics wants a user and password\n";
-				struct MHD_Response *r =
-					MHD_create_response_from_buffer(sizeof msg - 1, (void *)msg, MHD_RESPMEM_PERSISTENT);
+				struct MHD_Response *r = MHD_create_response_from_buffer(sizeof msg - 1, (void *)msg,
+				                                                         MHD_RESPMEM_PERSISTENT);
 				enum MHD_Result ret;
 				if (!r)
 					return MHD_NO;
@@ -671,8 +700,7 @@ static bool loopback(const struct sockaddr *sa)
 		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
 	if (sa->sa_family == AF_INET6) {
 		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-		return IN6_IS_ADDR_LOOPBACK(a) ||
-		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+		return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
 	}
 	return false;
 }
@@ -729,10 +757,11 @@ static server_t *serve(svc_metrics_t *m, svc_web_t *web, char *err, size_t size)
 		goto fail;
 	}
 	if (web && web->cert_pem)
-		sv->d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, handle, sv, MHD_OPTION_LISTEN_SOCKET, m->fd,
-		                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT,
-		                         (unsigned)10, MHD_OPTION_HTTPS_MEM_KEY, web->key_pem, MHD_OPTION_HTTPS_MEM_CERT,
-		                         web->cert_pem, MHD_OPTION_HTTPS_MEM_TRUST, web->ca_pem, MHD_OPTION_END);
+		sv->d = MHD_start_daemon(flags | MHD_USE_TLS, 0, NULL, NULL, handle, sv, MHD_OPTION_LISTEN_SOCKET,
+		                         m->fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)32,
+		                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_HTTPS_MEM_KEY,
+		                         web->key_pem, MHD_OPTION_HTTPS_MEM_CERT, web->cert_pem,
+		                         MHD_OPTION_HTTPS_MEM_TRUST, web->ca_pem, MHD_OPTION_END);
 	else
 		sv->d = MHD_start_daemon(flags, 0, NULL, NULL, handle, sv, MHD_OPTION_LISTEN_SOCKET, m->fd,
 		                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)32, MHD_OPTION_CONNECTION_TIMEOUT,
@@ -772,7 +801,8 @@ int svc_metrics_start(svc_metrics_t **out, const svc_metrics_conf_t *mc, const b
 		goto fail;
 	rc = -2;
 	if (!lo && !web && !mc->insecure) {
-		snprintf(err, size, "%s: %s is not a loopback address and /metrics has no web configuration: anyone who "
+		snprintf(err, size,
+		         "%s: %s is not a loopback address and /metrics has no web configuration: anyone who "
 		         "reaches it would read it; give one (cleaner.metrics_web_config or --web.config.file: TLS and "
 		         "basic auth, as Prometheus's exporters take) or say cleaner.metrics_insecure: true",
 		         mc->addr_from, mc->addr);

@@ -88,8 +88,8 @@ static void refresh_status(svc_watch_t *w, bs_store_t *st, int64_t now)
 static void refresh_jobs(svc_watch_t *w, bs_store_t *st)
 {
 	svc_snap_t *s = w->snap;
-	bs_job_list_t jobs = {0};
-	bs_worker_list_t wl = {0};
+	bs_job_list_t jobs = { 0 };
+	bs_worker_list_t wl = { 0 };
 	int rc = bs_job_list(&jobs, st, NULL);
 
 	pthread_mutex_lock(&s->mu);
@@ -97,7 +97,7 @@ static void refresh_jobs(svc_watch_t *w, bs_store_t *st)
 	if (rc == 0) {
 		bs_job_list_free(&s->jobs);
 		s->jobs = jobs;
-		jobs = (bs_job_list_t){0};
+		jobs = (bs_job_list_t){ 0 };
 		s->jobs_at_us = now_us();
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -119,7 +119,7 @@ static void refresh_jobs(svc_watch_t *w, bs_store_t *st)
 static void refresh_moves(svc_watch_t *w, bs_store_t *st)
 {
 	svc_snap_t *s = w->snap;
-	bs_move_list_t l = {0};
+	bs_move_list_t l = { 0 };
 	int64_t *backlog = NULL;
 	int down = 0, rc = bs_move_list(&l, st, &down);
 
@@ -144,7 +144,7 @@ static void refresh_moves(svc_watch_t *w, bs_store_t *st)
 		s->moves = l;
 		s->backlog = backlog;
 		s->moves_unreachable = down;
-		l = (bs_move_list_t){0};
+		l = (bs_move_list_t){ 0 };
 		backlog = NULL;
 		s->moves_at_us = now_us();
 	}
@@ -168,7 +168,7 @@ static bool stopping(svc_watch_t *w)
 static void refresh_verify(svc_watch_t *w, bs_store_t *st)
 {
 	svc_snap_t *s = w->snap;
-	bs_index_list_t l = {0};
+	bs_index_list_t l = { 0 };
 	bs_drift_t *d = NULL;
 	bool *have = NULL;
 	int rc = bs_index_list(&l, st);
@@ -197,7 +197,7 @@ static void refresh_verify(svc_watch_t *w, bs_store_t *st)
 		s->indexes = l;
 		s->verify = d;
 		s->have_verify = have;
-		l = (bs_index_list_t){0};
+		l = (bs_index_list_t){ 0 };
 		d = NULL;
 		have = NULL;
 		s->verify_at_us = now_us();
@@ -228,7 +228,7 @@ static void check_dead(svc_watch_t *w)
 				continue;
 			if (w->ndead == w->capdead) {
 				int cap = w->capdead ? 2 * w->capdead : 16;
-				char (*nd)[33] = realloc(w->dead, (size_t)cap * sizeof *nd);
+				char(*nd)[33] = realloc(w->dead, (size_t)cap * sizeof *nd);
 				if (!nd)
 					break;
 				w->dead = nd;

@@ -133,9 +133,15 @@ static int repeated(const wctx *c, const yaml_node_t *map, const yaml_node_pair_
 
 static bool unsupported(const char *k)
 {
-	static const char *const no[] = { "cert", "key", "min_version", "max_version", "cipher_suites",
-	                                  "curve_preferences", "prefer_server_cipher_suites", "client_allowed_sans",
-	                                  NULL };
+	static const char *const no[] = { "cert",
+		                          "key",
+		                          "min_version",
+		                          "max_version",
+		                          "cipher_suites",
+		                          "curve_preferences",
+		                          "prefer_server_cipher_suites",
+		                          "client_allowed_sans",
+		                          NULL };
 	for (int i = 0; no[i]; i++)
 		if (!strcmp(k, no[i]))
 			return true;
@@ -152,7 +158,8 @@ static int parse_tls(svc_web_t *w, const wctx *c, const yaml_node_t *map)
 	if (map->type != YAML_MAPPING_NODE)
 		return werr(c, map, "tls_server_config: expected a mapping");
 	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(c->doc, p->key), *v = yaml_document_get_node(c->doc, p->value);
+		const yaml_node_t *k = yaml_document_get_node(c->doc, p->key),
+				  *v = yaml_document_get_node(c->doc, p->value);
 		const char *key = scalar(k);
 		if (!key)
 			return werr(c, k, "tls_server_config: expected a key");
@@ -182,26 +189,36 @@ static int parse_tls(svc_web_t *w, const wctx *c, const yaml_node_t *map)
 			else if (t && !strcmp(t, "RequireAndVerifyClientCert"))
 				w->client_auth = SVC_WEB_REQUIRE_AND_VERIFY;
 			else if (t && (!strcmp(t, "RequestClientCert") || !strcmp(t, "RequireAnyClientCert")))
-				return werr(c, v, "tls_server_config.client_auth_type: %s (a certificate not verified) is not "
-				            "supported: use RequireAndVerifyClientCert or VerifyClientCertIfGiven", t);
+				return werr(
+					c, v,
+					"tls_server_config.client_auth_type: %s (a certificate not verified) is not "
+					"supported: use RequireAndVerifyClientCert or VerifyClientCertIfGiven",
+					t);
 			else
-				return werr(c, v, "tls_server_config.client_auth_type: expected NoClientCert, "
+				return werr(c, v,
+				            "tls_server_config.client_auth_type: expected NoClientCert, "
 				            "VerifyClientCertIfGiven or RequireAndVerifyClientCert");
 		} else if (unsupported(key)) {
-			return werr(c, k, "tls_server_config.%s: not supported by bagstore's /metrics (it takes cert_file, "
-			            "key_file, client_ca_file, client_auth_type)", key);
+			return werr(c, k,
+			            "tls_server_config.%s: not supported by bagstore's /metrics (it takes cert_file, "
+			            "key_file, client_ca_file, client_auth_type)",
+			            key);
 		} else {
-			return werr(c, k, "tls_server_config: unknown key \"%s\" (cert_file, key_file, client_ca_file, "
-			            "client_auth_type)", key);
+			return werr(c, k,
+			            "tls_server_config: unknown key \"%s\" (cert_file, key_file, client_ca_file, "
+			            "client_auth_type)",
+			            key);
 		}
 	}
 	if (!w->cert_pem || !w->key_pem)
 		return werr(c, map, "tls_server_config: cert_file and key_file are both needed");
 	if (w->ca_pem && w->client_auth == SVC_WEB_NO_CLIENT_CERT)
-		return werr(c, can, "tls_server_config.client_ca_file without client_auth_type: say "
+		return werr(c, can,
+		            "tls_server_config.client_ca_file without client_auth_type: say "
 		            "RequireAndVerifyClientCert or VerifyClientCertIfGiven");
 	if (!w->ca_pem && w->client_auth != SVC_WEB_NO_CLIENT_CERT)
-		return werr(c, cauth, "tls_server_config.client_auth_type: verifying client certificates needs "
+		return werr(c, cauth,
+		            "tls_server_config.client_auth_type: verifying client certificates needs "
 		            "client_ca_file");
 	/* the pair, checked here so that a mismatch names the file rather
 	 * than making libmicrohttpd fail to start without a word */
@@ -242,7 +259,8 @@ static int parse_users(svc_web_t *w, const wctx *c, const yaml_node_t *map)
 	if (!(w->users = calloc(n, sizeof *w->users)) || !(cd = calloc(1, sizeof *cd)))
 		return werr(c, map, "out of memory");
 	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(c->doc, p->key), *v = yaml_document_get_node(c->doc, p->value);
+		const yaml_node_t *k = yaml_document_get_node(c->doc, p->key),
+				  *v = yaml_document_get_node(c->doc, p->value);
 		const char *user = scalar(k), *hash = scalar(v), *h;
 		if (!user || !user[0] || strchr(user, ':')) {
 			rc = werr(c, k, "basic_auth_users: a user name is a non-empty string without ':'");
@@ -252,7 +270,9 @@ static int parse_users(svc_web_t *w, const wctx *c, const yaml_node_t *map)
 			break;
 		/* a bcrypt hash hashes: crypt_r fails ("*0", "*1") on anything else */
 		if (!hash || strncmp(hash, "$2", 2) != 0 || !(h = crypt_r("", hash, cd)) || h[0] == '*') {
-			rc = werr(c, v, "basic_auth_users.%s: expected a bcrypt hash ($2y$..., as htpasswd -B writes it)", user);
+			rc = werr(c, v,
+			          "basic_auth_users.%s: expected a bcrypt hash ($2y$..., as htpasswd -B writes it)",
+			          user);
 			break;
 		}
 		if (!(w->users[w->nusers].name = strdup(user)) || !(w->users[w->nusers].hash = strdup(hash))) {
@@ -325,8 +345,10 @@ int svc_web_load(svc_web_t **out, const char *path, char *err, size_t size)
 	c.doc = &doc;
 	if (!(root = yaml_document_get_root_node(&doc)) ||
 	    (root->type == YAML_SCALAR_NODE && !root->data.scalar.length)) {
-		snprintf(err, size, "%s: empty: it sets neither tls_server_config nor basic_auth_users, and would protect "
-		         "nothing", path);
+		snprintf(err, size,
+		         "%s: empty: it sets neither tls_server_config nor basic_auth_users, and would protect "
+		         "nothing",
+		         path);
 		goto done;
 	}
 	if (root->type != YAML_MAPPING_NODE) {
@@ -334,7 +356,8 @@ int svc_web_load(svc_web_t **out, const char *path, char *err, size_t size)
 		goto done;
 	}
 	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top; p++) {
-		const yaml_node_t *k = yaml_document_get_node(&doc, p->key), *v = yaml_document_get_node(&doc, p->value);
+		const yaml_node_t *k = yaml_document_get_node(&doc, p->key),
+				  *v = yaml_document_get_node(&doc, p->value);
 		const char *key = scalar(k);
 		if (repeated(&c, root, p, "") < 0)
 			goto done;
@@ -346,7 +369,8 @@ int svc_web_load(svc_web_t **out, const char *path, char *err, size_t size)
 			if (parse_users(w, &c, v) < 0)
 				goto done;
 		} else if (key && !strcmp(key, "http_server_config")) {
-			werr(&c, k, "http_server_config: not supported by bagstore's /metrics (HTTP/1.1, no extra headers)");
+			werr(&c, k,
+			     "http_server_config: not supported by bagstore's /metrics (HTTP/1.1, no extra headers)");
 			goto done;
 		} else {
 			werr(&c, k, "unknown key \"%s\" (tls_server_config, basic_auth_users)", key ? key : "?");

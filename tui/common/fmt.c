@@ -62,7 +62,7 @@ char *fmt_share(char *buf, size_t n, int64_t part, int64_t whole)
 
 char *fmt_bytes(char *buf, size_t n, int64_t v)
 {
-	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	double d = (double)v;
 	int u = 0;
 
@@ -179,7 +179,7 @@ char *fmt_quote(char *buf, size_t n, const char *s)
 
 char *fmt_tls(char *buf, size_t n, const bs_tls_state_t *t, bool mixed)
 {
-	static const char *const verified[] = {"", "unverified", "ca-verified", "verified"};
+	static const char *const verified[] = { "", "unverified", "ca-verified", "verified" };
 
 	if (t->level == BS_TLS_NONE)
 		snprintf(buf, n, "%s", mixed ? "PLAINTEXT" : "off");

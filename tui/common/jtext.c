@@ -41,7 +41,10 @@ static void put(jbuf_t *b, const char *s, size_t n)
 	b->p[b->len] = 0;
 }
 
-static void puts_(jbuf_t *b, const char *s) { put(b, s, strlen(s)); }
+static void puts_(jbuf_t *b, const char *s)
+{
+	put(b, s, strlen(s));
+}
 
 char *jtext_real(char buf[48], double d)
 {
@@ -94,8 +97,8 @@ static uint32_t utf8_next(const unsigned char *s, size_t *len)
 		return ((uint32_t)(s[0] & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
 	}
 	*len = 4;
-	return ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) |
-	       ((uint32_t)(s[2] & 0x3F) << 6) | (s[3] & 0x3F);
+	return ((uint32_t)(s[0] & 0x07) << 18) | ((uint32_t)(s[1] & 0x3F) << 12) | ((uint32_t)(s[2] & 0x3F) << 6) |
+	       (s[3] & 0x3F);
 }
 
 static void string(jbuf_t *b, const char *str, size_t n, size_t flags)
@@ -109,7 +112,7 @@ static void string(jbuf_t *b, const char *str, size_t n, size_t flags)
 		uint32_t c = utf8_next(s + i, &cl);
 		const char *e = NULL;
 
-		if (i + cl > n)  /* cut (not from jansson): stop, never read past */
+		if (i + cl > n) /* cut (not from jansson): stop, never read past */
 			break;
 		switch (c) {
 		case '\\': e = "\\\\"; break;
@@ -169,12 +172,8 @@ static void value(jbuf_t *b, const json_t *j, size_t flags, int depth)
 		snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(j));
 		puts_(b, num);
 		break;
-	case JSON_REAL:
-		puts_(b, jtext_real(num, json_real_value(j)));
-		break;
-	case JSON_STRING:
-		string(b, json_string_value(j), json_string_length(j), flags);
-		break;
+	case JSON_REAL: puts_(b, jtext_real(num, json_real_value(j))); break;
+	case JSON_STRING: string(b, json_string_value(j), json_string_length(j), flags); break;
 	case JSON_ARRAY: {
 		size_t n = json_array_size(j);
 
@@ -202,7 +201,8 @@ static void value(jbuf_t *b, const json_t *j, size_t flags, int depth)
 			b->oom = true;
 			return;
 		}
-		json_object_foreach((json_t *)j, k, v) {
+		json_object_foreach((json_t *)j, k, v)
+		{
 			if (i == n)
 				break;
 			m[i].key = k;
@@ -233,7 +233,7 @@ static void value(jbuf_t *b, const json_t *j, size_t flags, int depth)
 
 char *jtext_dumps(const json_t *doc, size_t flags)
 {
-	jbuf_t b = {0};
+	jbuf_t b = { 0 };
 
 	if (!doc)
 		return NULL;

@@ -41,13 +41,16 @@ static void none(FILE *f, const bs_explain_t *e)
 	fprintf(f, "Suggestion (the census, %s):\n  bagstore index create %s --on %s --shard-on %s\n", e->suggest_note,
 	        name, e->suggest_on, e->suggest_shard_on);
 	if (e->backfill_s >= 0)
-		fprintf(f, "  its backfill: ~%s for ~%s entities, at ~%s rows/s per shard (the slowest rate measured by "
+		fprintf(f,
+		        "  its backfill: ~%s for ~%s entities, at ~%s rows/s per shard (the slowest rate measured by "
 		        "the last finished backfills, on %d of %d shards)\n",
 		        fmt_secs(t, sizeof t, e->backfill_s), fmt_count(c, sizeof c, e->entities_est),
 		        fmt_count(r, sizeof r, (int64_t)(e->backfill_rate + 0.5)), e->rate_shards, e->nshards);
 	else
-		fprintf(f, "  its backfill: ~%s entities to read; no rate is known (no backfill has finished on these "
-		        "shards), so no time is estimated\n", fmt_count(c, sizeof c, e->entities_est));
+		fprintf(f,
+		        "  its backfill: ~%s entities to read; no rate is known (no backfill has finished on these "
+		        "shards), so no time is estimated\n",
+		        fmt_count(c, sizeof c, e->entities_est));
 }
 
 static void estimates(FILE *f, const bs_explain_t *e)
@@ -65,9 +68,11 @@ static void estimates(FILE *f, const bs_explain_t *e)
 		else {
 			char v[40];
 			snprintf(v, sizeof v, "~%s", fmt_count(n, sizeof n, s->est_rows));
-			fprintf(f, "  %-12s %12s  %-8s %s%s\n", s->name, v, s->est_type, s->est_key[0] ? s->est_key : "-",
-			        !strcmp(s->est_type, "ALL") || !strcmp(s->est_type, "index") ?
-			        " (the conditions do not start the key: every row of the index table is read)" : "");
+			fprintf(f, "  %-12s %12s  %-8s %s%s\n", s->name, v, s->est_type,
+			        s->est_key[0] ? s->est_key : "-",
+			        !strcmp(s->est_type, "ALL") || !strcmp(s->est_type, "index")
+			                ? " (the conditions do not start the key: every row of the index table is read)"
+			                : "");
 		}
 	}
 }
@@ -78,9 +83,10 @@ static void ran(FILE *f, const bs_explain_t *e)
 	int stmts0 = 0;
 	double secs0 = 0;
 
-	fprintf(f, "Run (the query itself, no limit): %zu matched, from %zu index rows read (%zu dropped: gone or "
-	        "changed; %zu corrupt), in %s\n", e->matched, e->candidates, e->dropped, e->corrupt,
-	        fmt_ms(t, sizeof t, e->run_s));
+	fprintf(f,
+	        "Run (the query itself, no limit): %zu matched, from %zu index rows read (%zu dropped: gone or "
+	        "changed; %zu corrupt), in %s\n",
+	        e->matched, e->candidates, e->dropped, e->corrupt, fmt_ms(t, sizeof t, e->run_s));
 	fprintf(f, "  %-12s %10s %10s %10s %10s %8s\n", "SHARD", "STEP1 ROWS", "STEP1 TIME", "STEP2 ROWS", "STEP2 TIME",
 	        "MATCHED");
 	for (int i = 0; i < e->nshards; i++) {
@@ -125,10 +131,12 @@ char *plan_text(const bs_explain_t *e)
 		fprintf(f, "Routing: every shard: no condition on %s (the index's shard_on) fixes its bucket\n",
 		        e->shard_on);
 	estimates(f, e);
-	fprintf(f, "Step 1, the index rows, on %s:\n  %s\n", e->route_shard >= 0 ? e->shards[e->route_shard].name :
-	        "every shard at once", e->step1_sql);
-	fprintf(f, "Step 2, the entities, on each shard holding some that step 1 found (at once):\n  %s\n"
-	        "  (each body is decoded and kept only if its values still match)\n", e->step2_sql);
+	fprintf(f, "Step 1, the index rows, on %s:\n  %s\n",
+	        e->route_shard >= 0 ? e->shards[e->route_shard].name : "every shard at once", e->step1_sql);
+	fprintf(f,
+	        "Step 2, the entities, on each shard holding some that step 1 found (at once):\n  %s\n"
+	        "  (each body is decoded and kept only if its values still match)\n",
+	        e->step2_sql);
 	if (e->ran)
 		ran(f, e);
 	fclose(f);

@@ -7,10 +7,9 @@
 
 #include <string.h>
 
-const action_info_t bs_action_info[ACT_COUNT] = {
-	[ACT_NONE] = {"none", 0, 0, 0, "", "", false, ""},
-#define BS_X_INFO(n, k, k2, k3, kn, h, d, s) [ACT_##n] = {#n, k, k2, k3, kn, h, d, s},
-	BS_ACTIONS(BS_X_INFO)
+const action_info_t bs_action_info[ACT_COUNT] = { [ACT_NONE] = { "none", 0, 0, 0, "", "", false, "" },
+#define BS_X_INFO(n, k, k2, k3, kn, h, d, s) [ACT_##n] = { #n, k, k2, k3, kn, h, d, s },
+	                                          BS_ACTIONS(BS_X_INFO)
 #undef BS_X_INFO
 };
 

@@ -55,8 +55,8 @@ ui_t ui;
 static struct {
 	const struct view_ops *v;
 	char filter[256];
-	char crumb[96];   /* its part of the breadcrumb ("" : the screen's name) */
-	char origin[64];  /* the action that opened it: a page's `y` is of that action */
+	char crumb[96];  /* its part of the breadcrumb ("" : the screen's name) */
+	char origin[64]; /* the action that opened it: a page's `y` is of that action */
 } stack[STACK_MAX];
 static int depth;
 /* The operator's action being handled now, "" none (a refresh): what it
@@ -257,9 +257,10 @@ static void ask_quit(void)
 		quit = true;
 		return;
 	}
-	snprintf(label, sizeof label, "This console runs %d backfill%s (%s): quitting stops %s, and %s jobs go "
-	         "back to queued for any cleaner to resume. Quit? y/n ", running, running == 1 ? "" : "s", names,
-	         running == 1 ? "it" : "them", running == 1 ? "its" : "their");
+	snprintf(label, sizeof label,
+	         "This console runs %d backfill%s (%s): quitting stops %s, and %s jobs go "
+	         "back to queued for any cleaner to resume. Quit? y/n ",
+	         running, running == 1 ? "" : "s", names, running == 1 ? "it" : "them", running == 1 ? "its" : "their");
 	ui_confirm(label, quit_answer, NULL);
 }
 
@@ -267,16 +268,16 @@ static void ask_quit(void)
 
 static struct {
 	bool active;
-	bool confirm;        /* one key answers: y yes, anything else no */
+	bool confirm; /* one key answers: y yes, anything else no */
 	char label[768];
 	char buf[512];
 	size_t len;
 	ui_prompt_fn done;
 	void (*yes_no)(bool yes, void *ctx);
-	void (*live)(const char *text, void *ctx);    /* after every edit */
-	void (*complete)(char *buf, size_t size);     /* Tab */
+	void (*live)(const char *text, void *ctx); /* after every edit */
+	void (*complete)(char *buf, size_t size);  /* Tab */
 	void *ctx;
-	char origin[64];     /* the action that asked: its answer is of that action */
+	char origin[64]; /* the action that asked: its answer is of that action */
 } prompt;
 
 void ui_prompt(const char *label, const char *initial, ui_prompt_fn done, void *ctx)
@@ -384,10 +385,10 @@ static void prompt_key(int key)
 static struct {
 	bs_config_t *loaded[MAX_LOADED]; /* the UI thread's; [0] is main.c's (not ours to free) */
 	int nloaded;
-	bool known;          /* st below is the file as last read */
+	bool known; /* st below is the file as last read */
 	struct stat st;
 	int64_t next_poll_us;
-	bool checking;       /* a shard list check is on the status lane */
+	bool checking; /* a shard list check is on the status lane */
 } cf;
 
 /* A check's verdict (snap_lock). */
@@ -512,7 +513,8 @@ static void config_check_done(void)
 	cf.checking = false;
 	if (rc < 0) {
 		ui_err("%s not reloaded, its shard list disagrees with the shards (the console keeps its "
-		       "configuration): %s", nc->path, err);
+		       "configuration): %s",
+		       nc->path, err);
 		bs_config_free(nc);
 		return;
 	}
@@ -601,8 +603,9 @@ const struct view_ops *console_view(int k)
 static const struct view_ops *screen_of(action_t a)
 {
 	switch (a) {
-#define SCREEN_CASE_(X, id, name, key, keyname, help) case ACT_SCREEN_##id: return &view_##name;
-	BS_SCREENS(SCREEN_CASE_, _)
+#define SCREEN_CASE_(X, id, name, key, keyname, help) \
+	case ACT_SCREEN_##id: return &view_##name;
+		BS_SCREENS(SCREEN_CASE_, _)
 #undef SCREEN_CASE_
 	default: return NULL;
 	}
@@ -821,9 +824,13 @@ static reaction_t filter_done(const char *text, void *ctx)
 static void apply(reaction_t r)
 {
 	switch (r) {
-	case R_NONE: case R_UNHANDLED: break;
+	case R_NONE:
+	case R_UNHANDLED: break;
 	case R_REDRAW: need_draw = true; break;
-	case R_RELOAD: reload_top(); need_draw = true; break;
+	case R_RELOAD:
+		reload_top();
+		need_draw = true;
+		break;
 	case R_POP: pop(); break;
 	case R_QUIT: ask_quit(); break;
 	}
@@ -841,7 +848,7 @@ static int root_index(void)
 
 static reaction_t refresh_step(action_t a)
 {
-	static const double steps[] = {0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600};
+	static const double steps[] = { 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600 };
 	int i, n = (int)(sizeof steps / sizeof steps[0]);
 
 	for (i = 0; i < n - 1 && steps[i] < ui.refresh_s - 1e-9; i++)
@@ -890,8 +897,7 @@ static reaction_t global_action(action_t a)
 		ui_msg(ui.paused ? "refresh paused (z resumes)" : "refresh resumed");
 		return ui.paused ? R_REDRAW : R_RELOAD;
 	case ACT_FASTER:
-	case ACT_SLOWER:
-		return refresh_step(a);
+	case ACT_SLOWER: return refresh_step(a);
 	default: return R_UNHANDLED;
 	}
 }
@@ -900,13 +906,35 @@ static reaction_t global_action(action_t a)
  * operator types it (the help's names), never curses' KEY_END. */
 static const char *key_label(char *buf, size_t n, int key)
 {
-	static const struct { int key; const char *name; } names[] = {
-		{' ', "Space"}, {'\n', "Enter"}, {'\r', "Enter"}, {KEY_ENTER, "Enter"}, {'\t', "Tab"},
-		{KEY_BTAB, "Shift-Tab"}, {27, "Esc"}, {127, "Backspace"}, {KEY_BACKSPACE, "Backspace"},
-		{KEY_UP, "Up"}, {KEY_DOWN, "Down"}, {KEY_LEFT, "Left"}, {KEY_RIGHT, "Right"},
-		{KEY_HOME, "Home"}, {KEY_END, "End"}, {KEY_PPAGE, "PgUp"}, {KEY_NPAGE, "PgDn"},
-		{KEY_IC, "Insert"}, {KEY_DC, "Delete"}, {KEY_SLEFT, "Shift-Left"}, {KEY_SRIGHT, "Shift-Right"},
-		{KEY_SR, "Shift-Up"}, {KEY_SF, "Shift-Down"}, {KEY_SHOME, "Shift-Home"}, {KEY_SEND, "Shift-End"},
+	static const struct {
+		int key;
+		const char *name;
+	} names[] = {
+		{ ' ', "Space" },
+		{ '\n', "Enter" },
+		{ '\r', "Enter" },
+		{ KEY_ENTER, "Enter" },
+		{ '\t', "Tab" },
+		{ KEY_BTAB, "Shift-Tab" },
+		{ 27, "Esc" },
+		{ 127, "Backspace" },
+		{ KEY_BACKSPACE, "Backspace" },
+		{ KEY_UP, "Up" },
+		{ KEY_DOWN, "Down" },
+		{ KEY_LEFT, "Left" },
+		{ KEY_RIGHT, "Right" },
+		{ KEY_HOME, "Home" },
+		{ KEY_END, "End" },
+		{ KEY_PPAGE, "PgUp" },
+		{ KEY_NPAGE, "PgDn" },
+		{ KEY_IC, "Insert" },
+		{ KEY_DC, "Delete" },
+		{ KEY_SLEFT, "Shift-Left" },
+		{ KEY_SRIGHT, "Shift-Right" },
+		{ KEY_SR, "Shift-Up" },
+		{ KEY_SF, "Shift-Down" },
+		{ KEY_SHOME, "Shift-Home" },
+		{ KEY_SEND, "Shift-End" },
 	};
 	const char *k;
 	size_t i;
@@ -1142,10 +1170,8 @@ static void draw_status(void)
 		draw_prompt();
 		return;
 	}
-	snprintf(right, sizeof right, "%s%s refresh %gs%s ",
-	         ui.read_only ? " READ-ONLY |" : "",
-	         ui_filter()[0] ? " filtered |" : "",
-	         ui.refresh_s, ui.paused ? " PAUSED" : "");
+	snprintf(right, sizeof right, "%s%s refresh %gs%s ", ui.read_only ? " READ-ONLY |" : "",
+	         ui_filter()[0] ? " filtered |" : "", ui.refresh_s, ui.paused ? " PAUSED" : "");
 	rw = ui_width(right);
 	ui_color(C_STATUS, true);
 	hline(' ', COLS);
@@ -1180,8 +1206,8 @@ static void draw_too_small(void)
 {
 	char line[128];
 
-	snprintf(line, sizeof line, "terminal too small: %dx%d (at least %dx%d); Q quits", COLS, LINES,
-	         MIN_COLS, MIN_LINES);
+	snprintf(line, sizeof line, "terminal too small: %dx%d (at least %dx%d); Q quits", COLS, LINES, MIN_COLS,
+	         MIN_LINES);
 	draw_wrapped_up(line, LINES / 2 < LINES - 1 ? LINES / 2 : LINES - 1, LINES);
 }
 
@@ -1322,7 +1348,7 @@ static int interactive(void)
 
 int bs_console_option(const char *arg)
 {
-	static const char *const with_value[] = {"--headless", "--dump-dir", "--refresh", "--timeout"};
+	static const char *const with_value[] = { "--headless", "--dump-dir", "--refresh", "--timeout" };
 	size_t i;
 
 	for (i = 0; i < sizeof with_value / sizeof with_value[0]; i++)
@@ -1357,7 +1383,8 @@ int bs_console_main(const bs_config_t *cfg, int argc, char **argv)
 		char *end = NULL;
 		double r = strtod(v, &end);
 		if (!(r >= REFRESH_MIN_S && r <= REFRESH_MAX_S) || (end && *end)) {
-			fprintf(stderr, "bagstore: --refresh takes seconds between %g and %g\n", REFRESH_MIN_S, REFRESH_MAX_S);
+			fprintf(stderr, "bagstore: --refresh takes seconds between %g and %g\n", REFRESH_MIN_S,
+			        REFRESH_MAX_S);
 			return 2;
 		}
 		ui.refresh_s = r;

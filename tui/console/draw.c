@@ -220,7 +220,7 @@ int ui_wrap(const char *s, int width, int *starts, int *lens, int max)
 
 void ui_sparkline(char *buf, size_t size, const double *v, int n, double max)
 {
-	static const char *blocks[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+	static const char *blocks[] = { "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█" };
 	static const char ascii[] = "_.-~=*#@";
 	size_t o = 0;
 	int i;

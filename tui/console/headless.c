@@ -51,11 +51,25 @@ static double mono(void)
 
 static int key_code(const char *name)
 {
-	static const struct { const char *n; int k; } names[] = {
-		{"Enter", '\n'}, {"Esc", 27}, {"Tab", '\t'}, {"Space", ' '},
-		{"Up", KEY_UP}, {"Down", KEY_DOWN}, {"Left", KEY_LEFT}, {"Right", KEY_RIGHT},
-		{"PgUp", KEY_PPAGE}, {"PgDn", KEY_NPAGE}, {"Home", KEY_HOME}, {"End", KEY_END},
-		{"Backspace", KEY_BACKSPACE}, {"Resize", KEY_RESIZE}, {"S-Tab", KEY_BTAB},
+	static const struct {
+		const char *n;
+		int k;
+	} names[] = {
+		{ "Enter", '\n' },
+		{ "Esc", 27 },
+		{ "Tab", '\t' },
+		{ "Space", ' ' },
+		{ "Up", KEY_UP },
+		{ "Down", KEY_DOWN },
+		{ "Left", KEY_LEFT },
+		{ "Right", KEY_RIGHT },
+		{ "PgUp", KEY_PPAGE },
+		{ "PgDn", KEY_NPAGE },
+		{ "Home", KEY_HOME },
+		{ "End", KEY_END },
+		{ "Backspace", KEY_BACKSPACE },
+		{ "Resize", KEY_RESIZE },
+		{ "S-Tab", KEY_BTAB },
 	};
 	size_t i;
 
@@ -131,15 +145,14 @@ static void unescape(char *s)
 
 /* The script being run. */
 typedef struct {
-	const char *script;  /* its path, for messages */
+	const char *script; /* its path, for messages */
 	const char *dumpdir;
 	int lineno;
-	int status;          /* 1 once a command failed */
+	int status; /* 1 once a command failed */
 } run_t;
 
 /* "SCRIPT:LINE: message" on stderr; the script's status becomes 1. */
-__attribute__((format(printf, 2, 3)))
-static void fail(run_t *r, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void fail(run_t *r, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -262,9 +275,10 @@ static void cmd_mouse(run_t *r, char *arg)
 	(void)r;
 	memset(&ev, 0, sizeof ev);
 	sscanf(arg, "%d %d %31s", &ev.x, &ev.y, how);
-	ev.bstate = strcmp(how, "double") == 0 ? BUTTON1_DOUBLE_CLICKED :
-	            strcmp(how, "wheel-up") == 0 ? BUTTON4_PRESSED :
-	            strcmp(how, "wheel-down") == 0 ? BUTTON5_PRESSED : BUTTON1_CLICKED;
+	ev.bstate = strcmp(how, "double") == 0       ? BUTTON1_DOUBLE_CLICKED
+	            : strcmp(how, "wheel-up") == 0   ? BUTTON4_PRESSED
+	            : strcmp(how, "wheel-down") == 0 ? BUTTON5_PRESSED
+	                                             : BUTTON1_CLICKED;
 	ui_mouse = ev;
 	ungetmouse(&ev);
 	press(KEY_MOUSE);
@@ -278,8 +292,7 @@ static void measure(run_t *r, char *arg, const char *cmd, bool ui_only)
 	int count = 0, k, i;
 	double *t;
 
-	if (sscanf(arg, "%63s %d %63s", name, &count, kname) != 3 || count <= 0 ||
-	    (k = key_code(kname)) < 0) {
+	if (sscanf(arg, "%63s %d %63s", name, &count, kname) != 3 || count <= 0 || (k = key_code(kname)) < 0) {
 		fail(r, "measure NAME N KEY");
 		return;
 	}
@@ -296,15 +309,20 @@ static void measure(run_t *r, char *arg, const char *cmd, bool ui_only)
 		t[i] = (mono() - t0) * 1000;
 	}
 	qsort(t, (size_t)count, sizeof *t, cmp_d);
-	printf("%s %s: n=%d median=%.2fms p95=%.2fms max=%.2fms\n", cmd, name, count,
-	       t[count / 2], t[(int)(count * 0.95) < count ? (int)(count * 0.95) : count - 1],
-	       t[count - 1]);
+	printf("%s %s: n=%d median=%.2fms p95=%.2fms max=%.2fms\n", cmd, name, count, t[count / 2],
+	       t[(int)(count * 0.95) < count ? (int)(count * 0.95) : count - 1], t[count - 1]);
 	fflush(stdout);
 	free(t);
 }
 
-static void cmd_measure(run_t *r, char *arg) { measure(r, arg, "measure", false); }
-static void cmd_measure_ui(run_t *r, char *arg) { measure(r, arg, "measure-ui", true); }
+static void cmd_measure(run_t *r, char *arg)
+{
+	measure(r, arg, "measure", false);
+}
+static void cmd_measure_ui(run_t *r, char *arg)
+{
+	measure(r, arg, "measure-ui", true);
+}
 
 static void cmd_rss(run_t *r, char *arg)
 {
@@ -336,18 +354,18 @@ static const struct {
 	const char *args;
 	void (*run)(run_t *r, char *arg);
 } commands[] = {
-	{"key", "NAME [N]", cmd_key},
-	{"keys", "TEXT", cmd_keys},
-	{"wait-idle", "[SECS]", cmd_wait_idle},
-	{"wait-for", "TEXT [SECS]", cmd_wait_for},
-	{"sleep", "SECS", cmd_sleep},
-	{"dump", "NAME", cmd_dump},
-	{"resize", "LINES COLS", cmd_resize},
-	{"mouse", "X Y [click|double|wheel-up|wheel-down]", cmd_mouse},
-	{"measure", "NAME N KEY", cmd_measure},
-	{"measure-ui", "NAME N KEY", cmd_measure_ui},
-	{"rss", "", cmd_rss},
-	{"echo", "[TEXT]", cmd_echo},
+	{ "key", "NAME [N]", cmd_key },
+	{ "keys", "TEXT", cmd_keys },
+	{ "wait-idle", "[SECS]", cmd_wait_idle },
+	{ "wait-for", "TEXT [SECS]", cmd_wait_for },
+	{ "sleep", "SECS", cmd_sleep },
+	{ "dump", "NAME", cmd_dump },
+	{ "resize", "LINES COLS", cmd_resize },
+	{ "mouse", "X Y [click|double|wheel-up|wheel-down]", cmd_mouse },
+	{ "measure", "NAME N KEY", cmd_measure },
+	{ "measure-ui", "NAME N KEY", cmd_measure_ui },
+	{ "rss", "", cmd_rss },
+	{ "echo", "[TEXT]", cmd_echo },
 };
 
 /* One line of the script (its newline removed). */
@@ -399,7 +417,7 @@ static SCREEN *term_open(FILE **out, FILE **in)
 
 int headless_run(const char *script, const char *dumpdir)
 {
-	run_t r = {.script = script, .dumpdir = dumpdir};
+	run_t r = { .script = script, .dumpdir = dumpdir };
 	FILE *in = NULL, *out = NULL, *sf = NULL;
 	SCREEN *scr = NULL;
 	char line[2048];

@@ -16,7 +16,7 @@ static struct {
 	char **lines;
 	int n;
 	int top;
-	bool at_end;  /* End pressed: the last line stays in sight whatever the height */
+	bool at_end; /* End pressed: the last line stays in sight whatever the height */
 	reaction_t (*confirm)(void *ctx);
 	void (*cancel)(void *ctx);
 	void *ctx;
@@ -37,8 +37,8 @@ static void tv_clear(void)
 	tv.at_end = false;
 }
 
-void text_open(const char *title, const char *text,
-               reaction_t (*confirm)(void *ctx), void *ctx, const char *confirm_label)
+void text_open(const char *title, const char *text, reaction_t (*confirm)(void *ctx), void *ctx,
+               const char *confirm_label)
 {
 	const char *p = text, *nl;
 
@@ -114,7 +114,7 @@ void text_open_help(const struct view_ops *v)
 #define HELP_SCREEN_(X, id, name, key, keyname, help) " :" #name
 	fprintf(f, "Commands after ':' (Tab completes):\n"
 	           " " BS_SCREENS(HELP_SCREEN_, _) "\n"
-	           "                     switch screen (a prefix will do)\n");
+	                                           "                     switch screen (a prefix will do)\n");
 #undef HELP_SCREEN_
 	for (int k = 0; console_view(k); k++) {
 		const struct view_ops *cv = console_view(k);
@@ -124,14 +124,16 @@ void text_open_help(const struct view_ops *v)
 		snprintf(cmd, sizeof cmd, ":%s %s", cv->command, cv->command_help ? cv->command_help : "");
 		fprintf(f, "  %-18s %s\n", cmd, cv->command_what ? cv->command_what : "");
 	}
-	fprintf(f, "  :refresh SECS      the refresh interval (%g to %g)\n"
-	           "  :reload            read the configuration file again (it is also followed)\n"
-	           "  :filter TEXT       the same as /\n"
-	           "  :pause             pause the refresh\n"
-	           "  :q                 quit (asks first while this console runs backfills)\n"
-	           "  :q!                quit without asking\n"
-	           "\nNumbers: ~ marks an estimate (# counts exactly); STALE marks data\n"
-	           "older than its refresh, with its age.\n\n", REFRESH_MIN_S, REFRESH_MAX_S);
+	fprintf(f,
+	        "  :refresh SECS      the refresh interval (%g to %g)\n"
+	        "  :reload            read the configuration file again (it is also followed)\n"
+	        "  :filter TEXT       the same as /\n"
+	        "  :pause             pause the refresh\n"
+	        "  :q                 quit (asks first while this console runs backfills)\n"
+	        "  :q!                quit without asking\n"
+	        "\nNumbers: ~ marks an estimate (# counts exactly); STALE marks data\n"
+	        "older than its refresh, with its age.\n\n",
+	        REFRESH_MIN_S, REFRESH_MAX_S);
 	fprintf(f, "Everywhere:\n");
 	add_action_lines(f, 0, true);
 	fclose(f);
@@ -162,7 +164,7 @@ static int segments(seg_t **out, int w)
 					goto done;
 				v = nv;
 			}
-			v[n++] = (seg_t){i, starts[k], lens[k]};
+			v[n++] = (seg_t){ i, starts[k], lens[k] };
 		}
 	}
 done:
@@ -256,5 +258,9 @@ static void tv_close(void)
 }
 
 const struct view_ops view_text = {
-	.name = "text", .scope = 'T', .draw = tv_draw, .key = tv_key, .close = tv_close,
+	.name = "text",
+	.scope = 'T',
+	.draw = tv_draw,
+	.key = tv_key,
+	.close = tv_close,
 };

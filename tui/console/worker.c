@@ -24,28 +24,28 @@ typedef struct req {
 	void *arg;
 	void (*free_arg)(void *);
 	int64_t queued_us;
-	char origin[64];   /* the operator's action that asked for it, "" a refresh */
+	char origin[64]; /* the operator's action that asked for it, "" a refresh */
 } req_t;
 
 typedef struct {
-	pthread_t thread;  /* the UI thread's (worker_start, worker_stop) */
-	bool started;      /* the UI thread's: a thread to join */
-	bool finished;     /* q_mu: the thread left its loop */
-	bs_store_t *st;    /* the lane thread's while it runs */
-	unsigned gen;      /* the lane thread's: the configuration st is over */
-	req_t *head, *tail; /* q_mu */
-	req_t *running;    /* q_mu */
+	pthread_t thread;      /* the UI thread's (worker_start, worker_stop) */
+	bool started;          /* the UI thread's: a thread to join */
+	bool finished;         /* q_mu: the thread left its loop */
+	bs_store_t *st;        /* the lane thread's while it runs */
+	unsigned gen;          /* the lane thread's: the configuration st is over */
+	req_t *head, *tail;    /* q_mu */
+	req_t *running;        /* q_mu */
 	int64_t running_since; /* q_mu */
 	/* the running request's origin: written by the lane thread before it
 	 * runs the request, read by the trace (lane_trace) on that thread and
 	 * the fan-out threads it starts meanwhile */
 	char label[64];
-	int no;            /* its LANE_* */
+	int no; /* its LANE_* */
 } lane_t;
 
-static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;  /* the lanes' queues */
-static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;    /* work arrived, or stop */
-static pthread_cond_t idle_cv; /* a request ended, a lane finished (cv_init) */
+static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;    /* the lanes' queues */
+static pthread_cond_t q_cv = PTHREAD_COND_INITIALIZER;      /* work arrived, or stop */
+static pthread_cond_t idle_cv;                              /* a request ended, a lane finished (cv_init) */
 static pthread_mutex_t snap_mu = PTHREAD_MUTEX_INITIALIZER; /* snapshots, backfill slots, notices */
 static lane_t lanes[LANE_COUNT];
 /* Set once by worker_stop, under q_mu so that a lane about to wait on q_cv
@@ -67,10 +67,16 @@ static unsigned gen;               /* q_mu */
 static double cap_s;               /* worker_start's timeout, read-only afterwards */
 /* Written by worker_start before any thread exists, closed by worker_stop
  * after every thread is joined. */
-static int wake_pipe[2] = {-1, -1};
+static int wake_pipe[2] = { -1, -1 };
 
-void snap_lock(void) { pthread_mutex_lock(&snap_mu); }
-void snap_unlock(void) { pthread_mutex_unlock(&snap_mu); }
+void snap_lock(void)
+{
+	pthread_mutex_lock(&snap_mu);
+}
+void snap_unlock(void)
+{
+	pthread_mutex_unlock(&snap_mu);
+}
 
 void worker_published(void)
 {
@@ -81,7 +87,10 @@ void worker_published(void)
 	}
 }
 
-int worker_wake_fd(void) { return wake_pipe[0]; }
+int worker_wake_fd(void)
+{
+	return wake_pipe[0];
+}
 
 void worker_drain_wake(void)
 {
@@ -361,8 +370,7 @@ int worker_start(const bs_config_t *cfg, double timeout_s)
 	return 0;
 }
 
-int worker_submit(int lane, const char *key, bool skip_running,
-                  work_fn fn, void *arg, void (*free_arg)(void *))
+int worker_submit(int lane, const char *key, bool skip_running, work_fn fn, void *arg, void (*free_arg)(void *))
 {
 	lane_t *l = &lanes[lane];
 	req_t *r, *q;
@@ -372,8 +380,7 @@ int worker_submit(int lane, const char *key, bool skip_running,
 	pthread_mutex_lock(&q_mu);
 	/* closing (a request queueing another while the lanes stop), or a
 	 * periodic reload already running: dropped */
-	if (atomic_load(&stopping) ||
-	    (key && skip_running && l->running && strcmp(l->running->key, key) == 0)) {
+	if (atomic_load(&stopping) || (key && skip_running && l->running && strcmp(l->running->key, key) == 0)) {
 		pthread_mutex_unlock(&q_mu);
 		if (free_arg)
 			free_arg(arg);
@@ -547,8 +554,8 @@ static atomic_int bf_stop;
  * backfill threads). Progress updates what it does when reg_mu is free.
  */
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static bs_worker_t *reg;   /* reg_mu */
-static int reg_users;      /* reg_mu: backfill threads holding it */
+static bs_worker_t *reg; /* reg_mu */
+static int reg_users;    /* reg_mu: backfill threads holding it */
 
 static void reg_hold(const bs_config_t *cfg)
 {
@@ -581,8 +588,9 @@ static void reg_jobs_locked(char *buf, size_t n)
 			const bs_job_t *j = &bf[i].info.jobs[k];
 			if (j->state == BS_JOB_RUNNING || j->state == BS_JOB_THROTTLED)
 				o += (size_t)snprintf(buf + o, n - o, "%s%s@%s", o ? "," : "", j->index,
-				                      j->shard >= 0 && j->shard < bf[i].cfg->nshards ?
-				                      bf[i].cfg->shards[j->shard].name : "?");
+				                      j->shard >= 0 && j->shard < bf[i].cfg->nshards
+				                              ? bf[i].cfg->shards[j->shard].name
+				                              : "?");
 		}
 }
 
@@ -633,7 +641,7 @@ static void *bf_main(void *p)
 	/* ended short because an operator cancelled its jobs: a cancel, not a failure */
 	bool cancelled = false;
 	if (rc < 0 && !atomic_load(&bf_stop)) {
-		bs_job_list_t l = {0};
+		bs_job_list_t l = { 0 };
 		if (bs_job_list(&l, s->st, NULL) == 0)
 			for (int k = 0; k < l.len && !cancelled; k++)
 				cancelled = !strcmp(l.items[k].index, index) && l.items[k].state == BS_JOB_CANCELLED;
@@ -709,8 +717,7 @@ int worker_backfill_start(const char *index)
 	snap_lock();
 	s->cfg = worker_config(); /* under snap_mu too: reg_jobs_locked reads it */
 	snap_unlock();
-	if ((rc = bs_store_open(&s->st, s->cfg)) < 0 ||
-	    pthread_create(&s->thread, NULL, bf_main, s) != 0) {
+	if ((rc = bs_store_open(&s->st, s->cfg)) < 0 || pthread_create(&s->thread, NULL, bf_main, s) != 0) {
 		if (rc == 0)
 			rc = bs_error(BS_ERROR, "cannot start a backfill thread");
 		snap_lock();
@@ -728,8 +735,8 @@ int worker_backfill_start(const char *index)
 int worker_backfill_resume(bs_store_t *st, const char *index, char *did, size_t n)
 {
 	bs_index_t ix;
-	bs_job_list_t l = {0};
-	int stopped[3] = {0, 0, 0}, rc; /* paused, cancelled, failed */
+	bs_job_list_t l = { 0 };
+	int stopped[3] = { 0, 0, 0 }, rc; /* paused, cancelled, failed */
 
 	did[0] = 0;
 	if ((rc = bs_index_get(&ix, st, index)) < 0)
@@ -753,10 +760,11 @@ int worker_backfill_resume(bs_store_t *st, const char *index, char *did, size_t 
 		if ((rc = bs_job_control(st, index, "resume")) < 0)
 			return rc;
 		size_t o = (size_t)snprintf(did, n, "resumed");
-		const char *what[3] = {"paused", "cancelled", "failed"};
+		const char *what[3] = { "paused", "cancelled", "failed" };
 		for (int k = 0, first = 1; k < 3 && o < n; k++)
 			if (stopped[k]) {
-				o += (size_t)snprintf(did + o, n - o, "%s %d %s", first ? "" : ",", stopped[k], what[k]);
+				o += (size_t)snprintf(did + o, n - o, "%s %d %s", first ? "" : ",", stopped[k],
+				                      what[k]);
 				first = 0;
 			}
 		if (o < n)

@@ -93,8 +93,7 @@ bool worker_stop(double wait_s);
  * key is replaced (its arg freed), and with skip_running a request whose key
  * is running is dropped (periodic reloads). free_arg frees arg after the
  * run (may be NULL). Returns 0, or 1 when dropped. */
-int worker_submit(int lane, const char *key, bool skip_running,
-                  work_fn fn, void *arg, void (*free_arg)(void *));
+int worker_submit(int lane, const char *key, bool skip_running, work_fn fn, void *arg, void (*free_arg)(void *));
 /* Is a request of this key queued or running? *since_us: since when. */
 bool worker_pending(const char *key, int64_t *since_us);
 /* Wait until idle (or timeout); true when idle. */
@@ -115,17 +114,17 @@ void worker_drain_wake(void);
 #define WORKER_LOG_MAX 1000
 
 typedef struct {
-	uint64_t seq;        /* its number: 1 for the first listed */
-	int64_t at_us;       /* when it was sent */
+	uint64_t seq;  /* its number: 1 for the first listed */
+	int64_t at_us; /* when it was sent */
 	double seconds;
 	int64_t rows;
-	unsigned err;        /* MySQL's error number, 0 */
-	bool async;          /* sent without waiting (see bs_trace_t) */
-	const char *lane;    /* "status", "browse", "action", "scan" (static) */
+	unsigned err;     /* MySQL's error number, 0 */
+	bool async;       /* sent without waiting (see bs_trace_t) */
+	const char *lane; /* "status", "browse", "action", "scan" (static) */
 	char shard[BS_NAME_MAX + 1];
-	char action[64];     /* the operator's action that sent it */
-	char *sql;           /* shortened, passwords masked (bs_trace_t) */
-	char *error;         /* MySQL's message, NULL when none */
+	char action[64]; /* the operator's action that sent it */
+	char *sql;       /* shortened, passwords masked (bs_trace_t) */
+	char *error;     /* MySQL's message, NULL when none */
 } log_entry_t;
 
 /* The operator's action the calling thread handles now (NULL or "": none,
@@ -141,12 +140,12 @@ void worker_log_free(log_entry_t *l, int n);
 
 typedef struct {
 	char index[BS_NAME_MAX + 1];
-	bool running;        /* the thread is still working */
-	bool cancelled;      /* it ended because an operator cancelled its jobs */
-	int rc;              /* its result once finished */
+	bool running;   /* the thread is still working */
+	bool cancelled; /* it ended because an operator cancelled its jobs */
+	int rc;         /* its result once finished */
 	char error[256];
 	int64_t started_us, finished_us;
-	bs_job_t jobs[16];   /* last progress per source shard */
+	bs_job_t jobs[16]; /* last progress per source shard */
 	int njobs;
 } local_backfill_t;
 
