@@ -194,7 +194,7 @@ static void *scan_thread(void *p)
 {
 	scan_t *s = p;
 	MYSQL *m;
-	MYSQL_RES *r;
+	MYSQL_RES *r = NULL;
 	MYSQL_ROW row;
 
 	mysql_thread_init();
@@ -286,7 +286,7 @@ int main(int argc, char **argv)
 	char script[] = "/tmp/bench-console-XXXXXX";
 	char dumps[] = "/tmp/bench-console-dumps-XXXXXX";
 	char cmd[4096], line[512];
-	FILE *f, *p;
+	FILE *f = NULL, *p = NULL;
 	measure_t next = { 0 }, prev = { 0 }, walk = { 0 }, shards = { 0 }, indexes = { 0 };
 	double census_s, ref_s;
 	long sampled;

@@ -113,7 +113,7 @@ static void state_put(FILE *f, const bs_id_t *id, const char *w, long seq, int u
 
 static bs_store_t *open_store(const char *path, bs_config_t **cfg)
 {
-	bs_store_t *st;
+	bs_store_t *st = NULL;
 	if (bs_config_load(cfg, path) || bs_store_open(&st, *cfg))
 		die(path);
 	return st;

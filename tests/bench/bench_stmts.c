@@ -229,7 +229,7 @@ static void bulk(bs_store_t *st, const char *what, int n)
 int main(int argc, char **argv)
 {
 	bs_config_t *cfg;
-	bs_store_t *st;
+	bs_store_t *st = NULL;
 	if (argc < 2 || argv[1][0] == '-') {
 		fprintf(stderr, "usage: bench_stmts CONFIG [N]\n");
 		return 2;

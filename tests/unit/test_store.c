@@ -97,7 +97,7 @@ static void test_seed(bs_store_t *st)
 	         "X'71f0c4d2291844cca2df6f486e96e37c')");
 	/* user ...02 routes to shard 0 with two shards; the right row is on shard 1: no clash */
 	int stale_shard = bs_route_value(
-		&(bs_value_t){ .type = BS_BIN, .v.s = { (char *)"\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\2", 16 } },
+		&(bs_value_t){ .type = BS_BIN, .v.s = { (char *)"\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\2", 16, 0 } },
 		&def.props[0], cfg->nshards);
 	CHECK(stale_shard != is, "planted row goes to another shard than the real one");
 	sql(stale_shard, q);
