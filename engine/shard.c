@@ -219,7 +219,11 @@ uint64_t bs__sql_writes(const char *sql, size_t len)
 	const char *p = sql_skip(sql, sql + len), *end = sql + len;
 	uint64_t n = 0;
 	bool start = true;
-	if (p < end && !memchr(p, ';', (size_t)(end - p)))
+	/* SET STATEMENT var=value[, ...] FOR stmt: the statement after FOR is
+	 * the one the server counts. set: 1 after a statement's SET, 2 after
+	 * SET STATEMENT (until its FOR) */
+	int set = 0;
+	if (p < end && !memchr(p, ';', (size_t)(end - p)) && !sql_word(p, end, "SET"))
 		return sql_is_write(p, end); /* one statement (the common case): its first word */
 	while (p < end) {
 		char c = *p;
@@ -229,7 +233,16 @@ uint64_t bs__sql_writes(const char *sql, size_t len)
 				p++;
 			if (start && sql_is_write(w, end))
 				n++;
-			start = sql_opens(w, p);
+			bool opens = sql_opens(w, p);
+			if (set == 2 && sql_word(w, p, "FOR")) {
+				opens = true;
+				set = 0;
+			} else if (set == 1) {
+				set = sql_word(w, p, "STATEMENT") ? 2 : 0;
+			} else if (start && sql_word(w, p, "SET")) {
+				set = 1;
+			}
+			start = opens;
 		} else if (c == '\'' || c == '"' || c == '`') {
 			for (p++; p < end && *p != c; p++)
 				if (*p == '\\' && c != '`' && p + 1 < end)
@@ -246,6 +259,8 @@ uint64_t bs__sql_writes(const char *sql, size_t len)
 			}
 		} else {
 			start = c == ';';
+			if (start)
+				set = 0;
 			p++;
 		}
 	}

@@ -265,6 +265,12 @@ static void test_sql_writes(void)
 		{ "SELECT 'a;b'; REPLACE INTO t VALUES (1)", 1 },
 		{ "", 0 },
 		{ "DO RELEASE_LOCK('x'); SELECT `INSERT`; -- INSERT\nSELECT 1", 0 },
+		/* the statement after SET STATEMENT's FOR is the one counted */
+		{ "SET STATEMENT innodb_lock_wait_timeout=1 FOR DELETE i FROM t i JOIN u ON 1", 1 },
+		{ "SET STATEMENT innodb_lock_wait_timeout=1 FOR DELETE FROM t;DO RELEASE_LOCK('x')", 1 },
+		{ "SET STATEMENT max_statement_time=5 FOR SELECT 1 FOR UPDATE", 0 },
+		{ "SET @a=1; DELETE FROM t", 1 },
+		{ "SET @bs_own=0;START TRANSACTION;SELECT 1 FOR UPDATE;COMMIT", 0 },
 	};
 	for (size_t k = 0; k < sizeof c / sizeof c[0]; k++) {
 		unsigned long got = (unsigned long)bs__sql_writes(c[k].sql, strlen(c[k].sql));
