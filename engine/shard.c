@@ -630,35 +630,25 @@ void bs__settle_flush(bs_store_t *st, int i)
 		sh->nsettle = 0;
 		return;
 	}
-	if (sh->pending)
-		drain_pending(st, i);
 	bs__settle_sql(&b, st, i);
-	if (bs__buf_ok(&b))
-		goto done;
-	/* its answer waited for at most SETTLE_WAIT_MS: a shard that does not
-	 * answer (hung, paused) does not hold the store's free up; its intents
-	 * are then the repair loop's */
-	double t0 = bs_now_mono();
-	int64_t at = bs_now_us();
-	bs__shard_sent(sh, b.ptr, b.len);
-	if (mysql_send_query(sh->conn, b.ptr, (unsigned long)b.len))
-		goto done;
-	struct pollfd pf = { .fd = (int)mysql_get_socket(sh->conn), .events = POLLIN };
-	bool answered = poll(&pf, 1, SETTLE_WAIT_MS) == 1;
-	int64_t rows = 0;
-	if (answered && !mysql_read_query_result(sh->conn)) {
-		rows = (int64_t)mysql_affected_rows(sh->conn);
-		while (mysql_next_result(sh->conn) == 0)
-			;
+	/* sent as the write path's last step is, its answer waited for at most
+	 * SETTLE_WAIT_MS: a shard that does not answer (hung, paused) does not
+	 * hold the store's free up; its intents are then the repair loop's */
+	if (!bs__buf_ok(&b) && !bs__shard_send(st, i, b.ptr, b.len, NULL)) {
+		struct pollfd pf = { .fd = (int)mysql_get_socket(sh->conn), .events = POLLIN };
+		if (poll(&pf, 1, SETTLE_WAIT_MS) == 1) {
+			drain_pending(st, i);
+		} else { /* the answer unread: the connection is done */
+			if (sh->pending_trace)
+				trace_tell(st, i, sh->pending_trace, sh->pending_t0, sh->pending_at, 0, true, 0,
+				           "not answered: left to the repair loop");
+			free(sh->pending_trace);
+			sh->pending_trace = NULL;
+			sh->pending = false;
+			mysql_close(sh->conn);
+			sh->conn = NULL;
+		}
 	}
-	if (st->trace_fn)
-		bs__trace_emit(st, i, b.ptr, b.len, t0, at, rows, false, answered ? mysql_errno(sh->conn) : 0,
-		               answered ? NULL : "not answered: left to the repair loop");
-	if (!answered) { /* the answer unread: the connection is done */
-		mysql_close(sh->conn);
-		sh->conn = NULL;
-	}
-done:
 	bs_error_clear();
 	bs__buf_free(&b);
 }
