@@ -89,20 +89,14 @@ typedef struct {
 } put_batch_t;
 
 /* JSON Lines go to the store in batches (bs_put_many), two buffers: the
- * one being filled here (bags, lines, ids, stored, nbags: a copy of
- * buf[cur]'s pointers), while the other, full, is written on a thread of
- * its own (flying): parsing overlaps the store's work. Only that thread
- * uses the store while it runs. */
+ * one being filled here (buf[cur]), while the other, full, is written on a
+ * thread of its own (flying): parsing overlaps the store's work. Only that
+ * thread uses the store while it runs. */
 typedef struct {
 	cli_ctx_t *ctx;
 	const char *name; /* the input's name in messages */
 	size_t written;
-	size_t batch;     /* lines per batch (--batch) */
-	bs_value_t *bags; /* the batch being filled */
-	long *lines;      /* each bag's line number */
-	size_t nbags;
-	bs_id_t *ids;
-	bool *stored;
+	size_t batch; /* lines per batch (--batch) */
 	put_batch_t buf[2];
 	int cur;       /* the buffer being filled */
 	bool flying;   /* buf[!cur] is being written (or was, when not threaded) */
@@ -250,27 +244,21 @@ static int put_wait(put_state_t *ps)
  * handed over is waited for by put_wait (the next flush, the end). */
 static int put_flush(put_state_t *ps)
 {
+	put_batch_t *b = &ps->buf[ps->cur];
 	int rc = put_wait(ps);
-	if (rc < 0 || !ps->nbags) {
-		for (size_t k = 0; rc < 0 && k < ps->nbags; k++)
-			bs_value_clear(&ps->bags[k]);
-		if (rc < 0)
-			ps->nbags = 0;
-		return rc;
+	if (rc < 0) { /* the batch in hand is dropped: the put stops */
+		for (size_t k = 0; k < b->n; k++)
+			bs_value_clear(&b->bags[k]);
+		b->n = 0;
 	}
-	ps->buf[ps->cur].n = ps->nbags;
+	if (rc < 0 || !b->n)
+		return rc;
 	ps->cur = !ps->cur;
 	ps->threaded = pthread_create(&ps->writer, NULL, put_writer, ps) == 0;
 	if (!ps->threaded)
 		put_writer(ps); /* no thread: written here, waited for as one */
 	ps->flying = true;
-	put_batch_t *b = &ps->buf[ps->cur];
-	ps->bags = b->bags;
-	ps->lines = b->lines;
-	ps->ids = b->ids;
-	ps->stored = b->stored;
-	ps->nbags = 0;
-	return rc;
+	return 0;
 }
 
 /* One decoded entity (consumed) into the batch; the batch goes when full. */
@@ -287,10 +275,11 @@ static int put_one(put_state_t *ps, bs_value_t *bag, const char *where, long lin
 		bs_value_clear(bag);
 		return rc;
 	}
-	ps->bags[ps->nbags] = *bag;
-	ps->lines[ps->nbags++] = lineno;
+	put_batch_t *b = &ps->buf[ps->cur];
+	b->bags[b->n] = *bag;
+	b->lines[b->n++] = lineno;
 	bs_value_nil(bag);
-	return ps->nbags == ps->batch ? put_flush(ps) : 0;
+	return b->n == ps->batch ? put_flush(ps) : 0;
 }
 
 /* Decode text as one entity named `where` and queue it. A line that does
@@ -311,7 +300,7 @@ static int put_text(put_state_t *ps, const char *text, size_t len, const char *w
 	}
 	/* JSON but refused (not an object): the same, the lines before it
 	 * stored (a full batch's failure has left none in hand) */
-	if ((rc = put_one(ps, &bag, where, lineno)) < 0 && ps->nbags) {
+	if ((rc = put_one(ps, &bag, where, lineno)) < 0 && ps->buf[ps->cur].n) {
 		char msg[1024];
 		snprintf(msg, sizeof msg, "%s", bs_last_error());
 		int frc = put_flush(ps);
@@ -395,17 +384,11 @@ static int put_setup(put_state_t *ps, const char *batch_text)
 		if (!b->bags || !b->lines || !b->ids || !b->stored)
 			return bs_error(BS_ENOMEM, "out of memory");
 	}
-	ps->bags = ps->buf[0].bags;
-	ps->lines = ps->buf[0].lines;
-	ps->ids = ps->buf[0].ids;
-	ps->stored = ps->buf[0].stored;
 	return 0;
 }
 
 static void put_free(put_state_t *ps)
 {
-	for (size_t k = 0; ps->bags && k < ps->nbags; k++)
-		bs_value_clear(&ps->bags[k]);
 	for (int j = 0; j < 2; j++) {
 		put_batch_t *b = &ps->buf[j];
 		for (size_t k = 0; b->bags && k < b->n; k++)
