@@ -339,7 +339,7 @@ static void ratio(const char *what, const stat_t *x, const stat_t *ref)
  * plain connections of its own (the floor). */
 typedef struct {
 	const bench_t *b;
-	int k, first; /* its k entities (each of a new user), numbered from first */
+	int k; /* its k entities, each of a new user */
 	bool plain;
 	int err;
 } writer_t;
@@ -347,14 +347,14 @@ typedef struct {
 static void *writer_run(void *arg)
 {
 	writer_t *w = arg;
-	const bench_t *b = w->b;
-	const bs_config_t *cfg = b->cfg;
-	bs_store_t *st = NULL;
+	const bs_config_t *cfg = w->b->cfg;
 	MYSQL *raw[64] = { 0 };
+	/* the sequential ops (op_put, op_insert_two) on this thread's own
+	 * entities, users, store and connections */
+	bench_t t = { .cfg = cfg, .raw = raw, .nusers = w->k, .user_ix = w->b->user_ix };
 	bs_id_t *ids = malloc((size_t)w->k * sizeof *ids), *users = malloc((size_t)w->k * sizeof *users);
 	bs_bytes_t *bodies = calloc((size_t)w->k, sizeof *bodies);
-	char *q = NULL;
-	size_t qcap = 0;
+	size_t max_body = 0;
 	if (!ids || !users || !bodies) {
 		w->err = 1;
 		goto done;
@@ -363,51 +363,31 @@ static void *writer_run(void *arg)
 		bs_value_t bag;
 		bs_id_generate(&ids[j]);
 		bs_id_generate(&users[j]); /* users of their own: the queries' are left as they were */
-		make_bag(&bag, &ids[j], &users[j], w->first + j);
+		make_bag(&bag, &ids[j], &users[j], j);
 		if (w->plain && bs_body_encode(&bodies[j], &bag))
 			w->err = 1;
-		if (w->plain && 2 * bodies[j].len + 256 > qcap) {
-			qcap = 2 * bodies[j].len + 256;
-			free(q);
-			q = malloc(qcap);
-		}
+		if (bodies[j].len > max_body)
+			max_body = bodies[j].len;
 		bs_value_clear(&bag);
 	}
+	t.ids = ids;
+	t.users = users;
+	t.bodies = bodies;
+	if (w->err || !(t.q = malloc(2 * max_body + 256)))
+		goto fail;
 	if (w->plain) {
 		for (int s = 0; s < cfg->nshards && s < 64; s++)
 			raw[s] = raw_connect(&cfg->shards[s]);
-	} else if (bs_store_open(&st, cfg)) {
-		w->err = 1;
+	} else if (bs_store_open(&t.st, cfg)) {
+		goto fail;
 	}
-	if (w->err || (w->plain && !q))
-		goto done;
-	for (int j = 0; j < w->k && !w->err; j++) {
-		if (!w->plain) {
-			bs_value_t bag;
-			make_bag(&bag, &ids[j], &users[j], w->first + j);
-			if (bs_put(st, &bag, NULL))
-				w->err = 1;
-			bs_value_clear(&bag);
-			continue;
-		}
-		size_t len = (size_t)sprintf(q, "INSERT INTO bench_plain2 (id, body) VALUES (X'");
-		len += hex(q + len, ids[j].b, 16);
-		len += (size_t)sprintf(q + len, "', X'");
-		len += hex(q + len, bodies[j].ptr, bodies[j].len);
-		len += (size_t)sprintf(q + len, "')");
-		raw_exec(raw[bs_route_id(&ids[j], cfg->nshards)], q, len);
-		const bs_id_t *u = &users[j];
-		bs_value_t v;
-		bs_value_bin(&v, u->b, 16);
-		len = (size_t)sprintf(q, "INSERT INTO bench_index (user_id, entity_id) VALUES (X'");
-		len += hex(q + len, u->b, 16);
-		len += (size_t)sprintf(q + len, "', X'");
-		len += hex(q + len, ids[j].b, 16);
-		len += (size_t)sprintf(q + len, "')");
-		raw_exec(raw[route_value(b->user_ix, &v, cfg->nshards)], q, len);
-	}
+	for (int j = 0; j < w->k; j++)
+		(w->plain ? op_insert_two : op_put)(&t, j); /* each dies on a failure */
+	goto done;
+fail:
+	w->err = 1;
 done:
-	bs_store_free(st);
+	bs_store_free(t.st);
 	for (int s = 0; s < 64; s++)
 		if (raw[s])
 			mysql_close(raw[s]);
@@ -416,7 +396,7 @@ done:
 	free(bodies);
 	free(ids);
 	free(users);
-	free(q);
+	free(t.q);
 	return NULL;
 }
 
@@ -431,13 +411,13 @@ static void *writer_main(void *arg)
 	return writer_run(arg);
 }
 
-static double writers(const bench_t *b, int k, bool plain, int round)
+static double writers(const bench_t *b, int k, bool plain)
 {
 	pthread_t t[WRITERS];
 	writer_t w[WRITERS];
 	pthread_barrier_init(&writers_go, NULL, WRITERS + 1);
 	for (int i = 0; i < WRITERS; i++) {
-		w[i] = (writer_t){ .b = b, .k = k, .first = (round * WRITERS + i) * k, .plain = plain };
+		w[i] = (writer_t){ .b = b, .k = k, .plain = plain };
 		pthread_create(&t[i], NULL, writer_main, &w[i]);
 	}
 	pthread_barrier_wait(&writers_go);
@@ -614,8 +594,8 @@ int main(int argc, char **argv)
 	       "  (each a thread with connections of its own; several MariaDB servers share this machine's cores):\n",
 	       WRITERS, k);
 	for (int r = 0; r < 3; r++) {
-		wp[r] = writers(&b, k, true, 2 * r);
-		wb[r] = writers(&b, k, false, 2 * r + 1);
+		wp[r] = writers(&b, k, true);
+		wb[r] = writers(&b, k, false);
 	}
 	double mp = median3(wp), mb = median3(wb);
 	printf("  plain SQL INSERT + index row INSERT   %8.0f/s %8.0f/s %8.0f/s   median %8.0f/s\n", wp[0], wp[1],
