@@ -517,30 +517,40 @@ static uint8_t *bin_body(size_t n, size_t *zlen, size_t *mplen)
 	return z;
 }
 
+/* v's body (into body) and MessagePack (into mp, emptied first): zlib
+ * itself inflates the body to the MessagePack, and the body decodes to v
+ * (each checked, named by what). */
+static void body_of(bs_bytes_t *body, bs_bytes_t *mp, const bs_value_t *v, const char *what)
+{
+	uint8_t back[4096];
+	uLongf blen = sizeof back;
+	bs_value_t v2;
+	mp->len = 0;
+	CHECK_OK(bs__msgpack_append(mp, v));
+	CHECK_OK(bs_body_encode(body, v));
+	bool ok = uncompress(back, &blen, body->ptr, body->len) == Z_OK && blen == mp->len &&
+	          !memcmp(back, mp->ptr, mp->len);
+	CHECK(ok, "%s: zlib inflates it to the MessagePack", what);
+	CHECK_OK(bs_body_decode(&v2, body->ptr, body->len));
+	CHECK(bs_value_equal(v, &v2), "%s: it decodes to the bag", what);
+	bs_value_clear(&v2);
+}
+
 /* A small body is a zlib stream of one stored block, a larger one
  * deflated: both are zlib that zlib itself inflates to the MessagePack. */
 static void test_body_stored(void)
 {
 	bs_value_t v, v2, s;
 	bs_bytes_t body = { 0 }, mp = { 0 };
-	uint8_t back[4096];
-	uLongf blen;
 	char pad[600];
 
 	CHECK_OK(bs_json_decode(&v, SEED_JSON, strlen(SEED_JSON), "seed"));
-	CHECK_OK(bs__msgpack_append(&mp, &v));
+	body_of(&body, &mp, &v, "a small body");
 	CHECK(mp.len < 256, "the seed's MessagePack is small (%zu bytes)", mp.len);
-	CHECK_OK(bs_body_encode(&body, &v));
 	CHECK(body.len == mp.len + 11, "a small body: its MessagePack and 11 bytes of framing (%zu, %zu)", body.len,
 	      mp.len);
 	CHECK(body.len > 3 && body.ptr[0] == 0x78 && body.ptr[1] == 0x01 && body.ptr[2] == 0x01,
 	      "a zlib header, then one final stored block");
-	blen = sizeof back;
-	CHECK(uncompress(back, &blen, body.ptr, body.len) == Z_OK && blen == mp.len && !memcmp(back, mp.ptr, mp.len),
-	      "zlib inflates it to the MessagePack");
-	CHECK_OK(bs_body_decode(&v2, body.ptr, body.len));
-	CHECK(bs_value_equal(&v, &v2), "it decodes to the bag");
-	bs_value_clear(&v2);
 	body.ptr[body.len - 1] ^= 1;
 	CHECK(bs_body_decode(&v2, body.ptr, body.len) < 0, "a stored body with a wrong checksum is refused");
 	bs_bytes_free(&body);
@@ -549,16 +559,8 @@ static void test_body_stored(void)
 	pad[sizeof pad - 1] = '\0';
 	bs_value_str(&s, pad, strlen(pad));
 	bs_map_set(&v, "pad", 3, &s);
-	mp.len = 0;
-	CHECK_OK(bs__msgpack_append(&mp, &v));
-	CHECK_OK(bs_body_encode(&body, &v));
+	body_of(&body, &mp, &v, "a larger body");
 	CHECK(body.len < mp.len / 2, "a larger body is deflated (%zu bytes of %zu)", body.len, mp.len);
-	blen = sizeof back;
-	CHECK(uncompress(back, &blen, body.ptr, body.len) == Z_OK && blen == mp.len && !memcmp(back, mp.ptr, mp.len),
-	      "zlib inflates it to the MessagePack");
-	CHECK_OK(bs_body_decode(&v2, body.ptr, body.len));
-	CHECK(bs_value_equal(&v, &v2), "it decodes to the bag");
-	bs_value_clear(&v2);
 	bs_bytes_free(&body);
 	bs_bytes_free(&mp);
 	bs_value_clear(&v);

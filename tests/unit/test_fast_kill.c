@@ -21,6 +21,7 @@
 #include "rawsql.h"
 #include "t.h"
 
+#include <limits.h>
 #include <mysql.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,10 +48,17 @@ static void bag_of(bs_value_t *bag, int g)
 	}
 }
 
-/* In a child with a store of its own, stopped before its index rows:
- * put with g (g < 0: delete); its store closed at the end when close (its
- * intent's batch runs), else left as a killed process leaves it. */
-static pid_t writer_close(int g, bool close)
+#define NONE INT_MIN
+
+/* How a child's process ends once its writes are done. */
+enum end { LEAVE, CLOSE, DIE };
+
+/* In a child with a store of its own: write g1 (a put, or a delete when
+ * negative), stopped before its index rows when pause; then, once
+ * continued, put g2 unpaused unless it is NONE; then leave the store as a
+ * killed process leaves it (its intents' batch not run), close it (the
+ * batch runs), or SIGKILL itself. A failed write exits 1, saying why. */
+static pid_t child(int g1, bool pause, int g2, enum end end)
 {
 	fflush(stdout);
 	pid_t pid = fork();
@@ -60,72 +68,47 @@ static pid_t writer_close(int g, bool close)
 	bs_value_t bag;
 	bs_id_t id;
 	int rc;
-	setenv("BAGSTORE_FAULT", "pause_before_index_rows", 1);
+	if (pause)
+		setenv("BAGSTORE_FAULT", "pause_before_index_rows", 1);
 	if (!(rc = bs_store_open(&st, cfg))) {
-		if (g >= 0) {
-			bag_of(&bag, g);
+		if (g1 >= 0) {
+			bag_of(&bag, g1);
 			rc = bs_put(st, &bag, NULL);
+			bs_value_clear(&bag);
 		} else if (!(rc = bs_id_parse(&id, ID))) {
 			rc = bs_delete(st, &id);
 		}
 	}
-	if (rc)
-		fprintf(stderr, "writer: %d: %s\n", rc, bs_last_error());
-	if (close)
-		bs_store_free(st);
-	_exit(rc ? 1 : 0);
-}
-
-static pid_t writer(int g)
-{
-	return writer_close(g, false);
-}
-
-/* In a child with a store of its own: put g1 stopped before its index
- * rows, then (once continued) put g2 on the same store, unpaused; close. */
-static pid_t writer_twice(int g1, int g2)
-{
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid != 0)
-		return pid;
-	bs_store_t *st = NULL;
-	bs_value_t bag;
-	setenv("BAGSTORE_FAULT", "pause_before_index_rows", 1);
-	if (bs_store_open(&st, cfg))
-		_exit(2);
-	bag_of(&bag, g1);
-	if (bs_put(st, &bag, NULL))
-		_exit(3);
-	bs_value_clear(&bag);
 	unsetenv("BAGSTORE_FAULT");
-	bag_of(&bag, g2);
-	if (bs_put(st, &bag, NULL))
-		_exit(4);
-	bs_value_clear(&bag);
-	bs_store_free(st);
+	if (!rc && g2 != NONE) {
+		bag_of(&bag, g2);
+		rc = bs_put(st, &bag, NULL);
+		bs_value_clear(&bag);
+	}
+	if (rc) {
+		fprintf(stderr, "writer: %d: %s\n", rc, bs_last_error());
+		_exit(1);
+	}
+	if (end == DIE)
+		raise(SIGKILL);
+	if (end == CLOSE)
+		bs_store_free(st);
 	_exit(0);
 }
 
-/* In a child: put with g, all of it (rows written, the lock released),
- * then SIGKILL before its intent's batch. */
+/* A put with g stopped before its index rows (g < 0: a delete), killed
+ * from outside. */
+static pid_t writer(int g)
+{
+	return child(g, true, NONE, LEAVE);
+}
+
+/* A put with g, all of it (rows written, the lock released), then SIGKILL
+ * before its intent's batch. */
 static void put_then_die(int g)
 {
-	fflush(stdout);
-	pid_t pid = fork();
-	if (pid == 0) {
-		bs_store_t *st = NULL;
-		bs_value_t bag;
-		bag_of(&bag, g);
-		if (bs_store_open(&st, cfg) || bs_put(st, &bag, NULL)) {
-			fprintf(stderr, "put_then_die: %s\n", bs_last_error());
-			_exit(1);
-		}
-		raise(SIGKILL);
-		_exit(1);
-	}
 	int status;
-	waitpid(pid, &status, 0);
+	waitpid(child(g, false, NONE, DIE), &status, 0);
 	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the put returned, then the process was killed");
 }
 
@@ -248,7 +231,7 @@ int main(void)
 	/* a batch removes an intent only where its version is the last: A
 	 * (g=12) stopped before its rows, B (g=14) writes the entity and its
 	 * rows and closes (its batch), A's rows land after B's, A closes */
-	p = writer_close(12, true);
+	p = child(12, true, NONE, CLOSE);
 	CHECK(wait_stopped(p), "A stopped between its entity and its index rows");
 	CHECK_OK(bs_store_open(&st, cfg));
 	bag_of(&bag, 14);
@@ -275,7 +258,7 @@ int main(void)
 	 * (g=22) writes and settles; P's g=21 row lands after X's, stale; P
 	 * writes W2 (g=24) on the same connection, which replaced X's version,
 	 * not W1's: W1's intent must stay */
-	p = writer_twice(21, 24);
+	p = child(21, true, 24, CLOSE);
 	CHECK(wait_stopped(p), "P stopped between W1's entity and its index rows");
 	CHECK_OK(bs_store_open(&st, cfg));
 	bag_of(&bag, 22);
