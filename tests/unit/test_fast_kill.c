@@ -131,8 +131,8 @@ static long long both(const char *q)
 }
 
 /* q's count on shard (-1: both) once it is want, or after 3 s what it
- * is: a store's last batch of intent removals is sent when it is freed,
- * not waited for. */
+ * is: a store's last batch of intent removals, sent when it is freed, is
+ * waited for a second at most (a loaded server may answer later). */
 static long long count_when(int shard, const char *q, long long want)
 {
 	long long v = 0;
