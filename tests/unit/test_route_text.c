@@ -5,7 +5,7 @@
  * independently (a 128-bit big-endian id mod n; integers by their
  * non-negative residue, so x and -x differ whenever n does not divide 2x;
  * strings and other bytes by zlib's crc32), over many values and shard
- * counts 1 to 7 and 4096. Query text: bs_query_parse and
+ * counts 1 to 7, 4096, a large prime and INT_MAX. Query text: bs_query_parse and
  * bs_query_parse_text against an in-memory catalog (index picked, values
  * read by type, quoting, and every refusal naming what was wrong). The
  * throttle's count of a statement's writes (bs__sql_writes, shard.c: what
@@ -27,7 +27,7 @@ static uint64_t rnd(void)
 	return rnd_state;
 }
 
-static const int counts[] = { 1, 2, 3, 4, 5, 6, 7, 4096 };
+static const int counts[] = { 1, 2, 3, 4, 5, 6, 7, 4096, 1000003, 2147483647 };
 #define NCOUNTS ((int)(sizeof counts / sizeof counts[0]))
 
 static void test_route_id(void)
