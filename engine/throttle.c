@@ -109,6 +109,9 @@ typedef struct {
 	rep_t *rep;
 	/* under mu: the pace */
 	double pace, last_cut;
+	double provisional; /* the pace before cuts for write latency made while
+	                     * other clients' writes were not known yet: given
+	                     * back once they are known to be none; 0 none */
 	bool slow_start, demand;
 	char cut_signal[24];
 	double cut_value, cut_limit, cut_at;
@@ -227,11 +230,12 @@ static int64_t foreign_writes(const shard_t *s, double *span)
 	return theirs > 0 ? theirs : 0;
 }
 
-/* Does anybody else write to the shard? Unknown counts as yes. */
-static bool others_write(const bs__throttle_t *t, const shard_t *s)
+/* Does anybody else write to the shard? Unknown counts as yes (*unknown). */
+static bool others_write(const bs__throttle_t *t, const shard_t *s, bool *unknown)
 {
 	double span;
 	int64_t f = foreign_writes(s, &span);
+	*unknown = f < 0;
 	return f < 0 || f > (int64_t)most_of(t, s) + FW_SLACK;
 }
 
@@ -285,11 +289,12 @@ typedef struct {
 	char signal[24];
 	double value, limit;
 	char reason[256];
-	bool headroom; /* every signal under HEADROOM of its threshold */
-	bool soft;     /* over on the probe's latency alone: the pace is cut,
+	bool headroom;   /* every signal under HEADROOM of its threshold */
+	bool soft;       /* over on the probe's latency alone: the pace is cut,
 	                        * jobs wait only once it is at its lowest */
-	bool alone;    /* nobody else writes to the shard: its latency is
+	bool alone;      /* nobody else writes to the shard: its latency is
 	                        * not a signal (nobody to protect) */
+	bool fw_unknown; /* whether anybody else writes is not known yet */
 } eval_t;
 
 /* Does the verdict close the shard's lanes? */
@@ -390,7 +395,7 @@ static void eval_shard(eval_t *e, const bs__throttle_t *t, const shard_t *s, dou
 	}
 	char how[96];
 	double lat = latency_now(s, now), limit = latency_limit(t, s, how, sizeof how);
-	if (!others_write(t, s)) {
+	if (!others_write(t, s, &e->fw_unknown)) {
 		e->alone = true;
 		say(e->reason, sizeof e->reason, "full pace: no other writers on shard %s", name);
 		return;
@@ -414,6 +419,12 @@ static void cut_if_over(shard_t *s, const eval_t *e, double now)
 	if (!used || now - s->last_cut < CUT_EVERY ||
 	    !(e->state == BS_THR_OVER || e->state == BS_THR_UNREADABLE || e->state == BS_THR_CRITICAL))
 		return;
+	if (e->soft && e->fw_unknown) {
+		if (s->provisional <= 0)
+			s->provisional = s->pace;
+	} else {
+		s->provisional = 0;
+	}
 	s->pace = s->pace / 2 < PACE_MIN ? PACE_MIN : s->pace / 2;
 	s->last_cut = now;
 	s->slow_start = false;
@@ -436,12 +447,19 @@ static void update_pace(bs__throttle_t *t, shard_t *s, double now)
 	if (!used && now - s->last_used > IDLE_RESTART && !s->slow_start) {
 		s->pace = 1;
 		s->slow_start = true;
+		s->provisional = 0;
 	}
 	if (e.alone && s->cut_at > 0) {
-		/* nobody else writes: a cut for them is void, the pace grows back fast */
+		/* nobody else writes: a cut for them is void, the pace grows back
+		 * fast; one made before that was known (the first FW_SPAN_MIN:
+		 * the shard's latency rises with our own load) is given back whole */
 		s->slow_start = true;
 		s->cut_at = 0;
+		if (s->provisional > s->pace)
+			s->pace = s->provisional;
 	}
+	if (!e.fw_unknown)
+		s->provisional = 0;
 	if (e.state != BS_THR_GO) {
 		cut_if_over(s, &e, now);
 	} else if (e.headroom && s->demand) {
@@ -1038,7 +1056,8 @@ static void reading(bs_throttle_shard_t *o, const bs__throttle_t *t, const shard
 	double span;
 	int64_t f = foreign_writes(s, &span);
 	o->other_writes_s = f >= 0 && span > 0 ? (double)f / span : -1;
-	o->others_write = others_write(t, s);
+	bool unknown;
+	o->others_write = others_write(t, s, &unknown);
 	o->threads_running = s->running;
 	o->history_length = s->history;
 	o->nreplicas = s->nrep < BS_THROTTLE_REPLICAS ? s->nrep : BS_THROTTLE_REPLICAS;
