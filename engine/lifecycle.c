@@ -101,14 +101,16 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 _Static_assert(PROMOTE_MARGIN_US > BS__FENCE_WAIT_S * 1000000LL,
                "the promotion's margin must outlast a write's fence wait");
 
-/* The sweep of one index shard, from the first row to the last. */
-static int sweep_shard(bs_store_t *st, const bs_index_t *idx, int s, const bs_cleaner_opts_t *opts)
+/* The sweep of one index shard, from the first row to the last, cut short
+ * between batches by a stop or by another worker's failure (failed, may be
+ * NULL). */
+static int sweep_shard(bs_store_t *st, const bs_index_t *idx, int s, const bs_cleaner_opts_t *opts, atomic_int *failed)
 {
 	uint8_t cursor[16] = { 0 };
 	bool wrapped = false;
 	int64_t orphans = 0, fixed = 0;
 	int rc = 0;
-	while (!rc && !wrapped && !bs__stopping(opts))
+	while (!rc && !wrapped && !bs__stopping(opts) && !(failed && atomic_load(failed)))
 		rc = bs__drift_orphans(&orphans, &fixed, st, idx, s, cursor, SWEEP_BATCH, true, &wrapped);
 	return rc;
 }
@@ -120,11 +122,13 @@ typedef struct {
 	const bs_config_t *cfg;
 	const bs_index_t *idx;
 	const bs_cleaner_opts_t *opts;
+	bs_trace_fn trace; /* the caller's store's trace, for the workers' own */
+	void *trace_arg;
 	atomic_int next;   /* the next shard to take */
 	atomic_int failed; /* set by the first failure: the others stop taking shards */
 	int n;
 	int *rcs; /* per shard, and its message */
-	char (*msg)[512];
+	char (*msg)[1024];
 } sweep_t;
 
 static void *sweep_worker(void *p)
@@ -133,9 +137,11 @@ static void *sweep_worker(void *p)
 	bs_store_t *own = NULL;
 	mysql_thread_init();
 	int s, rc = bs_store_open(&own, w->cfg);
+	if (!rc)
+		bs_store_trace(own, w->trace, w->trace_arg);
 	while ((s = atomic_fetch_add(&w->next, 1)) < w->n && !atomic_load(&w->failed) && !bs__stopping(w->opts)) {
 		if (!rc)
-			rc = sweep_shard(own, w->idx, s, w->opts);
+			rc = sweep_shard(own, w->idx, s, w->opts, &w->failed);
 		if (rc) {
 			w->rcs[s] = rc;
 			snprintf(w->msg[s], sizeof w->msg[s], "%s", bs_last_error());
@@ -150,14 +156,15 @@ static void *sweep_worker(void *p)
 #define SWEEP_WORKERS 4 /* index shards swept at once, each with a store of its own */
 
 /* Every index row of idx on every shard whose entity is gone, deleted
- * (cut short, between batches, when opts says stop). Up to SWEEP_WORKERS
- * index shards at once: a batch's index read and its entity lookups are
- * round trips that leave the servers idle, and a sweep of 500,000 rows
- * one shard after another took as long as their backfill. */
+ * (cut short, between batches, when opts says stop; the first failure
+ * stops the other workers at their next batch). Up to SWEEP_WORKERS index
+ * shards at once: a batch's index read and its entity lookups are round
+ * trips that leave the servers idle between them. */
 static int sweep_all(bs_store_t *st, const bs_index_t *idx, const bs_cleaner_opts_t *opts)
 {
 	int n = st->n, nw = n < SWEEP_WORKERS ? n : SWEEP_WORKERS, rc = 0, running = 0;
 	sweep_t w = { .cfg = st->cfg, .idx = idx, .opts = opts, .n = n };
+	bs_store_trace_get(st, &w.trace, &w.trace_arg);
 	pthread_t tids[SWEEP_WORKERS];
 	bool started[SWEEP_WORKERS] = { false };
 	w.rcs = calloc((size_t)n, sizeof *w.rcs);
@@ -173,7 +180,7 @@ static int sweep_all(bs_store_t *st, const bs_index_t *idx, const bs_cleaner_opt
 			pthread_join(tids[k], NULL);
 	if (!running) { /* one shard, or no thread at all: here, one after another */
 		for (int s = 0; s < n && !rc && !bs__stopping(opts); s++)
-			rc = sweep_shard(st, idx, s, opts);
+			rc = sweep_shard(st, idx, s, opts, NULL);
 		goto done;
 	}
 	for (int s = 0; s < n && !rc; s++)

@@ -60,7 +60,7 @@ cd "$ROOT" || exit 1
 MODE=all
 case ${1:-} in
 unit|integration|all) MODE=$1; shift ;;
--h|--help) sed -n '2,49s/^# \{0,1\}//p' "$0"; exit 0 ;;
+-h|--help) sed -n '2,/^set -u$/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
 esac
 FILTER="$*"
 
