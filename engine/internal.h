@@ -158,9 +158,13 @@ void bs__shard_address(char *buf, size_t size, const bs_shard_conf_t *c);
  * statements in sql, as the server's Com_insert... counters will, for the
  * shard's server (its address), every store of the process together; every
  * statement sent to a shard goes through it. bs__shard_writes_sent is the
- * count so far. */
+ * count so far. Counted only while the process has a throttle
+ * (bs__shard_count_writes, by throttle.c's open and close: the throttle
+ * reads differences from its own readings on): an application that only
+ * reads and writes does not scan its statements' text. */
 void bs__shard_sent(bs_shard_t *sh, const char *sql, size_t len);
 uint64_t bs__shard_writes_sent(bs_store_t *st, int i);
+void bs__shard_count_writes(bool on);
 /* The data-changing statements in sql (a multi-statement counted each). */
 uint64_t bs__sql_writes(const char *sql, size_t len);
 

@@ -267,8 +267,18 @@ uint64_t bs__sql_writes(const char *sql, size_t len)
 	return n;
 }
 
+/* throttles open in the process (bs__shard_count_writes) */
+static atomic_int counting;
+
+void bs__shard_count_writes(bool on)
+{
+	atomic_fetch_add(&counting, on ? 1 : -1);
+}
+
 void bs__shard_sent(bs_shard_t *sh, const char *sql, size_t len)
 {
+	if (!atomic_load_explicit(&counting, memory_order_relaxed))
+		return; /* nobody reads the count: no scan of the text (perf: 15% of a put's client CPU) */
 	uint64_t n = bs__sql_writes(sql, len);
 	struct bs__writes *w;
 	if (n && (w = writes_of(sh)))

@@ -797,6 +797,7 @@ int bs__throttle_open(bs__throttle_t **out, const bs_config_t *cfg)
 		t->refs = 1;
 		t->next = reg;
 		reg = t;
+		bs__shard_count_writes(true); /* before its first reading: ours from then on */
 	}
 	pthread_mutex_unlock(&reg_mu);
 	*out = rc ? NULL : t;
@@ -814,6 +815,7 @@ void bs__throttle_close(bs__throttle_t *t)
 		while (*pp != t)
 			pp = &(*pp)->next;
 		*pp = t->next;
+		bs__shard_count_writes(false);
 	}
 	pthread_mutex_unlock(&reg_mu);
 	if (!last)

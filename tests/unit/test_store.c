@@ -5,6 +5,7 @@
  */
 #include "bagstore.h"
 #include "internal.h"
+#include "cleaner.h"
 #include "rawsql.h"
 #include "t.h"
 
@@ -164,6 +165,29 @@ static void test_seed(bs_store_t *st)
 	bs_value_clear(&bag);
 	bs_value_clear(&c.value);
 	bs_value_clear(&c2.value);
+}
+
+/* This process's own writes, which the throttle tells other clients' from,
+ * are counted while the process has a throttle, and only then (an
+ * application that has none does not scan its statements' text). */
+static void test_own_writes(bs_store_t *st)
+{
+	static const char w[] = "DELETE FROM bagstore_heartbeat WHERE shard='nobody'";
+	uint64_t n0 = bs__shard_writes_sent(st, 0);
+	CHECK_OK(bs__shard_exec(st, 0, w, sizeof w - 1));
+	CHECK(bs__shard_writes_sent(st, 0) == n0, "no throttle: a write is not counted (%llu, was %llu)",
+	      (unsigned long long)bs__shard_writes_sent(st, 0), (unsigned long long)n0);
+	bs__throttle_t *thr = NULL;
+	CHECK_OK(bs__throttle_open(&thr, cfg));
+	CHECK_OK(bs__shard_exec(st, 0, w, sizeof w - 1));
+	CHECK_OK(bs__shard_exec(st, 0, "SELECT 1", 8));
+	CHECK(bs__shard_writes_sent(st, 0) == n0 + 1,
+	      "a throttle open: the write is counted, the read is not (%llu, was %llu)",
+	      (unsigned long long)bs__shard_writes_sent(st, 0), (unsigned long long)n0);
+	bs__throttle_close(thr);
+	CHECK_OK(bs__shard_exec(st, 0, w, sizeof w - 1));
+	CHECK(bs__shard_writes_sent(st, 0) == n0 + 1, "closed: no longer counted (%llu)",
+	      (unsigned long long)bs__shard_writes_sent(st, 0));
 }
 
 static void test_errors(bs_store_t *st)
@@ -511,6 +535,7 @@ int main(void)
 	test_init(st);
 	test_seed(st);
 	test_errors(st);
+	test_own_writes(st);
 	test_bulk_refused(st);
 	test_fingerprint();
 	test_unreachable();
