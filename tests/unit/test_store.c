@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *seed_json = "{\"id\":{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"},"
 			       "\"user_id\":{\"$uuid\":\"f48b0440-ca0c-4f66-991c-4d5f6a078eaf\"},"
@@ -188,6 +189,55 @@ static void test_own_writes(bs_store_t *st)
 	CHECK_OK(bs__shard_exec(st, 0, w, sizeof w - 1));
 	CHECK(bs__shard_writes_sent(st, 0) == n0 + 1, "closed: no longer counted (%llu)",
 	      (unsigned long long)bs__shard_writes_sent(st, 0));
+}
+
+/* The throttle's cuts for the probe's latency made before other clients'
+ * writes are known (the first half second) are given back whole once the
+ * shard turns out to have none. A latency threshold nothing meets, a lane
+ * of s0 kept busy, nobody else writing: the pace when the shard is first
+ * said to be at full pace is at least the pace before the first cut (the
+ * halved pace, grown for a round, was there before the give-back). */
+static void test_pace_given_back(void)
+{
+	bs__throttle_t *thr = NULL;
+	bs_cleaner_conf_t cl;
+	bool which[64] = { false };
+	double before = 0, cut_to = -1, at_alone = -1;
+	if (cfg->nshards > 64 || bs__throttle_open(&thr, cfg)) {
+		CHECK(0, "a throttle: %s", bs_last_error());
+		return;
+	}
+	which[0] = true;
+	cl = cfg->cleaner;
+	cl.max_write_latency = 1e-6;
+	cl.max_signal_age = 30;
+	bs__throttle_settings(thr, &cl);
+	bs__throttle_run(thr);
+	bs__thr_gate_t g;
+	bs__throttle_gate(&g, thr, which); /* no lane used yet: nothing cut */
+	before = g.pace;
+	for (double end = bs_now_mono() + 20; bs_now_mono() < end;) {
+		double t0;
+		if (bs__throttle_enter(&t0, thr, 0, 0.05, NULL) == 0) {
+			usleep(2000);
+			bs__throttle_leave(thr, 0, t0);
+		}
+		bs__throttle_gate(&g, thr, which);
+		if (strstr(g.reason, "no other writers")) {
+			at_alone = g.pace;
+			break;
+		}
+		if (cut_to < 0 && g.pace < before)
+			cut_to = g.pace;
+		if (cut_to < 0 && g.pace > before)
+			before = g.pace;
+	}
+	bs__throttle_close(thr);
+	CHECK(cut_to > 0, "the probe's latency cut the pace before other writers were known (%.3f, was %.3f)", cut_to,
+	      before);
+	CHECK(at_alone > 0, "the shard was then said to have no other writers");
+	CHECK(at_alone >= before, "and its pace was given back: %.3f, %.3f before the cut, cut to %.3f", at_alone,
+	      before, cut_to);
 }
 
 static void test_errors(bs_store_t *st)
@@ -536,6 +586,7 @@ int main(void)
 	test_seed(st);
 	test_errors(st);
 	test_own_writes(st);
+	test_pace_given_back();
 	test_bulk_refused(st);
 	test_fingerprint();
 	test_unreachable();
