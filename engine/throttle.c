@@ -230,12 +230,10 @@ static int64_t foreign_writes(const shard_t *s, double *span)
 	return theirs > 0 ? theirs : 0;
 }
 
-/* Does anybody else write to the shard? Unknown counts as yes (*unknown). */
-static bool others_write(const bs__throttle_t *t, const shard_t *s, bool *unknown)
+/* Does anybody else write to the shard, by its foreign_writes f? Unknown
+ * (f < 0) counts as yes. */
+static bool others_write(const bs__throttle_t *t, const shard_t *s, int64_t f)
 {
-	double span;
-	int64_t f = foreign_writes(s, &span);
-	*unknown = f < 0;
 	return f < 0 || f > (int64_t)most_of(t, s) + FW_SLACK;
 }
 
@@ -395,7 +393,10 @@ static void eval_shard(eval_t *e, const bs__throttle_t *t, const shard_t *s, dou
 	}
 	char how[96];
 	double lat = latency_now(s, now), limit = latency_limit(t, s, how, sizeof how);
-	if (!others_write(t, s, &e->fw_unknown)) {
+	double span;
+	int64_t f = foreign_writes(s, &span);
+	e->fw_unknown = f < 0;
+	if (!others_write(t, s, f)) {
 		e->alone = true;
 		say(e->reason, sizeof e->reason, "full pace: no other writers on shard %s", name);
 		return;
@@ -1058,8 +1059,7 @@ static void reading(bs_throttle_shard_t *o, const bs__throttle_t *t, const shard
 	double span;
 	int64_t f = foreign_writes(s, &span);
 	o->other_writes_s = f >= 0 && span > 0 ? (double)f / span : -1;
-	bool unknown;
-	o->others_write = others_write(t, s, &unknown);
+	o->others_write = others_write(t, s, f);
 	o->threads_running = s->running;
 	o->history_length = s->history;
 	o->nreplicas = s->nrep < BS_THROTTLE_REPLICAS ? s->nrep : BS_THROTTLE_REPLICAS;
