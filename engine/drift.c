@@ -909,6 +909,12 @@ int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx, 
  * snapshot). A range of the unique key read in order costs the server a
  * fifth of the lookups of the same ids by an IN list (measured: 1.2 ms for
  * 2,000 ids in range against 7.2 ms for 1,000 looked up). */
+/* Range reads only up to this many shards: every shard reads the page's
+ * whole range (about one entity per row of the page each), against one
+ * lookup per row in all, 0.6 us a row in range against 7.2 us a lookup:
+ * even at about 12 shards. */
+#define RANGE_SHARDS 8
+
 struct range_arg {
 	const uint8_t *lo, *hi;
 	size_t cap;
@@ -1058,7 +1064,7 @@ int bs__drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs
 		rc = bs__oom();
 		goto done;
 	}
-	if (n && (rc = present_by_range(seen, st, ids, n)))
+	if (n && st->n <= RANGE_SHARDS && (rc = present_by_range(seen, st, ids, n)))
 		goto done;
 	size_t nu = 0;
 	for (size_t k = 0; k < n; k++)
