@@ -15,7 +15,9 @@
  * the earlier write's rows landed after that writer's: its intent must
  * stay); and a write tried again after its fast form was refused (its
  * intent committed) and its full form timed out finds its own intent and
- * goes on.
+ * goes on. Last, a put whose intent's named lock another session holds
+ * (fault fixed_token) fails and writes nothing: its refused token is not
+ * taken for the fence's refusal of the entity's id (both are error 1048).
  */
 #include "bagstore.h"
 #include "rawsql.h"
@@ -339,6 +341,35 @@ int main(void)
 	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=42 AND entity_id=X'" ID "'") == 1 &&
 	              both("SELECT COUNT(*) FROM ix_g") == 1,
 	      "the index row is g=42, alone");
+
+	/* a put whose intent's named lock another session holds (fault
+	 * fixed_token: its token is bagstore.w.fault): the intent's token is
+	 * NULL, refused with error 1048, as the fence's refusal of the
+	 * entity's id is; the put fails and writes nothing, not taken for the
+	 * fence's "not here" (whose full form would write without an intent) */
+	CHECK(sql_int(1, "SELECT GET_LOCK('bagstore.w.fault', 0)") == 1, "another session holds the token's lock");
+	setenv("BAGSTORE_FAULT", "fixed_token", 1);
+	CHECK_OK(bs_store_open(&st, cfg));
+	bag_of(&bag, 50);
+	rc = bs_put(st, &bag, NULL);
+	bs_value_clear(&bag);
+	CHECK(rc != 0, "a put that cannot take its intent's lock fails");
+	bs_store_free(st);
+	st = NULL;
+	unsetenv("BAGSTORE_FAULT");
+	CHECK(both("SELECT COUNT(*) FROM ix_g WHERE g=50") == 0 &&
+	              sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=42 AND entity_id=X'" ID "'") == 1,
+	      "and writes no index row");
+	CHECK_OK(bs_store_open(&st, cfg));
+	bs_value_t got;
+	CHECK_OK(bs_get(&got, st, &id, NULL, NULL));
+	const bs_value_t *gv = bs_map_get(&got, "g");
+	CHECK(gv && gv->v.i == 42, "nor the entity: its body is the one before (g=42)");
+	bs_value_clear(&got);
+	bs_store_free(st);
+	st = NULL;
+	CHECK(both("SELECT COUNT(*) FROM bagstore_intents WHERE token='bagstore.w.fault'") == 0, "nor an intent");
+	sql_int(1, "SELECT RELEASE_LOCK('bagstore.w.fault')");
 
 	bs_store_free(st);
 	raw_close_all();
