@@ -652,7 +652,8 @@ void bs_explain_free(bs_explain_t *e);
 	  "a conditional write (bs_put_if, bs_delete_if) stops (SIGSTOP) between its locking read and " \
 	  "its write, once") \
 	X(FIXED_TOKEN, "fixed_token", \
-	  "writes take the token bagstore.w.fault, not a random one, so a test can hold its named lock")
+	  "a single put or delete takes the token bagstore.w.fault, not a random one, so a test can hold " \
+	  "its named lock")
 
 typedef enum {
 #define BS_FAULT_ENUM_(id, name, doc) BS_FAULT_##id,

@@ -1167,8 +1167,11 @@ static int write_entity(bs_store_t *st, const bs_id_t *id, const bs_value_t *bag
 	bs_value_nil(&w.old);
 	if ((rc = bs__route_entity(&w.shard, &w.bucket, st, id)) || (rc = bs__catalog_cached(&cat, st)))
 		goto done;
-	if (maintained_count(cat))
+	if (maintained_count(cat)) {
 		bs__write_token(w.token);
+		if (bs_fault(BS_FAULT_FIXED_TOKEN))
+			snprintf(w.token, sizeof w.token, "bagstore.w.fault");
+	}
 	if ((rc = entity_route_write(st, &w, body, conditional, expect_us)))
 		goto done;
 	if (!bag && !w.found) {

@@ -554,10 +554,6 @@ void bs__write_token(char token[48])
 {
 	bs_id_t r;
 	char hex[33];
-	if (bs_fault(BS_FAULT_FIXED_TOKEN)) {
-		snprintf(token, 48, "bagstore.w.fault");
-		return;
-	}
 	bs_id_generate(&r);
 	bs_id_hex(hex, &r);
 	snprintf(token, 48, "bagstore.w.%s", hex);
