@@ -563,7 +563,7 @@ static void fenced_insert_sql(bs_buf_t *b, const write_t *w, const bs_bytes_t *b
  * the bucket is not 'owned' there? (The error is cleared: not a failure.) */
 static bool fence_said_no(bs_store_t *st, int shard, int rc)
 {
-	if (!rc || bs__shard_last_errno(st, shard) != 1048 /* ER_BAD_NULL_ERROR */)
+	if (rc != BS_ESQL || bs__shard_last_errno(st, shard) != 1048 /* ER_BAD_NULL_ERROR */)
 		return false;
 	bs_error_clear();
 	return true;
@@ -863,13 +863,13 @@ static int fast_returning_write(bool *applied, bs_store_t *st, write_t *w, const
 	}
 	/* a DELETE that finds nothing may answer without a result set (when
 	 * the optimizer proves its WHERE empty): a last set of one column marks
-	 * the end, so the RETURNING set is the one of two. An INSERT ... SELECT
-	 * ... RETURNING answers with a set, empty or not: its own is the one. */
+	 * the end, so the RETURNING set is the one of two. A put's INSERT ...
+	 * RETURNING answers with its row, or fails (error 1048, below). */
 	bs__buf_puts(&b, body ? ";COMMIT" : ";COMMIT;SELECT 0");
 	*applied = false;
 	if (!(rc = bs__buf_ok(&b)))
 		rc = bs__shard_query_sets(res, body ? 1 : 2, st, w->shard, b.ptr, b.len);
-	if (body && rc && bs__shard_last_errno(st, w->shard) == 1048 /* ER_BAD_NULL_ERROR */) {
+	if (body && rc == BS_ESQL && bs__shard_last_errno(st, w->shard) == 1048 /* ER_BAD_NULL_ERROR */) {
 		/* a NULL refused: the entity's id (not 'owned' here: the upsert
 		 * refused, and the server ran no statement after it) or the
 		 * intent's token (its lock not taken: nothing was written). The
@@ -881,9 +881,8 @@ static int fast_returning_write(bool *applied, bs_store_t *st, write_t *w, const
 		MYSQL_RES *lr = NULL;
 		snprintf(msg, sizeof msg, "%s", bs_last_error());
 		bs_buf_t q = { 0 };
-		bs__buf_puts(&q, "COMMIT;SELECT IS_USED_LOCK(");
-		bs__buf_hex(&q, w->token, tl);
-		bs__buf_puts(&q, ")=CONNECTION_ID()");
+		bs__buf_puts(&q, "COMMIT;SELECT ");
+		bs__lock_held_sql(&q, w->token);
 		if (!(rc = bs__buf_ok(&q)) && !(rc = bs__shard_query(&lr, st, w->shard, q.ptr, q.len))) {
 			MYSQL_ROW row = mysql_fetch_row(lr);
 			if (!row || !row[0] || strcmp(row[0], "1") != 0)

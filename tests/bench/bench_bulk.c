@@ -4,7 +4,9 @@
  *
  *  - floor for loading: the same bodies, precomputed, sent as multi-row
  *    INSERTs (500 rows each) into a table shaped like `entities`, on one
- *    connection per shard, every shard at once;
+ *    connection per shard, every shard at once; and the same with each
+ *    batch's index rows (the group value's, on the shard it routes to)
+ *    as multi-row INSERTs after it, the one-index load's own floor;
  *  - bs_put_many in batches of 500, with no index and with one;
  *  - floor for reading: SELECT id, body by key pages of 1,000 on one
  *    connection per shard, every body decoded;

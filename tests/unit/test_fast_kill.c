@@ -353,7 +353,9 @@ int main(void)
 	bag_of(&bag, 50);
 	rc = bs_put(st, &bag, NULL);
 	bs_value_clear(&bag);
-	CHECK(rc != 0, "a put that cannot take its intent's lock fails");
+	CHECK(rc != 0 && strstr(bs_last_error(), "'token'"),
+	      "a put that cannot take its intent's lock fails, saying the intent's token was refused: %s",
+	      rc ? bs_last_error() : "ok");
 	bs_store_free(st);
 	st = NULL;
 	unsetenv("BAGSTORE_FAULT");
