@@ -929,9 +929,7 @@ static int range_on(bs_store_t *st, int i, void *p)
 	MYSQL_RES *res = NULL;
 	int rc;
 	a->got[i].n = 0;
-	a->ov[i] = -1;
-	bs__buf_puts(&b, "SELECT id, (SELECT v FROM bagstore_meta WHERE k='owned_version') FROM entities"
-	                 " WHERE id BETWEEN ");
+	bs__buf_puts(&b, "SELECT id, " BS__OV_SQL " FROM entities WHERE id BETWEEN ");
 	bs__buf_hex(&b, a->lo, 16);
 	bs__buf_puts(&b, " AND ");
 	bs__buf_hex(&b, a->hi, 16);
@@ -976,7 +974,7 @@ static int present_by_range(bool *seen, bs_store_t *st, const bs_id_t *ids, size
 		goto done;
 	}
 	for (int i = 0; i < st->n; i++)
-		a.ov[i] = -1; /* a shard whose thread never ran read nothing */
+		a.ov[i] = -1; /* until its range read answers with a row */
 	if (bs__shard_each(st, NULL, range_on, &a, rcs))
 		bs_error_clear(); /* a shard that failed saw nothing: its ids are looked up */
 	for (int i = 0; i < st->n; i++) {

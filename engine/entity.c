@@ -559,11 +559,15 @@ static void fenced_insert_sql(bs_buf_t *b, const write_t *w, const bs_bytes_t *b
 	bs__buf_puts(b, upsert);
 }
 
-/* Did the last statement on the shard fail as fenced_insert_sql's does when
- * the bucket is not 'owned' there? (The error is cleared: not a failure.) */
-static bool fence_said_no(bs_store_t *st, int shard, int rc)
+/* Did the shard's last call fail as fenced_insert_sql's statement does
+ * when the bucket is not 'owned' there: error 1048 from its statement
+ * number at (0: the first) of the multi-statement, not from another
+ * (the fast form's intent refuses a token it could not lock with the same
+ * number)? Then the error is cleared: not a failure. */
+static bool fence_said_no(bs_store_t *st, int shard, int rc, int at)
 {
-	if (rc != BS_ESQL || bs__shard_last_errno(st, shard) != 1048 /* ER_BAD_NULL_ERROR */)
+	if (rc != BS_ESQL || bs__shard_last_errno(st, shard) != 1048 /* ER_BAD_NULL_ERROR */ ||
+	    bs__shard_last_done(st, shard) != at)
 		return false;
 	bs_error_clear();
 	return true;
@@ -758,7 +762,7 @@ static int fast_write(bool *applied, bs_store_t *st, write_t *w, const bs_bytes_
 	}
 	if (!(rc = bs__buf_ok(&b)))
 		rc = bs__shard_exec_rows(&rows, st, w->shard, b.ptr, b.len);
-	if (body && fence_said_no(st, w->shard, rc))
+	if (body && fence_said_no(st, w->shard, rc, 0))
 		rc = 0; /* not 'owned' here: nothing written, the full form decides */
 	*applied = !rc && rows > 0;
 	if (*applied) {
@@ -833,10 +837,11 @@ static void returned(write_t *w, MYSQL_RES *res, bool put)
  * statements, one of them reading a second table (that read costs about
  * two thirds of a plain INSERT): the intent's own is a plain insert.
  * *applied false: the entity was not written (not 'owned' here, or the
- * entity to delete is not here), and the intent is in: the full form,
+ * entity to delete is not here), and the intent is in (*open: in a
+ * transaction still open, which the caller commits): the full form,
  * which inserts it with IGNORE under the same token, decides which (and a
  * refusal there removes it). */
-static int fast_returning_write(bool *applied, bs_store_t *st, write_t *w, const bs_bytes_t *body)
+static int fast_returning_write(bool *applied, bool *open, bs_store_t *st, write_t *w, const bs_bytes_t *body)
 {
 	bs_buf_t b = { 0 };
 	MYSQL_RES *res[2] = { NULL, NULL };
@@ -866,33 +871,19 @@ static int fast_returning_write(bool *applied, bs_store_t *st, write_t *w, const
 	 * the end, so the RETURNING set is the one of two. A put's INSERT ...
 	 * RETURNING answers with its row, or fails (error 1048, below). */
 	bs__buf_puts(&b, body ? ";COMMIT" : ";COMMIT;SELECT 0");
-	*applied = false;
+	*applied = *open = false;
 	if (!(rc = bs__buf_ok(&b)))
 		rc = bs__shard_query_sets(res, body ? 1 : 2, st, w->shard, b.ptr, b.len);
-	if (body && rc == BS_ESQL && bs__shard_last_errno(st, w->shard) == 1048 /* ER_BAD_NULL_ERROR */) {
-		/* a NULL refused: the entity's id (not 'owned' here: the upsert
-		 * refused, and the server ran no statement after it) or the
-		 * intent's token (its lock not taken: nothing was written). The
-		 * lock says which; then the transaction commits, holding the
-		 * intent when there is one, as when a delete finds nothing, and
-		 * the full form decides */
-		char msg[1024];
-		int code = bs_last_error_code();
-		MYSQL_RES *lr = NULL;
-		snprintf(msg, sizeof msg, "%s", bs_last_error());
-		bs_buf_t q = { 0 };
-		bs__buf_puts(&q, "COMMIT;SELECT ");
-		bs__lock_held_sql(&q, w->token);
-		if (!(rc = bs__buf_ok(&q)) && !(rc = bs__shard_query(&lr, st, w->shard, q.ptr, q.len))) {
-			MYSQL_ROW row = mysql_fetch_row(lr);
-			if (!row || !row[0] || strcmp(row[0], "1") != 0)
-				rc = bs_error(code, "%s", msg); /* the intent's: the write fails as it would have */
-			else
-				bs_error_clear(); /* the fence's: not a failure */
-		}
-		if (lr)
-			mysql_free_result(lr);
-		bs__buf_free(&q);
+	if (body && fence_said_no(st, w->shard, rc, 2)) {
+		/* the entity's id refused (START and the intent answered: the
+		 * intent is in, its lock held) and the server ran nothing after
+		 * it: the transaction holding the intent is still open (*open);
+		 * the full form commits it first, leaving the intent in as a
+		 * refused delete does, and decides. A token refused (statement
+		 * 1: its lock not taken, nothing written) is the write's failure,
+		 * rolled back by the caller */
+		*open = true;
+		rc = 0;
 		goto done;
 	}
 	if (rc)
@@ -921,10 +912,12 @@ static int returning_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 {
 	bs_buf_t b = { 0 };
 	MYSQL_RES *res[2] = { NULL, NULL };
-	bool applied = false;
+	bool applied = false, open = false;
 	int rc;
-	if ((rc = fast_returning_write(&applied, st, w, body)) || applied)
+	if ((rc = fast_returning_write(&applied, &open, st, w, body)) || applied)
 		return rc;
+	if (open)
+		bs__buf_puts(&b, "COMMIT;");
 	own_sql(&b, w);
 	bs__buf_puts(&b, ";INSERT IGNORE INTO bagstore_intents (token, entity_id) SELECT ");
 	bs__buf_hex(&b, w->token, strlen(w->token));

@@ -85,6 +85,7 @@ typedef struct {
 	MYSQL *conn;         /* NULL until first use, or after a lost connection */
 	int fp_state;        /* 1 checked and agrees, 0 not checked yet */
 	unsigned last_errno; /* MySQL's number for the last failure (bs__shard_fail) */
+	int last_done;       /* statements of the last blocking call answered without error */
 	/* a statement sent by bs__shard_send whose answer is not read yet, and
 	 * the named lock it releases (released again if it failed) */
 	bool pending;
@@ -320,6 +321,10 @@ int bs__shard_fail(bs_store_t *st, int i, const char *what);
  * for callers that act on one (ER_NO_SUCH_TABLE: not initialised, or an
  * index table gone). */
 unsigned bs__shard_last_errno(const bs_store_t *st, int i);
+/* How many statements of the shard's last blocking call (a multi-statement
+ * counts each) were answered before it failed: with last_errno, which of
+ * them failed (0: the first). */
+int bs__shard_last_done(const bs_store_t *st, int i);
 /* Is err MySQL's refusal for want of a privilege (table, column, database
  * or global: 1142, 1143, 1044, 1227)? */
 bool bs__denied(unsigned err);

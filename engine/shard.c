@@ -127,6 +127,11 @@ unsigned bs__shard_last_errno(const bs_store_t *st, int i)
 	return st->shards[i].last_errno;
 }
 
+int bs__shard_last_done(const bs_store_t *st, int i)
+{
+	return st->shards[i].last_done;
+}
+
 /* ------------------------------------------------------------ our own writes */
 
 /* One counter per server address for the whole process, made on first use
@@ -791,10 +796,11 @@ int bs__shard_conn(MYSQL **out, bs_store_t *st, int i)
 
 /* What a blocking statement keeps of its answer: result sets, up to nres
  * (the rest freed); the first statement's affected rows; rows of every
- * result set, else rows affected, summed (the trace's count). */
+ * result set, else rows affected, summed (the trace's count); the
+ * statements answered before a failure. */
 typedef struct {
 	MYSQL_RES **res;
-	int nres, got;
+	int nres, got, done;
 	int64_t affected, rows;
 } answer_t;
 
@@ -820,6 +826,7 @@ static int stmt_plain(answer_t *a, bs_store_t *st, int i, MYSQL *m, const char *
 		} else {
 			a->rows += (int64_t)mysql_affected_rows(m);
 		}
+		a->done++;
 		int r = mysql_next_result(m);
 		if (r > 0) {
 			rc = bs__shard_fail(st, i, what);
@@ -828,6 +835,7 @@ static int stmt_plain(answer_t *a, bs_store_t *st, int i, MYSQL *m, const char *
 		if (r < 0)
 			break;
 	}
+	st->shards[i].last_done = a->done;
 	if (rc)
 		for (; a->got > 0; a->got--) {
 			mysql_free_result(a->res[a->got - 1]);
@@ -844,6 +852,7 @@ static int stmt(answer_t *a, bs_store_t *st, int i, const char *sql, size_t len,
 	MYSQL *m;
 	int rc;
 	st->shards[i].last_errno = 0;
+	st->shards[i].last_done = 0;
 	if ((rc = bs__shard_conn(&m, st, i)))
 		return rc;
 	if (!st->trace_fn)
