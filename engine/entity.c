@@ -727,6 +727,38 @@ static void log_commit_sql(bs_buf_t *b, const write_t *w)
 	               w->bucket);
 }
 
+/* Whether a write to w's bucket here should skip the fast form: the last
+ * full form there found the bucket leaving (a move is copying it), where
+ * the fast form is refused and costs a round trip for nothing. Only the
+ * form tried first depends on it: the full form also writes to owned
+ * buckets, logging nothing for them. */
+static bool leaving_hinted(const bs_store_t *st, const write_t *w)
+{
+	const bs_shard_t *sh = &st->shards[w->shard];
+	return w->bucket >= 0 && w->bucket < sh->nleaving && sh->leaving[w->bucket];
+}
+
+/* What a full form found (w->state) kept for the next write to the
+ * bucket: leaving, or not (the move ended, or was undone). */
+static void leaving_note(bs_store_t *st, const write_t *w)
+{
+	bs_shard_t *sh = &st->shards[w->shard];
+	bool leaving = !strcmp(w->state, "leaving");
+	int n = st->map.buckets;
+	if (w->bucket < 0 || (!leaving && !sh->leaving))
+		return;
+	if (sh->nleaving != n) { /* first found, or the map's size changed */
+		uint8_t *v = calloc((size_t)(n > 0 ? n : 1), 1);
+		if (!v)
+			return; /* a hint: without it, the fast form first */
+		free(sh->leaving);
+		sh->leaving = v;
+		sh->nleaving = n;
+	}
+	if (w->bucket < sh->nleaving)
+		sh->leaving[w->bucket] = leaving;
+}
+
 /* The ownership answer (first result set) into w. */
 static void own_answer(write_t *w, MYSQL_RES *own)
 {
@@ -782,7 +814,7 @@ static int plain_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 	MYSQL_RES *res[2] = { NULL, NULL };
 	bool applied = false;
 	int rc;
-	if ((rc = fast_write(&applied, st, w, body)) || applied)
+	if (!leaving_hinted(st, w) && ((rc = fast_write(&applied, st, w, body)) || applied))
 		return rc;
 	own_sql(&b, w);
 	if (body) {
@@ -796,6 +828,7 @@ static int plain_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query_sets(res, body ? 1 : 2, st, w->shard, b.ptr, b.len)))
 		goto done;
 	own_answer(w, res[0]);
+	leaving_note(st, w);
 	if (!body && res[1] && !w->refused) {
 		MYSQL_ROW row = mysql_fetch_row(res[1]);
 		w->found = row && row[0] && strcmp(row[0], "0");
@@ -914,7 +947,7 @@ static int returning_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 	MYSQL_RES *res[2] = { NULL, NULL };
 	bool applied = false, open = false;
 	int rc;
-	if ((rc = fast_returning_write(&applied, &open, st, w, body)) || applied)
+	if (!leaving_hinted(st, w) && ((rc = fast_returning_write(&applied, &open, st, w, body)) || applied))
 		return rc;
 	if (open)
 		bs__buf_puts(&b, "COMMIT;");
@@ -937,6 +970,7 @@ static int returning_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query_sets(res, 2, st, w->shard, b.ptr, b.len)))
 		goto done;
 	own_answer(w, res[0]);
+	leaving_note(st, w);
 	/* the old body; the new version, for step 3 */
 	returned(w, w->refused ? NULL : res[1], body != NULL);
 done:
@@ -1008,6 +1042,7 @@ static int entity_step(bool *retry, bs_store_t *st, write_t *w, const bs_bytes_t
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query_sets(res, 2, st, w->shard, b.ptr, b.len)))
 		goto done;
 	read_answers(w, res[0], res[1]);
+	leaving_note(st, w);
 	in_tx = conditional;
 	if (conditional) {
 		if (w->refused) {

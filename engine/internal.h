@@ -103,6 +103,12 @@ typedef struct {
 	 * until read */
 	uint8_t *bstate;
 	int64_t owned_version;
+	/* per bucket (nleaving of them): a single write's full form last found
+	 * it leaving here, so the next write to it skips the fast form, which
+	 * would be refused (entity.c); a hint, never a decision: NULL until
+	 * one is found */
+	uint8_t *leaving;
+	int nleaving;
 	/* this process's data-changing statements sent to the shard's server
 	 * (bs__shard_sent); NULL until the first is counted */
 	struct bs__writes *writes;

@@ -58,6 +58,7 @@ void bs_store_free(bs_store_t *st)
 		bs__shard_close(st, i);
 		free(st->shards[i].settle);
 		free(st->shards[i].bstate);
+		free(st->shards[i].leaving);
 	}
 	free(st->map.owner);
 	free(st->map.names);

@@ -583,14 +583,24 @@ int main(int argc, char **argv)
  * run by bs_cleaner_reshard while they go on putting. Afterwards: every
  * entity on the shard owning its bucket, the totals right; the floor (the
  * rows the moves copied, copied again as multi-row INSERTs of 500, each
- * source's at once, into a scratch table); the figures on stdout.
+ * source's at once, into a scratch table); the figures on stdout: put
+ * latency without a move and during it (split by whether the put's bucket
+ * is one the plan moves), and where the machine's CPU went in each
+ * window (the servers', from /proc; the writers' threads'; the rest of
+ * this process's, the cleaner's).
  */
 
 typedef struct {
 	int64_t start_us; /* wall clock */
 	float ms;
 	bool moving;
+	bool leaving; /* its bucket is one the plan moves */
 } sample_t;
+
+/* Per bucket: the plan moves it (set before the move starts, read by the
+ * writers after; nb 0 until then). */
+static unsigned char plan_moves[1 << 16];
+static atomic_int plan_nb;
 
 typedef struct {
 	const char *cfgpath;
@@ -601,8 +611,78 @@ typedef struct {
 	sample_t *s;
 	size_t n, cap;
 	long errors, created;
+	/* the thread's CPU seconds: when it began putting, when it first saw
+	 * the move, when it stopped */
+	double cpu_begin, cpu_move, cpu_end;
 	pthread_t th;
 } bw_t;
+
+static double thread_cpu(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds of process pid (utime + stime, all its threads), from /proc;
+ * 0 unknown. */
+static double cpu_of(long pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	unsigned long ut = 0, stt = 0;
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) != 2)
+		return 0;
+	return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The shards' servers on this host (their @@pid_file), 0 when not known. */
+static long server_pid[16];
+static int nservers;
+
+static void find_servers(const bs_config_t *cfg)
+{
+	nservers = cfg->nshards < 16 ? cfg->nshards : 16;
+	for (int i = 0; i < nservers; i++) {
+		MYSQL *m = raw_connect(&cfg->shards[i]);
+		MYSQL_RES *res = raw_query(m, "SELECT @@pid_file");
+		MYSQL_ROW row = mysql_fetch_row(res);
+		FILE *f = row && row[0] ? fopen(row[0], "r") : NULL;
+		if (!f || fscanf(f, "%ld", &server_pid[i]) != 1)
+			server_pid[i] = 0;
+		if (f)
+			fclose(f);
+		mysql_free_result(res);
+		mysql_close(m);
+	}
+}
+
+static double servers_cpu(void)
+{
+	double t = 0;
+	for (int i = 0; i < nservers; i++)
+		if (server_pid[i] > 0)
+			t += cpu_of(server_pid[i]);
+	return t;
+}
+
+/* Where the machine's CPU went over wall seconds: the servers', the
+ * writers' threads', the rest of this process's (the cleaner). */
+static void cpu_report(const char *what, double wall, double srv, double writers, double mine)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	double other = mine - writers > 0 ? mine - writers : 0;
+	printf("CPU %-18s %5.1f s x %ld cores: servers %5.1f s, writers %5.1f s, cleaner %5.1f s; %3.0f%% of the"
+	       " machine\n",
+	       what, wall, cores, srv, writers, other, wall > 0 ? 100.0 * (srv + writers + other) / (wall * (double)cores) : 0);
+}
 
 static int64_t wall_us(void)
 {
@@ -617,6 +697,7 @@ static void *bench_writer(void *p)
 	bs_config_t *cfg;
 	bs_store_t *st = open_store(w->cfgpath, &cfg);
 	unsigned r = 0x9e3779b9u * (unsigned)(w->no + 1);
+	w->cpu_begin = w->cpu_move = thread_cpu();
 	for (long seq = 1; !atomic_load(w->stop); seq++) {
 		bs_id_t id;
 		bs_value_t bag;
@@ -627,6 +708,8 @@ static void *bench_writer(void *p)
 			derive(&id, w->seed, (uint32_t)((r >> 3) % (unsigned)w->nload));
 		make_bag(&bag, &id, (int)(r % NUSERS), (int)(r / 7 % NTITLES), (int)seq, "bench", seq);
 		bool moving = atomic_load(w->moving) != 0;
+		if (moving && (w->n == 0 || !w->s[w->n - 1].moving))
+			w->cpu_move = thread_cpu();
 		int64_t t0 = wall_us();
 		if (bs_put(st, &bag, NULL)) {
 			if (w->errors++ < 5)
@@ -638,8 +721,11 @@ static void *bench_writer(void *p)
 			if (!(w->s = realloc(w->s, w->cap * sizeof *w->s)))
 				die("out of memory");
 		}
-		w->s[w->n++] = (sample_t){ t0, (float)((double)(wall_us() - t0) / 1000.0), moving };
+		int nb = atomic_load(&plan_nb);
+		w->s[w->n++] = (sample_t){ t0, (float)((double)(wall_us() - t0) / 1000.0), moving,
+			                   nb > 0 && plan_moves[bs_route_id(&id, nb)] };
 	}
+	w->cpu_end = thread_cpu();
 	bs_store_free(st);
 	bs_config_free(cfg);
 	return NULL;
@@ -676,17 +762,25 @@ static int fcmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* p50, p99 and max of the samples taken while moving (or not). */
-static void lat_report(bw_t *w, int nw, bool moving, const char *what)
+/* Whether sample x is one of those asked for: taken while moving (or
+ * not), and into a bucket the plan moves (leaving 1) or not (0) or
+ * either (-1). */
+static bool sample_is(const sample_t *x, bool moving, int leaving)
+{
+	return x->moving == moving && (leaving < 0 || x->leaving == (leaving != 0));
+}
+
+/* p50, p99 and max of the samples asked for (sample_is). */
+static void lat_report(bw_t *w, int nw, bool moving, int leaving, const char *what)
 {
 	size_t n = 0, k = 0;
 	for (int i = 0; i < nw; i++)
 		for (size_t j = 0; j < w[i].n; j++)
-			n += w[i].s[j].moving == moving;
+			n += sample_is(&w[i].s[j], moving, leaving);
 	float *v = malloc((n ? n : 1) * sizeof *v);
 	for (int i = 0; i < nw; i++)
 		for (size_t j = 0; j < w[i].n; j++)
-			if (w[i].s[j].moving == moving)
+			if (sample_is(&w[i].s[j], moving, leaving))
 				v[k++] = w[i].s[j].ms;
 	if (n)
 		qsort(v, n, sizeof *v, fcmp);
@@ -971,6 +1065,8 @@ static int run_bench(int argc, char **argv)
 		die("init on 4 shards");
 	printf("bench_reshard: %ld entities loaded on 2 shards in %.1f s (bs_put_many, 1000 a batch); %d writers\n", n,
 	       load_s, nw);
+	find_servers(c4);
+	double c_srv0 = servers_cpu(), c_me0 = cpu_of((long)getpid()), t_base = now();
 	atomic_int stop = 0, moving = 0;
 	bw_t *w = calloc((size_t)nw, sizeof *w);
 	for (int i = 0; i < nw; i++) {
@@ -984,17 +1080,27 @@ static int run_bench(int argc, char **argv)
 		die("plan");
 	track_t tr = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	bs_cleaner_opts_t o = { .move_progress = on_move, .ctx = &tr };
+	if (plan.buckets > 0 && plan.buckets <= (int)sizeof plan_moves) {
+		for (int k = 0; k < plan.len; k++)
+			for (int j = 0; j < plan.moves[k].nbuckets; j++)
+				plan_moves[plan.moves[k].buckets[j]] = 1;
+		atomic_store(&plan_nb, plan.buckets);
+	}
 	atomic_store(&moving, 1);
-	double t0 = now();
+	double t0 = now(), c_srv1 = servers_cpu(), c_me1 = cpu_of((long)getpid());
 	if (bs_reshard_start(s4, &plan) || bs_cleaner_reshard(s4, &o))
 		die("reshard");
 	double move_s = now() - t0;
 	atomic_store(&stop, 1);
+	double wr_base = 0, wr_move = 0;
 	for (int i = 0; i < nw; i++) {
 		pthread_join(w[i].th, NULL);
 		errors += w[i].errors;
 		created += w[i].created;
+		wr_base += w[i].cpu_move - w[i].cpu_begin;
+		wr_move += w[i].cpu_end - w[i].cpu_move;
 	}
+	double c_srv2 = servers_cpu(), c_me2 = cpu_of((long)getpid());
 	bs_move_list_t l = { 0 };
 	if (bs_move_list(&l, s4, NULL))
 		die("move list");
@@ -1016,10 +1122,17 @@ static int run_bench(int argc, char **argv)
 	printf("floor (the moved rows copied again as multi-row INSERTs of 500, the sources at once): %.1f s, %ld rows"
 	       " (%.0f rows/s); resharding took %.1fx the floor, %.1fx to the last cut-over\n",
 	       floor_s, floor_rows, floor_rows / floor_s, move_s / floor_s, cut_s / floor_s);
-	lat_report(w, nw, false, "without a move:");
-	lat_report(w, nw, true, "during the move:");
-	printf("longest put under way within 2 s of a cut-over: %.1f ms (target under 1000 ms)\n",
-	       cutover_wait(w, nw, &l));
+	if (nw > 0) {
+		lat_report(w, nw, false, -1, "without a move:");
+		lat_report(w, nw, true, -1, "during the move:");
+		lat_report(w, nw, true, 1, "  into moving buckets:");
+		lat_report(w, nw, true, 0, "  into the others:");
+		cpu_report("without a move:", t0 - t_base, c_srv1 - c_srv0, wr_base, c_me1 - c_me0);
+	}
+	cpu_report("during the move:", move_s, c_srv2 - c_srv1, wr_move, c_me2 - c_me1);
+	if (nw > 0)
+		printf("longest put under way within 2 s of a cut-over: %.1f ms (target under 1000 ms)\n",
+		       cutover_wait(w, nw, &l));
 	printf("failed writes: %ld (target 0)\n", errors);
 	printf("check: %ld entities on the shards, %ld expected (%ld loaded + %ld created by writers); %ld on a shard"
 	       " not owning their bucket\n",

@@ -83,8 +83,31 @@ static bs_store_t *store(void)
 	return st;
 }
 
+/* The statements a store sent: how many, whether one was refused with
+ * error 1048 (a fast form's fence), and the first one's opening. */
+typedef struct {
+	int n, refused;
+	char first[48];
+} sent_t;
+
+#define FULL_FORM "SET @bs_own=0;START"
+
+static void on_sent(void *arg, const bs_trace_t *t)
+{
+	sent_t *s = arg;
+	s->n++;
+	s->refused += t->err == 1048;
+	if (s->n == 1)
+		snprintf(s->first, sizeof s->first, "%s", t->sql);
+}
+
 /* One put, one delete and a bulk put of three into bucket b while it is
  * leaving (logged), then a put once it is owned again (not logged).
+ * Between them, what the writer's hint does (entity.c's leaving_hinted):
+ * once a full form found the bucket leaving, the next put there is the
+ * full form alone (one statement, no refused fast form), logged as well;
+ * once the bucket is owned again, one full form finds it so and the next
+ * put is the fast form again.
  * prefix: the ids' first 8 hex digits; their last 3 name bucket b (B is
  * 4096 for the two test shards: an id's bucket is its last 12 bits). */
 static void writes_logged(const char *what, const char *prefix, int g)
@@ -107,6 +130,20 @@ static void writes_logged(const char *what, const char *prefix, int g)
 	bs_value_clear(&bag);
 	CHECK(logged(s, ids[0], 0) == 1, "%s: a put into a leaving bucket is in the move log", what);
 	CHECK(count_of(s, ids[0]) == 1, "%s: and written", what);
+	if (g >= 0)
+		CHECK(logged(s, ids[0], 1) == 1, "%s: and so are its index rows (kind 1)", what);
+	sent_t sent = { 0 };
+	sql(s, "DELETE FROM bagstore_move_log");
+	bs_store_trace(st, on_sent, &sent);
+	bag_of(&bag, ids[0], g);
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	bs_store_trace(st, NULL, NULL);
+	CHECK(sent.refused == 0, "%s: a second put into the leaving bucket sends no fast form to be refused (%d were)",
+	      what, sent.refused);
+	CHECK(!strncmp(sent.first, FULL_FORM, strlen(FULL_FORM)), "%s: its first statement is the full form: %s", what,
+	      sent.first);
+	CHECK(logged(s, ids[0], 0) == 1, "%s: and it is in the move log", what);
 	if (g >= 0)
 		CHECK(logged(s, ids[0], 1) == 1, "%s: and so are its index rows (kind 1)", what);
 	sql(s, "DELETE FROM bagstore_move_log");
@@ -133,6 +170,15 @@ static void writes_logged(const char *what, const char *prefix, int g)
 	bag_of(&bag, ids[0], g);
 	CHECK_OK(bs_put(st, &bag, NULL));
 	bs_value_clear(&bag);
+	memset(&sent, 0, sizeof sent);
+	bs_store_trace(st, on_sent, &sent);
+	bag_of(&bag, ids[0], g);
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	bs_store_trace(st, NULL, NULL);
+	CHECK(sent.n >= 1 && sent.refused == 0 && strncmp(sent.first, FULL_FORM, strlen(FULL_FORM)) &&
+	          strstr(sent.first, "INSERT") != NULL,
+	      "%s: back to owned, the put after the one that found it so is the fast form: %s", what, sent.first);
 	bag_of(&bags[0], ids[1], g);
 	CHECK_OK(bs_put_many(st, bags, 1, out, NULL));
 	bs_value_clear(&bags[0]);
