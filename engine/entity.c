@@ -648,11 +648,16 @@ static void write_sql(bs_buf_t *b, const write_t *w, const bs_bytes_t *body)
 			id_lit(b, &w->id);
 			bs__buf_puts(b, ")");
 		}
-		bs__buf_puts(b, ";INSERT INTO bagstore_intents (token, entity_id) SELECT ");
-		bs__buf_hex(b, w->token, strlen(w->token));
+		/* NULL (refused by the column: the transaction goes no further)
+		 * unless this connection holds the intent's lock, which read_sql
+		 * took */
+		bs__buf_puts(b, ";BEGIN NOT ATOMIC IF @bs_own=1 THEN INSERT INTO bagstore_intents (token, entity_id) VALUES (IF(");
+		bs__lock_held_sql(b, w->token);
 		bs__buf_puts(b, ",");
+		bs__buf_hex(b, w->token, strlen(w->token));
+		bs__buf_puts(b, ",NULL),");
 		id_lit(b, &w->id);
-		bs__buf_puts(b, " FROM DUAL WHERE @bs_own=1");
+		bs__buf_puts(b, ") ON DUPLICATE KEY UPDATE token=VALUES(token); END IF; END");
 	}
 	bs__buf_puts(b, ";COMMIT");
 }
@@ -952,13 +957,19 @@ static int returning_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 	if (open)
 		bs__buf_puts(&b, "COMMIT;");
 	own_sql(&b, w);
-	bs__buf_puts(&b, ";INSERT IGNORE INTO bagstore_intents (token, entity_id) SELECT ");
-	bs__buf_hex(&b, w->token, strlen(w->token));
-	bs__buf_puts(&b, ",");
-	id_lit(&b, &w->id);
-	bs__buf_puts(&b, " FROM DUAL WHERE @bs_own=1 AND (@bs_old:=NULL) IS NULL AND (@bs_ou:=NULL) IS NULL AND ");
+	/* the intent, when the shard owns the bucket: its token NULL when its
+	 * lock cannot be taken, which the column refuses (error 1048 inside
+	 * the compound statement): the write fails there, before the entity
+	 * changes. A single-row VALUES: an INSERT ... SELECT would turn the
+	 * NULL into '' on a server not in strict mode. The intent may be in
+	 * already, under this token (a refused fast form committed it) */
+	bs__buf_puts(&b, ";BEGIN NOT ATOMIC IF @bs_own=1 THEN INSERT INTO bagstore_intents (token, entity_id) VALUES (IF(");
 	bs__lock_take_sql(&b, w->token);
-	bs__buf_puts(&b, "=1");
+	bs__buf_puts(&b, "=1 AND (@bs_old:=NULL) IS NULL AND (@bs_ou:=NULL) IS NULL,");
+	bs__buf_hex(&b, w->token, strlen(w->token));
+	bs__buf_puts(&b, ",NULL),");
+	id_lit(&b, &w->id);
+	bs__buf_puts(&b, ") ON DUPLICATE KEY UPDATE token=VALUES(token); END IF; END");
 	if (body) {
 		upsert_sql(&b, w, body, true);
 	} else {

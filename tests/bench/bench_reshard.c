@@ -674,14 +674,16 @@ static double servers_cpu(void)
 }
 
 /* Where the machine's CPU went over wall seconds: the servers', the
- * writers' threads', the rest of this process's (the cleaner). */
-static void cpu_report(const char *what, double wall, double srv, double writers, double mine)
+ * writers' threads', the rest of this process's (rest: the cleaner's
+ * during a move, else the stores' set-up and the plan). */
+static void cpu_report(const char *what, double wall, double srv, double writers, double mine, const char *rest)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	double other = mine - writers > 0 ? mine - writers : 0;
-	printf("CPU %-18s %5.1f s x %ld cores: servers %5.1f s, writers %5.1f s, cleaner %5.1f s; %3.0f%% of the"
+	printf("CPU %-18s %5.1f s x %ld cores: servers %5.1f s, writers %5.1f s, %s %5.1f s; %3.0f%% of the"
 	       " machine\n",
-	       what, wall, cores, srv, writers, other, wall > 0 ? 100.0 * (srv + writers + other) / (wall * (double)cores) : 0);
+	       what, wall, cores, srv, writers, rest, other,
+	       wall > 0 ? 100.0 * (srv + writers + other) / (wall * (double)cores) : 0);
 }
 
 static int64_t wall_us(void)
@@ -726,6 +728,8 @@ static void *bench_writer(void *p)
 			                   nb > 0 && plan_moves[bs_route_id(&id, nb)] };
 	}
 	w->cpu_end = thread_cpu();
+	if (!(w->n && w->s[w->n - 1].moving)) /* never saw the move: all of it before */
+		w->cpu_move = w->cpu_end;
 	bs_store_free(st);
 	bs_config_free(cfg);
 	return NULL;
@@ -1083,7 +1087,8 @@ static int run_bench(int argc, char **argv)
 	if (plan.buckets > 0 && plan.buckets <= (int)sizeof plan_moves) {
 		for (int k = 0; k < plan.len; k++)
 			for (int j = 0; j < plan.moves[k].nbuckets; j++)
-				plan_moves[plan.moves[k].buckets[j]] = 1;
+				if (plan.moves[k].buckets[j] >= 0 && plan.moves[k].buckets[j] < plan.buckets)
+					plan_moves[plan.moves[k].buckets[j]] = 1;
 		atomic_store(&plan_nb, plan.buckets);
 	}
 	atomic_store(&moving, 1);
@@ -1127,9 +1132,9 @@ static int run_bench(int argc, char **argv)
 		lat_report(w, nw, true, -1, "during the move:");
 		lat_report(w, nw, true, 1, "  into moving buckets:");
 		lat_report(w, nw, true, 0, "  into the others:");
-		cpu_report("without a move:", t0 - t_base, c_srv1 - c_srv0, wr_base, c_me1 - c_me0);
+		cpu_report("without a move:", t0 - t_base, c_srv1 - c_srv0, wr_base, c_me1 - c_me0, "the rest");
 	}
-	cpu_report("during the move:", move_s, c_srv2 - c_srv1, wr_move, c_me2 - c_me1);
+	cpu_report("during the move:", move_s, c_srv2 - c_srv1, wr_move, c_me2 - c_me1, "cleaner");
 	if (nw > 0)
 		printf("longest put under way within 2 s of a cut-over: %.1f ms (target under 1000 ms)\n",
 		       cutover_wait(w, nw, &l));

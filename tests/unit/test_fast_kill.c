@@ -17,7 +17,9 @@
  * intent committed) and its full form timed out finds its own intent and
  * goes on. Last, a put whose intent's named lock another session holds
  * (fault fixed_token) fails and writes nothing: its refused token is not
- * taken for the fence's refusal of the entity's id (both are error 1048).
+ * taken for the fence's refusal of the entity's id (both are error 1048);
+ * and so do a put and a conditional put whose full form goes first (their
+ * bucket leaving, the store's hint set).
  */
 #include "bagstore.h"
 #include "rawsql.h"
@@ -372,6 +374,49 @@ int main(void)
 	st = NULL;
 	CHECK(both("SELECT COUNT(*) FROM bagstore_intents WHERE token='bagstore.w.fault'") == 0, "nor an intent");
 	sql_int(1, "SELECT RELEASE_LOCK('bagstore.w.fault')");
+
+	/* the same when the full form goes first: the bucket leaving (a
+	 * move's copy), and the store's hint set by a put that found it so;
+	 * then a put and a conditional put whose lock another session holds
+	 * fail, naming the token, and write nothing: not the entity without
+	 * its intent */
+	sql(1, "UPDATE bagstore_buckets SET state='leaving', move_id=7001 WHERE bucket=11");
+	setenv("BAGSTORE_FAULT", "fixed_token", 1);
+	CHECK_OK(bs_store_open(&st, cfg));
+	bag_of(&bag, 60);
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	int64_t ver = 0;
+	CHECK_OK(bs_get(&got, st, &id, &ver, NULL)); /* on the entity's shard: the lock's release answered */
+	bs_value_clear(&got);
+	CHECK(sql_int(1, "SELECT GET_LOCK('bagstore.w.fault', 5)") == 1, "another session holds the token's lock again");
+	bag_of(&bag, 62);
+	rc = bs_put(st, &bag, NULL);
+	CHECK(rc != 0 && strstr(bs_last_error(), "'token'"),
+	      "leaving and hinted: a put that cannot take its intent's lock fails, naming the token: %s",
+	      rc ? bs_last_error() : "ok");
+	rc = bs_put_if(st, &bag, ver);
+	CHECK(rc != 0 && strstr(bs_last_error(), "'token'"),
+	      "and so does a conditional put (the full form, its read first): %s", rc ? bs_last_error() : "ok");
+	bs_value_clear(&bag);
+	bs_store_free(st);
+	st = NULL;
+	unsetenv("BAGSTORE_FAULT");
+	CHECK(both("SELECT COUNT(*) FROM ix_g WHERE g=62") == 0 &&
+	              sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=60 AND entity_id=X'" ID "'") == 1,
+	      "they write no index row: the entity's row is the first put's (g=60)");
+	CHECK_OK(bs_store_open(&st, cfg));
+	CHECK_OK(bs_get(&got, st, &id, NULL, NULL));
+	gv = bs_map_get(&got, "g");
+	CHECK(gv && gv->v.i == 60, "nor the entity: its body is the first put's (g=60)");
+	bs_value_clear(&got);
+	bs_store_free(st);
+	st = NULL;
+	sql_int(1, "SELECT RELEASE_LOCK('bagstore.w.fault')");
+	CHECK(count_when(1, "SELECT COUNT(*) FROM bagstore_intents WHERE token='bagstore.w.fault'", 0) == 0,
+	      "nor an intent (the first put's removed with its batch)");
+	sql(1, "UPDATE bagstore_buckets SET state='owned', move_id=0 WHERE bucket=11");
+	sql(1, "DELETE FROM bagstore_move_log");
 
 	bs_store_free(st);
 	raw_close_all();

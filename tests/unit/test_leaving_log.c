@@ -84,7 +84,9 @@ static bs_store_t *store(void)
 }
 
 /* The statements a store sent: how many, whether one was refused with
- * error 1048 (a fast form's fence), and the first one's opening. */
+ * error 1048 (a fast form's fence), and the opening of the first that is
+ * not a read (the write's first form: a catalog or map read the store
+ * makes on its own schedule may come before it). */
 typedef struct {
 	int n, refused;
 	char first[48];
@@ -97,7 +99,7 @@ static void on_sent(void *arg, const bs_trace_t *t)
 	sent_t *s = arg;
 	s->n++;
 	s->refused += t->err == 1048;
-	if (s->n == 1)
+	if (!s->first[0] && strncmp(t->sql, "SELECT ", 7))
 		snprintf(s->first, sizeof s->first, "%s", t->sql);
 }
 
