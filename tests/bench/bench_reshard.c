@@ -32,7 +32,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -578,16 +582,18 @@ int main(int argc, char **argv)
 /*
  * bench CONFIG2 CONFIG4 N: a store initialised on CONFIG2's shards, N
  * entities loaded in batches (bs_put_many), CONFIG4's extra shards added
- * (init), then BENCH_WRITERS writers (4) putting for BENCH_BASE_S seconds
- * (15) without a move, then the plan that spreads the buckets over the four
+ * (init), then BENCH_WRITERS writers (4; threads of a process of their
+ * own, as an application's writers are: see shared_t) putting for
+ * BENCH_BASE_S seconds (15) without a move, then the plan that spreads
+ * the buckets over the four
  * run by bs_cleaner_reshard while they go on putting. Afterwards: every
  * entity on the shard owning its bucket, the totals right; the floor (the
  * rows the moves copied, copied again as multi-row INSERTs of 500, each
  * source's at once, into a scratch table); the figures on stdout: put
  * latency without a move and during it (split by whether the put's bucket
  * is one the plan moves), and where the machine's CPU went in each
- * window (the servers', from /proc; the writers' threads'; the rest of
- * this process's, the cleaner's).
+ * window (the servers', from /proc; the writers' threads'; this
+ * process's, the cleaner's).
  */
 
 typedef struct {
@@ -597,10 +603,22 @@ typedef struct {
 	bool leaving; /* its bucket is one the plan moves */
 } sample_t;
 
-/* Per bucket: the plan moves it (set before the move starts, read by the
- * writers after; nb 0 until then). */
-static unsigned char plan_moves[1 << 16];
-static atomic_int plan_nb;
+/* What the benchmark's process (the cleaner) and its writers' process
+ * share (MAP_SHARED): the writers are another process, as an
+ * application's are, so that the cleaner's throttle counts their writes
+ * as other writers' (it counts its own process's statements as its own,
+ * and a bs_put in a thread of the cleaner's process is one of them). */
+typedef struct {
+	atomic_int stop, moving;
+	/* per bucket: the plan moves it (set before the move starts, read by
+	 * the writers after; plan_nb 0 until then) */
+	atomic_int plan_nb;
+	unsigned char plan_moves[1 << 16];
+} shared_t;
+
+static shared_t *shm;
+
+#define SAMPLES_MAX (1 << 20) /* a writer's samples, at most */
 
 typedef struct {
 	const char *cfgpath;
@@ -609,8 +627,10 @@ typedef struct {
 	long nload;
 	atomic_int *stop, *moving;
 	sample_t *s;
-	size_t n, cap;
+	size_t n, cap; /* s is in shared memory, cap samples */
 	long errors, created;
+	long dropped; /* puts not sampled: cap reached */
+	bool saw_move;
 	/* the thread's CPU seconds: when it began putting, when it first saw
 	 * the move, when it stopped */
 	double cpu_begin, cpu_move, cpu_end;
@@ -674,12 +694,11 @@ static double servers_cpu(void)
 }
 
 /* Where the machine's CPU went over wall seconds: the servers', the
- * writers' threads', the rest of this process's (rest: the cleaner's
- * during a move, else the stores' set-up and the plan). */
-static void cpu_report(const char *what, double wall, double srv, double writers, double mine, const char *rest)
+ * writers' threads', this process's (rest: the cleaner's during a move,
+ * else the plan's). */
+static void cpu_report(const char *what, double wall, double srv, double writers, double other, const char *rest)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	double other = mine - writers > 0 ? mine - writers : 0;
 	printf("CPU %-18s %5.1f s x %ld cores: servers %5.1f s, writers %5.1f s, %s %5.1f s; %3.0f%% of the"
 	       " machine\n",
 	       what, wall, cores, srv, writers, rest, other,
@@ -710,25 +729,26 @@ static void *bench_writer(void *p)
 			derive(&id, w->seed, (uint32_t)((r >> 3) % (unsigned)w->nload));
 		make_bag(&bag, &id, (int)(r % NUSERS), (int)(r / 7 % NTITLES), (int)seq, "bench", seq);
 		bool moving = atomic_load(w->moving) != 0;
-		if (moving && (w->n == 0 || !w->s[w->n - 1].moving))
+		if (moving && !w->saw_move) {
+			w->saw_move = true;
 			w->cpu_move = thread_cpu();
+		}
 		int64_t t0 = wall_us();
 		if (bs_put(st, &bag, NULL)) {
 			if (w->errors++ < 5)
 				fprintf(stderr, "bench_reshard: writer %d: %s\n", w->no, bs_last_error());
 		}
 		bs_value_clear(&bag);
+		int nb = atomic_load(&shm->plan_nb);
 		if (w->n == w->cap) {
-			w->cap = w->cap ? w->cap * 2 : 65536;
-			if (!(w->s = realloc(w->s, w->cap * sizeof *w->s)))
-				die("out of memory");
+			w->dropped++;
+			continue;
 		}
-		int nb = atomic_load(&plan_nb);
 		w->s[w->n++] = (sample_t){ t0, (float)((double)(wall_us() - t0) / 1000.0), moving,
-			                   nb > 0 && plan_moves[bs_route_id(&id, nb)] };
+			                   nb > 0 && shm->plan_moves[bs_route_id(&id, nb)] };
 	}
 	w->cpu_end = thread_cpu();
-	if (!(w->n && w->s[w->n - 1].moving)) /* never saw the move: all of it before */
+	if (!w->saw_move) /* all of it before the move */
 		w->cpu_move = w->cpu_end;
 	bs_store_free(st);
 	bs_config_free(cfg);
@@ -1070,13 +1090,35 @@ static int run_bench(int argc, char **argv)
 	printf("bench_reshard: %ld entities loaded on 2 shards in %.1f s (bs_put_many, 1000 a batch); %d writers\n", n,
 	       load_s, nw);
 	find_servers(c4);
+	/* the writers: a process of their own (see shared_t), their samples
+	 * and counts in memory shared with this one */
+	if (nw < 0 || nw > 64)
+		die("BENCH_WRITERS: 0 to 64");
+	shm = mmap(NULL, sizeof *shm, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	bw_t *w = nw ? mmap(NULL, (size_t)nw * sizeof *w, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)
+	             : NULL;
+	sample_t *samples = nw ? mmap(NULL, (size_t)nw * SAMPLES_MAX * sizeof *samples, PROT_READ | PROT_WRITE,
+	                              MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+	                       : NULL;
+	if (shm == MAP_FAILED || w == MAP_FAILED || samples == MAP_FAILED)
+		die("mmap");
+	for (int i = 0; i < nw; i++)
+		w[i] = (bw_t){ .cfgpath = argv[3], .no = i, .seed = 42, .nload = n, .stop = &shm->stop,
+			       .moving = &shm->moving, .s = samples + (size_t)i * SAMPLES_MAX, .cap = SAMPLES_MAX };
 	double c_srv0 = servers_cpu(), c_me0 = cpu_of((long)getpid()), t_base = now();
-	atomic_int stop = 0, moving = 0;
-	bw_t *w = calloc((size_t)nw, sizeof *w);
-	for (int i = 0; i < nw; i++) {
-		w[i] = (bw_t){ .cfgpath = argv[3], .no = i, .seed = 42, .nload = n, .stop = &stop, .moving = &moving };
-		if (pthread_create(&w[i].th, NULL, bench_writer, &w[i]))
-			die("pthread_create");
+	fflush(stdout);
+	fflush(stderr);
+	pid_t wpid = nw ? fork() : 0;
+	if (wpid < 0)
+		die("fork");
+	if (nw && wpid == 0) { /* the writers' process: until told to stop, or this one is gone */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (int i = 0; i < nw; i++)
+			if (pthread_create(&w[i].th, NULL, bench_writer, &w[i]))
+				_exit(1);
+		for (int i = 0; i < nw; i++)
+			pthread_join(w[i].th, NULL);
+		_exit(0);
 	}
 	usleep((useconds_t)(base_s * 1e6));
 	bs_reshard_plan_t plan = { 0 };
@@ -1084,28 +1126,36 @@ static int run_bench(int argc, char **argv)
 		die("plan");
 	track_t tr = { .mu = PTHREAD_MUTEX_INITIALIZER };
 	bs_cleaner_opts_t o = { .move_progress = on_move, .ctx = &tr };
-	if (plan.buckets > 0 && plan.buckets <= (int)sizeof plan_moves) {
+	if (plan.buckets > 0 && plan.buckets <= (int)sizeof shm->plan_moves) {
 		for (int k = 0; k < plan.len; k++)
 			for (int j = 0; j < plan.moves[k].nbuckets; j++)
 				if (plan.moves[k].buckets[j] >= 0 && plan.moves[k].buckets[j] < plan.buckets)
-					plan_moves[plan.moves[k].buckets[j]] = 1;
-		atomic_store(&plan_nb, plan.buckets);
+					shm->plan_moves[plan.moves[k].buckets[j]] = 1;
+		atomic_store(&shm->plan_nb, plan.buckets);
 	}
-	atomic_store(&moving, 1);
+	atomic_store(&shm->moving, 1);
 	double t0 = now(), c_srv1 = servers_cpu(), c_me1 = cpu_of((long)getpid());
 	if (bs_reshard_start(s4, &plan) || bs_cleaner_reshard(s4, &o))
 		die("reshard");
 	double move_s = now() - t0;
-	atomic_store(&stop, 1);
+	double c_me2 = cpu_of((long)getpid());
+	atomic_store(&shm->stop, 1);
+	int wstatus = 0;
+	if (nw && (waitpid(wpid, &wstatus, 0) != wpid || !WIFEXITED(wstatus) || WEXITSTATUS(wstatus)))
+		die("the writers' process");
 	double wr_base = 0, wr_move = 0;
+	long dropped = 0;
 	for (int i = 0; i < nw; i++) {
-		pthread_join(w[i].th, NULL);
+		dropped += w[i].dropped;
 		errors += w[i].errors;
 		created += w[i].created;
 		wr_base += w[i].cpu_move - w[i].cpu_begin;
 		wr_move += w[i].cpu_end - w[i].cpu_move;
 	}
-	double c_srv2 = servers_cpu(), c_me2 = cpu_of((long)getpid());
+	double c_srv2 = servers_cpu();
+	if (dropped)
+		printf("bench_reshard: %ld puts not in the latency figures (%d samples a writer at most)\n", dropped,
+		       SAMPLES_MAX);
 	bs_move_list_t l = { 0 };
 	if (bs_move_list(&l, s4, NULL))
 		die("move list");
@@ -1142,9 +1192,11 @@ static int run_bench(int argc, char **argv)
 	printf("check: %ld entities on the shards, %ld expected (%ld loaded + %ld created by writers); %ld on a shard"
 	       " not owning their bucket\n",
 	       total, n + created, n, created, bad);
-	for (int i = 0; i < nw; i++)
-		free(w[i].s);
-	free(w);
+	if (nw) {
+		munmap(samples, (size_t)nw * SAMPLES_MAX * sizeof *samples);
+		munmap(w, (size_t)nw * sizeof *w);
+	}
+	munmap(shm, sizeof *shm);
 	bs_move_list_free(&l);
 	bs_reshard_plan_free(&plan);
 	bs_store_free(s4);
