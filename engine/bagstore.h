@@ -1161,7 +1161,9 @@ typedef struct {
 	int nranges;
 	bs_job_state_t state;
 	bs_move_phase_t phase;
-	char reason[256];   /* why throttled or waiting, or the error */
+	char reason[256];   /* why throttled or waiting, or the error; while
+	                     * running, how it is paced when it says ("catch-up
+	                     * not paced by the writers' latency: ...") */
 	int64_t rows_total; /* the source's entities to scan */
 	int64_t rows_scanned, rows_copied;
 	int64_t index_total; /* the source's index rows to scan (estimate) */

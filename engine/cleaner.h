@@ -235,13 +235,24 @@ typedef struct {
 	char reason[256]; /* why it waits, or how it is paced ("" at full pace) */
 	double pace;      /* the lowest pace over the shards */
 	bool full;        /* every shard at its most */
+	/* latency-free gate: why a shard over on the probe's latency alone
+	 * would have paced or held the job ("" none) */
+	char latency_ignored[256];
 } bs__thr_gate_t;
 /* The verdict for a job touching the shards in which[nshards] (NULL: all). */
 void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which);
+/* The same for work the probe's latency neither holds nor paces (a move's
+ * catch-up: see doc/DESIGN.md, "The throttle"): every other signal, and
+ * failing closed, hold it as they hold any job. */
+void bs__throttle_gate_latency_free(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which);
 
 /* Wait for a lane of shard (at most max_wait seconds): 0 entered (*t0 set,
  * for leave), 1 not yet (look again), -1 stop was set. */
 int bs__throttle_enter(double *t0, bs__throttle_t *t, int shard, double max_wait, atomic_int *stop);
+/* The same for work the probe's latency neither holds nor paces: a lane
+ * over the latency alone is open to it, and the pause of a pace the
+ * latency last cut does not apply to it. */
+int bs__throttle_enter_latency_free(double *t0, bs__throttle_t *t, int shard, double max_wait, atomic_int *stop);
 void bs__throttle_leave(bs__throttle_t *t, int shard, double t0);
 /* Statements at once the shard may take from this process at most:
  * cleaner.writers, or the server's CPUs (waits for its first reading). */

@@ -63,6 +63,10 @@ typedef struct {
 	bool slow;
 	bool in_lanes; /* holding a lane of the source and of the target */
 	double lane_t0[2];
+	/* the probe's latency neither holds nor paces the chunks (catch-up),
+	 * and note says so while it is over (the row's reason while running) */
+	bool latency_free;
+	char note[256];
 	double samp_t[RATE_SAMPLES];
 	int64_t samp_n[RATE_SAMPLES];
 	int nsamp;
@@ -187,7 +191,9 @@ static int checkpoint(mover_t *r)
 	sample(r);
 	static const char *const sql[] = { "copy", "index", "catchup", "cutover", "cleanup", "done", "undo" };
 	const char *ph = (unsigned)p->phase < sizeof sql / sizeof *sql ? sql[p->phase] : "copy";
-	bs__buf_puts(&s, "state='running', reason='', phase=");
+	bs__buf_puts(&s, "state='running', reason=");
+	bs__buf_hex(&s, r->note, strlen(r->note));
+	bs__buf_puts(&s, ", phase=");
 	bs__buf_hex(&s, ph, strlen(ph));
 	bs__buf_printf(&s,
 	               ", cursor_id=%lld, max_id=%lld, rows_total=%lld,"
@@ -204,7 +210,7 @@ static int checkpoint(mover_t *r)
 	bs__buf_free(&s);
 	if (out == GO) {
 		r->m.pub.state = BS_JOB_RUNNING;
-		r->m.pub.reason[0] = '\0';
+		snprintf(r->m.pub.reason, sizeof r->m.pub.reason, "%s", r->note);
 		report(r);
 	}
 	return out;
@@ -250,7 +256,15 @@ static int gate_once(mover_t *r)
 	which[r->shard] = which[r->t] = true;
 	bs__cleaner_conf(&cl, r->opts, r->cfg); /* the settings in force now (SIGHUP) */
 	bs__throttle_settings(r->thr, &cl);
-	bs__throttle_gate(&g, r->thr, which);
+	if (r->latency_free)
+		bs__throttle_gate_latency_free(&g, r->thr, which);
+	else
+		bs__throttle_gate(&g, r->thr, which);
+	if (r->latency_free && g.latency_ignored[0])
+		snprintf(r->note, sizeof r->note, "catch-up not paced by the writers' latency: %.200s",
+		         g.latency_ignored);
+	else
+		r->note[0] = '\0';
 	if (g.verdict == BS__THR_STOP) {
 		snprintf(r->msg, sizeof r->msg, "stopped: %.200s (resume with `bagstore reshard resume`)", g.reason);
 		out = OUT_FAILED;
@@ -287,7 +301,8 @@ static int lanes_enter(mover_t *r)
 {
 	int sh[2] = { r->shard, r->t }, e, out;
 	for (int k = 0; k < (r->t != r->shard ? 2 : 1); k++)
-		while ((e = bs__throttle_enter(&r->lane_t0[k], r->thr, sh[k], 0.1, bs__stop_flag(r->opts))) != 0)
+		while ((e = (r->latency_free ? bs__throttle_enter_latency_free : bs__throttle_enter)(
+				&r->lane_t0[k], r->thr, sh[k], 0.1, bs__stop_flag(r->opts))) != 0)
 			if (e < 0 || ((out = gate_once(r)) != GO && out != AGAIN)) {
 				if (k)
 					bs__throttle_leave(r->thr, sh[0], r->lane_t0[0]);
@@ -1169,7 +1184,7 @@ static int fence(mover_t *r)
 
 /* Phase catch-up: rounds of the log until one is small, then the fence
  * (rounds again if it gives up). */
-static int phase_catchup(mover_t *r)
+static int catchup_rounds(mover_t *r)
 {
 	int out;
 	for (bool first = true;; first = false) {
@@ -1195,6 +1210,22 @@ static int phase_catchup(mover_t *r)
 			return out;
 		bs__cleaner_sleep(0.05, bs__stop_flag(r->opts));
 	}
+}
+
+/* The catch-up replays writes the writers made to the leaving buckets, and
+ * every write to them costs its writer the fence's full form and a log
+ * row until the cut-over: paced below the writers' own rate by their
+ * latency, it would never end. So the probe's latency neither holds nor
+ * paces it; every other signal, and failing closed, do (doc/DESIGN.md,
+ * "The throttle"). */
+static int phase_catchup(mover_t *r)
+{
+	r->latency_free = true;
+	int out = catchup_rounds(r);
+	lanes_leave(r); /* taken latency-free: the next phase's gate takes its own */
+	r->latency_free = false;
+	r->note[0] = '\0';
+	return out;
 }
 
 /* Phase cut-over, after the flip (each step idempotent): the target's

@@ -922,7 +922,20 @@ static void full_reason(bs__thr_gate_t *out, const bs__throttle_t *t, const bool
 		say(out->reason, sizeof out->reason, "full pace: no other writers on shard %s", none);
 }
 
+static void gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which, bool latency_free);
+
 void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which)
+{
+	gate(out, t, which, false);
+}
+
+void bs__throttle_gate_latency_free(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which)
+{
+	gate(out, t, which, true);
+}
+
+/* latency_free: a shard over on the probe's latency alone holds nothing */
+static void gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which, bool latency_free)
 {
 	const shard_t *slowest = NULL;
 	bool *alone = calloc((size_t)t->n, sizeof *alone);
@@ -942,7 +955,9 @@ void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which
 		cut_if_over(&t->sh[i], &e, now);
 		if (alone)
 			alone[i] = e.alone;
-		if (!closed(&e, s))
+		if (latency_free && e.soft && !out->latency_ignored[0])
+			snprintf(out->latency_ignored, sizeof out->latency_ignored, "%s", e.reason);
+		if (!closed(&e, s) || (latency_free && e.soft))
 			e.state = BS_THR_GO; /* paced, not held */
 		if (severity(e.state) > severity(out->state)) {
 			out->state = e.state;
@@ -972,7 +987,21 @@ void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which
 	free(alone);
 }
 
+static int enter(double *t0, bs__throttle_t *t, int shard, double max_wait, atomic_int *stop, bool latency_free);
+
 int bs__throttle_enter(double *t0, bs__throttle_t *t, int shard, double max_wait, atomic_int *stop)
+{
+	return enter(t0, t, shard, max_wait, stop, false);
+}
+
+int bs__throttle_enter_latency_free(double *t0, bs__throttle_t *t, int shard, double max_wait, atomic_int *stop)
+{
+	return enter(t0, t, shard, max_wait, stop, true);
+}
+
+/* latency_free: a lane over on the probe's latency alone is open, and the
+ * pause of a pace the latency cut last does not apply */
+static int enter(double *t0, bs__throttle_t *t, int shard, double max_wait, atomic_int *stop, bool latency_free)
 {
 	shard_t *s = &t->sh[shard];
 	int ret = 1;
@@ -989,8 +1018,10 @@ int bs__throttle_enter(double *t0, bs__throttle_t *t, int shard, double max_wait
 		eval_shard(&e, t, s, now);
 		cut_if_over(s, &e, now);
 		int lanes = s->pace >= 1 ? (int)s->pace : 1;
-		bool open = !closed(&e, s);
-		if (open && s->inflight < lanes && now >= s->next_free) {
+		bool open = !closed(&e, s) || (latency_free && e.soft);
+		bool paused = now < s->next_free &&
+		              !(latency_free && s->cut_at > 0 && !strcmp(s->cut_signal, "write_latency"));
+		if (open && s->inflight < lanes && !paused) {
 			if (++s->inflight >= lanes)
 				s->demand = true;
 			s->last_used = *t0 = now;

@@ -19,6 +19,9 @@
 #  E. B's growth again on a store without any index (writes take the
 #     fence's fast forms): every acknowledged write reads back, placed
 #     (not under ThreadSanitizer).
+#  F. A move in catch-up while another application writes and the write
+#     latency is over a threshold nothing meets: the catch-up is neither
+#     held nor paced by it, and its row says so (not under ThreadSanitizer).
 . tests/lib.sh
 T=$(t_tmp)
 B=$BAGSTORE
@@ -304,5 +307,53 @@ t_exit 0 "no index: every acknowledged write is there, once, on its owner" -- \
 for i in 0 1 2 3; do
 	t_eq "$(q $i "SELECT COUNT(*) FROM bagstore_move_log")" 0 "no change log left on shard $i"
 done
+
+# ------------------------------------------------------------ F. the catch-up and the writers' latency
+# A move killed in catch-up, its log filled by writers of their own
+# processes; then run again while another application writes to the
+# shards, with a write-latency threshold nothing meets: the latency that
+# holds the other phases neither holds nor paces the catch-up, whose round
+# goes and says so in its row (killed again after it, the row keeps the
+# reason); then the move finishes and every acknowledged write reads back.
+t_exit 0 "reset" -- reset_all
+t_exit 0 "init 2 shards, no index" -- "$B" -c "$C2" init
+t_exit 0 "load 3000 entities" -- "$BR" load "$C2" 3000 13 "$T/f.load.state"
+t_exit 0 "init 4 shards" -- "$B" -c "$C4" init
+rm -f "$T/stop"
+for w in f1 f2 f3; do
+	"$BR" writer "$C4" $w 13 3000 "$T/stop" "$T/$w.state" >"$T/$w.out" 2>"$T/$w.err" &
+	eval "pid_$w=\$!"
+done
+sleep 1
+t_exit 0 "reshard start --yes, writers running" -- "$B" -c "$C4" reshard start --yes
+BAGSTORE_FAULT=slow_move,move_kill_catchup t_exit 75 "the mover killed in catch-up" -- "$B" -c "$C4" cleaner --reshard
+# the source whose move is in catch-up
+CU=
+for i in 0 1; do [ "$(q $i "SELECT COUNT(*) FROM bagstore_moves WHERE phase='catchup'")" = 1 ] && CU=$i; done
+if [ "$CU" ]; then
+	t_ok "a move is in catch-up"
+else
+	t_fail "a move is in catch-up" "$(q 0 "SELECT phase FROM bagstore_moves") $(q 1 "SELECT phase FROM bagstore_moves")"
+fi
+for p in "$P0" "$P1" "$XP" $((XP + 1)); do t_other_writer "$p" 60; done
+{ cat "$C4"; echo "cleaner: {max_write_latency: 0.000001, max_signal_age: 30}"; } >"$T/lat.yaml"
+BAGSTORE_FAULT=move_kill_catchup t_exit 75 "killed after a catch-up round, the writers' latency over its threshold" -- \
+	"$B" -c "$T/lat.yaml" cleaner --reshard
+if [ "$CU" ]; then
+	R=$(for i in 0 1; do q $i "SELECT CONCAT(phase, ' ', state, ': ', reason) FROM bagstore_moves WHERE phase='catchup'"; done)
+	t_match "$R" "^catchup running: catch-up not paced by the writers' latency: shard s[0-3]: write latency [0-9.]+ ms above 0.00 ms \\(max_write_latency\\)" \
+		"the catch-up went, its row saying the latency over its threshold did not pace it"
+fi
+t_other_stop
+touch "$T/stop"
+for w in f1 f2 f3; do
+	eval "wait \$pid_$w"
+	t_eq "$?" 0 "writer $w exited cleanly"
+	t_contains "$(cat "$T/$w.out")" "errors 0," "writer $w saw no error"
+done
+t_exit 0 "cleaner --reshard finishes" -- "$B" -c "$C4" cleaner --reshard
+t_contains "$T_OUT" "reshard done: 2 moves" "both moves done"
+t_exit 0 "every acknowledged write is there, once, on its owner" -- \
+	"$BR" check "$C4" "$T/f.load.state" "$T/f1.state" "$T/f2.state" "$T/f3.state"
 
 t_done test_reshard

@@ -240,6 +240,56 @@ static void test_pace_given_back(void)
 	      before, cut_to);
 }
 
+/* Work the probe's latency neither holds nor paces (a move's catch-up):
+ * another client writing to s0 (plain SQL through a connection of the
+ * test's own, which the throttle does not count as its own), a latency
+ * threshold nothing meets, a lane of s0 kept busy until the latency holds
+ * jobs there (the pace at its lowest): then the gate still holds a job,
+ * and a lane is still closed to it, while the latency-free gate says go
+ * and the latency-free enter takes a lane at once. */
+static void test_latency_free(void)
+{
+	bs__throttle_t *thr = NULL;
+	bs_cleaner_conf_t cl;
+	bool which[64] = { false }, held = false;
+	if (cfg->nshards > 64 || bs__throttle_open(&thr, cfg)) {
+		CHECK(0, "a throttle: %s", bs_last_error());
+		return;
+	}
+	sql(0, "CREATE TABLE IF NOT EXISTS t_other_writes (id INT AUTO_INCREMENT PRIMARY KEY)");
+	which[0] = true;
+	cl = cfg->cleaner;
+	cl.max_write_latency = 1e-6;
+	cl.max_signal_age = 30;
+	bs__throttle_settings(thr, &cl);
+	bs__throttle_run(thr);
+	bs__thr_gate_t g;
+	for (double end = bs_now_mono() + 30; bs_now_mono() < end && !held;) {
+		double t0;
+		sql(0, "INSERT INTO t_other_writes VALUES ()");
+		if (bs__throttle_enter(&t0, thr, 0, 0.05, NULL) == 0) {
+			usleep(2000);
+			bs__throttle_leave(thr, 0, t0);
+		}
+		bs__throttle_gate(&g, thr, which);
+		held = g.verdict == BS__THR_WAIT && !strcmp(g.signal, "write_latency");
+	}
+	CHECK(held, "another client writing, the probe's latency holds a job on s0 (%s)", g.reason);
+	sql(0, "INSERT INTO t_other_writes VALUES ()");
+	bs__throttle_gate(&g, thr, which);
+	CHECK(g.verdict == BS__THR_WAIT, "the gate still holds it: %s", g.reason);
+	bs__throttle_gate_latency_free(&g, thr, which);
+	CHECK(g.verdict == BS__THR_GO, "the latency-free gate lets it go (%s)", g.reason);
+	double t0;
+	CHECK(bs__throttle_enter(&t0, thr, 0, 0.2, NULL) == 1, "a lane of s0 stays closed to a job");
+	int e = bs__throttle_enter_latency_free(&t0, thr, 0, 0.2, NULL);
+	CHECK(e == 0, "and opens at once to latency-free work (%d)", e);
+	if (e == 0)
+		bs__throttle_leave(thr, 0, t0);
+	bs__throttle_close(thr);
+	sql(0, "DROP TABLE t_other_writes");
+}
+
 static void test_errors(bs_store_t *st)
 {
 	bs_value_t bag, got;
@@ -587,6 +637,7 @@ int main(void)
 	test_errors(st);
 	test_own_writes(st);
 	test_pace_given_back();
+	test_latency_free();
 	test_bulk_refused(st);
 	test_fingerprint();
 	test_unreachable();
