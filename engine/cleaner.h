@@ -235,9 +235,9 @@ typedef struct {
 	char reason[256]; /* why it waits, or how it is paced ("" at full pace) */
 	double pace;      /* the lowest pace over the shards */
 	bool full;        /* every shard at its most */
-	/* latency-free gate: why a shard over on the probe's latency alone
-	 * would have paced or held the job ("" none) */
-	char latency_ignored[256];
+	/* latency-free gate: the first shard over on the probe's latency
+	 * alone, which would have paced or held the job ("" none) */
+	char latency_ignored[64];
 } bs__thr_gate_t;
 /* The verdict for a job touching the shards in which[nshards] (NULL: all). */
 void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which);
@@ -253,6 +253,10 @@ int bs__throttle_enter(double *t0, bs__throttle_t *t, int shard, double max_wait
  * over the latency alone is open to it, and the pause of a pace the
  * latency last cut does not apply to it. */
 int bs__throttle_enter_latency_free(double *t0, bs__throttle_t *t, int shard, double max_wait, atomic_int *stop);
+/* Leave a lane entered latency-free: it sets no pause (its statements do
+ * not make other jobs on the shard wait out a pace they were not held
+ * to). */
+void bs__throttle_leave_latency_free(bs__throttle_t *t, int shard, double t0);
 void bs__throttle_leave(bs__throttle_t *t, int shard, double t0);
 /* Statements at once the shard may take from this process at most:
  * cleaner.writers, or the server's CPUs (waits for its first reading). */

@@ -260,8 +260,10 @@ static int gate_once(mover_t *r)
 		bs__throttle_gate_latency_free(&g, r->thr, which);
 	else
 		bs__throttle_gate(&g, r->thr, which);
+	/* the same words while it holds (the numbers move every round: a
+	 * reason that changed is a line in the cleaner's log) */
 	if (r->latency_free && g.latency_ignored[0])
-		snprintf(r->note, sizeof r->note, "catch-up not paced by the writers' latency: %.200s",
+		snprintf(r->note, sizeof r->note, "catch-up not paced by the writers' latency on shard %.64s",
 		         g.latency_ignored);
 	else
 		r->note[0] = '\0';
@@ -285,9 +287,11 @@ static void lanes_leave(mover_t *r)
 {
 	if (!r->in_lanes)
 		return;
+	void (*leave)(bs__throttle_t *, int, double) =
+		r->latency_free ? bs__throttle_leave_latency_free : bs__throttle_leave;
 	if (r->t != r->shard)
-		bs__throttle_leave(r->thr, r->t, r->lane_t0[1]);
-	bs__throttle_leave(r->thr, r->shard, r->lane_t0[0]);
+		leave(r->thr, r->t, r->lane_t0[1]);
+	leave(r->thr, r->shard, r->lane_t0[0]);
 	r->in_lanes = false;
 }
 
@@ -305,7 +309,8 @@ static int lanes_enter(mover_t *r)
 				&r->lane_t0[k], r->thr, sh[k], 0.1, bs__stop_flag(r->opts))) != 0)
 			if (e < 0 || ((out = gate_once(r)) != GO && out != AGAIN)) {
 				if (k)
-					bs__throttle_leave(r->thr, sh[0], r->lane_t0[0]);
+					(r->latency_free ? bs__throttle_leave_latency_free : bs__throttle_leave)(
+						r->thr, sh[0], r->lane_t0[0]);
 				return e < 0 ? OUT_STOP : out;
 			}
 	r->in_lanes = true;
@@ -1107,7 +1112,7 @@ static int flip(mover_t *r, double fence_s, bool *flipped)
 	bs__buf_hex(&b, tname(r), strlen(tname(r)));
 	bs__buf_printf(&b,
 	               " WHERE move_id=%lld AND state='leaving';UPDATE bagstore_meta SET v=v+1 WHERE"
-	               " k='owned_version';UPDATE bagstore_moves SET phase='cutover', heartbeat=NOW(6),"
+	               " k='owned_version';UPDATE bagstore_moves SET phase='cutover', reason='', heartbeat=NOW(6),"
 	               " flip_us=CAST(UNIX_TIMESTAMP(NOW(6))*1000000 AS SIGNED), fence_ms=GREATEST(fence_ms,%.3f),"
 	               " log_rows=%lld, src_watermark_us=(SELECT COALESCE((SELECT watermark_us FROM"
 	               " bagstore_watermarks WHERE name='repair'),0))",
@@ -1225,6 +1230,8 @@ static int phase_catchup(mover_t *r)
 	lanes_leave(r); /* taken latency-free: the next phase's gate takes its own */
 	r->latency_free = false;
 	r->note[0] = '\0';
+	if (r->m.pub.state == BS_JOB_RUNNING && strstr(r->m.pub.reason, "catch-up not paced") == r->m.pub.reason)
+		r->m.pub.reason[0] = '\0'; /* the row's, cleared by the flip */
 	return out;
 }
 

@@ -956,7 +956,7 @@ static void gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which, bool
 		if (alone)
 			alone[i] = e.alone;
 		if (latency_free && e.soft && !out->latency_ignored[0])
-			snprintf(out->latency_ignored, sizeof out->latency_ignored, "%s", e.reason);
+			snprintf(out->latency_ignored, sizeof out->latency_ignored, "%s", t->cfg->shards[i].name);
 		if (!closed(&e, s) || (latency_free && e.soft))
 			e.state = BS_THR_GO; /* paced, not held */
 		if (severity(e.state) > severity(out->state)) {
@@ -1041,14 +1041,26 @@ static int enter(double *t0, bs__throttle_t *t, int shard, double max_wait, atom
 	return ret;
 }
 
+static void leave(bs__throttle_t *t, int shard, double t0, bool latency_free);
+
 void bs__throttle_leave(bs__throttle_t *t, int shard, double t0)
+{
+	leave(t, shard, t0, false);
+}
+
+void bs__throttle_leave_latency_free(bs__throttle_t *t, int shard, double t0)
+{
+	leave(t, shard, t0, true);
+}
+
+static void leave(bs__throttle_t *t, int shard, double t0, bool latency_free)
 {
 	shard_t *s = &t->sh[shard];
 	pthread_mutex_lock(&t->mu);
 	double now = bs_now_mono();
 	s->inflight--;
 	s->last_used = now;
-	if (s->pace < 1) {
+	if (s->pace < 1 && !latency_free) {
 		double gap = (now - t0) * (1 / s->pace - 1);
 		if (now + gap > s->next_free)
 			s->next_free = now + gap;

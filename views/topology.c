@@ -369,7 +369,8 @@ static void draw_state(int y, int w)
 }
 
 /* Why (a state marked *): the selected move's reason, or the first one's
- * that has one, so a throttled, waiting or failed move always says why. The
+ * that has one, one not running first (a running move's says how it is
+ * paced), so a throttled, waiting or failed move always says why. The
  * table's rows are the snapshot's moves in order (under snap_lock). */
 static void draw_reason(int y, int w)
 {
@@ -377,12 +378,18 @@ static void draw_reason(int y, int w)
 	const bs_move_t *m;
 	char age[32];
 
-	if (row < 0 || row >= snap.moves.len || !snap.moves.items[row].reason[0])
-		for (int i = 0; i < snap.moves.len; i++)
-			if (snap.moves.items[i].reason[0]) {
-				row = i;
-				break;
-			}
+	if (row < 0 || row >= snap.moves.len || !snap.moves.items[row].reason[0]) {
+		int found = -1;
+		for (int pass = 0; pass < 2 && found < 0; pass++)
+			for (int i = 0; i < snap.moves.len; i++)
+				if (snap.moves.items[i].reason[0] &&
+				    (pass || snap.moves.items[i].state != BS_JOB_RUNNING)) {
+					found = i;
+					break;
+				}
+		if (found >= 0)
+			row = found;
+	}
 	if (row < 0 || row >= snap.moves.len)
 		return;
 	m = &snap.moves.items[row];

@@ -1108,11 +1108,13 @@ static int run_bench(int argc, char **argv)
 	double c_srv0 = servers_cpu(), c_me0 = cpu_of((long)getpid()), t_base = now();
 	fflush(stdout);
 	fflush(stderr);
-	pid_t wpid = nw ? fork() : 0;
+	pid_t me = getpid(), wpid = nw ? fork() : 0;
 	if (wpid < 0)
 		die("fork");
 	if (nw && wpid == 0) { /* the writers' process: until told to stop, or this one is gone */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != me) /* gone before the line above */
+			_exit(1);
 		for (int i = 0; i < nw; i++)
 			if (pthread_create(&w[i].th, NULL, bench_writer, &w[i]))
 				_exit(1);
@@ -1141,8 +1143,12 @@ static int run_bench(int argc, char **argv)
 	double c_me2 = cpu_of((long)getpid());
 	atomic_store(&shm->stop, 1);
 	int wstatus = 0;
-	if (nw && (waitpid(wpid, &wstatus, 0) != wpid || !WIFEXITED(wstatus) || WEXITSTATUS(wstatus)))
-		die("the writers' process");
+	if (nw && (waitpid(wpid, &wstatus, 0) != wpid || !WIFEXITED(wstatus) || WEXITSTATUS(wstatus))) {
+		fprintf(stderr, "bench_reshard: the writers' process ended %s %d (its stderr above says why)\n",
+		        WIFSIGNALED(wstatus) ? "by signal" : "with status",
+		        WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : WEXITSTATUS(wstatus));
+		exit(1);
+	}
 	double wr_base = 0, wr_move = 0;
 	long dropped = 0;
 	for (int i = 0; i < nw; i++) {

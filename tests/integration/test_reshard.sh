@@ -314,7 +314,9 @@ done
 # shards, with a write-latency threshold nothing meets: the latency that
 # holds the other phases neither holds nor paces the catch-up, whose round
 # goes and says so in its row (killed again after it, the row keeps the
-# reason); then the move finishes and every acknowledged write reads back.
+# reason: this checks the mover takes the throttle latency-free in
+# catch-up; what that does, test_store's test_latency_free); then the move
+# finishes and every acknowledged write reads back.
 t_exit 0 "reset" -- reset_all
 t_exit 0 "init 2 shards, no index" -- "$B" -c "$C2" init
 t_exit 0 "load 3000 entities" -- "$BR" load "$C2" 3000 13 "$T/f.load.state"
@@ -341,7 +343,7 @@ BAGSTORE_FAULT=move_kill_catchup t_exit 75 "killed after a catch-up round, the w
 	"$B" -c "$T/lat.yaml" cleaner --reshard
 if [ "$CU" ]; then
 	R=$(for i in 0 1; do q $i "SELECT CONCAT(phase, ' ', state, ': ', reason) FROM bagstore_moves WHERE phase='catchup'"; done)
-	t_match "$R" "^catchup running: catch-up not paced by the writers' latency: shard s[0-3]: write latency [0-9.]+ ms above 0.00 ms \\(max_write_latency\\)" \
+	t_match "$R" "^catchup running: catch-up not paced by the writers' latency on shard s[0-3]\$" \
 		"the catch-up went, its row saying the latency over its threshold did not pace it"
 fi
 t_other_stop

@@ -474,8 +474,8 @@ static void render_moves(mbuf_t *b, const svc_snap_t *s)
 		sample(b, "bagstore_move_phase", rs, 1);
 	}
 	family(b, "bagstore_move_state", "gauge",
-	       "1 for a move's state now; reason: why it is throttled, waiting or failed, numbers as # (\"\" when "
-	       "none)");
+	       "1 for a move's state now; reason: why it is throttled, waiting or failed, or how a running one is "
+	       "paced, numbers as # (\"\" when none)");
 	for (int k = 0; k < s->moves.len; k++) {
 		const bs_move_t *m = &s->moves.items[k];
 		char kind[sizeof m->reason];
