@@ -303,7 +303,7 @@ static void lanes_leave(mover_t *r)
  * an outcome holding none. */
 static int lanes_enter(mover_t *r)
 {
-	int sh[2] = { r->shard, r->t }, e, out;
+	int sh[2] = { r->shard, r->t }, e, out = GO;
 	for (int k = 0; k < (r->t != r->shard ? 2 : 1); k++)
 		while ((e = (r->latency_free ? bs__throttle_enter_latency_free : bs__throttle_enter)(
 				&r->lane_t0[k], r->thr, sh[k], 0.1, bs__stop_flag(r->opts))) != 0)
