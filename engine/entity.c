@@ -619,6 +619,31 @@ static int check_expected(const write_t *w, int64_t expect_us)
 	                expect_us ? "was deleted since it was read" : "already exists");
 }
 
+/* The full forms' intent, only when the shard owns the bucket (@bs_own):
+ * a single-row VALUES inside a compound statement whose token is NULL
+ * unless the intent's lock is this connection's, which the column refuses
+ * (error 1048): the write stops there, and no entity is written without
+ * its intent (an INSERT ... SELECT would store '' for the NULL on a server
+ * not in strict mode). take: the lock is taken here (else read_sql took
+ * it), and @bs_old and @bs_ou reset for the RETURNING upsert after. The
+ * intent may be in already under this token (a refused fast form
+ * committed it). */
+static void intent_sql(bs_buf_t *b, const write_t *w, bool take)
+{
+	bs__buf_puts(b, ";BEGIN NOT ATOMIC IF @bs_own=1 THEN INSERT INTO bagstore_intents (token, entity_id) VALUES (IF(");
+	if (take) {
+		bs__lock_take_sql(b, w->token);
+		bs__buf_puts(b, "=1 AND (@bs_old:=NULL) IS NULL AND (@bs_ou:=NULL) IS NULL");
+	} else {
+		bs__lock_held_sql(b, w->token);
+	}
+	bs__buf_puts(b, ",");
+	bs__buf_hex(b, w->token, strlen(w->token));
+	bs__buf_puts(b, ",NULL),");
+	id_lit(b, &w->id);
+	bs__buf_puts(b, ") ON DUPLICATE KEY UPDATE token=VALUES(token); END IF; END");
+}
+
 /* Step 1's statements after the read, each only if the shard owns the
  * bucket (@bs_own, read under its share lock): the row written (body) or
  * deleted (body NULL) at a version later than any before, the version kept
@@ -648,16 +673,7 @@ static void write_sql(bs_buf_t *b, const write_t *w, const bs_bytes_t *body)
 			id_lit(b, &w->id);
 			bs__buf_puts(b, ")");
 		}
-		/* NULL (refused by the column: the transaction goes no further)
-		 * unless this connection holds the intent's lock, which read_sql
-		 * took */
-		bs__buf_puts(b, ";BEGIN NOT ATOMIC IF @bs_own=1 THEN INSERT INTO bagstore_intents (token, entity_id) VALUES (IF(");
-		bs__lock_held_sql(b, w->token);
-		bs__buf_puts(b, ",");
-		bs__buf_hex(b, w->token, strlen(w->token));
-		bs__buf_puts(b, ",NULL),");
-		id_lit(b, &w->id);
-		bs__buf_puts(b, ") ON DUPLICATE KEY UPDATE token=VALUES(token); END IF; END");
+		intent_sql(b, w, false); /* after the entity: a refusal rolls it back */
 	}
 	bs__buf_puts(b, ";COMMIT");
 }
@@ -877,8 +893,8 @@ static void returned(write_t *w, MYSQL_RES *res, bool put)
  * *applied false: the entity was not written (not 'owned' here, or the
  * entity to delete is not here), and the intent is in (*open: in a
  * transaction still open, which the caller commits): the full form,
- * which inserts it with IGNORE under the same token, decides which (and a
- * refusal there removes it). */
+ * which inserts it again under the same token (intent_sql), decides which
+ * (and a refusal there removes it). */
 static int fast_returning_write(bool *applied, bool *open, bs_store_t *st, write_t *w, const bs_bytes_t *body)
 {
 	bs_buf_t b = { 0 };
@@ -957,19 +973,7 @@ static int returning_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 	if (open)
 		bs__buf_puts(&b, "COMMIT;");
 	own_sql(&b, w);
-	/* the intent, when the shard owns the bucket: its token NULL when its
-	 * lock cannot be taken, which the column refuses (error 1048 inside
-	 * the compound statement): the write fails there, before the entity
-	 * changes. A single-row VALUES: an INSERT ... SELECT would turn the
-	 * NULL into '' on a server not in strict mode. The intent may be in
-	 * already, under this token (a refused fast form committed it) */
-	bs__buf_puts(&b, ";BEGIN NOT ATOMIC IF @bs_own=1 THEN INSERT INTO bagstore_intents (token, entity_id) VALUES (IF(");
-	bs__lock_take_sql(&b, w->token);
-	bs__buf_puts(&b, "=1 AND (@bs_old:=NULL) IS NULL AND (@bs_ou:=NULL) IS NULL,");
-	bs__buf_hex(&b, w->token, strlen(w->token));
-	bs__buf_puts(&b, ",NULL),");
-	id_lit(&b, &w->id);
-	bs__buf_puts(&b, ") ON DUPLICATE KEY UPDATE token=VALUES(token); END IF; END");
+	intent_sql(&b, w, true); /* before the entity changes */
 	if (body) {
 		upsert_sql(&b, w, body, true);
 	} else {

@@ -282,16 +282,27 @@ static int gate_once(mover_t *r)
 	return out;
 }
 
+/* One lane of shard, taken and left as the phase asks (latency-free in
+ * catch-up). */
+static int lane_enter(mover_t *r, int shard, double *t0)
+{
+	return (r->latency_free ? bs__throttle_enter_latency_free : bs__throttle_enter)(t0, r->thr, shard, 0.1,
+	                                                                               bs__stop_flag(r->opts));
+}
+
+static void lane_leave(mover_t *r, int shard, double t0)
+{
+	(r->latency_free ? bs__throttle_leave_latency_free : bs__throttle_leave)(r->thr, shard, t0);
+}
+
 /* Leave the lanes a chunk held (none held: nothing). */
 static void lanes_leave(mover_t *r)
 {
 	if (!r->in_lanes)
 		return;
-	void (*leave)(bs__throttle_t *, int, double) =
-		r->latency_free ? bs__throttle_leave_latency_free : bs__throttle_leave;
 	if (r->t != r->shard)
-		leave(r->thr, r->t, r->lane_t0[1]);
-	leave(r->thr, r->shard, r->lane_t0[0]);
+		lane_leave(r, r->t, r->lane_t0[1]);
+	lane_leave(r, r->shard, r->lane_t0[0]);
 	r->in_lanes = false;
 }
 
@@ -305,12 +316,10 @@ static int lanes_enter(mover_t *r)
 {
 	int sh[2] = { r->shard, r->t }, e, out = GO;
 	for (int k = 0; k < (r->t != r->shard ? 2 : 1); k++)
-		while ((e = (r->latency_free ? bs__throttle_enter_latency_free : bs__throttle_enter)(
-				&r->lane_t0[k], r->thr, sh[k], 0.1, bs__stop_flag(r->opts))) != 0)
+		while ((e = lane_enter(r, sh[k], &r->lane_t0[k])) != 0)
 			if (e < 0 || ((out = gate_once(r)) != GO && out != AGAIN)) {
 				if (k)
-					(r->latency_free ? bs__throttle_leave_latency_free : bs__throttle_leave)(
-						r->thr, sh[0], r->lane_t0[0]);
+					lane_leave(r, sh[0], r->lane_t0[0]);
 				return e < 0 ? OUT_STOP : out;
 			}
 	r->in_lanes = true;
@@ -1230,8 +1239,8 @@ static int phase_catchup(mover_t *r)
 	lanes_leave(r); /* taken latency-free: the next phase's gate takes its own */
 	r->latency_free = false;
 	r->note[0] = '\0';
-	if (r->m.pub.state == BS_JOB_RUNNING && strstr(r->m.pub.reason, "catch-up not paced") == r->m.pub.reason)
-		r->m.pub.reason[0] = '\0'; /* the row's, cleared by the flip */
+	if (r->m.pub.state == BS_JOB_RUNNING) /* a running move's reason is its note: the flip cleared the row's */
+		r->m.pub.reason[0] = '\0';
 	return out;
 }
 

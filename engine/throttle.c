@@ -922,18 +922,6 @@ static void full_reason(bs__thr_gate_t *out, const bs__throttle_t *t, const bool
 		say(out->reason, sizeof out->reason, "full pace: no other writers on shard %s", none);
 }
 
-static void gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which, bool latency_free);
-
-void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which)
-{
-	gate(out, t, which, false);
-}
-
-void bs__throttle_gate_latency_free(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which)
-{
-	gate(out, t, which, true);
-}
-
 /* latency_free: a shard over on the probe's latency alone holds nothing */
 static void gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which, bool latency_free)
 {
@@ -987,16 +975,14 @@ static void gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which, bool
 	free(alone);
 }
 
-static int enter(double *t0, bs__throttle_t *t, int shard, double max_wait, atomic_int *stop, bool latency_free);
-
-int bs__throttle_enter(double *t0, bs__throttle_t *t, int shard, double max_wait, atomic_int *stop)
+void bs__throttle_gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which)
 {
-	return enter(t0, t, shard, max_wait, stop, false);
+	gate(out, t, which, false);
 }
 
-int bs__throttle_enter_latency_free(double *t0, bs__throttle_t *t, int shard, double max_wait, atomic_int *stop)
+void bs__throttle_gate_latency_free(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which)
 {
-	return enter(t0, t, shard, max_wait, stop, true);
+	gate(out, t, which, true);
 }
 
 /* latency_free: a lane over on the probe's latency alone is open, and the
@@ -1041,16 +1027,14 @@ static int enter(double *t0, bs__throttle_t *t, int shard, double max_wait, atom
 	return ret;
 }
 
-static void leave(bs__throttle_t *t, int shard, double t0, bool latency_free);
-
-void bs__throttle_leave(bs__throttle_t *t, int shard, double t0)
+int bs__throttle_enter(double *t0, bs__throttle_t *t, int shard, double max_wait, atomic_int *stop)
 {
-	leave(t, shard, t0, false);
+	return enter(t0, t, shard, max_wait, stop, false);
 }
 
-void bs__throttle_leave_latency_free(bs__throttle_t *t, int shard, double t0)
+int bs__throttle_enter_latency_free(double *t0, bs__throttle_t *t, int shard, double max_wait, atomic_int *stop)
 {
-	leave(t, shard, t0, true);
+	return enter(t0, t, shard, max_wait, stop, true);
 }
 
 static void leave(bs__throttle_t *t, int shard, double t0, bool latency_free)
@@ -1067,6 +1051,16 @@ static void leave(bs__throttle_t *t, int shard, double t0, bool latency_free)
 	}
 	pthread_cond_broadcast(&t->cv);
 	pthread_mutex_unlock(&t->mu);
+}
+
+void bs__throttle_leave(bs__throttle_t *t, int shard, double t0)
+{
+	leave(t, shard, t0, false);
+}
+
+void bs__throttle_leave_latency_free(bs__throttle_t *t, int shard, double t0)
+{
+	leave(t, shard, t0, true);
 }
 
 int bs__throttle_writers(bs__throttle_t *t, int shard)

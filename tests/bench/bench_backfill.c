@@ -29,6 +29,7 @@
  * list of names from the table below; default all).
  */
 #include "bagstore.h"
+#include "cpu.h"
 
 #include <mysql.h>
 #include <pthread.h>
@@ -54,24 +55,6 @@ static int part(const char *name)
 {
 	const char *p = getenv("BENCH_PARTS");
 	return !p || !*p || strstr(p, name) != NULL;
-}
-
-/* CPU seconds of process pid (utime + stime), from /proc; -1 unknown. */
-static double cpu_of(long pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return -1;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	unsigned long ut = 0, stt = 0;
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) != 2)
-		return -1;
-	return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static long server_pid[64];

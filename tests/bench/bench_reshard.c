@@ -26,6 +26,7 @@
  * "ID -" for a delete. Bodies: {"id", "user", "t", "n", "w", "seq"}.
  */
 #include "bagstore.h"
+#include "cpu.h"
 
 #include <mysql.h>
 #include <pthread.h>
@@ -644,25 +645,6 @@ static double thread_cpu(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* CPU seconds of process pid (utime + stime, all its threads), from /proc;
- * 0 unknown. */
-static double cpu_of(long pid)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	char *p = strrchr(buf, ')');
-	unsigned long ut = 0, stt = 0;
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) != 2)
-		return 0;
-	return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* The shards' servers on this host (their @@pid_file), 0 when not known. */
 static long server_pid[16];
 static int nservers;
@@ -687,9 +669,10 @@ static void find_servers(const bs_config_t *cfg)
 static double servers_cpu(void)
 {
 	double t = 0;
-	for (int i = 0; i < nservers; i++)
-		if (server_pid[i] > 0)
-			t += cpu_of(server_pid[i]);
+	for (int i = 0; i < nservers; i++) {
+		double c = server_pid[i] > 0 ? cpu_of(server_pid[i]) : -1;
+		t += c > 0 ? c : 0;
+	}
 	return t;
 }
 

@@ -280,30 +280,43 @@ t_exit 0 "the store reads without it" -- "$BR" check "$T/c3.yaml" "$T/load.state
 if [ "${BAGSTORE_TSAN:-0}" = 1 ]; then
 	t_done test_reshard
 fi
-t_exit 0 "reset" -- reset_all
-t_exit 0 "init 2 shards, no index" -- "$B" -c "$C2" init
-t_exit 0 "load 3000 entities" -- "$BR" load "$C2" 3000 11 "$T/nl.load.state"
-t_exit 0 "init 4 shards" -- "$B" -c "$C4" init
-rm -f "$T/stop"
-for w in n1 n2 n3; do
-	"$BR" writer "$C4" $w 11 3000 "$T/stop" "$T/$w.state" >"$T/$w.out" 2>"$T/$w.err" &
-	eval "pid_$w=\$!"
-done
-sleep 1
-t_exit 0 "reshard start --yes, writers running" -- "$B" -c "$C4" reshard start --yes
-BAGSTORE_FAULT=slow_move,move_kill_catchup t_exit 75 "the mover killed in catch-up" -- "$B" -c "$C4" cleaner --reshard
+# grow_killed_in_catchup SEED TAG: a fresh store of 2 shards without an
+# index, 3000 entities loaded (ids from SEED, their state in
+# $T/TAG.load.state), the 4 shards initialised, writers TAG1 to TAG3
+# running (bench_reshard writer processes, pids in pid_TAGk), the plan
+# started and its mover killed in catch-up.
+grow_killed_in_catchup() {
+	t_exit 0 "reset" -- reset_all
+	t_exit 0 "init 2 shards, no index" -- "$B" -c "$C2" init
+	t_exit 0 "load 3000 entities" -- "$BR" load "$C2" 3000 "$1" "$T/$2.load.state"
+	t_exit 0 "init 4 shards" -- "$B" -c "$C4" init
+	rm -f "$T/stop"
+	for w in "${2}1" "${2}2" "${2}3"; do
+		"$BR" writer "$C4" "$w" "$1" 3000 "$T/stop" "$T/$w.state" >"$T/$w.out" 2>"$T/$w.err" &
+		eval "pid_$w=\$!"
+	done
+	sleep 1
+	t_exit 0 "reshard start --yes, writers running" -- "$B" -c "$C4" reshard start --yes
+	BAGSTORE_FAULT=slow_move,move_kill_catchup t_exit 75 "the mover killed in catch-up" -- "$B" -c "$C4" cleaner --reshard
+}
+# writers_stopped TAG: writers TAG1 to TAG3 told to stop; each exited
+# cleanly, having seen no error
+writers_stopped() {
+	touch "$T/stop"
+	for w in "${1}1" "${1}2" "${1}3"; do
+		eval "wait \$pid_$w"
+		t_eq "$?" 0 "writer $w exited cleanly"
+		t_contains "$(cat "$T/$w.out")" "errors 0," "writer $w saw no error"
+	done
+}
+grow_killed_in_catchup 11 n
 t_exit 0 "cleaner --reshard finishes" -- "$B" -c "$C4" cleaner --reshard
 t_contains "$T_OUT" "reshard done: 2 moves" "both moves done"
 sleep 1
-touch "$T/stop"
-for w in n1 n2 n3; do
-	eval "wait \$pid_$w"
-	t_eq "$?" 0 "writer $w exited cleanly"
-	t_contains "$(cat "$T/$w.out")" "errors 0," "writer $w saw no error"
-done
+writers_stopped n
 t_match "$(cat "$T/n1.out")" 'ops [1-9][0-9]+' "writer n1 wrote"
 t_exit 0 "no index: every acknowledged write is there, once, on its owner" -- \
-	"$BR" check "$C4" "$T/nl.load.state" "$T/n1.state" "$T/n2.state" "$T/n3.state"
+	"$BR" check "$C4" "$T/n.load.state" "$T/n1.state" "$T/n2.state" "$T/n3.state"
 for i in 0 1 2 3; do
 	t_eq "$(q $i "SELECT COUNT(*) FROM bagstore_move_log")" 0 "no change log left on shard $i"
 done
@@ -317,18 +330,7 @@ done
 # reason: this checks the mover takes the throttle latency-free in
 # catch-up; what that does, test_store's test_latency_free); then the move
 # finishes and every acknowledged write reads back.
-t_exit 0 "reset" -- reset_all
-t_exit 0 "init 2 shards, no index" -- "$B" -c "$C2" init
-t_exit 0 "load 3000 entities" -- "$BR" load "$C2" 3000 13 "$T/f.load.state"
-t_exit 0 "init 4 shards" -- "$B" -c "$C4" init
-rm -f "$T/stop"
-for w in f1 f2 f3; do
-	"$BR" writer "$C4" $w 13 3000 "$T/stop" "$T/$w.state" >"$T/$w.out" 2>"$T/$w.err" &
-	eval "pid_$w=\$!"
-done
-sleep 1
-t_exit 0 "reshard start --yes, writers running" -- "$B" -c "$C4" reshard start --yes
-BAGSTORE_FAULT=slow_move,move_kill_catchup t_exit 75 "the mover killed in catch-up" -- "$B" -c "$C4" cleaner --reshard
+grow_killed_in_catchup 13 f
 # the source whose move is in catch-up
 CU=
 for i in 0 1; do [ "$(q $i "SELECT COUNT(*) FROM bagstore_moves WHERE phase='catchup'")" = 1 ] && CU=$i; done
@@ -347,12 +349,7 @@ if [ "$CU" ]; then
 		"the catch-up went, its row saying the latency over its threshold did not pace it"
 fi
 t_other_stop
-touch "$T/stop"
-for w in f1 f2 f3; do
-	eval "wait \$pid_$w"
-	t_eq "$?" 0 "writer $w exited cleanly"
-	t_contains "$(cat "$T/$w.out")" "errors 0," "writer $w saw no error"
-done
+writers_stopped f
 t_exit 0 "cleaner --reshard finishes" -- "$B" -c "$C4" cleaner --reshard
 t_contains "$T_OUT" "reshard done: 2 moves" "both moves done"
 t_exit 0 "every acknowledged write is there, once, on its owner" -- \

@@ -197,22 +197,33 @@ static void test_own_writes(bs_store_t *st)
  * of s0 kept busy, nobody else writing: the pace when the shard is first
  * said to be at full pace is at least the pace before the first cut (the
  * halved pace, grown for a round, was there before the give-back). */
-static void test_pace_given_back(void)
+/* A throttle whose write-latency threshold nothing meets (and whose
+ * signals may age 30 s), its samplers running; which[] names s0 alone.
+ * NULL, having said why, when none opens. */
+static bs__throttle_t *unmeetable_throttle(bool which[64])
 {
 	bs__throttle_t *thr = NULL;
-	bs_cleaner_conf_t cl;
-	bool which[64] = { false };
-	double before = 0, cut_to = -1, at_alone = -1;
 	if (cfg->nshards > 64 || bs__throttle_open(&thr, cfg)) {
 		CHECK(0, "a throttle: %s", bs_last_error());
-		return;
+		return NULL;
 	}
+	memset(which, 0, 64 * sizeof *which);
 	which[0] = true;
-	cl = cfg->cleaner;
+	bs_cleaner_conf_t cl = cfg->cleaner;
 	cl.max_write_latency = 1e-6;
 	cl.max_signal_age = 30;
 	bs__throttle_settings(thr, &cl);
 	bs__throttle_run(thr);
+	return thr;
+}
+
+static void test_pace_given_back(void)
+{
+	bool which[64];
+	double before = 0, cut_to = -1, at_alone = -1;
+	bs__throttle_t *thr = unmeetable_throttle(which);
+	if (!thr)
+		return;
 	bs__thr_gate_t g;
 	bs__throttle_gate(&g, thr, which); /* no lane used yet: nothing cut */
 	before = g.pace;
@@ -249,20 +260,11 @@ static void test_pace_given_back(void)
  * and the latency-free enter takes a lane at once. */
 static void test_latency_free(void)
 {
-	bs__throttle_t *thr = NULL;
-	bs_cleaner_conf_t cl;
-	bool which[64] = { false }, held = false;
-	if (cfg->nshards > 64 || bs__throttle_open(&thr, cfg)) {
-		CHECK(0, "a throttle: %s", bs_last_error());
+	bool which[64], held = false;
+	bs__throttle_t *thr = unmeetable_throttle(which);
+	if (!thr)
 		return;
-	}
 	sql(0, "CREATE TABLE IF NOT EXISTS t_other_writes (id INT AUTO_INCREMENT PRIMARY KEY)");
-	which[0] = true;
-	cl = cfg->cleaner;
-	cl.max_write_latency = 1e-6;
-	cl.max_signal_age = 30;
-	bs__throttle_settings(thr, &cl);
-	bs__throttle_run(thr);
 	bs__thr_gate_t g;
 	for (double end = bs_now_mono() + 30; bs_now_mono() < end && !held;) {
 		double t0;

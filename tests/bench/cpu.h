@@ -1,0 +1,31 @@
+/*
+ * cpu.h - the benchmarks' reading of a process's CPU time, for printing
+ * where a run's CPU went (the shards' servers on this host, the client).
+ */
+#ifndef BENCH_CPU_H
+#define BENCH_CPU_H
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* CPU seconds of process pid (utime + stime, all its threads, those
+ * ended included), from /proc; -1 unknown. */
+static inline double cpu_of(long pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
+	unsigned long ut = 0, stt = 0;
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) != 2)
+		return -1;
+	return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
+}
+
+#endif
