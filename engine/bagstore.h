@@ -648,6 +648,9 @@ void bs_explain_free(bs_explain_t *e);
 	X(PAUSE_DRIFT_FIX, "pause_drift_fix", \
 	  "every fix of index rows (repair, verify --repair, a move's repair) stops (SIGSTOP) before " \
 	  "it reads the rows, its bodies already read") \
+	X(DRIFT_FAIL_AFTER_FIX, "drift_fail_after_fix", \
+	  "the first check of index rows that fixed some fails right after its fix commits (as a " \
+	  "deadlock on another shard, or buckets that kept moving, would), once") \
 	X(PAUSE_CONDITIONAL_WRITE, "pause_conditional_write", \
 	  "a conditional write (bs_put_if, bs_delete_if) stops (SIGSTOP) between its locking read and " \
 	  "its write, once") \

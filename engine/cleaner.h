@@ -93,6 +93,16 @@ int bs__drift_orphans(int64_t *orphans, int64_t *fixed, bs_store_t *st, const bs
  * out[nidx]: counts added per index (out[x] for idx[x]). */
 int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_index_t *idx, int nidx,
                      const ebatch_t *eb);
+/* bs__drift_check(fix) of idx[nidx]'s rows for eb's entities (read from
+ * shard), counted into d[nidx], then bs__drift_settle, counted into s[nidx]
+ * (may be d). The settle runs whether or not a check failed, and again (4
+ * tries) when it fails: a check may have committed fixes on some shards
+ * before it failed, and a fix that no read follows can stand on a body a
+ * writer deleted or replaced meanwhile (an entity deleted is in no later
+ * batch to look at it again). A batch whose settle never succeeds is left
+ * an intent per entity, for the repair loop. The first error is returned. */
+int bs__drift_fix_settle(drift_counts_t *d, drift_counts_t *s, bs_store_t *st, int shard, const bs_index_t *idx,
+                         int nidx, const ebatch_t *eb);
 
 /* Make every entity updated at or after since_us (on every shard) right in
  * idx (NULL: every maintained index), newest first. */

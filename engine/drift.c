@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -435,7 +436,8 @@ typedef struct {
 	size_t *order;        /* ids sorted */
 	bool *ok, *upsert;
 	bs_buf_t *del;  /* per shard: entity_id list */
-	bs_buf_t *dlog; /* per shard: (bucket, id) of the rows deleted, to log */
+	bs_buf_t *dlog; /* per shard: (bucket, id) of the rows deleted in buckets it owned, to fence and log */
+	bs_buf_t *dbk;  /* per shard: those buckets, ",b,b..." */
 	int64_t *ndel;
 	bs_buf_t *ins;  /* per shard: VALUES list */
 	bs_buf_t *ilog; /* per shard: (bucket, id) of the rows upserted, to log */
@@ -527,28 +529,64 @@ static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
 	bs__buf_puts(pairs, " id");
 }
 
+/* Send shard i a fix's transaction b (its last result set: whether the
+ * shard owned every bucket it fenced): c->refused[i] when it did not
+ * (nothing applied); on a failure the transaction is rolled back. */
+static int fenced_run(bs_store_t *st, int i, check_t *c, bs_buf_t *b)
+{
+	MYSQL_RES *res = NULL;
+	int rc;
+	bs__buf_puts(b, ";SELECT @bs_o=@bs_want;COMMIT");
+	if (!(rc = bs__buf_ok(b)) && !(rc = bs__shard_check(st, i)) && !(rc = bs__shard_query(&res, st, i, b->ptr, b->len))) {
+		MYSQL_ROW row = mysql_fetch_row(res);
+		c->refused[i] = !row || !row[0] || strcmp(row[0], "1") != 0;
+	} else if (rc && st->shards[i].conn) {
+		char msg[1024];
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		bs__shard_exec(st, i, "ROLLBACK", 8);
+		bs_error(rc, "%s", msg);
+	}
+	if (res)
+		mysql_free_result(res);
+	return rc;
+}
+
+/* The head of a fix's transaction on a shard: the ownership rows of the
+ * buckets (",b,b...") share-locked and counted into @bs_o, and into
+ * @bs_want how many there are (pairs: the (bucket, id) lists naming them). */
+static void fence_head(bs_buf_t *b, const bs_buf_t *buckets, const bs_buf_t *const *pairs, int npairs)
+{
+	bs__buf_puts(b, "START TRANSACTION;SELECT COUNT(DISTINCT bucket) INTO @bs_o FROM bagstore_buckets WHERE state "
+	                "IN " BS__OWNING_SQL " AND bucket IN (-1");
+	bs__buf_putn(b, buckets->ptr, buckets->len);
+	bs__buf_printf(b, ") LOCK IN SHARE MODE WAIT %d;SELECT COUNT(DISTINCT bucket) INTO @bs_want FROM (SELECT -1 bucket, NULL id",
+	               BS__FENCE_WAIT_S);
+	for (int k = 0; k < npairs; k++)
+		if (pairs[k]->len) {
+			bs__buf_puts(b, " UNION ALL ");
+			bs__buf_putn(b, pairs[k]->ptr, pairs[k]->len);
+		}
+	bs__buf_puts(b, ") w WHERE bucket>=0;");
+}
+
 /* Phase 1 of a fix on shard i: the missing and wrong rows upserted, in one
- * transaction that share-locks the ownership rows of their buckets and
- * writes only when the shard owns them all (else *refused, nothing
- * written); their entities logged for leaving buckets. */
+ * transaction that share-locks the ownership rows of their buckets (and of
+ * the buckets of the rows they replace) and writes only when the shard
+ * owns them all (else *refused, nothing written); their entities logged
+ * for leaving buckets. */
 static int upsert_on(bs_store_t *st, int i, void *p)
 {
 	check_t *c = p;
 	bs_buf_t b = { 0 };
-	MYSQL_RES *res = NULL;
 	int rc;
 	if (!c->nins[i])
 		return 0;
-	bs__buf_puts(&b, "START TRANSACTION;SELECT COUNT(DISTINCT bucket) INTO @bs_o FROM bagstore_buckets WHERE state "
-	                 "IN " BS__OWNING_SQL " AND bucket IN (-1");
-	bs__buf_putn(&b, c->ibk[i].ptr, c->ibk[i].len);
-	bs__buf_printf(&b, ") LOCK IN SHARE MODE WAIT %d;SELECT COUNT(DISTINCT bucket) INTO @bs_want FROM (",
-	               BS__FENCE_WAIT_S);
-	bs__buf_putn(&b, c->ilog[i].ptr, c->ilog[i].len);
+	const bs_buf_t *pairs[] = { &c->ilog[i], &c->olog[i] };
+	fence_head(&b, &c->ibk[i], pairs, 2);
 	/* a compound statement, not INSERT ... SELECT FROM (VALUES ...): a
 	 * table value constructor names its columns after its first row, and
 	 * two equal values there (0 and 0) are a duplicate column (1060) */
-	bs__buf_puts(&b, ") w;BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN INSERT INTO ");
+	bs__buf_puts(&b, "BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN INSERT INTO ");
 	bs__buf_ident(&b, c->idx->name);
 	bs__buf_puts(&b, " (");
 	for (int k = 0; k < c->idx->nprops; k++) {
@@ -569,25 +607,16 @@ static int upsert_on(bs_store_t *st, int i, void *p)
 	bs__buf_puts(&b, "; END IF; END");
 	log_sql(&b, &c->ilog[i], "@bs_o=@bs_want");
 	log_sql(&b, &c->olog[i], "@bs_o=@bs_want");
-	bs__buf_puts(&b, ";SELECT @bs_o=@bs_want;COMMIT");
-	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_check(st, i)) &&
-	    !(rc = bs__shard_query(&res, st, i, b.ptr, b.len))) {
-		MYSQL_ROW row = mysql_fetch_row(res);
-		c->refused[i] = !row || !row[0] || strcmp(row[0], "1") != 0;
-	} else if (rc && st->shards[i].conn) {
-		char msg[1024];
-		snprintf(msg, sizeof msg, "%s", bs_last_error());
-		bs__shard_exec(st, i, "ROLLBACK", 8);
-		bs_error(rc, "%s", msg);
-	}
-	if (res)
-		mysql_free_result(res);
+	rc = fenced_run(st, i, c, &b);
 	bs__buf_free(&b);
 	return rc;
 }
 
 /* Phase 2, once every upsert is in: rows on shards that should not hold
- * them deleted (a reader always finds one right row meanwhile). */
+ * them deleted (a reader always finds one right row meanwhile), fenced as
+ * the upserts are, on the buckets the rows were read in: a cut-over
+ * between the read and the delete refuses it (the check runs again), so a
+ * row a move has copied is never deleted from its source unlogged. */
 static int delete_on(bs_store_t *st, int i, void *p)
 {
 	check_t *c = p;
@@ -595,14 +624,15 @@ static int delete_on(bs_store_t *st, int i, void *p)
 	int rc;
 	if (!c->ndel[i])
 		return 0;
+	const bs_buf_t *pairs[] = { &c->dlog[i] };
+	fence_head(&b, &c->dbk[i], pairs, 1);
 	bs__buf_puts(&b, "DELETE FROM ");
 	bs__buf_ident(&b, c->idx->name);
-	bs__buf_puts(&b, " WHERE entity_id IN (");
+	bs__buf_puts(&b, " WHERE @bs_o=@bs_want AND entity_id IN (");
 	bs__buf_putn(&b, c->del[i].ptr, c->del[i].len);
 	bs__buf_puts(&b, ")");
-	log_sql(&b, &c->dlog[i], "1");
-	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_check(st, i)))
-		rc = bs__shard_exec(st, i, b.ptr, b.len);
+	log_sql(&b, &c->dlog[i], "@bs_o=@bs_want");
+	rc = fenced_run(st, i, c, &b);
 	bs__buf_free(&b);
 	return rc;
 }
@@ -612,7 +642,7 @@ static void check_free(check_t *c, int ns)
 	for (int j = 0; c->res && j < ns; j++)
 		if (c->res[j])
 			mysql_free_result(c->res[j]);
-	bs_buf_t *bufs[] = { c->del, c->dlog, c->ins, c->ilog, c->ibk, c->olog };
+	bs_buf_t *bufs[] = { c->del, c->dlog, c->dbk, c->ins, c->ilog, c->ibk, c->olog };
 	for (size_t x = 0; x < sizeof bufs / sizeof *bufs; x++) {
 		for (int j = 0; bufs[x] && j < ns; j++)
 			bs__buf_free(&bufs[x][j]);
@@ -646,6 +676,7 @@ static int check_alloc(check_t *c, size_t n, int ns)
 	c->upsert = calloc(n, sizeof *c->upsert);
 	c->del = calloc((size_t)ns, sizeof *c->del);
 	c->dlog = calloc((size_t)ns, sizeof *c->dlog);
+	c->dbk = calloc((size_t)ns, sizeof *c->dbk);
 	c->ins = calloc((size_t)ns, sizeof *c->ins);
 	c->ilog = calloc((size_t)ns, sizeof *c->ilog);
 	c->ibk = calloc((size_t)ns, sizeof *c->ibk);
@@ -657,7 +688,7 @@ static int check_alloc(check_t *c, size_t n, int ns)
 	c->states = calloc((size_t)ns, sizeof *c->states);
 	c->refused = calloc((size_t)ns, sizeof *c->refused);
 	if (!c->expect || !c->expect_bucket || !c->overwritten || !c->expect_off || !c->order || !c->ok || !c->upsert ||
-	    !c->del || !c->dlog || !c->ins || !c->ilog || !c->ibk || !c->olog || !c->ndel || !c->nins || !c->res ||
+	    !c->del || !c->dlog || !c->dbk || !c->ins || !c->ilog || !c->ibk || !c->olog || !c->ndel || !c->nins || !c->res ||
 	    !c->ov || !c->states || !c->refused)
 		return bs_error(BS_ENOMEM, "out of memory checking index rows");
 	return 0;
@@ -776,8 +807,10 @@ static int compare_rows(drift_counts_t *out, check_t *c, const bs_store_t *st)
 				bs__buf_puts(&c->del[j], c->ndel[j] ? "," : "");
 				bs__buf_hex(&c->del[j], r[1], 16);
 				c->ndel[j]++;
-				if (state == BS__B_LEAVING)
+				if (bucket >= 0 && bs__owns(state)) { /* fenced; logged while leaving */
+					bs__buf_printf(&c->dbk[j], ",%d", bucket);
 					pair_add(&c->dlog[j], bucket, r[1]);
+				}
 			}
 		}
 	}
@@ -820,13 +853,16 @@ static int fix_rows(drift_counts_t *out, bool *refused, check_t *c, bs_store_t *
 		bs__buf_puts(b, ")");
 		bs__buf_printf(&c->ibk[t], ",%d", bucket);
 		pair_add(&c->ilog[t], bucket, c->ids[k].b);
-		if (c->overwritten[k] >= 0)
+		if (c->overwritten[k] >= 0) { /* fenced too */
+			bs__buf_printf(&c->ibk[t], ",%d", c->overwritten[k]);
 			pair_add(&c->olog[t], c->overwritten[k], c->ids[k].b);
+		}
 		c->nins[t]++;
 	}
 	for (int j = 0; j < ns; j++)
 		if ((rc = bs__buf_ok(&c->del[j])) || (rc = bs__buf_ok(&c->ins[j])) || (rc = bs__buf_ok(&c->ilog[j])) ||
-		    (rc = bs__buf_ok(&c->ibk[j])) || (rc = bs__buf_ok(&c->dlog[j])) || (rc = bs__buf_ok(&c->olog[j])))
+		    (rc = bs__buf_ok(&c->ibk[j])) || (rc = bs__buf_ok(&c->dlog[j])) || (rc = bs__buf_ok(&c->olog[j])) ||
+		    (rc = bs__buf_ok(&c->dbk[j])))
 			return rc;
 	if ((rc = bs__shard_each(st, NULL, upsert_on, c, NULL)))
 		return rc;
@@ -834,12 +870,18 @@ static int fix_rows(drift_counts_t *out, bool *refused, check_t *c, bs_store_t *
 		*refused |= c->refused[j];
 	if (*refused)
 		return 0;
+	for (int j = 0; j < ns; j++) {
+		out->repaired += c->nins[j];
+		out->inserted += c->nins[j];
+	}
 	if ((rc = bs__shard_each(st, NULL, delete_on, c, NULL)))
 		return rc;
 	for (int j = 0; j < ns; j++) {
-		out->repaired += c->ndel[j] + c->nins[j];
-		out->inserted += c->nins[j];
-		out->deleted += c->ndel[j];
+		*refused |= c->refused[j];
+		if (!c->refused[j]) {
+			out->repaired += c->ndel[j];
+			out->deleted += c->ndel[j];
+		}
 	}
 	return 0;
 }
@@ -848,6 +890,9 @@ static int fix_rows(drift_counts_t *out, bool *refused, check_t *c, bs_store_t *
  * moved under it), else 0 or an error. Counts go to *out only for a round
  * that ends. */
 #define CHECK_AGAIN 1
+/* drift_fail_after_fix fires once a process */
+static atomic_bool fail_after_fix;
+
 static int check_round(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx, const bs_id_t *ids,
                        const bs_value_t *bags, size_t n, bool fix)
 {
@@ -859,6 +904,9 @@ static int check_round(drift_counts_t *out, bs_store_t *st, const bs_index_t *id
 	    !(rc = bs__shard_each(st, NULL, read_rows_on, &c, NULL)) && !(rc = check_states(&again, &c, st)) &&
 	    !again && !(rc = compare_rows(&d, &c, st)) && !c.again && fix)
 		rc = fix_rows(&d, &refused, &c, st, bags);
+	if (!rc && d.repaired && bs_fault(BS_FAULT_DRIFT_FAIL_AFTER_FIX) && !atomic_exchange(&fail_after_fix, true))
+		rc = bs_error(BS_EUNREACHABLE, "fault drift_fail_after_fix: checking index %s failed after its fix",
+		              idx->name);
 	again |= c.again;
 	check_free(&c, st->n);
 	if (!rc && (again || refused))
@@ -892,8 +940,14 @@ int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx, 
 		raise(SIGSTOP);
 	}
 	for (int round = 0; round < 8; round++) {
-		if ((rc = check_round(out, st, idx, ids, bags, n, fix)) != CHECK_AGAIN)
+		/* a deadlock or lock wait (a writer's row, a cut-over's fence) is
+		 * another round, as a writer retries one: the round reads the rows
+		 * again, fixes committed on other shards included */
+		if ((rc = check_round(out, st, idx, ids, bags, n, fix)) != CHECK_AGAIN &&
+		    (rc != BS_ECONFLICT || round == 7))
 			return rc;
+		if (rc == BS_ECONFLICT)
+			bs_error_clear();
 		if ((rc = bs__map_reload(st)))
 			return rc;
 		if (round)

@@ -157,6 +157,33 @@ done:
 	return rc;
 }
 
+int bs__drift_fix_settle(drift_counts_t *d, drift_counts_t *s, bs_store_t *st, int shard, const bs_index_t *idx,
+                         int nidx, const ebatch_t *eb)
+{
+	char msg[1024] = "";
+	int rc = 0, src = 0;
+	for (int k = 0; k < nidx && !rc; k++)
+		rc = bs__drift_check(&d[k], st, &idx[k], eb->ids, eb->bags, eb->len, true);
+	if (rc) {
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		bs_error_clear();
+	}
+	for (int t = 0; t < 4; t++) {
+		if (t)
+			bs__cleaner_sleep(0.05 * (1 << t), NULL);
+		if (!(src = bs__drift_settle(s, st, shard, idx, nidx, eb)))
+			break;
+		if (!rc) {
+			rc = src;
+			snprintf(msg, sizeof msg, "%s", bs_last_error());
+		}
+		bs_error_clear();
+	}
+	if (src && leave_intents(st, eb->ids, eb->len))
+		bs_error_clear(); /* the first error says what went wrong */
+	return rc ? bs_error(rc, "%s", msg) : 0;
+}
+
 /* Entities of shard updated in [since, until] (until 0: no bound), newest
  * first, made right in each of idx[nidx]; per[nidx] (may be NULL) gets
  * each index's rows inserted and deleted; only those in the buckets of
@@ -242,10 +269,7 @@ static int repair_shard_in(int64_t *rows, int64_t *repaired, drift_counts_t *per
 			goto done;
 		if (only)
 			bs__ebatch_keep(&eb, st, only, marked);
-		for (int k = 0; k < nidx; k++)
-			if ((rc = bs__drift_check(&d[k], st, &idx[k], eb.ids, eb.bags, eb.len, true)))
-				goto done;
-		if ((rc = bs__drift_settle(d, st, shard, idx, nidx, &eb)))
+		if ((rc = bs__drift_fix_settle(d, d, st, shard, idx, nidx, &eb)))
 			goto done;
 		*rows += (int64_t)eb.len;
 		first = false;

@@ -67,14 +67,15 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 					}
 					bs_error_clear();
 				}
-			if ((rc = bs__drift_check(&d, st, idx, eb.ids, eb.bags, eb.len, repair)))
-				goto done;
 			if (repair) { /* writers may have moved on meanwhile: not counted again */
 				drift_counts_t again = { 0 };
-				if ((rc = bs__drift_settle(&again, st, s, idx, 1, &eb)))
-					goto done;
+				rc = bs__drift_fix_settle(&d, &again, st, s, idx, 1, &eb);
 				d.repaired += again.repaired;
+			} else {
+				rc = bs__drift_check(&d, st, idx, eb.ids, eb.bags, eb.len, false);
 			}
+			if (rc)
+				goto done;
 			after = eb.last_added;
 			if (got < VERIFY_BATCH)
 				break;

@@ -18,6 +18,8 @@
 # (fault pause_drift_fix), and while it is stopped a writer moves E's row
 # from one shard to the other (v odd on s1, even on s0): four times, one
 # more than the old three rounds. It must end with E's one right row.
+# Then: E deleted before a fix; F deleted before a fix whose check then
+# fails (the read after the fix still runs).
 . tests/lib.sh
 
 B=$BAGSTORE
@@ -116,5 +118,33 @@ t_eq "$stops" 2 "two fixes: the batch's (from E's body), then the one that finds
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$EH'") $(t_sql 1 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$EH'")" \
 	"0 0" "E has no row left"
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'$EH'")" 0 "and no intent: a gone entity that stays gone is settled"
+
+# The same with the check failing right after its fix commits (fault
+# drift_fail_after_fix, as another shard's deadlock or buckets that kept
+# moving would): the pass fails, but the read that follows a fix still
+# runs, so the row written back from F's old body does not outlive F.
+# (A failed check used to skip it: F's row stayed, an orphan no later batch
+# looks at, F being in none; test_reshard met it once in a move's repair.)
+F=$(uuid 3 3)
+FH=$(hex "$F")
+printf '{"id":{"$uuid":"%s"},"v":8}\n' "$F" >"$T/f.json"
+t_exit 0 "F, v=8 (its row on s0)" -- "$B" -c "$C" put "$T/f.json"
+BAGSTORE_FAULT=pause_drift_fix,drift_fail_after_fix "$B" -c "$C" verify --repair --index ix_v >"$T/v4.out" 2>"$T/v4.err" &
+vp=$!
+stops=0
+while [ "$(wait_stop $vp)" = stopped ] && [ $stops -lt 40 ]; do
+	stops=$((stops + 1))
+	[ $stops = 1 ] && { "$B" -c "$C" delete "$F" >/dev/null || t_fail "delete F while the fix is stopped"; }
+	kill -CONT $vp
+done
+wait $vp
+vrc=$?
+t_match "$vrc" '^[1-9][0-9]*$' "verify --repair fails: its check failed"
+t_contains "$(cat "$T/v4.err")" "fault drift_fail_after_fix" "at the fault point, after its fix"
+t_eq "$stops" 2 "two fixes: the batch's (from F's body, then failing), then the one that finds F gone"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$FH'") $(t_sql 1 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$FH'")" \
+	"0 0" "F has no row left"
+t_exit 0 "verify ix_v: no orphan" -- "$B" -c "$C" verify --index ix_v
+t_contains "$T_OUT" "0 stale, 0 orphaned" "verify: 0 orphaned"
 
 t_done test_settle_race

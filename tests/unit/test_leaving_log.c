@@ -12,7 +12,8 @@
  * written, only the leaving one's logged; and when the other shard fails
  * (its max_allowed_packet too small for the batch), the leaving shard's
  * full form is still sent: its entity is written and logged, the other
- * reported not written, the error naming that shard.
+ * reported not written, the error naming that shard. A repair's fixes in
+ * leaving buckets are logged too.
  */
 #include "bagstore.h"
 #include "rawsql.h"
@@ -47,11 +48,14 @@ static int owner_of(int b)
 	return -1;
 }
 
+/* Bucket b's state on shard, its ownership version counted up (as a
+ * move's steps do: a cleaner's check judges rows by the version it read). */
 static void set_state(int shard, int b, const char *state)
 {
 	char q[200];
 	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='%s', move_id=%d WHERE bucket=%d", state, MOVE, b);
 	sql(shard, q);
+	sql(shard, "UPDATE bagstore_meta SET v=v+1 WHERE k='owned_version'");
 }
 
 /* Rows of the move's log for id (kind -1: any kind) on shard. */
@@ -189,6 +193,62 @@ static void writes_logged(const char *what, const char *prefix, int g)
 	bs_store_free(st);
 }
 
+/* The first bucket from 0x200 that shard i owns. */
+static int bucket_of(int i)
+{
+	for (int b = 0x200; b < 0x400; b++)
+		if (owner_of(b) == i)
+			return b;
+	return -1;
+}
+
+/* A repair's fixes (verify --repair: drift.c) in leaving buckets are
+ * logged for their move as a writer's are, each in its fenced
+ * transaction: a row of X on the wrong shard, in a bucket leaving there,
+ * deleted and logged; X's row on the right shard but in another bucket,
+ * leaving, overwritten and logged (the bucket it leaves). ix_g's rows are
+ * in the bucket of g. */
+static void repair_logged(const char *prefix)
+{
+	char x[64], q[300];
+	bs_id_t id;
+	bs_value_t bag;
+	bs_drift_t d;
+	snprintf(x, sizeof x, "%s00004000800000000000%d%03x", prefix, 0, 0x10a);
+	CHECK_OK(bs_id_parse(&id, x));
+	int s = owner_of(0x10a), o = 1 - s, b2 = bucket_of(o), b3 = bucket_of(s);
+	CHECK(s >= 0 && b2 >= 0 && b3 >= 0, "repair: buckets to plant rows in (%d, %d, %d)", s, b2, b3);
+	if (s < 0 || b2 < 0 || b3 < 0)
+		return;
+	bs_store_t *st = store();
+	bag_of(&bag, x, 0x10a);
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+
+	snprintf(q, sizeof q, "INSERT INTO ix_g (g, entity_id) VALUES (%d, X'%s')", b2, x);
+	sql(o, q);
+	set_state(o, b2, "leaving");
+	sql(o, "DELETE FROM bagstore_move_log");
+	CHECK_OK(bs_verify(&d, st, "ix_g", true));
+	snprintf(q, sizeof q, "SELECT COUNT(*) FROM ix_g WHERE entity_id=X'%s'", x);
+	CHECK(sql_int(o, q) == 0, "repair: X's row on the wrong shard, in a leaving bucket, is deleted");
+	CHECK(logged(o, x, 1) == 1, "repair: and its entity logged for the move (kind 1)");
+	set_state(o, b2, "owned");
+
+	snprintf(q, sizeof q, "UPDATE ix_g SET g=%d WHERE entity_id=X'%s'", b3, x);
+	sql(s, q);
+	set_state(s, b3, "leaving");
+	sql(s, "DELETE FROM bagstore_move_log");
+	CHECK_OK(bs_verify(&d, st, "ix_g", true));
+	snprintf(q, sizeof q, "SELECT g FROM ix_g WHERE entity_id=X'%s'", x);
+	CHECK(sql_int(s, q) == 0x10a, "repair: X's row in a leaving bucket of the right shard is overwritten");
+	CHECK(logged(s, x, 1) == 1, "repair: and its entity logged for the move of the bucket it leaves (kind 1)");
+	set_state(s, b3, "owned");
+	sql(s, "DELETE FROM bagstore_move_log");
+	CHECK_OK(bs_delete(st, &id));
+	bs_store_free(st);
+}
+
 /* A bag whose body is larger than pad bytes (letters that do not
  * compress). */
 static void big_bag_of(bs_value_t *bag, const char *hex, int g, size_t pad)
@@ -306,6 +366,7 @@ int main(void)
 	bs_store_free(st);
 	writes_logged("one index", "1eaf0002", 0x10a);
 	mixed_shards("one index, two shards", "1eaf0004", 0x10a);
+	repair_logged("1eaf0005");
 
 	raw_close_all();
 	bs_config_free(cfg);
