@@ -529,8 +529,8 @@ static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
 	bs__buf_puts(pairs, " id");
 }
 
-/* Send shard i a fix's transaction b (its last result set: whether the
- * shard owned every bucket it fenced): c->refused[i] when it did not
+/* Send shard i a fix's transaction b (its one result set, which this
+ * appends: whether the shard owned every bucket it fenced): c->refused[i] when it did not
  * (nothing applied); on a failure the transaction is rolled back. */
 static int fenced_run(bs_store_t *st, int i, check_t *c, bs_buf_t *b)
 {
@@ -799,8 +799,10 @@ static int compare_rows(drift_counts_t *out, check_t *c, const bs_store_t *st)
 			out->stale++;
 			if (c->expect[k] == j) {
 				c->upsert[k] = true; /* wrong values on the right shard: overwrite */
-				if (bucket >= 0 && bucket != c->expect_bucket[k] && state == BS__B_LEAVING)
-					c->overwritten[k] = bucket; /* the row leaves a leaving bucket: logged */
+				/* the row leaves another bucket it owns: fenced, and logged
+				 * while that one is leaving (decided under the fence) */
+				if (bucket >= 0 && bucket != c->expect_bucket[k] && bs__owns(state))
+					c->overwritten[k] = bucket;
 			} else if (bucket >= 0 && bs__owns(state) && owned_elsewhere(c, st, j, bucket)) {
 				c->again = true; /* reads on both sides of a cut-over: again */
 			} else {
@@ -866,14 +868,15 @@ static int fix_rows(drift_counts_t *out, bool *refused, check_t *c, bs_store_t *
 			return rc;
 	if ((rc = bs__shard_each(st, NULL, upsert_on, c, NULL)))
 		return rc;
-	for (int j = 0; j < ns; j++)
+	for (int j = 0; j < ns; j++) {
 		*refused |= c->refused[j];
+		if (!c->refused[j]) { /* applied, whatever comes next */
+			out->repaired += c->nins[j];
+			out->inserted += c->nins[j];
+		}
+	}
 	if (*refused)
 		return 0;
-	for (int j = 0; j < ns; j++) {
-		out->repaired += c->nins[j];
-		out->inserted += c->nins[j];
-	}
 	if ((rc = bs__shard_each(st, NULL, delete_on, c, NULL)))
 		return rc;
 	for (int j = 0; j < ns; j++) {
@@ -887,8 +890,8 @@ static int fix_rows(drift_counts_t *out, bool *refused, check_t *c, bs_store_t *
 }
 
 /* One round of a check: CHECK_AGAIN when it must run again (ownership
- * moved under it), else 0 or an error. Counts go to *out only for a round
- * that ends. */
+ * moved under it), else 0 or an error. What it found goes to *out only
+ * for a round that ends; the fixes it applied, always. */
 #define CHECK_AGAIN 1
 /* drift_fail_after_fix fires once a process */
 static atomic_bool fail_after_fix;
@@ -909,15 +912,16 @@ static int check_round(drift_counts_t *out, bs_store_t *st, const bs_index_t *id
 		              idx->name);
 	again |= c.again;
 	check_free(&c, st->n);
+	/* fixes applied count whether the round ends, runs again or fails */
+	out->repaired += d.repaired;
+	out->inserted += d.inserted;
+	out->deleted += d.deleted;
 	if (!rc && (again || refused))
 		return CHECK_AGAIN;
 	if (!rc) {
 		out->missing += d.missing;
 		out->stale += d.stale;
 		out->misfit += d.misfit;
-		out->repaired += d.repaired;
-		out->inserted += d.inserted;
-		out->deleted += d.deleted;
 	}
 	return rc;
 }
@@ -940,9 +944,10 @@ int bs__drift_check(drift_counts_t *out, bs_store_t *st, const bs_index_t *idx, 
 		raise(SIGSTOP);
 	}
 	for (int round = 0; round < 8; round++) {
-		/* a deadlock or lock wait (a writer's row, a cut-over's fence) is
-		 * another round, as a writer retries one: the round reads the rows
-		 * again, fixes committed on other shards included */
+		/* a conflict (a deadlock or lock wait: a writer's row, a cut-over's
+		 * fence; a duplicate key) is another round, as a writer retries
+		 * one: the round reads the rows again, fixes committed on other
+		 * shards included */
 		if ((rc = check_round(out, st, idx, ids, bags, n, fix)) != CHECK_AGAIN &&
 		    (rc != BS_ECONFLICT || round == 7))
 			return rc;
