@@ -648,6 +648,9 @@ void bs_explain_free(bs_explain_t *e);
 	X(PAUSE_DRIFT_FIX, "pause_drift_fix", \
 	  "every fix of index rows (repair, verify --repair, a move's repair) stops (SIGSTOP) before " \
 	  "it reads the rows, its bodies already read") \
+	X(DRIFT_KILL_AFTER_FIX, "drift_kill_after_fix", \
+	  "the process exits (75) right after the first check of index rows that fixed some commits its " \
+	  "fix, before the read that settles it") \
 	X(DRIFT_FAIL_AFTER_FIX, "drift_fail_after_fix", \
 	  "the first check of index rows that fixed some fails right after its fix commits (as a " \
 	  "deadlock on another shard, or buckets that kept moving, would), once") \

@@ -435,6 +435,7 @@ typedef struct {
 	bs_buf_t expect_text; /* canonical rows, NUL-separated */
 	size_t *order;        /* ids sorted */
 	bool *ok, *upsert;
+	bool *touched; /* a row of it is upserted or deleted */
 	bs_buf_t *del;  /* per shard: entity_id list */
 	bs_buf_t *dlog; /* per shard: (bucket, id) of the rows deleted in buckets it owned, to fence and log */
 	bs_buf_t *dbk;  /* per shard: those buckets, ",b,b..." */
@@ -656,6 +657,7 @@ static void check_free(check_t *c, int ns)
 	free(c->order);
 	free(c->ok);
 	free(c->upsert);
+	free(c->touched);
 	free(c->ndel);
 	free(c->nins);
 	free(c->res);
@@ -674,6 +676,7 @@ static int check_alloc(check_t *c, size_t n, int ns)
 	c->order = calloc(n, sizeof *c->order);
 	c->ok = calloc(n, sizeof *c->ok);
 	c->upsert = calloc(n, sizeof *c->upsert);
+	c->touched = calloc(n, sizeof *c->touched);
 	c->del = calloc((size_t)ns, sizeof *c->del);
 	c->dlog = calloc((size_t)ns, sizeof *c->dlog);
 	c->dbk = calloc((size_t)ns, sizeof *c->dbk);
@@ -687,7 +690,7 @@ static int check_alloc(check_t *c, size_t n, int ns)
 	c->ov = calloc((size_t)ns, sizeof *c->ov);
 	c->states = calloc((size_t)ns, sizeof *c->states);
 	c->refused = calloc((size_t)ns, sizeof *c->refused);
-	if (!c->expect || !c->expect_bucket || !c->overwritten || !c->expect_off || !c->order || !c->ok || !c->upsert ||
+	if (!c->expect || !c->expect_bucket || !c->overwritten || !c->expect_off || !c->order || !c->ok || !c->upsert || !c->touched ||
 	    !c->del || !c->dlog || !c->dbk || !c->ins || !c->ilog || !c->ibk || !c->olog || !c->ndel || !c->nins || !c->res ||
 	    !c->ov || !c->states || !c->refused)
 		return bs_error(BS_ENOMEM, "out of memory checking index rows");
@@ -809,6 +812,7 @@ static int compare_rows(drift_counts_t *out, check_t *c, const bs_store_t *st)
 				bs__buf_puts(&c->del[j], c->ndel[j] ? "," : "");
 				bs__buf_hex(&c->del[j], r[1], 16);
 				c->ndel[j]++;
+				c->touched[k] = true;
 				if (bucket >= 0 && bs__owns(state)) { /* fenced; logged while leaving */
 					bs__buf_printf(&c->dbk[j], ",%d", bucket);
 					pair_add(&c->dlog[j], bucket, r[1]);
@@ -817,14 +821,59 @@ static int compare_rows(drift_counts_t *out, check_t *c, const bs_store_t *st)
 		}
 	}
 	for (size_t k = 0; k < c->n; k++) {
-		if (c->expect[k] < 0 || c->ok[k])
-			continue;
-		if (!c->upsert[k])
-			out->missing++;
-		c->upsert[k] = true;
+		if (c->expect[k] >= 0 && !c->ok[k]) {
+			if (!c->upsert[k])
+				out->missing++;
+			c->upsert[k] = true;
+		}
+		c->touched[k] |= c->upsert[k];
 	}
 done:
 	bs__buf_free(&row);
+	return rc;
+}
+
+/* Before a fix inside bs__drift_fix_settle (st->fix_token set): an intent
+ * for each entity whose rows it changes, on the entity's shard, under the
+ * scope's token, whose named lock the shard's connection takes in the same
+ * statement (a lock not taken makes the token NULL, which the column
+ * refuses). A process killed between the fix and the read that settles it
+ * leaves the intents with their lock free: the repair loop settles them,
+ * and an entity deleted meanwhile has its rows removed (nothing else would
+ * look at it again). */
+static int fix_intents(check_t *c, bs_store_t *st)
+{
+	if (!st->fix_token[0])
+		return 0;
+	bs_buf_t *per = calloc((size_t)st->n, sizeof *per);
+	int rc = 0;
+	BS_ERR_ALLOC(per);
+	for (size_t k = 0; k < c->n && !rc; k++) {
+		int shard, bucket;
+		if (!c->touched[k])
+			continue;
+		if ((rc = bs__route_entity(&shard, &bucket, st, &c->ids[k])))
+			break;
+		bs_buf_t *b = &per[shard];
+		bs__buf_puts(b, b->len ? ",(IF(" : "INSERT INTO bagstore_intents (token, entity_id) VALUES (IF(");
+		bs__lock_take_sql(b, st->fix_token);
+		bs__buf_puts(b, "=1,");
+		bs__buf_hex(b, st->fix_token, strlen(st->fix_token));
+		bs__buf_puts(b, ",NULL),");
+		bs__buf_hex(b, c->ids[k].b, 16);
+		bs__buf_puts(b, ")");
+	}
+	for (int i = 0; i < st->n && !rc; i++) {
+		if (!per[i].len)
+			continue;
+		bs__buf_puts(&per[i], " ON DUPLICATE KEY UPDATE created=created");
+		st->shards[i].fix_held = true; /* released at the scope's end, taken or not */
+		if (!(rc = bs__buf_ok(&per[i])) && !(rc = bs__shard_check(st, i)))
+			rc = bs__shard_exec(st, i, per[i].ptr, per[i].len);
+	}
+	for (int i = 0; i < st->n; i++)
+		bs__buf_free(&per[i]);
+	free(per);
 	return rc;
 }
 
@@ -866,7 +915,7 @@ static int fix_rows(drift_counts_t *out, bool *refused, check_t *c, bs_store_t *
 		    (rc = bs__buf_ok(&c->ibk[j])) || (rc = bs__buf_ok(&c->dlog[j])) || (rc = bs__buf_ok(&c->olog[j])) ||
 		    (rc = bs__buf_ok(&c->dbk[j])))
 			return rc;
-	if ((rc = bs__shard_each(st, NULL, upsert_on, c, NULL)))
+	if ((rc = fix_intents(c, st)) || (rc = bs__shard_each(st, NULL, upsert_on, c, NULL)))
 		return rc;
 	for (int j = 0; j < ns; j++) {
 		*refused |= c->refused[j];
@@ -907,6 +956,10 @@ static int check_round(drift_counts_t *out, bs_store_t *st, const bs_index_t *id
 	    !(rc = bs__shard_each(st, NULL, read_rows_on, &c, NULL)) && !(rc = check_states(&again, &c, st)) &&
 	    !again && !(rc = compare_rows(&d, &c, st)) && !c.again && fix)
 		rc = fix_rows(&d, &refused, &c, st, bags);
+	if (!rc && d.repaired && bs_fault(BS_FAULT_DRIFT_KILL_AFTER_FIX)) {
+		fprintf(stderr, "bagstore: fault drift_kill_after_fix: a fix of index %s exits here\n", idx->name);
+		_exit(75);
+	}
 	if (!rc && d.repaired && bs_fault(BS_FAULT_DRIFT_FAIL_AFTER_FIX) && !atomic_exchange(&fail_after_fix, true))
 		rc = bs_error(BS_EUNREACHABLE, "fault drift_fail_after_fix: checking index %s failed after its fix",
 		              idx->name);

@@ -117,6 +117,8 @@ typedef struct {
 	struct bs__settle *settle;
 	int nsettle;
 	double settle_since;
+	/* this connection holds the store's fix_token lock (repair.c) */
+	bool fix_held;
 } bs_shard_t;
 
 /* The bucket map as a store caches it (map.c). */
@@ -151,6 +153,10 @@ struct bs_store {
 	 * call runs on the store, read by its fan-out's threads */
 	bs_trace_fn trace_fn;
 	void *trace_arg;
+	/* while bs__drift_fix_settle runs: the token under which the entities
+	 * its fixes change get an intent before the fix (drift.c), its named
+	 * lock held on each shard written; "" otherwise */
+	char fix_token[48];
 };
 
 double bs_now_mono(void); /* monotonic seconds */

@@ -162,6 +162,15 @@ int bs__drift_fix_settle(drift_counts_t *d, drift_counts_t *s, bs_store_t *st, i
 {
 	char msg[1024] = "";
 	int rc = 0, src = 0;
+	if (!eb->len)
+		return 0;
+	/* the scope's token: the entities its fixes change get intents under
+	 * it first (drift.c's fix_intents), removed once settled */
+	bs_id_t r;
+	char hex[33];
+	bs_id_generate(&r);
+	bs_id_hex(hex, &r);
+	snprintf(st->fix_token, sizeof st->fix_token, "bagstore.f.%s", hex);
 	for (int k = 0; k < nidx && !rc; k++)
 		rc = bs__drift_check(&d[k], st, &idx[k], eb->ids, eb->bags, eb->len, true);
 	if (rc) {
@@ -181,6 +190,21 @@ int bs__drift_fix_settle(drift_counts_t *d, drift_counts_t *s, bs_store_t *st, i
 	}
 	if (src && leave_intents(st, eb->ids, eb->len))
 		bs_error_clear(); /* the first error says what went wrong */
+	for (int i = 0; i < st->n; i++) {
+		if (!st->shards[i].fix_held)
+			continue;
+		st->shards[i].fix_held = false;
+		if (!src && st->shards[i].conn) { /* settled: the intents go (left, the repair loop's) */
+			bs_buf_t b = { 0 };
+			bs__buf_puts(&b, "DELETE FROM bagstore_intents WHERE token=");
+			bs__buf_hex(&b, st->fix_token, strlen(st->fix_token));
+			if (!bs__buf_ok(&b) && bs__shard_exec(st, i, b.ptr, b.len))
+				bs_error_clear(); /* left: the repair loop settles them */
+			bs__buf_free(&b);
+		}
+		bs__lock_release(st, i, st->fix_token);
+	}
+	st->fix_token[0] = '\0';
 	return rc ? bs_error(rc, "%s", msg) : 0;
 }
 

@@ -19,7 +19,9 @@
 # from one shard to the other (v odd on s1, even on s0): four times, one
 # more than the old three rounds. It must end with E's one right row.
 # Then: E deleted before a fix; F deleted before a fix whose check then
-# fails (the read after the fix still runs).
+# fails (the read after the fix still runs); G deleted before a fix whose
+# process is killed right after it (its intent, written first, stays for
+# the repair loop).
 . tests/lib.sh
 
 B=$BAGSTORE
@@ -146,5 +148,35 @@ t_eq "$(t_sql 0 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$FH'") $(t_sql 1 "S
 	"0 0" "F has no row left"
 t_exit 0 "verify ix_v: no orphan" -- "$B" -c "$C" verify --index ix_v
 t_contains "$T_OUT" "0 stale, 0 orphaned" "verify: 0 orphaned"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_intents WHERE token LIKE 'bagstore.f.%'")$(t_sql 1 "SELECT COUNT(*) FROM bagstore_intents WHERE token LIKE 'bagstore.f.%'")" \
+	"00" "the fixes' intents are gone once settled"
+
+# And killed there (fault drift_kill_after_fix: the process exits right
+# after the fix commits, before the read that settles it): G's row, written
+# back from the body it read, is left, but so is an intent for G, written
+# before the fix under a lock that died with the process; the repair loop
+# settles it and G's row goes.
+G=$(uuid 4 4)
+GH=$(hex "$G")
+printf '{"id":{"$uuid":"%s"},"v":10}\n' "$G" >"$T/g.json"
+t_exit 0 "G, v=10 (its row on s0)" -- "$B" -c "$C" put "$T/g.json"
+BAGSTORE_FAULT=pause_drift_fix,drift_kill_after_fix "$B" -c "$C" verify --repair --index ix_v >"$T/v5.out" 2>"$T/v5.err" &
+vp=$!
+stops=0
+while [ "$(wait_stop $vp)" = stopped ] && [ $stops -lt 40 ]; do
+	stops=$((stops + 1))
+	[ $stops = 1 ] && { "$B" -c "$C" delete "$G" >/dev/null || t_fail "delete G while the fix is stopped"; }
+	kill -CONT $vp
+done
+wait $vp
+t_eq "$?" 75 "verify --repair exits at the fault point"
+t_contains "$(cat "$T/v5.err")" "fault drift_kill_after_fix" "right after its fix"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$GH'")" 1 "G's row is back, from the body the fix read"
+gi="SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'$GH' AND token LIKE 'bagstore.f.%'"
+t_eq "$(($(t_sql 0 "$gi") + $(t_sql 1 "$gi")))" 1 "and G has an intent, written before the fix"
+sleep 1.2 # the repair loop takes intents older than a second
+t_exit 0 "a repair pass" -- "$B" -c "$C" cleaner --once
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$GH'")" 0 "G's row is gone"
+t_eq "$(($(t_sql 0 "$gi") + $(t_sql 1 "$gi")))" 0 "and its intent settled"
 
 t_done test_settle_race
