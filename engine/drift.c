@@ -439,6 +439,7 @@ typedef struct {
 	bs_buf_t *del;  /* per shard: entity_id list */
 	bs_buf_t *dlog; /* per shard: (bucket, id) of the rows deleted in buckets it owned, to fence and log */
 	bs_buf_t *dbk;  /* per shard: those buckets, ",b,b..." */
+	bs_buf_t *nbk;  /* per shard: buckets of rows deleted that it held in no state, ",b,b..." */
 	int64_t *ndel;
 	bs_buf_t *ins;  /* per shard: VALUES list */
 	bs_buf_t *ilog; /* per shard: (bucket, id) of the rows upserted, to log */
@@ -530,6 +531,9 @@ static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
 	bs__buf_puts(pairs, " id");
 }
 
+/* A fix's transaction applies only when this holds (fence_head). */
+#define FENCE_OK "@bs_o=@bs_want AND @bs_x=0"
+
 /* Send shard i a fix's transaction b (its one result set, which this
  * appends: whether the shard owned every bucket it fenced): c->refused[i] when it did not
  * (nothing applied); on a failure the transaction is rolled back. */
@@ -537,7 +541,7 @@ static int fenced_run(bs_store_t *st, int i, check_t *c, bs_buf_t *b)
 {
 	MYSQL_RES *res = NULL;
 	int rc;
-	bs__buf_puts(b, ";SELECT @bs_o=@bs_want;COMMIT");
+	bs__buf_puts(b, ";SELECT " FENCE_OK ";COMMIT");
 	if (!(rc = bs__buf_ok(b)) && !(rc = bs__shard_check(st, i)) && !(rc = bs__shard_query(&res, st, i, b->ptr, b->len))) {
 		MYSQL_ROW row = mysql_fetch_row(res);
 		c->refused[i] = !row || !row[0] || strcmp(row[0], "1") != 0;
@@ -554,10 +558,22 @@ static int fenced_run(bs_store_t *st, int i, check_t *c, bs_buf_t *b)
 
 /* The head of a fix's transaction on a shard: the ownership rows of the
  * buckets (",b,b...") share-locked and counted into @bs_o, and into
- * @bs_want how many there are (pairs: the (bucket, id) lists naming them). */
-static void fence_head(bs_buf_t *b, const bs_buf_t *buckets, const bs_buf_t *const *pairs, int npairs)
+ * @bs_want how many there are (pairs: the (bucket, id) lists naming them);
+ * and into @bs_x the ownership rows of the buckets none (",b,b...", may be
+ * NULL) that the shard held in no state when the rows were read, read
+ * under a share lock too (none there locks the gap: a move cannot make one
+ * incoming here until the transaction ends). FENCE_OK: all still so. */
+static void fence_head(bs_buf_t *b, const bs_buf_t *buckets, const bs_buf_t *none, const bs_buf_t *const *pairs,
+                       int npairs)
 {
-	bs__buf_puts(b, "START TRANSACTION;SELECT COUNT(DISTINCT bucket) INTO @bs_o FROM bagstore_buckets WHERE state "
+	if (none && none->len) {
+		bs__buf_puts(b, "START TRANSACTION;SELECT COUNT(*) INTO @bs_x FROM bagstore_buckets WHERE bucket IN (-1");
+		bs__buf_putn(b, none->ptr, none->len);
+		bs__buf_printf(b, ") LOCK IN SHARE MODE WAIT %d;", BS__FENCE_WAIT_S);
+	} else {
+		bs__buf_puts(b, "SET @bs_x=0;START TRANSACTION;");
+	}
+	bs__buf_puts(b, "SELECT COUNT(DISTINCT bucket) INTO @bs_o FROM bagstore_buckets WHERE state "
 	                "IN " BS__OWNING_SQL " AND bucket IN (-1");
 	bs__buf_putn(b, buckets->ptr, buckets->len);
 	bs__buf_printf(b, ") LOCK IN SHARE MODE WAIT %d;SELECT COUNT(DISTINCT bucket) INTO @bs_want FROM (SELECT -1 bucket, NULL id",
@@ -583,11 +599,11 @@ static int upsert_on(bs_store_t *st, int i, void *p)
 	if (!c->nins[i])
 		return 0;
 	const bs_buf_t *pairs[] = { &c->ilog[i], &c->olog[i] };
-	fence_head(&b, &c->ibk[i], pairs, 2);
+	fence_head(&b, &c->ibk[i], NULL, pairs, 2);
 	/* a compound statement, not INSERT ... SELECT FROM (VALUES ...): a
 	 * table value constructor names its columns after its first row, and
 	 * two equal values there (0 and 0) are a duplicate column (1060) */
-	bs__buf_puts(&b, "BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN INSERT INTO ");
+	bs__buf_puts(&b, "BEGIN NOT ATOMIC IF " FENCE_OK " THEN INSERT INTO ");
 	bs__buf_ident(&b, c->idx->name);
 	bs__buf_puts(&b, " (");
 	for (int k = 0; k < c->idx->nprops; k++) {
@@ -606,8 +622,8 @@ static int upsert_on(bs_store_t *st, int i, void *p)
 		bs__buf_puts(&b, ")");
 	}
 	bs__buf_puts(&b, "; END IF; END");
-	log_sql(&b, &c->ilog[i], "@bs_o=@bs_want");
-	log_sql(&b, &c->olog[i], "@bs_o=@bs_want");
+	log_sql(&b, &c->ilog[i], FENCE_OK);
+	log_sql(&b, &c->olog[i], FENCE_OK);
 	rc = fenced_run(st, i, c, &b);
 	bs__buf_free(&b);
 	return rc;
@@ -626,13 +642,13 @@ static int delete_on(bs_store_t *st, int i, void *p)
 	if (!c->ndel[i])
 		return 0;
 	const bs_buf_t *pairs[] = { &c->dlog[i] };
-	fence_head(&b, &c->dbk[i], pairs, 1);
+	fence_head(&b, &c->dbk[i], &c->nbk[i], pairs, 1);
 	bs__buf_puts(&b, "DELETE FROM ");
 	bs__buf_ident(&b, c->idx->name);
-	bs__buf_puts(&b, " WHERE @bs_o=@bs_want AND entity_id IN (");
+	bs__buf_puts(&b, " WHERE " FENCE_OK " AND entity_id IN (");
 	bs__buf_putn(&b, c->del[i].ptr, c->del[i].len);
 	bs__buf_puts(&b, ")");
-	log_sql(&b, &c->dlog[i], "@bs_o=@bs_want");
+	log_sql(&b, &c->dlog[i], FENCE_OK);
 	rc = fenced_run(st, i, c, &b);
 	bs__buf_free(&b);
 	return rc;
@@ -643,7 +659,7 @@ static void check_free(check_t *c, int ns)
 	for (int j = 0; c->res && j < ns; j++)
 		if (c->res[j])
 			mysql_free_result(c->res[j]);
-	bs_buf_t *bufs[] = { c->del, c->dlog, c->dbk, c->ins, c->ilog, c->ibk, c->olog };
+	bs_buf_t *bufs[] = { c->del, c->dlog, c->dbk, c->nbk, c->ins, c->ilog, c->ibk, c->olog };
 	for (size_t x = 0; x < sizeof bufs / sizeof *bufs; x++) {
 		for (int j = 0; bufs[x] && j < ns; j++)
 			bs__buf_free(&bufs[x][j]);
@@ -680,6 +696,7 @@ static int check_alloc(check_t *c, size_t n, int ns)
 	c->del = calloc((size_t)ns, sizeof *c->del);
 	c->dlog = calloc((size_t)ns, sizeof *c->dlog);
 	c->dbk = calloc((size_t)ns, sizeof *c->dbk);
+	c->nbk = calloc((size_t)ns, sizeof *c->nbk);
 	c->ins = calloc((size_t)ns, sizeof *c->ins);
 	c->ilog = calloc((size_t)ns, sizeof *c->ilog);
 	c->ibk = calloc((size_t)ns, sizeof *c->ibk);
@@ -691,7 +708,7 @@ static int check_alloc(check_t *c, size_t n, int ns)
 	c->states = calloc((size_t)ns, sizeof *c->states);
 	c->refused = calloc((size_t)ns, sizeof *c->refused);
 	if (!c->expect || !c->expect_bucket || !c->overwritten || !c->expect_off || !c->order || !c->ok || !c->upsert || !c->touched ||
-	    !c->del || !c->dlog || !c->dbk || !c->ins || !c->ilog || !c->ibk || !c->olog || !c->ndel || !c->nins || !c->res ||
+	    !c->del || !c->dlog || !c->dbk || !c->nbk || !c->ins || !c->ilog || !c->ibk || !c->olog || !c->ndel || !c->nins || !c->res ||
 	    !c->ov || !c->states || !c->refused)
 		return bs_error(BS_ENOMEM, "out of memory checking index rows");
 	return 0;
@@ -816,6 +833,8 @@ static int compare_rows(drift_counts_t *out, check_t *c, const bs_store_t *st)
 				if (bucket >= 0 && bs__owns(state)) { /* fenced; logged while leaving */
 					bs__buf_printf(&c->dbk[j], ",%d", bucket);
 					pair_add(&c->dlog[j], bucket, r[1]);
+				} else if (bucket >= 0) { /* fenced on the shard still holding it in no state */
+					bs__buf_printf(&c->nbk[j], ",%d", bucket);
 				}
 			}
 		}
@@ -913,7 +932,7 @@ static int fix_rows(drift_counts_t *out, bool *refused, check_t *c, bs_store_t *
 	for (int j = 0; j < ns; j++)
 		if ((rc = bs__buf_ok(&c->del[j])) || (rc = bs__buf_ok(&c->ins[j])) || (rc = bs__buf_ok(&c->ilog[j])) ||
 		    (rc = bs__buf_ok(&c->ibk[j])) || (rc = bs__buf_ok(&c->dlog[j])) || (rc = bs__buf_ok(&c->olog[j])) ||
-		    (rc = bs__buf_ok(&c->dbk[j])))
+		    (rc = bs__buf_ok(&c->dbk[j])) || (rc = bs__buf_ok(&c->nbk[j])))
 			return rc;
 	if ((rc = fix_intents(c, st)) || (rc = bs__shard_each(st, NULL, upsert_on, c, NULL)))
 		return rc;

@@ -245,6 +245,17 @@ static void repair_logged(const char *prefix)
 	CHECK(logged(s, x, 1) == 1, "repair: and its entity logged for the move of the bucket it leaves (kind 1)");
 	set_state(s, b3, "owned");
 	sql(s, "DELETE FROM bagstore_move_log");
+
+	/* a row on a shard that holds its bucket in no state (no ownership
+	 * row there): deleted, fenced on the bucket still having none */
+	snprintf(q, sizeof q, "SELECT COUNT(*) FROM bagstore_buckets WHERE bucket=%d", b3);
+	CHECK(sql_int(o, q) == 0, "repair: shard %d holds bucket %d in no state", o, b3);
+	snprintf(q, sizeof q, "INSERT INTO ix_g (g, entity_id) VALUES (%d, X'%s')", b3, x);
+	sql(o, q);
+	CHECK_OK(bs_verify(&d, st, "ix_g", true));
+	snprintf(q, sizeof q, "SELECT COUNT(*) FROM ix_g WHERE entity_id=X'%s'", x);
+	CHECK(sql_int(o, q) == 0, "repair: X's row there is deleted");
+	CHECK(sql_int(s, q) == 1, "repair: and its right row kept");
 	CHECK_OK(bs_delete(st, &id));
 	bs_store_free(st);
 }
