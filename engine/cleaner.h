@@ -99,10 +99,17 @@ int bs__drift_settle(drift_counts_t *out, bs_store_t *st, int shard, const bs_in
  * tries) when it fails: a check may have committed fixes on some shards
  * before it failed, and a fix that no read follows can stand on a body a
  * writer deleted or replaced meanwhile (an entity deleted is in no later
- * batch to look at it again). A batch whose settle never succeeds is left
- * an intent per entity, for the repair loop. The first error is returned. */
+ * batch to look at it again). Before each fix, the entities it changes get
+ * an intent (drift.c's fix_intents); they are removed when the check and
+ * the settle both succeeded, else left to the repair loop. After a check
+ * that failed before sending any fix, no settle. The first error is
+ * returned. */
 int bs__drift_fix_settle(drift_counts_t *d, drift_counts_t *s, bs_store_t *st, int shard, const bs_index_t *idx,
                          int nidx, const ebatch_t *eb);
+/* (drift.c) The token (and named lock) of a fix scope's intents on shard i: the
+ * scope's st->fix_token and the shard's number, since named locks are the
+ * server's, and two shards may share one. */
+void bs__fix_name(char out[64], const bs_store_t *st, int i);
 
 /* Make every entity updated at or after since_us (on every shard) right in
  * idx (NULL: every maintained index), newest first. */

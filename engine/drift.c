@@ -566,8 +566,8 @@ static int fenced_run(bs_store_t *st, int i, check_t *c, bs_buf_t *b)
 static void fence_head(bs_buf_t *b, const bs_buf_t *buckets, const bs_buf_t *none, const bs_buf_t *const *pairs,
                        int npairs)
 {
-	if (none && none->len) {
-		bs__buf_puts(b, "START TRANSACTION;SELECT COUNT(*) INTO @bs_x FROM bagstore_buckets WHERE bucket IN (-1");
+	if (none && none->len) { /* gap locks: REPEATABLE READ (the next transaction only) */
+		bs__buf_puts(b, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;START TRANSACTION;SELECT COUNT(*) INTO @bs_x FROM bagstore_buckets WHERE bucket IN (-1");
 		bs__buf_putn(b, none->ptr, none->len);
 		bs__buf_printf(b, ") LOCK IN SHARE MODE WAIT %d;", BS__FENCE_WAIT_S);
 	} else {
@@ -854,12 +854,18 @@ done:
 
 /* Before a fix inside bs__drift_fix_settle (st->fix_token set): an intent
  * for each entity whose rows it changes, on the entity's shard, under the
- * scope's token, whose named lock the shard's connection takes in the same
- * statement (a lock not taken makes the token NULL, which the column
- * refuses). A process killed between the fix and the read that settles it
+ * scope's token for that shard (bs__fix_name), whose named lock the shard's
+ * connection takes in the same statement, which fails (SIGNAL) when it
+ * cannot: a server not in strict mode would store a NULL token as ''. A
+ * process killed between the fix and the read that settles it
  * leaves the intents with their lock free: the repair loop settles them,
  * and an entity deleted meanwhile has its rows removed (nothing else would
  * look at it again). */
+void bs__fix_name(char out[64], const bs_store_t *st, int i)
+{
+	snprintf(out, 64, "%s.%d", st->fix_token, i);
+}
+
 static int fix_intents(check_t *c, bs_store_t *st)
 {
 	if (!st->fix_token[0])
@@ -867,6 +873,7 @@ static int fix_intents(check_t *c, bs_store_t *st)
 	bs_buf_t *per = calloc((size_t)st->n, sizeof *per);
 	int rc = 0;
 	BS_ERR_ALLOC(per);
+	char name[64];
 	for (size_t k = 0; k < c->n && !rc; k++) {
 		int shard, bucket;
 		if (!c->touched[k])
@@ -874,18 +881,25 @@ static int fix_intents(check_t *c, bs_store_t *st)
 		if ((rc = bs__route_entity(&shard, &bucket, st, &c->ids[k])))
 			break;
 		bs_buf_t *b = &per[shard];
-		bs__buf_puts(b, b->len ? ",(IF(" : "INSERT INTO bagstore_intents (token, entity_id) VALUES (IF(");
-		bs__lock_take_sql(b, st->fix_token);
-		bs__buf_puts(b, "=1,");
-		bs__buf_hex(b, st->fix_token, strlen(st->fix_token));
-		bs__buf_puts(b, ",NULL),");
+		bs__fix_name(name, st, shard);
+		if (!b->len) {
+			bs__buf_puts(b, "BEGIN NOT ATOMIC IF ");
+			bs__lock_take_sql(b, name);
+			bs__buf_puts(b, "=1 THEN INSERT INTO bagstore_intents (token, entity_id) VALUES (");
+		} else {
+			bs__buf_puts(b, ",(");
+		}
+		bs__buf_hex(b, name, strlen(name));
+		bs__buf_puts(b, ",");
 		bs__buf_hex(b, c->ids[k].b, 16);
 		bs__buf_puts(b, ")");
 	}
 	for (int i = 0; i < st->n && !rc; i++) {
 		if (!per[i].len)
 			continue;
-		bs__buf_puts(&per[i], " ON DUPLICATE KEY UPDATE created=created");
+		bs__buf_puts(&per[i], " ON DUPLICATE KEY UPDATE created=created; ELSE SIGNAL SQLSTATE '45000' SET"
+		                      " MESSAGE_TEXT='the named lock of a fix''s intents is held by another session';"
+		                      " END IF; END");
 		st->shards[i].fix_held = true; /* released at the scope's end, taken or not */
 		if (!(rc = bs__buf_ok(&per[i])) && !(rc = bs__shard_check(st, i)))
 			rc = bs__shard_exec(st, i, per[i].ptr, per[i].len);

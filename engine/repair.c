@@ -173,11 +173,16 @@ int bs__drift_fix_settle(drift_counts_t *d, drift_counts_t *s, bs_store_t *st, i
 	snprintf(st->fix_token, sizeof st->fix_token, "bagstore.f.%s", hex);
 	for (int k = 0; k < nidx && !rc; k++)
 		rc = bs__drift_check(&d[k], st, &idx[k], eb->ids, eb->bags, eb->len, true);
+	bool fixed = false; /* a fix was sent (its intents first) */
+	for (int i = 0; i < st->n; i++)
+		fixed |= st->shards[i].fix_held;
 	if (rc) {
 		snprintf(msg, sizeof msg, "%s", bs_last_error());
 		bs_error_clear();
 	}
-	for (int t = 0; t < 4; t++) {
+	/* after a failed check, only a fix sent needs its read (a check that
+	 * failed before any, a shard down, costs no settle) */
+	for (int t = 0; t < 4 && (!rc || fixed); t++) {
 		if (t)
 			bs__cleaner_sleep(0.05 * (1 << t), NULL);
 		if (!(src = bs__drift_settle(s, st, shard, idx, nidx, eb)))
@@ -188,21 +193,25 @@ int bs__drift_fix_settle(drift_counts_t *d, drift_counts_t *s, bs_store_t *st, i
 		}
 		bs_error_clear();
 	}
-	if (src && leave_intents(st, eb->ids, eb->len))
-		bs_error_clear(); /* the first error says what went wrong */
+	/* the fixes' intents go once the check and the settle both succeeded;
+	 * otherwise they stay (lock released) for the repair loop, which redoes
+	 * exactly the entities fixed: one whose fix was partly applied and
+	 * that no writer changed is not the settle's to see */
+	char name[64];
 	for (int i = 0; i < st->n; i++) {
 		if (!st->shards[i].fix_held)
 			continue;
 		st->shards[i].fix_held = false;
-		if (!src && st->shards[i].conn) { /* settled: the intents go (left, the repair loop's) */
+		bs__fix_name(name, st, i);
+		if (!rc && !src && st->shards[i].conn) {
 			bs_buf_t b = { 0 };
 			bs__buf_puts(&b, "DELETE FROM bagstore_intents WHERE token=");
-			bs__buf_hex(&b, st->fix_token, strlen(st->fix_token));
+			bs__buf_hex(&b, name, strlen(name));
 			if (!bs__buf_ok(&b) && bs__shard_exec(st, i, b.ptr, b.len))
 				bs_error_clear(); /* left: the repair loop settles them */
 			bs__buf_free(&b);
 		}
-		bs__lock_release(st, i, st->fix_token);
+		bs__lock_release(st, i, name);
 	}
 	st->fix_token[0] = '\0';
 	return rc ? bs_error(rc, "%s", msg) : 0;
