@@ -53,7 +53,8 @@ void bs__buf_putn(bs_buf_t *b, const char *s, size_t n)
 {
 	if (!buf_reserve(b, n))
 		return;
-	memcpy(b->ptr + b->len, s, n);
+	if (n) /* s may be an empty buffer's NULL */
+		memcpy(b->ptr + b->len, s, n);
 	b->len += n;
 	b->ptr[b->len] = '\0';
 }
