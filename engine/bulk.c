@@ -785,7 +785,7 @@ static int plan_list(bulk_t *u, const size_t *list, size_t n)
 	}
 	for (int s = 0; s < st->n; s++)
 		if (u->maintained && u->sb[s].len)
-			bs__write_token(u->sb[s].token);
+			bs__token(u->sb[s].token, "w");
 	return rc;
 }
 

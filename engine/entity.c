@@ -1210,7 +1210,7 @@ static int write_entity(bs_store_t *st, const bs_id_t *id, const bs_value_t *bag
 	if ((rc = bs__route_entity(&w.shard, &w.bucket, st, id)) || (rc = bs__catalog_cached(&cat, st)))
 		goto done;
 	if (maintained_count(cat)) {
-		bs__write_token(w.token);
+		bs__token(w.token, "w");
 		if (bs_fault(BS_FAULT_FIXED_TOKEN))
 			snprintf(w.token, sizeof w.token, "bagstore.w.fault");
 	}

@@ -227,9 +227,10 @@ struct bs__settle {
 #define BS__SETTLE_AGE_S 0.2
 void bs__settle_add(bs_store_t *st, int i, const char *token, const bs_id_t *id, int bucket, int64_t ver_us,
                     int64_t prev_us);
-/* A fresh token for a write's intents and named lock (entity.c, bulk.c):
- * "bagstore.w." and 32 random hex digits. */
-void bs__write_token(char token[48]);
+/* A fresh token for intents and their named lock: "bagstore.", kind (one
+ * letter: "w" a write's, entity.c and bulk.c; "r" the cleaner's left for
+ * the repair loop; "f" a fix's, repair.c), "." and 32 random hex digits. */
+void bs__token(char token[48], const char *kind);
 bool bs__settle_due(const bs_store_t *st, int i);
 void bs__settle_sql(bs_buf_t *out, bs_store_t *st, int i);
 void bs__settle_flush(bs_store_t *st, int i);

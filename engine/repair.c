@@ -81,13 +81,10 @@ static int fix_current(drift_counts_t *out, bs_store_t *st, const bs_index_t *id
 static int leave_intents(bs_store_t *st, const bs_id_t *ids, size_t n)
 {
 	bs_buf_t *per = calloc((size_t)st->n, sizeof *per);
-	char token[48], hex[33];
-	bs_id_t r;
+	char token[48];
 	int rc = 0;
 	BS_ERR_ALLOC(per);
-	bs_id_generate(&r);
-	bs_id_hex(hex, &r);
-	snprintf(token, sizeof token, "bagstore.r.%s", hex);
+	bs__token(token, "r");
 	for (size_t k = 0; k < n && !rc; k++) {
 		int shard, bucket;
 		if ((rc = bs__route_entity(&shard, &bucket, st, &ids[k])))
@@ -166,11 +163,7 @@ int bs__drift_fix_settle(drift_counts_t *d, drift_counts_t *s, bs_store_t *st, i
 		return 0;
 	/* the scope's token: the entities its fixes change get intents under
 	 * it first (drift.c's fix_intents), removed once settled */
-	bs_id_t r;
-	char hex[33];
-	bs_id_generate(&r);
-	bs_id_hex(hex, &r);
-	snprintf(st->fix_token, sizeof st->fix_token, "bagstore.f.%s", hex);
+	bs__token(st->fix_token, "f");
 	for (int k = 0; k < nidx && !rc; k++)
 		rc = bs__drift_check(&d[k], st, &idx[k], eb->ids, eb->bags, eb->len, true);
 	bool fixed = false; /* a fix was sent (its intents first) */

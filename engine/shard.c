@@ -555,13 +555,13 @@ int bs__shard_send(bs_store_t *st, int i, const char *sql, size_t len, const cha
 /* bs__settle_flush's wait for its answer, at most */
 #define SETTLE_WAIT_MS 1000
 
-void bs__write_token(char token[48])
+void bs__token(char token[48], const char *kind)
 {
 	bs_id_t r;
 	char hex[33];
 	bs_id_generate(&r);
 	bs_id_hex(hex, &r);
-	snprintf(token, 48, "bagstore.w.%s", hex);
+	snprintf(token, 48, "bagstore.%.1s.%s", kind, hex);
 }
 
 void bs__settle_add(bs_store_t *st, int i, const char *token, const bs_id_t *id, int bucket, int64_t ver_us,

@@ -33,8 +33,9 @@ uuid() { printf '%08x-0000-4000-8000-%012x' "$1" "$2"; }
 hex() { printf '%s' "$1" | tr -d -; }
 E=$(uuid 2 2)
 EH=$(hex "$E")
+# put_v V [ID]: ID (E) put with v=V
 put_v() {
-	printf '{"id":{"$uuid":"%s"},"v":%d}\n' "$E" "$1" >"$T/e.json"
+	printf '{"id":{"$uuid":"%s"},"v":%d}\n' "${2:-$E}" "$1" >"$T/e.json"
 	"$B" -c "$C" put "$T/e.json" >/dev/null
 }
 state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }
@@ -49,6 +50,25 @@ wait_stop() {
 	done
 	echo running
 }
+
+# repair_deleting ID OUT [FAULT]: verify --repair of ix_v stopped before
+# each fix reads the rows (pause_drift_fix, and FAULT), entity ID deleted
+# while the first fix is stopped, every later stop let run; $stops counts
+# the stops, $vrc is its exit status, OUT.out and OUT.err its output
+repair_deleting() {
+	BAGSTORE_FAULT=pause_drift_fix${3:+,$3} "$B" -c "$C" verify --repair --index ix_v >"$2.out" 2>"$2.err" &
+	vp=$!
+	stops=0
+	while [ "$(wait_stop $vp)" = stopped ] && [ $stops -lt 40 ]; do
+		stops=$((stops + 1))
+		[ $stops = 1 ] && { "$B" -c "$C" delete "$1" >/dev/null || t_fail "delete $1 while the fix is stopped"; }
+		kill -CONT $vp
+	done
+	wait $vp
+	vrc=$?
+}
+# both SQL: its count on s0 plus its count on s1
+both() { echo $(($(t_sql 0 "$1") + $(t_sql 1 "$1"))); }
 
 t_exit 0 "init" -- "$B" -c "$C" init
 t_exit 0 "index ix_v on v (shard_on v)" -- "$B" -c "$C" index create ix_v --on v:int --shard-on v
@@ -107,21 +127,13 @@ t_contains "$T_OUT" "$E" "the query finds E at its last value"
 # E deleted before the fix: the fix (from the body it read) writes E's row
 # back, the next round finds E gone and deletes it, and the one after finds
 # it still gone: settled, no intent.
-BAGSTORE_FAULT=pause_drift_fix "$B" -c "$C" verify --repair --index ix_v >"$T/v3.out" 2>"$T/v3.err" &
-vp=$!
-stops=0
-while [ "$(wait_stop $vp)" = stopped ] && [ $stops -lt 40 ]; do
-	stops=$((stops + 1))
-	[ $stops = 1 ] && { "$B" -c "$C" delete "$E" >/dev/null || t_fail "delete E while the fix is stopped"; }
-	kill -CONT $vp
-done
-wait $vp
+repair_deleting "$E" "$T/v3"
 t_eq "$stops" 2 "two fixes: the batch's (from E's body), then the one that finds E gone"
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$EH'") $(t_sql 1 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$EH'")" \
 	"0 0" "E has no row left"
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'$EH'")" 0 "and no intent: a gone entity that stays gone is settled"
-t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_intents WHERE token LIKE 'bagstore.f.%'")$(t_sql 1 "SELECT COUNT(*) FROM bagstore_intents WHERE token LIKE 'bagstore.f.%'")" \
-	"00" "and the intents its fixes wrote first are gone: checked and settled"
+t_eq "$(both "SELECT COUNT(*) FROM bagstore_intents WHERE token LIKE 'bagstore.f.%'")" \
+	0 "and the intents its fixes wrote first are gone: checked and settled"
 
 # The same with the check failing right after its fix commits (fault
 # drift_fail_after_fix, as another shard's deadlock or buckets that kept
@@ -131,18 +143,8 @@ t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_intents WHERE token LIKE 'bagstor
 # looks at, F being in none; test_reshard met it once in a move's repair.)
 F=$(uuid 3 3)
 FH=$(hex "$F")
-printf '{"id":{"$uuid":"%s"},"v":8}\n' "$F" >"$T/f.json"
-t_exit 0 "F, v=8 (its row on s0)" -- "$B" -c "$C" put "$T/f.json"
-BAGSTORE_FAULT=pause_drift_fix,drift_fail_after_fix "$B" -c "$C" verify --repair --index ix_v >"$T/v4.out" 2>"$T/v4.err" &
-vp=$!
-stops=0
-while [ "$(wait_stop $vp)" = stopped ] && [ $stops -lt 40 ]; do
-	stops=$((stops + 1))
-	[ $stops = 1 ] && { "$B" -c "$C" delete "$F" >/dev/null || t_fail "delete F while the fix is stopped"; }
-	kill -CONT $vp
-done
-wait $vp
-vrc=$?
+t_exit 0 "F, v=8 (its row on s0)" -- put_v 8 "$F"
+repair_deleting "$F" "$T/v4" drift_fail_after_fix
 t_match "$vrc" '^[1-9][0-9]*$' "verify --repair fails: its check failed"
 t_contains "$(cat "$T/v4.err")" "fault drift_fail_after_fix" "at the fault point, after its fix"
 t_eq "$stops" 2 "two fixes: the batch's (from F's body, then failing), then the one that finds F gone"
@@ -151,10 +153,10 @@ t_eq "$(t_sql 0 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$FH'") $(t_sql 1 "S
 t_exit 0 "verify ix_v: no orphan" -- "$B" -c "$C" verify --index ix_v
 t_contains "$T_OUT" "0 stale, 0 orphaned" "verify: 0 orphaned"
 fi="SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'$FH' AND token LIKE 'bagstore.f.%'"
-t_eq "$(($(t_sql 0 "$fi") + $(t_sql 1 "$fi")))" 1 "F's fix left its intent: its check failed (the repair loop redoes what it fixed)"
+t_eq "$(both "$fi")" 1 "F's fix left its intent: its check failed (the repair loop redoes what it fixed)"
 sleep 1.2 # the repair loop takes intents older than a second
 t_exit 0 "a repair pass" -- "$B" -c "$C" cleaner --once
-t_eq "$(($(t_sql 0 "$fi") + $(t_sql 1 "$fi")))" 0 "which settles it"
+t_eq "$(both "$fi")" 0 "which settles it"
 
 # And killed there (fault drift_kill_after_fix: the process exits right
 # after the fix commits, before the read that settles it): G's row, written
@@ -163,25 +165,16 @@ t_eq "$(($(t_sql 0 "$fi") + $(t_sql 1 "$fi")))" 0 "which settles it"
 # settles it and G's row goes.
 G=$(uuid 4 4)
 GH=$(hex "$G")
-printf '{"id":{"$uuid":"%s"},"v":10}\n' "$G" >"$T/g.json"
-t_exit 0 "G, v=10 (its row on s0)" -- "$B" -c "$C" put "$T/g.json"
-BAGSTORE_FAULT=pause_drift_fix,drift_kill_after_fix "$B" -c "$C" verify --repair --index ix_v >"$T/v5.out" 2>"$T/v5.err" &
-vp=$!
-stops=0
-while [ "$(wait_stop $vp)" = stopped ] && [ $stops -lt 40 ]; do
-	stops=$((stops + 1))
-	[ $stops = 1 ] && { "$B" -c "$C" delete "$G" >/dev/null || t_fail "delete G while the fix is stopped"; }
-	kill -CONT $vp
-done
-wait $vp
-t_eq "$?" 75 "verify --repair exits at the fault point"
+t_exit 0 "G, v=10 (its row on s0)" -- put_v 10 "$G"
+repair_deleting "$G" "$T/v5" drift_kill_after_fix
+t_eq "$vrc" 75 "verify --repair exits at the fault point"
 t_contains "$(cat "$T/v5.err")" "fault drift_kill_after_fix" "right after its fix"
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$GH'")" 1 "G's row is back, from the body the fix read"
 gi="SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'$GH' AND token LIKE 'bagstore.f.%'"
-t_eq "$(($(t_sql 0 "$gi") + $(t_sql 1 "$gi")))" 1 "and G has an intent, written before the fix"
+t_eq "$(both "$gi")" 1 "and G has an intent, written before the fix"
 sleep 1.2 # the repair loop takes intents older than a second
 t_exit 0 "a repair pass" -- "$B" -c "$C" cleaner --once
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$GH'")" 0 "G's row is gone"
-t_eq "$(($(t_sql 0 "$gi") + $(t_sql 1 "$gi")))" 0 "and its intent settled"
+t_eq "$(both "$gi")" 0 "and its intent settled"
 
 t_done test_settle_race

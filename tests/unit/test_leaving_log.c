@@ -202,6 +202,17 @@ static int bucket_of(int i)
 	return -1;
 }
 
+/* plant (SQL on shard, a wrong row of ix_g in bucket b there), b made
+ * leaving there (its move log emptied), then verify --repair of ix_g. */
+static void repair_in_leaving(bs_store_t *st, int shard, int b, const char *plant)
+{
+	bs_drift_t d;
+	sql(shard, plant);
+	set_state(shard, b, "leaving");
+	sql(shard, "DELETE FROM bagstore_move_log");
+	CHECK_OK(bs_verify(&d, st, "ix_g", true));
+}
+
 /* A repair's fixes (verify --repair: drift.c) in leaving buckets are
  * logged for their move as a writer's are, each in its fenced
  * transaction: a row of X on the wrong shard, in a bucket leaving there,
@@ -226,20 +237,14 @@ static void repair_logged(const char *prefix)
 	bs_value_clear(&bag);
 
 	snprintf(q, sizeof q, "INSERT INTO ix_g (g, entity_id) VALUES (%d, X'%s')", b2, x);
-	sql(o, q);
-	set_state(o, b2, "leaving");
-	sql(o, "DELETE FROM bagstore_move_log");
-	CHECK_OK(bs_verify(&d, st, "ix_g", true));
+	repair_in_leaving(st, o, b2, q);
 	snprintf(q, sizeof q, "SELECT COUNT(*) FROM ix_g WHERE entity_id=X'%s'", x);
 	CHECK(sql_int(o, q) == 0, "repair: X's row on the wrong shard, in a leaving bucket, is deleted");
 	CHECK(logged(o, x, 1) == 1, "repair: and its entity logged for the move (kind 1)");
 	set_state(o, b2, "owned");
 
 	snprintf(q, sizeof q, "UPDATE ix_g SET g=%d WHERE entity_id=X'%s'", b3, x);
-	sql(s, q);
-	set_state(s, b3, "leaving");
-	sql(s, "DELETE FROM bagstore_move_log");
-	CHECK_OK(bs_verify(&d, st, "ix_g", true));
+	repair_in_leaving(st, s, b3, q);
 	snprintf(q, sizeof q, "SELECT g FROM ix_g WHERE entity_id=X'%s'", x);
 	CHECK(sql_int(s, q) == 0x10a, "repair: X's row in a leaving bucket of the right shard is overwritten");
 	CHECK(logged(s, x, 1) == 1, "repair: and its entity logged for the move of the bucket it leaves (kind 1)");
