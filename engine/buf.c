@@ -96,6 +96,37 @@ void bs__buf_hex(bs_buf_t *b, const void *p, size_t n)
 	b->len += 2 * n + 3;
 }
 
+void bs__buf_hexu(bs_buf_t *b, const void *p, size_t n)
+{
+	static const char digits[] = "0123456789ABCDEF";
+	const unsigned char *s = p;
+	if (!buf_reserve(b, 2 * n))
+		return;
+	char *o = b->ptr + b->len;
+	for (size_t i = 0; i < n; i++) {
+		*o++ = digits[s[i] >> 4];
+		*o++ = digits[s[i] & 15];
+	}
+	*o = '\0';
+	b->len += 2 * n;
+}
+
+void bs__buf_unix_us(bs_buf_t *b, int64_t us)
+{
+	if (us < 0) {
+		bs__buf_putn(b, "-", 1);
+		us = -us;
+	}
+	char d[7];
+	uint64_t f = (uint64_t)us % 1000000;
+	for (int i = 5; i >= 0; i--, f /= 10)
+		d[i] = (char)('0' + f % 10);
+	d[6] = '\0';
+	bs__buf_uint(b, (uint64_t)us / 1000000);
+	bs__buf_putn(b, ".", 1);
+	bs__buf_putn(b, d, 6);
+}
+
 void bs__buf_uint(bs_buf_t *b, unsigned long long v)
 {
 	char d[24];

@@ -40,6 +40,7 @@ typedef struct {
 	size_t len, cap;
 	bs_buf_t sql;   /* this round's statements */
 	char token[48]; /* "" when no index is maintained */
+	int64_t t_us;   /* the transaction's NOW(6) (@bs_t): entity j's version is t_us + j or just above its old one */
 	bool done;      /* committed */
 	bool refused;   /* the shard did not own every bucket: nothing written */
 	bool fast;      /* this try is the fence's fast form (every bucket owned) */
@@ -56,6 +57,7 @@ typedef struct {
 	bool *written;
 	bs_value_t *old; /* per bag: the body it replaced (NIL: none or undecodable) */
 	bool *found;     /* per bag: there was a row */
+	int64_t *old_us; /* per bag: that row's version */
 	bool maintained;
 	shard_batch_t *sb; /* per shard */
 	bs__shard_stmt_t *q;
@@ -85,14 +87,8 @@ static int int_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* The fence of a shard's transaction over buckets[n] (sorted here, kept
- * once): "START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=n) ...
- * LOCK IN SHARE MODE", ascending as a move's cut-over locks them; its
- * answer, the transaction's first result set, says whether the shard owns
- * them all (the statements after it apply only then). The fast form counts
- * only buckets simply 'owned' (none leaving: nothing to log for a move);
- * the full form also 'leaving' ones, whose writes it logs. */
-static void fence_sql(bs_buf_t *b, int *buckets, size_t n, bool fast)
+/* buckets[n] sorted, each once; returns how many */
+static size_t uniq_buckets(int *buckets, size_t n)
 {
 	size_t m = 0;
 	if (n > 1)
@@ -100,15 +96,37 @@ static void fence_sql(bs_buf_t *b, int *buckets, size_t n, bool fast)
 	for (size_t k = 0; k < n; k++)
 		if (!m || buckets[m - 1] != buckets[k])
 			buckets[m++] = buckets[k];
-	bs__buf_printf(b,
-	               "START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=%zu) FROM bagstore_buckets WHERE state%s"
-	               " AND bucket IN (-1",
-	               m, fast ? "='owned'" : " IN " BS__OWNING_SQL);
+	return m;
+}
+
+static void bucket_list(bs_buf_t *b, const int *buckets, size_t m)
+{
+	bs__buf_puts(b, "(-1");
 	for (size_t k = 0; k < m; k++) {
 		bs__buf_putn(b, ",", 1);
 		bs__buf_uint(b, (unsigned)buckets[k]);
 	}
-	bs__buf_printf(b, ") LOCK IN SHARE MODE WAIT %d", BS__FENCE_WAIT_S);
+	bs__buf_puts(b, ")");
+}
+
+/* The fence of a shard's transaction over buckets[n] (sorted here, kept
+ * once): "START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=n) ...
+ * LOCK IN SHARE MODE", ascending as a move's cut-over locks them; its
+ * answer, the transaction's first result set, says whether the shard owns
+ * them all (the statements after it apply only then). The fast form counts
+ * only buckets simply 'owned' (none leaving: nothing to log for a move);
+ * the full form also 'leaving' ones, whose writes it logs. A stamped
+ * fence (the entities') also sets @bs_t to the transaction's NOW(6) and
+ * answers it. */
+static void fence_sql(bs_buf_t *b, int *buckets, size_t n, bool fast, bool stamp)
+{
+	size_t m = uniq_buckets(buckets, n);
+	bs__buf_printf(b,
+	               "START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=%zu)%s FROM bagstore_buckets WHERE state%s"
+	               " AND bucket IN ",
+	               m, stamp ? ",@bs_t:=UNIX_TIMESTAMP(NOW(6))" : "", fast ? "='owned'" : " IN " BS__OWNING_SQL);
+	bucket_list(b, buckets, m);
+	bs__buf_printf(b, " LOCK IN SHARE MODE WAIT %d", BS__FENCE_WAIT_S);
 }
 
 /* ";INSERT INTO bagstore_move_log ... " of (bucket, id) pairs (a UNION ALL
@@ -168,9 +186,9 @@ static int entity_sql(bulk_t *u, int s)
 		bs__lock_take_sql(b, sb->token);
 		bs__buf_puts(b, ";");
 	}
-	fence_sql(b, buckets, sb->len, sb->fast);
+	fence_sql(b, buckets, sb->len, sb->fast, true);
 	if (u->maintained) {
-		bs__buf_puts(b, ";SELECT id, body FROM entities WHERE id IN (");
+		bs__buf_puts(b, ";SELECT id, body, UNIX_TIMESTAMP(updated) FROM entities WHERE id IN (");
 		id_lits(b, u, sb);
 		bs__buf_puts(b, ") FOR UPDATE");
 	}
@@ -181,24 +199,28 @@ static int entity_sql(bulk_t *u, int s)
 		size_t k = sb->idx[j];
 		bs__buf_puts(b, j ? ",(" : "(");
 		bs__buf_hex(b, u->ids[k].b, 16);
-		/* one statement, one NOW(6): a microsecond apart keeps the input's
-		 * order newest last on the shard */
-		bs__buf_puts(b, ",NOW(6)+INTERVAL ");
+		/* one NOW(6), the fence's: a microsecond apart keeps the input's
+		 * order newest last on the shard, and the writer knows every
+		 * version it wrote (bulk_version) */
+		bs__buf_puts(b, ",FROM_UNIXTIME(@bs_t+0.000001*");
 		bs__buf_uint(b, j);
-		bs__buf_puts(b, " MICROSECOND,");
+		bs__buf_puts(b, "),");
 		bs__buf_hex(b, u->bodies[k].ptr, u->bodies[k].len);
 		bs__buf_puts(b, ")");
 	}
 	bs__buf_puts(b, " ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND),"
 	                "body=VALUES(body);");
 	if (u->maintained) {
-		/* entities has the AUTO_INCREMENT column, bagstore_intents none:
-		 * this INSERT ... SELECT takes no table lock */
-		bs__buf_puts(b, "INSERT INTO bagstore_intents (token, entity_id, ver) SELECT ");
+		/* the batch's one intent, naming its entities: its removal
+		 * checks their versions (removal_sql) */
+		bs__buf_puts(b, "INSERT INTO bagstore_intents (token, entity_id, batch) VALUES (");
 		bs__buf_hex(b, sb->token, strlen(sb->token));
-		bs__buf_puts(b, ", id, updated FROM entities WHERE id IN (");
-		id_lits(b, u, sb);
-		bs__buf_puts(b, ") ON DUPLICATE KEY UPDATE ver=VALUES(ver);");
+		bs__buf_puts(b, ",");
+		bs__buf_hex(b, u->ids[sb->idx[0]].b, 16);
+		bs__buf_puts(b, ",X'");
+		for (size_t j = 0; j < sb->len; j++)
+			bs__buf_hexu(b, u->ids[sb->idx[j]].b, 16);
+		bs__buf_puts(b, "') ON DUPLICATE KEY UPDATE batch=VALUES(batch);");
 	}
 	bs__buf_puts(b, " END IF; END");
 	if (!sb->fast)
@@ -229,6 +251,7 @@ static void take_old(bulk_t *u, int s)
 				if (memcmp(u->ids[k].b, row[0], 16))
 					continue;
 				u->found[k] = true;
+				u->old_us[k] = bs__parse_unix_us(row[2]);
 				if (!row[1] || bs__body_decode_row(&u->old[k], row[1], lens[1], row[0], where))
 					bs_value_nil(&u->old[k]); /* its rows could be anywhere */
 				bs_error_clear();
@@ -267,11 +290,19 @@ static bool retryable(bs_store_t *st, int s)
 	return e == 1213 || e == 1205 || e == 1467 /* the AUTO_INCREMENT lock, lost to a deadlock */;
 }
 
-/* The fence's answer: the first result set of shard s's statements. */
-static bool refused(const bs__shard_stmt_t *q)
+/* The fence's answer: the first result set of shard s's statements; the
+ * entities' (a stamped fence) also gives its NOW(6) into *t_us. */
+static bool refused_at(const bs__shard_stmt_t *q, int64_t *t_us)
 {
 	MYSQL_ROW row = q->nres ? mysql_fetch_row(q->res[0]) : NULL;
+	if (row && t_us && mysql_num_fields(q->res[0]) > 1)
+		*t_us = bs__parse_unix_us(row[1]);
 	return !row || !row[0] || strcmp(row[0], "1") != 0;
+}
+
+static bool refused(const bs__shard_stmt_t *q)
+{
+	return refused_at(q, NULL);
 }
 
 static void backoff(int tries)
@@ -327,7 +358,7 @@ static int write_entities(bulk_t *u)
 			shard_batch_t *sb = &u->sb[s];
 			if (!u->q[s].sql)
 				continue;
-			bool no = !u->q[s].rc && refused(&u->q[s]); /* reads the answer's row */
+			bool no = !u->q[s].rc && refused_at(&u->q[s], &sb->t_us); /* reads the answer's row */
 			if (no && sb->fast) {
 				/* nothing applied: the full form decides */
 				bs__shard_stmts_clear(&u->q[s], 1);
@@ -506,7 +537,7 @@ static void index_stmts(bs_buf_t *out, rows_t *per, const bs_index_t *idx, int n
 static void fence_wrap(bs_buf_t *out, const bs_buf_t *in, fence_t *f, bool fast)
 {
 	bs__buf_reset(out);
-	fence_sql(out, f->bk, f->nbk, fast);
+	fence_sql(out, f->bk, f->nbk, fast, false);
 	bs__buf_putn(out, in->ptr, in->len);
 	if (!fast) {
 		log_pairs_sql(out, &f->pairs, 1);
@@ -705,9 +736,81 @@ done:
 	return rc;
 }
 
-/* Step 3, sent without waiting: each shard's intents go where the entity
- * is still the version written (all of them, unless the index rows failed:
- * then they stay for the repair loop), and the lock goes. */
+/* The version the round's transaction on shard sb wrote for its j-th
+ * entity: the fence's NOW(6) plus j microseconds, or just above the
+ * version it replaced (the upsert's GREATEST). */
+static int64_t bulk_version(const bulk_t *u, const shard_batch_t *sb, size_t j)
+{
+	size_t k = sb->idx[j];
+	int64_t v = sb->t_us + (int64_t)j;
+	return u->found[k] && u->old_us[k] + 1 > v ? u->old_us[k] + 1 : v;
+}
+
+/* Positions j of a shard's batch by the id at idx[j]. */
+struct pos_ids {
+	const size_t *idx;
+	const bs_id_t *ids;
+};
+
+static int by_pos_id(const void *a, const void *b, void *arg)
+{
+	const struct pos_ids *p = arg;
+	return memcmp(p->ids[p->idx[*(const size_t *)a]].b, p->ids[p->idx[*(const size_t *)b]].b, 16);
+}
+
+/* "DELETE ...;" of shard sb's batch intent, taking effect only if every
+ * entity of the batch is still the version written (BS__BATCH_SQL read
+ * again, beside the same text made from the versions this writer knows it
+ * wrote: a newer write, or a delete, changes it) and the shard still owns
+ * every bucket of them (after a cut-over its copy says nothing of the new
+ * owner's writes). Its reads take shared locks; a writer holding one
+ * makes it give up after a second, the intent left to the repair loop. */
+static int removal_sql(bs_buf_t *b, const bulk_t *u, const shard_batch_t *sb)
+{
+	int *buckets = malloc(sb->len * sizeof *buckets);
+	size_t *order = malloc(sb->len * sizeof *order);
+	if (!buckets || !order) {
+		free(buckets);
+		free(order);
+		return bs__oom();
+	}
+	for (size_t j = 0; j < sb->len; j++) {
+		buckets[j] = bs_route_id(&u->ids[sb->idx[j]], u->st->map.buckets);
+		order[j] = j;
+	}
+	size_t m = uniq_buckets(buckets, sb->len);
+	/* the positions j in id order (ids are once in a round) */
+	struct pos_ids by = { sb->idx, u->ids };
+	qsort_r(order, sb->len, sizeof *order, by_pos_id, &by);
+	/* room for the text of every entity (a text cut short would compare
+	 * equal to one whose tail changed) */
+	bs__buf_puts(b, "SET STATEMENT innodb_lock_wait_timeout=1,group_concat_max_len=");
+	bs__buf_uint(b, (unsigned long long)sb->len * BS__BATCH_BYTES + 1024);
+	bs__buf_puts(b, " FOR DELETE FROM bagstore_intents WHERE token=");
+	bs__buf_hex(b, sb->token, strlen(sb->token));
+	bs__buf_puts(b, " AND (SELECT " BS__BATCH_SQL " FROM entities WHERE id IN (");
+	id_lits(b, u, sb);
+	bs__buf_puts(b, "))='");
+	for (size_t r = 0; r < sb->len; r++) {
+		size_t j = order[r];
+		bs__buf_puts(b, r ? "," : "");
+		bs__buf_hexu(b, u->ids[sb->idx[j]].b, 16);
+		bs__buf_puts(b, " ");
+		bs__buf_unix_us(b, bulk_version(u, sb, j));
+	}
+	bs__buf_puts(b, "' AND (SELECT COUNT(*) FROM bagstore_buckets WHERE state IN " BS__OWNING_SQL " AND bucket IN ");
+	bucket_list(b, buckets, m);
+	bs__buf_puts(b, ")=");
+	bs__buf_uint(b, (unsigned)m);
+	bs__buf_puts(b, ";");
+	free(buckets);
+	free(order);
+	return 0;
+}
+
+/* Step 3, sent without waiting: each shard's batch intent goes if its
+ * entities are all still the versions written (unless the index rows
+ * failed: then it stays for the repair loop), and the lock goes. */
 static void settle(bulk_t *u, bool rows_ok)
 {
 	bs_store_t *st = u->st;
@@ -721,17 +824,13 @@ static void settle(bulk_t *u, bool rows_ok)
 		bs_buf_t b = { 0 };
 		if (!sb->done || !sb->token[0])
 			continue;
-		if (rows_ok) {
-			bs__buf_puts(&b, "DELETE i FROM bagstore_intents i JOIN entities e ON e.id=i.entity_id"
-			                 " AND e.updated=i.ver WHERE i.token=");
-			bs__buf_hex(&b, sb->token, strlen(sb->token));
-			bs__buf_puts(&b, ";");
-		}
+		if (rows_ok && removal_sql(&b, u, sb))
+			bs__buf_reset(&b); /* no memory: the intent stays */
 		bs__buf_puts(&b, "DO RELEASE_LOCK(");
 		bs__buf_hex(&b, sb->token, strlen(sb->token));
 		bs__buf_puts(&b, ")");
-		if (!bs__buf_ok(&b) && bs__shard_send(st, s, b.ptr, b.len, sb->token)) {
-			/* the intents stay: the repair loop settles them */
+		if (bs__buf_ok(&b) || bs__shard_send(st, s, b.ptr, b.len, sb->token)) {
+			/* the intent stays: the repair loop settles it */
 			if (code)
 				bs_error(code, "%s", msg);
 			else
@@ -930,6 +1029,7 @@ static void bulk_free(bulk_t *u, size_t n)
 	free(u->bodies);
 	free(u->old);
 	free(u->found);
+	free(u->old_us);
 	free(u->sb);
 	free(u->q);
 	free(u->rows_refused);
@@ -953,12 +1053,13 @@ int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, 
 	u.bodies = calloc(n, sizeof *u.bodies);
 	u.old = calloc(n, sizeof *u.old);
 	u.found = calloc(n, sizeof *u.found);
+	u.old_us = calloc(n, sizeof *u.old_us);
 	u.sb = calloc((size_t)st->n, sizeof *u.sb);
 	u.q = calloc((size_t)st->n, sizeof *u.q);
 	u.rows_refused = calloc((size_t)st->n, sizeof *u.rows_refused);
 	round = calloc(n, sizeof *round);
 	occ = calloc(n, sizeof *occ);
-	if (!w || !u.bodies || !u.old || !u.found || !u.sb || !u.q || !u.rows_refused || !round || !occ) {
+	if (!w || !u.bodies || !u.old || !u.found || !u.old_us || !u.sb || !u.q || !u.rows_refused || !round || !occ) {
 		rc = bs__oom();
 		goto done;
 	}

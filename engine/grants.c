@@ -12,7 +12,7 @@
  *  - app: SELECT on the database (every table, index tables made later
  *    too), and per table what puts and deletes write: entities and each
  *    index table (INSERT ... ON DUPLICATE KEY UPDATE, DELETE),
- *    bagstore_intents (INSERT, the bulk put's UPDATE, DELETE),
+ *    bagstore_intents (INSERT, UPDATE for its ON DUPLICATE KEY, DELETE),
  *    bagstore_move_log (INSERT ... ON DUPLICATE KEY UPDATE while a bucket
  *    moves), bagstore_audit (INSERT: an audited put or delete adds its row;
  *    never UPDATE or DELETE). Nothing on ownership (bagstore_buckets,

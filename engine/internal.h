@@ -52,6 +52,11 @@ void bs__buf_printf(bs_buf_t *b, const char *fmt, ...) __attribute__((format(pri
 void bs__buf_uint(bs_buf_t *b, unsigned long long v);
 /* X'hex' (binary literal); empty input gives X'' */
 void bs__buf_hex(bs_buf_t *b, const void *p, size_t n);
+/* hex digits, upper case, as MariaDB's HEX() gives them */
+void bs__buf_hexu(bs_buf_t *b, const void *p, size_t n);
+/* microseconds since the epoch as UNIX_TIMESTAMP() of a TIMESTAMP(6)
+ * gives them: seconds, '.', six digits */
+void bs__buf_unix_us(bs_buf_t *b, int64_t us);
 /* `name` quoted as an identifier (names are validated elsewhere) */
 void bs__buf_ident(bs_buf_t *b, const char *name);
 /* A bag value as an SQL literal for prop's column; the value must fit. */
@@ -363,7 +368,13 @@ typedef struct {
 	int index, count;
 	char store_id[33];
 	char name[BS_NAME_MAX + 1];
+	int schema; /* schema_version: what its tables hold (0: none recorded) */
 } shard_meta_t;
+/* The schema_version init records: the tables as this bagstore writes
+ * them (3: bagstore_intents.batch, the bulk put's one intent per batch). A
+ * shard that records less is refused until `bagstore init` brings its
+ * tables up to date. */
+#define BS__SCHEMA_VERSION 3
 int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i);
 /* Run a multi-statement and keep its first nsets result sets (row-less
  * statements skipped; fewer leave NULLs, none is an error); the rest are
@@ -429,6 +440,16 @@ static inline bool bs__owns(uint8_t state)
 }
 /* The SQL list of the states in which a shard owns a bucket. */
 #define BS__OWNING_SQL "('owned','leaving')"
+/* A bulk put's intent (bulk.c) is one row per shard and batch, its `batch`
+ * column the batch's ids (16 bytes each; the repair loop, repair.c, reads
+ * them back). It goes only while every one of those entities is the
+ * version the batch wrote: this expression read again, beside the same
+ * text the writer makes from the versions it knows it wrote ("HEX ts" in id
+ * order, joined by ','). */
+#define BS__BATCH_SQL "GROUP_CONCAT(HEX(id),' ',UNIX_TIMESTAMP(updated) ORDER BY id SEPARATOR ',')"
+/* Its text's bytes per entity, at most: 32 + 1 + 17 (until 2286) + 1, with
+ * room; the removal's group_concat_max_len is set to fit. */
+#define BS__BATCH_BYTES 64
 /* Seconds a write waits for a bucket's ownership row (LOCK IN SHARE MODE
  * WAIT): a move's cut-over holds it at most cleaner.max_fence (1 s by
  * default). Writers (entity.c, bulk.c), the move log's batches (drift.c)

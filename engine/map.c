@@ -810,7 +810,9 @@ static int join_on(bs_store_t *st, int i, void *p)
 	bs__buf_hex(&b, a->m->store_id, strlen(a->m->store_id));
 	bs__buf_puts(&b, "),('shard_name',");
 	bs__buf_hex(&b, name, strlen(name));
-	bs__buf_puts(&b, "),('schema_version','2') ON DUPLICATE KEY UPDATE v=VALUES(v)");
+	bs__buf_puts(&b, "),('schema_version',");
+	bs__buf_uint(&b, BS__SCHEMA_VERSION);
+	bs__buf_puts(&b, ") ON DUPLICATE KEY UPDATE v=VALUES(v)");
 	if (!(rc = bs__buf_ok(&b)))
 		rc = bs__shard_exec(st, i, b.ptr, b.len);
 	bs__buf_free(&b);

@@ -344,10 +344,24 @@ static int fix_counted(int64_t *repaired, drift_counts_t *per, bs_store_t *st, i
 	return rc;
 }
 
-/* Writes whose intent stayed (entity.c): the writer is done or gone (its
- * named lock is free) and another writer changed the entity meanwhile, or
- * it died before its last step. Their entities' rows are made right from
- * the current bodies whatever their age, then the intents removed. */
+/* The ids of a bulk put's batch intent (its batch: the ids, 16 bytes
+ * each), added to *ids. */
+static int batch_ids(bs_id_t **ids, size_t *n, size_t *cap, const char *rec, size_t len)
+{
+	for (size_t at = 0; at + 16 <= len; at += 16) {
+		int rc = BS_ARRAY_GROW(*ids, *n, *cap, 64);
+		if (rc)
+			return rc;
+		memcpy((*ids)[(*n)++].b, rec + at, 16);
+	}
+	return 0;
+}
+
+/* Writes whose intent stayed (entity.c, bulk.c): the writer is done or gone
+ * (its named lock is free) and another writer changed the entity meanwhile,
+ * or it died before its last step. Their entities' rows (a batch intent's:
+ * every entity it names) are made right from the current bodies whatever
+ * their age, then the intents removed. */
 static int settle_intents(int64_t *rows, int64_t *repaired, drift_counts_t *per, bs_store_t *st, int shard,
                           const bs_index_t *idx, int nidx)
 {
@@ -356,33 +370,37 @@ static int settle_intents(int64_t *rows, int64_t *repaired, drift_counts_t *per,
 	ebatch_t eb = { 0 };
 	bs_id_t *ids = NULL;
 	bs_value_t *bags = NULL;
-	size_t n = 0, ntok = 0;
+	size_t n = 0, cap = 0, ntok = 0;
 	int rc;
 	bs__buf_printf(&b,
-	               "SELECT token, entity_id FROM bagstore_intents WHERE created<NOW(6)-INTERVAL 1 SECOND"
+	               "SELECT token, entity_id, batch FROM bagstore_intents WHERE created<NOW(6)-INTERVAL 1 SECOND"
 	               " AND IS_FREE_LOCK(token) ORDER BY created LIMIT %d",
 	               INTENT_BATCH);
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, shard, b.ptr, b.len)))
 		goto done;
-	size_t rowsn = (size_t)mysql_num_rows(res);
-	if (!rowsn)
+	if (!mysql_num_rows(res))
 		goto done;
-	if (!(ids = calloc(rowsn, sizeof *ids)) || !(bags = calloc(rowsn, sizeof *bags))) {
-		rc = bs__oom();
-		goto done;
-	}
 	MYSQL_ROW row;
-	while ((row = mysql_fetch_row(res))) {
+	while (!rc && (row = mysql_fetch_row(res))) {
 		unsigned long *lens = mysql_fetch_lengths(res);
 		if (!row[1] || lens[1] != 16)
 			continue;
-		/* (token, entity): a batch's token names several entities */
+		/* (token, entity) */
 		bs__buf_puts(&tokens, ntok++ ? ",(" : "(");
 		bs__buf_hex(&tokens, row[0], lens[0]);
 		bs__buf_puts(&tokens, ",");
 		bs__buf_hex(&tokens, row[1], 16);
 		bs__buf_puts(&tokens, ")");
-		memcpy(ids[n++].b, row[1], 16);
+		if (row[2])
+			rc = batch_ids(&ids, &n, &cap, row[2], lens[2]);
+		else if (!(rc = BS_ARRAY_GROW(ids, n, cap, 64)))
+			memcpy(ids[n++].b, row[1], 16);
+	}
+	if (rc || !ntok)
+		goto done;
+	if (n && !(bags = calloc(n, sizeof *bags))) {
+		rc = bs__oom();
+		goto done;
 	}
 	/* the current bodies (from their owners: the entity may have moved to
 	 * another shard since its write), in id order; a missing one should

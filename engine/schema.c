@@ -59,18 +59,22 @@ static const char *const schema[] = {
 
 	/* writes in flight (entity.c, bulk.c): one row per entity a put or
 	 * delete is writing, from its entity write until its index rows are
-	 * written and its removal's batch runs (a bulk batch shares one
-	 * token); ver, when known, is the version written. A row that stays is
-	 * the repair loop's to settle once its named lock (the token) is
-	 * free. */
+	 * written and its removal's batch runs; a bulk put's batch is one row
+	 * per shard, batch its entities' ids (16 bytes each), entity_id the
+	 * first of them. A row that stays is
+	 * the repair loop's to settle once its named lock (the token) is free.
+	 * ver: the version written, by bulk puts of the bagstore before the
+	 * batch rows (kept while such writers may run). */
 	"CREATE TABLE IF NOT EXISTS bagstore_intents ("
 	" token VARCHAR(64) NOT NULL,"
 	" entity_id BINARY(16) NOT NULL,"
 	" ver TIMESTAMP(6) NULL DEFAULT NULL,"
+	" batch MEDIUMBLOB NULL,"
 	" created TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),"
 	" PRIMARY KEY (token, entity_id),"
 	" KEY (created)"
 	") ENGINE=InnoDB",
+	"ALTER TABLE bagstore_intents ADD COLUMN IF NOT EXISTS batch MEDIUMBLOB NULL AFTER ver",
 
 	/* ------------------------------------------------ the cleaner's */
 

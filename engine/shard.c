@@ -914,7 +914,7 @@ int bs__shard_now_us(int64_t *out, bs_store_t *st, int shard)
 int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 {
 	static const char q[] = "SELECT k, v FROM bagstore_meta WHERE k IN ('fingerprint','shard_index','shard_count',"
-				"'store_id','shard_name')";
+				"'store_id','shard_name','schema_version')";
 	MYSQL_RES *res = NULL;
 	answer_t a = { .res = &res, .nres = 1 };
 	char label[192];
@@ -943,6 +943,8 @@ int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 			out->count = atoi(row[1]);
 		else if (!strcmp(row[0], "store_id"))
 			snprintf(out->store_id, sizeof out->store_id, "%s", row[1]);
+		else if (!strcmp(row[0], "schema_version"))
+			out->schema = atoi(row[1]);
 		else
 			snprintf(out->name, sizeof out->name, "%s", row[1]);
 	}
@@ -1043,6 +1045,11 @@ int bs__shard_check(bs_store_t *st, int i)
 		                "%s is not initialised: run `bagstore init`"
 		                " (or is this another shard list?)",
 		                bs__shard_label(label, sizeof label, sh));
+	if (meta.schema < BS__SCHEMA_VERSION)
+		return bs_error(BS_ECONFIG,
+		                "%s was initialised by an older bagstore (schema version %d; this one writes %d): "
+		                "run `bagstore init` to bring its tables up to date (no row moves)",
+		                bs__shard_label(label, sizeof label, sh), meta.schema, BS__SCHEMA_VERSION);
 	if (strcmp(meta.name, sh->conf->name) != 0)
 		return bs_error(BS_ECONFIG,
 		                "%s records that it is shard %s of its store, but the configuration calls it %s: "

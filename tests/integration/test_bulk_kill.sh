@@ -1,9 +1,9 @@
 #!/bin/sh
 # test_bulk_kill.sh - a bulk put SIGKILLed between its entities and their
 # index rows. Its entities went in through the fence's fast form, where
-# each shard's intents are written in the same statement as its entities
-# (from the rows just written, with their versions): every entity written
-# has its intent, at the version written, and nothing else does; once the
+# each shard's batch intent is written in the same statement as its
+# entities, naming them: every entity written is named by the intent on
+# its shard, and nothing else is; once the
 # process is gone (its named lock with it) `cleaner --once` makes the
 # index rows what the bodies say and removes the intents.
 . tests/lib.sh
@@ -40,9 +40,10 @@ sum() { (t_sql 0 "$1"; t_sql 1 "$1") | awk '{ n += $1 } END { print n + 0 }'; }
 t_eq "$(sum "SELECT COUNT(*) FROM entities")" 300 "300 entities"
 t_eq "$(sum "SELECT COUNT(*) FROM ix_g WHERE g>1000")" 0 "none of the new index rows is written"
 t_eq "$(sum "SELECT COUNT(*) FROM ix_g WHERE g<1000")" 300 "the old ones stand: real drift"
-t_eq "$(sum "SELECT COUNT(*) FROM bagstore_intents")" 300 "one intent per entity written"
-t_eq "$(sum "SELECT COUNT(*) FROM bagstore_intents i JOIN entities e ON e.id=i.entity_id AND e.updated=i.ver")" 300 \
-	"each at the version written, on the entity's shard"
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_intents")" 2 "one intent per shard and batch"
+t_eq "$(sum "SELECT SUM(LENGTH(batch)) DIV 16 FROM bagstore_intents")" 300 "naming one entity per entity written"
+t_eq "$(sum "SELECT COUNT(*) FROM entities e JOIN bagstore_intents i ON LOCATE(e.id, i.batch) % 16 = 1")" 300 \
+	"each entity named by the intent on its own shard"
 t_eq "$(sum "SELECT COUNT(DISTINCT token) FROM bagstore_intents")" 2 "one token per shard"
 sleep 1.2 # the repair loop takes intents older than a second
 t_eq "$(sum "SELECT COUNT(*) FROM bagstore_intents WHERE IS_USED_LOCK(token) IS NOT NULL")" 0 \
@@ -54,5 +55,42 @@ t_eq "$(sum "SELECT COUNT(*) FROM ix_g WHERE g>1000") $(sum "SELECT COUNT(*) FRO
 t_exit 0 "verify: no drift" -- "$B" -c "$C" verify --index ix_g
 t_exit 0 "an entity reads back as the killed put wrote it" -- "$B" -c "$C" get 0000012b0000400080000000000e012b
 t_contains "$T_OUT" '"v":2' "its new body"
+
+# A batch one of whose entities another writer overwrites between the
+# batch's entity write and its index rows: the batch's rows for it land
+# after the other writer's, so they are stale, and its intent's removal
+# (which finds that entity no longer at the version the batch wrote) must
+# leave the intent on that entity's shard for the repair loop; the other
+# shard's intent goes.
+python3 -c 'import json
+for i in range(300):
+    print(json.dumps({"id": {"$uuid": "%08x-0000-4000-8000-0000000e%04x" % (i, i)}, "g": i + 2002, "v": 3}))' >"$T/v3.jsonl"
+E=000000050000400080000000000e0005
+BAGSTORE_FAULT=pause_before_index_rows "$B" -c "$C" put --batch 300 "$T/v3.jsonl" >"$T/p.out" 2>"$T/p.err" &
+p=$!
+stopped=""
+for _ in $(seq 1 200); do
+	if [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = T ]; then stopped=1; break; fi
+	sleep 0.1
+done
+t_eq "$stopped" 1 "the second put stopped between its entities and their index rows"
+t_exit 0 "another writer puts one of its entities meanwhile" -- sh -c \
+	"echo '{\"id\": {\"\$uuid\": \"$E\"}, \"g\": 9999}' | \"$B\" -c \"$C\" put"
+# it stops once per entity before their index rows
+while [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" ]; do kill -CONT $p 2>/dev/null; sleep 0.01; done
+wait $p
+t_eq "$?" 0 "the batch finished"
+t_eq "$(sum "SELECT COUNT(*) FROM ix_g WHERE entity_id=X'$E' AND g=2007")" 1 \
+	"that entity has the batch's late row, from a body that is no longer its: real drift"
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_intents")" 1 \
+	"the batch's intent stays on that entity's shard, the other shard's is removed"
+t_eq "$(sum "SELECT COUNT(*) FROM entities e JOIN bagstore_intents i ON e.id=X'$E' AND LOCATE(e.id, i.batch) % 16 = 1")" 1 \
+	"and it names that entity"
+sleep 1.2
+t_exit 0 "cleaner --once" -- "$B" -c "$C" cleaner --once
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_intents")" 0 "the repair loop settled it"
+t_eq "$(sum "SELECT GROUP_CONCAT(g) FROM ix_g WHERE entity_id=X'$E'")" 9999 "that entity's one row is its body's"
+t_eq "$(sum "SELECT COUNT(*) FROM ix_g WHERE g>2000 AND g<3000")" 299 "the batch's other rows stand"
+t_exit 0 "verify: no drift" -- "$B" -c "$C" verify --index ix_g
 
 t_done test_bulk_kill
