@@ -3,14 +3,14 @@
  * batches, for loading JSON Lines and the like.
  *
  * The entities of one shard go in one transaction, one round trip: their
- * old bodies read FOR UPDATE, then one compound statement with the
- * multi-row INSERT ... ON DUPLICATE KEY UPDATE and their intent rows (one
- * token, one named lock per shard and batch) inserted from the rows just
- * written, versions and all; every shard at once (fanout.c). Then the
- * index rows they need, as one multi-row delete
- * and one multi-row upsert per index and target shard, every target shard
- * at once; then, sent without waiting, each shard's intents removed where
- * the entity is still the version written, and the lock released. The
+ * old bodies and versions read FOR UPDATE, then one compound statement
+ * with the multi-row INSERT ... ON DUPLICATE KEY UPDATE and the batch's
+ * intent (one token, one named lock per shard and batch; its ids, in
+ * bagstore_batch_intents); every shard at once (fanout.c). Then the index
+ * rows they need, as one multi-row delete and one multi-row upsert per
+ * index and target shard, every target shard at once; then, sent without
+ * waiting, each shard's intent removed if every entity is still the
+ * version written (which the writer knows), and the lock released. The
  * guarantees are entity.c's: once writers and the cleaner are quiet, every
  * index row is what the current body implies.
  *
@@ -211,16 +211,21 @@ static int entity_sql(bulk_t *u, int s)
 	bs__buf_puts(b, " ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND),"
 	                "body=VALUES(body);");
 	if (u->maintained) {
-		/* the batch's one intent, naming its entities: its removal
-		 * checks their versions (removal_sql) */
-		bs__buf_puts(b, "INSERT INTO bagstore_intents (token, entity_id, batch) VALUES (");
-		bs__buf_hex(b, sb->token, strlen(sb->token));
-		bs__buf_puts(b, ",");
-		bs__buf_hex(b, u->ids[sb->idx[0]].b, 16);
-		bs__buf_puts(b, ",X'");
-		for (size_t j = 0; j < sb->len; j++)
+		/* the batch's intent, naming its entities in parts the repair
+		 * loop can take one at a time: its removal checks their versions
+		 * (removal_sql) */
+		bs__buf_puts(b, "INSERT INTO bagstore_batch_intents (token, part, ids) VALUES ");
+		for (size_t j = 0; j < sb->len; j++) {
+			if (j % BS__BATCH_PART == 0) {
+				bs__buf_puts(b, j ? "'),(" : "(");
+				bs__buf_hex(b, sb->token, strlen(sb->token));
+				bs__buf_puts(b, ",");
+				bs__buf_uint(b, j / BS__BATCH_PART);
+				bs__buf_puts(b, ",X'");
+			}
 			bs__buf_hexu(b, u->ids[sb->idx[j]].b, 16);
-		bs__buf_puts(b, "') ON DUPLICATE KEY UPDATE batch=VALUES(batch);");
+		}
+		bs__buf_puts(b, "') ON DUPLICATE KEY UPDATE ids=VALUES(ids);");
 	}
 	bs__buf_puts(b, " END IF; END");
 	if (!sb->fast)
@@ -765,14 +770,15 @@ static int by_pos_id(const void *a, const void *b, void *arg)
  * every bucket of them (after a cut-over its copy says nothing of the new
  * owner's writes). Its reads take shared locks; a writer holding one
  * makes it give up after a second, the intent left to the repair loop. */
-static int removal_sql(bs_buf_t *b, const bulk_t *u, const shard_batch_t *sb)
+static void removal_sql(bs_buf_t *b, const bulk_t *u, const shard_batch_t *sb)
 {
 	int *buckets = malloc(sb->len * sizeof *buckets);
 	size_t *order = malloc(sb->len * sizeof *order);
 	if (!buckets || !order) {
 		free(buckets);
 		free(order);
-		return bs__oom();
+		b->oom = true; /* nothing is sent: the intent stays */
+		return;
 	}
 	for (size_t j = 0; j < sb->len; j++) {
 		buckets[j] = bs_route_id(&u->ids[sb->idx[j]], u->st->map.buckets);
@@ -786,7 +792,7 @@ static int removal_sql(bs_buf_t *b, const bulk_t *u, const shard_batch_t *sb)
 	 * equal to one whose tail changed) */
 	bs__buf_puts(b, "SET STATEMENT innodb_lock_wait_timeout=1,group_concat_max_len=");
 	bs__buf_uint(b, (unsigned long long)sb->len * BS__BATCH_BYTES + 1024);
-	bs__buf_puts(b, " FOR DELETE FROM bagstore_intents WHERE token=");
+	bs__buf_puts(b, " FOR DELETE FROM bagstore_batch_intents WHERE token=");
 	bs__buf_hex(b, sb->token, strlen(sb->token));
 	bs__buf_puts(b, " AND (SELECT " BS__BATCH_SQL " FROM entities WHERE id IN (");
 	id_lits(b, u, sb);
@@ -805,7 +811,6 @@ static int removal_sql(bs_buf_t *b, const bulk_t *u, const shard_batch_t *sb)
 	bs__buf_puts(b, ";");
 	free(buckets);
 	free(order);
-	return 0;
 }
 
 /* Step 3, sent without waiting: each shard's batch intent goes if its
@@ -824,18 +829,20 @@ static void settle(bulk_t *u, bool rows_ok)
 		bs_buf_t b = { 0 };
 		if (!sb->done || !sb->token[0])
 			continue;
-		if (rows_ok && removal_sql(&b, u, sb))
-			bs__buf_reset(&b); /* no memory: the intent stays */
+		if (rows_ok)
+			removal_sql(&b, u, sb);
 		bs__buf_puts(&b, "DO RELEASE_LOCK(");
 		bs__buf_hex(&b, sb->token, strlen(sb->token));
 		bs__buf_puts(&b, ")");
-		if (bs__buf_ok(&b) || bs__shard_send(st, s, b.ptr, b.len, sb->token)) {
-			/* the intent stays: the repair loop settles it */
-			if (code)
-				bs_error(code, "%s", msg);
-			else
-				bs_error_clear();
-		}
+		/* either way a failure leaves the intent to the repair loop */
+		if (bs__buf_ok(&b))
+			bs__lock_release(st, s, sb->token); /* no memory: no removal, the lock freed */
+		else
+			(void)bs__shard_send(st, s, b.ptr, b.len, sb->token);
+		if (code)
+			bs_error(code, "%s", msg);
+		else
+			bs_error_clear();
 		bs__buf_free(&b);
 	}
 }

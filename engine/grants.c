@@ -12,7 +12,8 @@
  *  - app: SELECT on the database (every table, index tables made later
  *    too), and per table what puts and deletes write: entities and each
  *    index table (INSERT ... ON DUPLICATE KEY UPDATE, DELETE),
- *    bagstore_intents (INSERT, UPDATE for its ON DUPLICATE KEY, DELETE),
+ *    bagstore_intents and bagstore_batch_intents (INSERT, UPDATE for
+ *    their ON DUPLICATE KEY, DELETE),
  *    bagstore_move_log (INSERT ... ON DUPLICATE KEY UPDATE while a bucket
  *    moves), bagstore_audit (INSERT: an audited put or delete adds its row;
  *    never UPDATE or DELETE). Nothing on ownership (bagstore_buckets,
@@ -70,6 +71,7 @@ static const struct {
 } app_tables[] = {
 	{ "entities", "INSERT, UPDATE, DELETE", "puts (INSERT ... ON DUPLICATE KEY UPDATE) and deletes" },
 	{ "bagstore_intents", "INSERT, UPDATE, DELETE", "each write's intent, made first and removed after" },
+	{ "bagstore_batch_intents", "INSERT, UPDATE, DELETE", "a bulk put's intent, one per shard and batch" },
 	{ "bagstore_move_log", "INSERT, UPDATE", "writes in a moving bucket, for its move's catch-up" },
 	{ "bagstore_audit", "INSERT", "an audited put or delete adds its row (no UPDATE, no DELETE)" },
 };

@@ -371,7 +371,7 @@ typedef struct {
 	int schema; /* schema_version: what its tables hold (0: none recorded) */
 } shard_meta_t;
 /* The schema_version init records: the tables as this bagstore writes
- * them (3: bagstore_intents.batch, the bulk put's one intent per batch). A
+ * them (3: bagstore_batch_intents, the bulk put's intent per batch). A
  * shard that records less is refused until `bagstore init` brings its
  * tables up to date. */
 #define BS__SCHEMA_VERSION 3
@@ -440,15 +440,17 @@ static inline bool bs__owns(uint8_t state)
 }
 /* The SQL list of the states in which a shard owns a bucket. */
 #define BS__OWNING_SQL "('owned','leaving')"
-/* A bulk put's intent (bulk.c) is one row per shard and batch, its `batch`
- * column the batch's ids (16 bytes each; the repair loop, repair.c, reads
- * them back). It goes only while every one of those entities is the
- * version the batch wrote: this expression read again, beside the same
- * text the writer makes from the versions it knows it wrote ("HEX ts" in id
- * order, joined by ','). */
+/* A bulk put's intent (bulk.c) is one token per shard and batch in
+ * bagstore_batch_intents, its ids in parts of at most BS__BATCH_PART (the
+ * repair loop, repair.c, settles a part at a time). It goes only while
+ * every one of those entities is the version the batch wrote: this
+ * expression read again, beside the same text the writer makes from the
+ * versions it knows it wrote ("HEX ts" in id order, joined by ','). */
+#define BS__BATCH_PART 500
 #define BS__BATCH_SQL "GROUP_CONCAT(HEX(id),' ',UNIX_TIMESTAMP(updated) ORDER BY id SEPARATOR ',')"
 /* Its text's bytes per entity, at most: 32 + 1 + 17 (until 2286) + 1, with
- * room; the removal's group_concat_max_len is set to fit. */
+ * room; the removal's group_concat_max_len is set to fit (a text cut
+ * short would never equal the writer's, and the intent could not go). */
 #define BS__BATCH_BYTES 64
 /* Seconds a write waits for a bucket's ownership row (LOCK IN SHARE MODE
  * WAIT): a move's cut-over holds it at most cleaner.max_fence (1 s by

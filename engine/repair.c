@@ -344,8 +344,9 @@ static int fix_counted(int64_t *repaired, drift_counts_t *per, bs_store_t *st, i
 	return rc;
 }
 
-/* The ids of a bulk put's batch intent (its batch: the ids, 16 bytes
- * each), added to *ids. */
+/* The ids of a part of a bulk put's batch intent (16 bytes each; a tail
+ * shorter than an id, which bulk.c never writes, is no id), added to
+ * *ids. */
 static int batch_ids(bs_id_t **ids, size_t *n, size_t *cap, const char *rec, size_t len)
 {
 	for (size_t at = 0; at + 16 <= len; at += 16) {
@@ -357,13 +358,15 @@ static int batch_ids(bs_id_t **ids, size_t *n, size_t *cap, const char *rec, siz
 	return 0;
 }
 
-/* Writes whose intent stayed (entity.c, bulk.c): the writer is done or gone
- * (its named lock is free) and another writer changed the entity meanwhile,
- * or it died before its last step. Their entities' rows (a batch intent's:
- * every entity it names) are made right from the current bodies whatever
- * their age, then the intents removed. */
+/* Writes whose intent stayed (entity.c's in bagstore_intents, a row per
+ * entity; bulk.c's in bagstore_batch_intents, a part of a batch's ids per
+ * row, when batches): the writer is done or gone (its named lock is free)
+ * and another writer changed an entity meanwhile, or it died before its
+ * last step. Their entities' rows are made right from the current bodies
+ * whatever their age, then the intents removed; INTENT_BATCH entities a
+ * pass, give or take a part. */
 static int settle_intents(int64_t *rows, int64_t *repaired, drift_counts_t *per, bs_store_t *st, int shard,
-                          const bs_index_t *idx, int nidx)
+                          const bs_index_t *idx, int nidx, bool batches)
 {
 	bs_buf_t b = { 0 }, tokens = { 0 };
 	MYSQL_RES *res = NULL;
@@ -373,28 +376,32 @@ static int settle_intents(int64_t *rows, int64_t *repaired, drift_counts_t *per,
 	size_t n = 0, cap = 0, ntok = 0;
 	int rc;
 	bs__buf_printf(&b,
-	               "SELECT token, entity_id, batch FROM bagstore_intents WHERE created<NOW(6)-INTERVAL 1 SECOND"
+	               "SELECT token, %s FROM %s WHERE created<NOW(6)-INTERVAL 1 SECOND"
 	               " AND IS_FREE_LOCK(token) ORDER BY created LIMIT %d",
+	               batches ? "part, ids" : "entity_id", batches ? "bagstore_batch_intents" : "bagstore_intents",
 	               INTENT_BATCH);
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, shard, b.ptr, b.len)))
 		goto done;
 	if (!mysql_num_rows(res))
 		goto done;
 	MYSQL_ROW row;
-	while (!rc && (row = mysql_fetch_row(res))) {
+	while (!rc && n < INTENT_BATCH && (row = mysql_fetch_row(res))) {
 		unsigned long *lens = mysql_fetch_lengths(res);
-		if (!row[1] || lens[1] != 16)
+		if (!row[1] || (batches ? !row[2] : lens[1] != 16))
 			continue;
-		/* (token, entity) */
+		/* (token, entity) or (token, part) */
 		bs__buf_puts(&tokens, ntok++ ? ",(" : "(");
 		bs__buf_hex(&tokens, row[0], lens[0]);
 		bs__buf_puts(&tokens, ",");
-		bs__buf_hex(&tokens, row[1], 16);
-		bs__buf_puts(&tokens, ")");
-		if (row[2])
+		if (batches) {
+			bs__buf_uint(&tokens, strtoull(row[1], NULL, 10));
 			rc = batch_ids(&ids, &n, &cap, row[2], lens[2]);
-		else if (!(rc = BS_ARRAY_GROW(ids, n, cap, 64)))
-			memcpy(ids[n++].b, row[1], 16);
+		} else {
+			bs__buf_hex(&tokens, row[1], 16);
+			if (!(rc = BS_ARRAY_GROW(ids, n, cap, 64)))
+				memcpy(ids[n++].b, row[1], 16);
+		}
+		bs__buf_puts(&tokens, ")");
 	}
 	if (rc || !ntok)
 		goto done;
@@ -423,7 +430,8 @@ static int settle_intents(int64_t *rows, int64_t *repaired, drift_counts_t *per,
 		goto done;
 	*rows += (int64_t)n;
 	bs__buf_reset(&b);
-	bs__buf_puts(&b, "DELETE FROM bagstore_intents WHERE (token, entity_id) IN (");
+	bs__buf_puts(&b, batches ? "DELETE FROM bagstore_batch_intents WHERE (token, part) IN ("
+	                         : "DELETE FROM bagstore_intents WHERE (token, entity_id) IN (");
 	bs__buf_putn(&b, tokens.ptr, tokens.len);
 	bs__buf_puts(&b, ")");
 	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__buf_ok(&tokens)))
@@ -669,7 +677,8 @@ int bs__repair_pass(bs__repair_stats_t *out, bs__repairer_t *d, bs_store_t *st, 
 	if ((rc = repair_shard(&rows, &repaired, per, st, shard, live, nlive, since, start)))
 		goto done;
 	/* writes that may have landed late, whatever their age */
-	if (nlive && (rc = settle_intents(&rows, &repaired, per, st, shard, live, nlive)))
+	if (nlive && ((rc = settle_intents(&rows, &repaired, per, st, shard, live, nlive, false)) ||
+	              (rc = settle_intents(&rows, &repaired, per, st, shard, live, nlive, true))))
 		goto done;
 	/* orphans: a bounded batch per index on this shard */
 	if ((rc = sweep_batch(&repaired, per, d, st, shard, live, nlive)))

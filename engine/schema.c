@@ -57,24 +57,34 @@ static const char *const schema[] = {
 	" detail TEXT"
 	") ENGINE=InnoDB",
 
-	/* writes in flight (entity.c, bulk.c): one row per entity a put or
-	 * delete is writing, from its entity write until its index rows are
-	 * written and its removal's batch runs; a bulk put's batch is one row
-	 * per shard, batch its entities' ids (16 bytes each), entity_id the
-	 * first of them. A row that stays is
-	 * the repair loop's to settle once its named lock (the token) is free.
-	 * ver: the version written, by bulk puts of the bagstore before the
-	 * batch rows (kept while such writers may run). */
+	/* writes in flight (entity.c): one row per entity a put or delete is
+	 * writing, from its entity write until its index rows are written and
+	 * its removal's batch runs. A row that stays is the repair loop's to
+	 * settle once its named lock (the token) is free. ver: the version
+	 * written, by bulk puts of bagstores before bagstore_batch_intents
+	 * (kept while such writers may run). */
 	"CREATE TABLE IF NOT EXISTS bagstore_intents ("
 	" token VARCHAR(64) NOT NULL,"
 	" entity_id BINARY(16) NOT NULL,"
 	" ver TIMESTAMP(6) NULL DEFAULT NULL,"
-	" batch MEDIUMBLOB NULL,"
 	" created TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),"
 	" PRIMARY KEY (token, entity_id),"
 	" KEY (created)"
 	") ENGINE=InnoDB",
-	"ALTER TABLE bagstore_intents ADD COLUMN IF NOT EXISTS batch MEDIUMBLOB NULL AFTER ver",
+	/* a bulk put's writes in flight (bulk.c): one token per shard and
+	 * batch, its entities' ids (16 bytes each) in parts of at most
+	 * BS__BATCH_PART; settled by the repair loop as bagstore_intents' rows
+	 * are, a part at a time. A table of its own: the repair loop of a
+	 * bagstore from before it reads bagstore_intents a row per entity, and
+	 * would settle a batch's first entity only. */
+	"CREATE TABLE IF NOT EXISTS bagstore_batch_intents ("
+	" token VARCHAR(64) NOT NULL,"
+	" part INT NOT NULL,"
+	" ids MEDIUMBLOB NOT NULL,"
+	" created TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),"
+	" PRIMARY KEY (token, part),"
+	" KEY (created)"
+	") ENGINE=InnoDB",
 
 	/* ------------------------------------------------ the cleaner's */
 

@@ -340,7 +340,8 @@ int main(int argc, char **argv)
 		/* every load starts from empty tables, the floor's and the
 		 * store's alike (a DELETE would leave the store's purge running
 		 * under its next load) */
-		static const char clear[] = "TRUNCATE TABLE entities; TRUNCATE TABLE bagstore_intents";
+		static const char clear[] = "TRUNCATE TABLE entities; TRUNCATE TABLE bagstore_intents;"
+		                            " TRUNCATE TABLE bagstore_batch_intents";
 		fl[r] = floor_load(&b, NULL);
 		fli[r] = floor_load(&b, &def.props[def.shard_on]);
 		for (int s = 0; s < cfg->nshards; s++)

@@ -40,16 +40,17 @@ sum() { (t_sql 0 "$1"; t_sql 1 "$1") | awk '{ n += $1 } END { print n + 0 }'; }
 t_eq "$(sum "SELECT COUNT(*) FROM entities")" 300 "300 entities"
 t_eq "$(sum "SELECT COUNT(*) FROM ix_g WHERE g>1000")" 0 "none of the new index rows is written"
 t_eq "$(sum "SELECT COUNT(*) FROM ix_g WHERE g<1000")" 300 "the old ones stand: real drift"
-t_eq "$(sum "SELECT COUNT(*) FROM bagstore_intents")" 2 "one intent per shard and batch"
-t_eq "$(sum "SELECT SUM(LENGTH(batch)) DIV 16 FROM bagstore_intents")" 300 "naming one entity per entity written"
-t_eq "$(sum "SELECT COUNT(*) FROM entities e JOIN bagstore_intents i ON LOCATE(e.id, i.batch) % 16 = 1")" 300 \
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_intents")" 0 "no intent a row per entity"
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_batch_intents")" 2 "one batch intent per shard (a part: under 500 ids)"
+t_eq "$(sum "SELECT SUM(LENGTH(ids)) DIV 16 FROM bagstore_batch_intents")" 300 "naming one entity per entity written"
+t_eq "$(sum "SELECT COUNT(*) FROM entities e JOIN bagstore_batch_intents i ON LOCATE(e.id, i.ids) % 16 = 1")" 300 \
 	"each entity named by the intent on its own shard"
-t_eq "$(sum "SELECT COUNT(DISTINCT token) FROM bagstore_intents")" 2 "one token per shard"
+t_eq "$(sum "SELECT COUNT(DISTINCT token) FROM bagstore_batch_intents")" 2 "one token per shard"
 sleep 1.2 # the repair loop takes intents older than a second
-t_eq "$(sum "SELECT COUNT(*) FROM bagstore_intents WHERE IS_USED_LOCK(token) IS NOT NULL")" 0 \
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_batch_intents WHERE IS_USED_LOCK(token) IS NOT NULL")" 0 \
 	"their locks went with the process"
 t_exit 0 "cleaner --once" -- "$B" -c "$C" cleaner --once
-t_eq "$(sum "SELECT COUNT(*) FROM bagstore_intents")" 0 "the repair loop settled every intent"
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_batch_intents")" 0 "the repair loop settled every intent"
 t_eq "$(sum "SELECT COUNT(*) FROM ix_g WHERE g>1000") $(sum "SELECT COUNT(*) FROM ix_g WHERE g<1000")" "300 0" \
 	"the index rows are what the bodies say"
 t_exit 0 "verify: no drift" -- "$B" -c "$C" verify --index ix_g
@@ -82,13 +83,13 @@ wait $p
 t_eq "$?" 0 "the batch finished"
 t_eq "$(sum "SELECT COUNT(*) FROM ix_g WHERE entity_id=X'$E' AND g=2007")" 1 \
 	"that entity has the batch's late row, from a body that is no longer its: real drift"
-t_eq "$(sum "SELECT COUNT(*) FROM bagstore_intents")" 1 \
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_batch_intents")" 1 \
 	"the batch's intent stays on that entity's shard, the other shard's is removed"
-t_eq "$(sum "SELECT COUNT(*) FROM entities e JOIN bagstore_intents i ON e.id=X'$E' AND LOCATE(e.id, i.batch) % 16 = 1")" 1 \
+t_eq "$(sum "SELECT COUNT(*) FROM entities e JOIN bagstore_batch_intents i ON e.id=X'$E' AND LOCATE(e.id, i.ids) % 16 = 1")" 1 \
 	"and it names that entity"
 sleep 1.2
 t_exit 0 "cleaner --once" -- "$B" -c "$C" cleaner --once
-t_eq "$(sum "SELECT COUNT(*) FROM bagstore_intents")" 0 "the repair loop settled it"
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_batch_intents")" 0 "the repair loop settled it"
 t_eq "$(sum "SELECT GROUP_CONCAT(g) FROM ix_g WHERE entity_id=X'$E'")" 9999 "that entity's one row is its body's"
 t_eq "$(sum "SELECT COUNT(*) FROM ix_g WHERE g>2000 AND g<3000")" 299 "the batch's other rows stand"
 t_exit 0 "verify: no drift" -- "$B" -c "$C" verify --index ix_g
@@ -113,12 +114,54 @@ t_sql 1 "UPDATE bagstore_buckets SET state='gone' WHERE bucket=5"
 while [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" ]; do kill -CONT $p 2>/dev/null; sleep 0.01; done
 wait $p
 t_eq "$?" 0 "the batch finished"
-t_eq "$(t_sql 1 "SELECT COUNT(*) FROM bagstore_intents") $(t_sql 0 "SELECT COUNT(*) FROM bagstore_intents")" "1 0" \
+t_eq "$(t_sql 1 "SELECT COUNT(*) FROM bagstore_batch_intents") $(t_sql 0 "SELECT COUNT(*) FROM bagstore_batch_intents")" "1 0" \
 	"the intent stays on the shard that lost a bucket of the batch; the other shard's goes"
 t_sql 1 "UPDATE bagstore_buckets SET state='owned' WHERE bucket=5"
 sleep 1.2
 t_exit 0 "cleaner --once" -- "$B" -c "$C" cleaner --once
-t_eq "$(sum "SELECT COUNT(*) FROM bagstore_intents")" 0 "the repair loop settled it"
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_batch_intents")" 0 "the repair loop settled it"
 t_exit 0 "verify: no drift" -- "$B" -c "$C" verify --index ix_g
+
+# A batch of 1,200 killed like the first: each shard's intent is in parts
+# of at most 500 ids, and a repair pass takes about 500 ids a shard (a
+# part at a time), so that a batch of any size is settled in bounded
+# steps rather than in one check too big for the shard.
+python3 -c 'import json
+for i in range(1200):
+    print(json.dumps({"id": {"$uuid": "%08x-0000-4000-8000-0000000f%04x" % (i, i)}, "g": i}))' >"$T/big.jsonl"
+BAGSTORE_FAULT=pause_before_index_rows "$B" -c "$C" put --batch 1200 "$T/big.jsonl" >"$T/p.out" 2>"$T/p.err" &
+p=$!
+stopped=""
+for _ in $(seq 1 200); do
+	if [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = T ]; then stopped=1; break; fi
+	sleep 0.1
+done
+t_eq "$stopped" 1 "the big put stopped between its entities and their index rows"
+kill -9 $p
+wait $p 2>/dev/null
+t_eq "$(sum "SELECT SUM(LENGTH(ids)) DIV 16 FROM bagstore_batch_intents")" 1200 "its intents name the 1,200"
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_batch_intents WHERE LENGTH(ids)>500*16")" 0 "in parts of 500 at most"
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_batch_intents")" 4 "two parts a shard"
+sleep 1.2
+t_exit 0 "cleaner --once" -- "$B" -c "$C" cleaner --once
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_batch_intents")" 2 "a pass settled one part a shard"
+t_exit 0 "cleaner --once again" -- "$B" -c "$C" cleaner --once
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_batch_intents")" 0 "and the next the rest"
+t_eq "$(sum "SELECT COUNT(*) FROM ix_g WHERE HEX(entity_id) LIKE '%0000000F____'")" 1200 \
+	"every entity of the big batch has its index row"
+t_exit 0 "verify: no drift" -- "$B" -c "$C" verify --index ix_g
+
+# A shard whose tables are an older bagstore's (schema version 2, no
+# bagstore_batch_intents) is refused until init brings them up to date.
+t_sql 1 "DROP TABLE bagstore_batch_intents"
+t_sql 1 "UPDATE bagstore_meta SET v='2' WHERE k='schema_version'"
+t_exit 2 "a bulk put on a store with an older shard is refused" -- "$B" -c "$C" put --batch 300 "$T/v1.jsonl"
+t_contains "$T_ERR" "shard s1" "naming the shard"
+t_contains "$T_ERR" "schema version 2; this one writes 3" "and the versions"
+t_contains "$T_ERR" "bagstore init" "saying what to run"
+t_exit 0 "init" -- "$B" -c "$C" init
+t_eq "$(t_sql 1 "SELECT v FROM bagstore_meta WHERE k='schema_version'")" 3 "init records schema version 3"
+t_exit 0 "the bulk put goes through" -- "$B" -c "$C" put --batch 300 "$T/v1.jsonl"
+t_eq "$(sum "SELECT COUNT(*) FROM bagstore_batch_intents")" 0 "its intents removed"
 
 t_done test_bulk_kill

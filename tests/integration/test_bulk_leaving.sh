@@ -60,7 +60,7 @@ t_eq "$(t_sql 0 "SELECT COUNT(*) FROM ix_g WHERE entity_id=X'1eaf000200004000800
 	"one index: s0's entity's index row is written"
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM ix_g WHERE entity_id=X'1eaf0002000040008000000000000003'")" 0 \
 	"one index: s1's entity has none"
-t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_intents")" 0 "one index: s0's intent is settled"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_batch_intents")" 0 "one index: s0's intent is settled"
 t_exit 0 "verify: clean" -- "$B" -c "$C" verify
 
 # ------------------------------------------------------------ index rows

@@ -74,7 +74,8 @@ done
 t_eq "$ok" 1 "query ix_val val=300 finds E, and its only index row says 300"
 kill -TERM $cleaner; wait $cleaner
 t_exit 0 "verify ix_val: no drift" -- "$B" -c "$C" verify --index ix_val
-t_eq "$( (t_sql 0 "SELECT COUNT(*) FROM bagstore_intents"; t_sql 1 "SELECT COUNT(*) FROM bagstore_intents") | tr '\n' ' ')" "0 0 " \
+pending="SELECT (SELECT COUNT(*) FROM bagstore_intents)+(SELECT COUNT(*) FROM bagstore_batch_intents)"
+t_eq "$( (t_sql 0 "$pending"; t_sql 1 "$pending") | tr '\n' ' ')" "0 0 " \
 	"no intent left"
 
 # ------------------------------------------------------------ 3. a backfill racing deletes

@@ -346,8 +346,9 @@ static void mixed_shards(const char *what, const char *prefix, int g)
 	/* the intents' removal is the write's last statement, sent without
 	 * waiting: it has run once the store is freed (its answer read) */
 	bs_store_free(st);
-	CHECK(sql_int(s, "SELECT COUNT(*) FROM bagstore_intents") == 0, "%s: no intent left on the leaving shard",
-	      what);
+	CHECK(sql_int(s, "SELECT (SELECT COUNT(*) FROM bagstore_intents)+(SELECT COUNT(*) FROM bagstore_batch_intents)") ==
+	              0,
+	      "%s: no intent left on the leaving shard", what);
 	char q[80];
 	snprintf(q, sizeof q, "SET GLOBAL max_allowed_packet=%lld", old_max);
 	sql(o, q);
