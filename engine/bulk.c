@@ -160,10 +160,9 @@ static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
  * shard owns every bucket of its entities (the first result set says). The
  * fast form (sb->fast) applies only when every bucket is simply owned and
  * logs nothing; the full form also writes to leaving buckets, logging
- * their entities for the move. With indexes, the intents go in the same
- * compound statement as the entities, from the rows just written (their
- * versions with them): one statement for both, no intent without its
- * entity write, and none left when the fence refused. */
+ * their entities for the move. With indexes, the batch's intent goes in
+ * the same compound statement as the entities: one statement for both, no
+ * intent without its entity write, and none left when the fence refused. */
 static int entity_sql(bulk_t *u, int s)
 {
 	shard_batch_t *sb = &u->sb[s];

@@ -375,11 +375,18 @@ static int settle_intents(int64_t *rows, int64_t *repaired, drift_counts_t *per,
 	bs_value_t *bags = NULL;
 	size_t n = 0, cap = 0, ntok = 0;
 	int rc;
-	bs__buf_printf(&b,
-	               "SELECT token, %s FROM %s WHERE created<NOW(6)-INTERVAL 1 SECOND"
-	               " AND IS_FREE_LOCK(token) ORDER BY created LIMIT %d",
-	               batches ? "part, ids" : "entity_id", batches ? "bagstore_batch_intents" : "bagstore_intents",
-	               INTENT_BATCH);
+	if (batches) /* the oldest parts up to INTENT_BATCH ids (one at least), and no more fetched */
+		bs__buf_printf(&b,
+		               "SELECT token, part, ids FROM (SELECT token, part, ids, created, SUM(LENGTH(ids)) OVER"
+		               " (ORDER BY created, token, part) upto FROM bagstore_batch_intents WHERE"
+		               " created<NOW(6)-INTERVAL 1 SECOND AND IS_FREE_LOCK(token)) p WHERE upto-LENGTH(ids)<%d"
+		               " ORDER BY created, token, part",
+		               INTENT_BATCH * 16);
+	else
+		bs__buf_printf(&b,
+		               "SELECT token, entity_id FROM bagstore_intents WHERE created<NOW(6)-INTERVAL 1 SECOND"
+		               " AND IS_FREE_LOCK(token) ORDER BY created LIMIT %d",
+		               INTENT_BATCH);
 	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_query(&res, st, shard, b.ptr, b.len)))
 		goto done;
 	if (!mysql_num_rows(res))

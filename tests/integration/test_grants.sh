@@ -140,6 +140,7 @@ denied readonly "INSERT INTO bagstore_audit (os_user, host, action, target, deta
 	"DELETE FROM bagstore_audit" "UPDATE entities SET body=body" "DELETE FROM entities" \
 	"INSERT INTO idx_n (n, entity_id) VALUES (1, X'00000000000000000000000000000001')" \
 	"INSERT INTO bagstore_intents (token, entity_id) VALUES ('t', X'00000000000000000000000000000001')" \
+	"INSERT INTO bagstore_batch_intents (token, part, ids) VALUES ('t', 0, X'00000000000000000000000000000001')" \
 	"UPDATE bagstore_buckets SET state='gone' WHERE bucket=0" "DROP TABLE idx_n" "CREATE TABLE t_ro (a INT)"
 for r in cleaner console; do
 	denied "$r" "CREATE DATABASE bs_t_other" "SELECT User FROM mysql.user" "GRANT SELECT ON bagstore.* TO bs_t_readonly@'127.0.0.1'"
@@ -155,6 +156,10 @@ t_eq "$(printf '%s\n' "$T_OUT" | grep -c '"n":3')" 10 "app: ten entities with n=
 as 0 app "delete one" delete 9a700000-0000-4000-8000-000000000040
 awk 'BEGIN { for (i = 41; i <= 44; i++) printf "{\"id\":{\"$uuid\":\"9a700000-0000-4000-8000-%012d\"},\"n\":%d,\"m\":%d}\n", i, i % 4, i }' >"$T/bulk.jsonl"
 as 0 app "bulk put (put --batch)" put --batch 4 "$T/bulk.jsonl"
+# the intent's removal is sent without waiting for its answer: a DELETE
+# the app may not run would leave the intent behind, silently
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_batch_intents") $(t_sql 1 "SELECT COUNT(*) FROM bagstore_batch_intents")" \
+	"0 0" "app: its puts' batch intents are removed (DELETE on bagstore_batch_intents)"
 as 0 app "delete them again" delete 9a700000-0000-4000-8000-000000000041
 for k in 42 43 44; do "$B" -c "$T/app.yaml" delete "9a700000-0000-4000-8000-0000000000$k" >/dev/null; done
 as 0 app "the puts left audit rows (INSERT on bagstore_audit)" audit

@@ -894,6 +894,8 @@ static void test_grants(void)
 	      "app: DML on entities");
 	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`bagstore_intents` TO `app`@`%`;"),
 	      "app: intents");
+	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`bagstore_batch_intents` TO `app`@`%`;"),
+	      "app: a bulk put's intents");
 	CHECK(sql && has(sql, "GRANT INSERT, UPDATE ON `other_db`.`bagstore_move_log` TO `app`@`%`;"), "app: move log");
 	CHECK(sql && has(sql, "GRANT INSERT ON `other_db`.`bagstore_audit` TO `app`@`%`;"),
 	      "app: audit rows added only");
