@@ -127,6 +127,13 @@ void bs__buf_unix_us(bs_buf_t *b, int64_t us)
 	bs__buf_putn(b, d, 6);
 }
 
+void bs__buf_from_unixtime(bs_buf_t *b, int64_t us)
+{
+	bs__buf_puts(b, "FROM_UNIXTIME(");
+	bs__buf_unix_us(b, us);
+	bs__buf_puts(b, ")");
+}
+
 void bs__buf_uint(bs_buf_t *b, unsigned long long v)
 {
 	char d[24];

@@ -40,7 +40,7 @@ typedef struct {
 	size_t len, cap;
 	bs_buf_t sql;   /* this round's statements */
 	char token[48]; /* "" when no index is maintained */
-	int64_t t_us;   /* the transaction's NOW(6) (@bs_t): entity j's version is t_us + j or just above its old one */
+	int64_t t_us;   /* the transaction's NOW(6) (@bs_t), from the fence's answer */
 	bool done;      /* committed */
 	bool refused;   /* the shard did not own every bucket: nothing written */
 	bool fast;      /* this try is the fence's fast form (every bucket owned) */
@@ -57,7 +57,7 @@ typedef struct {
 	bool *written;
 	bs_value_t *old; /* per bag: the body it replaced (NIL: none or undecodable) */
 	bool *found;     /* per bag: there was a row */
-	int64_t *old_us; /* per bag: that row's version */
+	int64_t *ver;    /* per bag: the version the round wrote (first the one it replaced) */
 	bool maintained;
 	shard_batch_t *sb; /* per shard */
 	bs__shard_stmt_t *q;
@@ -200,7 +200,7 @@ static int entity_sql(bulk_t *u, int s)
 		bs__buf_hex(b, u->ids[k].b, 16);
 		/* one NOW(6), the fence's: a microsecond apart keeps the input's
 		 * order newest last on the shard, and the writer knows every
-		 * version it wrote (bulk_version) */
+		 * version it wrote (take_old) */
 		bs__buf_puts(b, ",FROM_UNIXTIME(@bs_t+0.000001*");
 		bs__buf_uint(b, j);
 		bs__buf_puts(b, "),");
@@ -237,7 +237,7 @@ static int entity_sql(bulk_t *u, int s)
 	return 0;
 }
 
-/* The old bodies a shard's transaction read. */
+/* The old bodies a shard's transaction read, and the versions it wrote. */
 static void take_old(bulk_t *u, int s)
 {
 	shard_batch_t *sb = &u->sb[s];
@@ -255,12 +255,19 @@ static void take_old(bulk_t *u, int s)
 				if (memcmp(u->ids[k].b, row[0], 16))
 					continue;
 				u->found[k] = true;
-				u->old_us[k] = bs__parse_unix_us(row[2]);
+				u->ver[k] = bs__parse_unix_us(row[2]);
 				if (!row[1] || bs__body_decode_row(&u->old[k], row[1], lens[1], row[0], where))
 					bs_value_nil(&u->old[k]); /* its rows could be anywhere */
 				bs_error_clear();
 			}
 		}
+	}
+	/* what the upsert wrote: the fence's NOW(6) plus j microseconds, or
+	 * one above the version it replaced (its GREATEST) */
+	for (size_t j = 0; j < sb->len; j++) {
+		size_t k = sb->idx[j];
+		int64_t v = sb->t_us + (int64_t)j;
+		u->ver[k] = u->found[k] && u->ver[k] + 1 > v ? u->ver[k] + 1 : v;
 	}
 }
 
@@ -740,26 +747,12 @@ done:
 	return rc;
 }
 
-/* The version the round's transaction on shard sb wrote for its j-th
- * entity: the fence's NOW(6) plus j microseconds, or just above the
- * version it replaced (the upsert's GREATEST). */
-static int64_t bulk_version(const bulk_t *u, const shard_batch_t *sb, size_t j)
+/* Order of bag indexes by id, then position (for finding repeats). */
+static int by_id_then_pos(const void *a, const void *b, void *ids)
 {
-	size_t k = sb->idx[j];
-	int64_t v = sb->t_us + (int64_t)j;
-	return u->found[k] && u->old_us[k] + 1 > v ? u->old_us[k] + 1 : v;
-}
-
-/* Positions j of a shard's batch by the id at idx[j]. */
-struct pos_ids {
-	const size_t *idx;
-	const bs_id_t *ids;
-};
-
-static int by_pos_id(const void *a, const void *b, void *arg)
-{
-	const struct pos_ids *p = arg;
-	return memcmp(p->ids[p->idx[*(const size_t *)a]].b, p->ids[p->idx[*(const size_t *)b]].b, 16);
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	int c = memcmp(((const bs_id_t *)ids)[x].b, ((const bs_id_t *)ids)[y].b, 16);
+	return c ? c : (x > y) - (x < y);
 }
 
 /* "DELETE ...;" of shard sb's batch intent, taking effect only if every
@@ -781,14 +774,13 @@ static void removal_sql(bs_buf_t *b, const bulk_t *u, const shard_batch_t *sb)
 	}
 	for (size_t j = 0; j < sb->len; j++) {
 		buckets[j] = bs_route_id(&u->ids[sb->idx[j]], u->st->map.buckets);
-		order[j] = j;
+		order[j] = sb->idx[j];
 	}
 	size_t m = uniq_buckets(buckets, sb->len);
-	/* the positions j in id order (ids are once in a round) */
-	struct pos_ids by = { sb->idx, u->ids };
-	qsort_r(order, sb->len, sizeof *order, by_pos_id, &by);
-	/* room for the text of every entity (a text cut short would compare
-	 * equal to one whose tail changed) */
+	/* the bags in id order, as GROUP_CONCAT's ORDER BY id (once in a round) */
+	qsort_r(order, sb->len, sizeof *order, by_id_then_pos, (void *)u->ids);
+	/* room for the text of every entity: one cut short would never equal
+	 * the writer's, and the intent could not go */
 	bs__buf_puts(b, "SET STATEMENT innodb_lock_wait_timeout=1,group_concat_max_len=");
 	bs__buf_uint(b, (unsigned long long)sb->len * BS__BATCH_BYTES + 1024);
 	bs__buf_puts(b, " FOR DELETE FROM bagstore_batch_intents WHERE token=");
@@ -797,11 +789,10 @@ static void removal_sql(bs_buf_t *b, const bulk_t *u, const shard_batch_t *sb)
 	id_lits(b, u, sb);
 	bs__buf_puts(b, "))='");
 	for (size_t r = 0; r < sb->len; r++) {
-		size_t j = order[r];
 		bs__buf_puts(b, r ? "," : "");
-		bs__buf_hexu(b, u->ids[sb->idx[j]].b, 16);
+		bs__buf_hexu(b, u->ids[order[r]].b, 16);
 		bs__buf_puts(b, " ");
-		bs__buf_unix_us(b, bulk_version(u, sb, j));
+		bs__buf_unix_us(b, u->ver[order[r]]);
 	}
 	bs__buf_puts(b, "' AND (SELECT COUNT(*) FROM bagstore_buckets WHERE state IN " BS__OWNING_SQL " AND bucket IN ");
 	bucket_list(b, buckets, m);
@@ -847,14 +838,6 @@ static void settle(bulk_t *u, bool rows_ok)
 }
 
 /* ------------------------------------------------------------ the call */
-
-/* Order of bag indexes by id, then position (for finding repeats). */
-static int by_id_then_pos(const void *a, const void *b, void *ids)
-{
-	size_t x = *(const size_t *)a, y = *(const size_t *)b;
-	int c = memcmp(((const bs_id_t *)ids)[x].b, ((const bs_id_t *)ids)[y].b, 16);
-	return c ? c : (x > y) - (x < y);
-}
 
 /* For each bag, which occurrence of its id it is (0 first, 1 second...),
  * by sorting positions by id: a round takes one occurrence of each id. */
@@ -1035,7 +1018,7 @@ static void bulk_free(bulk_t *u, size_t n)
 	free(u->bodies);
 	free(u->old);
 	free(u->found);
-	free(u->old_us);
+	free(u->ver);
 	free(u->sb);
 	free(u->q);
 	free(u->rows_refused);
@@ -1059,13 +1042,13 @@ int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, 
 	u.bodies = calloc(n, sizeof *u.bodies);
 	u.old = calloc(n, sizeof *u.old);
 	u.found = calloc(n, sizeof *u.found);
-	u.old_us = calloc(n, sizeof *u.old_us);
+	u.ver = calloc(n, sizeof *u.ver);
 	u.sb = calloc((size_t)st->n, sizeof *u.sb);
 	u.q = calloc((size_t)st->n, sizeof *u.q);
 	u.rows_refused = calloc((size_t)st->n, sizeof *u.rows_refused);
 	round = calloc(n, sizeof *round);
 	occ = calloc(n, sizeof *occ);
-	if (!w || !u.bodies || !u.old || !u.found || !u.old_us || !u.sb || !u.q || !u.rows_refused || !round || !occ) {
+	if (!w || !u.bodies || !u.old || !u.found || !u.ver || !u.sb || !u.q || !u.rows_refused || !round || !occ) {
 		rc = bs__oom();
 		goto done;
 	}

@@ -388,10 +388,9 @@ int bs__catalog_put_row(bs_store_t *st, int i, const bs_index_t *def)
 	bs__buf_hex(&b, shard_on, strlen(shard_on));
 	bs__buf_puts(&b, ",");
 	bs__buf_hex(&b, state, strlen(state));
-	bs__buf_printf(&b,
-	               ",FROM_UNIXTIME(%lld.%06lld),NOW(6)) ON DUPLICATE KEY UPDATE state=VALUES(state),"
-	               " changed=NOW(6)",
-	               (long long)(def->created_us / 1000000), (long long)(def->created_us % 1000000));
+	bs__buf_puts(&b, ",");
+	bs__buf_from_unixtime(&b, def->created_us);
+	bs__buf_puts(&b, ",NOW(6)) ON DUPLICATE KEY UPDATE state=VALUES(state), changed=NOW(6)");
 	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_check(st, i)) && !(rc = bs__shard_exec(st, i, b.ptr, b.len)))
 		bs__catalog_invalidate(st);
 done:
@@ -428,11 +427,6 @@ int bs__catalog_analyze(bs_store_t *st, const char *name)
 
 /* ------------------------------------------------------------ new shards */
 
-static void ts_sql(bs_buf_t *b, int64_t us)
-{
-	bs__buf_printf(b, "FROM_UNIXTIME(%lld.%06lld)", (long long)(us / 1000000), (long long)(us % 1000000));
-}
-
 /* On shard i: the catalog's rows and tables it lacks (a shard added to the
  * store since the indexes were created). */
 static int extend_on(bs_store_t *st, int i, void *p)
@@ -462,9 +456,9 @@ static int extend_on(bs_store_t *st, int i, void *p)
 		bs__buf_puts(&b, ",");
 		bs__buf_hex(&b, state, strlen(state));
 		bs__buf_puts(&b, ",");
-		ts_sql(&b, ix->created_us);
+		bs__buf_from_unixtime(&b, ix->created_us);
 		bs__buf_puts(&b, ",");
-		ts_sql(&b, ix->changed_us);
+		bs__buf_from_unixtime(&b, ix->changed_us);
 		bs__buf_puts(&b, ")");
 		free(ddl);
 		if (!(rc = bs__buf_ok(&b)))

@@ -79,11 +79,6 @@ int bs_export_open(bs_export_t **out, bs_store_t *st, const bs_export_opts_t *op
 	return 0;
 }
 
-static void ts_lit(bs_buf_t *b, int64_t us)
-{
-	bs__buf_printf(b, "FROM_UNIXTIME(%lld.%06lld)", (long long)(us / 1000000), (long long)(us % 1000000));
-}
-
 /* The SELECT of shard i's next page. */
 static void page_sql(bs_buf_t *b, const bs_export_t *ex, const cursor_t *c)
 {
@@ -93,15 +88,15 @@ static void page_sql(bs_buf_t *b, const bs_export_t *ex, const cursor_t *c)
 	if (ex->o.since_us) {
 		bs__buf_puts(b, and);
 		bs__buf_puts(b, "updated>=");
-		ts_lit(b, ex->o.since_us);
+		bs__buf_from_unixtime(b, ex->o.since_us);
 		and = " AND ";
 	}
 	if (c->started && newest) {
 		bs__buf_puts(b, and);
 		bs__buf_puts(b, "updated<=");
-		ts_lit(b, c->cur_us);
+		bs__buf_from_unixtime(b, c->cur_us);
 		bs__buf_puts(b, " AND (updated<");
-		ts_lit(b, c->cur_us);
+		bs__buf_from_unixtime(b, c->cur_us);
 		bs__buf_printf(b, " OR added_id<%lld)", (long long)c->cur_added);
 	} else if (c->started) {
 		bs__buf_puts(b, and);

@@ -57,6 +57,8 @@ void bs__buf_hexu(bs_buf_t *b, const void *p, size_t n);
 /* microseconds since the epoch as UNIX_TIMESTAMP() of a TIMESTAMP(6)
  * gives them: seconds, '.', six digits */
 void bs__buf_unix_us(bs_buf_t *b, int64_t us);
+/* FROM_UNIXTIME(<us as seconds>): a time as a TIMESTAMP(6) literal */
+void bs__buf_from_unixtime(bs_buf_t *b, int64_t us);
 /* `name` quoted as an identifier (names are validated elsewhere) */
 void bs__buf_ident(bs_buf_t *b, const char *name);
 /* A bag value as an SQL literal for prop's column; the value must fit. */

@@ -26,7 +26,7 @@ static void ts_lit(bs_buf_t *b, int64_t us)
 {
 	if (us < 0)
 		us = 0;
-	bs__buf_printf(b, "FROM_UNIXTIME(%lld.%06lld)", (long long)(us / 1000000), (long long)(us % 1000000));
+	bs__buf_from_unixtime(b, us);
 }
 
 

@@ -621,8 +621,7 @@ void bs__settle_sql(bs_buf_t *out, bs_store_t *st, int i)
 		bs__buf_hex(out, e->id.b, 16);
 		bs__buf_printf(out, k ? ",%d," : " e,%d b,", e->bucket);
 		if (e->ver_us)
-			bs__buf_printf(out, "FROM_UNIXTIME(%lld.%06lld)", (long long)(e->ver_us / 1000000),
-			               (long long)(e->ver_us % 1000000));
+			bs__buf_from_unixtime(out, e->ver_us);
 		else
 			bs__buf_puts(out, "NULL");
 		bs__buf_puts(out, k ? "," : " v,");

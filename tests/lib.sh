@@ -33,6 +33,10 @@
 #                              before an EXIT trap could stop the servers)
 # t_wait SECONDS CMD...        run CMD every 0.1 s until it succeeds (0) or
 #                              SECONDS have passed (1)
+# t_stopped PID [SECONDS]      print 1 once process PID is stopped (a pause_*
+#                              fault point's SIGSTOP), waiting up to SECONDS
+#                              (20); nothing when it never is: use as
+#                              t_eq "$(t_stopped $p)" 1 "it stopped at ..."
 # t_extra_shard NAME PORT [N]  N (default 1) MariaDB servers of the test's own
 #                              from PORT on, under t_servers NAME, started
 #                              (tried again for a minute: a port may be a
@@ -207,6 +211,16 @@ t_other_stop() {
 		wait "$_p" 2>/dev/null
 	done
 	T_OTHER_PIDS=""
+}
+
+t_stopped() {
+	_t_n=$((${2:-20} * 10))
+	while [ "$_t_n" -gt 0 ]; do
+		[ "$(awk '{print $3}' /proc/"$1"/stat 2>/dev/null)" = T ] && { echo 1; return 0; }
+		_t_n=$((_t_n - 1))
+		sleep 0.1
+	done
+	return 1
 }
 
 t_wait() {

@@ -35,12 +35,7 @@ printf '{"id":{"$uuid":"%s"},"g":%d,"v":2}\n' "$E" "$((g + 1000))" >"$T/e2.json"
 
 BAGSTORE_FAULT=pause_before_index_rows "$B" -c "$C" put "$T/e2.json" >"$T/p.out" 2>"$T/p.err" &
 p=$!
-stopped=""
-for _ in $(seq 1 100); do
-	if [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = T ]; then stopped=1; break; fi
-	sleep 0.1
-done
-t_eq "$stopped" 1 "the put stopped between its entity and its index rows"
+t_eq "$(t_stopped $p 10)" 1 "the put stopped between its entity and its index rows"
 sh "$SHARDS_SH" stop-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 kill -CONT $p
 wait $p
@@ -99,12 +94,7 @@ done
 if [ -n "$F" ]; then t_ok "another entity with its body and index row on s1"; else t_fail "another entity on s1"; fi
 BAGSTORE_FAULT=pause_before_index_rows "$B" -c "$C" delete "$F" >"$T/d.out" 2>"$T/d.err" &
 p=$!
-stopped=""
-for _ in $(seq 1 100); do
-	if [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = T ]; then stopped=1; break; fi
-	sleep 0.1
-done
-t_eq "$stopped" 1 "the delete stopped between its entity and its index rows"
+t_eq "$(t_stopped $p 10)" 1 "the delete stopped between its entity and its index rows"
 sh "$SHARDS_SH" stop-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 kill -CONT $p
 wait $p

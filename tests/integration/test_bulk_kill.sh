@@ -15,25 +15,38 @@ T=$(t_tmp)
 t_exit 0 "init" -- "$B" -c "$C" init
 t_exit 0 "an index on g" -- "$B" -c "$C" index create ix_g --on g:int --shard-on g
 
+# bags N F G [V]: N bags, the i-th with id %08x-0000-4000-8000-0000000F%04x
+# (i, i), g = i + G, and v = V when given
+bags() {
+	python3 -c 'import json, sys
+n, f, g = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+for i in range(n):
+    b = {"id": {"$uuid": "%08x-0000-4000-8000-0000000%s%04x" % (i, f, i)}, "g": i + g}
+    if len(sys.argv) > 4:
+        b["v"] = int(sys.argv[4])
+    print(json.dumps(b))' "$@"
+}
+# paused_put N FILE: put FILE in batches of N, stopped (SIGSTOP, once per
+# entity) between its entities and their index rows; its pid in $p
+paused_put() {
+	BAGSTORE_FAULT=pause_before_index_rows "$B" -c "$C" put --batch "$1" "$2" >"$T/p.out" 2>"$T/p.err" &
+	p=$!
+}
+# resume: let $p go on, past every entity's stop, until it exits
+resume() {
+	while [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" ]; do kill -CONT $p 2>/dev/null; sleep 0.01; done
+	wait $p
+}
+
 # 300 entities on both shards, g = i, then again with g = i + 1001: every
 # index row changes value and shard (the parity of g flips)
-python3 -c 'import json
-for i in range(300):
-    print(json.dumps({"id": {"$uuid": "%08x-0000-4000-8000-0000000e%04x" % (i, i)}, "g": i}))' >"$T/v1.jsonl"
-python3 -c 'import json
-for i in range(300):
-    print(json.dumps({"id": {"$uuid": "%08x-0000-4000-8000-0000000e%04x" % (i, i)}, "g": i + 1001, "v": 2}))' >"$T/v2.jsonl"
+bags 300 e 0 >"$T/v1.jsonl"
+bags 300 e 1001 2 >"$T/v2.jsonl"
 t_exit 0 "put 300" -- "$B" -c "$C" put --batch 300 "$T/v1.jsonl"
 t_exit 0 "their index is right" -- "$B" -c "$C" verify --index ix_g
 
-BAGSTORE_FAULT=pause_before_index_rows "$B" -c "$C" put --batch 300 "$T/v2.jsonl" >"$T/p.out" 2>"$T/p.err" &
-p=$!
-stopped=""
-for _ in $(seq 1 200); do
-	if [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = T ]; then stopped=1; break; fi
-	sleep 0.1
-done
-t_eq "$stopped" 1 "the put stopped between its entities and their index rows"
+paused_put 300 "$T/v2.jsonl"
+t_eq "$(t_stopped $p)" 1 "the put stopped between its entities and their index rows"
 kill -9 $p
 wait $p 2>/dev/null
 sum() { (t_sql 0 "$1"; t_sql 1 "$1") | awk '{ n += $1 } END { print n + 0 }'; }
@@ -63,23 +76,13 @@ t_contains "$T_OUT" '"v":2' "its new body"
 # (which finds that entity no longer at the version the batch wrote) must
 # leave the intent on that entity's shard for the repair loop; the other
 # shard's intent goes.
-python3 -c 'import json
-for i in range(300):
-    print(json.dumps({"id": {"$uuid": "%08x-0000-4000-8000-0000000e%04x" % (i, i)}, "g": i + 2002, "v": 3}))' >"$T/v3.jsonl"
+bags 300 e 2002 3 >"$T/v3.jsonl"
 E=000000050000400080000000000e0005
-BAGSTORE_FAULT=pause_before_index_rows "$B" -c "$C" put --batch 300 "$T/v3.jsonl" >"$T/p.out" 2>"$T/p.err" &
-p=$!
-stopped=""
-for _ in $(seq 1 200); do
-	if [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = T ]; then stopped=1; break; fi
-	sleep 0.1
-done
-t_eq "$stopped" 1 "the second put stopped between its entities and their index rows"
+paused_put 300 "$T/v3.jsonl"
+t_eq "$(t_stopped $p)" 1 "the second put stopped between its entities and their index rows"
 t_exit 0 "another writer puts one of its entities meanwhile" -- sh -c \
 	"echo '{\"id\": {\"\$uuid\": \"$E\"}, \"g\": 9999}' | \"$B\" -c \"$C\" put"
-# it stops once per entity before their index rows
-while [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" ]; do kill -CONT $p 2>/dev/null; sleep 0.01; done
-wait $p
+resume
 t_eq "$?" 0 "the batch finished"
 t_eq "$(sum "SELECT COUNT(*) FROM ix_g WHERE entity_id=X'$E' AND g=2007")" 1 \
 	"that entity has the batch's late row, from a body that is no longer its: real drift"
@@ -99,20 +102,11 @@ t_exit 0 "verify: no drift" -- "$B" -c "$C" verify --index ix_g
 # batch's entity write and its removal: the copy left there says nothing
 # of the new owner's writes, so the intent stays on that shard. E's bucket
 # is 5 (s1 owns the odd ones); its index row's bucket is g's.
-python3 -c 'import json
-for i in range(300):
-    print(json.dumps({"id": {"$uuid": "%08x-0000-4000-8000-0000000e%04x" % (i, i)}, "g": i + 3003, "v": 4}))' >"$T/v4.jsonl"
-BAGSTORE_FAULT=pause_before_index_rows "$B" -c "$C" put --batch 300 "$T/v4.jsonl" >"$T/p.out" 2>"$T/p.err" &
-p=$!
-stopped=""
-for _ in $(seq 1 200); do
-	if [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = T ]; then stopped=1; break; fi
-	sleep 0.1
-done
-t_eq "$stopped" 1 "the third put stopped between its entities and their index rows"
+bags 300 e 3003 4 >"$T/v4.jsonl"
+paused_put 300 "$T/v4.jsonl"
+t_eq "$(t_stopped $p)" 1 "the third put stopped between its entities and their index rows"
 t_sql 1 "UPDATE bagstore_buckets SET state='gone' WHERE bucket=5"
-while [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" ]; do kill -CONT $p 2>/dev/null; sleep 0.01; done
-wait $p
+resume
 t_eq "$?" 0 "the batch finished"
 t_eq "$(t_sql 1 "SELECT COUNT(*) FROM bagstore_batch_intents") $(t_sql 0 "SELECT COUNT(*) FROM bagstore_batch_intents")" "1 0" \
 	"the intent stays on the shard that lost a bucket of the batch; the other shard's goes"
@@ -126,17 +120,9 @@ t_exit 0 "verify: no drift" -- "$B" -c "$C" verify --index ix_g
 # of at most 500 ids, and a repair pass takes about 500 ids a shard (a
 # part at a time), so that a batch of any size is settled in bounded
 # steps rather than in one check too big for the shard.
-python3 -c 'import json
-for i in range(1200):
-    print(json.dumps({"id": {"$uuid": "%08x-0000-4000-8000-0000000f%04x" % (i, i)}, "g": i}))' >"$T/big.jsonl"
-BAGSTORE_FAULT=pause_before_index_rows "$B" -c "$C" put --batch 1200 "$T/big.jsonl" >"$T/p.out" 2>"$T/p.err" &
-p=$!
-stopped=""
-for _ in $(seq 1 200); do
-	if [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = T ]; then stopped=1; break; fi
-	sleep 0.1
-done
-t_eq "$stopped" 1 "the big put stopped between its entities and their index rows"
+bags 1200 f 0 >"$T/big.jsonl"
+paused_put 1200 "$T/big.jsonl"
+t_eq "$(t_stopped $p)" 1 "the big put stopped between its entities and their index rows"
 kill -9 $p
 wait $p 2>/dev/null
 t_eq "$(sum "SELECT SUM(LENGTH(ids)) DIV 16 FROM bagstore_batch_intents")" 1200 "its intents name the 1,200"

@@ -51,12 +51,7 @@ t_exit 0 "put E val 100" -- "$B" -c "$C" put "$T/e100.json"
 cleaner=$!
 BAGSTORE_FAULT=pause_before_index_rows "$B" -c "$C" put "$T/e201.json" >"$T/late.out" 2>"$T/late.err" &
 late=$!
-stopped=""
-for _ in $(seq 1 100); do
-	if [ "$(awk '{print $3}' /proc/$late/stat 2>/dev/null)" = T ]; then stopped=1; break; fi
-	sleep 0.1
-done
-t_eq "$stopped" 1 "the put of 201 stopped between its entity and its index rows"
+t_eq "$(t_stopped $late 10)" 1 "the put of 201 stopped between its entity and its index rows"
 t_exit 0 "put E val 300 meanwhile" -- "$B" -c "$C" put "$T/e300.json"
 sleep 3 # past repair_overlap: the repair loop's watermark has moved on
 kill -CONT $late

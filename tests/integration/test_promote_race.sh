@@ -48,12 +48,7 @@ t_sql 1 "INSERT INTO ix_p (v, entity_id) VALUES (5, X'$(hex "$E")')" >/dev/null
 
 BAGSTORE_FAULT=pause_repair_batch "$B" -c "$C" cleaner --index ix_p >"$T/bf.out" 2>"$T/bf.err" &
 bf=$!
-stopped=""
-for _ in $(seq 1 300); do
-	if [ "$(awk '{print $3}' /proc/$bf/stat 2>/dev/null)" = T ]; then stopped=1; break; fi
-	sleep 0.1
-done
-t_eq "$stopped" 1 "the promotion's repair pass stopped after its first batch"
+t_eq "$(t_stopped $bf 30)" 1 "the promotion's repair pass stopped after its first batch"
 t_contains "$(cat "$T/bf.err")" "pause_repair_batch: a repair pass on shard 0" "on s0"
 # the writer changes E behind the pass's cursor: its index writes remove
 # v=2's row, not v=5's
