@@ -537,6 +537,36 @@ typedef struct {
 	"MICROSECOND)" \
 	" RETURNING @bs_old, UNIX_TIMESTAMP(updated), @bs_ou"
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+/* fast_write's two statements, prepared (bs__shard_prep_run): what
+ * fenced_insert_sql and its delete write as text, the bucket, the id and
+ * the body as parameters */
+#define PREP_PUT_SQL \
+	"INSERT INTO entities (id, updated, body) VALUES (IF((SELECT state FROM bagstore_buckets" \
+	" WHERE bucket=? LOCK IN SHARE MODE WAIT " STR(BS__FENCE_WAIT_S) ")='owned',?,NULL),NOW(6),?)" ENTITY_UPSERT
+/* fast_returning_prepared's: the intent, taking its lock, as intent_sql
+ * and bs__lock_take_sql write it, the token thrice and the id as
+ * parameters; the upsert and the delete as fast_returning_write's */
+#define PREP_INTENT_SQL \
+	"INSERT INTO bagstore_intents (token, entity_id) VALUES (IF(IF(IS_USED_LOCK(?)=CONNECTION_ID(),1," \
+	"GET_LOCK(?,0))=1 AND (@bs_old:=NULL) IS NULL AND (@bs_ou:=NULL) IS NULL,?,NULL),?)" \
+	" ON DUPLICATE KEY UPDATE token=VALUES(token)"
+#define PREP_PUT_RETURNING_SQL \
+	"INSERT INTO entities (id, updated, body) VALUES (IF((SELECT state FROM bagstore_buckets" \
+	" WHERE bucket=? LOCK IN SHARE MODE WAIT " STR(BS__FENCE_WAIT_S) ")='owned',?,NULL),NOW(6),?)" \
+	ENTITY_UPSERT_RETURNING
+#define PREP_DELETE_RETURNING_SQL PREP_DELETE_SQL " RETURNING body, UNIX_TIMESTAMP(updated)"
+#define PREP_DELETE_SQL \
+	"DELETE FROM entities WHERE id=? AND (SELECT state FROM bagstore_buckets WHERE bucket=?" \
+	" LOCK IN SHARE MODE WAIT " STR(BS__FENCE_WAIT_S) ")='owned'"
+/* read_once's statement: the bucket's ownership row and the entity's, in
+ * one snapshot (two primary-key lookups) */
+#define GET_SQL \
+	"SELECT o.state, o.peer, e.body, UNIX_TIMESTAMP(e.updated), e.id IS NOT NULL FROM bagstore_buckets o" \
+	" LEFT JOIN entities e ON e.id="
+#define PREP_GET_SQL GET_SQL "? WHERE o.bucket=?"
+
 /* The fast forms' entity upsert: a plain INSERT ... VALUES whose id is
  * the entity's only when the bucket's ownership row, read share-locked in
  * a subquery, says 'owned' here, else NULL, which the column refuses
@@ -802,19 +832,34 @@ static int fast_write(bool *applied, bs_store_t *st, write_t *w, const bs_bytes_
 {
 	bs_buf_t b = { 0 };
 	int64_t rows = 0;
+	bool text;
 	int rc;
-	if (body) {
-		fenced_insert_sql(&b, w, body, ENTITY_UPSERT);
-	} else {
-		bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
-		id_lit(&b, &w->id);
-		bs__buf_printf(
-			&b,
-			" AND (SELECT state FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE WAIT %d)='owned'",
-			w->bucket, FENCE_WAIT_S);
+	/* prepared: the fenced upsert is the whole of a put without an index,
+	 * and the server's parse and plan of it were a third of its time */
+	if (body)
+		rc = bs__shard_prep_run(NULL, &rows, &text, st, w->shard, BS__PREP_PUT, PREP_PUT_SQL,
+		                        (bs__param_t[]){ { .i = w->bucket, .is_int = true },
+		                                         { .p = w->id.b, .len = 16 },
+		                                         { .p = body->ptr, .len = body->len } },
+		                        3);
+	else
+		rc = bs__shard_prep_run(NULL, &rows, &text, st, w->shard, BS__PREP_DELETE, PREP_DELETE_SQL,
+		                        (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .is_int = true } },
+		                        2);
+	if (!rc && text) { /* the server would not prepare: the same statement as text */
+		if (body) {
+			fenced_insert_sql(&b, w, body, ENTITY_UPSERT);
+		} else {
+			bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
+			id_lit(&b, &w->id);
+			bs__buf_printf(
+				&b,
+				" AND (SELECT state FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE WAIT %d)='owned'",
+				w->bucket, FENCE_WAIT_S);
+		}
+		if (!(rc = bs__buf_ok(&b)))
+			rc = bs__shard_exec_rows(&rows, st, w->shard, b.ptr, b.len);
 	}
-	if (!(rc = bs__buf_ok(&b)))
-		rc = bs__shard_exec_rows(&rows, st, w->shard, b.ptr, b.len);
 	if (body && fence_said_no(st, w->shard, rc, 0))
 		rc = 0; /* not 'owned' here: nothing written, the full form decides */
 	*applied = !rc && rows > 0;
@@ -862,10 +907,10 @@ done:
 	return rc;
 }
 
-/* The old body and new version a RETURNING set hands back, into w. */
-static void returned(write_t *w, MYSQL_RES *res, bool put)
+/* The old body and new version a RETURNING row hands back (NULL: none),
+ * into w. */
+static void returned_row(write_t *w, char **row, const unsigned long *lens, bool put)
 {
-	MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
 	w->prev_us = 0;
 	if (put) {
 		w->found = row && row[0];
@@ -878,7 +923,72 @@ static void returned(write_t *w, MYSQL_RES *res, bool put)
 			w->prev_us = bs__parse_unix_us(row[1]);
 	}
 	if (w->found)
-		old_from_row(&w->old, row, mysql_fetch_lengths(res), &w->id);
+		old_from_row(&w->old, row, lens, &w->id);
+}
+
+/* returned_row from a RETURNING set. */
+static void returned(write_t *w, MYSQL_RES *res, bool put)
+{
+	MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+	returned_row(w, row, row ? mysql_fetch_lengths(res) : NULL, put);
+}
+
+/* returning_write's fast form, prepared: two statements in autocommit,
+ * each parsed and planned once per connection, where the text form's
+ * transaction of four is parsed every time. The intent first, taking its
+ * lock (a NULL token, refused by the column with error 1048, when the
+ * lock cannot be taken: the write fails there, nothing written); once it
+ * is in, committed, whatever the entity write does is covered, as a
+ * writer killed between the two leaves an intent for an unchanged entity.
+ * Then the entity written through the bucket's ownership row as
+ * fast_write's, handing back the old body and the new version. *applied
+ * false: the entity was not written (error 1048 from the fence: not
+ * 'owned' here; or nothing to delete) and the intent is in: the full form
+ * inserts it again under the same token and decides which. *text: the
+ * server would not prepare one of them: the text form. */
+static int fast_returning_prepared(bool *applied, bool *text, bs_store_t *st, write_t *w, const bs_bytes_t *body)
+{
+	size_t tl = strlen(w->token);
+	MYSQL_STMT *s = NULL;
+	bs__prep_row_t pr;
+	int64_t rows;
+	int rc;
+	*applied = false;
+	if ((rc = bs__shard_prep_run(NULL, &rows, text, st, w->shard, BS__PREP_INTENT, PREP_INTENT_SQL,
+	                             (bs__param_t[]){ { .p = w->token, .len = tl },
+	                                              { .p = w->token, .len = tl },
+	                                              { .p = w->token, .len = tl },
+	                                              { .p = w->id.b, .len = 16 } },
+	                             4)) ||
+	    *text)
+		return rc;
+	if (body)
+		rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_PUT_RETURNING, PREP_PUT_RETURNING_SQL,
+		                        (bs__param_t[]){ { .i = w->bucket, .is_int = true },
+		                                         { .p = w->id.b, .len = 16 },
+		                                         { .p = body->ptr, .len = body->len } },
+		                        3);
+	else
+		rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_DELETE_RETURNING,
+		                        PREP_DELETE_RETURNING_SQL,
+		                        (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .is_int = true } },
+		                        2);
+	if (body && fence_said_no(st, w->shard, rc, 0))
+		return 0; /* not 'owned' here: the intent is in, the full form decides */
+	if (rc || *text)
+		return rc;
+	/* a DELETE whose WHERE the optimizer proves empty may answer without
+	 * a result set: nothing deleted here, as an empty one */
+	if ((rc = mysql_stmt_field_count(s) ? bs__shard_prep_row(&pr, st, w->shard, s) : 0) > 0) {
+		*applied = true;
+		fast_applied(w);
+		returned_row(w, pr.col, pr.len, body != NULL);
+		rc = 0;
+	}
+	if (mysql_stmt_field_count(s))
+		bs__prep_row_free(&pr);
+	bs__shard_prep_end(s);
+	return rc;
 }
 
 /* returning_write's fast form, while the bucket is simply owned (as
@@ -968,8 +1078,13 @@ static int returning_write(bs_store_t *st, write_t *w, const bs_bytes_t *body)
 	MYSQL_RES *res[2] = { NULL, NULL };
 	bool applied = false, open = false;
 	int rc;
-	if (!leaving_hinted(st, w) && ((rc = fast_returning_write(&applied, &open, st, w, body)) || applied))
-		return rc;
+	if (!leaving_hinted(st, w)) {
+		bool text;
+		if (!(rc = fast_returning_prepared(&applied, &text, st, w, body)) && text)
+			rc = fast_returning_write(&applied, &open, st, w, body);
+		if (rc || applied)
+			return rc;
+	}
 	if (open)
 		bs__buf_puts(&b, "COMMIT;");
 	own_sql(&b, w);
@@ -1262,42 +1377,62 @@ int bs_put_if(bs_store_t *st, const bs_value_t *bag, int64_t expect_updated_us)
 /* One read of an entity on shard: its bucket's ownership and the row, in
  * one statement (one snapshot). *refused (with the shard's state and peer)
  * when the shard does not own the bucket; else *found and the row. */
-static int read_once(bs_bytes_t *body, int64_t *updated_us, bool *found, write_t *w, bs_store_t *st)
+/* read_once's answer, a row of the text protocol's or a prepared
+ * statement's: no row, or an ownership row whose state does not hold its
+ * entities, is refused (the map's cache is then wrong). */
+static int read_answer(bs_bytes_t *body, int64_t *updated_us, bool *found, write_t *w, char **row,
+                       const unsigned long *lens)
 {
-	bs_buf_t b = { 0 };
-	MYSQL_RES *res = NULL;
-	int rc;
-	*found = false;
-	/* two primary-key lookups: no ownership row, no row at all (refused,
-	 * as the map's cache then is wrong) */
-	bs__buf_puts(
-		&b,
-		"SELECT o.state, o.peer, e.body, UNIX_TIMESTAMP(e.updated), e.id IS NOT NULL FROM bagstore_buckets o"
-		" LEFT JOIN entities e ON e.id=");
-	id_lit(&b, &w->id);
-	bs__buf_puts(&b, " WHERE o.bucket=");
-	bs__buf_uint(&b, (unsigned)w->bucket);
-	if ((rc = bs__buf_ok(&b)) || (rc = bs__shard_check(st, w->shard)) ||
-	    (rc = bs__shard_query(&res, st, w->shard, b.ptr, b.len)))
-		goto done;
-	MYSQL_ROW row = mysql_fetch_row(res);
 	snprintf(w->state, sizeof w->state, "%s", row && row[0] ? row[0] : "");
 	snprintf(w->peer, sizeof w->peer, "%s", row && row[1] ? row[1] : "");
 	w->refused = !row || !(row[0] && (!strcmp(row[0], "owned") || !strcmp(row[0], "leaving")));
 	if (w->refused || !row[4] || strcmp(row[4], "1"))
-		goto done;
-	unsigned long len = mysql_fetch_lengths(res)[2];
-	if (!(body->ptr = malloc(len ? len : 1))) {
-		rc = bs_error(BS_ENOMEM, "out of memory");
-		goto done;
-	}
+		return 0;
+	if (!(body->ptr = malloc(lens[2] ? lens[2] : 1)))
+		return bs_error(BS_ENOMEM, "out of memory");
 	if (row[2])
-		memcpy(body->ptr, row[2], len);
-	body->len = body->cap = len;
+		memcpy(body->ptr, row[2], lens[2]);
+	body->len = body->cap = lens[2];
 	if (updated_us)
 		*updated_us = bs__parse_unix_us(row[3]);
 	*found = true;
-done:
+	return 0;
+}
+
+/* The bucket's ownership row and the entity's, in one snapshot (two
+ * primary-key lookups), prepared: the whole of a get, and the server's
+ * parse and plan of it were a fifth of its time; as text where the
+ * server will not prepare. */
+static int read_once(bs_bytes_t *body, int64_t *updated_us, bool *found, write_t *w, bs_store_t *st)
+{
+	MYSQL_STMT *s = NULL;
+	MYSQL_RES *res = NULL;
+	bs__prep_row_t pr;
+	bs_buf_t b = { 0 };
+	int64_t rows;
+	bool text;
+	int rc;
+	*found = false;
+	if ((rc = bs__shard_check(st, w->shard)) ||
+	    (rc = bs__shard_prep_run(&s, &rows, &text, st, w->shard, BS__PREP_GET, PREP_GET_SQL,
+	                             (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .is_int = true } },
+	                             2)))
+		return rc;
+	if (!text) {
+		if ((rc = bs__shard_prep_row(&pr, st, w->shard, s)) >= 0)
+			rc = read_answer(body, updated_us, found, w, rc ? pr.col : NULL, pr.len);
+		bs__prep_row_free(&pr);
+		bs__shard_prep_end(s);
+		return rc;
+	}
+	bs__buf_puts(&b, GET_SQL);
+	id_lit(&b, &w->id);
+	bs__buf_puts(&b, " WHERE o.bucket=");
+	bs__buf_uint(&b, (unsigned)w->bucket);
+	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_query(&res, st, w->shard, b.ptr, b.len))) {
+		MYSQL_ROW row = mysql_fetch_row(res);
+		rc = read_answer(body, updated_us, found, w, row, row ? mysql_fetch_lengths(res) : NULL);
+	}
 	if (res)
 		mysql_free_result(res);
 	bs__buf_free(&b);

@@ -86,6 +86,19 @@ void bs__fault_after_entity(const bs_id_t *id);
 
 /* ------------------------------------------------------------ shards */
 
+/* The statements sent prepared (bs__shard_prep_run): the hottest ones
+ * that are a single statement, so the server parses and plans them once
+ * per connection rather than once per call. */
+enum {
+	BS__PREP_GET,
+	BS__PREP_PUT,
+	BS__PREP_DELETE,
+	BS__PREP_INTENT,
+	BS__PREP_PUT_RETURNING,
+	BS__PREP_DELETE_RETURNING,
+	BS__PREP_N
+};
+
 typedef struct {
 	const bs_shard_conf_t *conf;
 	int index;
@@ -126,6 +139,12 @@ typedef struct {
 	double settle_since;
 	/* this connection holds the store's fix_token lock (repair.c) */
 	bool fix_held;
+	/* the BS__PREP_* statements prepared on this connection (NULL until
+	 * first used), closed with it; prep_off: the server would not prepare
+	 * (too many prepared statements, or none at all): the text form on
+	 * this connection */
+	MYSQL_STMT *prep[BS__PREP_N];
+	bool prep_off;
 } bs_shard_t;
 
 /* The bucket map as a store caches it (map.c). */
@@ -334,6 +353,37 @@ int bs__shard_exec_rows(int64_t *affected, bs_store_t *st, int i, const char *sq
  * For multi-statements, the first result set is returned and the rest
  * (which must be row-less) are drained. */
 int bs__shard_query(MYSQL_RES **res, bs_store_t *st, int i, const char *sql, size_t len);
+/* One parameter of a prepared statement: an integer, or bytes. */
+typedef struct {
+	const void *p;
+	size_t len;
+	long long i;
+	bool is_int;
+} bs__param_t;
+/* Run statement kind (BS__PREP_*; sql its text, the same every call, a '?'
+ * for each of the n params) on shard i, prepared on the connection at
+ * first use. *affected: the rows it changed; *res (NULL: none wanted): the
+ * statement, its result set stored, to bind and fetch (mysql_stmt_fetch)
+ * and then hand to bs__shard_prep_end before anything else is sent on the
+ * shard. Errors as bs__shard_query's (the shard, MySQL's message; last
+ * errno and last done kept alike). *text: the server would not prepare it
+ * (nothing was run): send the text form. Traced as the text form would be,
+ * the values in place of the '?'s. */
+int bs__shard_prep_run(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t *st, int i, int kind,
+                       const char *sql, const bs__param_t *params, int n);
+void bs__shard_prep_end(MYSQL_STMT *s);
+/* The next row of a prepared statement's stored result as the text
+ * protocol gives one (a MYSQL_ROW): each column's bytes, NUL-terminated
+ * (a number as its decimal text), NULL for SQL's NULL, and their lengths.
+ * Returns 1 with a row, 0 when there is none, BS_E* naming shard i on a
+ * failure. bs__prep_row_free frees it (also after 0 or a failure). */
+#define BS__PREP_COLS 8
+typedef struct {
+	char *col[BS__PREP_COLS];
+	unsigned long len[BS__PREP_COLS];
+} bs__prep_row_t;
+int bs__shard_prep_row(bs__prep_row_t *row, bs_store_t *st, int i, MYSQL_STMT *s);
+void bs__prep_row_free(bs__prep_row_t *row);
 /* Set the error from the shard's connection after a failed call; closes the
  * connection when it was lost. Returns the code. */
 int bs__shard_fail(bs_store_t *st, int i, const char *what);

@@ -97,12 +97,12 @@ bool bs__denied(unsigned err)
 	       err == ER_DBACCESS_DENIED_ERROR || err == ER_SPECIFIC_ACCESS_DENIED_ERROR;
 }
 
-int bs__shard_fail(bs_store_t *st, int i, const char *what)
+/* A failure on shard i: err and msg are MySQL's (the connection's, or a
+ * prepared statement's). */
+static int fail_with(bs_store_t *st, int i, const char *what, unsigned err, const char *msg)
 {
 	bs_shard_t *sh = &st->shards[i];
 	char label[192];
-	unsigned err = sh->conn ? mysql_errno(sh->conn) : 0;
-	const char *msg = sh->conn ? mysql_error(sh->conn) : "not connected";
 	int code = BS_ESQL;
 	sh->last_errno = err;
 	if (lost_connection(err) || err == 0)
@@ -120,6 +120,12 @@ int bs__shard_fail(bs_store_t *st, int i, const char *what)
 	if (code == BS_EUNREACHABLE)
 		bs__shard_close(st, i);
 	return code;
+}
+
+int bs__shard_fail(bs_store_t *st, int i, const char *what)
+{
+	MYSQL *m = st->shards[i].conn;
+	return fail_with(st, i, what, m ? mysql_errno(m) : 0, m ? mysql_error(m) : "not connected");
 }
 
 unsigned bs__shard_last_errno(const bs_store_t *st, int i)
@@ -464,6 +470,20 @@ void bs__trace_emit(bs_store_t *st, int i, const char *sql, size_t len, double t
 	free(text);
 }
 
+/* Close shard i's connection and the statements prepared on it (after
+ * the connection: closed with it, they only free their memory). */
+static void conn_close(bs_shard_t *sh)
+{
+	mysql_close(sh->conn);
+	sh->conn = NULL;
+	for (int k = 0; k < BS__PREP_N; k++)
+		if (sh->prep[k]) {
+			mysql_stmt_close(sh->prep[k]);
+			sh->prep[k] = NULL;
+		}
+	sh->prep_off = false;
+}
+
 /* Read the answer of a statement bs__shard_send sent; on failure release
  * its lock again (best effort: the server releases it anyway when the
  * connection closes). A traced one is told now, with its rows and error. */
@@ -659,8 +679,7 @@ void bs__settle_flush(bs_store_t *st, int i)
 			free(sh->pending_trace);
 			sh->pending_trace = NULL;
 			sh->pending = false;
-			mysql_close(sh->conn);
-			sh->conn = NULL;
+			conn_close(sh);
 		}
 	}
 	bs_error_clear();
@@ -675,10 +694,8 @@ void bs__shard_close(bs_store_t *st, int i)
 	sh->pending = false;
 	free(sh->pending_trace);
 	sh->pending_trace = NULL;
-	if (sh->conn) {
-		mysql_close(sh->conn);
-		sh->conn = NULL;
-	}
+	if (sh->conn)
+		conn_close(sh);
 	sh->fp_state = 0;
 	memset(&sh->tls, 0, sizeof sh->tls);
 }
@@ -895,6 +912,189 @@ int bs__shard_query(MYSQL_RES **out, bs_store_t *st, int i, const char *sql, siz
 	if ((rc = stmt(&a, st, i, sql, len, "query failed")))
 		return rc;
 	return a.got ? 0 : no_rows(st, i);
+}
+
+/* ------------------------------------------------------------ prepared statements */
+
+/* The text a prepared statement stands for, the values in place of its
+ * '?'s (integers in decimal, bytes as X'..'): what the trace shows. */
+static void prep_text(bs_buf_t *b, const char *sql, const bs__param_t *params, int n)
+{
+	int k = 0;
+	for (const char *p = sql, *q; *p; p = q + 1) {
+		if (!(q = strchr(p, '?')) || k == n) {
+			bs__buf_puts(b, p);
+			return;
+		}
+		bs__buf_putn(b, p, (size_t)(q - p));
+		const bs__param_t *v = &params[k++];
+		if (!v->is_int)
+			bs__buf_hex(b, v->p, v->len);
+		else if (v->i < 0)
+			bs__buf_printf(b, "%lld", v->i);
+		else
+			bs__buf_uint(b, (unsigned long long)v->i);
+	}
+}
+
+#define PREP_MAX_PARAMS 4
+
+int bs__shard_prep_run(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t *st, int i, int kind,
+                       const char *sql, const bs__param_t *params, int n)
+{
+	bs_shard_t *sh = &st->shards[i];
+	MYSQL_BIND bind[PREP_MAX_PARAMS];
+	unsigned long lens[PREP_MAX_PARAMS];
+	char msg[512];
+	MYSQL *m;
+	int rc;
+	if (res)
+		*res = NULL;
+	*affected = 0;
+	*text = false;
+	sh->last_errno = 0;
+	sh->last_done = 0;
+	if (kind < 0 || kind >= BS__PREP_N || n < 0 || n > PREP_MAX_PARAMS)
+		return bs_error(BS_ERROR, "internal: prepared statement %d with %d parameters", kind, n);
+	if ((rc = bs__shard_conn(&m, st, i)))
+		return rc;
+	if (sh->prep_off) {
+		*text = true;
+		return 0;
+	}
+	MYSQL_STMT *s = sh->prep[kind];
+	if (!s) {
+		if (!(s = mysql_stmt_init(m)))
+			return bs_error(BS_ENOMEM, "out of memory preparing a statement");
+		if (mysql_stmt_prepare(s, sql, (unsigned long)strlen(sql))) {
+			unsigned err = mysql_stmt_errno(s);
+			snprintf(msg, sizeof msg, "%s", mysql_stmt_error(s));
+			mysql_stmt_close(s);
+			if (lost_connection(err))
+				return fail_with(st, i, "preparing a statement", err, msg);
+			/* the server would not prepare it: no more room
+			 * (max_prepared_stmt_count), or no prepared statements at all
+			 * (a proxy): the text form on this connection. Any other
+			 * refusal (a table missing, a privilege) the text form meets
+			 * again, and says */
+			if (err == 1461 /* ER_MAX_PREPARED_STMT_COUNT_REACHED */ || err == 1295 /* ER_UNSUPPORTED_PS */ ||
+			    err == 1047 /* ER_UNKNOWN_COM_ERROR */)
+				sh->prep_off = true;
+			*text = true;
+			return 0;
+		}
+		sh->prep[kind] = s;
+	}
+	memset(bind, 0, sizeof bind);
+	for (int k = 0; k < n; k++) {
+		if (params[k].is_int) {
+			bind[k].buffer_type = MYSQL_TYPE_LONGLONG;
+			bind[k].buffer = (void *)&params[k].i;
+		} else {
+			/* a NULL buffer is SQL's NULL to the client library */
+			lens[k] = (unsigned long)params[k].len;
+			bind[k].buffer_type = MYSQL_TYPE_BLOB;
+			bind[k].buffer = params[k].p ? (void *)params[k].p : (void *)"";
+			bind[k].buffer_length = lens[k];
+			bind[k].length = &lens[k];
+		}
+	}
+	double t0 = 0;
+	int64_t at = 0, rows = 0;
+	if (st->trace_fn) {
+		t0 = bs_now_mono();
+		at = bs_now_us();
+	}
+	bs__shard_sent(sh, sql, strlen(sql));
+	if (mysql_stmt_bind_param(s, bind) || mysql_stmt_execute(s) || (res && mysql_stmt_store_result(s))) {
+		unsigned err = mysql_stmt_errno(s);
+		snprintf(msg, sizeof msg, "%s", mysql_stmt_error(s));
+		/* after a failure the statement is closed and prepared again at
+		 * its next use: an error in a statement that answers rows (INSERT
+		 * ... RETURNING refused by the fence) comes after its columns,
+		 * and the client library loses its place in the statement (the
+		 * next run said "Server has gone away"). A lost connection closes
+		 * it with the connection, without a word to the server */
+		if (!lost_connection(err)) {
+			mysql_stmt_close(s);
+			sh->prep[kind] = NULL;
+		}
+		rc = fail_with(st, i, res ? "query failed" : "statement failed", err, msg);
+	} else {
+		sh->last_done = 1;
+		*affected = (int64_t)mysql_stmt_affected_rows(s);
+		rows = res ? (int64_t)mysql_stmt_num_rows(s) : *affected;
+		if (res)
+			*res = s;
+	}
+	if (st->trace_fn) {
+		bs_buf_t b = { 0 };
+		prep_text(&b, sql, params, n);
+		if (!bs__buf_ok(&b))
+			bs__trace_emit(st, i, b.ptr, b.len, t0, at, rows, false, rc ? sh->last_errno : 0,
+			               rc ? bs_last_error() : NULL);
+		bs__buf_free(&b);
+	}
+	return rc;
+}
+
+void bs__shard_prep_end(MYSQL_STMT *s)
+{
+	if (s)
+		mysql_stmt_free_result(s);
+}
+
+void bs__prep_row_free(bs__prep_row_t *row)
+{
+	for (int k = 0; k < BS__PREP_COLS; k++)
+		free(row->col[k]);
+	memset(row, 0, sizeof *row);
+}
+
+int bs__shard_prep_row(bs__prep_row_t *row, bs_store_t *st, int i, MYSQL_STMT *s)
+{
+	MYSQL_BIND r[BS__PREP_COLS];
+	my_bool null[BS__PREP_COLS];
+	char label[192];
+	unsigned n = mysql_stmt_field_count(s);
+	int f;
+	memset(row, 0, sizeof *row);
+	if (n > BS__PREP_COLS)
+		return bs_error(BS_ERROR, "internal: a prepared statement's row of %u columns", n);
+	memset(r, 0, sizeof r);
+	memset(null, 0, sizeof null);
+	for (unsigned k = 0; k < n; k++) {
+		/* no room: each column's length, then the column fetched whole */
+		r[k].buffer_type = MYSQL_TYPE_STRING;
+		r[k].length = &row->len[k];
+		r[k].is_null = &null[k];
+	}
+	if (n == 0 || mysql_stmt_bind_result(s, r))
+		f = n == 0 ? MYSQL_NO_DATA : 1;
+	else
+		f = mysql_stmt_fetch(s);
+	if (f == MYSQL_NO_DATA)
+		return 0;
+	if (f == 1)
+		goto fail;
+	for (unsigned k = 0; k < n; k++) {
+		if (null[k])
+			continue;
+		if (!(row->col[k] = malloc(row->len[k] + 1))) {
+			bs__prep_row_free(row);
+			return bs_error(BS_ENOMEM, "out of memory");
+		}
+		r[k].buffer = row->col[k];
+		r[k].buffer_length = row->len[k] + 1; /* the string's NUL too */
+		if (row->len[k] && mysql_stmt_fetch_column(s, &r[k], k, 0))
+			goto fail;
+		row->col[k][row->len[k]] = '\0';
+	}
+	return 1;
+fail:
+	bs__prep_row_free(row);
+	return bs_error(BS_ESQL, "%s: reading a row: %s", bs__shard_label(label, sizeof label, &st->shards[i]),
+	                mysql_stmt_error(s));
 }
 
 int bs__shard_now_us(int64_t *out, bs_store_t *st, int shard)

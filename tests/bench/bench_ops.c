@@ -137,6 +137,9 @@ typedef struct {
 	size_t found;                       /* entities returned by the queries */
 	size_t found_plain;                 /* rows the plain-SQL query floors returned */
 	const bs_index_t *user_ix, *pub_ix; /* for routing an index row's value */
+	/* per shard: the layout's INSERT and SELECT by id, prepared (the
+	 * floors of a put and a get that bagstore sends prepared) */
+	MYSQL_STMT **pins, **psel;
 } bench_t;
 
 /* One operation on entity i. */
@@ -180,6 +183,68 @@ static void op_insert_plain(bench_t *b, int i)
 static void op_insert_layout(bench_t *b, int i)
 {
 	raw_by_id(b, i, "INSERT INTO bench_layout (id, updated, body) VALUES (", ", NOW(6), ", ")");
+}
+
+/* Run shard s's prepared statement with entity i's id (and body). */
+static void prep_by_id(MYSQL_STMT *ps, bench_t *b, int i, bool body, bool rows)
+{
+	unsigned long idl = 16, bl = body ? (unsigned long)b->bodies[i].len : 0;
+	MYSQL_BIND p[2];
+	memset(p, 0, sizeof p);
+	p[0].buffer_type = p[1].buffer_type = MYSQL_TYPE_BLOB;
+	p[0].buffer = (void *)b->ids[i].b;
+	p[0].buffer_length = idl;
+	p[0].length = &idl;
+	if (body) {
+		p[1].buffer = b->bodies[i].ptr;
+		p[1].buffer_length = bl;
+		p[1].length = &bl;
+	}
+	if (mysql_stmt_bind_param(ps, p) || mysql_stmt_execute(ps) || (rows && mysql_stmt_store_result(ps))) {
+		fprintf(stderr, "bench_ops: prepared statement: %s\n", mysql_stmt_error(ps));
+		exit(1);
+	}
+	if (rows) {
+		MYSQL_BIND r[2];
+		unsigned long len[2];
+		memset(r, 0, sizeof r);
+		r[0].buffer_type = r[1].buffer_type = MYSQL_TYPE_BLOB;
+		r[0].length = &len[0];
+		r[1].length = &len[1];
+		/* the body fetched whole into a buffer of its size, as bs_get's */
+		if (mysql_stmt_bind_result(ps, r) || mysql_stmt_fetch(ps) == 1)
+			die("prepared fetch");
+		char *got = malloc(len[0] ? len[0] : 1), upd[32];
+		r[0].buffer = got;
+		r[0].buffer_length = len[0];
+		r[1].buffer = upd;
+		r[1].buffer_length = sizeof upd;
+		if (mysql_stmt_fetch_column(ps, &r[0], 0, 0) || mysql_stmt_fetch_column(ps, &r[1], 1, 0))
+			die("prepared fetch");
+		free(got);
+		mysql_stmt_free_result(ps);
+	}
+}
+
+static void op_insert_layout_prep(bench_t *b, int i)
+{
+	prep_by_id(b->pins[bs_route_id(&b->ids[i], b->cfg->nshards)], b, i, true, false);
+}
+
+static void op_select_layout_prep(bench_t *b, int i)
+{
+	prep_by_id(b->psel[bs_route_id(&b->ids[i], b->cfg->nshards)], b, i, false, true);
+}
+
+/* Shard s's statement sql, prepared on its plain connection. */
+static MYSQL_STMT *prep(bench_t *b, int s, const char *sql)
+{
+	MYSQL_STMT *ps = mysql_stmt_init(b->raw[s]);
+	if (!ps || mysql_stmt_prepare(ps, sql, strlen(sql))) {
+		fprintf(stderr, "bench_ops: preparing %s: %s\n", sql, ps ? mysql_stmt_error(ps) : "out of memory");
+		exit(1);
+	}
+	return ps;
 }
 
 static void op_select_plain(bench_t *b, int i)
@@ -508,6 +573,22 @@ int main(int argc, char **argv)
 	          " id BINARY(16) NOT NULL, updated TIMESTAMP(6) NOT NULL, body MEDIUMBLOB,"
 	          " UNIQUE KEY (id), KEY (updated)) ENGINE=InnoDB");
 	stat_t plain_lay = timed("plain SQL INSERT, entities layout", &b, lat, 0, n, false, op_insert_layout);
+	/* bagstore sends a put without an index, and a get, prepared: their
+	 * floors the same way, beside the text ones */
+	raw_table(&b, "bench_layout_p",
+	          "CREATE TABLE bench_layout_p (added_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+	          " id BINARY(16) NOT NULL, updated TIMESTAMP(6) NOT NULL, body MEDIUMBLOB,"
+	          " UNIQUE KEY (id), KEY (updated)) ENGINE=InnoDB");
+	b.pins = calloc((size_t)cfg->nshards, sizeof *b.pins);
+	b.psel = calloc((size_t)cfg->nshards, sizeof *b.psel);
+	if (!b.pins || !b.psel)
+		die("out of memory");
+	for (int s = 0; s < cfg->nshards; s++) {
+		b.pins[s] = prep(&b, s, "INSERT INTO bench_layout_p (id, updated, body) VALUES (?, NOW(6), ?)");
+		b.psel[s] = prep(&b, s, "SELECT body, updated FROM bench_layout WHERE id=?");
+	}
+	stat_t prep_lay =
+		timed("plain SQL INSERT, entities layout, prepared", &b, lat, 0, n, false, op_insert_layout_prep);
 
 	/* put with no index: half the entities */
 	int half = n / 2;
@@ -534,6 +615,8 @@ int main(int argc, char **argv)
 	srand(42);
 	stat_t plain_sel = timed("plain SQL primary-key SELECT", &b, lat, 0, n, true, op_select_plain);
 	stat_t plain_lsel = timed("plain SQL SELECT, entities layout", &b, lat, 0, n, true, op_select_layout);
+	stat_t prep_lsel =
+		timed("plain SQL SELECT, entities layout, prepared", &b, lat, 0, n, true, op_select_layout_prep);
 	stat_t get = timed("bs_get (select + inflate + decode)", &b, lat, 0, n, true, op_get);
 
 	/* Queries need a ready index: the one above is building, as the store
@@ -611,6 +694,8 @@ int main(int argc, char **argv)
 	ratio("put, one index  / INSERT", &put1, &plain_ins);
 	ratio("get             / SELECT", &get, &plain_sel);
 	ratio("get             / SELECT on the entities layout  ", &get, &plain_lsel);
+	ratio("put, no index   / prepared INSERT, entities layout", &put0, &prep_lay);
+	ratio("get             / prepared SELECT, entities layout", &get, &prep_lsel);
 	ratio("query           / SELECT", &qs, &plain_sel);
 	ratio("query, 1 entity / SELECT", &q1, &plain_sel);
 	printf("\nratios to the floors (the same statements' work in plain SQL, no consistency):\n");
@@ -618,8 +703,13 @@ int main(int argc, char **argv)
 	ratio("query           / index SELECT + bodies by id", &qs, &qfloor);
 	ratio("query, 1 entity / index SELECT + body by id  ", &q1, &q1floor);
 
-	for (int s = 0; s < cfg->nshards; s++)
+	for (int s = 0; s < cfg->nshards; s++) {
+		mysql_stmt_close(b.pins[s]);
+		mysql_stmt_close(b.psel[s]);
 		mysql_close(raw[s]);
+	}
+	free(b.pins);
+	free(b.psel);
 	for (int i = 0; i < n; i++)
 		bs_bytes_free(&bodies[i]);
 	free(raw);

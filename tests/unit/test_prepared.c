@@ -1,0 +1,319 @@
+/*
+ * test_prepared.c - the statements the engine sends prepared (a get, and
+ * a put or delete with no index: bs__shard_prep_run, engine/shard.c),
+ * against two real shards: prepared once per connection and kind, run
+ * for every call, prepared again on a new connection after the old one
+ * was killed, shown by the trace as the text form with its values, and
+ * sent as text where the server will not prepare (max_prepared_stmt_count
+ * 0); and with an index, the intent and the fenced write as two prepared
+ * statements, every index row right and no intent left after. Outcomes
+ * are checked with plain SQL through connections of our own, the server's
+ * counters included.
+ */
+#include "bagstore.h"
+#include "rawsql.h"
+#include "t.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N 40
+
+/* The server's count of a global status variable (Com_stmt_prepare...). */
+static long long status(int shard, const char *name)
+{
+	char q[160];
+	snprintf(q, sizeof q,
+	         "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='%s'", name);
+	return sql_int(shard, q);
+}
+
+static long long both(const char *name)
+{
+	return status(0, name) + status(1, name);
+}
+
+static void bag_of(bs_value_t *bag, const bs_id_t *id, const char *title)
+{
+	bs_value_t v;
+	bs_value_map(bag);
+	bs_value_bin(&v, id->b, 16);
+	bs_map_set(bag, "id", 2, &v);
+	bs_value_str(&v, title, strlen(title));
+	bs_map_set(bag, "title", 5, &v);
+}
+
+/* Is id's entity there with title? */
+static bool holds(bs_store_t *st, const bs_id_t *id, const char *title, int *shard)
+{
+	bs_value_t got, want;
+	bool same;
+	if (bs_get(&got, st, id, NULL, shard))
+		return false;
+	bag_of(&want, id, title);
+	same = bs_value_equal(&got, &want);
+	bs_value_clear(&got);
+	bs_value_clear(&want);
+	return same;
+}
+
+static char traced[8192];
+static int ntraced;
+
+static void trace(void *arg, const bs_trace_t *t)
+{
+	(void)arg;
+	if (strstr(t->sql, "FROM bagstore_buckets o LEFT JOIN entities e") ||
+	    strstr(t->sql, "INSERT INTO entities (id, updated, body) VALUES (IF((SELECT state")) {
+		snprintf(traced, sizeof traced, "%s", t->sql);
+		ntraced++;
+	}
+}
+
+/* Puts, gets and deletes of N entities, every one checked; the shard
+ * each was read from into shard[]. */
+static void round_trip(bs_store_t *st, bs_id_t *ids, int *shard, const char *what)
+{
+	for (int k = 0; k < N; k++) {
+		bs_value_t bag;
+		bag_of(&bag, &ids[k], what);
+		CHECK_OK(bs_put(st, &bag, NULL));
+		bs_value_clear(&bag);
+	}
+	int found = 0;
+	for (int k = 0; k < N; k++)
+		found += holds(st, &ids[k], what, &shard[k]);
+	CHECK(found == N, "%s: %d of %d entities read back as written", what, found, N);
+	for (int k = 0; k < N; k += 4)
+		CHECK_OK(bs_delete(st, &ids[k]));
+	int gone = 0;
+	for (int k = 0; k < N; k += 4) {
+		bs_value_t got;
+		gone += bs_get(&got, st, &ids[k], NULL, NULL) == BS_ENOTFOUND;
+	}
+	CHECK(gone == N / 4, "%s: %d of %d deleted entities gone", what, gone, N / 4);
+}
+
+/* A store's connection on shard s killed from outside: the next call may
+ * fail as unreachable, the one after reconnects and prepares again. */
+static void killed(bs_store_t *st, const bs_id_t *id, const char *title, int s)
+{
+	char q[256];
+	snprintf(q, sizeof q,
+	         "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID<>CONNECTION_ID() AND DB='%s'"
+	         " AND USER='%s'",
+	         cfg->shards[s].database, cfg->shards[s].user);
+	long long before = sql_int(s, q);
+	MYSQL *m = rawconn(s);
+	snprintf(q, sizeof q,
+	         "SELECT ID FROM information_schema.PROCESSLIST WHERE ID<>CONNECTION_ID() AND DB='%s'",
+	         cfg->shards[s].database);
+	CHECK(mysql_query(m, q) == 0, "listing connections: %s", mysql_error(m));
+	MYSQL_RES *r = mysql_store_result(m);
+	int nkilled = 0;
+	for (MYSQL_ROW row; r && (row = mysql_fetch_row(r));) {
+		char kq[64];
+		snprintf(kq, sizeof kq, "KILL CONNECTION %s", row[0]);
+		nkilled += mysql_query(m, kq) == 0;
+	}
+	if (r)
+		mysql_free_result(r);
+	CHECK(before >= 1 && nkilled >= 1, "the store's connection to shard %d killed (%lld there, %d killed)", s,
+	      before, nkilled);
+	long long prepared = status(s, "Com_stmt_prepare");
+	int shard = -1;
+	bool ok = holds(st, id, title, &shard) || holds(st, id, title, &shard);
+	CHECK(ok && shard == s, "read again from shard %d after its connection was killed (from %d): %s", s, shard,
+	      bs_last_error());
+	CHECK(status(s, "Com_stmt_prepare") > prepared, "prepared again on the new connection to shard %d", s);
+}
+
+/* How many entities the index finds with title t. */
+static size_t titled(bs_store_t *st, const char *t)
+{
+	bs_cond_t c = { "title", { 0 } };
+	bs_result_t r;
+	size_t n = 0;
+	bs_value_str(&c.value, t, strlen(t));
+	if (!bs_query(&r, st, "ix_title", &c, 1, 0)) {
+		n = r.len;
+		bs_result_free(&r);
+	}
+	bs_value_clear(&c.value);
+	return n;
+}
+
+/* With an index: puts, overwrites and deletes through the prepared
+ * intent and write; the index right after, no intent left. */
+static void with_index(void)
+{
+	bs_store_t *st = NULL;
+	bs_index_t def;
+	bs_id_t ids[N];
+	int shard[N];
+	CHECK_OK(bs_store_open(&st, cfg));
+	CHECK_OK(bs_index_parse(&def, "ix_title", "title:string(80)", "title"));
+	CHECK_OK(bs_index_create(st, &def));
+	for (int k = 0; k < N; k++)
+		bs_id_generate(&ids[k]);
+	long long prep0 = both("Com_stmt_prepare"), exec0 = both("Com_stmt_execute");
+	round_trip(st, ids, shard, "indexed");
+	long long prep1 = both("Com_stmt_prepare"), exec1 = both("Com_stmt_execute");
+	CHECK(prep1 - prep0 <= 8, "with an index: prepared %lld times (at most 4 kinds a shard)", prep1 - prep0);
+	CHECK(exec1 - exec0 >= 2 * (N + N / 4) + N + N / 4,
+	      "with an index: %lld prepared executions (each write two, each get one)", exec1 - exec0);
+	CHECK(titled(st, "indexed") == N - N / 4, "the index finds the %d entities left, found %zu", N - N / 4,
+	      titled(st, "indexed"));
+	/* overwrites move every row to another value */
+	for (int k = 1; k < N; k += 2) {
+		bs_value_t bag;
+		bag_of(&bag, &ids[k], "indexed again");
+		CHECK_OK(bs_put(st, &bag, NULL));
+		bs_value_clear(&bag);
+	}
+	CHECK(titled(st, "indexed again") == N / 2, "the index finds the %d overwritten, found %zu", N / 2,
+	      titled(st, "indexed again"));
+	/* the fence refuses a prepared write (every bucket of the shard made
+	 * leaving by hand): the full form writes it; the next prepared writes
+	 * on the same connection go on (a refused RETURNING statement once
+	 * left the client library out of step: "Server has gone away") */
+	int s = shard[1];
+	char q[200];
+	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='leaving', move_id=7 WHERE state='owned'");
+	sql(s, q);
+	sql(s, "UPDATE bagstore_meta SET v=v+1 WHERE k='owned_version'");
+	bs_value_t bag;
+	bag_of(&bag, &ids[1], "refused");
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	CHECK(sql_int(s, "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=7") >= 1,
+	      "the refused put went through the full form, logged for the move");
+	sql(s, "UPDATE bagstore_buckets SET state='owned' WHERE state='leaving' AND move_id=7");
+	sql(s, "UPDATE bagstore_meta SET v=v+1 WHERE k='owned_version'");
+	sql(s, "DELETE FROM bagstore_move_log");
+	for (int k = 0; k < 3; k++) {
+		bag_of(&bag, &ids[1], "indexed again");
+		CHECK_OK(bs_put(st, &bag, NULL));
+		bs_value_clear(&bag);
+	}
+	CHECK(holds(st, &ids[1], "indexed again", NULL), "written again after the refusal");
+	CHECK(titled(st, "indexed again") == N / 2 && titled(st, "refused") == 0,
+	      "the index follows the refusal and the writes after it");
+	long long rows = sql_int(0, "SELECT COUNT(*) FROM ix_title") + sql_int(1, "SELECT COUNT(*) FROM ix_title");
+	CHECK(rows == N - N / 4, "%lld index rows for %d entities", rows, N - N / 4);
+	CHECK_OK(bs_index_drop(st, "ix_title")); /* the rest of the test writes without one */
+	bs_store_free(st); /* its last batch of intent removals */
+	long long left =
+		sql_int(0, "SELECT COUNT(*) FROM bagstore_intents") + sql_int(1, "SELECT COUNT(*) FROM bagstore_intents");
+	CHECK(left == 0, "%lld intents left once the store is freed", left);
+}
+
+int main(void)
+{
+	const char *path = getenv("BAGSTORE_TEST_CONFIG");
+	if (!path) {
+		printf("prepared: BAGSTORE_TEST_CONFIG is not set (tests/run.sh sets it)\n"
+		       "prepared: 0 passed, 1 failed\n");
+		return 1;
+	}
+	if (bs_config_load(&cfg, path)) {
+		printf("config: %s\nprepared: 0 passed, 1 failed\n", bs_last_error());
+		return 1;
+	}
+	bs_store_t *st = NULL;
+	bs_id_t ids[N];
+	int shard[N];
+	CHECK_OK(bs_store_open(&st, cfg));
+	CHECK_OK(bs_init(st)); /* tests/run.sh reset the shards: no entity, no index */
+	bs_store_free(st);
+	with_index(); /* on the empty store: the index is ready at once */
+	CHECK_OK(bs_store_open(&st, cfg));
+	bs_store_trace(st, trace, NULL);
+	for (int k = 0; k < N; k++)
+		bs_id_generate(&ids[k]);
+
+	/* prepared once per connection and kind, run for every call */
+	long long prep0 = both("Com_stmt_prepare"), exec0 = both("Com_stmt_execute");
+	round_trip(st, ids, shard, "prepared");
+	long long prep1 = both("Com_stmt_prepare"), exec1 = both("Com_stmt_execute");
+	CHECK(prep1 - prep0 <= 6, "prepared %lld times for %d puts, %d gets, %d deletes (at most 3 kinds a shard)",
+	      prep1 - prep0, N, N + N / 4, N / 4);
+	CHECK(exec1 - exec0 >= N + N + N / 4 + N / 4, "%lld prepared executions for %d calls", exec1 - exec0,
+	      N + N + N / 4 + N / 4);
+	int on0 = 0;
+	for (int k = 0; k < N; k++)
+		on0 += shard[k] == 0;
+	CHECK(on0 > 0 && on0 < N, "the entities are on both shards (%d of %d on s0)", on0, N);
+
+	/* the trace shows the text form, the values in place */
+	char hex[33];
+	int last = N - 1;
+	bs_id_hex(hex, &ids[last]);
+	ntraced = 0;
+	CHECK(holds(st, &ids[last], "prepared", NULL), "the last entity is there");
+	CHECK(ntraced == 1 && strstr(traced, hex) && !strchr(traced, '?') && strstr(traced, "WHERE o.bucket="),
+	      "the get traced with its id and bucket: %s", traced);
+	ntraced = 0;
+	bs_value_t bag;
+	bag_of(&bag, &ids[last], "prepared");
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	CHECK(ntraced == 1 && strstr(traced, hex) && !strchr(traced, '?') && strstr(traced, "WHERE bucket="),
+	      "the put traced with its bucket and id: %s", traced);
+
+	/* a killed connection: a new one, prepared again */
+	for (int s = 0; s < 2; s++)
+		for (int k = 1; k < N; k++)
+			if (k % 4 && shard[k] == s) {
+				killed(st, &ids[k], "prepared", s);
+				break;
+			}
+
+	/* a body far larger than any bound buffer, both ways */
+	size_t big = 300000;
+	char *title = malloc(big + 1);
+	CHECK(title != NULL, "memory");
+	if (title) {
+		srand(7);
+		for (size_t k = 0; k < big; k++)
+			title[k] = (char)('a' + rand() % 26);
+		title[big] = '\0';
+		bag_of(&bag, &ids[1], title);
+		CHECK_OK(bs_put(st, &bag, NULL));
+		bs_value_clear(&bag);
+		CHECK(holds(st, &ids[1], title, NULL), "a %zu-byte title read back whole", big);
+		free(title);
+	}
+	bs_store_free(st);
+
+	/* a server that will not prepare: the same statements as text */
+	long long keep = sql_int(0, "SELECT @@GLOBAL.max_prepared_stmt_count");
+	sql(0, "SET GLOBAL max_prepared_stmt_count=0");
+	CHECK_OK(bs_store_open(&st, cfg));
+	bs_id_t more[N];
+	for (int k = 0; k < N; k++)
+		bs_id_generate(&more[k]);
+	long long ex0 = status(0, "Com_stmt_execute"), q0 = status(0, "Com_select");
+	/* the first statement on each connection a get, then puts */
+	int absent = 0;
+	for (int k = 0; k < N; k++) {
+		bs_value_t got;
+		absent += bs_get(&got, st, &more[k], NULL, NULL) == BS_ENOTFOUND;
+	}
+	CHECK(absent == N, "as text: %d of %d entities not there yet", absent, N);
+	round_trip(st, more, shard, "as text");
+	long long ex1 = status(0, "Com_stmt_execute"), q1 = status(0, "Com_select");
+	CHECK(ex1 == ex0, "no prepared execution on shard 0 (%lld)", ex1 - ex0);
+	CHECK(q1 - q0 >= 1, "shard 0 answered the gets as text (%lld SELECTs)", q1 - q0);
+	bs_store_free(st);
+	char restore[96];
+	snprintf(restore, sizeof restore, "SET GLOBAL max_prepared_stmt_count=%lld", keep);
+	sql(0, restore);
+	CHECK(sql_int(0, "SELECT @@GLOBAL.max_prepared_stmt_count") == keep, "max_prepared_stmt_count put back");
+
+	raw_close_all();
+	bs_config_free(cfg);
+	mysql_library_end();
+	return t_done("prepared");
+}
