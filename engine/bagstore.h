@@ -436,6 +436,14 @@ void bs_store_trace_get(const bs_store_t *st, bs_trace_fn *fn, void **arg);
 /* Create the per-shard tables on every shard, idempotently, record the
  * shard list's fingerprint, and create the configuration's indexes. */
 int bs_init(bs_store_t *st);
+/* After bs_init: how many shards it found initialised by an older
+ * bagstore (a schema version below this one's), their names,
+ * comma-separated, into names, and in *from the oldest version among
+ * them (0: one recorded none).
+ * Their tables are brought up to date, but the accounts' grants are the
+ * operator's: an older bagstore's app role lacks the tables added since
+ * (`bagstore grants --role app` prints what it needs now). */
+int bs_init_upgraded(const bs_store_t *st, char *names, size_t size, int *from);
 
 /* Entities. put: insert or replace; writes the id to *id_out if non-NULL. */
 int bs_put(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out);

@@ -8,6 +8,8 @@
  */
 #include "internal.h"
 
+#include <stdio.h>
+
 int bs_init(bs_store_t *st)
 {
 	int rc;
@@ -25,4 +27,12 @@ int bs_init(bs_store_t *st)
 			return rc;
 	}
 	return 0;
+}
+
+int bs_init_upgraded(const bs_store_t *st, char *names, size_t size, int *from)
+{
+	if (size)
+		snprintf(names, size, "%s", st->upgraded);
+	*from = st->upgraded_from;
+	return st->nupgraded;
 }

@@ -164,6 +164,12 @@ struct bs_store {
 	int n;
 	bs_shard_t *shards;
 	char fingerprint[17];
+	/* the last bs_init's shards that an older bagstore had initialised:
+	 * how many, their names (comma-separated), the oldest schema version
+	 * among them, 0 for none recorded (bs__map_precheck; bs_init_upgraded) */
+	int nupgraded;
+	char upgraded[256];
+	int upgraded_from;
 	/* the writers' catalog cache */
 	bs_index_list_t cat;
 	double cat_loaded; /* monotonic seconds; <0 when never loaded */

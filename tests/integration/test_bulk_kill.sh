@@ -146,7 +146,14 @@ t_contains "$T_ERR" "shard s1" "naming the shard"
 t_contains "$T_ERR" "schema version 2; this one writes 3" "and the versions"
 t_contains "$T_ERR" "bagstore init" "saying what to run"
 t_exit 0 "init" -- "$B" -c "$C" init
+t_contains "$T_OUT" "upgraded s1 (from schema version 2)" "init says which shard it upgraded, from what"
+t_contains "$T_OUT" "bagstore grants --role app" "and that the app's grants are needed again"
 t_eq "$(t_sql 1 "SELECT v FROM bagstore_meta WHERE k='schema_version'")" 3 "init records schema version 3"
+t_exit 0 "init again" -- "$B" -c "$C" init
+case $T_OUT in
+*upgraded*) t_fail "init again has nothing to upgrade" "actual: $T_OUT" ;;
+*) t_ok "init again has nothing to upgrade" ;;
+esac
 t_exit 0 "the bulk put goes through" -- "$B" -c "$C" put --batch 300 "$T/v1.jsonl"
 t_eq "$(sum "SELECT COUNT(*) FROM bagstore_batch_intents")" 0 "its intents removed"
 

@@ -32,6 +32,18 @@ int cli_cmd_init(cli_ctx_t *ctx, int argc, char **argv)
 	printf("initialised %d shards (bucket map version %" PRId64 ", %d buckets%s), %d declared indexes\n",
 	       bs_store_nshards(ctx->st), b.version, b.buckets,
 	       empty ? "; shards owning no bucket yet: `bagstore reshard plan`" : "", ctx->cfg->nindexes);
+	char names[256], was[48];
+	int from;
+	if (bs_init_upgraded(ctx->st, names, sizeof names, &from)) {
+		if (from)
+			snprintf(was, sizeof was, "from schema version %d", from);
+		else
+			snprintf(was, sizeof was, "which recorded no schema version");
+		printf("upgraded %s (%s): give the application's account the grants of `bagstore "
+		       "grants --role app` again (tables were added), then restart the cleaners, then the "
+		       "writers\n",
+		       names, was);
+	}
 done:
 	bs_buckets_free(&b);
 	cli_args_free(&args);
