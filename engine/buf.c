@@ -167,3 +167,38 @@ void bs__buf_value(bs_buf_t *b, const bs_value_t *v, const bs_prop_t *prop)
 	default: bs__buf_puts(b, "NULL"); break;
 	}
 }
+
+bs__param_t bs__param_value(const bs_value_t *v, const bs_prop_t *prop)
+{
+	bs__param_t p = { .type = BS__P_NULL };
+	switch (v->type) {
+	case BS_STR:
+		p.type = prop->type == BS_COL_STRING ? BS__P_TEXT : BS__P_BYTES;
+		p.p = v->v.s.ptr;
+		p.len = v->v.s.len;
+		break;
+	case BS_BIN:
+		p.type = BS__P_BYTES;
+		p.p = v->v.s.ptr;
+		p.len = v->v.s.len;
+		break;
+	case BS_INT:
+		p.type = BS__P_INT;
+		p.i = (long long)v->v.i;
+		break;
+	case BS_UINT:
+		p.type = BS__P_UINT;
+		p.u = (unsigned long long)v->v.u;
+		break;
+	case BS_FLOAT:
+		p.type = BS__P_DOUBLE;
+		p.d = v->v.f;
+		break;
+	case BS_BOOL:
+		p.type = BS__P_INT;
+		p.i = v->v.b ? 1 : 0;
+		break;
+	default: break;
+	}
+	return p;
+}

@@ -47,6 +47,9 @@ static void id_lit(bs_buf_t *b, const bs_id_t *id)
 /* Seconds a write waits for a bucket's ownership row: a move's cut-over
  * holds it at most cleaner.max_fence (1 s by default). */
 #define FENCE_WAIT_S BS__FENCE_WAIT_S
+/* a number's macro as a string literal (the prepared statements' texts) */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 /* Shards a read or write follows when a bucket is refused, before it
  * gives up. */
 #define WRITE_HOPS 8
@@ -74,6 +77,12 @@ typedef struct {
 	int nstmt;
 	bool del;
 	size_t cond_at, cond_end;
+	/* the first statement's index, entity and values (scalars copied,
+	 * bytes borrowed from the bag), to send fence_fast's one-statement
+	 * form prepared (one_prepared) */
+	const bs_index_t *idx;
+	bs_id_t id;
+	bs__param_t vals[BS_INDEX_MAX_PROPS];
 } shard_rows_t;
 
 static void rows_bucket(shard_rows_t *r, int bucket)
@@ -106,6 +115,8 @@ static void append_delete(shard_rows_t *r, const bs_index_t *idx, const bs_id_t 
 	if (!r->nstmt++) {
 		r->del = true;
 		r->cond_at = r->cond_end = b->len;
+		r->idx = idx;
+		r->id = *id;
 	}
 	if (bucket >= 0) {
 		bs__buf_puts(b, " AND @bs_o=@bs_want");
@@ -136,8 +147,13 @@ static void append_upsert(shard_rows_t *r, const bs_index_t *idx, const bs_id_t 
 		bs__buf_puts(b, ",");
 	}
 	id_lit(b, id);
-	if (!r->nstmt++)
+	if (!r->nstmt++) {
 		r->cond_at = b->len;
+		r->idx = idx;
+		r->id = *id;
+		for (int k = 0; k < idx->nprops; k++)
+			r->vals[k] = bs__param_value(vals[k], &idx->props[k]);
+	}
 	bs__buf_puts(b, " FROM DUAL WHERE @bs_o=@bs_want");
 	if (r->nstmt == 1)
 		r->cond_end = b->len;
@@ -283,6 +299,63 @@ static void fence_fast(bs_buf_t *out, shard_rows_t *r)
 		out->oom = true;
 }
 
+/* fence_fast's one-statement form as a prepared statement (the same
+ * text with a '?' for each value, the entity's id and the bucket) into
+ * sql, and its parameters into p; their count. */
+static int one_prepared(bs_buf_t *sql, bs__param_t *p, const shard_rows_t *r)
+{
+	const bs_index_t *idx = r->idx;
+	int n = 0;
+	bs__buf_puts(sql, r->del ? "DELETE FROM " : "INSERT INTO ");
+	bs__buf_ident(sql, idx->name);
+	if (r->del) {
+		bs__buf_puts(sql, " WHERE entity_id=? AND (SELECT state FROM bagstore_buckets WHERE bucket=? LOCK IN SHARE"
+		                  " MODE WAIT " STR(BS__FENCE_WAIT_S) ")='owned'");
+	} else {
+		bs__buf_puts(sql, " (");
+		for (int k = 0; k < idx->nprops; k++) {
+			bs__buf_ident(sql, idx->props[k].name);
+			bs__buf_puts(sql, ",");
+			p[n++] = r->vals[k];
+		}
+		bs__buf_puts(sql, "entity_id) SELECT ");
+		for (int k = 0; k < idx->nprops; k++)
+			bs__buf_puts(sql, "?,");
+		bs__buf_puts(sql, "? FROM bagstore_buckets WHERE bucket=? AND state='owned' LOCK IN SHARE MODE WAIT " STR(
+					  BS__FENCE_WAIT_S) " ON DUPLICATE KEY UPDATE ");
+		for (int k = 0; k < idx->nprops; k++) {
+			if (k)
+				bs__buf_puts(sql, ",");
+			bs__buf_ident(sql, idx->props[k].name);
+			bs__buf_puts(sql, "=VALUES(");
+			bs__buf_ident(sql, idx->props[k].name);
+			bs__buf_puts(sql, ")");
+		}
+	}
+	p[n++] = (bs__param_t){ .p = r->id.b, .len = 16 };
+	p[n++] = (bs__param_t){ .i = r->buckets[0], .type = BS__P_INT };
+	return n;
+}
+
+/* The index rows of one shard, alone, in fence_fast's one-statement form,
+ * prepared: most puts write one index row on one shard, and the fan-out
+ * sends it as text. 1: it applied; 0: it did not (refused, or a delete
+ * found nothing: the full form decides), or (*text) the server would not
+ * prepare it: the fan-out's text; a failure: BS_E*, as the fan-out
+ * reports one. */
+static int index_one_prepared(bool *text, bs_store_t *st, int i, const shard_rows_t *r)
+{
+	bs__param_t p[BS_INDEX_MAX_PROPS + 2];
+	bs_buf_t sql = { 0 };
+	int64_t affected = 0;
+	int n = one_prepared(&sql, p, r), rc;
+	*text = false;
+	if (!(rc = bs__buf_ok(&sql)))
+		rc = bs__shard_prep_sql(NULL, &affected, text, st, i, sql.ptr, p, n);
+	bs__buf_free(&sql);
+	return rc ? rc : !*text && affected > 0;
+}
+
 /* Was the last failure on this shard one a retry may cure? */
 static bool retryable(bs_store_t *st, int shard)
 {
@@ -359,12 +432,35 @@ static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, c
 		rc = bs_error(BS_ENOMEM, "out of memory");
 		goto done;
 	}
+	int only = -1, nshards = 0;
 	for (int i = 0; i < st->n; i++) {
 		if (!per_shard[i].sql.len)
 			continue;
 		fast[i] = !per_shard[i].anywhere && per_shard[i].nb > 0;
 		if ((rc = fence_stmt(&q[i], &sql[i], &per_shard[i], id, fast[i])))
 			goto done;
+		only = i;
+		nshards++;
+	}
+	if (nshards == 1 && fast[only] && fence_one(&per_shard[only])) {
+		/* one statement on one shard: prepared, without the fan-out */
+		bool text = false;
+		int one = index_one_prepared(&text, st, only, &per_shard[only]);
+		if (one == 1)
+			goto done; /* applied */
+		if (one < 0 && !(one == BS_ECONFLICT && retryable(st, only))) {
+			err[only] = one; /* failed for good: as the fan-out says it */
+			snprintf(msg[only], sizeof msg[only], "%s", bs_last_error());
+			goto report;
+		}
+		if (!one && !text) { /* nothing applied: the full form decides */
+			fast[only] = false;
+			if ((rc = fence_stmt(&q[only], &sql[only], &per_shard[only], id, false)))
+				goto done;
+		}
+		/* not prepared, or a deadlock: the fan-out as before (the fast
+		 * form again: it tries again) */
+		bs_error_clear();
 	}
 	for (int tries = 1;;) {
 		bool retry = false, pending = false;
@@ -409,6 +505,7 @@ static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, c
 		if (retry)
 			backoff(tries++);
 	}
+report:
 	/* the first failed shard's (rollback_shard used the error slot since) */
 	for (int i = 0; i < st->n && !rc; i++)
 		if (err[i]) {
@@ -537,8 +634,6 @@ typedef struct {
 	"MICROSECOND)" \
 	" RETURNING @bs_old, UNIX_TIMESTAMP(updated), @bs_ou"
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
 /* fast_write's two statements, prepared (bs__shard_prep_run): what
  * fenced_insert_sql and its delete write as text, the bucket, the id and
  * the body as parameters */
@@ -838,13 +933,13 @@ static int fast_write(bool *applied, bs_store_t *st, write_t *w, const bs_bytes_
 	 * and the server's parse and plan of it were a third of its time */
 	if (body)
 		rc = bs__shard_prep_run(NULL, &rows, &text, st, w->shard, BS__PREP_PUT, PREP_PUT_SQL,
-		                        (bs__param_t[]){ { .i = w->bucket, .is_int = true },
+		                        (bs__param_t[]){ { .i = w->bucket, .type = BS__P_INT },
 		                                         { .p = w->id.b, .len = 16 },
 		                                         { .p = body->ptr, .len = body->len } },
 		                        3);
 	else
 		rc = bs__shard_prep_run(NULL, &rows, &text, st, w->shard, BS__PREP_DELETE, PREP_DELETE_SQL,
-		                        (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .is_int = true } },
+		                        (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .type = BS__P_INT } },
 		                        2);
 	if (!rc && text) { /* the server would not prepare: the same statement as text */
 		if (body) {
@@ -964,14 +1059,14 @@ static int fast_returning_prepared(bool *applied, bool *text, bs_store_t *st, wr
 		return rc;
 	if (body)
 		rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_PUT_RETURNING, PREP_PUT_RETURNING_SQL,
-		                        (bs__param_t[]){ { .i = w->bucket, .is_int = true },
+		                        (bs__param_t[]){ { .i = w->bucket, .type = BS__P_INT },
 		                                         { .p = w->id.b, .len = 16 },
 		                                         { .p = body->ptr, .len = body->len } },
 		                        3);
 	else
 		rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_DELETE_RETURNING,
 		                        PREP_DELETE_RETURNING_SQL,
-		                        (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .is_int = true } },
+		                        (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .type = BS__P_INT } },
 		                        2);
 	if (body && fence_said_no(st, w->shard, rc, 0))
 		return 0; /* not 'owned' here: the intent is in, the full form decides */
@@ -1415,7 +1510,7 @@ static int read_once(bs_bytes_t *body, int64_t *updated_us, bool *found, write_t
 	*found = false;
 	if ((rc = bs__shard_check(st, w->shard)) ||
 	    (rc = bs__shard_prep_run(&s, &rows, &text, st, w->shard, BS__PREP_GET, PREP_GET_SQL,
-	                             (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .is_int = true } },
+	                             (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .type = BS__P_INT } },
 	                             2)))
 		return rc;
 	if (!text) {

@@ -98,6 +98,7 @@ enum {
 	BS__PREP_DELETE_RETURNING,
 	BS__PREP_N
 };
+#define BS__PREP_DYN 8
 
 typedef struct {
 	const bs_shard_conf_t *conf;
@@ -145,6 +146,13 @@ typedef struct {
 	 * this connection */
 	MYSQL_STMT *prep[BS__PREP_N];
 	bool prep_off;
+	/* statements built at run time (bs__shard_prep_sql), by their text:
+	 * the last BS__PREP_DYN, dyn_next the one replaced next */
+	struct {
+		char *sql;
+		MYSQL_STMT *s;
+	} dyn[BS__PREP_DYN];
+	int dyn_next;
 } bs_shard_t;
 
 /* The bucket map as a store caches it (map.c). */
@@ -359,13 +367,21 @@ int bs__shard_exec_rows(int64_t *affected, bs_store_t *st, int i, const char *sq
  * For multi-statements, the first result set is returned and the rest
  * (which must be row-less) are drained. */
 int bs__shard_query(MYSQL_RES **res, bs_store_t *st, int i, const char *sql, size_t len);
-/* One parameter of a prepared statement: an integer, or bytes. */
+/* One parameter of a prepared statement: bytes (the default), text in
+ * the connection's utf8mb4, an integer, an unsigned one, a double, or
+ * NULL. */
+enum { BS__P_BYTES, BS__P_TEXT, BS__P_INT, BS__P_UINT, BS__P_DOUBLE, BS__P_NULL };
 typedef struct {
-	const void *p;
+	const void *p; /* bytes and text */
 	size_t len;
 	long long i;
-	bool is_int;
+	unsigned long long u;
+	double d;
+	int type;
 } bs__param_t;
+/* A bag value as the parameter bs__buf_value would write as a literal
+ * for prop's column (bytes and text borrowed from v; buf.c). */
+bs__param_t bs__param_value(const bs_value_t *v, const bs_prop_t *prop);
 /* Run statement kind (BS__PREP_*; sql its text, the same every call, a '?'
  * for each of the n params) on shard i, prepared on the connection at
  * first use. *affected: the rows it changed; *res (NULL: none wanted): the
@@ -377,6 +393,11 @@ typedef struct {
  * the values in place of the '?'s. */
 int bs__shard_prep_run(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t *st, int i, int kind,
                        const char *sql, const bs__param_t *params, int n);
+/* bs__shard_prep_run for a statement whose text is built at run time
+ * (an index's rows): the connection keeps the last BS__PREP_DYN of them,
+ * found by their text. */
+int bs__shard_prep_sql(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t *st, int i, const char *sql,
+                       const bs__param_t *params, int n);
 void bs__shard_prep_end(MYSQL_STMT *s);
 /* The next row of a prepared statement's stored result as the text
  * protocol gives one (a MYSQL_ROW): each column's bytes, NUL-terminated

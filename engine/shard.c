@@ -481,6 +481,14 @@ static void conn_close(bs_shard_t *sh)
 			mysql_stmt_close(sh->prep[k]);
 			sh->prep[k] = NULL;
 		}
+	for (int k = 0; k < BS__PREP_DYN; k++) {
+		if (sh->dyn[k].s)
+			mysql_stmt_close(sh->dyn[k].s);
+		free(sh->dyn[k].sql);
+		sh->dyn[k].s = NULL;
+		sh->dyn[k].sql = NULL;
+	}
+	sh->dyn_next = 0;
 	sh->prep_off = false;
 }
 
@@ -917,7 +925,7 @@ int bs__shard_query(MYSQL_RES **out, bs_store_t *st, int i, const char *sql, siz
 /* ------------------------------------------------------------ prepared statements */
 
 /* The text a prepared statement stands for, the values in place of its
- * '?'s (integers in decimal, bytes as X'..'): what the trace shows. */
+ * '?'s as the text forms write them: what the trace shows. */
 static void prep_text(bs_buf_t *b, const char *sql, const bs__param_t *params, int n)
 {
 	int k = 0;
@@ -928,41 +936,66 @@ static void prep_text(bs_buf_t *b, const char *sql, const bs__param_t *params, i
 		}
 		bs__buf_putn(b, p, (size_t)(q - p));
 		const bs__param_t *v = &params[k++];
-		if (!v->is_int)
+		switch (v->type) {
+		case BS__P_TEXT:
+			bs__buf_puts(b, "_utf8mb4 ");
 			bs__buf_hex(b, v->p, v->len);
-		else if (v->i < 0)
-			bs__buf_printf(b, "%lld", v->i);
-		else
-			bs__buf_uint(b, (unsigned long long)v->i);
+			break;
+		case BS__P_INT: bs__buf_printf(b, "%lld", v->i); break;
+		case BS__P_UINT: bs__buf_uint(b, v->u); break;
+		case BS__P_DOUBLE: bs__buf_printf(b, "%.17g", v->d); break;
+		case BS__P_NULL: bs__buf_puts(b, "NULL"); break;
+		default: bs__buf_hex(b, v->p, v->len); break;
+		}
 	}
 }
 
-#define PREP_MAX_PARAMS 4
+#define PREP_MAX_PARAMS (BS_INDEX_MAX_PROPS + 2)
 
-int bs__shard_prep_run(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t *st, int i, int kind,
-                       const char *sql, const bs__param_t *params, int n)
+/* Bind params into bind (lens their lengths). */
+static void prep_bind(MYSQL_BIND *bind, unsigned long *lens, const bs__param_t *params, int n)
+{
+	memset(bind, 0, (size_t)n * sizeof *bind);
+	for (int k = 0; k < n; k++) {
+		const bs__param_t *v = &params[k];
+		switch (v->type) {
+		case BS__P_INT:
+			bind[k].buffer_type = MYSQL_TYPE_LONGLONG;
+			bind[k].buffer = (void *)&v->i;
+			break;
+		case BS__P_UINT:
+			bind[k].buffer_type = MYSQL_TYPE_LONGLONG;
+			bind[k].buffer = (void *)&v->u;
+			bind[k].is_unsigned = 1;
+			break;
+		case BS__P_DOUBLE:
+			bind[k].buffer_type = MYSQL_TYPE_DOUBLE;
+			bind[k].buffer = (void *)&v->d;
+			break;
+		case BS__P_NULL: bind[k].buffer_type = MYSQL_TYPE_NULL; break;
+		default:
+			/* a NULL buffer is SQL's NULL to the client library */
+			lens[k] = (unsigned long)v->len;
+			bind[k].buffer_type = v->type == BS__P_TEXT ? MYSQL_TYPE_STRING : MYSQL_TYPE_BLOB;
+			bind[k].buffer = v->p ? (void *)v->p : (void *)"";
+			bind[k].buffer_length = lens[k];
+			bind[k].length = &lens[k];
+			break;
+		}
+	}
+}
+
+/* Run sql prepared on shard i's connection m, the statement kept in
+ * *slot (prepared there at first use, closed there after a failure). */
+static int prep_exec(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t *st, int i, MYSQL *m,
+                     MYSQL_STMT **slot, const char *sql, const bs__param_t *params, int n)
 {
 	bs_shard_t *sh = &st->shards[i];
 	MYSQL_BIND bind[PREP_MAX_PARAMS];
 	unsigned long lens[PREP_MAX_PARAMS];
 	char msg[512];
-	MYSQL *m;
-	int rc;
-	if (res)
-		*res = NULL;
-	*affected = 0;
-	*text = false;
-	sh->last_errno = 0;
-	sh->last_done = 0;
-	if (kind < 0 || kind >= BS__PREP_N || n < 0 || n > PREP_MAX_PARAMS)
-		return bs_error(BS_ERROR, "internal: prepared statement %d with %d parameters", kind, n);
-	if ((rc = bs__shard_conn(&m, st, i)))
-		return rc;
-	if (sh->prep_off) {
-		*text = true;
-		return 0;
-	}
-	MYSQL_STMT *s = sh->prep[kind];
+	int rc = 0;
+	MYSQL_STMT *s = *slot;
 	if (!s) {
 		if (!(s = mysql_stmt_init(m)))
 			return bs_error(BS_ENOMEM, "out of memory preparing a statement");
@@ -983,22 +1016,9 @@ int bs__shard_prep_run(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store
 			*text = true;
 			return 0;
 		}
-		sh->prep[kind] = s;
+		*slot = s;
 	}
-	memset(bind, 0, sizeof bind);
-	for (int k = 0; k < n; k++) {
-		if (params[k].is_int) {
-			bind[k].buffer_type = MYSQL_TYPE_LONGLONG;
-			bind[k].buffer = (void *)&params[k].i;
-		} else {
-			/* a NULL buffer is SQL's NULL to the client library */
-			lens[k] = (unsigned long)params[k].len;
-			bind[k].buffer_type = MYSQL_TYPE_BLOB;
-			bind[k].buffer = params[k].p ? (void *)params[k].p : (void *)"";
-			bind[k].buffer_length = lens[k];
-			bind[k].length = &lens[k];
-		}
-	}
+	prep_bind(bind, lens, params, n);
 	double t0 = 0;
 	int64_t at = 0, rows = 0;
 	if (st->trace_fn) {
@@ -1017,7 +1037,7 @@ int bs__shard_prep_run(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store
 		 * it with the connection, without a word to the server */
 		if (!lost_connection(err)) {
 			mysql_stmt_close(s);
-			sh->prep[kind] = NULL;
+			*slot = NULL;
 		}
 		rc = fail_with(st, i, res ? "query failed" : "statement failed", err, msg);
 	} else {
@@ -1036,6 +1056,68 @@ int bs__shard_prep_run(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store
 		bs__buf_free(&b);
 	}
 	return rc;
+}
+
+/* What every prepared run does first: the answers cleared, the
+ * connection (made when there is none). *m NULL: use the text form. */
+static int prep_open(MYSQL **m, MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t *st, int i, int n)
+{
+	bs_shard_t *sh = &st->shards[i];
+	int rc;
+	*m = NULL;
+	if (res)
+		*res = NULL;
+	*affected = 0;
+	*text = false;
+	sh->last_errno = 0;
+	sh->last_done = 0;
+	if (n < 0 || n > PREP_MAX_PARAMS)
+		return bs_error(BS_ERROR, "internal: a prepared statement with %d parameters", n);
+	if ((rc = bs__shard_conn(m, st, i)))
+		return rc;
+	if (sh->prep_off) {
+		*m = NULL;
+		*text = true;
+	}
+	return 0;
+}
+
+int bs__shard_prep_run(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t *st, int i, int kind,
+                       const char *sql, const bs__param_t *params, int n)
+{
+	MYSQL *m;
+	int rc;
+	if (kind < 0 || kind >= BS__PREP_N)
+		return bs_error(BS_ERROR, "internal: prepared statement %d", kind);
+	if ((rc = prep_open(&m, res, affected, text, st, i, n)) || !m)
+		return rc;
+	return prep_exec(res, affected, text, st, i, m, &st->shards[i].prep[kind], sql, params, n);
+}
+
+int bs__shard_prep_sql(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t *st, int i, const char *sql,
+                       const bs__param_t *params, int n)
+{
+	bs_shard_t *sh = &st->shards[i];
+	MYSQL *m;
+	int rc, k;
+	if ((rc = prep_open(&m, res, affected, text, st, i, n)) || !m)
+		return rc;
+	for (k = 0; k < BS__PREP_DYN; k++)
+		if (sh->dyn[k].sql && !strcmp(sh->dyn[k].sql, sql))
+			break;
+	if (k == BS__PREP_DYN) { /* the oldest replaced */
+		char *copy = strdup(sql);
+		if (!copy)
+			return bs_error(BS_ENOMEM, "out of memory");
+		k = sh->dyn_next;
+		sh->dyn_next = (k + 1) % BS__PREP_DYN;
+		if (sh->dyn[k].s)
+			mysql_stmt_close(sh->dyn[k].s);
+		free(sh->dyn[k].sql);
+		sh->dyn[k].sql = copy;
+		sh->dyn[k].s = NULL;
+	}
+	return prep_exec(res, affected, text, st, i, m, &sh->dyn[k].s, sql, params, n);
 }
 
 void bs__shard_prep_end(MYSQL_STMT *s)
