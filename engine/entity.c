@@ -1,11 +1,13 @@
 /*
  * entity.c - put, get and delete: the write path of doc/DESIGN.md.
  *
- * 1. One round trip to the entity's shard: in one InnoDB transaction, read
- *    the current body FOR UPDATE, write the new one (its `updated` strictly
+ * 1. The entity's shard: when indexes are maintained, an intent row naming
+ *    this write, whose named lock this connection takes, committed before
+ *    the entity changes; then the new body written (its `updated` strictly
  *    later than the one before, so every write of a row is a new version),
- *    and, when indexes are maintained, an intent row naming this write,
- *    whose named lock this connection takes first.
+ *    the old one handed back. Nearly always two prepared statements in
+ *    autocommit (one without an index); the fence's full form, one
+ *    transaction in one round trip, when the bucket is not simply owned.
  * 2. The rows of every index writers maintain (building or ready): the old
  *    row deleted on the old value's shard, the new row upserted on the new
  *    value's shard.
@@ -1073,20 +1075,21 @@ static int fast_returning_prepared(bool *applied, bool *text, bs_store_t *st, wr
 	if (rc || *text)
 		return rc;
 	/* a DELETE whose WHERE the optimizer proves empty may answer without
-	 * a result set: nothing deleted here, as an empty one */
-	if ((rc = mysql_stmt_field_count(s) ? bs__shard_prep_row(&pr, st, w->shard, s) : 0) > 0) {
+	 * a result set (s NULL): nothing deleted here, as an empty one */
+	if ((rc = s ? bs__shard_prep_row(&pr, st, w->shard, s) : 0) > 0) {
 		*applied = true;
 		fast_applied(w);
 		returned_row(w, pr.col, pr.len, body != NULL);
 		rc = 0;
 	}
-	if (mysql_stmt_field_count(s))
+	if (s)
 		bs__prep_row_free(&pr);
 	bs__shard_prep_end(s);
 	return rc;
 }
 
-/* returning_write's fast form, while the bucket is simply owned (as
+/* returning_write's fast form as text, where the server will not prepare
+ * (fast_returning_prepared), while the bucket is simply owned (as
  * fast_write's), one transaction: the intent inserted from its values,
  * taking the intent's lock (a NULL token, refused by the column, when the
  * lock cannot be taken: the statement fails and nothing goes on), then the
@@ -1160,8 +1163,9 @@ done:
 	return rc;
 }
 
-/* Step 1 on MariaDB 10.5 and later, unconditional: one transaction, no
- * read before the write. The fence; the intent (with its lock, and the
+/* Step 1 on MariaDB 10.5 and later, unconditional, no read before the
+ * write: the fast form (two prepared statements, or one transaction as
+ * text), else the full form, one transaction. The fence; the intent (with its lock, and the
  * reset of @bs_old): once it is in, whatever the entity write does is
  * covered; the entity written in one statement that reads the body it
  * replaces into @bs_old as it goes (the row lock makes that exact) and
@@ -1476,17 +1480,22 @@ int bs_put_if(bs_store_t *st, const bs_value_t *bag, int64_t expect_updated_us)
  * statement's: no row, or an ownership row whose state does not hold its
  * entities, is refused (the map's cache is then wrong). */
 static int read_answer(bs_bytes_t *body, int64_t *updated_us, bool *found, write_t *w, char **row,
-                       const unsigned long *lens)
+                       const unsigned long *lens, bool take)
 {
 	snprintf(w->state, sizeof w->state, "%s", row && row[0] ? row[0] : "");
 	snprintf(w->peer, sizeof w->peer, "%s", row && row[1] ? row[1] : "");
 	w->refused = !row || !(row[0] && (!strcmp(row[0], "owned") || !strcmp(row[0], "leaving")));
 	if (w->refused || !row[4] || strcmp(row[4], "1"))
 		return 0;
-	if (!(body->ptr = malloc(lens[2] ? lens[2] : 1)))
+	if (take && row[2]) { /* a prepared row's column, its own allocation */
+		body->ptr = (uint8_t *)row[2];
+		row[2] = NULL;
+	} else if ((body->ptr = malloc(lens[2] ? lens[2] : 1))) {
+		if (row[2])
+			memcpy(body->ptr, row[2], lens[2]);
+	} else {
 		return bs_error(BS_ENOMEM, "out of memory");
-	if (row[2])
-		memcpy(body->ptr, row[2], lens[2]);
+	}
 	body->len = body->cap = lens[2];
 	if (updated_us)
 		*updated_us = bs__parse_unix_us(row[3]);
@@ -1514,8 +1523,9 @@ static int read_once(bs_bytes_t *body, int64_t *updated_us, bool *found, write_t
 	                             2)))
 		return rc;
 	if (!text) {
-		if ((rc = bs__shard_prep_row(&pr, st, w->shard, s)) >= 0)
-			rc = read_answer(body, updated_us, found, w, rc ? pr.col : NULL, pr.len);
+		memset(&pr, 0, sizeof pr);
+		if ((rc = s ? bs__shard_prep_row(&pr, st, w->shard, s) : 0) >= 0)
+			rc = read_answer(body, updated_us, found, w, rc ? pr.col : NULL, pr.len, true);
 		bs__prep_row_free(&pr);
 		bs__shard_prep_end(s);
 		return rc;
@@ -1526,7 +1536,7 @@ static int read_once(bs_bytes_t *body, int64_t *updated_us, bool *found, write_t
 	bs__buf_uint(&b, (unsigned)w->bucket);
 	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__shard_query(&res, st, w->shard, b.ptr, b.len))) {
 		MYSQL_ROW row = mysql_fetch_row(res);
-		rc = read_answer(body, updated_us, found, w, row, row ? mysql_fetch_lengths(res) : NULL);
+		rc = read_answer(body, updated_us, found, w, row, row ? mysql_fetch_lengths(res) : NULL, false);
 	}
 	if (res)
 		mysql_free_result(res);

@@ -141,11 +141,11 @@ typedef struct {
 	/* this connection holds the store's fix_token lock (repair.c) */
 	bool fix_held;
 	/* the BS__PREP_* statements prepared on this connection (NULL until
-	 * first used), closed with it; prep_off: the server would not prepare
-	 * (too many prepared statements, or none at all): the text form on
-	 * this connection */
+	 * first used), closed with it; prep_off_until (mono s, 0: none): the
+	 * server would not prepare (too many prepared statements, or none at
+	 * all): the text form on this connection until then */
 	MYSQL_STMT *prep[BS__PREP_N];
-	bool prep_off;
+	double prep_off_until;
 	/* statements built at run time (bs__shard_prep_sql), by their text:
 	 * the last BS__PREP_DYN, dyn_next the one replaced next */
 	struct {

@@ -470,12 +470,10 @@ void bs__trace_emit(bs_store_t *st, int i, const char *sql, size_t len, double t
 	free(text);
 }
 
-/* Close shard i's connection and the statements prepared on it (after
- * the connection: closed with it, they only free their memory). */
-static void conn_close(bs_shard_t *sh)
+/* Close every statement prepared on sh's connection (on a closed one
+ * they only free their memory). */
+static void prep_close_all(bs_shard_t *sh)
 {
-	mysql_close(sh->conn);
-	sh->conn = NULL;
 	for (int k = 0; k < BS__PREP_N; k++)
 		if (sh->prep[k]) {
 			mysql_stmt_close(sh->prep[k]);
@@ -489,7 +487,16 @@ static void conn_close(bs_shard_t *sh)
 		sh->dyn[k].sql = NULL;
 	}
 	sh->dyn_next = 0;
-	sh->prep_off = false;
+}
+
+/* Close shard i's connection and the statements prepared on it (after
+ * the connection: closed with it, they only free their memory). */
+static void conn_close(bs_shard_t *sh)
+{
+	mysql_close(sh->conn);
+	sh->conn = NULL;
+	prep_close_all(sh);
+	sh->prep_off_until = 0;
 }
 
 /* Read the answer of a statement bs__shard_send sent; on failure release
@@ -951,6 +958,8 @@ static void prep_text(bs_buf_t *b, const char *sql, const bs__param_t *params, i
 }
 
 #define PREP_MAX_PARAMS (BS_INDEX_MAX_PROPS + 2)
+/* how long a connection whose server would not prepare sends text */
+#define PREP_OFF_S 60.0
 
 /* Bind params into bind (lens their lengths). */
 static void prep_bind(MYSQL_BIND *bind, unsigned long *lens, const bs__param_t *params, int n)
@@ -997,8 +1006,10 @@ static int prep_exec(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t
 	int rc = 0;
 	MYSQL_STMT *s = *slot;
 	if (!s) {
+		char label[192];
 		if (!(s = mysql_stmt_init(m)))
-			return bs_error(BS_ENOMEM, "out of memory preparing a statement");
+			return bs_error(BS_ENOMEM, "%s: out of memory preparing a statement",
+			                bs__shard_label(label, sizeof label, sh));
 		if (mysql_stmt_prepare(s, sql, (unsigned long)strlen(sql))) {
 			unsigned err = mysql_stmt_errno(s);
 			snprintf(msg, sizeof msg, "%s", mysql_stmt_error(s));
@@ -1006,13 +1017,16 @@ static int prep_exec(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t
 			if (lost_connection(err))
 				return fail_with(st, i, "preparing a statement", err, msg);
 			/* the server would not prepare it: no more room
-			 * (max_prepared_stmt_count), or no prepared statements at all
-			 * (a proxy): the text form on this connection. Any other
-			 * refusal (a table missing, a privilege) the text form meets
-			 * again, and says */
+			 * (max_prepared_stmt_count, the server's for every client), or
+			 * no prepared statements at all (a proxy): the text form on
+			 * this connection for PREP_OFF_S, its statements closed (they
+			 * hold room in the server's count). Any other refusal (a table
+			 * missing, a privilege) the text form meets again, and says */
 			if (err == 1461 /* ER_MAX_PREPARED_STMT_COUNT_REACHED */ || err == 1295 /* ER_UNSUPPORTED_PS */ ||
-			    err == 1047 /* ER_UNKNOWN_COM_ERROR */)
-				sh->prep_off = true;
+			    err == 1047 /* ER_UNKNOWN_COM_ERROR */) {
+				prep_close_all(sh);
+				sh->prep_off_until = bs_now_mono() + PREP_OFF_S;
+			}
 			*text = true;
 			return 0;
 		}
@@ -1026,7 +1040,12 @@ static int prep_exec(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t
 		at = bs_now_us();
 	}
 	bs__shard_sent(sh, sql, strlen(sql));
-	if (mysql_stmt_bind_param(s, bind) || mysql_stmt_execute(s) || (res && mysql_stmt_store_result(s))) {
+	/* a statement that may answer rows answers none when the server sent
+	 * only an OK (a DELETE ... RETURNING whose WHERE the optimizer proved
+	 * empty): the statement's column count stays the last answer's, the
+	 * connection's says */
+	if (mysql_stmt_bind_param(s, bind) || mysql_stmt_execute(s) ||
+	    (res && mysql_field_count(m) && mysql_stmt_store_result(s))) {
 		unsigned err = mysql_stmt_errno(s);
 		snprintf(msg, sizeof msg, "%s", mysql_stmt_error(s));
 		/* after a failure the statement is closed and prepared again at
@@ -1043,9 +1062,12 @@ static int prep_exec(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t
 	} else {
 		sh->last_done = 1;
 		*affected = (int64_t)mysql_stmt_affected_rows(s);
-		rows = res ? (int64_t)mysql_stmt_num_rows(s) : *affected;
-		if (res)
+		if (res && mysql_field_count(m)) {
+			rows = (int64_t)mysql_stmt_num_rows(s);
 			*res = s;
+		} else {
+			rows = *affected;
+		}
 	}
 	if (st->trace_fn) {
 		bs_buf_t b = { 0 };
@@ -1075,9 +1097,13 @@ static int prep_open(MYSQL **m, MYSQL_STMT **res, int64_t *affected, bool *text,
 		return bs_error(BS_ERROR, "internal: a prepared statement with %d parameters", n);
 	if ((rc = bs__shard_conn(m, st, i)))
 		return rc;
-	if (sh->prep_off) {
-		*m = NULL;
-		*text = true;
+	if (sh->prep_off_until > 0) {
+		if (bs_now_mono() < sh->prep_off_until) {
+			*m = NULL;
+			*text = true;
+		} else {
+			sh->prep_off_until = 0; /* try again */
+		}
 	}
 	return 0;
 }
@@ -1175,8 +1201,8 @@ int bs__shard_prep_row(bs__prep_row_t *row, bs_store_t *st, int i, MYSQL_STMT *s
 	return 1;
 fail:
 	bs__prep_row_free(row);
-	return bs_error(BS_ESQL, "%s: reading a row: %s", bs__shard_label(label, sizeof label, &st->shards[i]),
-	                mysql_stmt_error(s));
+	return bs_error(BS_ESQL, "%s: reading a row: %s (MySQL error %u)",
+	                bs__shard_label(label, sizeof label, &st->shards[i]), mysql_stmt_error(s), mysql_stmt_errno(s));
 }
 
 int bs__shard_now_us(int64_t *out, bs_store_t *st, int shard)

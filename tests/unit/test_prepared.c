@@ -11,6 +11,7 @@
  * counters included.
  */
 #include "bagstore.h"
+#include "internal.h"
 #include "rawsql.h"
 #include "t.h"
 
@@ -198,6 +199,35 @@ static void mixed_types(bs_store_t *st)
 	      bs_last_error());
 }
 
+/* A statement that answers rows, answered with an OK alone (the
+ * optimizer proved its WHERE empty): no rows, the connection and the
+ * statement fine (the client library keeps the last answer's column
+ * count: storing a result that is not there put it out of step, "Commands
+ * out of sync", taken for a lost connection). */
+static void ok_without_rows(bs_store_t *st)
+{
+	static const char q[] = "DELETE FROM prep_t WHERE id=? AND ? RETURNING id";
+	MYSQL_STMT *res;
+	int64_t affected;
+	bool text;
+	sql(0, "CREATE TABLE prep_t (id INT PRIMARY KEY)");
+	sql(0, "INSERT INTO prep_t VALUES (1),(2),(3)");
+	for (int k = 0; k < 3; k++) {
+		long long keep = k != 1; /* the second: WHERE ... AND 0 */
+		bs__param_t p[2] = { { .i = k + 1, .type = BS__P_INT }, { .i = keep, .type = BS__P_INT } };
+		int rc = bs__shard_prep_sql(&res, &affected, &text, st, 0, q, p, 2);
+		CHECK(rc == 0 && !text, "run %d of a DELETE ... RETURNING: %s", k, rc ? bs_last_error() : "");
+		if (rc)
+			continue;
+		CHECK(keep ? res != NULL && mysql_stmt_num_rows(res) == 1 : res == NULL,
+		      "run %d answers %s", k, keep ? "its row" : "no result set");
+		bs__shard_prep_end(res);
+	}
+	CHECK(sql_int(0, "SELECT COUNT(*) FROM prep_t") == 1 && sql_int(0, "SELECT id FROM prep_t") == 2,
+	      "the two rows kept deleted, the one proved empty left");
+	sql(0, "DROP TABLE prep_t");
+}
+
 /* With an index: puts, overwrites and deletes through the prepared
  * intent and write; the index right after, no intent left. */
 static void with_index(void)
@@ -346,6 +376,7 @@ int main(void)
 		CHECK(holds(st, &ids[1], title, NULL), "a %zu-byte title read back whole", big);
 		free(title);
 	}
+	ok_without_rows(st);
 	bs_store_free(st);
 
 	/* a server that will not prepare: the same statements as text */
