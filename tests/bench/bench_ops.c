@@ -159,6 +159,36 @@ static stat_t timed(const char *name, bench_t *b, double *lat, int from, int to,
 	return summarize(name, lat, to - from, now() - t0);
 }
 
+/* Times m ops side by side: round k runs each op once on the same entity
+ * (k in order, or one picked at random from [0, to)), starting with op k
+ * mod m, so that every op and its references see the same moment of a
+ * machine whose speed drifts; prints and returns each op's figures. */
+static void timed_mix(stat_t *out, const char *const *names, const op_fn *ops, int m, bench_t *b, int from,
+                      int to, bool random)
+{
+	int n = to - from;
+	double *lat = malloc((size_t)m * (size_t)n * sizeof *lat), *total = calloc((size_t)m, sizeof *total);
+	if (!lat || !total) {
+		fprintf(stderr, "bench_ops: out of memory\n");
+		exit(1);
+	}
+	for (int k = from; k < to; k++) {
+		int i = random ? rand() % to : k;
+		for (int r = 0; r < m; r++) {
+			int j = (k + r) % m;
+			double a = now();
+			ops[j](b, i);
+			double t = now() - a;
+			lat[(size_t)j * (size_t)n + (size_t)(k - from)] = t;
+			total[j] += t;
+		}
+	}
+	for (int j = 0; j < m; j++)
+		out[j] = summarize(names[j], lat + (size_t)j * (size_t)n, n, total[j]);
+	free(lat);
+	free(total);
+}
+
 /* The plain-SQL statements: one row by id, on the id's shard. `what` goes
  * before the id's hex, `tail` after it; with body, the body's hex follows in
  * a second X'...' after `mid`. */
@@ -560,21 +590,20 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	printf("\nwrites (sequential, one client):\n");
-	/* plain SQL reference tables, one per shard, same body bytes */
+	printf("\nwrites (sequential, one client; each figure beside its references, interleaved:\n"
+	       "each round runs every one once, in turn):\n");
+	/* plain SQL reference tables, one per shard, same body bytes: a
+	 * plain table; one shaped like `entities` (three B-trees: added_id,
+	 * unique id, updated), to tell the layout's cost from ours; and the
+	 * same written through a prepared statement, as bagstore sends a put
+	 * without an index and a get */
 	raw_table(&b, "bench_plain",
 	          "CREATE TABLE bench_plain (id BINARY(16) NOT NULL PRIMARY KEY,"
 	          " body MEDIUMBLOB) ENGINE=InnoDB");
-	stat_t plain_ins = timed("plain SQL single-row INSERT", &b, lat, 0, n, false, op_insert_plain);
-	/* the same INSERT into a table shaped like `entities` (three B-trees:
-	 * added_id, unique id, updated), to tell the layout's cost from ours */
 	raw_table(&b, "bench_layout",
 	          "CREATE TABLE bench_layout (added_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
 	          " id BINARY(16) NOT NULL, updated TIMESTAMP(6) NOT NULL, body MEDIUMBLOB,"
 	          " UNIQUE KEY (id), KEY (updated)) ENGINE=InnoDB");
-	stat_t plain_lay = timed("plain SQL INSERT, entities layout", &b, lat, 0, n, false, op_insert_layout);
-	/* bagstore sends a put without an index, and a get, prepared: their
-	 * floors the same way, beside the text ones */
 	raw_table(&b, "bench_layout_p",
 	          "CREATE TABLE bench_layout_p (added_id INT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
 	          " id BINARY(16) NOT NULL, updated TIMESTAMP(6) NOT NULL, body MEDIUMBLOB,"
@@ -587,12 +616,21 @@ int main(int argc, char **argv)
 		b.pins[s] = prep(&b, s, "INSERT INTO bench_layout_p (id, updated, body) VALUES (?, NOW(6), ?)");
 		b.psel[s] = prep(&b, s, "SELECT body, updated FROM bench_layout WHERE id=?");
 	}
-	stat_t prep_lay =
-		timed("plain SQL INSERT, entities layout, prepared", &b, lat, 0, n, false, op_insert_layout_prep);
 
-	/* put with no index: half the entities */
+	/* put with no index: half the entities, beside the INSERTs */
 	int half = n / 2;
-	stat_t put0 = timed("bs_put, no index", &b, lat, 0, half, false, op_put);
+	stat_t w0[4];
+	timed_mix(w0,
+	          (const char *const[]){ "plain SQL single-row INSERT", "plain SQL INSERT, entities layout",
+	                                 "plain SQL INSERT, entities layout, prepared", "bs_put, no index" },
+	          (const op_fn[]){ op_insert_plain, op_insert_layout, op_insert_layout_prep, op_put }, 4, &b, 0, half,
+	          false);
+	stat_t plain_ins = w0[0], plain_lay = w0[1], prep_lay = w0[2], put0 = w0[3];
+	/* the other half of the reference tables, for the reads (not timed) */
+	for (int i = half; i < n; i++) {
+		op_insert_plain(&b, i);
+		op_insert_layout(&b, i);
+	}
 	/* The store is not empty now, so the index starts building and the
 	 * cleaner would backfill it; this bench measures only the write path
 	 * with it maintained. */
@@ -601,7 +639,6 @@ int main(int argc, char **argv)
 		die("index parse");
 	if (bs_index_create(st, &def))
 		die("index create");
-	stat_t put1 = timed("bs_put, one index (index_user_id)", &b, lat, half, n, false, op_put);
 	b.user_ix = &def;
 	raw_table(&b, "bench_plain2",
 	          "CREATE TABLE bench_plain2 (id BINARY(16) NOT NULL PRIMARY KEY,"
@@ -609,15 +646,21 @@ int main(int argc, char **argv)
 	raw_table(&b, "bench_index",
 	          "CREATE TABLE bench_index (user_id BINARY(16) NOT NULL,"
 	          " entity_id BINARY(16) NOT NULL, PRIMARY KEY (user_id, entity_id)) ENGINE=InnoDB");
-	stat_t two_ins = timed("plain SQL INSERT + index row INSERT", &b, lat, half, n, false, op_insert_two);
+	stat_t w1[2];
+	timed_mix(w1, (const char *const[]){ "bs_put, one index (index_user_id)", "plain SQL INSERT + index row INSERT" },
+	          (const op_fn[]){ op_put, op_insert_two }, 2, &b, half, n, false);
+	stat_t put1 = w1[0], two_ins = w1[1];
 
-	printf("\nreads (sequential, one client, random order):\n");
+	printf("\nreads (sequential, one client, random order, interleaved as above):\n");
 	srand(42);
-	stat_t plain_sel = timed("plain SQL primary-key SELECT", &b, lat, 0, n, true, op_select_plain);
-	stat_t plain_lsel = timed("plain SQL SELECT, entities layout", &b, lat, 0, n, true, op_select_layout);
-	stat_t prep_lsel =
-		timed("plain SQL SELECT, entities layout, prepared", &b, lat, 0, n, true, op_select_layout_prep);
-	stat_t get = timed("bs_get (select + inflate + decode)", &b, lat, 0, n, true, op_get);
+	stat_t r0[4];
+	timed_mix(r0,
+	          (const char *const[]){ "plain SQL primary-key SELECT", "plain SQL SELECT, entities layout",
+	                                 "plain SQL SELECT, entities layout, prepared",
+	                                 "bs_get (select + inflate + decode)" },
+	          (const op_fn[]){ op_select_plain, op_select_layout, op_select_layout_prep, op_get }, 4, &b, 0, n,
+	          true);
+	stat_t plain_sel = r0[0], plain_lsel = r0[1], prep_lsel = r0[2], get = r0[3];
 
 	/* Queries need a ready index: the one above is building, as the store
 	 * was not empty. Mark it ready by hand (this bench measures the read
