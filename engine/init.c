@@ -13,6 +13,8 @@
 int bs_init(bs_store_t *st)
 {
 	int rc;
+	st->upgraded[0] = '\0';
+	st->nupgraded = st->upgraded_from = 0;
 	if (st->cfg->read_only)
 		return bs_error(BS_EREADONLY, "read-only: refusing init");
 	if ((rc = bs__map_precheck(st)) || (rc = bs__schema_init(st)) || (rc = bs__map_init(st)) ||

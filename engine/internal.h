@@ -147,12 +147,13 @@ typedef struct {
 	MYSQL_STMT *prep[BS__PREP_N];
 	double prep_off_until;
 	/* statements built at run time (bs__shard_prep_sql), by their text:
-	 * the last BS__PREP_DYN, dyn_next the one replaced next */
+	 * the BS__PREP_DYN used last (used: dyn_clock at the last use) */
 	struct {
 		char *sql;
 		MYSQL_STMT *s;
+		unsigned long used;
 	} dyn[BS__PREP_DYN];
-	int dyn_next;
+	unsigned long dyn_clock;
 } bs_shard_t;
 
 /* The bucket map as a store caches it (map.c). */

@@ -919,15 +919,16 @@ int bs__map_precheck(bs_store_t *st)
 	}
 	if ((rc = bs__shard_each(st, NULL, pre_on, p, NULL)) || (rc = pre_agree(st, p)))
 		goto done;
-	st->upgraded[0] = '\0';
-	st->nupgraded = st->upgraded_from = 0;
 	for (int i = 0; i < st->n; i++) {
 		const shard_meta_t *meta = &p[i].f.meta;
 		f[i] = p[i].f;
 		any_store |= meta->store_id[0] || p[i].map_store[0];
-		/* a store's shard an older bagstore initialised: init brings its
-		 * tables up to date, and its roles' grants may lack the new ones */
-		if (p[i].made && meta->store_id[0] && meta->schema < BS__SCHEMA_VERSION) {
+		/* a shard an older bagstore initialised (its store recorded, or
+		 * only the fingerprint of its list, or a map half migrated): init
+		 * brings its tables up to date, and its roles' grants may lack
+		 * the new ones */
+		if (p[i].made && (meta->store_id[0] || meta->fingerprint[0] || p[i].map_store[0]) &&
+		    meta->schema < BS__SCHEMA_VERSION) {
 			size_t len = strlen(st->upgraded);
 			snprintf(st->upgraded + len, sizeof st->upgraded - len, "%s%s", len ? ", " : "",
 			         st->shards[i].conf->name);

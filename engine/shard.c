@@ -485,8 +485,9 @@ static void prep_close_all(bs_shard_t *sh)
 		free(sh->dyn[k].sql);
 		sh->dyn[k].s = NULL;
 		sh->dyn[k].sql = NULL;
+		sh->dyn[k].used = 0;
 	}
-	sh->dyn_next = 0;
+	sh->dyn_clock = 0;
 }
 
 /* Close shard i's connection and the statements prepared on it (after
@@ -1095,7 +1096,9 @@ static int prep_open(MYSQL **m, MYSQL_STMT **res, int64_t *affected, bool *text,
 	sh->last_done = 0;
 	if (n < 0 || n > PREP_MAX_PARAMS)
 		return bs_error(BS_ERROR, "internal: a prepared statement with %d parameters", n);
-	if ((rc = bs__shard_conn(m, st, i)))
+	/* a new connection's shard checked as every statement's is (the
+	 * fan-out's, the identity check: once per connection) */
+	if ((rc = bs__shard_conn(m, st, i)) || (rc = bs__shard_check(st, i)))
 		return rc;
 	if (sh->prep_off_until > 0) {
 		if (bs_now_mono() < sh->prep_off_until) {
@@ -1128,21 +1131,27 @@ int bs__shard_prep_sql(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store
 	int rc, k;
 	if ((rc = prep_open(&m, res, affected, text, st, i, n)) || !m)
 		return rc;
-	for (k = 0; k < BS__PREP_DYN; k++)
+	int lru = 0;
+	for (k = 0; k < BS__PREP_DYN; k++) {
 		if (sh->dyn[k].sql && !strcmp(sh->dyn[k].sql, sql))
 			break;
-	if (k == BS__PREP_DYN) { /* the oldest replaced */
+		if (sh->dyn[k].used < sh->dyn[lru].used)
+			lru = k;
+	}
+	if (k == BS__PREP_DYN) { /* the least recently used replaced */
 		char *copy = strdup(sql);
-		if (!copy)
-			return bs_error(BS_ENOMEM, "out of memory");
-		k = sh->dyn_next;
-		sh->dyn_next = (k + 1) % BS__PREP_DYN;
+		if (!copy) {
+			*text = true; /* the text form, without a statement to keep */
+			return 0;
+		}
+		k = lru;
 		if (sh->dyn[k].s)
 			mysql_stmt_close(sh->dyn[k].s);
 		free(sh->dyn[k].sql);
 		sh->dyn[k].sql = copy;
 		sh->dyn[k].s = NULL;
 	}
+	sh->dyn[k].used = ++sh->dyn_clock;
 	return prep_exec(res, affected, text, st, i, m, &sh->dyn[k].s, sql, params, n);
 }
 
