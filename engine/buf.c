@@ -202,3 +202,28 @@ bs__param_t bs__param_value(const bs_value_t *v, const bs_prop_t *prop)
 	}
 	return p;
 }
+
+void bs__buf_index_insert(bs_buf_t *b, const bs_index_t *idx)
+{
+	bs__buf_puts(b, "INSERT INTO ");
+	bs__buf_ident(b, idx->name);
+	bs__buf_puts(b, " (");
+	for (int k = 0; k < idx->nprops; k++) {
+		bs__buf_ident(b, idx->props[k].name);
+		bs__buf_puts(b, ",");
+	}
+	bs__buf_puts(b, "entity_id)");
+}
+
+void bs__buf_index_update(bs_buf_t *b, const bs_index_t *idx)
+{
+	bs__buf_puts(b, " ON DUPLICATE KEY UPDATE ");
+	for (int k = 0; k < idx->nprops; k++) {
+		if (k)
+			bs__buf_puts(b, ",");
+		bs__buf_ident(b, idx->props[k].name);
+		bs__buf_puts(b, "=VALUES(");
+		bs__buf_ident(b, idx->props[k].name);
+		bs__buf_puts(b, ")");
+	}
+}

@@ -515,23 +515,11 @@ static void index_stmts(bs_buf_t *out, rows_t *per, const bs_index_t *idx, int n
 			bs__buf_puts(b, ")");
 		}
 		if (per[i].nins) {
-			bs__buf_puts(b, ";BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN INSERT INTO ");
-			bs__buf_ident(b, idx->name);
-			bs__buf_puts(b, " (");
-			for (int k = 0; k < idx->nprops; k++) {
-				bs__buf_ident(b, idx->props[k].name);
-				bs__buf_puts(b, ",");
-			}
-			bs__buf_puts(b, "entity_id) VALUES ");
+			bs__buf_puts(b, ";BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN ");
+			bs__buf_index_insert(b, idx);
+			bs__buf_puts(b, " VALUES ");
 			bs__buf_putn(b, per[i].ins.ptr, per[i].ins.len);
-			bs__buf_puts(b, " ON DUPLICATE KEY UPDATE ");
-			for (int k = 0; k < idx->nprops; k++) {
-				bs__buf_puts(b, k ? "," : "");
-				bs__buf_ident(b, idx->props[k].name);
-				bs__buf_puts(b, "=VALUES(");
-				bs__buf_ident(b, idx->props[k].name);
-				bs__buf_puts(b, ")");
-			}
+			bs__buf_index_update(b, idx);
 			bs__buf_puts(b, "; END IF; END");
 		}
 		bs__buf_reset(&per[i].del);

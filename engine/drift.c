@@ -603,24 +603,11 @@ static int upsert_on(bs_store_t *st, int i, void *p)
 	/* a compound statement, not INSERT ... SELECT FROM (VALUES ...): a
 	 * table value constructor names its columns after its first row, and
 	 * two equal values there (0 and 0) are a duplicate column (1060) */
-	bs__buf_puts(&b, "BEGIN NOT ATOMIC IF " FENCE_OK " THEN INSERT INTO ");
-	bs__buf_ident(&b, c->idx->name);
-	bs__buf_puts(&b, " (");
-	for (int k = 0; k < c->idx->nprops; k++) {
-		bs__buf_ident(&b, c->idx->props[k].name);
-		bs__buf_puts(&b, ",");
-	}
-	bs__buf_puts(&b, "entity_id) VALUES ");
+	bs__buf_puts(&b, "BEGIN NOT ATOMIC IF " FENCE_OK " THEN ");
+	bs__buf_index_insert(&b, c->idx);
+	bs__buf_puts(&b, " VALUES ");
 	bs__buf_putn(&b, c->ins[i].ptr, c->ins[i].len);
-	bs__buf_puts(&b, " ON DUPLICATE KEY UPDATE ");
-	for (int k = 0; k < c->idx->nprops; k++) {
-		if (k)
-			bs__buf_puts(&b, ",");
-		bs__buf_ident(&b, c->idx->props[k].name);
-		bs__buf_puts(&b, "=VALUES(");
-		bs__buf_ident(&b, c->idx->props[k].name);
-		bs__buf_puts(&b, ")");
-	}
+	bs__buf_index_update(&b, c->idx);
 	bs__buf_puts(&b, "; END IF; END");
 	log_sql(&b, &c->ilog[i], FENCE_OK);
 	log_sql(&b, &c->olog[i], FENCE_OK);

@@ -136,14 +136,10 @@ static void append_upsert(shard_rows_t *r, const bs_index_t *idx, const bs_id_t 
                           int bucket)
 {
 	bs_buf_t *b = &r->sql;
-	bs__buf_puts(b, b->len ? ";INSERT INTO " : "INSERT INTO ");
-	bs__buf_ident(b, idx->name);
-	bs__buf_puts(b, " (");
-	for (int k = 0; k < idx->nprops; k++) {
-		bs__buf_ident(b, idx->props[k].name);
-		bs__buf_puts(b, ",");
-	}
-	bs__buf_puts(b, "entity_id) SELECT ");
+	if (b->len)
+		bs__buf_puts(b, ";");
+	bs__buf_index_insert(b, idx);
+	bs__buf_puts(b, " SELECT ");
 	for (int k = 0; k < idx->nprops; k++) {
 		bs__buf_value(b, vals[k], &idx->props[k]);
 		bs__buf_puts(b, ",");
@@ -159,15 +155,7 @@ static void append_upsert(shard_rows_t *r, const bs_index_t *idx, const bs_id_t 
 	bs__buf_puts(b, " FROM DUAL WHERE @bs_o=@bs_want");
 	if (r->nstmt == 1)
 		r->cond_end = b->len;
-	bs__buf_puts(b, " ON DUPLICATE KEY UPDATE ");
-	for (int k = 0; k < idx->nprops; k++) {
-		if (k)
-			bs__buf_puts(b, ",");
-		bs__buf_ident(b, idx->props[k].name);
-		bs__buf_puts(b, "=VALUES(");
-		bs__buf_ident(b, idx->props[k].name);
-		bs__buf_puts(b, ")");
-	}
+	bs__buf_index_update(b, idx);
 	rows_bucket(r, bucket);
 }
 
@@ -308,31 +296,21 @@ static int one_prepared(bs_buf_t *sql, bs__param_t *p, const shard_rows_t *r)
 {
 	const bs_index_t *idx = r->idx;
 	int n = 0;
-	bs__buf_puts(sql, r->del ? "DELETE FROM " : "INSERT INTO ");
-	bs__buf_ident(sql, idx->name);
 	if (r->del) {
+		bs__buf_puts(sql, "DELETE FROM ");
+		bs__buf_ident(sql, idx->name);
 		bs__buf_puts(sql, " WHERE entity_id=? AND (SELECT state FROM bagstore_buckets WHERE bucket=? LOCK IN SHARE"
 		                  " MODE WAIT " STR(BS__FENCE_WAIT_S) ")='owned'");
 	} else {
-		bs__buf_puts(sql, " (");
+		bs__buf_index_insert(sql, idx);
+		bs__buf_puts(sql, " SELECT ");
 		for (int k = 0; k < idx->nprops; k++) {
-			bs__buf_ident(sql, idx->props[k].name);
-			bs__buf_puts(sql, ",");
+			bs__buf_puts(sql, "?,");
 			p[n++] = r->vals[k];
 		}
-		bs__buf_puts(sql, "entity_id) SELECT ");
-		for (int k = 0; k < idx->nprops; k++)
-			bs__buf_puts(sql, "?,");
 		bs__buf_puts(sql, "? FROM bagstore_buckets WHERE bucket=? AND state='owned' LOCK IN SHARE MODE WAIT " STR(
-					  BS__FENCE_WAIT_S) " ON DUPLICATE KEY UPDATE ");
-		for (int k = 0; k < idx->nprops; k++) {
-			if (k)
-				bs__buf_puts(sql, ",");
-			bs__buf_ident(sql, idx->props[k].name);
-			bs__buf_puts(sql, "=VALUES(");
-			bs__buf_ident(sql, idx->props[k].name);
-			bs__buf_puts(sql, ")");
-		}
+					  BS__FENCE_WAIT_S));
+		bs__buf_index_update(sql, idx);
 	}
 	p[n++] = (bs__param_t){ .p = r->id.b, .len = 16 };
 	p[n++] = (bs__param_t){ .i = r->buckets[0], .type = BS__P_INT };

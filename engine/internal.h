@@ -61,6 +61,11 @@ void bs__buf_unix_us(bs_buf_t *b, int64_t us);
 void bs__buf_from_unixtime(bs_buf_t *b, int64_t us);
 /* `name` quoted as an identifier (names are validated elsewhere) */
 void bs__buf_ident(bs_buf_t *b, const char *name);
+/* An index row's insert, up to its values: INSERT INTO `idx`
+ * (`p1`,...,entity_id) */
+void bs__buf_index_insert(bs_buf_t *b, const bs_index_t *idx);
+/* An index row's upsert clause: ON DUPLICATE KEY UPDATE `p1`=VALUES(`p1`),... */
+void bs__buf_index_update(bs_buf_t *b, const bs_index_t *idx);
 /* A bag value as an SQL literal for prop's column; the value must fit. */
 void bs__buf_value(bs_buf_t *b, const bs_value_t *v, const bs_prop_t *prop);
 
