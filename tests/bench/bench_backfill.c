@@ -1090,18 +1090,7 @@ int main(int argc, char **argv)
 	users = calloc((size_t)nent, sizeof *users);
 	for (int i = 0; i < nshards; i++) {
 		raw[i] = raw_connect(i);
-		if (!mysql_query(raw[i], "SELECT @@pid_file")) {
-			MYSQL_RES *res = mysql_store_result(raw[i]);
-			MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
-			FILE *f = row && row[0] ? fopen(row[0], "r") : NULL;
-			if (f) {
-				if (fscanf(f, "%ld", &server_pid[i]) != 1)
-					server_pid[i] = 0;
-				fclose(f);
-			}
-			if (res)
-				mysql_free_result(res);
-		}
+		server_pid[i] = server_pid_of(raw[i]);
 	}
 	load(st);
 	if (part("floor") || part("backfill") || part("alter") || part("ptosc"))

@@ -654,14 +654,7 @@ static void find_servers(const bs_config_t *cfg)
 	nservers = cfg->nshards < 16 ? cfg->nshards : 16;
 	for (int i = 0; i < nservers; i++) {
 		MYSQL *m = raw_connect(&cfg->shards[i]);
-		MYSQL_RES *res = raw_query(m, "SELECT @@pid_file");
-		MYSQL_ROW row = mysql_fetch_row(res);
-		FILE *f = row && row[0] ? fopen(row[0], "r") : NULL;
-		if (!f || fscanf(f, "%ld", &server_pid[i]) != 1)
-			server_pid[i] = 0;
-		if (f)
-			fclose(f);
-		mysql_free_result(res);
+		server_pid[i] = server_pid_of(m);
 		mysql_close(m);
 	}
 }

@@ -5,6 +5,7 @@
 #ifndef BENCH_CPU_H
 #define BENCH_CPU_H
 
+#include <mysql.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,6 +27,26 @@ static inline double cpu_of(long pid)
 	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) != 2)
 		return -1;
 	return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The pid of the server m is connected to, from its @@pid_file: 0 when
+ * it is not known (not on this host, not readable). */
+static inline long server_pid_of(MYSQL *m)
+{
+	long pid = 0;
+	if (mysql_query(m, "SELECT @@pid_file"))
+		return 0;
+	MYSQL_RES *res = mysql_store_result(m);
+	MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+	FILE *f = row && row[0] ? fopen(row[0], "r") : NULL;
+	if (f) {
+		if (fscanf(f, "%ld", &pid) != 1)
+			pid = 0;
+		fclose(f);
+	}
+	if (res)
+		mysql_free_result(res);
+	return pid;
 }
 
 #endif
