@@ -13,8 +13,10 @@
  *  2. put latency p50/p99 without a backfill and during one, unthrottled
  *     and throttled with each setting tried, and the backfill's time: the
  *     trade-off curve (p99 ratio against backfill time ratio). The puts run
- *     in a child process, as another application's would: the throttle
- *     tells other clients' writes from its own process's;
+ *     in a child process, as another application's would (the throttle
+ *     tells other clients' writes from its own process's): BENCH_PUTTERS
+ *     writers (default 4) at BENCH_PUT_RATE puts a second each (default
+ *     150; 0: as fast as they go);
  *  3. repair lag under a steady write load with faults injected (an entity
  *     written without its index rows, as a writer killed between the two
  *     leaves it): p50/p99 from the fault to the repaired row, with the
@@ -70,6 +72,16 @@ static double cpu_now(double *mine)
 			t += cpu_of(server_pid[i]);
 	*mine = cpu_of((long)getpid());
 	return t;
+}
+
+/* CPU seconds of this program's children that ended (the putters). */
+static double children_cpu(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_CHILDREN, &ru))
+		return 0;
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+	       (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static double loadavg(void)
@@ -525,13 +537,16 @@ static void forget_puts(bs_store_t *st)
 
 /* ------------------------------------------------------------ latency */
 
-/* Puts of new entities, one at a time, by another application: a child
- * process with a store of its own (the throttle counts this process's
- * writes as its own, and protects only other clients' writers). Forked
- * by putter_start before any thread of this process runs, it waits for
- * putter_run; the flags and latencies (seconds) are shared memory. */
+/* Puts of new entities by another application: a child process with
+ * stores of its own (the throttle counts this process's writes as its
+ * own, and protects only other clients' writers), BENCH_PUTTERS threads
+ * (default 4) each putting BENCH_PUT_RATE times a second (default 150; 0:
+ * one after another), as the issue's writers did. Forked by putter_start
+ * before any thread of this process runs, it waits for putter_run; the
+ * flags and latencies (seconds, slot by slot) are shared memory. */
 typedef struct {
-	volatile int go, stop, n, failed;
+	volatile int go, stop, failed;
+	int next; /* the next latency slot, taken atomically by the threads */
 	double lat[];
 } putter_shm_t;
 
@@ -540,6 +555,70 @@ typedef struct {
 	size_t size;
 	putter_shm_t *sh;
 } putter_t;
+
+typedef struct {
+	putter_shm_t *sh;
+	int max;
+	long base;
+	double rate;
+} putter_arg_t;
+
+static int env_int(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+	return v && *v ? atoi(v) : dflt;
+}
+
+static void *putter_thread(void *arg)
+{
+	putter_arg_t *a = arg;
+	putter_shm_t *sh = a->sh;
+	bs_store_t *st;
+	if (bs_store_open(&st, cfg)) {
+		sh->failed = 1;
+		return NULL;
+	}
+	double next = now();
+	while (!sh->stop) {
+		if (a->rate > 0) { /* at its rate, without catching up after a slow put */
+			double t = now();
+			if (next > t)
+				usleep((useconds_t)((next - t) * 1e6));
+			next = (next > t ? next : t) + 1.0 / a->rate;
+		}
+		int k = __atomic_fetch_add(&sh->next, 1, __ATOMIC_RELAXED);
+		if (k >= a->max)
+			break;
+		bs_id_t id, user;
+		bs_value_t bag;
+		bs_id_generate(&id);
+		bs_id_generate(&user);
+		make_bag(&bag, a->base + k, &id, &user);
+		double t0 = now();
+		if (bs_put(st, &bag, NULL)) {
+			fprintf(stderr, "bench_backfill: put: %s\n", bs_last_error());
+			sh->failed = 1;
+			bs_value_clear(&bag);
+			break;
+		}
+		sh->lat[k] = now() - t0;
+		bs_value_clear(&bag);
+	}
+	bs_store_free(st);
+	return NULL;
+}
+
+static int putters(void)
+{
+	int n = env_int("BENCH_PUTTERS", 4);
+	return n < 1 ? 1 : n > 64 ? 64 : n;
+}
+
+static int put_rate(void)
+{
+	int r = env_int("BENCH_PUT_RATE", 150);
+	return r < 0 ? 0 : r;
+}
 
 static void putter_start(putter_t *p, int max, long base)
 {
@@ -553,36 +632,25 @@ static void putter_start(putter_t *p, int max, long base)
 	if (p->pid > 0)
 		return;
 	putter_shm_t *sh = p->sh;
-	bs_store_t *st;
+	int w = putters();
+	pthread_t tid[64];
+	putter_arg_t arg = { .sh = sh, .max = max, .base = base, .rate = put_rate() };
 	while (!sh->go && !sh->stop)
 		usleep(1000);
-	if (bs_store_open(&st, cfg)) {
-		sh->failed = 1;
-		_exit(1);
-	}
-	for (int k = 0; k < max && !sh->stop; k++) {
-		bs_id_t id, user;
-		bs_value_t bag;
-		bs_id_generate(&id);
-		bs_id_generate(&user);
-		make_bag(&bag, base + k, &id, &user);
-		double t0 = now();
-		if (bs_put(st, &bag, NULL)) {
-			fprintf(stderr, "bench_backfill: put: %s\n", bs_last_error());
+	for (int i = 0; i < w; i++)
+		if (pthread_create(&tid[i], NULL, putter_thread, &arg)) {
 			sh->failed = 1;
-			_exit(1);
+			w = i;
+			break;
 		}
-		sh->lat[k] = now() - t0;
-		sh->n = k + 1;
-		bs_value_clear(&bag);
-	}
-	bs_store_free(st);
-	_exit(0);
+	for (int i = 0; i < w; i++)
+		pthread_join(tid[i], NULL);
+	_exit(sh->failed);
 }
 
 /* Let the putter go until *until (or its max): its latencies into lat,
  * their count returned. */
-static int putter_run(putter_t *p, double *lat, volatile int *until)
+static int putter_run(putter_t *p, double *lat, int max, volatile int *until)
 {
 	int status = 0;
 	p->sh->go = 1;
@@ -592,7 +660,8 @@ static int putter_run(putter_t *p, double *lat, volatile int *until)
 	waitpid(p->pid, &status, 0);
 	if (p->sh->failed)
 		die("put", "the putter failed (its message above)");
-	int n = p->sh->n;
+	/* every slot taken was filled: the threads end their put before they stop */
+	int n = p->sh->next < max ? p->sh->next : max;
 	memcpy(lat, p->sh->lat, (size_t)n * sizeof *lat);
 	munmap(p->sh, p->size);
 	return n;
@@ -791,21 +860,50 @@ static void section_backfill(bs_store_t *st)
 		       bf_j > 0 ? bf_j / t_ptosc : -1);
 }
 
-/* One backfill of by_n with s while puts run one at a time: its time, in
+/* Where the CPU went over a span of the latency section: the servers',
+ * this program's (its backfill), the putters' (children, once ended). */
+typedef struct {
+	double t0, srv0, mine0, kids0;
+} cpu_span_t;
+
+static void cpu_span_begin(cpu_span_t *c)
+{
+	c->t0 = now();
+	c->srv0 = cpu_now(&c->mine0);
+	c->kids0 = children_cpu();
+}
+
+/* cores[3]: the servers', this program's and the putters' CPU seconds a
+ * second of the span (call once the putter ended). */
+static void cpu_span_end(const cpu_span_t *c, double *cores)
+{
+	double mine, wall = now() - c->t0;
+	double srv = cpu_now(&mine);
+	if (wall <= 0)
+		wall = 1e-9;
+	cores[0] = (srv - c->srv0) / wall;
+	cores[1] = (mine - c->mine0) / wall;
+	cores[2] = (children_cpu() - c->kids0) / wall;
+}
+
+/* One backfill of by_n with s while the putters run: its time, in
  * seconds per million entities scanned (the puts grow the store from one
  * backfill to the next), and the puts' p50 and p99 (seconds). */
-static void latency_once(double *secs, double *p50, double *p99, char *signals, size_t size, bs_store_t *st,
-                         const setting_t *s, double *lat, int max)
+static void latency_once(double *secs, double *p50, double *p99, double *cores, char *signals, size_t size,
+                         bs_store_t *st, const setting_t *s, double *lat, int max)
 {
 	bf_result_t res = { .index = "by_n" };
 	pthread_t tid;
 	putter_t put;
+	cpu_span_t c;
 	index_fresh(st, "by_n", "n:int", "n");
 	apply(s);
 	backfill_done = 0;
 	putter_start(&put, max, 3000000 + (long)(now() * 1000) % 1000000 * 1000);
+	cpu_span_begin(&c);
 	pthread_create(&tid, NULL, backfill_thread, &res);
-	int n = putter_run(&put, lat, &backfill_done);
+	int n = putter_run(&put, lat, max, &backfill_done);
+	cpu_span_end(&c, cores);
 	pthread_join(tid, NULL);
 	restore();
 	if (res.rc)
@@ -817,23 +915,44 @@ static void latency_once(double *secs, double *p50, double *p99, char *signals, 
 	snprintf(signals, size, "%s", res.signals);
 }
 
-static void print_latency(const setting_t **set, int ns, double (*secs)[16], double (*p50)[16], double (*p99)[16],
-                          char (*sig)[256], const double *p50_0, const double *p99_0, double l0)
+/* The median over runs of cores[k][r][j] for each j (of 3). */
+static void cores_median(double *out, double (*cores)[3], int runs_)
 {
+	double v[16];
+	for (int j = 0; j < 3; j++) {
+		for (int r = 0; r < runs_; r++)
+			v[r] = cores[r][j];
+		out[j] = median_of(v, runs_);
+	}
+}
+
+static void print_latency(const setting_t **set, int ns, double (*secs)[16], double (*p50)[16], double (*p99)[16],
+                          double (*cores)[16][3], double (*cores_0)[3], char (*sig)[256], const double *p50_0,
+                          const double *p99_0, double l0)
+{
+	double cm[3];
 	double a[16], b[16], c[16], d[16], tr[1 + NTRIED], pr[1 + NTRIED];
 	for (int r = 0; r < runs; r++) {
 		a[r] = p50_0[r];
 		b[r] = p99_0[r];
 	}
-	printf("\nput latency (two maintained indexes), one put at a time, during a backfill of by_n over %ld"
+	char how[64];
+	if (put_rate())
+		snprintf(how, sizeof how, "%d writers at %d puts/s each", putters(), put_rate());
+	else
+		snprintf(how, sizeof how, "%d writers, each one put after another", putters());
+	printf("\nput latency (two maintained indexes), %s, during a backfill of by_n over %ld"
 	       " entities\n(median of %d runs; load average %.2f before, %.2f after; %d MariaDB servers, this"
 	       " program and its backfill share %ld CPUs):\n",
-	       nent, runs, l0, loadavg(), nshards, sysconf(_SC_NPROCESSORS_ONLN));
+	       how, nent, runs, l0, loadavg(), nshards, sysconf(_SC_NPROCESSORS_ONLN));
 	printf("  (time: seconds per million entities scanned; the puts grow the store as they go)\n");
-	printf("  %-36s %9s %7s %9s %9s %8s  %s\n", "backfill", "time", "ratio", "put p50", "put p99", "p99 ratio",
-	       "held by");
-	printf("  %-36s %9s %7s %7.0f us %7.0f us %8.2fx\n", "none", "-", "-", median_of(a, runs) * 1e6,
-	       median_of(b, runs) * 1e6, 1.0);
+	printf("  (CPU: the cores' worth each used, medians: the servers, the backfill's process, the writers'"
+	       " process)\n");
+	printf("  %-36s %9s %7s %9s %9s %8s  %-14s  %s\n", "backfill", "time", "ratio", "put p50", "put p99",
+	       "p99 ratio", "CPU srv/bf/wr", "held by");
+	cores_median(cm, cores_0, runs);
+	printf("  %-36s %9s %7s %7.0f us %7.0f us %8.2fx  %4.2f/%4.2f/%4.2f\n", "none", "-", "-",
+	       median_of(a, runs) * 1e6, median_of(b, runs) * 1e6, 1.0, cm[0], cm[1], cm[2]);
 	for (int k = 0; k < ns; k++) {
 		for (int r = 0; r < runs; r++) {
 			a[r] = secs[k][r];
@@ -846,9 +965,10 @@ static void print_latency(const setting_t **set, int ns, double (*secs)[16], dou
 		pr[k] = median_of(d, runs);
 		for (int r = 0; r < runs; r++)
 			a[r] = p99[k][r];
-		printf("  %-36s %7.2f s %6.2fx %7.0f us %7.0f us %8.2fx  %s%s\n", set[k]->name, t, tr[k],
-		       median_of(c, runs) * 1e6, median_of(a, runs) * 1e6, pr[k], sig[k][0] ? sig[k] : "-",
-		       k && tr[k] <= 3 && pr[k] <= 1.5 ? "  (meets both targets)" : "");
+		cores_median(cm, cores[k], runs);
+		printf("  %-36s %7.2f s %6.2fx %7.0f us %7.0f us %8.2fx  %4.2f/%4.2f/%4.2f  %s%s\n", set[k]->name, t,
+		       tr[k], median_of(c, runs) * 1e6, median_of(a, runs) * 1e6, pr[k], cm[0], cm[1], cm[2],
+		       sig[k][0] ? sig[k] : "-", k && tr[k] <= 3 && pr[k] <= 1.5 ? "  (meets both targets)" : "");
 	}
 	printf("  targets: p99 at most 1.5x without a backfill, the backfill at most 3x its unthrottled time\n");
 	printf("  trade-off curve, (backfill time ratio, p99 ratio) by time:");
@@ -869,6 +989,7 @@ static void section_latency(bs_store_t *st)
 	double *lat = calloc((size_t)max, sizeof *lat);
 	const setting_t *set[1 + NTRIED];
 	double p50_0[16], p99_0[16], secs[1 + NTRIED][16], p50[1 + NTRIED][16], p99[1 + NTRIED][16];
+	double cores[1 + NTRIED][16][3], cores_0[16][3];
 	char sig[1 + NTRIED][256];
 	set[ns++] = &unthrottled;
 	for (int k = 0; k < NTRIED; k++)
@@ -878,20 +999,24 @@ static void section_latency(bs_store_t *st)
 	double l0 = loadavg();
 	for (int r = 0; r < runs; r++) {
 		putter_t put;
+		cpu_span_t c;
 		putter_start(&put, 5000, 2000000);
-		int n = putter_run(&put, lat, NULL);
+		cpu_span_begin(&c);
+		int n = putter_run(&put, lat, 5000, NULL);
+		cpu_span_end(&c, cores_0[r]);
 		qsort(lat, (size_t)n, sizeof *lat, cmp_d);
 		p50_0[r] = pct(lat, n, 0.5);
 		p99_0[r] = pct(lat, n, 0.99);
 		for (int k = 0; k < ns; k++) {
 			char s[256];
-			latency_once(&secs[k][r], &p50[k][r], &p99[k][r], s, sizeof s, st, set[k], lat, max);
+			latency_once(&secs[k][r], &p50[k][r], &p99[k][r], cores[k][r], s, sizeof s, st, set[k], lat,
+			             max);
 			if (s[0] && !strstr(sig[k], s))
 				snprintf(sig[k] + strlen(sig[k]), sizeof sig[k] - strlen(sig[k]), "%s%s",
 				         sig[k][0] ? "," : "", s);
 		}
 	}
-	print_latency(set, ns, secs, p50, p99, sig, p50_0, p99_0, l0);
+	print_latency(set, ns, secs, p50, p99, cores, cores_0, sig, p50_0, p99_0, l0);
 	free(lat);
 }
 
