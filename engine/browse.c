@@ -246,7 +246,12 @@ void bs__index_value_text(char *buf, size_t size, const bs_value_t *v)
 	case BS_STR: snprintf(buf, size, "%.*s", (int)v->v.s.len, v->v.s.ptr); break;
 	case BS_INT: snprintf(buf, size, "%lld", (long long)v->v.i); break;
 	case BS_UINT: snprintf(buf, size, "%llu", (unsigned long long)v->v.u); break;
-	case BS_FLOAT: snprintf(buf, size, "%.17g", v->v.f); break;
+	case BS_FLOAT: {
+		char f[40];
+		bs_float_text(f, v->v.f); /* the C locale's '.', the shortest that reads back */
+		snprintf(buf, size, "%s", f);
+		break;
+	}
 	case BS_BOOL: snprintf(buf, size, "%s", v->v.b ? "true" : "false"); break;
 	default: snprintf(buf, size, "null");
 	}
@@ -264,7 +269,7 @@ int bs__index_row_decode(bs_value_t *vals, const bs_index_t *idx, MYSQL_ROW row,
 		case BS_COL_BINARY: bs_value_bin(&vals[k], c, lens[k]); break;
 		case BS_COL_STRING: bs_value_str(&vals[k], c, lens[k]); break;
 		case BS_COL_INT: bs_value_int(&vals[k], strtoll(c, NULL, 10)); break;
-		case BS_COL_FLOAT: bs_value_float(&vals[k], strtod(c, NULL)); break;
+		case BS_COL_FLOAT: bs_value_float(&vals[k], bs__strtod_c(c, NULL)); break;
 		case BS_COL_BOOL: bs_value_bool(&vals[k], atoi(c) != 0); break;
 		}
 	}

@@ -7,6 +7,7 @@
  * catalog's door and quoted with backticks here.
  */
 #include "internal.h"
+#include "codec_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,18 +65,24 @@ void bs__buf_puts(bs_buf_t *b, const char *s)
 	bs__buf_putn(b, s, strlen(s));
 }
 
+/* In the C locale whatever the process's LC_NUMERIC: SQL wants 0.5 where
+ * a program that called setlocale(LC_ALL, "") under de_DE would print 0,5
+ * (the console does, for its wide characters). */
 void bs__buf_printf(bs_buf_t *b, const char *fmt, ...)
 {
+	locale_t c = bs__c_locale(), old = c ? uselocale(c) : (locale_t)0;
 	va_list ap;
 	va_start(ap, fmt);
 	int n = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
-	if (n < 0 || !buf_reserve(b, (size_t)n))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
+	if (n >= 0 && buf_reserve(b, (size_t)n)) {
+		va_start(ap, fmt);
+		vsnprintf(b->ptr + b->len, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+		b->len += (size_t)n;
+	}
+	if (old)
+		uselocale(old);
 }
 
 void bs__buf_hex(bs_buf_t *b, const void *p, size_t n)

@@ -415,7 +415,7 @@ static void canon_db(bs_buf_t *b, const char *text, const bs_prop_t *prop)
 		return;
 	}
 	if (prop->type == BS_COL_FLOAT)
-		canon_float(b, strtod(text, NULL));
+		canon_float(b, bs__strtod_c(text, NULL));
 	else if (prop->type == BS_COL_BOOL)
 		bs__buf_puts(b, strcmp(text, "0") ? "1" : "0");
 	else

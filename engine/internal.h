@@ -47,7 +47,10 @@ void bs__buf_reset(bs_buf_t *b);
 int bs__buf_ok(const bs_buf_t *b); /* 0 or BS_ENOMEM (with message) */
 void bs__buf_putn(bs_buf_t *b, const char *s, size_t n);
 void bs__buf_puts(bs_buf_t *b, const char *s);
+/* printf in the C locale (a '.' before the decimals whatever LC_NUMERIC) */
 void bs__buf_printf(bs_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* strtod in the C locale: what the servers and SQL write (value.c) */
+double bs__strtod_c(const char *s, char **end);
 /* an unsigned number in decimal, without printf (per row of bulk SQL) */
 void bs__buf_uint(bs_buf_t *b, unsigned long long v);
 /* X'hex' (binary literal); empty input gives X'' */

@@ -108,7 +108,7 @@ static void job_from_row(bs_job_t *j, int64_t *created_us, MYSQL_ROW row, int sh
 	j->rows_scanned = row[5] ? strtoll(row[5], NULL, 10) : 0;
 	j->rows_total = row[6] ? strtoll(row[6], NULL, 10) : 0;
 	j->rows_written = row[7] ? strtoll(row[7], NULL, 10) : 0;
-	j->rate = row[8] ? strtod(row[8], NULL) : 0;
+	j->rate = row[8] ? bs__strtod_c(row[8], NULL) : 0;
 	j->chunk = row[9] ? strtoll(row[9], NULL, 10) : 0;
 	snprintf(j->worker_host, sizeof j->worker_host, "%s", row[10] ? row[10] : "");
 	j->worker_pid = row[11] ? atoi(row[11]) : 0;

@@ -150,7 +150,7 @@ static int special_double(ctx_t *c, bs_value_t *out, json_t *arg)
 		for (size_t i = 0; ok && i < n; i++)
 			ok = strchr("0123456789+-.eE", s[i]) != NULL;
 		errno = 0;
-		d = ok ? strtod(s, &end) : 0;
+		d = ok ? bs__strtod_c(s, &end) : 0;
 		if (!ok || *end || errno == ERANGE || isinf(d))
 			return fail(c, BS_EINVAL, "\"$numberDouble\" wants NaN, Infinity, -Infinity or a number");
 	}
@@ -315,7 +315,7 @@ static int check_numbers(const ctx_t *c, const char *text, size_t len)
 			memcpy(num, text + i, n);
 			num[n] = '\0';
 			errno = 0;
-			double d = strtod(num, &end);
+			double d = bs__strtod_c(num, &end);
 			bool nonzero = strpbrk(num, "123456789") &&
 			               strpbrk(num, "123456789") < (strpbrk(num, "eE") ? strpbrk(num, "eE") : num + n);
 			if (errno == ERANGE && d == 0 && nonzero)

@@ -109,7 +109,7 @@ static int lag_on(bs_store_t *st, int i, void *p)
 	out->watermark_us = row && row[1] ? strtoll(row[1], NULL, 10) : 0;
 	out->last_pass_us = row && row[2] ? strtoll(row[2], NULL, 10) : 0;
 	out->last_pass_rows = row && row[3] ? strtoll(row[3], NULL, 10) : 0;
-	out->repairs_per_s = row && row[4] ? strtod(row[4], NULL) : 0;
+	out->repairs_per_s = row && row[4] ? bs__strtod_c(row[4], NULL) : 0;
 	out->repairs_total = row && row[5] ? strtoll(row[5], NULL, 10) : 0;
 	out->fills_total = row && row[6] ? strtoll(row[6], NULL, 10) : 0;
 	out->now_us = now;
@@ -125,7 +125,7 @@ static int lag_on(bs_store_t *st, int i, void *p)
 		goto done;
 	while ((row = mysql_fetch_row(res)) && out->nhistory < BS_LAG_HISTORY) {
 		out->history_at_us[out->nhistory] = row[1] ? strtoll(row[1], NULL, 10) : 0;
-		out->history[out->nhistory++] = row[0] ? strtod(row[0], NULL) : 0;
+		out->history[out->nhistory++] = row[0] ? bs__strtod_c(row[0], NULL) : 0;
 	}
 done:
 	if (res)

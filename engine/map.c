@@ -1038,7 +1038,7 @@ int bs__column_bucket(const bs_store_t *st, const bs_prop_t *prop, const char *r
 			return -1;
 		break;
 	case BS_COL_INT: bs_value_int(&v, strtoll(raw, NULL, 10)); break;
-	case BS_COL_FLOAT: bs_value_float(&v, strtod(raw, NULL)); break;
+	case BS_COL_FLOAT: bs_value_float(&v, bs__strtod_c(raw, NULL)); break;
 	case BS_COL_BOOL: bs_value_bool(&v, atoi(raw) != 0); break;
 	}
 	b = bs_route_value(&v, prop, st->map.buckets);
@@ -1049,10 +1049,10 @@ int bs__column_bucket(const bs_store_t *st, const bs_prop_t *prop, const char *r
 int bs__column_bucket_zero(const bs_store_t *st, const bs_prop_t *prop, const char *raw, unsigned long len, int b)
 {
 	bs_value_t v;
-	if (!raw || prop->type != BS_COL_FLOAT || strtod(raw, NULL) != 0.0)
+	if (!raw || prop->type != BS_COL_FLOAT || bs__strtod_c(raw, NULL) != 0.0)
 		return b;
 	(void)len;
-	bs_value_float(&v, signbit(strtod(raw, NULL)) ? 0.0 : -0.0);
+	bs_value_float(&v, signbit(bs__strtod_c(raw, NULL)) ? 0.0 : -0.0);
 	b = bs_route_value(&v, prop, st->map.buckets);
 	bs_value_clear(&v);
 	return b;

@@ -68,7 +68,7 @@ static int slave_status(bool *sql_running, double *sbm, MYSQL **conn, char *err,
 	MYSQL_FIELD *f = mysql_fetch_fields(res);
 	for (unsigned k = 0; row && k < nf; k++) {
 		if (!strcmp(f[k].name, "Seconds_Behind_Master") && row[k])
-			*sbm = strtod(row[k], NULL);
+			*sbm = bs__strtod_c(row[k], NULL);
 		if (!strcmp(f[k].name, "Slave_SQL_Running") && row[k])
 			*sql_running = !strcmp(row[k], "Yes");
 	}

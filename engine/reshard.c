@@ -202,8 +202,8 @@ static int move_from_row(bs__move_t *m, MYSQL_ROW row, const unsigned long *lens
 	p->index_total = ll(row[18]);
 	p->index_rows = ll(row[19]);
 	p->log_rows = ll(row[20]);
-	p->rate = row[21] ? strtod(row[21], NULL) : 0;
-	p->fence_ms = row[22] ? strtod(row[22], NULL) : 0;
+	p->rate = row[21] ? bs__strtod_c(row[21], NULL) : 0;
+	p->fence_ms = row[22] ? bs__strtod_c(row[22], NULL) : 0;
 	p->fence_tries = (int)ll(row[23]);
 	p->flip_us = ll(row[24]);
 	m->src_watermark_us = ll(row[25]);

@@ -187,7 +187,7 @@ int bs_value_from_text(bs_value_t *out, const bs_prop_t *prop, const char *text)
 	}
 	case BS_COL_FLOAT: {
 		errno = 0;
-		double x = strtod(text, &end);
+		double x = bs__strtod_c(text, &end);
 		if (!*text || *end || errno || !isfinite(x))
 			return bs_error(BS_EINVAL, "%s: \"%s\" is not a finite number", prop->name, text);
 		bs_value_float(out, x);

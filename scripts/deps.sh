@@ -4,7 +4,7 @@
 # and the TLS tests openssl (conf/tls-certs.sh makes their certificates); the
 # cleaner's service tests need curl, python3-prometheus-client (the reference
 # parser of /metrics) and systemd (systemd-analyze verify); the completion
-# test zsh.
+# test zsh; test_locale the locales package's sources (localedef de_DE).
 set -e
 # Extra packages may be named as arguments (make bench adds percona-toolkit,
 # make fuzz clang and libclang-rt-dev, the fuzzer's runtime).
@@ -12,7 +12,7 @@ pkgs="build-essential pkg-config libmariadb-dev libmariadb-dev-compat libncurses
       zlib1g-dev libyaml-dev uuid-dev libmsgpack-dev libjansson-dev libmicrohttpd-dev
       libgnutls28-dev libcrypt-dev
       mariadb-server mariadb-client tmux valgrind openssl curl python3 python3-prometheus-client systemd
-      zsh $*"
+      zsh locales $*"
 [ -n "$BAGSTORE_NO_DEPS" ] && exit 0
 missing=""
 for p in $pkgs; do

@@ -1417,6 +1417,11 @@ int bs_console_main(const bs_config_t *cfg, int argc, char **argv)
 			loc = setlocale(LC_CTYPE, "C.UTF-8");
 	}
 	ui.ascii = !loc || (!strstr(loc, "UTF-8") && !strstr(loc, "utf8"));
+	/* After loc is read (a later setlocale may reuse its string): the
+	 * terminal's characters, but numbers as SQL, JSON and the command
+	 * line write them: 0.5 where de_DE's LC_NUMERIC says 0,5, in what the
+	 * screens show and what they read (an entity's float edited, a pace) */
+	setlocale(LC_NUMERIC, "C");
 	signal(SIGPIPE, SIG_IGN);
 
 	if (worker_start(cfg, timeout) < 0) {
