@@ -755,8 +755,14 @@ int bs__shard_prepare(MYSQL **out, const char **password, bs_store_t *st, int i)
 	mysql_optionsv(m, MYSQL_OPT_CONNECT_TIMEOUT, &ct);
 	mysql_optionsv(m, MYSQL_OPT_READ_TIMEOUT, &rt);
 	mysql_optionsv(m, MYSQL_OPT_WRITE_TIMEOUT, &wt);
+	/* utf8mb4 asked in the handshake, and set again once connected: an
+	 * option file's default-character-set or the server's init_connect
+	 * can make it latin1, and the server reads a prepared statement's
+	 * string parameters (an index row's) and writes its answers in the
+	 * connection's character set (the text form's _utf8mb4 X'..' says its
+	 * own, but a query's answer does not) */
 	mysql_optionsv(m, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-	mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET time_zone='+00:00'");
+	mysql_optionsv(m, MYSQL_INIT_COMMAND, "SET NAMES utf8mb4, time_zone='+00:00'");
 	/* fanout.c runs statements on many shards at once from one thread */
 	mysql_optionsv(m, MYSQL_OPT_NONBLOCK, 0);
 	if (c->defaults_file)

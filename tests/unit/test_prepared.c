@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define N 40
 
@@ -199,6 +200,82 @@ static void mixed_types(bs_store_t *st)
 	      bs_last_error());
 }
 
+/* A client whose character set is latin1 (an option file's
+ * default-character-set, as an operator's ~/.my.cnf may say; or a
+ * server's init_connect): index rows' strings, sent prepared as
+ * parameters, keep their UTF-8 bytes, and the index finds them. The
+ * server reads a string parameter in the connection's character set
+ * (the text form's _utf8mb4 X'..' says its own): each connection sets
+ * utf8mb4 itself once connected. */
+static void latin1_client(void)
+{
+	char cnf[300], yaml[4096];
+	const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	snprintf(cnf, sizeof cnf, "%s/bagstore-latin1-%d.cnf", tmp, (int)getpid());
+	FILE *f = fopen(cnf, "w");
+	CHECK(f != NULL, "%s written", cnf);
+	if (!f)
+		return;
+	fprintf(f, "[client]\ndefault-character-set=latin1\n");
+	fclose(f);
+	int o = snprintf(yaml, sizeof yaml, "shards:\n");
+	for (int i = 0; i < cfg->nshards && o < (int)sizeof yaml; i++)
+		o += snprintf(yaml + o, sizeof yaml - (size_t)o,
+		              "  - {name: %s, host: %s, port: %u, user: %s, database: %s, defaults_file: %s}\n",
+		              cfg->shards[i].name, cfg->shards[i].host, cfg->shards[i].port, cfg->shards[i].user,
+		              cfg->shards[i].database, cnf);
+	bs_config_t *c2 = NULL;
+	bs_store_t *st = NULL, *plain = NULL;
+	CHECK_OK(bs_config_parse(&c2, yaml, strlen(yaml), "latin1.yaml"));
+	if (!c2 || bs_store_open(&st, c2) || bs_store_open(&plain, cfg)) {
+		CHECK(false, "stores open: %s", bs_last_error());
+		goto done;
+	}
+	bs_id_t ids[8];
+	int puts = 0, found = 0, bytes = 0;
+	for (int k = 0; k < 8; k++) {
+		bs_value_t bag;
+		char t[40];
+		bs_id_generate(&ids[k]);
+		snprintf(t, sizeof t, "latin1 \xc3\xa9\xe2\x82\xac %d", k); /* é and € in UTF-8 */
+		bag_of(&bag, &ids[k], t);
+		puts += bs_put(st, &bag, NULL) == 0;
+		bs_value_clear(&bag);
+	}
+	CHECK(puts == 8, "8 puts through latin1 connections: %d (%s)", puts, bs_last_error());
+	for (int k = 0; k < 8; k++) {
+		bs_cond_t c = { "title", { 0 } };
+		bs_result_t r;
+		char t[40], hex[33], q[300];
+		snprintf(t, sizeof t, "latin1 \xc3\xa9\xe2\x82\xac %d", k);
+		bs_value_str(&c.value, t, strlen(t));
+		if (!bs_query(&r, plain, "ix_title", &c, 1, 0)) {
+			found += r.len == 1 && !memcmp(r.items[0].id.b, ids[k].b, 16);
+			bs_result_free(&r);
+		}
+		bs_value_clear(&c.value);
+		bs_id_hex(hex, &ids[k]);
+		/* the row's bytes: "latin1 é€ " then the digit */
+		char want[80];
+		snprintf(want, sizeof want, "6C6174696E3120C3A9E282AC20%02X", '0' + k);
+		snprintf(q, sizeof q, "SELECT COUNT(*) FROM ix_title WHERE entity_id=X'%s' AND HEX(title)='%s'", hex, want);
+		bytes += sql_int(0, q) + sql_int(1, q) == 1;
+	}
+	CHECK(found == 8, "each found by its title through a utf8mb4 connection: %d of 8", found);
+	CHECK(bytes == 8, "each index row holds the title's UTF-8 bytes: %d of 8", bytes);
+	/* the counts after this are of with_index's entities: these go, once
+	 * their writer's store has settled their intents (freed) */
+	bs_store_free(st);
+	st = NULL;
+	for (int k = 0; k < 8; k++)
+		CHECK_OK(bs_delete(plain, &ids[k]));
+done:
+	bs_store_free(st);
+	bs_store_free(plain);
+	bs_config_free(c2);
+	unlink(cnf);
+}
+
 /* A statement that answers rows, answered with an OK alone (the
  * optimizer proved its WHERE empty): no rows, the connection and the
  * statement fine (the client library keeps the last answer's column
@@ -243,6 +320,7 @@ static void with_index(void)
 	CHECK_OK(bs_index_parse(&mix, "ix_mix", "n:int,f:float,b:bool,t:string(20),x:binary(8)", "t"));
 	CHECK_OK(bs_index_create(st, &mix));
 	mixed_types(st);
+	latin1_client();
 	for (int k = 0; k < N; k++)
 		bs_id_generate(&ids[k]);
 	long long prep0 = both("Com_stmt_prepare"), exec0 = both("Com_stmt_execute");
