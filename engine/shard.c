@@ -588,8 +588,33 @@ int bs__shard_send(bs_store_t *st, int i, const char *sql, size_t len, const cha
 	return 0;
 }
 
-/* bs__settle_flush's wait for its answer, at most */
+/* bs__settle_flush's and bs__shard_close's wait for an answer, at most */
 #define SETTLE_WAIT_MS 1000
+
+/* A statement's answer sent without waiting (bs__shard_send), read if it
+ * comes within ms, else the connection given up: closed, the server
+ * releases its locks when it sees that, and a settle batch's intents are
+ * the repair loop's. So a hung or paused shard holds a store's free (and
+ * a close) for ms, not for the read timeout. */
+static void pending_within(bs_store_t *st, int i, int ms)
+{
+	bs_shard_t *sh = &st->shards[i];
+	if (!sh->conn || !sh->pending)
+		return;
+	struct pollfd pf = { .fd = (int)mysql_get_socket(sh->conn), .events = POLLIN };
+	if (poll(&pf, 1, ms) == 1) {
+		drain_pending(st, i);
+		return;
+	}
+	if (sh->pending_trace)
+		trace_tell(st, i, sh->pending_trace, sh->pending_t0, sh->pending_at, 0, true, 0,
+		           "not answered: left to the repair loop");
+	free(sh->pending_trace);
+	sh->pending_trace = NULL;
+	sh->pending = false;
+	sh->pending_lock[0] = '\0';
+	conn_close(sh);
+}
 
 void bs__token(char token[48], const char *kind)
 {
@@ -680,24 +705,20 @@ void bs__settle_flush(bs_store_t *st, int i)
 		sh->nsettle = 0;
 		return;
 	}
-	bs__settle_sql(&b, st, i);
-	/* sent as the write path's last step is, its answer waited for at most
-	 * SETTLE_WAIT_MS: a shard that does not answer (hung, paused) does not
-	 * hold the store's free up; its intents are then the repair loop's */
-	if (!bs__buf_ok(&b) && !bs__shard_send(st, i, b.ptr, b.len, NULL)) {
-		struct pollfd pf = { .fd = (int)mysql_get_socket(sh->conn), .events = POLLIN };
-		if (poll(&pf, 1, SETTLE_WAIT_MS) == 1) {
-			drain_pending(st, i);
-		} else { /* the answer unread: the connection is done */
-			if (sh->pending_trace)
-				trace_tell(st, i, sh->pending_trace, sh->pending_t0, sh->pending_at, 0, true, 0,
-				           "not answered: left to the repair loop");
-			free(sh->pending_trace);
-			sh->pending_trace = NULL;
-			sh->pending = false;
-			conn_close(sh);
-		}
+	/* the answer still owed (the last write's lock release, sent without
+	 * waiting), then the batch, sent as the write path's last step is:
+	 * each waited for at most SETTLE_WAIT_MS, so a shard that does not
+	 * answer (hung, paused) does not hold the store's free up; its intents
+	 * are then the repair loop's */
+	pending_within(st, i, SETTLE_WAIT_MS);
+	if (!sh->conn) {
+		sh->nsettle = 0;
+		bs_error_clear();
+		return;
 	}
+	bs__settle_sql(&b, st, i);
+	if (!bs__buf_ok(&b) && !bs__shard_send(st, i, b.ptr, b.len, NULL))
+		pending_within(st, i, SETTLE_WAIT_MS);
 	bs_error_clear();
 	bs__buf_free(&b);
 }
@@ -705,8 +726,7 @@ void bs__settle_flush(bs_store_t *st, int i)
 void bs__shard_close(bs_store_t *st, int i)
 {
 	bs_shard_t *sh = &st->shards[i];
-	if (sh->conn && sh->pending)
-		drain_pending(st, i);
+	pending_within(st, i, SETTLE_WAIT_MS);
 	sh->pending = false;
 	free(sh->pending_trace);
 	sh->pending_trace = NULL;

@@ -9,7 +9,8 @@
  * rows are not, its intent must stay on the entity's shard, and once s1
  * is back one `cleaner --once` makes the rows right and verify is clean
  * (tests/integration/test_rows_down.sh does the same for the CLI's delete
- * and put).
+ * and put). And a store freed while the entity's shard (s0) owes the
+ * write's last answer returns within a second, not its read timeout.
  */
 #include "bagstore.h"
 #include "rawsql.h"
@@ -18,6 +19,8 @@
 #include <mysql.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,11 +49,16 @@ static int shell(const char *cmd)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+static void shard_do(const char *what, const char *shard)
+{
+	char cmd[80];
+	snprintf(cmd, sizeof cmd, "sh \"$SHARDS_SH\" %s %s --dir \"$SHARDS_DIR\" >/dev/null", what, shard);
+	CHECK(shell(cmd) == 0, "%s %s", what, shard);
+}
+
 static void s1(const char *what)
 {
-	char cmd[64];
-	snprintf(cmd, sizeof cmd, "sh \"$SHARDS_SH\" %s s1 --dir \"$SHARDS_DIR\" >/dev/null", what);
-	CHECK(shell(cmd) == 0, "%s s1", what);
+	shard_do(what, "s1");
 }
 
 /* The row of E on s1 is user's (its hex, upper case) */
@@ -102,6 +110,58 @@ static void one(const char *name, bool conditional, const char *user, int v)
 	CHECK(shell("\"$BAGSTORE\" -c \"$CFG\" verify >/dev/null") == 0, "%s: verify is clean", name);
 }
 
+#define U7 "0000000b-0000-4000-8000-000000000007"
+
+/* A store freed while the entity's shard (s0) does not answer the write's
+ * last step (its lock's release, sent without waiting) returns within a
+ * second or two, not after its read timeout (10 s here): a writer in a
+ * child process stops itself after its entity write (fault point
+ * pause_before_index_rows), s0 is paused, the writer goes on (its index
+ * row on s1, the release into s0's socket) and frees its store, timed.
+ * The intent it could not settle is the repair loop's once s0 is back. */
+static void free_with_s0_paused(void)
+{
+	printf("# bs_store_free with s0 paused\n");
+	unsigned keep = cfg->read_timeout;
+	cfg->read_timeout = 10;
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		bs_store_t *st = NULL;
+		bs_value_t bag;
+		setenv("BAGSTORE_FAULT", "pause_before_index_rows", 1);
+		bag_of(&bag, U7, 4);
+		if (bs_store_open(&st, cfg) || bs_put(st, &bag, NULL)) {
+			fprintf(stderr, "writer: %s\n", bs_last_error());
+			_exit(1);
+		}
+		struct timespec a, b;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		bs_store_free(st);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		double secs = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+		printf("# the writer's bs_store_free took %.2f s\n", secs);
+		fflush(stdout);
+		_exit(secs < 5 ? 0 : 2);
+	}
+	cfg->read_timeout = keep;
+	int status = 0;
+	bool stopped = pid > 0 && waitpid(pid, &status, WUNTRACED) == pid && WIFSTOPPED(status);
+	CHECK(stopped, "the writer stopped after its entity write");
+	shard_do("pause", "s0");
+	if (pid > 0)
+		kill(pid, SIGCONT);
+	int code = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	shard_do("resume", "s0");
+	CHECK(code == 0, "the writer's put went through and its store was freed within 5 s of a 10 s read timeout"
+	                 " (exit %d: 2 is a free that waited)", code);
+	CHECK(row_is(U7), "its row on s1 is U7's");
+	sleep(2); /* the repair loop takes intents older than a second */
+	CHECK(shell("\"$BAGSTORE\" -c \"$CFG\" cleaner --once >/dev/null") == 0, "cleaner --once");
+	CHECK(sql_int(0, "SELECT COUNT(*) FROM bagstore_intents") == 0, "no intent left");
+	CHECK(shell("\"$BAGSTORE\" -c \"$CFG\" verify >/dev/null") == 0, "verify is clean");
+}
+
 int main(void)
 {
 	const char *path = getenv("BAGSTORE_TEST_CONFIG");
@@ -136,6 +196,7 @@ int main(void)
 	CHECK(row_is(U1), "its row on s1");
 	one("bs_put", false, U3, 2);
 	one("bs_put_if (a console edit)", true, U5, 3);
+	free_with_s0_paused();
 	raw_close_all();
 	bs_config_free(cfg);
 	mysql_library_end();
