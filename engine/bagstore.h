@@ -776,6 +776,12 @@ typedef struct {
 	bs_export_order_t order;
 } bs_export_opts_t;
 typedef struct bs_export bs_export_t;
+/* Each shard is read in one snapshot (a read-only transaction on the
+ * store's connection to it, opened for every shard with the first page
+ * read, until the shard is read to the end or the export is freed): an
+ * entity written meanwhile is exported once, as it was when the export
+ * began. While the export is open its store is the export's: use another
+ * for anything else. Free the export before its store. */
 int bs_export_open(bs_export_t **out, bs_store_t *st, const bs_export_opts_t *opts);
 /* The next entities, at most limit (0: a page), in the promised order; an
  * empty result means the end. A corrupt body is skipped, counted in

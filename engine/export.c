@@ -8,6 +8,19 @@
  * in insertion order by added_id. The shards that need their next page
  * are read at once (fanout.c). Bodies are decoded as read; a corrupt one is
  * skipped, counted and the first named (bs_result_t.corrupt).
+ *
+ * Each shard's pages are read in one snapshot (START TRANSACTION WITH
+ * CONSISTENT SNAPSHOT, READ ONLY; COMMIT once it is read to the end, or
+ * when the export is freed), as mysqldump
+ * --single-transaction reads: an entity written while the export runs
+ * moves up the newest-first order, past a cursor that has not reached it
+ * yet, and without the snapshot it was in neither page. Every shard's
+ * snapshot is opened with the first page read (in insertion order too,
+ * where the shards are read one after another), so each is as of the
+ * export's start. The store's connections are the export's while it is
+ * open: anything else goes through another store (a write through this
+ * one would meet a read-only transaction, and its ROLLBACK end the
+ * snapshot).
  */
 #include "internal.h"
 
@@ -22,22 +35,39 @@ typedef struct {
 	int64_t *added;  /* each buffered entity's added_id */
 	size_t pos;      /* the next one to hand out */
 	bool started, exhausted;
+	bool snap;    /* the shard's snapshot transaction is open */
+	bool opening; /* this refill opens it */
 	int64_t cur_us, cur_added; /* the keyset cursor: the last row read */
 } cursor_t;
 
 struct bs_export {
+	bs_store_t *st; /* whose connections hold the snapshots */
 	bs_export_opts_t o;
 	int n;
 	int next_shard; /* BS_EXPORT_ADDED: the shard being read */
+	bool begun;     /* every shard's snapshot opened (the first refill) */
 	cursor_t *c;    /* per shard */
 	bs__shard_stmt_t *q;
 	bs_buf_t *sql;
 };
 
+/* The end of shard i's snapshot (best effort: a connection lost ended it). */
+static void snap_end(bs_export_t *ex, int i)
+{
+	if (!ex->c[i].snap)
+		return;
+	ex->c[i].snap = false;
+	ex->st->shards[i].in_snapshot = false;
+	if (bs__shard_exec(ex->st, i, "COMMIT", 6))
+		bs_error_clear();
+}
+
 void bs_export_free(bs_export_t *ex)
 {
 	if (!ex)
 		return;
+	for (int i = 0; ex->c && i < ex->n; i++)
+		snap_end(ex, i);
 	for (int i = 0; ex->c && i < ex->n; i++) {
 		bs_result_free(&ex->c[i].buf);
 		free(ex->c[i].added);
@@ -59,6 +89,7 @@ int bs_export_open(bs_export_t **out, bs_store_t *st, const bs_export_opts_t *op
 		return rc;
 	if (!(ex = calloc(1, sizeof *ex)))
 		return bs__oom();
+	ex->st = st;
 	ex->o = *opts;
 	ex->n = st->n;
 	if (opts->shard < -1 || opts->shard >= st->n) {
@@ -79,11 +110,15 @@ int bs_export_open(bs_export_t **out, bs_store_t *st, const bs_export_opts_t *op
 	return 0;
 }
 
-/* The SELECT of shard i's next page. */
+#define SNAPSHOT_SQL "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY"
+
+/* The SELECT of shard i's next page (its first opens the snapshot). */
 static void page_sql(bs_buf_t *b, const bs_export_t *ex, const cursor_t *c)
 {
 	bool newest = ex->o.order == BS_EXPORT_NEWEST;
 	const char *and = " WHERE ";
+	if (!c->snap)
+		bs__buf_puts(b, SNAPSHOT_SQL ";");
 	bs__buf_puts(b, "SELECT added_id, id, UNIX_TIMESTAMP(updated), body, " BS__OV_SQL " FROM entities");
 	if (ex->o.since_us) {
 		bs__buf_puts(b, and);
@@ -167,26 +202,45 @@ static int take_page(bs_result_t *out, bs_export_t *ex, bs_store_t *st, int i)
 	return 0;
 }
 
-/* Read the next page of every shard in `want` at once. */
+/* Read the next page of every shard in `want` at once; the first call
+ * opens every shard's snapshot, those read later (in insertion order,
+ * shard after shard) included, so that each is as of the export's start. */
 static int refill(bs_result_t *out, bs_export_t *ex, bs_store_t *st, const bool *want)
 {
 	int rc = 0;
 	for (int i = 0; i < ex->n; i++) {
+		cursor_t *c = &ex->c[i];
 		bs__buf_reset(&ex->sql[i]);
 		ex->q[i].sql = NULL;
-		if (!want[i])
+		c->opening = !c->snap && !c->exhausted && (want[i] || !ex->begun);
+		if (!want[i]) {
+			if (c->opening) {
+				ex->q[i].sql = SNAPSHOT_SQL;
+				ex->q[i].len = sizeof SNAPSHOT_SQL - 1;
+			}
 			continue;
-		page_sql(&ex->sql[i], ex, &ex->c[i]);
+		}
+		page_sql(&ex->sql[i], ex, c);
 		if ((rc = bs__buf_ok(&ex->sql[i])))
 			return rc;
 		ex->q[i].sql = ex->sql[i].ptr;
 		ex->q[i].len = ex->sql[i].len;
 	}
-	if (!(rc = bs__shard_run(st, ex->q)))
-		for (int i = 0; i < ex->n && !rc; i++)
-			if (want[i])
-				rc = take_page(out, ex, st, i);
+	rc = bs__shard_run(st, ex->q);
+	ex->begun = true;
+	/* a snapshot may be open where the run failed elsewhere: COMMIT ends
+	 * it, and is nothing where there is none */
+	for (int i = 0; i < ex->n; i++)
+		if (ex->c[i].opening)
+			ex->c[i].snap = st->shards[i].in_snapshot = true;
+	for (int i = 0; i < ex->n && !rc; i++)
+		if (want[i])
+			rc = take_page(out, ex, st, i);
 	bs__shard_stmts_clear(ex->q, ex->n);
+	/* a shard read to the end lets its snapshot go at once */
+	for (int i = 0; i < ex->n && !rc; i++)
+		if (want[i] && ex->c[i].exhausted)
+			snap_end(ex, i);
 	return rc;
 }
 

@@ -132,6 +132,9 @@ typedef struct {
 	 * until read */
 	uint8_t *bstate;
 	int64_t owned_version;
+	/* the connection is inside an export's snapshot (export.c): its
+	 * ownership is read in that snapshot, not a new one of its own */
+	bool in_snapshot;
 	/* per bucket (nleaving of them): a single write's full form last found
 	 * it leaving here, so the next write to it skips the fast form, which
 	 * would be refused (entity.c); a hint, never a decision: NULL until

@@ -363,17 +363,21 @@ static int state_code(const char *s)
 	return BS__B_NONE;
 }
 
-/* Read shard's states and their version, in one snapshot. */
+/* Read shard's states and their version, in one snapshot: its own, or
+ * the export's the connection is in (a START TRANSACTION would end that
+ * one). */
 static int owned_load(bs_store_t *st, int shard)
 {
 	/* a bucket gone whose move has cleaned up is simply not this shard's */
-	static const char q[] = "START TRANSACTION WITH CONSISTENT SNAPSHOT;"
-				"SELECT " BS__OV_SQL ";SELECT bucket, IF(state='gone' AND move_id=0,'',state)"
-				" FROM bagstore_buckets;COMMIT";
+#define OWNED_SQL "SELECT " BS__OV_SQL ";SELECT bucket, IF(state='gone' AND move_id=0,'',state) FROM bagstore_buckets"
+	static const char q[] = "START TRANSACTION WITH CONSISTENT SNAPSHOT;" OWNED_SQL ";COMMIT";
+	static const char in_snapshot[] = OWNED_SQL;
+#undef OWNED_SQL
 	bs_shard_t *sh = &st->shards[shard];
 	MYSQL_RES *res[2];
 	int rc;
-	if ((rc = bs__shard_query_sets(res, 2, st, shard, q, sizeof q - 1)))
+	if ((rc = sh->in_snapshot ? bs__shard_query_sets(res, 2, st, shard, in_snapshot, sizeof in_snapshot - 1)
+	                          : bs__shard_query_sets(res, 2, st, shard, q, sizeof q - 1)))
 		return rc;
 	if (!res[1]) {
 		rc = bs_error(BS_ERROR, "shard %s: its ownership did not read back", st->shards[shard].conf->name);

@@ -498,6 +498,7 @@ static void conn_close(bs_shard_t *sh)
 	sh->conn = NULL;
 	prep_close_all(sh);
 	sh->prep_off_until = 0;
+	sh->in_snapshot = false; /* an export's snapshot went with it */
 }
 
 /* Read the answer of a statement bs__shard_send sent; on failure release
