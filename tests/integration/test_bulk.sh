@@ -44,6 +44,23 @@ t_contains "$T_ERR" "bad.jsonl:524" "names FILE:LINE"
 t_eq "$(printf '%s\n' "$T_OUT" | grep -c .)" 523 "523 ids printed"
 t_eq "$( (t_sql 0 "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%0000000C0001'"; t_sql 1 "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%0000000C0001'") | awk '{ n += $1 } END { print n }')" 523 \
 	"the 523 lines before it stored, none after"
+# a line cut short (LF, then CRLF): named by its line and column, the
+# line before it stored
+printf '{"id":{"$uuid":"00000001-0000-4000-8000-0000000e0001"},"g":3}\n{"g":\n{"g":4}\n' >"$T/cut.jsonl"
+t_exit 2 "a line cut short stops the load" -- "$B" -c "$C" put "$T/cut.jsonl"
+t_match "$T_ERR" "^bagstore: $T/cut.jsonl:2:5: " "names FILE:2:COL, the line's own (not 2:2:0)"
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c .)" 1 "the line before it stored"
+printf '{"id":{"$uuid":"00000002-0000-4000-8000-0000000e0001"},"g":3}\r\n{"g":\r\n' >"$T/cutcr.jsonl"
+t_exit 2 "with CRLF the same" -- "$B" -c "$C" put "$T/cutcr.jsonl"
+t_match "$T_ERR" "^bagstore: $T/cutcr.jsonl:2:5: " "names FILE:2:COL"
+# a document over several lines after blank ones: its lines counted from
+# the input's first
+printf '\n\n{\n "g": x\n}\n' >"$T/doc.json"
+t_exit 2 "a document with a bad token" -- "$B" -c "$C" put "$T/doc.json"
+t_match "$T_ERR" "^bagstore: $T/doc.json:4:[0-9]+: " "names the line of the bad token, 4"
+printf '\n\n{\n "id": 5\n}\n' >"$T/doc2.json"
+t_exit 2 "a document the store refuses" -- "$B" -c "$C" put "$T/doc2.json"
+t_match "$T_ERR" "^bagstore: $T/doc2.json:3: " "names the line it begins at, 3"
 # a line the store refuses on input (too many values): the same contract
 python3 -c 'import json
 for i in range(50):

@@ -80,4 +80,22 @@ t_exit 0 "verify: clean" -- "$B" -c "$C" verify
 t_exit 0 "a query finds P by its new user" -- "$B" -c "$C" query by_u "u=$U5"
 t_contains "$T_OUT" '"v":2' "P, as written"
 
+# three lines (a blank one between) on s0 whose rows are on s1, paused:
+# every entity is written and no line is to blame alone, so the error names
+# the batch's lines, first to last
+E6=00000006-0000-4000-8000-000000000006
+E8=00000008-0000-4000-8000-000000000008
+EA=0000000a-0000-4000-8000-00000000000a
+printf '{"id":{"$uuid":"%s"},"u":{"$uuid":"%s"}}\n\n{"id":{"$uuid":"%s"},"u":{"$uuid":"%s"}}\n{"id":{"$uuid":"%s"},"u":{"$uuid":"%s"}}\n' \
+	"$E6" "$U1" "$E8" "$U3" "$EA" "$U5" >"$T/p3.jsonl"
+t_exit 0 "pause s1 again" -- sh "$SHARDS_SH" pause s1 --dir "$SHARDS_DIR"
+t_exit 1 "put three, s1 paused" -- "$B" -c "$C" put "$T/p3.jsonl"
+t_contains "$T_ERR" "p3.jsonl:1-4: " "the error names the batch's lines, 1 to 4"
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c .)" 3 "the three ids printed: written"
+t_exit 0 "resume s1 again" -- sh "$SHARDS_SH" resume s1 --dir "$SHARDS_DIR"
+sleep 1.2
+t_exit 0 "cleaner --once" -- "$B" -c "$C" cleaner --once
+t_eq "$(intents)" "0 0" "no intent left"
+t_exit 0 "verify: clean" -- "$B" -c "$C" verify
+
 t_done test_rows_down

@@ -223,12 +223,18 @@ static int put_wait(put_state_t *ps)
 	}
 	fflush(stdout);
 	if (rc < 0) {
-		/* the first line not stored names the spot */
+		/* the first line not stored names the spot; when every one was
+		 * (their index rows failed), the batch's lines */
 		size_t k = 0;
 		while (k < b->n && b->stored[k])
 			k++;
 		bs_error(rc, "%s", ps->fly_msg);
-		snprintf(where, sizeof where, "%s:%ld", ps->name, b->lines[k < b->n ? k : 0]);
+		if (k < b->n || !b->n)
+			snprintf(where, sizeof where, "%s:%ld", ps->name, b->n ? b->lines[k] : 0L);
+		else if (b->n == 1)
+			snprintf(where, sizeof where, "%s:%ld", ps->name, b->lines[0]);
+		else
+			snprintf(where, sizeof where, "%s:%ld-%ld", ps->name, b->lines[0], b->lines[b->n - 1]);
 		rc = error_at(rc, where);
 	}
 	for (size_t k = 0; k < b->n; k++)
@@ -282,6 +288,18 @@ static int put_one(put_state_t *ps, bs_value_t *bag, const char *where, long lin
 	return b->n == ps->batch ? put_flush(ps) : 0;
 }
 
+/* A line's length without its end ("\n" or "\r\n"): decoded without it, a
+ * line cut short reads "FILE:LINE:COL: ... near end of file", where with
+ * it the decoder counted a second line ("FILE:LINE:2:0: ..."). */
+static size_t line_len(const char *text, size_t len)
+{
+	if (len && text[len - 1] == '\n')
+		len--;
+	if (len && text[len - 1] == '\r')
+		len--;
+	return len;
+}
+
 /* Decode text as one entity named `where` and queue it. A line that does
  * not decode stops the load there: the lines before it are stored first. */
 static int put_text(put_state_t *ps, const char *text, size_t len, const char *where, long lineno)
@@ -290,7 +308,7 @@ static int put_text(put_state_t *ps, const char *text, size_t len, const char *w
 	int rc;
 
 	bs_value_nil(&bag);
-	if ((rc = bs_json_decode(&bag, text, len, where)) < 0) {
+	if ((rc = bs_json_decode(&bag, text, line_len(text, len), where)) < 0) {
 		rc = line_error(rc, where);
 		char msg[1024];
 		snprintf(msg, sizeof msg, "%s", bs_last_error());
@@ -310,8 +328,30 @@ static int put_text(put_state_t *ps, const char *text, size_t len, const char *w
 }
 
 /* Step 2 above: the first line did not parse alone. line/len hold it. */
-static int put_document(put_state_t *ps, FILE *f, const char *line, size_t len, const char *first_err, int first_rc)
+/* The decoder's "NAME:L:C: ..." for a document that began at line first
+ * of the input (blank lines before it were skipped): its L counted from
+ * there, made the input's. Returns rc. */
+static int doc_error(int rc, const char *name, long first)
 {
+	char msg[1024];
+	const char *m = bs_last_error(), *p;
+	size_t nl = strlen(name);
+	char *end;
+
+	if (first <= 1 || strncmp(m, name, nl) != 0 || m[nl] != ':')
+		return error_at(rc, name);
+	long l = strtol(m + nl + 1, &end, 10);
+	if (end == m + nl + 1 || *end != ':' || l < 1)
+		return error_at(rc, name);
+	p = end;
+	snprintf(msg, sizeof msg, "%s", p);
+	return bs_error(rc, "%s:%ld%s", name, l + first - 1, msg);
+}
+
+static int put_document(put_state_t *ps, FILE *f, const char *line, size_t len, long first, const char *first_err,
+                        int first_rc)
+{
+	char where[4096];
 	char *buf = NULL, *nb;
 	size_t n = len, cap = len + 65536, got;
 	bs_value_t bag;
@@ -350,10 +390,12 @@ static int put_document(put_state_t *ps, FILE *f, const char *line, size_t len, 
 		goto done;
 	}
 	if ((rc = bs_json_decode(&bag, buf, n, ps->name)) < 0) {
-		rc = error_at(rc, ps->name);
+		rc = doc_error(rc, ps->name, first);
 		goto done;
 	}
-	if (!(rc = put_one(ps, &bag, ps->name, 1)))
+	/* the store's refusal names the line the document begins at */
+	snprintf(where, sizeof where, "%s:%ld", ps->name, first);
+	if (!(rc = put_one(ps, &bag, where, first)))
 		rc = put_flush(ps);
 done:
 	bs_value_clear(&bag);
@@ -572,12 +614,12 @@ int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv)
 		goto eof; /* empty input: nothing to store */
 
 	snprintf(where, sizeof where, "%s:%ld", ps.name, lineno);
-	if ((rc = bs_json_decode(&bag, line, (size_t)n, where)) < 0) {
+	if ((rc = bs_json_decode(&bag, line, line_len(line, (size_t)n), where)) < 0) {
 		int first_rc = rc;
 		rc = line_error(rc, where);
 		snprintf(first_err, sizeof first_err, "%s", bs_last_error());
 		bs_value_clear(&bag);
-		rc = put_document(&ps, ps.in, line, (size_t)n, first_err, first_rc);
+		rc = put_document(&ps, ps.in, line, (size_t)n, lineno, first_err, first_rc);
 		goto done;
 	}
 	if ((rc = put_one(&ps, &bag, where, lineno)) < 0)
