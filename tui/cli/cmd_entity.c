@@ -78,6 +78,12 @@ static int line_error(int rc, const char *where)
  */
 #define PUT_DOC_MAX ((size_t)64 << 20)
 
+#define PUT_BATCH_DEFAULT 500
+#define PUT_BATCH_MAX 10000
+/* 4 MiB of JSON text: at most about 8 MiB of SQL for a batch (a body is at
+ * most its text's size once compressed, then written in hex) */
+#define PUT_BATCH_BYTES (4u << 20)
+
 /* One batch: its bags, each bag's line number, and what the store said
  * of each (bs_put_many's ids and stored). */
 typedef struct {
@@ -86,6 +92,7 @@ typedef struct {
 	bs_id_t *ids;
 	bool *stored;
 	size_t n;
+	size_t bytes; /* the input text of its lines */
 } put_batch_t;
 
 /* JSON Lines go to the store in batches (bs_put_many), two buffers: the
@@ -240,6 +247,7 @@ static int put_wait(put_state_t *ps)
 	for (size_t k = 0; k < b->n; k++)
 		bs_value_clear(&b->bags[k]);
 	b->n = 0;
+	b->bytes = 0;
 	put_progress(ps, false);
 	return rc;
 }
@@ -256,6 +264,7 @@ static int put_flush(put_state_t *ps)
 		for (size_t k = 0; k < b->n; k++)
 			bs_value_clear(&b->bags[k]);
 		b->n = 0;
+		b->bytes = 0;
 	}
 	if (rc < 0 || !b->n)
 		return rc;
@@ -267,8 +276,12 @@ static int put_flush(put_state_t *ps)
 	return 0;
 }
 
-/* One decoded entity (consumed) into the batch; the batch goes when full. */
-static int put_one(put_state_t *ps, bs_value_t *bag, const char *where, long lineno)
+/* One decoded entity (consumed), from len bytes of input, into the batch;
+ * the batch goes when it holds --batch lines or PUT_BATCH_BYTES of input:
+ * a shard's part of a batch is one statement, its bodies in hex, which
+ * must fit the server's max_allowed_packet (16 MiB by default), and a
+ * batch's bookkeeping grows faster than its size. */
+static int put_one(put_state_t *ps, bs_value_t *bag, const char *where, long lineno, size_t len)
 {
 	int rc;
 
@@ -284,8 +297,9 @@ static int put_one(put_state_t *ps, bs_value_t *bag, const char *where, long lin
 	put_batch_t *b = &ps->buf[ps->cur];
 	b->bags[b->n] = *bag;
 	b->lines[b->n++] = lineno;
+	b->bytes += len;
 	bs_value_nil(bag);
-	return b->n == ps->batch ? put_flush(ps) : 0;
+	return b->n == ps->batch || b->bytes >= PUT_BATCH_BYTES ? put_flush(ps) : 0;
 }
 
 /* A line's length without its end ("\n" or "\r\n"): decoded without it, a
@@ -318,7 +332,7 @@ static int put_text(put_state_t *ps, const char *text, size_t len, const char *w
 	}
 	/* JSON but refused (not an object): the same, the lines before it
 	 * stored (a full batch's failure has left none in hand) */
-	if ((rc = put_one(ps, &bag, where, lineno)) < 0 && ps->buf[ps->cur].n) {
+	if ((rc = put_one(ps, &bag, where, lineno, len)) < 0 && ps->buf[ps->cur].n) {
 		char msg[1024];
 		snprintf(msg, sizeof msg, "%s", bs_last_error());
 		int frc = put_flush(ps);
@@ -395,7 +409,7 @@ static int put_document(put_state_t *ps, FILE *f, const char *line, size_t len, 
 	}
 	/* the store's refusal names the line the document begins at */
 	snprintf(where, sizeof where, "%s:%ld", ps->name, first);
-	if (!(rc = put_one(ps, &bag, where, first)))
+	if (!(rc = put_one(ps, &bag, where, first, n)))
 		rc = put_flush(ps);
 done:
 	bs_value_clear(&bag);
@@ -403,8 +417,6 @@ done:
 	return rc;
 }
 
-#define PUT_BATCH_DEFAULT 500
-#define PUT_BATCH_MAX 100000
 
 static int put_setup(put_state_t *ps, const char *batch_text)
 {
@@ -622,7 +634,7 @@ int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv)
 		rc = put_document(&ps, ps.in, line, (size_t)n, lineno, first_err, first_rc);
 		goto done;
 	}
-	if ((rc = put_one(&ps, &bag, where, lineno)) < 0)
+	if ((rc = put_one(&ps, &bag, where, lineno, (size_t)n)) < 0)
 		goto done;
 
 	/* JSON Lines: one batch in memory at a time. */
