@@ -200,14 +200,8 @@ static int chunk_emit(chunk_t *c, int n, const bs_index_t *idx, int64_t per_inse
 						return BS_ENOMEM;
 				}
 				from = b->len;
-				bs__buf_puts(b, "INSERT INTO ");
-				bs__buf_ident(b, idx->name);
-				bs__buf_puts(b, " (");
-				for (int p = 0; p < idx->nprops; p++) {
-					bs__buf_ident(b, idx->props[p].name);
-					bs__buf_puts(b, ",");
-				}
-				bs__buf_puts(b, "entity_id) VALUES ");
+				bs__buf_index_insert(b, idx);
+				bs__buf_puts(b, " VALUES ");
 			} else {
 				bs__buf_puts(b, ",");
 			}

@@ -51,14 +51,16 @@ struct bs_export {
 	bs_buf_t *sql;
 };
 
-/* The end of shard i's snapshot (best effort: a connection lost ended it). */
+/* The end of shard i's snapshot. A connection closed since (lost, given
+ * up) ended it, and is not opened again only to say COMMIT: on a shard
+ * that is down, that would wait out the connect timeout in a free. */
 static void snap_end(bs_export_t *ex, int i)
 {
-	if (!ex->c[i].snap)
-		return;
+	bs_shard_t *sh = &ex->st->shards[i];
+	bool open = ex->c[i].snap && sh->conn && sh->in_snapshot;
 	ex->c[i].snap = false;
-	ex->st->shards[i].in_snapshot = false;
-	if (bs__shard_exec(ex->st, i, "COMMIT", 6))
+	sh->in_snapshot = false;
+	if (open && bs__shard_exec(ex->st, i, "COMMIT", 6))
 		bs_error_clear();
 }
 

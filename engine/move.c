@@ -715,14 +715,8 @@ static int index_chunk(mover_t *r, const bs_index_t *idx, int64_t *got)
 			continue;
 		bs__index_row_decode(vals, idx, row, lens);
 		if (!n) {
-			bs__buf_puts(&w, "INSERT INTO ");
-			bs__buf_ident(&w, idx->name);
-			bs__buf_puts(&w, " (");
-			for (int k = 0; k < idx->nprops; k++) {
-				bs__buf_ident(&w, idx->props[k].name);
-				bs__buf_puts(&w, ",");
-			}
-			bs__buf_puts(&w, "entity_id) VALUES ");
+			bs__buf_index_insert(&w, idx);
+			bs__buf_puts(&w, " VALUES ");
 		}
 		bs__buf_puts(&w, n++ ? ",(" : "(");
 		for (int k = 0; k < idx->nprops; k++) {
@@ -1006,14 +1000,10 @@ static int replay_index(mover_t *r, const bs_index_t *idx, const idvec16_t *ids,
 		if (eb < 0 || !r->m.in[eb])
 			continue;
 		if (!ups++) {
-			bs__buf_puts(&w, w.len ? ";INSERT INTO " : "INSERT INTO ");
-			bs__buf_ident(&w, idx->name);
-			bs__buf_puts(&w, " (");
-			for (int p = 0; p < idx->nprops; p++) {
-				bs__buf_ident(&w, idx->props[p].name);
-				bs__buf_puts(&w, ",");
-			}
-			bs__buf_puts(&w, "entity_id) VALUES ");
+			if (w.len)
+				bs__buf_puts(&w, ";");
+			bs__buf_index_insert(&w, idx);
+			bs__buf_puts(&w, " VALUES ");
 		}
 		bs__buf_puts(&w, ups > 1 ? ",(" : "(");
 		for (int p = 0; p < idx->nprops; p++) {
@@ -1023,16 +1013,8 @@ static int replay_index(mover_t *r, const bs_index_t *idx, const idvec16_t *ids,
 		bs__buf_hex(&w, cur->ids[k].b, 16);
 		bs__buf_puts(&w, ")");
 	}
-	if (ups) {
-		bs__buf_puts(&w, " ON DUPLICATE KEY UPDATE ");
-		for (int p = 0; p < idx->nprops; p++) {
-			bs__buf_puts(&w, p ? "," : "");
-			bs__buf_ident(&w, idx->props[p].name);
-			bs__buf_puts(&w, "=VALUES(");
-			bs__buf_ident(&w, idx->props[p].name);
-			bs__buf_puts(&w, ")");
-		}
-	}
+	if (ups)
+		bs__buf_index_update(&w, idx);
 	if (w.len)
 		rc = on_target(r, &w);
 done:

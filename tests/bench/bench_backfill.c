@@ -67,12 +67,8 @@ static double job_cpu_srv, job_cpu_mine;
  * this program. */
 static double cpu_now(double *mine)
 {
-	double t = 0;
-	for (int i = 0; i < nshards; i++)
-		if (server_pid[i] > 0)
-			t += cpu_of(server_pid[i]);
 	*mine = cpu_of((long)getpid());
-	return t;
+	return cpu_of_all(server_pid, nshards < 64 ? nshards : 64);
 }
 
 /* CPU seconds of this program's children that ended (the putters). */

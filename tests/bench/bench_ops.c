@@ -510,12 +510,7 @@ static long server_pid[64];
 /* CPU seconds the servers used so far (those known). */
 static double servers_cpu(int n)
 {
-	double t = 0;
-	for (int i = 0; i < n && i < 64; i++) {
-		double c = server_pid[i] > 0 ? cpu_of(server_pid[i]) : -1;
-		t += c > 0 ? c : 0;
-	}
-	return t;
+	return cpu_of_all(server_pid, n < 64 ? n : 64);
 }
 
 /* Their writes per second, from the barrier to the last one's end; the

@@ -661,12 +661,7 @@ static void find_servers(const bs_config_t *cfg)
 
 static double servers_cpu(void)
 {
-	double t = 0;
-	for (int i = 0; i < nservers; i++) {
-		double c = server_pid[i] > 0 ? cpu_of(server_pid[i]) : -1;
-		t += c > 0 ? c : 0;
-	}
-	return t;
+	return cpu_of_all(server_pid, nservers);
 }
 
 /* Where the machine's CPU went over wall seconds: the servers', the

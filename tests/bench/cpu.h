@@ -29,6 +29,18 @@ static inline double cpu_of(long pid)
 	return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* CPU seconds of the n processes pid[] together (those unknown, 0 or
+ * unreadable, count nothing). */
+static inline double cpu_of_all(const long *pid, int n)
+{
+	double t = 0;
+	for (int i = 0; i < n; i++) {
+		double c = pid[i] > 0 ? cpu_of(pid[i]) : -1;
+		t += c > 0 ? c : 0;
+	}
+	return t;
+}
+
 /* The pid of the server m is connected to, from its @@pid_file: 0 when
  * it is not known (not on this host, not readable). */
 static inline long server_pid_of(MYSQL *m)

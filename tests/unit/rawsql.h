@@ -15,6 +15,23 @@
 static bs_config_t *cfg;
 static MYSQL *raw[8];
 
+/* cfg loaded from $BAGSTORE_TEST_CONFIG (tests/run.sh sets it); 0, else
+ * the test's one failed summary printed (name: its t_done name) and -1. */
+static inline int test_config(const char *name)
+{
+	const char *path = getenv("BAGSTORE_TEST_CONFIG");
+	if (!path) {
+		printf("%s: BAGSTORE_TEST_CONFIG is not set (tests/run.sh sets it)\n%s: 0 passed, 1 failed\n", name,
+		       name);
+		return -1;
+	}
+	if (bs_config_load(&cfg, path)) {
+		printf("config: %s\n%s: 0 passed, 1 failed\n", bs_last_error(), name);
+		return -1;
+	}
+	return 0;
+}
+
 static MYSQL *rawconn(int i)
 {
 	if (!raw[i]) {

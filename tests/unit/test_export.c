@@ -156,15 +156,8 @@ static void during(bs_store_t *st, bs_store_t *other, bs_export_order_t order, c
 
 int main(void)
 {
-	const char *path = getenv("BAGSTORE_TEST_CONFIG");
-	if (!path) {
-		printf("export: BAGSTORE_TEST_CONFIG is not set (tests/run.sh sets it)\nexport: 0 passed, 1 failed\n");
+	if (test_config("export"))
 		return 1;
-	}
-	if (bs_config_load(&cfg, path)) {
-		printf("config: %s\nexport: 0 passed, 1 failed\n", bs_last_error());
-		return 1;
-	}
 	(void)sql;
 	bs_store_t *st = NULL, *other = NULL;
 	CHECK_OK(bs_store_open(&st, cfg));

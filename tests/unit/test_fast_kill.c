@@ -178,16 +178,8 @@ static int cleaner_once(void)
 
 int main(void)
 {
-	const char *path = getenv("BAGSTORE_TEST_CONFIG");
-	if (!path) {
-		printf("fast_kill: BAGSTORE_TEST_CONFIG is not set (tests/run.sh sets it)\n"
-		       "fast_kill: 0 passed, 1 failed\n");
+	if (test_config("fast_kill"))
 		return 1;
-	}
-	if (bs_config_load(&cfg, path)) {
-		printf("config: %s\nfast_kill: 0 passed, 1 failed\n", bs_last_error());
-		return 1;
-	}
 	bs_store_t *st = NULL;
 	bs_index_t def;
 	bs_value_t bag;

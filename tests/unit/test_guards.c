@@ -389,15 +389,8 @@ static void test_drop_waits(void)
 
 int main(void)
 {
-	const char *path = getenv("BAGSTORE_TEST_CONFIG");
-	if (!path) {
-		printf("guards: BAGSTORE_TEST_CONFIG is not set (tests/run.sh sets it)\nguards: 0 passed, 1 failed\n");
+	if (test_config("guards"))
 		return 1;
-	}
-	if (bs_config_load(&cfg, path)) {
-		printf("config: %s\nguards: 0 passed, 1 failed\n", bs_last_error());
-		return 1;
-	}
 	test_read_only();
 	test_catalog_ttl();
 	test_drop_waits();

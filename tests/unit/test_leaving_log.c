@@ -359,16 +359,8 @@ static void mixed_shards(const char *what, const char *prefix, int g)
 
 int main(void)
 {
-	const char *path = getenv("BAGSTORE_TEST_CONFIG");
-	if (!path) {
-		printf("leaving_log: BAGSTORE_TEST_CONFIG is not set (tests/run.sh sets it)\n"
-		       "leaving_log: 0 passed, 1 failed\n");
+	if (test_config("leaving_log"))
 		return 1;
-	}
-	if (bs_config_load(&cfg, path)) {
-		printf("config: %s\nleaving_log: 0 passed, 1 failed\n", bs_last_error());
-		return 1;
-	}
 	bs_store_t *st = store();
 	CHECK_OK(bs_init(st));
 

@@ -83,16 +83,9 @@ static void no_drift(bs_store_t *st, const char *index, const char *when)
 
 int main(void)
 {
-	const char *path = getenv("BAGSTORE_TEST_CONFIG");
 	char dir[512], buf[64];
-	if (!path) {
-		printf("locale: BAGSTORE_TEST_CONFIG is not set (tests/run.sh sets it)\nlocale: 0 passed, 1 failed\n");
+	if (test_config("locale"))
 		return 1;
-	}
-	if (bs_config_load(&cfg, path)) {
-		printf("config: %s\nlocale: 0 passed, 1 failed\n", bs_last_error());
-		return 1;
-	}
 	/* the hazard is live: this process prints 0,5 now */
 	int made = comma_locale(dir, sizeof dir);
 	CHECK(made == 0, "de_DE.UTF-8 made with localedef under %s and set (the locales package)", dir);

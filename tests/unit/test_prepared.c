@@ -417,16 +417,8 @@ static void with_index(void)
 
 int main(void)
 {
-	const char *path = getenv("BAGSTORE_TEST_CONFIG");
-	if (!path) {
-		printf("prepared: BAGSTORE_TEST_CONFIG is not set (tests/run.sh sets it)\n"
-		       "prepared: 0 passed, 1 failed\n");
+	if (test_config("prepared"))
 		return 1;
-	}
-	if (bs_config_load(&cfg, path)) {
-		printf("config: %s\nprepared: 0 passed, 1 failed\n", bs_last_error());
-		return 1;
-	}
 	bs_store_t *st = NULL;
 	bs_id_t ids[N];
 	int shard[N];

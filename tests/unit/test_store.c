@@ -623,15 +623,8 @@ static void test_bulk_refused(bs_store_t *st)
 
 int main(void)
 {
-	const char *path = getenv("BAGSTORE_TEST_CONFIG");
-	if (!path) {
-		printf("store: BAGSTORE_TEST_CONFIG is not set (tests/run.sh sets it)\nstore: 0 passed, 1 failed\n");
+	if (test_config("store"))
 		return 1;
-	}
-	if (bs_config_load(&cfg, path)) {
-		printf("config: %s\nstore: 0 passed, 1 failed\n", bs_last_error());
-		return 1;
-	}
 	bs_store_t *st = NULL;
 	CHECK_OK(bs_store_open(&st, cfg));
 	test_init(st);

@@ -127,16 +127,8 @@ static void test_autoinc_deadlock(void)
 
 int main(void)
 {
-	const char *path = getenv("BAGSTORE_TEST_CONFIG");
-	if (!path) {
-		printf("write_races: BAGSTORE_TEST_CONFIG is not set (tests/run.sh sets it)\n"
-		       "write_races: 0 passed, 1 failed\n");
+	if (test_config("write_races"))
 		return 1;
-	}
-	if (bs_config_load(&cfg, path)) {
-		printf("config: %s\nwrite_races: 0 passed, 1 failed\n", bs_last_error());
-		return 1;
-	}
 	bs_store_t *st = NULL;
 	(void)sql; /* rawsql.h's: this test only reads */
 	CHECK_OK(bs_store_open(&st, cfg));

@@ -236,12 +236,10 @@ static int put_wait(put_state_t *ps)
 		while (k < b->n && b->stored[k])
 			k++;
 		bs_error(rc, "%s", ps->fly_msg);
-		if (k < b->n || !b->n)
-			snprintf(where, sizeof where, "%s:%ld", ps->name, b->n ? b->lines[k] : 0L);
-		else if (b->n == 1)
-			snprintf(where, sizeof where, "%s:%ld", ps->name, b->lines[0]);
-		else
+		if (k == b->n && b->n > 1)
 			snprintf(where, sizeof where, "%s:%ld-%ld", ps->name, b->lines[0], b->lines[b->n - 1]);
+		else
+			snprintf(where, sizeof where, "%s:%ld", ps->name, b->lines[k < b->n ? k : 0]);
 		rc = error_at(rc, where);
 	}
 	for (size_t k = 0; k < b->n; k++)
