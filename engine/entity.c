@@ -608,11 +608,7 @@ typedef struct {
 #define ENTITY_UPSERT \
 	" ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND)," \
 	"body=VALUES(body)"
-#define ENTITY_UPSERT_RETURNING \
-	" ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body))," \
-	"updated=GREATEST(VALUES(updated),IF((@bs_ou:=UNIX_TIMESTAMP(updated)) IS NULL,updated,updated)+INTERVAL 1 " \
-	"MICROSECOND)" \
-	" RETURNING @bs_old, UNIX_TIMESTAMP(updated), @bs_ou"
+#define ENTITY_UPSERT_RETURNING BS__ENTITY_UPSERT_RETURNING /* internal.h */
 
 /* fast_write's two statements, prepared (bs__shard_prep_run): what
  * fenced_insert_sql and its delete write as text, the bucket, the id and
@@ -1008,46 +1004,90 @@ static void returned(write_t *w, MYSQL_RES *res, bool put)
 	returned_row(w, row, row ? mysql_fetch_lengths(res) : NULL, put);
 }
 
-/* returning_write's fast form, prepared: two statements in autocommit,
- * each parsed and planned once per connection, where the text form's
- * transaction of four is parsed every time. The intent first, taking its
- * lock (a NULL token, refused by the column with error 1048, when the
- * lock cannot be taken: the write fails there, nothing written); once it
- * is in, committed, whatever the entity write does is covered, as a
- * writer killed between the two leaves an intent for an unchanged entity.
- * Then the entity written through the bucket's ownership row as
- * fast_write's, handing back the old body and the new version. *applied
- * false: the entity was not written (error 1048 from the fence: not
- * 'owned' here; or nothing to delete) and the intent is in: the full form
- * inserts it again under the same token and decides which. *text: the
- * server would not prepare one of them: the text form. */
+/* The write procedures (schema.c's bs__write_procs, made by init on
+ * every shard): what fast_returning_prepared's two statements do, in one
+ * round trip. */
+#define PREP_CALL_PUT_SQL "CALL bagstore_put_v1(?,?,?,?)"
+#define PREP_CALL_DELETE_SQL "CALL bagstore_delete_v1(?,?,?)"
+
+/* The procedure is not there to call (an older init made this store), or
+ * not this account's (no EXECUTE): the two statements on this connection
+ * from now on. */
+static bool proc_missing(bs_store_t *st, int shard, int rc)
+{
+	unsigned e = bs__shard_last_errno(st, shard);
+	if (rc != BS_ESQL || (e != 1305 /* ER_SP_DOES_NOT_EXIST */ && e != 1370 /* ER_PROCACCESS_DENIED_ERROR */))
+		return false;
+	st->shards[shard].no_proc = true;
+	bs_error_clear();
+	return true;
+}
+
+/* returning_write's fast form, prepared: one CALL of a write procedure,
+ * or, where there is none, two statements in autocommit, each parsed and
+ * planned once per connection, where the text form's transaction of four
+ * is parsed every time. The intent first, taking its lock (a NULL token,
+ * refused by the column with error 1048, when the lock cannot be taken,
+ * or the procedure's SQLSTATE 45000: the write fails there, nothing
+ * written); once it is in, committed, whatever the entity write does is
+ * covered, as a writer killed between the two leaves an intent for an
+ * unchanged entity. Then the entity written through the bucket's
+ * ownership row as fast_write's, handing back the old body and the new
+ * version. *applied false: the entity was not written (error 1048 from
+ * the fence: not 'owned' here; or nothing to delete) and the intent is
+ * in: the full form inserts it again under the same token and decides
+ * which. *text: the server would not prepare one of them: the text form. */
 static int fast_returning_prepared(bool *applied, bool *text, bs_store_t *st, write_t *w, const bs_bytes_t *body)
 {
 	size_t tl = strlen(w->token);
 	MYSQL_STMT *s = NULL;
 	bs__prep_row_t pr;
 	int64_t rows;
-	int rc;
+	int rc = 0;
+	bool called = false;
 	*applied = false;
-	if ((rc = bs__shard_prep_run(NULL, &rows, text, st, w->shard, BS__PREP_INTENT, PREP_INTENT_SQL,
-	                             (bs__param_t[]){ { .p = w->token, .len = tl },
-	                                              { .p = w->token, .len = tl },
-	                                              { .p = w->token, .len = tl },
-	                                              { .p = w->id.b, .len = 16 } },
-	                             4)) ||
-	    *text)
-		return rc;
-	if (body)
-		rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_PUT_RETURNING, PREP_PUT_RETURNING_SQL,
-		                        (bs__param_t[]){ { .i = w->bucket, .type = BS__P_INT },
-		                                         { .p = w->id.b, .len = 16 },
-		                                         { .p = body->ptr, .len = body->len } },
-		                        3);
-	else
-		rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_DELETE_RETURNING,
-		                        PREP_DELETE_RETURNING_SQL,
-		                        (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .type = BS__P_INT } },
-		                        2);
+	*text = false;
+	if (!st->shards[w->shard].no_proc) {
+		if (body)
+			rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_CALL_PUT, PREP_CALL_PUT_SQL,
+			                        (bs__param_t[]){ { .p = w->token, .len = tl },
+			                                         { .i = w->bucket, .type = BS__P_INT },
+			                                         { .p = w->id.b, .len = 16 },
+			                                         { .p = body->ptr, .len = body->len } },
+			                        4);
+		else
+			rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_CALL_DELETE, PREP_CALL_DELETE_SQL,
+			                        (bs__param_t[]){ { .p = w->token, .len = tl },
+			                                         { .i = w->bucket, .type = BS__P_INT },
+			                                         { .p = w->id.b, .len = 16 } },
+			                        3);
+		called = !proc_missing(st, w->shard, rc);
+		if (!called)
+			rc = 0;
+	}
+	if (!called) {
+		if ((rc = bs__shard_prep_run(NULL, &rows, text, st, w->shard, BS__PREP_INTENT, PREP_INTENT_SQL,
+		                             (bs__param_t[]){ { .p = w->token, .len = tl },
+		                                              { .p = w->token, .len = tl },
+		                                              { .p = w->token, .len = tl },
+		                                              { .p = w->id.b, .len = 16 } },
+		                             4)) ||
+		    *text)
+			return rc;
+		if (body)
+			rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_PUT_RETURNING,
+			                        PREP_PUT_RETURNING_SQL,
+			                        (bs__param_t[]){ { .i = w->bucket, .type = BS__P_INT },
+			                                         { .p = w->id.b, .len = 16 },
+			                                         { .p = body->ptr, .len = body->len } },
+			                        3);
+		else
+			rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_DELETE_RETURNING,
+			                        PREP_DELETE_RETURNING_SQL,
+			                        (bs__param_t[]){ { .p = w->id.b, .len = 16 },
+			                                         { .i = w->bucket, .type = BS__P_INT } },
+			                        2);
+	}
 	if (body && fence_said_no(st, w->shard, rc, 0))
 		return 0; /* not 'owned' here: the intent is in, the full form decides */
 	if (rc || *text)

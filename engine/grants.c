@@ -10,7 +10,10 @@
  *    information_schema and Threads_running (no privilege in MariaDB), and
  *    named locks (GET_LOCK, IS_USED_LOCK, RELEASE_LOCK) need none;
  *  - app: SELECT on the database (every table, index tables made later
- *    too), and per table what puts and deletes write: entities and each
+ *    too), EXECUTE on it (a single write's intent and entity in one CALL
+ *    of init's write procedures, SQL SECURITY INVOKER: the app's own
+ *    privileges below apply inside; without it the two statements are
+ *    sent instead), and per table what puts and deletes write: entities and each
  *    index table (INSERT ... ON DUPLICATE KEY UPDATE, DELETE),
  *    bagstore_intents and bagstore_batch_intents (INSERT, UPDATE for
  *    their ON DUPLICATE KEY, DELETE),
@@ -23,8 +26,9 @@
  *    only with CREATE in the grant: the index tables are the catalog's,
  *    read by the caller, and one not made yet (grants --index, before
  *    `index create`) gets CREATE too, which lets the grant be given ahead.
- *  - cleaner: SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER on the
- *    database (init's tables and bagstore_verify's added columns, index
+ *  - cleaner: SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER,
+ *    CREATE ROUTINE, EXECUTE on the database (init's tables, its write
+ *    procedures, and bagstore_verify's added columns, index
  *    tables made and dropped by the index lifecycle and then backfilled and
  *    repaired, moves, the map, jobs, the worker registry, the throttle's
  *    heartbeat): tables it makes at run time need its DML at once, and
@@ -55,13 +59,15 @@ static const struct {
 	bool replicas;          /* reads its replicas' lag */
 	const char *what;
 } roles[] = {
-	[BS_ROLE_APP] = { "app", "SELECT", true, false,
+	[BS_ROLE_APP] = { "app", "SELECT, EXECUTE", true, false,
 	                  "the application: reads everything, writes entities, their index rows, write "
 	                  "intents, move-log rows and audit rows; no ownership, catalog or audit change, no DDL" },
-	[BS_ROLE_CLEANER] = { "cleaner", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER", false, true,
+	[BS_ROLE_CLEANER] = { "cleaner", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE",
+	                      false, true,
 	                      "the cleaner: backfills, repair, moves, its bookkeeping tables, index tables made "
 	                      "and dropped, init; its replicas' lag" },
-	[BS_ROLE_CONSOLE] = { "console", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER", false, true,
+	[BS_ROLE_CONSOLE] = { "console", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE",
+	                      false, true,
 	                      "an operator's console and CLI: what the cleaner does, and entity edits" },
 	[BS_ROLE_READONLY] = { "readonly", "SELECT", false, true, "reads only: every change is refused by the server" },
 };

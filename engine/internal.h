@@ -104,6 +104,8 @@ enum {
 	BS__PREP_INTENT,
 	BS__PREP_PUT_RETURNING,
 	BS__PREP_DELETE_RETURNING,
+	BS__PREP_CALL_PUT,
+	BS__PREP_CALL_DELETE,
 	BS__PREP_N
 };
 #define BS__PREP_DYN 8
@@ -157,6 +159,10 @@ typedef struct {
 	 * all): the text form on this connection until then */
 	MYSQL_STMT *prep[BS__PREP_N];
 	double prep_off_until;
+	/* the write procedures (schema.c's bagstore_put_v1 and
+	 * bagstore_delete_v1) are missing here or not ours to call: the
+	 * intent and the entity as two statements on this connection */
+	bool no_proc;
 	/* statements built at run time (bs__shard_prep_sql), by their text:
 	 * the BS__PREP_DYN used last (used: dyn_clock at the last use) */
 	struct {
@@ -548,6 +554,19 @@ static inline bool bs__owns(uint8_t state)
  * default). Writers (entity.c, bulk.c), the move log's batches (drift.c)
  * and the promotion's margin (lifecycle.c) share it. */
 #define BS__FENCE_WAIT_S 3
+/* An entity's upsert after its VALUES, the single write's (entity.c and
+ * the write procedures, schema.c): a later version than any before
+ * (`updated` strictly grows), the new body; it reads the body it replaces
+ * into @bs_old and that body's version into @bs_ou as it goes, and hands
+ * them back with the new version. */
+#define BS__ENTITY_UPSERT_RETURNING \
+	" ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body))," \
+	"updated=GREATEST(VALUES(updated),IF((@bs_ou:=UNIX_TIMESTAMP(updated)) IS NULL,updated,updated)+INTERVAL 1 " \
+	"MICROSECOND)" \
+	" RETURNING @bs_old, UNIX_TIMESTAMP(updated), @bs_ou"
+/* the write procedures' CREATE statements (schema.c), NULL-terminated:
+ * made by init on every shard, called by entity.c */
+extern const char *const bs__write_procs[];
 /* A shard's ownership version as a column: read with the rows it goes with,
  * in the same statement, so rows and ownership are of one snapshot. */
 #define BS__OV_SQL "(SELECT CAST(v AS SIGNED) FROM bagstore_meta WHERE k='owned_version')"

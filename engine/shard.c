@@ -498,6 +498,7 @@ static void conn_close(bs_shard_t *sh)
 	sh->conn = NULL;
 	prep_close_all(sh);
 	sh->prep_off_until = 0;
+	sh->no_proc = false;
 	sh->in_snapshot = false; /* an export's snapshot went with it */
 }
 
@@ -1184,7 +1185,12 @@ int bs__shard_prep_sql(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store
 
 void bs__shard_prep_end(MYSQL_STMT *s)
 {
-	if (s)
+	if (!s)
+		return;
+	mysql_stmt_free_result(s);
+	/* a CALL answers its procedure's rows, then its own status: read
+	 * before the connection's next statement */
+	while (mysql_stmt_more_results(s) && mysql_stmt_next_result(s) == 0)
 		mysql_stmt_free_result(s);
 }
 

@@ -113,12 +113,12 @@ t_contains "$(cat "$T/readonly.s0.sql")" 'GRANT SELECT ON `bagstore`.* TO `bs_t_
 t_eq "$(grep -c '^GRANT' "$T/readonly.s0.sql")" 1 "readonly: one GRANT"
 t_contains "$(cat "$T/app.s0.sql")" 'GRANT INSERT, UPDATE, DELETE ON `bagstore`.`idx_n` TO `bs_t_app`@`127.0.0.1`;' "app: the catalog's index table, by name"
 t_eq "$(root 0 "SHOW GRANTS FOR bs_t_app@'127.0.0.1'" | grep 'ON `bagstore`\.\*')" \
-	'GRANT SELECT ON `bagstore`.* TO `bs_t_app`@`127.0.0.1`' "the app's one grant on the database is SELECT"
+	'GRANT SELECT, EXECUTE ON `bagstore`.* TO `bs_t_app`@`127.0.0.1`' "the app's one grant on the database is SELECT, EXECUTE (the write procedures)"
 t_eq "$(root 0 "SHOW GRANTS FOR bs_t_app@'127.0.0.1'" | grep -c 'bagstore_buckets\|bagstore_map\|bagstore_meta\|bagstore_indexes\|bagstore_moves\|bagstore_jobs')" 0 \
 	"the app holds nothing on ownership, the map, the catalog, jobs or moves"
 
 # ------------------------------------------------------------ what each account may not do
-denied app "DELETE FROM bagstore_audit" "UPDATE bagstore_audit SET detail='x'" "TRUNCATE TABLE bagstore_audit" \
+denied app "CREATE PROCEDURE bs_t_p() SELECT 1" "DROP PROCEDURE bagstore_put_v1" "DELETE FROM bagstore_audit" "UPDATE bagstore_audit SET detail='x'" "TRUNCATE TABLE bagstore_audit" \
 	"UPDATE bagstore_buckets SET state='gone' WHERE bucket=0" "INSERT INTO bagstore_buckets (bucket, state) VALUES (999999, 'owned')" \
 	"DELETE FROM bagstore_buckets WHERE bucket=0" \
 	"INSERT INTO bagstore_map (version, buckets, store_id, shards, owners) VALUES (999999, 1, 'x', 'x', 'x')" \

@@ -889,7 +889,8 @@ static void test_grants(void)
 		static const bs_grant_table_t ix[] = { { "idx_a", true }, { "idx_new", false } };
 		CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", "b", ix, 2));
 	}
-	CHECK(sql && has(sql, "GRANT SELECT ON `other_db`.* TO `app`@`%`;"), "app: SELECT on b's database: %s", sql);
+	CHECK(sql && has(sql, "GRANT SELECT, EXECUTE ON `other_db`.* TO `app`@`%`;"),
+	      "app: SELECT and EXECUTE (the write procedures) on b's database: %s", sql);
 	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`entities` TO `app`@`%`;"),
 	      "app: DML on entities");
 	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`bagstore_intents` TO `app`@`%`;"),
@@ -919,12 +920,12 @@ static void test_grants(void)
 	free(sql);
 
 	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_CLEANER, "cl", "%", "a", NULL, 0));
-	CHECK(sql && has(sql, "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER ON `bagstore`.* TO `cl`@`%`;"),
+	CHECK(sql && has(sql, "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE ON `bagstore`.* TO `cl`@`%`;"),
 	      "cleaner: DML and DDL: %s", sql);
 	CHECK(sql && has(sql, "SLAVE MONITOR"), "cleaner reads its replicas' lag");
 	free(sql);
 	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_CONSOLE, "op", "%", "a", NULL, 0));
-	CHECK(sql && has(sql, "CREATE, DROP, ALTER ON `bagstore`.* TO `op`@`%`;"), "console: as the cleaner");
+	CHECK(sql && has(sql, "CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE ON `bagstore`.* TO `op`@`%`;"), "console: as the cleaner");
 	free(sql);
 
 	sql = (char *)1;
