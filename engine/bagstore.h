@@ -444,6 +444,12 @@ int bs_init(bs_store_t *st);
  * operator's: an older bagstore's app role lacks the tables added since
  * (`bagstore grants --role app` prints what it needs now). */
 int bs_init_upgraded(const bs_store_t *st, char *names, size_t size, int *from);
+/* After bs_init: on how many shards it could not make the write
+ * procedures (the account lacks CREATE ROUTINE: an older bagstore's
+ * grants), their names, comma-separated, into names. init succeeds all
+ * the same; where the procedures are missing, a single write with an
+ * index sends its intent and its entity as two statements. */
+int bs_init_noproc(const bs_store_t *st, char *names, size_t size);
 
 /* Entities. put: insert or replace; writes the id to *id_out if non-NULL. */
 int bs_put(bs_store_t *st, const bs_value_t *bag, bs_id_t *id_out);

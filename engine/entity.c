@@ -1010,15 +1010,20 @@ static void returned(write_t *w, MYSQL_RES *res, bool put)
 #define PREP_CALL_PUT_SQL "CALL bagstore_put_v1(?,?,?,?)"
 #define PREP_CALL_DELETE_SQL "CALL bagstore_delete_v1(?,?,?)"
 
+/* How long a connection that found no write procedure to call sends the
+ * two statements before it tries the CALL again (init may have made them,
+ * or EXECUTE been granted, meanwhile). */
+#define PROC_RETRY_S 60.0
+
 /* The procedure is not there to call (an older init made this store), or
  * not this account's (no EXECUTE): the two statements on this connection
- * from now on. */
+ * for PROC_RETRY_S. */
 static bool proc_missing(bs_store_t *st, int shard, int rc)
 {
 	unsigned e = bs__shard_last_errno(st, shard);
 	if (rc != BS_ESQL || (e != 1305 /* ER_SP_DOES_NOT_EXIST */ && e != 1370 /* ER_PROCACCESS_DENIED_ERROR */))
 		return false;
-	st->shards[shard].no_proc = true;
+	st->shards[shard].no_proc_until = bs_now_mono() + PROC_RETRY_S;
 	bs_error_clear();
 	return true;
 }
@@ -1047,7 +1052,7 @@ static int fast_returning_prepared(bool *applied, bool *text, bs_store_t *st, wr
 	bool called = false;
 	*applied = false;
 	*text = false;
-	if (!st->shards[w->shard].no_proc) {
+	if (!(st->shards[w->shard].no_proc_until > bs_now_mono())) {
 		if (body)
 			rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_CALL_PUT, PREP_CALL_PUT_SQL,
 			                        (bs__param_t[]){ { .p = w->token, .len = tl },
@@ -1102,7 +1107,14 @@ static int fast_returning_prepared(bool *applied, bool *text, bs_store_t *st, wr
 	}
 	if (s)
 		bs__prep_row_free(&pr);
-	bs__shard_prep_end(s);
+	/* a CALL's status after the rows: a failure there (its statement's
+	 * commit) is the write's, applied or not is then unknown, as after a
+	 * lost connection (the intent is in: the repair loop's) */
+	int frc = bs__shard_prep_finish(st, w->shard, s);
+	if (frc && !rc) {
+		*applied = false;
+		rc = frc;
+	}
 	return rc;
 }
 
@@ -1182,8 +1194,9 @@ done:
 }
 
 /* Step 1 on MariaDB 10.5 and later, unconditional, no read before the
- * write: the fast form (two prepared statements, or one transaction as
- * text), else the full form, one transaction. The fence; the intent (with its lock, and the
+ * write: the fast form (a write procedure's CALL, or two prepared
+ * statements, or one transaction as text), else the full form, one
+ * transaction. The fence; the intent (with its lock, and the
  * reset of @bs_old): once it is in, whatever the entity write does is
  * covered; the entity written in one statement that reads the body it
  * replaces into @bs_old as it goes (the row lock makes that exact) and

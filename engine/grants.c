@@ -10,10 +10,11 @@
  *    information_schema and Threads_running (no privilege in MariaDB), and
  *    named locks (GET_LOCK, IS_USED_LOCK, RELEASE_LOCK) need none;
  *  - app: SELECT on the database (every table, index tables made later
- *    too), EXECUTE on it (a single write's intent and entity in one CALL
- *    of init's write procedures, SQL SECURITY INVOKER: the app's own
- *    privileges below apply inside; without it the two statements are
- *    sent instead), and per table what puts and deletes write: entities and each
+ *    too), EXECUTE on init's two write procedures, by name (a single
+ *    write's intent and entity in one CALL; SQL SECURITY INVOKER: the
+ *    app's own privileges below apply inside; without it the two
+ *    statements are sent instead; not on the database, which would cover
+ *    any routine added there later), and per table what puts and deletes write: entities and each
  *    index table (INSERT ... ON DUPLICATE KEY UPDATE, DELETE),
  *    bagstore_intents and bagstore_batch_intents (INSERT, UPDATE for
  *    their ON DUPLICATE KEY, DELETE),
@@ -59,7 +60,7 @@ static const struct {
 	bool replicas;          /* reads its replicas' lag */
 	const char *what;
 } roles[] = {
-	[BS_ROLE_APP] = { "app", "SELECT, EXECUTE", true, false,
+	[BS_ROLE_APP] = { "app", "SELECT", true, false,
 	                  "the application: reads everything, writes entities, their index rows, write "
 	                  "intents, move-log rows and audit rows; no ownership, catalog or audit change, no DDL" },
 	[BS_ROLE_CLEANER] = { "cleaner", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE",
@@ -149,6 +150,9 @@ static void grant(bs_buf_t *b, const char *privileges, const char *db, const cha
 	bs__buf_puts(b, ";\n");
 }
 
+/* The write procedures the app calls (schema.c), EXECUTE on each. */
+static const char *const app_procs[] = { "bagstore_put_v1", "bagstore_delete_v1" };
+
 /* The app's per-table grants on one shard's database. */
 static void app_grants(bs_buf_t *b, const bs_shard_conf_t *s, const bs_grant_table_t *ix, int nix, const char *user,
                        const char *host)
@@ -158,6 +162,17 @@ static void app_grants(bs_buf_t *b, const bs_shard_conf_t *s, const bs_grant_tab
 	for (size_t k = 0; k < sizeof app_tables / sizeof app_tables[0]; k++) {
 		bs__buf_printf(b, "-- %s: %s\n", app_tables[k].table, app_tables[k].why);
 		grant(b, app_tables[k].privileges, s->database, app_tables[k].table, user, host);
+	}
+	bs__buf_puts(b, "-- init's write procedures (a single write's intent and entity in one CALL; they run with "
+	                "the app's own privileges)\n");
+	for (size_t k = 0; k < sizeof app_procs / sizeof app_procs[0]; k++) {
+		bs__buf_puts(b, "GRANT EXECUTE ON PROCEDURE ");
+		bs__buf_ident(b, s->database);
+		bs__buf_puts(b, ".");
+		bs__buf_ident(b, app_procs[k]);
+		bs__buf_puts(b, " TO ");
+		account(b, user, host);
+		bs__buf_puts(b, ";\n");
 	}
 	for (int k = 0; k < nix; k++)
 		listed += ix[k].exists;

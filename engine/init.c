@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int bs_init(bs_store_t *st)
 {
@@ -37,4 +38,20 @@ int bs_init_upgraded(const bs_store_t *st, char *names, size_t size, int *from)
 		snprintf(names, size, "%s", st->upgraded);
 	*from = st->upgraded_from;
 	return st->nupgraded;
+}
+
+int bs_init_noproc(const bs_store_t *st, char *names, size_t size)
+{
+	int n = 0;
+	if (size)
+		names[0] = '\0';
+	for (int i = 0; i < st->n; i++) {
+		if (!st->shards[i].proc_denied)
+			continue;
+		size_t used = size ? strlen(names) : 0;
+		if (used + 1 < size)
+			snprintf(names + used, size - used, "%s%s", n ? ", " : "", st->shards[i].conf->name);
+		n++;
+	}
+	return n;
 }

@@ -160,9 +160,13 @@ typedef struct {
 	MYSQL_STMT *prep[BS__PREP_N];
 	double prep_off_until;
 	/* the write procedures (schema.c's bagstore_put_v1 and
-	 * bagstore_delete_v1) are missing here or not ours to call: the
-	 * intent and the entity as two statements on this connection */
-	bool no_proc;
+	 * bagstore_delete_v1) were missing here or not ours to call: the
+	 * intent and the entity as two statements on this connection until
+	 * then (mono s, 0: call them), when the CALL is tried again */
+	double no_proc_until;
+	/* init could not make the write procedures here: the account lacks
+	 * CREATE ROUTINE (bs_init_noproc) */
+	bool proc_denied;
 	/* statements built at run time (bs__shard_prep_sql), by their text:
 	 * the BS__PREP_DYN used last (used: dyn_clock at the last use) */
 	struct {
@@ -414,6 +418,11 @@ int bs__shard_prep_run(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store
 /* bs__shard_prep_run for a statement whose text is built at run time
  * (an index's rows): the connection keeps the last BS__PREP_DYN of them,
  * found by their text. */
+/* After a prepared run's rows are read (its result freed): a CALL's
+ * later answers read too, up to its status; an error there (a commit that
+ * failed after the rows) fails the statement, whose connection is closed:
+ * its place in the answers is not known. 0 or the error. */
+int bs__shard_prep_finish(bs_store_t *st, int i, MYSQL_STMT *s);
 int bs__shard_prep_sql(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t *st, int i, const char *sql,
                        const bs__param_t *params, int n);
 void bs__shard_prep_end(MYSQL_STMT *s);

@@ -32,7 +32,9 @@
  * the upsert sets only when it replaces a row, reset as the lock is
  * tested), then the entity through its bucket's ownership row (the same 1048 when the bucket is not simply
  * owned here; the fence's wait, WAIT 3 outside, is the statement's lock
- * wait inside, where WAIT is not allowed). SQL SECURITY INVOKER: the
+ * waits inside, InnoDB's and the metadata locks', where WAIT is not
+ * allowed). The token is bytes (VARBINARY), as the lock's release names
+ * it (X'..'), whatever the database's character set. SQL SECURITY INVOKER: the
  * caller's own privileges, no definer to go missing. A procedure changed
  * here gets a new name (_v2): init makes what is missing and never
  * replaces, and writers of another version may run beside it. */
@@ -42,14 +44,15 @@
 	" DECLARE m VARCHAR(255) DEFAULT CONCAT('the intent''s ''token'' ',tok,' is refused: another" \
 	" session holds its named lock'); SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT=m; END; END IF;" \
 	" INSERT INTO bagstore_intents (token, entity_id) VALUES (tok, eid) ON DUPLICATE KEY UPDATE token=VALUES(token);" \
-	" SET STATEMENT innodb_lock_wait_timeout=" STR(BS__FENCE_WAIT_S) " FOR "
+	" SET STATEMENT innodb_lock_wait_timeout=" STR(BS__FENCE_WAIT_S) ", lock_wait_timeout=" STR(BS__FENCE_WAIT_S) \
+	" FOR "
 #define PROC_OWNED "(SELECT state FROM bagstore_buckets WHERE bucket=b LOCK IN SHARE MODE)='owned'"
 const char *const bs__write_procs[] = {
-	"CREATE PROCEDURE IF NOT EXISTS bagstore_put_v1(tok VARCHAR(64), b INT, eid BINARY(16), bd MEDIUMBLOB)"
+	"CREATE PROCEDURE IF NOT EXISTS bagstore_put_v1(tok VARBINARY(64), b INT, eid BINARY(16), bd MEDIUMBLOB)"
 	" MODIFIES SQL DATA SQL SECURITY INVOKER COMMENT 'bagstore: a put''s intent, then its entity, fenced'"
 	" BEGIN " PROC_LOCK "INSERT INTO entities (id, updated, body) VALUES (IF(" PROC_OWNED ",eid,NULL),NOW(6),bd)"
 	BS__ENTITY_UPSERT_RETURNING "; END",
-	"CREATE PROCEDURE IF NOT EXISTS bagstore_delete_v1(tok VARCHAR(64), b INT, eid BINARY(16))"
+	"CREATE PROCEDURE IF NOT EXISTS bagstore_delete_v1(tok VARBINARY(64), b INT, eid BINARY(16))"
 	" MODIFIES SQL DATA SQL SECURITY INVOKER COMMENT 'bagstore: a delete''s intent, then the delete, fenced'"
 	" BEGIN " PROC_LOCK "DELETE FROM entities WHERE id=eid AND " PROC_OWNED
 	" RETURNING body, UNIX_TIMESTAMP(updated); END",
@@ -284,9 +287,20 @@ static int init_shard(bs_store_t *st, int i, void *p)
 	for (size_t k = 0; k < sizeof schema / sizeof *schema && !rc; k++)
 		rc = bs__shard_exec(st, i, schema[k], strlen(schema[k]));
 	/* the procedures hold INSERT ... RETURNING: on the servers that have
-	 * it (MariaDB 10.5 and later), the only ones whose writers call them */
-	for (size_t k = 0; bs__write_procs[k] && !rc && st->shards[i].returning; k++)
+	 * it (MariaDB 10.5 and later), the only ones whose writers call them.
+	 * An account without CREATE ROUTINE (granted by an older bagstore)
+	 * is refused even where they exist: init goes on, and says so
+	 * (bs_init_noproc); writers send two statements where they miss */
+	st->shards[i].proc_denied = false;
+	for (size_t k = 0; bs__write_procs[k] && !rc && st->shards[i].returning; k++) {
 		rc = bs__shard_exec(st, i, bs__write_procs[k], strlen(bs__write_procs[k]));
+		if (rc == BS_ESQL && bs__denied(bs__shard_last_errno(st, i))) {
+			st->shards[i].proc_denied = true;
+			bs_error_clear();
+			rc = 0;
+			break;
+		}
+	}
 	return rc;
 }
 

@@ -498,7 +498,7 @@ static void conn_close(bs_shard_t *sh)
 	sh->conn = NULL;
 	prep_close_all(sh);
 	sh->prep_off_until = 0;
-	sh->no_proc = false;
+	sh->no_proc_until = 0;
 	sh->in_snapshot = false; /* an export's snapshot went with it */
 }
 
@@ -1192,6 +1192,25 @@ void bs__shard_prep_end(MYSQL_STMT *s)
 	 * before the connection's next statement */
 	while (mysql_stmt_more_results(s) && mysql_stmt_next_result(s) == 0)
 		mysql_stmt_free_result(s);
+}
+
+int bs__shard_prep_finish(bs_store_t *st, int i, MYSQL_STMT *s)
+{
+	bs_shard_t *sh = &st->shards[i];
+	char msg[512];
+	int r = 0;
+	if (!s)
+		return 0;
+	mysql_stmt_free_result(s);
+	while (mysql_stmt_more_results(s) && (r = mysql_stmt_next_result(s)) == 0)
+		mysql_stmt_free_result(s);
+	if (r <= 0)
+		return 0;
+	unsigned err = mysql_stmt_errno(s);
+	snprintf(msg, sizeof msg, "%s", mysql_stmt_error(s));
+	int rc = fail_with(st, i, "statement failed after its rows", err, msg);
+	conn_close(sh); /* its statements with it */
+	return rc;
 }
 
 void bs__prep_row_free(bs__prep_row_t *row)

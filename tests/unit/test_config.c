@@ -889,8 +889,10 @@ static void test_grants(void)
 		static const bs_grant_table_t ix[] = { { "idx_a", true }, { "idx_new", false } };
 		CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", "b", ix, 2));
 	}
-	CHECK(sql && has(sql, "GRANT SELECT, EXECUTE ON `other_db`.* TO `app`@`%`;"),
-	      "app: SELECT and EXECUTE (the write procedures) on b's database: %s", sql);
+	CHECK(sql && has(sql, "GRANT SELECT ON `other_db`.* TO `app`@`%`;"), "app: SELECT on b's database: %s", sql);
+	CHECK(sql && has(sql, "GRANT EXECUTE ON PROCEDURE `other_db`.`bagstore_put_v1` TO `app`@`%`;") &&
+	          has(sql, "GRANT EXECUTE ON PROCEDURE `other_db`.`bagstore_delete_v1` TO `app`@`%`;"),
+	      "app: EXECUTE on the two write procedures, by name");
 	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`entities` TO `app`@`%`;"),
 	      "app: DML on entities");
 	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`bagstore_intents` TO `app`@`%`;"),

@@ -17,7 +17,9 @@
  * intent committed) and its full form timed out finds its own intent and
  * goes on. Last, a put whose intent's named lock another session holds
  * (fault fixed_token) fails and writes nothing: its refused token is not
- * taken for the fence's refusal of the entity's id (both are error 1048);
+ * taken for the fence's refusal of the entity's id (in the write
+ * procedure SQLSTATE 45000, in the two statements' form error 1048 as
+ * the fence's);
  * and so do a put and a conditional put whose full form goes first (their
  * bucket leaving, the store's hint set).
  */
@@ -353,10 +355,12 @@ int main(void)
 	      "the index row is g=42, alone");
 
 	/* a put whose intent's named lock another session holds (fault
-	 * fixed_token: its token is bagstore.w.fault): the intent's token is
-	 * NULL, refused with error 1048, as the fence's refusal of the
-	 * entity's id is; the put fails and writes nothing, not taken for the
-	 * fence's "not here" (whose full form would write without an intent) */
+	 * fixed_token: its token is bagstore.w.fault): the write procedure
+	 * refuses it (SQLSTATE 45000, naming the 'token'), as the two
+	 * statements' form refuses its NULL token (1048, as the fence's
+	 * refusal of the entity's id); the put fails and writes nothing, not
+	 * taken for the fence's "not here" (whose full form would write
+	 * without an intent) */
 	CHECK(sql_int(1, "SELECT GET_LOCK('bagstore.w.fault', 0)") == 1, "another session holds the token's lock");
 	setenv("BAGSTORE_FAULT", "fixed_token", 1);
 	CHECK_OK(bs_store_open(&st, cfg));

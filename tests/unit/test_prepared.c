@@ -5,8 +5,9 @@
  * for every call, prepared again on a new connection after the old one
  * was killed, shown by the trace as the text form with its values, and
  * sent as text where the server will not prepare (max_prepared_stmt_count
- * 0); and with an index, the intent and the fenced write as two prepared
- * statements, every index row right and no intent left after. Outcomes
+ * 0); and with an index, the intent and the fenced write in one prepared
+ * CALL of a write procedure (two prepared statements where there is
+ * none: test_write_proc), every index row right and no intent left after. Outcomes
  * are checked with plain SQL through connections of our own, the server's
  * counters included.
  */

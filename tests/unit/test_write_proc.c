@@ -7,7 +7,9 @@
  * come out as with two statements, and no intent stays. A store whose
  * procedures are gone (made by an older init) or not the account's to
  * call (an account without EXECUTE) writes with the two statements
- * instead, as correctly; init makes them again. A bucket not owned here is still the fence's refusal
+ * instead, as correctly; init makes them again. An init whose account
+ * may not make them (no CREATE ROUTINE: an older bagstore's cleaner
+ * grants) goes on and says on which shards. A bucket not owned here is still the fence's refusal
  * inside the procedure, its full form deciding.
  */
 #include "bagstore.h"
@@ -26,6 +28,7 @@
  * own INSERT, on any shard */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int calls_put, calls_delete, intent_stmts, call_errors;
+static unsigned call_err; /* the last CALL's error number */
 
 static void trace(void *arg, const bs_trace_t *t)
 {
@@ -37,8 +40,10 @@ static void trace(void *arg, const bs_trace_t *t)
 		calls_delete++;
 	else if (!strncmp(t->sql, "INSERT INTO bagstore_intents", 28))
 		intent_stmts++;
-	if (!strncmp(t->sql, "CALL ", 5) && t->err)
+	if (!strncmp(t->sql, "CALL ", 5) && t->err) {
 		call_errors++;
+		call_err = t->err;
+	}
 	pthread_mutex_unlock(&mu);
 }
 
@@ -46,6 +51,7 @@ static void counts_reset(void)
 {
 	pthread_mutex_lock(&mu);
 	calls_put = calls_delete = intent_stmts = call_errors = 0;
+	call_err = 0;
 	pthread_mutex_unlock(&mu);
 }
 
@@ -122,6 +128,56 @@ static void rows_are(int g, const char *when)
 	CHECK(g_now() == g, "%s: the entity's body has g=%d", when, g);
 }
 
+#define PROCS                                                                                              \
+	"SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA=DATABASE() AND ROUTINE_NAME IN " \
+	"('bagstore_put_v1','bagstore_delete_v1') AND SECURITY_TYPE='INVOKER'"
+
+/* The test's configuration with another account, made on both shards
+ * with these privileges on the database (its password from the
+ * environment, as a configuration must take it). */
+static bs_config_t *as_account(const char *user, const char *privileges)
+{
+	const char *path = getenv("BAGSTORE_TEST_CONFIG");
+	FILE *f = fopen(path, "r");
+	static char text[8192], out[8192];
+	char q[256];
+	size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+	if (f)
+		fclose(f);
+	text[n] = '\0';
+	size_t o = 0;
+	for (const char *p = text; *p && o < sizeof out - 128;) {
+		if (!strncmp(p, "user: root", 10)) {
+			o += (size_t)snprintf(out + o, sizeof out - o, "user: %s, password_env: BS_T_ACCOUNT_PW", user);
+			p += 10;
+		} else {
+			out[o++] = *p++;
+		}
+	}
+	out[o] = '\0';
+	for (int i = 0; i < 2; i++) {
+		snprintf(q, sizeof q, "DROP USER IF EXISTS %s@'%%'", user);
+		sql(i, q);
+		snprintf(q, sizeof q, "CREATE USER %s@'%%' IDENTIFIED BY 'pw'", user);
+		sql(i, q);
+		snprintf(q, sizeof q, "GRANT %s ON bagstore.* TO %s@'%%'", privileges, user);
+		sql(i, q);
+	}
+	setenv("BS_T_ACCOUNT_PW", "pw", 1);
+	bs_config_t *c = NULL;
+	CHECK_OK(bs_config_parse(&c, out, o, "account.yaml"));
+	CHECK(c && strstr(out, user), "the configuration names %s", user);
+	return c;
+}
+
+static void drop_account(const char *user)
+{
+	char q[128];
+	snprintf(q, sizeof q, "DROP USER IF EXISTS %s@'%%'", user);
+	sql(0, q);
+	sql(1, q);
+}
+
 int main(void)
 {
 	if (test_config("write_proc"))
@@ -133,8 +189,7 @@ int main(void)
 	CHECK_OK(bs_index_parse(&def, "ix_g", "g:int", "g"));
 	CHECK_OK(bs_index_create(st, &def));
 	bs_store_free(st);
-	CHECK(both("SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA=DATABASE() AND "
-	           "ROUTINE_NAME IN ('bagstore_put_v1','bagstore_delete_v1') AND SECURITY_TYPE='INVOKER'") == 4,
+	CHECK(both(PROCS) == 4,
 	      "init made both write procedures on both shards, SQL SECURITY INVOKER");
 
 	/* g's row moves between the shards as g changes (int mod buckets):
@@ -166,8 +221,9 @@ int main(void)
 	sql(shard, q);
 	counts_reset();
 	CHECK_OK(put_g(8));
-	CHECK(calls_put == 1 && call_errors == 1, "the CALL went first and its fence refused (%d calls, %d errors)",
-	      calls_put, call_errors);
+	CHECK(calls_put == 1 && call_errors == 1 && call_err == 1048,
+	      "the CALL went first and its fence refused, error 1048 (%d calls, %d errors, the last %u)", calls_put,
+	      call_errors, call_err);
 	CHECK(sql_int(shard, "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=8101 AND kind=0 AND id=X'" ID "'") ==
 	              1,
 	      "the full form wrote the entity and logged it for its move");
@@ -212,32 +268,7 @@ int main(void)
 	/* an account without EXECUTE (error 1370): the two statements, as
 	 * right; its other privileges are the database's DML */
 	{
-		const char *path = getenv("BAGSTORE_TEST_CONFIG");
-		FILE *f = fopen(path, "r");
-		static char text[8192], out[8192];
-		size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-		if (f)
-			fclose(f);
-		text[n] = '\0';
-		size_t o = 0;
-		for (const char *p = text; *p && o < sizeof out - 32;) {
-			if (!strncmp(p, "user: root", 10)) {
-				o += (size_t)snprintf(out + o, sizeof out - o, "user: bs_t_noexec, password_env: BS_T_NOEXEC_PW");
-				p += 10;
-			} else {
-				out[o++] = *p++;
-			}
-		}
-		out[o] = '\0';
-		for (int i = 0; i < 2; i++) {
-			sql(i, "DROP USER IF EXISTS bs_t_noexec@'%'");
-			sql(i, "CREATE USER bs_t_noexec@'%' IDENTIFIED BY 'pw'");
-			sql(i, "GRANT SELECT, INSERT, UPDATE, DELETE ON bagstore.* TO bs_t_noexec@'%'");
-		}
-		bs_config_t *noexec = NULL;
-		setenv("BS_T_NOEXEC_PW", "pw", 1);
-		CHECK_OK(bs_config_parse(&noexec, out, o, "noexec.yaml"));
-		CHECK(strstr(out, "bs_t_noexec") != NULL, "the account's configuration names it");
+		bs_config_t *noexec = as_account("bs_t_noexec", "SELECT, INSERT, UPDATE, DELETE");
 		counts_reset();
 		for (int g = 18; g <= 19 && noexec; g++) {
 			bs_value_t bag;
@@ -248,14 +279,13 @@ int main(void)
 			bs_value_clear(&bag);
 			bs_store_free(st);
 		}
-		CHECK(calls_put == 2 && call_errors == 2 && intent_stmts == 2,
-		      "without EXECUTE: each store's CALL refused, then the intent's own statement (%d calls, %d "
-		      "refused, %d intents)",
-		      calls_put, call_errors, intent_stmts);
+		CHECK(calls_put == 2 && call_errors == 2 && call_err == 1370 && intent_stmts == 2,
+		      "without EXECUTE: each store's CALL refused (1370), then the intent's own statement (%d calls, %d "
+		      "refused, the last %u, %d intents)",
+		      calls_put, call_errors, call_err, intent_stmts);
 		rows_are(19, "an account without EXECUTE");
 		bs_config_free(noexec);
-		for (int i = 0; i < 2; i++)
-			sql(i, "DROP USER IF EXISTS bs_t_noexec@'%'");
+		drop_account("bs_t_noexec");
 	}
 
 	/* init again makes them */
@@ -267,6 +297,42 @@ int main(void)
 	CHECK(calls_put == 1 && call_errors == 0 && intent_stmts == 0, "init made them again: one CALL (%d, %d, %d)",
 	      calls_put, call_errors, intent_stmts);
 	rows_are(17, "after init");
+
+	/* init by a cleaner account an older bagstore granted (no CREATE
+	 * ROUTINE): refused the procedures, init goes on and says where */
+	{
+		bs_config_t *old = as_account("bs_t_oldcl", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER");
+		char names[64];
+		CHECK_OK(bs_store_open(&st, old));
+		CHECK_OK(bs_init(st));
+		CHECK(bs_init_noproc(st, names, sizeof names) == 2 && !strcmp(names, "s0, s1"),
+		      "init without CREATE ROUTINE succeeds, naming the shards it could not make them on: %s", names);
+		bs_store_free(st);
+		CHECK(both(PROCS) == 4, "the procedures there before are still there");
+		for (int i = 0; i < 2; i++) {
+			sql(i, "DROP PROCEDURE bagstore_put_v1");
+			sql(i, "DROP PROCEDURE bagstore_delete_v1");
+		}
+		CHECK_OK(bs_store_open(&st, old));
+		CHECK_OK(bs_init(st));
+		CHECK(bs_init_noproc(st, names, sizeof names) == 2, "and where they are gone: %s", names);
+		bs_store_free(st);
+		CHECK(both(PROCS) == 0, "which it does not make");
+		counts_reset();
+		CHECK_OK(put_g(20));
+		CHECK(calls_put == 1 && call_err == 1305 && intent_stmts == 1,
+		      "a put there: the CALL refused (1305), the two statements (%d calls, the last error %u, %d "
+		      "intents)",
+		      calls_put, call_err, intent_stmts);
+		rows_are(20, "a store whose init could not make the procedures");
+		bs_config_free(old);
+		drop_account("bs_t_oldcl");
+		CHECK_OK(bs_store_open(&st, cfg));
+		CHECK_OK(bs_init(st));
+		CHECK(bs_init_noproc(st, names, sizeof names) == 0, "init by an account with CREATE ROUTINE says none");
+		bs_store_free(st);
+		CHECK(both(PROCS) == 4, "and makes them");
+	}
 
 	raw_close_all();
 	bs_config_free(cfg);
