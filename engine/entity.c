@@ -1004,7 +1004,7 @@ static void returned(write_t *w, MYSQL_RES *res, bool put)
 	returned_row(w, row, row ? mysql_fetch_lengths(res) : NULL, put);
 }
 
-/* The write procedures (schema.c's bs__write_procs, made by init on
+/* The write procedures (schema.c's write_procs, made by init on
  * every shard): what fast_returning_prepared's two statements do, in one
  * round trip. */
 #define PREP_CALL_PUT_SQL "CALL bagstore_put_v1(?,?,?,?)"

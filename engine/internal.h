@@ -573,9 +573,6 @@ static inline bool bs__owns(uint8_t state)
 	"updated=GREATEST(VALUES(updated),IF((@bs_ou:=UNIX_TIMESTAMP(updated)) IS NULL,updated,updated)+INTERVAL 1 " \
 	"MICROSECOND)" \
 	" RETURNING @bs_old, UNIX_TIMESTAMP(updated), @bs_ou"
-/* the write procedures' CREATE statements (schema.c), NULL-terminated:
- * made by init on every shard, called by entity.c */
-extern const char *const bs__write_procs[];
 /* A shard's ownership version as a column: read with the rows it goes with,
  * in the same statement, so rows and ownership are of one snapshot. */
 #define BS__OV_SQL "(SELECT CAST(v AS SIGNED) FROM bagstore_meta WHERE k='owned_version')"

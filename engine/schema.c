@@ -47,7 +47,7 @@
 	" SET STATEMENT innodb_lock_wait_timeout=" STR(BS__FENCE_WAIT_S) ", lock_wait_timeout=" STR(BS__FENCE_WAIT_S) \
 	" FOR "
 #define PROC_OWNED "(SELECT state FROM bagstore_buckets WHERE bucket=b LOCK IN SHARE MODE)='owned'"
-const char *const bs__write_procs[] = {
+static const char *const write_procs[] = {
 	"CREATE PROCEDURE IF NOT EXISTS bagstore_put_v1(tok VARBINARY(64), b INT, eid BINARY(16), bd MEDIUMBLOB)"
 	" MODIFIES SQL DATA SQL SECURITY INVOKER COMMENT 'bagstore: a put''s intent, then its entity, fenced'"
 	" BEGIN " PROC_LOCK "INSERT INTO entities (id, updated, body) VALUES (IF(" PROC_OWNED ",eid,NULL),NOW(6),bd)"
@@ -292,8 +292,8 @@ static int init_shard(bs_store_t *st, int i, void *p)
 	 * is refused even where they exist: init goes on, and says so
 	 * (bs_init_noproc); writers send two statements where they miss */
 	st->shards[i].proc_denied = false;
-	for (size_t k = 0; bs__write_procs[k] && !rc && st->shards[i].returning; k++) {
-		rc = bs__shard_exec(st, i, bs__write_procs[k], strlen(bs__write_procs[k]));
+	for (size_t k = 0; write_procs[k] && !rc && st->shards[i].returning; k++) {
+		rc = bs__shard_exec(st, i, write_procs[k], strlen(write_procs[k]));
 		if (rc == BS_ESQL && bs__denied(bs__shard_last_errno(st, i))) {
 			st->shards[i].proc_denied = true;
 			bs_error_clear();
