@@ -1028,6 +1028,63 @@ static bool proc_missing(bs_store_t *st, int shard, int rc)
 	return true;
 }
 
+/* fast_returning_prepared's CALL of the write procedure (rc, *s its
+ * answer); *called false: there is none to call here, nothing sent that
+ * wrote (two_writes next). */
+static int call_write(bool *called, MYSQL_STMT **s, bool *text, bs_store_t *st, write_t *w, const bs_bytes_t *body)
+{
+	size_t tl = strlen(w->token);
+	int64_t rows;
+	int rc;
+	double no_proc = st->shards[w->shard].no_proc_until;
+	*called = false;
+	if (no_proc != 0 && no_proc > bs_now_mono()) /* the clock read only after a refusal */
+		return 0;
+	if (body)
+		rc = bs__shard_prep_run(s, &rows, text, st, w->shard, BS__PREP_CALL_PUT, PREP_CALL_PUT_SQL,
+		                        (bs__param_t[]){ { .p = w->token, .len = tl },
+		                                         { .i = w->bucket, .type = BS__P_INT },
+		                                         { .p = w->id.b, .len = 16 },
+		                                         { .p = body->ptr, .len = body->len } },
+		                        4);
+	else
+		rc = bs__shard_prep_run(s, &rows, text, st, w->shard, BS__PREP_CALL_DELETE, PREP_CALL_DELETE_SQL,
+		                        (bs__param_t[]){ { .p = w->token, .len = tl },
+		                                         { .i = w->bucket, .type = BS__P_INT },
+		                                         { .p = w->id.b, .len = 16 } },
+		                        3);
+	if (proc_missing(st, w->shard, rc))
+		return 0;
+	*called = true;
+	return rc;
+}
+
+/* The same as two prepared statements: the intent, then the entity's
+ * write (rc, *s its answer). */
+static int two_writes(MYSQL_STMT **s, bool *text, bs_store_t *st, write_t *w, const bs_bytes_t *body)
+{
+	size_t tl = strlen(w->token);
+	int64_t rows;
+	int rc;
+	if ((rc = bs__shard_prep_run(NULL, &rows, text, st, w->shard, BS__PREP_INTENT, PREP_INTENT_SQL,
+	                             (bs__param_t[]){ { .p = w->token, .len = tl },
+	                                              { .p = w->token, .len = tl },
+	                                              { .p = w->token, .len = tl },
+	                                              { .p = w->id.b, .len = 16 } },
+	                             4)) ||
+	    *text)
+		return rc;
+	if (body)
+		return bs__shard_prep_run(s, &rows, text, st, w->shard, BS__PREP_PUT_RETURNING, PREP_PUT_RETURNING_SQL,
+		                          (bs__param_t[]){ { .i = w->bucket, .type = BS__P_INT },
+		                                           { .p = w->id.b, .len = 16 },
+		                                           { .p = body->ptr, .len = body->len } },
+		                          3);
+	return bs__shard_prep_run(s, &rows, text, st, w->shard, BS__PREP_DELETE_RETURNING, PREP_DELETE_RETURNING_SQL,
+	                          (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .type = BS__P_INT } },
+	                          2);
+}
+
 /* returning_write's fast form, prepared: one CALL of a write procedure,
  * or, where there is none, two statements in autocommit, each parsed and
  * planned once per connection, where the text form's transaction of four
@@ -1044,55 +1101,14 @@ static bool proc_missing(bs_store_t *st, int shard, int rc)
  * which. *text: the server would not prepare one of them: the text form. */
 static int fast_returning_prepared(bool *applied, bool *text, bs_store_t *st, write_t *w, const bs_bytes_t *body)
 {
-	size_t tl = strlen(w->token);
 	MYSQL_STMT *s = NULL;
 	bs__prep_row_t pr;
-	int64_t rows;
-	int rc = 0;
-	bool called = false;
+	bool called;
 	*applied = false;
 	*text = false;
-	if (!(st->shards[w->shard].no_proc_until > bs_now_mono())) {
-		if (body)
-			rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_CALL_PUT, PREP_CALL_PUT_SQL,
-			                        (bs__param_t[]){ { .p = w->token, .len = tl },
-			                                         { .i = w->bucket, .type = BS__P_INT },
-			                                         { .p = w->id.b, .len = 16 },
-			                                         { .p = body->ptr, .len = body->len } },
-			                        4);
-		else
-			rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_CALL_DELETE, PREP_CALL_DELETE_SQL,
-			                        (bs__param_t[]){ { .p = w->token, .len = tl },
-			                                         { .i = w->bucket, .type = BS__P_INT },
-			                                         { .p = w->id.b, .len = 16 } },
-			                        3);
-		called = !proc_missing(st, w->shard, rc);
-		if (!called)
-			rc = 0;
-	}
-	if (!called) {
-		if ((rc = bs__shard_prep_run(NULL, &rows, text, st, w->shard, BS__PREP_INTENT, PREP_INTENT_SQL,
-		                             (bs__param_t[]){ { .p = w->token, .len = tl },
-		                                              { .p = w->token, .len = tl },
-		                                              { .p = w->token, .len = tl },
-		                                              { .p = w->id.b, .len = 16 } },
-		                             4)) ||
-		    *text)
-			return rc;
-		if (body)
-			rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_PUT_RETURNING,
-			                        PREP_PUT_RETURNING_SQL,
-			                        (bs__param_t[]){ { .i = w->bucket, .type = BS__P_INT },
-			                                         { .p = w->id.b, .len = 16 },
-			                                         { .p = body->ptr, .len = body->len } },
-			                        3);
-		else
-			rc = bs__shard_prep_run(&s, &rows, text, st, w->shard, BS__PREP_DELETE_RETURNING,
-			                        PREP_DELETE_RETURNING_SQL,
-			                        (bs__param_t[]){ { .p = w->id.b, .len = 16 },
-			                                         { .i = w->bucket, .type = BS__P_INT } },
-			                        2);
-	}
+	int rc = call_write(&called, &s, text, st, w, body);
+	if (!called)
+		rc = two_writes(&s, text, st, w, body);
 	if (body && fence_said_no(st, w->shard, rc, 0))
 		return 0; /* not 'owned' here: the intent is in, the full form decides */
 	if (rc || *text)

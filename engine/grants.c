@@ -134,10 +134,12 @@ static void account(bs_buf_t *b, const char *user, const char *host)
 	bs__buf_ident(b, host);
 }
 
-static void grant(bs_buf_t *b, const char *privileges, const char *db, const char *table, const char *user,
-                  const char *host)
+/* GRANT privileges ON [kind] db.table (db.* without a table) TO the
+ * account; kind "PROCEDURE " for a routine, "" for a table */
+static void grant_on(bs_buf_t *b, const char *privileges, const char *kind, const char *db, const char *table,
+                     const char *user, const char *host)
 {
-	bs__buf_printf(b, "GRANT %s ON ", privileges);
+	bs__buf_printf(b, "GRANT %s ON %s", privileges, kind);
 	bs__buf_ident(b, db);
 	if (table) {
 		bs__buf_puts(b, ".");
@@ -148,6 +150,12 @@ static void grant(bs_buf_t *b, const char *privileges, const char *db, const cha
 	bs__buf_puts(b, " TO ");
 	account(b, user, host);
 	bs__buf_puts(b, ";\n");
+}
+
+static void grant(bs_buf_t *b, const char *privileges, const char *db, const char *table, const char *user,
+                  const char *host)
+{
+	grant_on(b, privileges, "", db, table, user, host);
 }
 
 /* The write procedures the app calls (schema.c), EXECUTE on each. */
@@ -165,15 +173,8 @@ static void app_grants(bs_buf_t *b, const bs_shard_conf_t *s, const bs_grant_tab
 	}
 	bs__buf_puts(b, "-- init's write procedures (a single write's intent and entity in one CALL; they run with "
 	                "the app's own privileges)\n");
-	for (size_t k = 0; k < sizeof app_procs / sizeof app_procs[0]; k++) {
-		bs__buf_puts(b, "GRANT EXECUTE ON PROCEDURE ");
-		bs__buf_ident(b, s->database);
-		bs__buf_puts(b, ".");
-		bs__buf_ident(b, app_procs[k]);
-		bs__buf_puts(b, " TO ");
-		account(b, user, host);
-		bs__buf_puts(b, ";\n");
-	}
+	for (size_t k = 0; k < sizeof app_procs / sizeof app_procs[0]; k++)
+		grant_on(b, "EXECUTE", "PROCEDURE ", s->database, app_procs[k], user, host);
 	for (int k = 0; k < nix; k++)
 		listed += ix[k].exists;
 	bs__buf_printf(b,

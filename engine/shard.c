@@ -1183,28 +1183,29 @@ int bs__shard_prep_sql(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store
 	return prep_exec(res, affected, text, st, i, m, &sh->dyn[k].s, sql, params, n);
 }
 
+/* s's answers read to the end: its result freed, then, for a CALL, each
+ * later answer up to the CALL's own status. 0, or > 0: one failed (its
+ * error on s). */
+static int prep_drain(MYSQL_STMT *s)
+{
+	int r = 0;
+	mysql_stmt_free_result(s);
+	while (mysql_stmt_more_results(s) && (r = mysql_stmt_next_result(s)) == 0)
+		mysql_stmt_free_result(s);
+	return r > 0 ? r : 0;
+}
+
 void bs__shard_prep_end(MYSQL_STMT *s)
 {
-	if (!s)
-		return;
-	mysql_stmt_free_result(s);
-	/* a CALL answers its procedure's rows, then its own status: read
-	 * before the connection's next statement */
-	while (mysql_stmt_more_results(s) && mysql_stmt_next_result(s) == 0)
-		mysql_stmt_free_result(s);
+	if (s)
+		(void)prep_drain(s);
 }
 
 int bs__shard_prep_finish(bs_store_t *st, int i, MYSQL_STMT *s)
 {
 	bs_shard_t *sh = &st->shards[i];
 	char msg[512];
-	int r = 0;
-	if (!s)
-		return 0;
-	mysql_stmt_free_result(s);
-	while (mysql_stmt_more_results(s) && (r = mysql_stmt_next_result(s)) == 0)
-		mysql_stmt_free_result(s);
-	if (r <= 0)
+	if (!s || !prep_drain(s))
 		return 0;
 	unsigned err = mysql_stmt_errno(s);
 	snprintf(msg, sizeof msg, "%s", mysql_stmt_error(s));

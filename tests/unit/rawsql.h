@@ -75,6 +75,12 @@ static long long sql_int(int i, const char *q)
 	return v;
 }
 
+/* sql_int's sum over shards 0 and 1 (a count, where either may hold it) */
+static inline long long sql_both(const char *q)
+{
+	return sql_int(0, q) + sql_int(1, q);
+}
+
 static void raw_close_all(void)
 {
 	for (int i = 0; i < 8; i++)

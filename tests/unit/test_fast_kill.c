@@ -25,6 +25,7 @@
  */
 #include "bagstore.h"
 #include "rawsql.h"
+#include "gbag.h"
 #include "t.h"
 
 #include <limits.h>
@@ -43,16 +44,6 @@
 	"fa570000000040008000000000000" \
 	"00b"
 #define UUID "fa570000-0000-4000-8000-00000000000b"
-
-static void bag_of(bs_value_t *bag, int g)
-{
-	char json[160];
-	snprintf(json, sizeof json, "{\"id\":{\"$uuid\":\"" UUID "\"},\"g\":%d}", g);
-	if (bs_json_decode(bag, json, strlen(json), "bag")) {
-		fprintf(stderr, "bag: %s\n", bs_last_error());
-		exit(1);
-	}
-}
 
 #define NONE INT_MIN
 
@@ -78,7 +69,7 @@ static pid_t child(int g1, bool pause, int g2, enum end end)
 		setenv("BAGSTORE_FAULT", "pause_before_index_rows", 1);
 	if (!(rc = bs_store_open(&st, cfg))) {
 		if (g1 >= 0) {
-			bag_of(&bag, g1);
+			gbag(&bag, UUID, g1);
 			rc = bs_put(st, &bag, NULL);
 			bs_value_clear(&bag);
 		} else if (!(rc = bs_id_parse(&id, ID))) {
@@ -87,7 +78,7 @@ static pid_t child(int g1, bool pause, int g2, enum end end)
 	}
 	unsetenv("BAGSTORE_FAULT");
 	if (!rc && g2 != NONE) {
-		bag_of(&bag, g2);
+		gbag(&bag, UUID, g2);
 		rc = bs_put(st, &bag, NULL);
 		bs_value_clear(&bag);
 	}
@@ -131,27 +122,6 @@ static void kill_it(pid_t pid)
 	waitpid(pid, &status, 0);
 }
 
-/* The entity's g as a fresh store reads it (LLONG_MIN: not read). */
-static long long g_read(const bs_id_t *id)
-{
-	bs_store_t *st = NULL;
-	bs_value_t got;
-	long long g = LLONG_MIN;
-	if (!bs_store_open(&st, cfg) && !bs_get(&got, st, id, NULL, NULL)) {
-		const bs_value_t *gv = bs_map_get(&got, "g");
-		if (gv)
-			g = gv->v.i;
-		bs_value_clear(&got);
-	}
-	bs_store_free(st);
-	return g;
-}
-
-static long long both(const char *q)
-{
-	return sql_int(0, q) + sql_int(1, q);
-}
-
 /* q's count on shard (-1: both) once it is want, or after 3 s what it
  * is: a store's last batch of intent removals, sent when it is freed, is
  * waited for a second at most (a loaded server may answer later). */
@@ -159,7 +129,7 @@ static long long count_when(int shard, const char *q, long long want)
 {
 	long long v = 0;
 	for (int k = 0; k < 60; k++) {
-		if ((v = shard < 0 ? both(q) : sql_int(shard, q)) == want)
+		if ((v = shard < 0 ? sql_both(q) : sql_int(shard, q)) == want)
 			break;
 		struct timespec ts = { 0, 50000000L };
 		nanosleep(&ts, NULL);
@@ -192,7 +162,7 @@ int main(void)
 	CHECK_OK(bs_index_create(st, &def));
 	bs_store_free(st);
 	CHECK_OK(bs_store_open(&st, cfg));
-	bag_of(&bag, 7);
+	gbag(&bag, UUID, 7);
 	CHECK_OK(bs_put(st, &bag, NULL));
 	bs_value_clear(&bag);
 	bs_store_free(st); /* the put done: its intent's batch runs */
@@ -205,28 +175,28 @@ int main(void)
 	CHECK(wait_stopped(p), "the put stopped between its entity and its index rows");
 	kill_it(p);
 	CHECK(sql_int(1, "SELECT COUNT(*) FROM entities WHERE id=X'" ID "'") == 1, "the entity is on shard 1");
-	CHECK(both("SELECT COUNT(*) FROM ix_g WHERE g=8") == 0, "its new index row is not written");
+	CHECK(sql_both("SELECT COUNT(*) FROM ix_g WHERE g=8") == 0, "its new index row is not written");
 	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'") == 1,
 	      "its intent is there, on the entity's shard");
 	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE IS_USED_LOCK(token) IS NOT NULL") == 0,
 	      "its lock went with the process");
 	CHECK(cleaner_once() == 0, "cleaner --once");
-	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled the intent");
+	CHECK(sql_both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled the intent");
 	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=8 AND entity_id=X'" ID "'") == 1 &&
-	              both("SELECT COUNT(*) FROM ix_g") == 1,
+	              sql_both("SELECT COUNT(*) FROM ix_g") == 1,
 	      "the index row is what the body says, alone");
 
 	/* a delete, killed the same way */
 	p = writer(-1);
 	CHECK(wait_stopped(p), "the delete stopped between its entity and its index rows");
 	kill_it(p);
-	CHECK(both("SELECT COUNT(*) FROM entities") == 0, "the entity is deleted");
-	CHECK(both("SELECT COUNT(*) FROM ix_g") == 1, "its index row stands");
+	CHECK(sql_both("SELECT COUNT(*) FROM entities") == 0, "the entity is deleted");
+	CHECK(sql_both("SELECT COUNT(*) FROM ix_g") == 1, "its index row stands");
 	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'") == 1,
 	      "its intent is there");
 	CHECK(cleaner_once() == 0, "cleaner --once");
-	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled the intent");
-	CHECK(both("SELECT COUNT(*) FROM ix_g") == 0, "and the index row is gone");
+	CHECK(sql_both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled the intent");
+	CHECK(sql_both("SELECT COUNT(*) FROM ix_g") == 0, "and the index row is gone");
 
 	/* a put done, its intent waiting for its batch, killed */
 	put_then_die(10);
@@ -237,9 +207,9 @@ int main(void)
 	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=10 AND entity_id=X'" ID "'") == 1,
 	      "its index row is written");
 	CHECK(cleaner_once() == 0, "cleaner --once");
-	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled the intent");
+	CHECK(sql_both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled the intent");
 	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=10 AND entity_id=X'" ID "'") == 1 &&
-	              both("SELECT COUNT(*) FROM ix_g") == 1,
+	              sql_both("SELECT COUNT(*) FROM ix_g") == 1,
 	      "the index row is what the body says, alone");
 
 	/* a batch removes an intent only where its version is the last: A
@@ -248,7 +218,7 @@ int main(void)
 	p = child(12, true, NONE, CLOSE);
 	CHECK(wait_stopped(p), "A stopped between its entity and its index rows");
 	CHECK_OK(bs_store_open(&st, cfg));
-	bag_of(&bag, 14);
+	gbag(&bag, UUID, 14);
 	CHECK_OK(bs_put(st, &bag, NULL));
 	bs_value_clear(&bag);
 	bs_store_free(st);
@@ -263,9 +233,9 @@ int main(void)
 	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'") == 1,
 	      "A's batch kept A's intent: the entity is not at A's version");
 	CHECK(cleaner_once() == 0, "cleaner --once");
-	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled it");
+	CHECK(sql_both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled it");
 	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=14 AND entity_id=X'" ID "'") == 1 &&
-	              both("SELECT COUNT(*) FROM ix_g") == 1,
+	              sql_both("SELECT COUNT(*) FROM ix_g") == 1,
 	      "the index row is B's (g=14), alone");
 
 	/* P writes W1 (g=21, its row on shard 1) stopped before its rows; X
@@ -275,7 +245,7 @@ int main(void)
 	p = child(21, true, 24, CLOSE);
 	CHECK(wait_stopped(p), "P stopped between W1's entity and its index rows");
 	CHECK_OK(bs_store_open(&st, cfg));
-	bag_of(&bag, 22);
+	gbag(&bag, UUID, 22);
 	CHECK_OK(bs_put(st, &bag, NULL));
 	bs_value_clear(&bag);
 	bs_store_free(st);
@@ -287,16 +257,16 @@ int main(void)
 	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'") >= 1,
 	      "an intent covers it: W2 did not supersede W1 (X wrote between them)");
 	CHECK(cleaner_once() == 0, "cleaner --once");
-	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled it");
+	CHECK(sql_both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled it");
 	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=24 AND entity_id=X'" ID "'") == 1 &&
-	              both("SELECT COUNT(*) FROM ix_g") == 1,
+	              sql_both("SELECT COUNT(*) FROM ix_g") == 1,
 	      "the index row is W2's (g=24), alone");
 
 	/* the same connection writing an entity over and over leaves no
 	 * intent: each write replaced exactly the one before */
 	CHECK_OK(bs_store_open(&st, cfg));
 	for (int g = 30; g < 40; g++) {
-		bag_of(&bag, g);
+		gbag(&bag, UUID, g);
 		CHECK_OK(bs_put(st, &bag, NULL));
 		bs_value_clear(&bag);
 	}
@@ -336,7 +306,7 @@ int main(void)
 	struct timespec ts = { 0, 300000000L };
 	nanosleep(&ts, NULL);
 	CHECK_OK(bs_store_open(&st, cfg));
-	bag_of(&bag, 42);
+	gbag(&bag, UUID, 42);
 	int rc = bs_put(st, &bag, NULL);
 	CHECK(rc == 0, "a put into a leaving bucket survives a lock wait timeout, tried again: %s",
 	      rc ? bs_last_error() : "ok");
@@ -349,9 +319,9 @@ int main(void)
 	sql(1, q);
 	sql(1, "DELETE FROM bagstore_move_log");
 	CHECK(cleaner_once() == 0, "cleaner --once");
-	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "no intent left");
+	CHECK(sql_both("SELECT COUNT(*) FROM bagstore_intents") == 0, "no intent left");
 	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=42 AND entity_id=X'" ID "'") == 1 &&
-	              both("SELECT COUNT(*) FROM ix_g") == 1,
+	              sql_both("SELECT COUNT(*) FROM ix_g") == 1,
 	      "the index row is g=42, alone");
 
 	/* a put whose intent's named lock another session holds (fault
@@ -364,7 +334,7 @@ int main(void)
 	CHECK(sql_int(1, "SELECT GET_LOCK('bagstore.w.fault', 0)") == 1, "another session holds the token's lock");
 	setenv("BAGSTORE_FAULT", "fixed_token", 1);
 	CHECK_OK(bs_store_open(&st, cfg));
-	bag_of(&bag, 50);
+	gbag(&bag, UUID, 50);
 	rc = bs_put(st, &bag, NULL);
 	bs_value_clear(&bag);
 	CHECK(rc != 0 && strstr(bs_last_error(), "'token'"),
@@ -373,12 +343,12 @@ int main(void)
 	bs_store_free(st);
 	st = NULL;
 	unsetenv("BAGSTORE_FAULT");
-	CHECK(both("SELECT COUNT(*) FROM ix_g WHERE g=50") == 0 &&
+	CHECK(sql_both("SELECT COUNT(*) FROM ix_g WHERE g=50") == 0 &&
 	              sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=42 AND entity_id=X'" ID "'") == 1,
 	      "and writes no index row");
-	long long g = g_read(&id);
+	long long g = gbag_read(&id);
 	CHECK(g == 42, "nor the entity: its body is the one before (g=42, read %lld)", g);
-	CHECK(both("SELECT COUNT(*) FROM bagstore_intents WHERE token='bagstore.w.fault'") == 0, "nor an intent");
+	CHECK(sql_both("SELECT COUNT(*) FROM bagstore_intents WHERE token='bagstore.w.fault'") == 0, "nor an intent");
 	sql_int(1, "SELECT RELEASE_LOCK('bagstore.w.fault')");
 
 	/* the same when the full form goes first: the bucket leaving (a
@@ -389,7 +359,7 @@ int main(void)
 	sql(1, "UPDATE bagstore_buckets SET state='leaving', move_id=7001 WHERE bucket=11");
 	setenv("BAGSTORE_FAULT", "fixed_token", 1);
 	CHECK_OK(bs_store_open(&st, cfg));
-	bag_of(&bag, 60);
+	gbag(&bag, UUID, 60);
 	CHECK_OK(bs_put(st, &bag, NULL));
 	bs_value_clear(&bag);
 	int64_t ver = 0;
@@ -397,7 +367,7 @@ int main(void)
 	CHECK_OK(bs_get(&got, st, &id, &ver, NULL)); /* on the entity's shard: the lock's release answered */
 	bs_value_clear(&got);
 	CHECK(sql_int(1, "SELECT GET_LOCK('bagstore.w.fault', 5)") == 1, "another session holds the token's lock again");
-	bag_of(&bag, 62);
+	gbag(&bag, UUID, 62);
 	rc = bs_put(st, &bag, NULL);
 	CHECK(rc != 0 && strstr(bs_last_error(), "'token'"),
 	      "leaving and hinted: a put that cannot take its intent's lock fails, naming the token: %s",
@@ -409,10 +379,10 @@ int main(void)
 	bs_store_free(st);
 	st = NULL;
 	unsetenv("BAGSTORE_FAULT");
-	CHECK(both("SELECT COUNT(*) FROM ix_g WHERE g=62") == 0 &&
+	CHECK(sql_both("SELECT COUNT(*) FROM ix_g WHERE g=62") == 0 &&
 	              sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=60 AND entity_id=X'" ID "'") == 1,
 	      "they write no index row: the entity's row is the first put's (g=60)");
-	g = g_read(&id);
+	g = gbag_read(&id);
 	CHECK(g == 60, "nor the entity: its body is the first put's (g=60, read %lld)", g);
 	sql_int(1, "SELECT RELEASE_LOCK('bagstore.w.fault')");
 	CHECK(count_when(1, "SELECT COUNT(*) FROM bagstore_intents WHERE token='bagstore.w.fault'", 0) == 0,

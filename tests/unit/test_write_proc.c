@@ -14,8 +14,10 @@
  */
 #include "bagstore.h"
 #include "rawsql.h"
+#include "gbag.h"
 #include "t.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,67 +57,28 @@ static void counts_reset(void)
 	pthread_mutex_unlock(&mu);
 }
 
-static void bag_of(bs_value_t *bag, int g)
-{
-	char json[160];
-	snprintf(json, sizeof json, "{\"id\":{\"$uuid\":\"" UUID "\"},\"g\":%d}", g);
-	if (bs_json_decode(bag, json, strlen(json), "bag")) {
-		fprintf(stderr, "bag: %s\n", bs_last_error());
-		exit(1);
-	}
-}
+#define DELETE INT_MIN
 
-static long long both(const char *q)
-{
-	return sql_int(0, q) + sql_int(1, q);
-}
-
-/* A put of g, then the store freed (its intents' batch runs). */
-static int put_g(int g)
+/* One write through a store of its own, traced, then the store freed (its
+ * intents' batch runs): a put of g, or with DELETE the entity's delete. */
+static int write_g(int g)
 {
 	bs_store_t *st = NULL;
 	bs_value_t bag;
-	int rc = bs_store_open(&st, cfg);
-	if (rc)
-		return rc;
-	bs_store_trace(st, trace, NULL);
-	bag_of(&bag, g);
-	rc = bs_put(st, &bag, NULL);
-	bs_value_clear(&bag);
-	bs_store_free(st);
-	return rc;
-}
-
-static int delete_it(void)
-{
-	bs_store_t *st = NULL;
 	bs_id_t id;
 	int rc = bs_store_open(&st, cfg);
 	if (rc)
 		return rc;
 	bs_store_trace(st, trace, NULL);
-	if (!(rc = bs_id_parse(&id, UUID)))
+	if (g != DELETE) {
+		gbag(&bag, UUID, g);
+		rc = bs_put(st, &bag, NULL);
+		bs_value_clear(&bag);
+	} else if (!(rc = bs_id_parse(&id, UUID))) {
 		rc = bs_delete(st, &id);
-	bs_store_free(st);
-	return rc;
-}
-
-/* The entity's body's g as stored, -1 when absent (through a store). */
-static long long g_now(void)
-{
-	bs_store_t *st = NULL;
-	bs_value_t got;
-	bs_id_t id;
-	long long g = -1;
-	if (bs_store_open(&st, cfg) || bs_id_parse(&id, UUID))
-		return -2;
-	if (!bs_get(&got, st, &id, NULL, NULL)) {
-		const bs_value_t *v = bs_map_get(&got, "g");
-		g = v && v->type == BS_INT ? v->v.i : -3;
-		bs_value_clear(&got);
 	}
 	bs_store_free(st);
-	return g;
+	return rc;
 }
 
 /* The index rows are exactly g's one, and no intent is left. */
@@ -123,9 +86,10 @@ static void rows_are(int g, const char *when)
 {
 	char q[160];
 	snprintf(q, sizeof q, "SELECT COUNT(*) FROM ix_g WHERE g=%d AND entity_id=X'" ID "'", g);
-	CHECK(both(q) == 1 && both("SELECT COUNT(*) FROM ix_g") == 1, "%s: the one index row is g=%d", when, g);
-	CHECK(both("SELECT COUNT(*) FROM bagstore_intents") == 0, "%s: no intent stays", when);
-	CHECK(g_now() == g, "%s: the entity's body has g=%d", when, g);
+	CHECK(sql_both(q) == 1 && sql_both("SELECT COUNT(*) FROM ix_g") == 1, "%s: the one index row is g=%d", when, g);
+	CHECK(sql_both("SELECT COUNT(*) FROM bagstore_intents") == 0, "%s: no intent stays", when);
+	bs_id_t id;
+	CHECK(!bs_id_parse(&id, UUID) && gbag_read(&id) == g, "%s: the entity's body has g=%d", when, g);
 }
 
 #define PROCS                                                                                              \
@@ -189,7 +153,7 @@ int main(void)
 	CHECK_OK(bs_index_parse(&def, "ix_g", "g:int", "g"));
 	CHECK_OK(bs_index_create(st, &def));
 	bs_store_free(st);
-	CHECK(both(PROCS) == 4,
+	CHECK(sql_both(PROCS) == 4,
 	      "init made both write procedures on both shards, SQL SECURITY INVOKER");
 
 	/* g's row moves between the shards as g changes (int mod buckets):
@@ -197,30 +161,30 @@ int main(void)
 	 * some of them */
 	counts_reset();
 	for (int g = 1; g <= 6; g++)
-		CHECK_OK(put_g(g));
+		CHECK_OK(write_g(g));
 	CHECK(calls_put == 6 && intent_stmts == 0 && call_errors == 0,
 	      "six puts: six CALLs of bagstore_put_v1, no intent statement of their own (%d calls, %d intents, %d "
 	      "errors)",
 	      calls_put, intent_stmts, call_errors);
 	rows_are(6, "through the procedure");
-	CHECK_OK(delete_it());
+	CHECK_OK(write_g(DELETE));
 	CHECK(calls_delete == 1, "a delete is one CALL of bagstore_delete_v1 (%d)", calls_delete);
-	CHECK(both("SELECT COUNT(*) FROM ix_g") == 0 && both("SELECT COUNT(*) FROM entities") == 0 &&
-	              both("SELECT COUNT(*) FROM bagstore_intents") == 0,
+	CHECK(sql_both("SELECT COUNT(*) FROM ix_g") == 0 && sql_both("SELECT COUNT(*) FROM entities") == 0 &&
+	              sql_both("SELECT COUNT(*) FROM bagstore_intents") == 0,
 	      "the delete removed the entity and its row, and left no intent");
 
 	/* a bucket leaving here (a move's copy): the procedure's fence says no,
 	 * its intent in; the full form writes and logs the entity for the move */
 	bs_id_t id;
 	CHECK_OK(bs_id_parse(&id, UUID));
-	CHECK_OK(put_g(7));
+	CHECK_OK(write_g(7));
 	int shard = sql_int(0, "SELECT COUNT(*) FROM entities WHERE id=X'" ID "'") == 1 ? 0 : 1;
 	char q[200];
 	long long bk = bs_route_id(&id, (int)sql_int(0, "SELECT buckets FROM bagstore_map ORDER BY version DESC LIMIT 1"));
 	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='leaving', move_id=8101 WHERE bucket=%lld", bk);
 	sql(shard, q);
 	counts_reset();
-	CHECK_OK(put_g(8));
+	CHECK_OK(write_g(8));
 	CHECK(calls_put == 1 && call_errors == 1 && call_err == 1048,
 	      "the CALL went first and its fence refused, error 1048 (%d calls, %d errors, the last %u)", calls_put,
 	      call_errors, call_err);
@@ -239,7 +203,7 @@ int main(void)
 	sql(0, "DROP PROCEDURE bagstore_delete_v1");
 	counts_reset();
 	for (int g = 9; g <= 12; g++)
-		CHECK_OK(put_g(g));
+		CHECK_OK(write_g(g));
 	CHECK(calls_put == 4 && intent_stmts == 4,
 	      "without the procedure: each put's CALL refused, then its intent's own statement (%d calls, %d intents)",
 	      calls_put, intent_stmts);
@@ -251,7 +215,7 @@ int main(void)
 		CHECK_OK(bs_store_open(&st, cfg));
 		bs_store_trace(st, trace, NULL);
 		for (int g = 13; g <= 16; g++) {
-			bag_of(&bag, g);
+			gbag(&bag, UUID, g);
 			CHECK_OK(bs_put(st, &bag, NULL));
 			bs_value_clear(&bag);
 		}
@@ -260,9 +224,9 @@ int main(void)
 	CHECK(calls_put == 1 && intent_stmts == 4, "one store: the missing procedure tried once (%d calls, %d intents)",
 	      calls_put, intent_stmts);
 	rows_are(16, "one store without the procedure");
-	CHECK_OK(delete_it());
-	CHECK(both("SELECT COUNT(*) FROM entities") == 0 && both("SELECT COUNT(*) FROM ix_g") == 0 &&
-	              both("SELECT COUNT(*) FROM bagstore_intents") == 0,
+	CHECK_OK(write_g(DELETE));
+	CHECK(sql_both("SELECT COUNT(*) FROM entities") == 0 && sql_both("SELECT COUNT(*) FROM ix_g") == 0 &&
+	              sql_both("SELECT COUNT(*) FROM bagstore_intents") == 0,
 	      "a delete where one shard lacks the procedure: entity, row and intent gone");
 
 	/* an account without EXECUTE (error 1370): the two statements, as
@@ -274,7 +238,7 @@ int main(void)
 			bs_value_t bag;
 			CHECK_OK(bs_store_open(&st, noexec));
 			bs_store_trace(st, trace, NULL);
-			bag_of(&bag, g);
+			gbag(&bag, UUID, g);
 			CHECK_OK(bs_put(st, &bag, NULL));
 			bs_value_clear(&bag);
 			bs_store_free(st);
@@ -293,7 +257,7 @@ int main(void)
 	CHECK_OK(bs_init(st));
 	bs_store_free(st);
 	counts_reset();
-	CHECK_OK(put_g(17));
+	CHECK_OK(write_g(17));
 	CHECK(calls_put == 1 && call_errors == 0 && intent_stmts == 0, "init made them again: one CALL (%d, %d, %d)",
 	      calls_put, call_errors, intent_stmts);
 	rows_are(17, "after init");
@@ -308,7 +272,7 @@ int main(void)
 		CHECK(bs_init_noproc(st, names, sizeof names) == 2 && !strcmp(names, "s0, s1"),
 		      "init without CREATE ROUTINE succeeds, naming the shards it could not make them on: %s", names);
 		bs_store_free(st);
-		CHECK(both(PROCS) == 4, "the procedures there before are still there");
+		CHECK(sql_both(PROCS) == 4, "the procedures there before are still there");
 		for (int i = 0; i < 2; i++) {
 			sql(i, "DROP PROCEDURE bagstore_put_v1");
 			sql(i, "DROP PROCEDURE bagstore_delete_v1");
@@ -317,9 +281,9 @@ int main(void)
 		CHECK_OK(bs_init(st));
 		CHECK(bs_init_noproc(st, names, sizeof names) == 2, "and where they are gone: %s", names);
 		bs_store_free(st);
-		CHECK(both(PROCS) == 0, "which it does not make");
+		CHECK(sql_both(PROCS) == 0, "which it does not make");
 		counts_reset();
-		CHECK_OK(put_g(20));
+		CHECK_OK(write_g(20));
 		CHECK(calls_put == 1 && call_err == 1305 && intent_stmts == 1,
 		      "a put there: the CALL refused (1305), the two statements (%d calls, the last error %u, %d "
 		      "intents)",
@@ -331,7 +295,7 @@ int main(void)
 		CHECK_OK(bs_init(st));
 		CHECK(bs_init_noproc(st, names, sizeof names) == 0, "init by an account with CREATE ROUTINE says none");
 		bs_store_free(st);
-		CHECK(both(PROCS) == 4, "and makes them");
+		CHECK(sql_both(PROCS) == 4, "and makes them");
 	}
 
 	raw_close_all();

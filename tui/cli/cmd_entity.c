@@ -339,7 +339,6 @@ static int put_text(put_state_t *ps, const char *text, size_t len, const char *w
 	return rc;
 }
 
-/* Step 2 above: the first line did not parse alone. line/len hold it. */
 /* The decoder's "NAME:L:C: ..." for a document that began at line first
  * of the input (blank lines before it were skipped): its L counted from
  * there, made the input's. Returns rc. */
@@ -360,6 +359,8 @@ static int doc_error(int rc, const char *name, long first)
 	return bs_error(rc, "%s:%ld%s", name, l + first - 1, msg);
 }
 
+/* Step 2 above: the first line did not parse alone. line/len hold it;
+ * first is its line number (blank lines before it were skipped). */
 static int put_document(put_state_t *ps, FILE *f, const char *line, size_t len, long first, const char *first_err,
                         int first_rc)
 {
@@ -414,7 +415,6 @@ done:
 	free(buf);
 	return rc;
 }
-
 
 static int put_setup(put_state_t *ps, const char *batch_text)
 {
