@@ -474,6 +474,17 @@ int bs_put_if(bs_store_t *st, const bs_value_t *bag, int64_t expect_updated_us);
  * the rest are not (BS_EINVAL, "entity K of the batch: ..."). A shard that
  * fails writes none of its entities; the other shards' are written. */
 int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, bool *written);
+/* bs_put_many in two steps, so that a loader can encode its next batch
+ * while one is written (the client's CPU and the servers' work overlap):
+ * bs_encode_many encodes bags[n] (MessagePack, deflate) and fills ids[n]
+ * (the caller's); it touches no store, and may run on any thread. It
+ * fails only for memory: a bag refused on input (no id, cannot be
+ * encoded) is bs_put_encoded's answer, after it has written the bags
+ * before it. bags and ids must stay until the batch is written. */
+typedef struct bs_encoded bs_encoded_t;
+int bs_encode_many(bs_encoded_t **out, const bs_value_t *bags, size_t n, bs_id_t *ids);
+int bs_put_encoded(bs_store_t *st, const bs_encoded_t *enc, bool *written);
+void bs_encoded_free(bs_encoded_t *enc);
 
 /* Index catalog. */
 typedef struct {

@@ -942,8 +942,21 @@ static int write_round(bulk_t *u, size_t *round, size_t nround)
  * thread). */
 #define ENCODE_SPLIT 64
 
+/* A batch's bags encoded (bagstore.h's bs_encoded_t): each one's id and
+ * body, up to the first one refused (ok: how many are; rc and msg: why
+ * the next was refused, which is the write's answer). */
+struct bs_encoded {
+	const bs_value_t *bags;
+	bs_id_t *ids;
+	bs_bytes_t *bodies;
+	size_t n, ok;
+	int rc;
+	char msg[1100];
+};
+typedef struct bs_encoded encoded_t;
+
 typedef struct {
-	bulk_t *u;
+	const encoded_t *e;
 	size_t from, to;
 	size_t bad; /* the first bag refused (to: none) */
 	int rc;
@@ -952,53 +965,85 @@ typedef struct {
 
 static void *encode_part(void *arg)
 {
-	encode_part_t *e = arg;
-	e->bad = e->to;
-	e->rc = 0;
-	for (size_t k = e->from; k < e->to; k++)
-		if ((e->rc = bs_bag_id(&e->u->ids[k], &e->u->bags[k])) ||
-		    (e->rc = bs_body_encode(&e->u->bodies[k], &e->u->bags[k]))) {
-			e->bad = k;
-			snprintf(e->msg, sizeof e->msg, "%s", bs_last_error());
+	encode_part_t *p = arg;
+	const encoded_t *e = p->e;
+	p->bad = p->to;
+	p->rc = 0;
+	for (size_t k = p->from; k < p->to; k++)
+		if ((p->rc = bs_bag_id(&e->ids[k], &e->bags[k])) || (p->rc = bs_body_encode(&e->bodies[k], &e->bags[k]))) {
+			p->bad = k;
+			snprintf(p->msg, sizeof p->msg, "%s", bs_last_error());
 			break;
 		}
 	return NULL;
 }
 
-/* Encode the bags; the first one refused stops the call there (*ok is how
- * many go on). */
-static int encode_all(bulk_t *u, size_t n, size_t *ok)
+/* Encode e's bags into its ids and bodies (allocated: n of each); the
+ * first one refused stops it there. */
+static void encode_all(encoded_t *e)
 {
-	encode_part_t part[2] = { { u, 0, n, 0, 0, "" }, { u, n, n, 0, 0, "" } };
+	encode_part_t part[2] = { { e, 0, e->n, 0, 0, "" }, { e, e->n, e->n, 0, 0, "" } };
 	pthread_t t;
 	bool two = false;
-	if (n >= ENCODE_SPLIT) {
-		part[0].to = part[1].from = n / 2;
+	e->ok = 0;
+	e->rc = 0;
+	e->msg[0] = '\0';
+	if (!e->bodies && !(e->bodies = calloc(e->n ? e->n : 1, sizeof *e->bodies))) {
+		e->rc = BS_ENOMEM;
+		snprintf(e->msg, sizeof e->msg, "out of memory");
+		return;
+	}
+	if (e->n >= ENCODE_SPLIT) {
+		part[0].to = part[1].from = e->n / 2;
 		two = pthread_create(&t, NULL, encode_part, &part[1]) == 0;
 		if (!two)
-			part[0].to = n; /* no thread: all of it here */
+			part[0].to = e->n; /* no thread: all of it here */
 	}
 	encode_part(&part[0]);
 	if (two)
 		pthread_join(t, NULL);
-	const encode_part_t *e = part[0].rc || !two ? &part[0] : &part[1];
-	*ok = e->rc ? e->bad : n;
-	if (!e->rc)
-		return 0;
-	return bs_error(e->rc, "entity %zu of the batch: %s", e->bad + 1, e->msg);
+	const encode_part_t *p = part[0].rc || !two ? &part[0] : &part[1];
+	e->ok = p->rc ? p->bad : e->n;
+	if (p->rc) {
+		e->rc = p->rc;
+		snprintf(e->msg, sizeof e->msg, "entity %zu of the batch: %s", p->bad + 1, p->msg);
+	}
+}
+
+void bs_encoded_free(bs_encoded_t *e)
+{
+	if (!e)
+		return;
+	for (size_t k = 0; e->bodies && k < e->n; k++)
+		bs_bytes_free(&e->bodies[k]);
+	free(e->bodies);
+	free(e);
+}
+
+int bs_encode_many(bs_encoded_t **out, const bs_value_t *bags, size_t n, bs_id_t *ids)
+{
+	encoded_t *e = calloc(1, sizeof *e);
+	*out = NULL;
+	if (!e)
+		return bs__oom();
+	*e = (encoded_t){ .bags = bags, .ids = ids, .n = n };
+	encode_all(e);
+	if (e->rc == BS_ENOMEM && !e->bodies) {
+		free(e);
+		return bs__oom();
+	}
+	*out = e;
+	return 0;
 }
 
 static void bulk_free(bulk_t *u, size_t n)
 {
-	for (size_t k = 0; u->bodies && k < n; k++)
-		bs_bytes_free(&u->bodies[k]);
 	for (size_t k = 0; u->old && k < n; k++)
 		bs_value_clear(&u->old[k]);
 	for (int s = 0; u->sb && s < u->st->n; s++) {
 		free(u->sb[s].idx);
 		bs__buf_free(&u->sb[s].sql);
 	}
-	free(u->bodies);
 	free(u->old);
 	free(u->found);
 	free(u->ver);
@@ -1007,22 +1052,16 @@ static void bulk_free(bulk_t *u, size_t n)
 	free(u->rows_refused);
 }
 
-int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, bool *written)
+/* One batch, its bags encoded (e): the ones before the first refused
+ * are written, their shards at once, in rounds of distinct ids. */
+static int put_batch(bs_store_t *st, const encoded_t *e, bool *written)
 {
-	bulk_t u = { .st = st, .bags = bags, .ids = ids, .written = written };
-	size_t *round = NULL, nround, ok = 0;
+	size_t n = e->n, ok = e->ok;
+	bulk_t u = { .st = st, .bags = e->bags, .ids = e->ids, .bodies = e->bodies, .written = written };
+	size_t *round = NULL, nround;
 	unsigned *occ = NULL;
-	int rc, bad = 0;
+	int rc;
 
-	if (written)
-		memset(written, 0, n * sizeof *written);
-	if (st->cfg->read_only)
-		return bs_error(BS_EREADONLY, "read-only: refusing to write");
-	if (!n)
-		return 0;
-	bool *w = written ? written : calloc(n, sizeof *w);
-	u.written = w;
-	u.bodies = calloc(n, sizeof *u.bodies);
 	u.old = calloc(n, sizeof *u.old);
 	u.found = calloc(n, sizeof *u.found);
 	u.ver = calloc(n, sizeof *u.ver);
@@ -1031,22 +1070,17 @@ int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, 
 	u.rows_refused = calloc((size_t)st->n, sizeof *u.rows_refused);
 	round = calloc(n, sizeof *round);
 	occ = calloc(n, sizeof *occ);
-	if (!w || !u.bodies || !u.old || !u.found || !u.ver || !u.sb || !u.q || !u.rows_refused || !round || !occ) {
+	if (!u.old || !u.found || !u.ver || !u.sb || !u.q || !u.rows_refused || !round || !occ) {
 		rc = bs__oom();
 		goto done;
 	}
-	/* what comes before a bag refused on input is written; it and the
-	 * rest are not */
-	bad = encode_all(&u, n, &ok);
-	char bad_msg[1024];
-	snprintf(bad_msg, sizeof bad_msg, "%s", bs_last_error());
 	const bs_index_list_t *cat;
 	if ((rc = bs__catalog_cached(&cat, st)))
 		goto done;
 	u.cat = cat;
 	for (int k = 0; k < cat->len; k++)
 		u.maintained |= cat->items[k].state != BS_INDEX_DISABLED;
-	if ((rc = occurrences(occ, ids, ok)))
+	if ((rc = occurrences(occ, e->ids, ok)))
 		goto done;
 	if ((rc = bs__map_need(st)))
 		goto done;
@@ -1056,13 +1090,46 @@ int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, 
 		if ((rc = write_round(&u, round, nround)))
 			break;
 	}
-	if (!rc && bad)
-		rc = bs_error(bad, "%s", bad_msg);
+	/* what comes before a bag refused on input is written; it and the
+	 * rest are not */
+	if (!rc && e->rc)
+		rc = bs_error(e->rc, "%s", e->msg);
 done:
 	bulk_free(&u, n);
-	if (!written)
-		free(w);
 	free(round);
 	free(occ);
+	return rc;
+}
+
+int bs_put_encoded(bs_store_t *st, const bs_encoded_t *e, bool *written)
+{
+	if (written)
+		memset(written, 0, e->n * sizeof *written);
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing to write");
+	if (!e->n)
+		return 0;
+	bool *w = written ? written : calloc(e->n, sizeof *w);
+	if (!w)
+		return bs__oom();
+	int rc = put_batch(st, e, w);
+	if (!written)
+		free(w);
+	return rc;
+}
+
+int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, bool *written)
+{
+	bs_encoded_t *e;
+	if (written)
+		memset(written, 0, n * sizeof *written);
+	if (st->cfg->read_only)
+		return bs_error(BS_EREADONLY, "read-only: refusing to write");
+	if (!n)
+		return 0;
+	int rc = bs_encode_many(&e, bags, n, ids);
+	if (!rc)
+		rc = bs_put_encoded(st, e, written);
+	bs_encoded_free(e);
 	return rc;
 }

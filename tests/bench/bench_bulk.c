@@ -7,25 +7,42 @@
  *    connection per shard, every shard at once; and the same with each
  *    batch's index rows (the group value's, on the shard it routes to)
  *    as multi-row INSERTs after it, the one-index load's own floor;
- *  - bs_put_many in batches of 500, with no index and with one;
+ *  - bs_put_many in batches of 500, with no index and with one; and the
+ *    same batches encoded ahead (bs_encode_many on a thread while the
+ *    batch before is written with bs_put_encoded, as `bagstore put` does);
  *  - floor for reading: SELECT id, body by key pages of 1,000 on one
  *    connection per shard, every body decoded;
  *  - bs_export_next over the same rows (decoded, newest first merged), and
  *    the same with every entity written as a JSON line (what `bagstore
  *    export` does, to /dev/null).
  *
+ * And `bagstore put` of the same bags as JSON Lines (written to a file in
+ * $TMPDIR first), the command beside this program's folder, its CPU the
+ * client's.
+ *
+ * Each load also prints the CPU it cost per entity: the shards' servers
+ * (from /proc, when they run on this host) and this process (its threads
+ * included). On a 2-core host the servers and the client share the cores,
+ * so the CPU, not the wall time, says where a load's cost went. The loads
+ * run in a different order each run (the floor first, then last), so that
+ * no figure always follows the same one's after-effects.
+ *
  * Usage: bench_bulk CONFIG [N] [RUNS]   (fresh, empty shards; N entities,
  * default 100000; RUNS repetitions of each figure, default 3: the median
  * is printed beside every run).
  */
 #include "bagstore.h"
+#include "cpu.h"
 
 #include <mysql.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 
 #define BATCH 500
 
@@ -184,16 +201,55 @@ static double floor_load(bench_t *b, const bs_prop_t *ix)
 	return t;
 }
 
-/* bs_put_many in batches: seconds. */
-static double put_many(bench_t *b, bs_store_t *st)
+typedef struct {
+	const bs_value_t *bags;
+	size_t n;
+	bs_id_t *ids;
+	bs_encoded_t *enc;
+} ahead_t;
+
+static void *encode_ahead(void *arg)
+{
+	ahead_t *a = arg;
+	if (bs_encode_many(&a->enc, a->bags, a->n, a->ids))
+		a->enc = NULL;
+	return NULL;
+}
+
+/* bs_put_many in batches, a call each; or (ahead) as `bagstore put` does,
+ * each batch encoded (bs_encode_many) on a thread while the one before it
+ * is written (bs_put_encoded): seconds. */
+static double put_many(bench_t *b, bs_store_t *st, bool ahead)
 {
 	bool *written = calloc(BATCH, sizeof *written);
-	bs_id_t *ids = calloc(BATCH, sizeof *ids);
+	bs_id_t *ids = calloc((size_t)b->n, sizeof *ids);
 	double t0 = now();
+	ahead_t next = { b->bags, (size_t)(b->n < BATCH ? b->n : BATCH), ids, NULL };
+	if (ahead)
+		encode_ahead(&next);
 	for (int from = 0; from < b->n; from += BATCH) {
 		int k = from + BATCH < b->n ? BATCH : b->n - from;
-		if (bs_put_many(st, b->bags + from, (size_t)k, ids, written))
-			die("put_many");
+		if (!ahead) {
+			if (bs_put_many(st, b->bags + from, (size_t)k, ids + from, written))
+				die("put_many");
+			continue;
+		}
+		bs_encoded_t *cur = next.enc;
+		pthread_t t;
+		bool more = from + k < b->n;
+		if (!cur)
+			die("encode");
+		if (more) {
+			int k2 = from + k + BATCH < b->n ? BATCH : b->n - from - k;
+			next = (ahead_t){ b->bags + from + k, (size_t)k2, ids + from + k, NULL };
+			if (pthread_create(&t, NULL, encode_ahead, &next))
+				die("thread");
+		}
+		if (bs_put_encoded(st, cur, written))
+			die("put_encoded");
+		bs_encoded_free(cur);
+		if (more)
+			pthread_join(t, NULL);
 	}
 	double t = now() - t0;
 	free(written);
@@ -289,6 +345,104 @@ static void show(const char *what, double *secs, int runs, int n)
 	printf("   median %7.0f/s\n", n / median(secs, runs));
 }
 
+/* The four loads, each from empty tables, the floor's and the store's
+ * alike (a DELETE would leave the store's purge running under its next
+ * load). */
+enum { FLOOR, FLOOR_IX, PUT, PUT_IX, PUTB, PUTB_IX, CLI, LOADS };
+static const char *const load_name[LOADS] = { "floor", "floor with index rows", "bs_put_many, no index",
+	                                      "bs_put_many, one index", "encoded ahead, no index",
+	                                      "encoded ahead, one index", "bagstore put (JSON Lines), no index" };
+
+/* `bagstore put` of the same bags as JSON Lines: the command (its
+ * output to /dev/null), and where the lines are. */
+static char cli_cmd[4096], cli_lines[512];
+
+/* The bags as JSON Lines in a file of their own, and the command that
+ * puts them: the program beside this one's folder (build/bagstore). */
+static void cli_setup(bench_t *b, const char *argv0, const char *config)
+{
+	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	char dir[2048];
+	snprintf(dir, sizeof dir, "%s", argv0);
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof dir, ".");
+	snprintf(cli_lines, sizeof cli_lines, "%s/bench_bulk.%ld.jsonl", tmp, (long)getpid());
+	snprintf(cli_cmd, sizeof cli_cmd, "'%s/../bagstore' -c '%s' put '%s' >/dev/null", dir, config, cli_lines);
+	FILE *f = fopen(cli_lines, "w");
+	if (!f)
+		die("JSON Lines file");
+	for (int i = 0; i < b->n; i++) {
+		char *j = NULL;
+		if (bs_json_encode(&j, &b->bags[i], 0))
+			die("JSON");
+		fprintf(f, "%s\n", j);
+		free(j);
+	}
+	if (fclose(f))
+		die("JSON Lines file");
+}
+
+/* The CPU of this process's ended children (the command), seconds. */
+static double children_cpu(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_CHILDREN, &ru))
+		return 0;
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
+}
+
+typedef struct {
+	double secs, srv_us, cli_us; /* CPU per entity: the servers', this process's */
+} cost_t;
+
+static long server_pid[64];
+
+static double servers_cpu(int n)
+{
+	return cpu_of_all(server_pid, n < 64 ? n : 64);
+}
+
+static double load(bench_t *b, bs_store_t *st, const bs_index_t *def, int l)
+{
+	static const char clear[] = "TRUNCATE TABLE entities; TRUNCATE TABLE bagstore_intents;"
+	                            " TRUNCATE TABLE bagstore_batch_intents";
+	if (l == FLOOR || l == FLOOR_IX)
+		return floor_load(b, l == FLOOR_IX ? &def->props[def->shard_on] : NULL);
+	for (int s = 0; s < b->nshards; s++)
+		raw_exec(b->raw[s], clear, sizeof clear - 1);
+	if (l == PUT || l == PUTB)
+		return put_many(b, st, l == PUTB);
+	if (l == CLI) {
+		double t0 = now();
+		if (system(cli_cmd) != 0) {
+			fprintf(stderr, "bench_bulk: %s failed\n", cli_cmd);
+			exit(1);
+		}
+		return now() - t0;
+	}
+	/* one index maintained (ready: created on an empty store) */
+	bs_index_drop(st, def->name);
+	bs_error_clear();
+	if (bs_index_create(st, def))
+		die("index create");
+	double t = put_many(b, st, l == PUTB_IX);
+	bs_index_drop(st, def->name);
+	bs_error_clear();
+	return t;
+}
+
+static double median_of(cost_t (*c)[9], int l, int runs, size_t off)
+{
+	double v[9];
+	for (int r = 0; r < runs; r++)
+		v[r] = *(const double *)((const char *)&c[l][r] + off);
+	return median(v, runs);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -316,6 +470,7 @@ int main(int argc, char **argv)
 		if (bs_body_encode(&b.bodies[i], &b.bags[i]))
 			die("encode");
 	}
+	cli_setup(&b, argv[0], argv[1]);
 	for (int s = 0; s < cfg->nshards; s++) {
 		b.raw[s] = raw_connect(&cfg->shards[s]);
 		raw_exec(b.raw[s], "DROP TABLE IF EXISTS bench_layout", 33);
@@ -331,32 +486,31 @@ int main(int argc, char **argv)
 	printf("bench_bulk: %d entities, %d shards, %d runs; figures are entities per second\n", n, cfg->nshards, runs);
 	printf("  (several MariaDB servers share this machine's cores with the client: figures\n"
 	       "   depend on the load; the reference is measured in the same run)\n");
-	double fl[9], fli[9], p0[9], p1[9], fr[9], ex[9], exj[9];
+	double fl[9], fli[9], p0[9], p1[9], b0[9], b1[9], cl[9], fr[9], ex[9], exj[9];
+	cost_t cost[LOADS][9];
 	size_t count = 0;
 	bs_index_t def;
 	if (bs_index_parse(&def, "index_group", "group:int", "group"))
 		die("index parse");
+	for (int s = 0; s < cfg->nshards && s < 64; s++)
+		server_pid[s] = server_pid_of(b.raw[s]);
 	for (int r = 0; r < runs; r++) {
-		/* every load starts from empty tables, the floor's and the
-		 * store's alike (a DELETE would leave the store's purge running
-		 * under its next load) */
-		static const char clear[] = "TRUNCATE TABLE entities; TRUNCATE TABLE bagstore_intents;"
-		                            " TRUNCATE TABLE bagstore_batch_intents";
-		fl[r] = floor_load(&b, NULL);
-		fli[r] = floor_load(&b, &def.props[def.shard_on]);
-		for (int s = 0; s < cfg->nshards; s++)
-			raw_exec(b.raw[s], clear, sizeof clear - 1);
-		p0[r] = put_many(&b, st);
-		/* again with one index maintained (ready: created on an empty store) */
-		for (int s = 0; s < cfg->nshards; s++)
-			raw_exec(b.raw[s], clear, sizeof clear - 1);
-		bs_index_drop(st, "index_group");
-		bs_error_clear();
-		if (bs_index_create(st, &def))
-			die("index create");
-		p1[r] = put_many(&b, st);
-		bs_index_drop(st, "index_group");
-		bs_error_clear();
+		/* the floors first in even runs, last in odd ones */
+		for (int i = 0; i < LOADS; i++) {
+			int l = r % 2 ? (i + LOADS / 2) % LOADS : i;
+			cost_t *c = &cost[l][r];
+			double c0 = servers_cpu(cfg->nshards), m0 = cpu_of((long)getpid()) + children_cpu();
+			c->secs = load(&b, st, &def, l);
+			c->srv_us = (servers_cpu(cfg->nshards) - c0) * 1e6 / n;
+			c->cli_us = (cpu_of((long)getpid()) + children_cpu() - m0) * 1e6 / n;
+		}
+		fl[r] = cost[FLOOR][r].secs;
+		fli[r] = cost[FLOOR_IX][r].secs;
+		p0[r] = cost[PUT][r].secs;
+		p1[r] = cost[PUT_IX][r].secs;
+		b0[r] = cost[PUTB][r].secs;
+		b1[r] = cost[PUTB_IX][r].secs;
+		cl[r] = cost[CLI][r].secs;
 		fr[r] = floor_read(&b, &count);
 		ex[r] = export_all(st, false, &count);
 		exj[r] = export_all(st, true, &count);
@@ -366,6 +520,16 @@ int main(int argc, char **argv)
 	show("floor with index rows: + their INSERTs", fli, runs, n);
 	show("bs_put_many, no index", p0, runs, n);
 	show("bs_put_many, one index", p1, runs, n);
+	show("encoded ahead, no index (bs_encode_many", b0, runs, n);
+	show("encoded ahead, one index  while one is written)", b1, runs, n);
+	show("bagstore put of JSON Lines, no index", cl, runs, n);
+	if (servers_cpu(cfg->nshards) > 0) {
+		printf("\nCPU per entity, medians (us; the servers' summed, and this client's threads):\n");
+		for (int l = 0; l < LOADS; l++)
+			printf("  %-46s servers %6.1f   client %6.1f\n", load_name[l],
+			       median_of(cost, l, runs, offsetof(cost_t, srv_us)),
+			       median_of(cost, l, runs, offsetof(cost_t, cli_us)));
+	}
 	printf("\nreading everything:\n");
 	show("floor: SELECT body by key pages + decode", fr, runs, n);
 	show("bs_export (decoded, newest first)", ex, runs, n);
@@ -377,6 +541,20 @@ int main(int argc, char **argv)
 	printf("  put_many, one index  / floor                 : %.2fx (target at least 0.6x)\n",
 	       mf / median(p1, runs));
 	printf("  put_many, one index  / floor with index rows : %.2fx\n", median(fli, runs) / median(p1, runs));
+	printf("  encoded ahead, no index  / floor              : %.2fx (target at least 0.6x)\n",
+	       mf / median(b0, runs));
+	printf("  encoded ahead, one index / floor              : %.2fx (target at least 0.6x)\n",
+	       mf / median(b1, runs));
+	printf("  encoded ahead, one index / floor with index rows: %.2fx\n", median(fli, runs) / median(b1, runs));
+	printf("  bagstore put, no index   / floor              : %.2fx\n", mf / median(cl, runs));
+	if (servers_cpu(cfg->nshards) > 0) {
+		double f0 = median_of(cost, FLOOR, runs, offsetof(cost_t, srv_us));
+		double f1 = median_of(cost, FLOOR_IX, runs, offsetof(cost_t, srv_us));
+		printf("  servers' CPU an entity, no index  / floor    : %.2fx\n",
+		       median_of(cost, PUT, runs, offsetof(cost_t, srv_us)) / f0);
+		printf("  servers' CPU an entity, one index / floor with index rows: %.2fx\n",
+		       median_of(cost, PUT_IX, runs, offsetof(cost_t, srv_us)) / f1);
+	}
 	printf("  export               / floor                 : %.2fx (target at least 0.5x)\n",
 	       mr / median(ex, runs));
 	printf("  export as JSON Lines / floor                 : %.2fx (target at least 0.5x)\n",
@@ -390,6 +568,7 @@ int main(int argc, char **argv)
 		bs_value_clear(&b.bags[i]);
 		bs_bytes_free(&b.bodies[i]);
 	}
+	unlink(cli_lines);
 	free(b.ids);
 	free(b.bags);
 	free(b.bodies);

@@ -164,6 +164,13 @@ static void test_read_only(void)
 	CHECK_ERR(bs_put_many(r, two, 2, ids, written), BS_EREADONLY);
 	CHECK(!written[0] && !written[1], "the refused bulk put says nothing was written");
 	CHECK(rows_for("entities", "id", &n) == 0, "the refused bulk put wrote no body");
+	bs_encoded_t *enc = NULL;
+	written[0] = written[1] = true;
+	CHECK_OK(bs_encode_many(&enc, two, 2, ids)); /* encoding touches no store */
+	CHECK_ERR(enc ? bs_put_encoded(r, enc, written) : -1, BS_EREADONLY);
+	CHECK(!written[0] && !written[1], "the refused encoded put says nothing was written");
+	CHECK(rows_for("entities", "id", &n) == 0, "the refused encoded put wrote no body");
+	bs_encoded_free(enc);
 	bs_value_clear(&two[0]);
 	bs_value_clear(&two[1]);
 	CHECK_ERR(bs_delete(r, &e), BS_EREADONLY);

@@ -12,6 +12,7 @@
 #include <mysql.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -621,6 +622,114 @@ static void test_bulk_refused(bs_store_t *st)
 	}
 }
 
+typedef struct {
+	const bs_value_t *bags;
+	size_t n;
+	bs_id_t *ids;
+	bs_encoded_t *enc;
+	int rc;
+} ahead_t;
+
+static void *encode_ahead(void *arg)
+{
+	ahead_t *a = arg;
+	a->rc = bs_encode_many(&a->enc, a->bags, a->n, a->ids);
+	return NULL;
+}
+
+/* A bag of 100 per batch, id b1BBKKKK..., "k" its batch times 1000 plus k;
+ * bad: a bag whose id is refused (-1: none). */
+static void encoded_batch(bs_value_t *bags, int batch, int bad)
+{
+	for (int k = 0; k < 100; k++) {
+		bs_id_t id;
+		bs_value_t v;
+		char hex[64];
+		snprintf(hex, sizeof hex, "b1%02d%04d000040008000000000000000", batch, k);
+		CHECK_OK(bs_id_parse(&id, hex));
+		bs_value_map(&bags[k]);
+		if (k == bad)
+			bs_value_str(&v, "not an id", 9);
+		else
+			bs_value_bin(&v, id.b, 16);
+		bs_map_set(&bags[k], "id", 2, &v);
+		bs_value_int(&v, batch * 1000 + k);
+		bs_map_set(&bags[k], "k", 1, &v);
+	}
+}
+
+/* A loader's pipeline, as `bagstore put` runs it: each batch encoded on a
+ * thread (bs_encode_many) while the one before it is written
+ * (bs_put_encoded); every entity is stored as given. A batch with a bag
+ * refused on input writes the ones before it and names it; an empty one
+ * writes nothing. */
+static void test_bulk_encoded(bs_store_t *st)
+{
+	enum { B = 3, N = 100 };
+	bs_value_t bags[B][N];
+	bs_id_t ids[B][N];
+	bool written[N];
+	for (int b = 0; b < B; b++)
+		encoded_batch(bags[b], b, -1);
+	ahead_t a = { bags[0], N, ids[0], NULL, 0 };
+	encode_ahead(&a);
+	for (int b = 0; b < B; b++) {
+		bs_encoded_t *cur = a.enc;
+		CHECK(a.rc == 0 && cur, "batch %d encoded: %s", b, bs_last_error());
+		pthread_t t;
+		bool more = false;
+		if (b + 1 < B) {
+			a = (ahead_t){ bags[b + 1], N, ids[b + 1], NULL, 0 };
+			more = pthread_create(&t, NULL, encode_ahead, &a) == 0;
+			CHECK(more, "a thread encodes batch %d", b + 1);
+		}
+		memset(written, 0, sizeof written);
+		if (cur)
+			CHECK_OK(bs_put_encoded(st, cur, written));
+		bs_encoded_free(cur);
+		if (more)
+			pthread_join(t, NULL);
+		int nw = 0;
+		for (int k = 0; k < N; k++)
+			nw += written[k];
+		CHECK(nw == N, "batch %d: all %d written (%d)", b, N, nw);
+	}
+	int right = 0;
+	for (int b = 0; b < B; b++)
+		for (int k = 0; k < N; k++) {
+			bs_value_t got;
+			const bs_value_t *kv;
+			if (bs_get(&got, st, &ids[b][k], NULL, NULL) == 0) {
+				kv = bs_map_get(&got, "k");
+				right += kv && kv->type == BS_INT && kv->v.i == b * 1000 + k;
+				bs_value_clear(&got);
+			}
+			bs_value_clear(&bags[b][k]);
+		}
+	CHECK(right == B * N, "every entity reads back as given (%d of %d)", right, B * N);
+
+	/* bag 31 refused: the 30 before it written, the call names it */
+	bs_encoded_t *e = NULL;
+	encoded_batch(bags[0], 9, 30);
+	CHECK_OK(bs_encode_many(&e, bags[0], N, ids[0]));
+	int rc = e ? bs_put_encoded(st, e, written) : -1;
+	CHECK(rc == BS_EINVAL && strstr(bs_last_error(), "entity 31 of the batch"),
+	      "the refused bag is the write's answer (%d: %s)", rc, bs_last_error());
+	int nw = 0, first = -1;
+	for (int k = 0; k < N; k++) {
+		nw += written[k];
+		if (!written[k] && first < 0)
+			first = k;
+	}
+	CHECK(nw == 30 && first == 30, "the 30 before it are written, no other (%d, %d)", nw, first);
+	bs_encoded_free(e);
+	for (int k = 0; k < N; k++)
+		bs_value_clear(&bags[0][k]);
+	CHECK_OK(bs_encode_many(&e, bags[0], 0, ids[0]));
+	CHECK_OK(e ? bs_put_encoded(st, e, written) : -1);
+	bs_encoded_free(e);
+}
+
 int main(void)
 {
 	if (test_config("store"))
@@ -634,6 +743,7 @@ int main(void)
 	test_pace_given_back();
 	test_latency_free();
 	test_bulk_refused(st);
+	test_bulk_encoded(st);
 	test_fingerprint();
 	test_unreachable();
 	test_status_and_drop(st);

@@ -84,21 +84,23 @@ static int line_error(int rc, const char *where)
  * most its text's size once compressed, then written in hex) */
 #define PUT_BATCH_BYTES (4u << 20)
 
-/* One batch: its bags, each bag's line number, and what the store said
- * of each (bs_put_many's ids and stored). */
+/* One batch: its bags, each bag's line number, the bags encoded, and
+ * what the store said of each (ids and stored). */
 typedef struct {
 	bs_value_t *bags;
 	long *lines;
 	bs_id_t *ids;
 	bool *stored;
+	bs_encoded_t *enc;
 	size_t n;
 	size_t bytes; /* the input text of its lines */
 } put_batch_t;
 
-/* JSON Lines go to the store in batches (bs_put_many), two buffers: the
- * one being filled here (buf[cur]), while the other, full, is written on a
- * thread of its own (flying): parsing overlaps the store's work. Only that
- * thread uses the store while it runs. */
+/* JSON Lines go to the store in batches, two buffers: the one being
+ * filled here (buf[cur]), then encoded here (bs_encode_many), while the
+ * other, full, is written on a thread of its own (flying,
+ * bs_put_encoded): parsing and encoding overlap the store's work. Only
+ * that thread uses the store while it runs. */
 typedef struct {
 	cli_ctx_t *ctx;
 	const char *name; /* the input's name in messages */
@@ -109,7 +111,7 @@ typedef struct {
 	bool flying;   /* buf[!cur] is being written (or was, when not threaded) */
 	bool threaded; /* by the writer thread */
 	pthread_t writer;
-	int fly_rc; /* its bs_put_many's answer, and message */
+	int fly_rc; /* its bs_put_encoded's answer, and message */
 	char fly_msg[1024];
 	/* progress on a terminal */
 	bool tty;
@@ -202,7 +204,7 @@ static void *put_writer(void *arg)
 {
 	put_state_t *ps = arg;
 	put_batch_t *b = &ps->buf[!ps->cur];
-	ps->fly_rc = bs_put_many(ps->ctx->st, b->bags, b->n, b->ids, b->stored);
+	ps->fly_rc = bs_put_encoded(ps->ctx->st, b->enc, b->stored);
 	snprintf(ps->fly_msg, sizeof ps->fly_msg, "%s", ps->fly_rc < 0 ? bs_last_error() : "");
 	return NULL;
 }
@@ -242,6 +244,8 @@ static int put_wait(put_state_t *ps)
 			snprintf(where, sizeof where, "%s:%ld", ps->name, b->lines[k < b->n ? k : 0]);
 		rc = error_at(rc, where);
 	}
+	bs_encoded_free(b->enc);
+	b->enc = NULL;
 	for (size_t k = 0; k < b->n; k++)
 		bs_value_clear(&b->bags[k]);
 	b->n = 0;
@@ -257,8 +261,19 @@ static int put_wait(put_state_t *ps)
 static int put_flush(put_state_t *ps)
 {
 	put_batch_t *b = &ps->buf[ps->cur];
-	int rc = put_wait(ps);
+	/* encoded while the batch before it is written (that one's error,
+	 * if any, is this call's) */
+	char msg[1024];
+	int rc = b->n ? bs_encode_many(&b->enc, b->bags, b->n, b->ids) : 0;
+	snprintf(msg, sizeof msg, "%s", rc < 0 ? bs_last_error() : "");
+	int wrc = put_wait(ps);
+	if (wrc < 0)
+		rc = wrc;
+	else if (rc < 0)
+		bs_error(rc, "%s", msg);
 	if (rc < 0) { /* the batch in hand is dropped: the put stops */
+		bs_encoded_free(b->enc);
+		b->enc = NULL;
 		for (size_t k = 0; k < b->n; k++)
 			bs_value_clear(&b->bags[k]);
 		b->n = 0;
@@ -443,6 +458,7 @@ static void put_free(put_state_t *ps)
 {
 	for (int j = 0; j < 2; j++) {
 		put_batch_t *b = &ps->buf[j];
+		bs_encoded_free(b->enc);
 		for (size_t k = 0; b->bags && k < b->n; k++)
 			bs_value_clear(&b->bags[k]);
 		free(b->bags);
