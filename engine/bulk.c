@@ -744,46 +744,51 @@ static int by_id_then_pos(const void *a, const void *b, void *ids)
 }
 
 /* "DELETE ...;" of shard sb's batch intent, taking effect only if every
- * entity of the batch is still the version written (the versions this
- * writer knows it wrote, joined on the rows as they are now: a newer
- * write, or a delete, leaves its entity out of the count) and the shard
- * still owns every bucket of them (after a cut-over its copy says nothing
- * of the new owner's writes). The versions are a table value constructor
- * joined by key: 250 entities' check costs the server a third less than a
- * GROUP_CONCAT of them compared as text did. Its reads take shared locks;
- * a writer holding one makes it give up after a second, the intent left
- * to the repair loop. */
+ * entity of the batch is still the version written (BS__BATCH_SQL read
+ * again, beside the same text made from the versions this writer knows it
+ * wrote: a newer write, or a delete, changes it) and the shard still owns
+ * every bucket of them (after a cut-over its copy says nothing of the new
+ * owner's writes). Its reads take shared locks; a writer holding one
+ * makes it give up after a second, the intent left to the repair loop. */
 static void removal_sql(bs_buf_t *b, const bulk_t *u, const shard_batch_t *sb)
 {
 	int *buckets = malloc(sb->len * sizeof *buckets);
-	if (!buckets) {
+	size_t *order = malloc(sb->len * sizeof *order);
+	if (!buckets || !order) {
+		free(buckets);
+		free(order);
 		b->oom = true; /* nothing is sent: the intent stays */
 		return;
 	}
-	for (size_t j = 0; j < sb->len; j++)
-		buckets[j] = bs_route_id(&u->ids[sb->idx[j]], u->st->map.buckets);
-	size_t m = uniq_buckets(buckets, sb->len);
-	bs__buf_puts(b, "SET STATEMENT innodb_lock_wait_timeout=1 FOR DELETE FROM bagstore_batch_intents WHERE token=");
-	bs__buf_hex(b, sb->token, strlen(sb->token));
-	/* a round names an id once: the count is the batch's when every one
-	 * of them is the version written */
-	bs__buf_puts(b, " AND (WITH v(i,u) AS (VALUES ");
 	for (size_t j = 0; j < sb->len; j++) {
-		size_t k = sb->idx[j];
-		bs__buf_puts(b, j ? ",(" : "(");
-		bs__buf_hex(b, u->ids[k].b, 16);
-		bs__buf_puts(b, ",");
-		bs__buf_unix_us(b, u->ver[k]);
-		bs__buf_puts(b, ")");
+		buckets[j] = bs_route_id(&u->ids[sb->idx[j]], u->st->map.buckets);
+		order[j] = sb->idx[j];
 	}
-	bs__buf_puts(b, ") SELECT COUNT(*) FROM v JOIN entities e ON e.id=v.i AND UNIX_TIMESTAMP(e.updated)=v.u)=");
-	bs__buf_uint(b, (unsigned long long)sb->len);
-	bs__buf_puts(b, " AND (SELECT COUNT(*) FROM bagstore_buckets WHERE state IN " BS__OWNING_SQL " AND bucket IN ");
+	size_t m = uniq_buckets(buckets, sb->len);
+	/* the bags in id order, as GROUP_CONCAT's ORDER BY id (once in a round) */
+	qsort_r(order, sb->len, sizeof *order, by_id_then_pos, (void *)u->ids);
+	/* room for the text of every entity: one cut short would never equal
+	 * the writer's, and the intent could not go */
+	bs__buf_puts(b, "SET STATEMENT innodb_lock_wait_timeout=1,group_concat_max_len=");
+	bs__buf_uint(b, (unsigned long long)sb->len * BS__BATCH_BYTES + 1024);
+	bs__buf_puts(b, " FOR DELETE FROM bagstore_batch_intents WHERE token=");
+	bs__buf_hex(b, sb->token, strlen(sb->token));
+	bs__buf_puts(b, " AND (SELECT " BS__BATCH_SQL " FROM entities WHERE id IN (");
+	id_lits(b, u, sb);
+	bs__buf_puts(b, "))='");
+	for (size_t r = 0; r < sb->len; r++) {
+		bs__buf_puts(b, r ? "," : "");
+		bs__buf_hexu(b, u->ids[order[r]].b, 16);
+		bs__buf_puts(b, " ");
+		bs__buf_unix_us(b, u->ver[order[r]]);
+	}
+	bs__buf_puts(b, "' AND (SELECT COUNT(*) FROM bagstore_buckets WHERE state IN " BS__OWNING_SQL " AND bucket IN ");
 	bucket_list(b, buckets, m);
 	bs__buf_puts(b, ")=");
 	bs__buf_uint(b, (unsigned)m);
 	bs__buf_puts(b, ";");
 	free(buckets);
+	free(order);
 }
 
 /* Step 3, sent without waiting: each shard's batch intent goes if its

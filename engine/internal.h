@@ -548,10 +548,16 @@ static inline bool bs__owns(uint8_t state)
 #define BS__OWNING_SQL "('owned','leaving')"
 /* A bulk put's intent (bulk.c) is one token per shard and batch in
  * bagstore_batch_intents, its ids in parts of at most BS__BATCH_PART (the
- * repair loop, repair.c, settles a part at a time). The writer removes it
- * only while every one of those entities is the version the batch wrote
- * (bulk.c, removal_sql). */
+ * repair loop, repair.c, settles a part at a time). It goes only while
+ * every one of those entities is the version the batch wrote: this
+ * expression read again, beside the same text the writer makes from the
+ * versions it knows it wrote ("HEX ts" in id order, joined by ','). */
 #define BS__BATCH_PART 500
+#define BS__BATCH_SQL "GROUP_CONCAT(HEX(id),' ',UNIX_TIMESTAMP(updated) ORDER BY id SEPARATOR ',')"
+/* Its text's bytes per entity, at most: 32 + 1 + 17 (until 2286) + 1, with
+ * room; the removal's group_concat_max_len is set to fit (a text cut
+ * short would never equal the writer's, and the intent could not go). */
+#define BS__BATCH_BYTES 64
 /* Seconds a write waits for a bucket's ownership row (LOCK IN SHARE MODE
  * WAIT): a move's cut-over holds it at most cleaner.max_fence (1 s by
  * default). Writers (entity.c, bulk.c), the move log's batches (drift.c)
