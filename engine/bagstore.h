@@ -478,9 +478,11 @@ int bs_put_many(bs_store_t *st, const bs_value_t *bags, size_t n, bs_id_t *ids, 
  * while one is written (the client's CPU and the servers' work overlap):
  * bs_encode_many encodes bags[n] (MessagePack, deflate) and fills ids[n]
  * (the caller's); it touches no store, and may run on any thread. It
- * fails only for memory: a bag refused on input (no id, cannot be
- * encoded) is bs_put_encoded's answer, after it has written the bags
- * before it. bags and ids must stay until the batch is written. */
+ * fails (BS_ENOMEM, *out NULL) only when the batch itself cannot be
+ * held: a bag refused on input (no id, cannot be encoded, memory for its
+ * body) is bs_put_encoded's answer, as bs_put_many's, after it has
+ * written the bags before it. bags and ids must stay until the batch is
+ * written; bs_put_encoded refuses a NULL batch (BS_EINVAL). */
 typedef struct bs_encoded bs_encoded_t;
 int bs_encode_many(bs_encoded_t **out, const bs_value_t *bags, size_t n, bs_id_t *ids);
 int bs_put_encoded(bs_store_t *st, const bs_encoded_t *enc, bool *written);

@@ -1108,6 +1108,8 @@ done:
 
 int bs_put_encoded(bs_store_t *st, const bs_encoded_t *e, bool *written)
 {
+	if (!e)
+		return bs_error(BS_EINVAL, "no encoded batch");
 	if (written)
 		memset(written, 0, e->n * sizeof *written);
 	if (st->cfg->read_only)

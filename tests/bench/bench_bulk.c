@@ -23,9 +23,11 @@
  * Each load also prints the CPU it cost per entity: the shards' servers
  * (from /proc, when they run on this host) and this process (its threads
  * included). On a 2-core host the servers and the client share the cores,
- * so the CPU, not the wall time, says where a load's cost went. The loads
- * run in a different order each run (the floor first, then last), so that
- * no figure always follows the same one's after-effects.
+ * so the CPU, not the wall time, says where a load's cost went; it is read
+ * around each load's timed part only (not the tables emptied, nor the
+ * index made, before it). The loads run in one order in even runs and
+ * the reverse in odd ones, so that no figure always follows the same
+ * one's after-effects.
  *
  * Usage: bench_bulk CONFIG [N] [RUNS]   (fresh, empty shards; N entities,
  * default 100000; RUNS repetitions of each figure, default 3: the median
@@ -122,6 +124,52 @@ typedef struct {
 	char *q;
 } bench_t;
 
+typedef struct {
+	double secs, srv_us, cli_us; /* CPU per entity: the servers', this process's */
+} cost_t;
+
+/* The shards' servers, each once (0: not known), and the load being
+ * measured: tick() and tock() bracket its timed part only, not the
+ * tables emptied or the index made before it. */
+static long server_pid[64];
+static int nservers;
+static cost_t *measuring;
+static int measuring_n;
+static double cpu_srv0, cpu_me0;
+
+static double servers_cpu(void)
+{
+	return cpu_of_all(server_pid, nservers);
+}
+
+/* The CPU of this process's ended children (`bagstore put`), seconds. */
+static double children_cpu(void)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_CHILDREN, &ru))
+		return 0;
+	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+	       ru.ru_stime.tv_usec / 1e6;
+}
+
+static double tick(void)
+{
+	cpu_srv0 = servers_cpu();
+	cpu_me0 = cpu_of((long)getpid()) + children_cpu();
+	return now();
+}
+
+static double tock(double t0)
+{
+	double t = now() - t0;
+	if (measuring) {
+		measuring->secs = t;
+		measuring->srv_us = (servers_cpu() - cpu_srv0) * 1e6 / measuring_n;
+		measuring->cli_us = (cpu_of((long)getpid()) + children_cpu() - cpu_me0) * 1e6 / measuring_n;
+	}
+	return t;
+}
+
 /* Each shard's statement (rows[s] > 0) sent, then every answer read. */
 static void send_all(bench_t *b, char **sql, const size_t *len, const int *rows)
 {
@@ -155,7 +203,7 @@ static double floor_load(bench_t *b, const bs_prop_t *ix)
 	int *rows = calloc(ns, sizeof *rows);
 	for (int s = 0; s < b->nshards; s++)
 		sql[s] = malloc(cap / ns * 2 + 1024 * BATCH);
-	double t0 = now();
+	double t0 = tick();
 	for (int from = 0; from < b->n; from += BATCH) {
 		int to = from + BATCH < b->n ? from + BATCH : b->n;
 		for (int s = 0; s < b->nshards; s++) {
@@ -192,7 +240,7 @@ static double floor_load(bench_t *b, const bs_prop_t *ix)
 		}
 		send_all(b, sql, len, rows);
 	}
-	double t = now() - t0;
+	double t = tock(t0);
 	for (int s = 0; s < b->nshards; s++)
 		free(sql[s]);
 	free(sql);
@@ -223,7 +271,7 @@ static double put_many(bench_t *b, bs_store_t *st, bool ahead)
 {
 	bool *written = calloc(BATCH, sizeof *written);
 	bs_id_t *ids = calloc((size_t)b->n, sizeof *ids);
-	double t0 = now();
+	double t0 = tick();
 	ahead_t next = { b->bags, (size_t)(b->n < BATCH ? b->n : BATCH), ids, NULL };
 	if (ahead)
 		encode_ahead(&next);
@@ -237,8 +285,10 @@ static double put_many(bench_t *b, bs_store_t *st, bool ahead)
 		bs_encoded_t *cur = next.enc;
 		pthread_t t;
 		bool more = from + k < b->n;
-		if (!cur)
-			die("encode");
+		if (!cur) {
+			fprintf(stderr, "bench_bulk: a batch could not be encoded (out of memory)\n");
+			exit(1);
+		}
 		if (more) {
 			int k2 = from + k + BATCH < b->n ? BATCH : b->n - from - k;
 			next = (ahead_t){ b->bags + from + k, (size_t)k2, ids + from + k, NULL };
@@ -251,7 +301,7 @@ static double put_many(bench_t *b, bs_store_t *st, bool ahead)
 		if (more)
 			pthread_join(t, NULL);
 	}
-	double t = now() - t0;
+	double t = tock(t0);
 	free(written);
 	free(ids);
 	return t;
@@ -385,26 +435,8 @@ static void cli_setup(bench_t *b, const char *argv0, const char *config)
 		die("JSON Lines file");
 }
 
-/* The CPU of this process's ended children (the command), seconds. */
-static double children_cpu(void)
-{
-	struct rusage ru;
-	if (getrusage(RUSAGE_CHILDREN, &ru))
-		return 0;
-	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-	       ru.ru_stime.tv_usec / 1e6;
-}
 
-typedef struct {
-	double secs, srv_us, cli_us; /* CPU per entity: the servers', this process's */
-} cost_t;
 
-static long server_pid[64];
-
-static double servers_cpu(int n)
-{
-	return cpu_of_all(server_pid, n < 64 ? n : 64);
-}
 
 static double load(bench_t *b, bs_store_t *st, const bs_index_t *def, int l)
 {
@@ -417,12 +449,12 @@ static double load(bench_t *b, bs_store_t *st, const bs_index_t *def, int l)
 	if (l == PUT || l == PUTB)
 		return put_many(b, st, l == PUTB);
 	if (l == CLI) {
-		double t0 = now();
+		double t0 = tick();
 		if (system(cli_cmd) != 0) {
 			fprintf(stderr, "bench_bulk: %s failed\n", cli_cmd);
 			exit(1);
 		}
-		return now() - t0;
+		return tock(t0);
 	}
 	/* one index maintained (ready: created on an empty store) */
 	bs_index_drop(st, def->name);
@@ -492,18 +524,23 @@ int main(int argc, char **argv)
 	bs_index_t def;
 	if (bs_index_parse(&def, "index_group", "group:int", "group"))
 		die("index parse");
-	for (int s = 0; s < cfg->nshards && s < 64; s++)
-		server_pid[s] = server_pid_of(b.raw[s]);
+	for (int s = 0; s < cfg->nshards && nservers < 64; s++) {
+		long pid = server_pid_of(b.raw[s]);
+		bool seen = false;
+		for (int k = 0; k < nservers; k++)
+			seen |= server_pid[k] == pid;
+		if (pid > 0 && !seen)
+			server_pid[nservers++] = pid;
+	}
+	measuring_n = n;
 	for (int r = 0; r < runs; r++) {
-		/* the floors first in even runs, last in odd ones */
+		/* the loads in one order in even runs, the reverse in odd ones */
 		for (int i = 0; i < LOADS; i++) {
-			int l = r % 2 ? (i + LOADS / 2) % LOADS : i;
-			cost_t *c = &cost[l][r];
-			double c0 = servers_cpu(cfg->nshards), m0 = cpu_of((long)getpid()) + children_cpu();
-			c->secs = load(&b, st, &def, l);
-			c->srv_us = (servers_cpu(cfg->nshards) - c0) * 1e6 / n;
-			c->cli_us = (cpu_of((long)getpid()) + children_cpu() - m0) * 1e6 / n;
+			int l = r % 2 ? LOADS - 1 - i : i;
+			measuring = &cost[l][r];
+			load(&b, st, &def, l);
 		}
+		measuring = NULL;
 		fl[r] = cost[FLOOR][r].secs;
 		fli[r] = cost[FLOOR_IX][r].secs;
 		p0[r] = cost[PUT][r].secs;
@@ -523,7 +560,7 @@ int main(int argc, char **argv)
 	show("encoded ahead, no index (bs_encode_many", b0, runs, n);
 	show("encoded ahead, one index  while one is written)", b1, runs, n);
 	show("bagstore put of JSON Lines, no index", cl, runs, n);
-	if (servers_cpu(cfg->nshards) > 0) {
+	if (nservers > 0) {
 		printf("\nCPU per entity, medians (us; the servers' summed, and this client's threads):\n");
 		for (int l = 0; l < LOADS; l++)
 			printf("  %-46s servers %6.1f   client %6.1f\n", load_name[l],
@@ -547,7 +584,7 @@ int main(int argc, char **argv)
 	       mf / median(b1, runs));
 	printf("  encoded ahead, one index / floor with index rows: %.2fx\n", median(fli, runs) / median(b1, runs));
 	printf("  bagstore put, no index   / floor              : %.2fx\n", mf / median(cl, runs));
-	if (servers_cpu(cfg->nshards) > 0) {
+	if (nservers > 0) {
 		double f0 = median_of(cost, FLOOR, runs, offsetof(cost_t, srv_us));
 		double f1 = median_of(cost, FLOOR_IX, runs, offsetof(cost_t, srv_us));
 		printf("  servers' CPU an entity, no index  / floor    : %.2fx\n",

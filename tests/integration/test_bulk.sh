@@ -44,6 +44,17 @@ t_contains "$T_ERR" "bad.jsonl:524" "names FILE:LINE"
 t_eq "$(printf '%s\n' "$T_OUT" | grep -c .)" 523 "523 ids printed"
 t_eq "$( (t_sql 0 "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%0000000C0001'"; t_sql 1 "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%0000000C0001'") | awk '{ n += $1 } END { print n }')" 523 \
 	"the 523 lines before it stored, none after"
+# a line that parses but whose bag is refused when encoded (an id that is
+# not 16 bytes), in the third batch of two, encoded while the second is
+# written: the lines before it stored, it and the rest not
+python3 -c 'import json
+for i in range(7):
+    print(json.dumps({"id": "not an id" if i == 5 else {"$uuid": "%08x-0000-4000-8000-0000000f0001" % i}, "g": 1}))' >"$T/refused.jsonl"
+t_exit 2 "a bag refused when encoded stops the load" -- "$B" -c "$C" put --batch 2 "$T/refused.jsonl"
+t_contains "$T_ERR" "refused.jsonl:6: entity 2 of the batch" "names FILE:LINE and the bag in its batch"
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c .)" 5 "5 ids printed"
+t_eq "$( (t_sql 0 "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%0000000F0001'"; t_sql 1 "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%0000000F0001'") | awk '{ n += $1 } END { print n }')" 5 \
+	"the 5 lines before it stored, none after"
 # a line cut short (LF, then CRLF): named by its line and column, the
 # line before it stored
 printf '{"id":{"$uuid":"00000001-0000-4000-8000-0000000e0001"},"g":3}\n{"g":\n{"g":4}\n' >"$T/cut.jsonl"

@@ -675,7 +675,7 @@ static void test_bulk_encoded(bs_store_t *st)
 	encode_ahead(&a);
 	for (int b = 0; b < B; b++) {
 		bs_encoded_t *cur = a.enc;
-		CHECK(a.rc == 0 && cur, "batch %d encoded: %s", b, bs_last_error());
+		CHECK(a.rc == 0 && cur, "batch %d encoded (%d, on the thread that encoded it)", b, a.rc);
 		pthread_t t;
 		bool more = false;
 		if (b + 1 < B) {
@@ -728,6 +728,7 @@ static void test_bulk_encoded(bs_store_t *st)
 	CHECK_OK(bs_encode_many(&e, bags[0], 0, ids[0]));
 	CHECK_OK(e ? bs_put_encoded(st, e, written) : -1);
 	bs_encoded_free(e);
+	CHECK_ERR(bs_put_encoded(st, NULL, written), BS_EINVAL);
 }
 
 int main(void)

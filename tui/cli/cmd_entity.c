@@ -263,14 +263,17 @@ static int put_flush(put_state_t *ps)
 	put_batch_t *b = &ps->buf[ps->cur];
 	/* encoded while the batch before it is written (that one's error,
 	 * if any, is this call's) */
-	char msg[1024];
+	char msg[1024], where[4096];
 	int rc = b->n ? bs_encode_many(&b->enc, b->bags, b->n, b->ids) : 0;
 	snprintf(msg, sizeof msg, "%s", rc < 0 ? bs_last_error() : "");
 	int wrc = put_wait(ps);
-	if (wrc < 0)
+	if (wrc < 0) {
 		rc = wrc;
-	else if (rc < 0)
+	} else if (rc < 0) {
 		bs_error(rc, "%s", msg);
+		snprintf(where, sizeof where, "%s:%ld-%ld", ps->name, b->lines[0], b->lines[b->n - 1]);
+		rc = error_at(rc, where);
+	}
 	if (rc < 0) { /* the batch in hand is dropped: the put stops */
 		bs_encoded_free(b->enc);
 		b->enc = NULL;
