@@ -887,17 +887,22 @@ static int batch_of(const bulk_t *u, size_t k)
 }
 
 /* One round's entities through steps 1 to 3, their shards' refusals sent
- * again (the map read again) a few times. */
+ * again (the map read again) a few times, whatever the other shards did:
+ * a shard that failed wrote none of its entities, and its error is the
+ * round's once the refused ones have gone where their buckets are. */
 static int write_round(bulk_t *u, size_t *round, size_t nround)
 {
 	bs_store_t *st = u->st;
-	int rc = 0;
+	int rc = 0, failed = 0;
+	char failed_msg[1024] = "";
 	for (int hop = 0; nround; hop++) {
 		/* a shard that failed wrote nothing of this round; the others
 		 * committed: their index rows are written all the same */
 		int erc = write_entities(u);
-		char emsg[1024];
-		snprintf(emsg, sizeof emsg, "%s", bs_last_error());
+		if (erc && !failed) {
+			failed = erc;
+			snprintf(failed_msg, sizeof failed_msg, "%s", bs_last_error());
+		}
 		size_t again = 0;
 		for (size_t j = 0; j < nround; j++) {
 			int s = batch_of(u, round[j]);
@@ -910,12 +915,12 @@ static int write_round(bulk_t *u, size_t *round, size_t nround)
 				bs__fault_after_entity(&u->ids[round[j]]);
 		int rrc = u->maintained ? write_rows(u, round, nround) : 0;
 		settle(u, rrc == 0);
-		if (erc)
-			return bs_error(erc, "%s", emsg);
 		if ((rc = rrc) || !again)
-			return rc;
-		if (hop == 8)
-			return bs_error(BS_EUNREACHABLE, "%zu entities' buckets kept moving: not written", again);
+			break;
+		if (hop == 8) {
+			rc = bs_error(BS_EUNREACHABLE, "%zu entities' buckets kept moving: not written", again);
+			break;
+		}
 		size_t m = 0; /* the refused ones, again */
 		for (size_t j = 0; j < nround; j++) {
 			int s = batch_of(u, round[j]);
@@ -927,18 +932,23 @@ static int write_round(bulk_t *u, size_t *round, size_t nround)
 		for (int s = 0; s < st->n && !rc; s++)
 			if (u->sb[s].refused) {
 				int *bk = malloc((u->sb[s].len ? u->sb[s].len : 1) * sizeof *bk);
-				if (!bk)
-					return bs__oom();
+				if (!bk) {
+					rc = bs__oom();
+					break;
+				}
 				for (size_t j = 0; j < u->sb[s].len; j++)
 					bk[j] = bs_route_id(&u->ids[u->sb[s].idx[j]], st->map.buckets);
 				rc = bs__map_learn(st, s, bk, (int)u->sb[s].len);
 				free(bk);
 			}
+		if (rc)
+			break;
 		hop_wait(hop);
-		if (rc || (rc = plan_list(u, round, nround)))
-			return rc;
+		if ((rc = plan_list(u, round, nround)))
+			break;
 	}
-	return rc;
+	/* the first failed shard's error before what came after it */
+	return failed ? bs_error(failed, "%s", failed_msg) : rc;
 }
 
 /* Encoding (MessagePack, then deflate) is most of a bulk put's own CPU:

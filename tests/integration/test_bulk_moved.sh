@@ -1,0 +1,83 @@
+#!/bin/sh
+# test_bulk_moved.sh - a bulk put whose batch meets a shard that refuses
+# (the bucket of one of its entities moved away: `gone` there, owned by a
+# third shard, while the writer's map still names the first) and another
+# shard that fails (paused). The refused entity must follow its bucket to
+# the shard that owns it now and be written there; the failed shard's is
+# reported not written, naming that shard. (Before, the round stopped at
+# the failed shard's error, and the refused entity, which could have been
+# written, was reported not written.) Three shards: the two test shards and
+# one of its own (shard 0's port + 2, under t_servers bulk-moved).
+. tests/lib.sh
+T=$(t_tmp)
+B=$BAGSTORE
+P0=$(t_port 0)
+P1=$(t_port 1)
+XP=$((P0 + 2))
+XD=$(t_servers bulk-moved)
+T_TIMEOUT=180
+
+stop_all() {
+	sh "$SHARDS_SH" resume s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
+	sh "$SHARDS_SH" stop --dir "$XD" >/dev/null 2>&1
+}
+trap stop_all EXIT
+trap 'stop_all; exit 130' INT TERM
+start_extra() {
+	for try in 1 2 3 4 5 6; do
+		sh "$SHARDS_SH" start --count 1 --port "$XP" --dir "$XD" >"$T/extra.log" 2>&1 && return 0
+		sleep 10
+	done
+	cat "$T/extra.log"
+	return 1
+}
+t_exit 0 "a third shard" -- start_extra
+[ "$T_FAILED" = 0 ] || t_done test_bulk_moved
+t_exit 0 "reset it" -- sh "$SHARDS_SH" reset --count 1 --dir "$XD"
+C=$T/c3.yaml
+{
+	echo "shards:"
+	echo "  - {name: s0, host: 127.0.0.1, port: $P0, database: bagstore, user: root}"
+	echo "  - {name: s1, host: 127.0.0.1, port: $P1, database: bagstore, user: root}"
+	echo "  - {name: s2, host: 127.0.0.1, port: $XP, database: bagstore, user: root}"
+	# short timeouts: the paused shard is given up on quickly
+	echo "timeouts: {connect: 1, read: 2, write: 2}"
+	echo "catalog_ttl: 1"
+} >"$C"
+q() {
+	case $1 in 0) p=$P0 ;; 1) p=$P1 ;; 2) p=$XP ;; esac
+	timeout 30 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$p" -u root -N -B bagstore -e "$2"
+}
+t_exit 0 "init, three shards" -- "$B" -c "$C" init
+nb=$(q 0 "SELECT buckets FROM bagstore_map ORDER BY version DESC LIMIT 1")
+t_eq "$nb" 6144 "a new map of three shards has 6144 buckets, s(b mod 3) owning b"
+uuid() { printf '%s' "$1" | sed 's/^\(........\)\(....\)\(....\)\(....\)/\1-\2-\3-\4-/'; }
+bucket() { python3 -c "print(int('$1', 16) % $nb)"; }
+# A: on s0 by the map, its bucket moved to s2 (gone on s0, owned on s2, the
+# map not yet published, as a cut-over leaves it for a moment); Z: on s1
+A=
+for n in 1 2 3 4 5 6 7 8 9; do
+	id=$(printf '1eaf0006000040008000000000%06x' "$n")
+	[ "$(($(bucket "$id") % 3))" = 0 ] && { A=$id; break; }
+done
+Z=
+for n in 11 12 13 14 15 16 17 18 19; do
+	id=$(printf '1eaf0006000040008000000000%06x' "$n")
+	[ "$(($(bucket "$id") % 3))" = 1 ] && { Z=$id; break; }
+done
+t_eq "$([ -n "$A" ] && [ -n "$Z" ] && echo found)" found "ids on s0 and on s1"
+b=$(bucket "$A")
+q 0 "UPDATE bagstore_buckets SET state='gone', peer='s2' WHERE bucket=$b"
+q 2 "INSERT INTO bagstore_buckets (bucket, state) VALUES ($b, 'owned') ON DUPLICATE KEY UPDATE state='owned', peer=''"
+printf '{"id":{"$uuid":"%s"},"g":1}\n{"id":{"$uuid":"%s"},"g":2}\n' "$(uuid "$A")" "$(uuid "$Z")" >"$T/two.jsonl"
+
+t_exit 0 "pause s1" -- sh "$SHARDS_SH" pause s1 --dir "$SHARDS_DIR"
+t_exit 1 "a batch with an entity on s1 (paused) fails" -- "$B" -c "$C" put --batch 10 "$T/two.jsonl"
+t_contains "$T_ERR" "s1" "the error names s1"
+t_contains "$T_OUT" "$A" "the refused entity, sent where its bucket went, is reported written"
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c "$Z")" 0 "s1's entity is not reported written"
+t_eq "$(q 2 "SELECT COUNT(*) FROM entities WHERE id=X'$A'")" 1 "the refused entity is on s2, its bucket's owner"
+t_eq "$(q 0 "SELECT COUNT(*) FROM entities WHERE id=X'$A'")" 0 "and not on s0, which refused it"
+t_exit 0 "resume s1" -- sh "$SHARDS_SH" resume s1 --dir "$SHARDS_DIR"
+t_eq "$(q 1 "SELECT COUNT(*) FROM entities WHERE id=X'$Z'")" 0 "s1's entity is not written"
+t_done test_bulk_moved
