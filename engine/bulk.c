@@ -886,16 +886,22 @@ static int batch_of(const bulk_t *u, size_t k)
 	return -1;
 }
 
+/* Hops a round's refused entities get once a shard has failed: each may
+ * wait for it again (a map read asks every shard). */
+#define HOPS_AFTER_FAILURE 2
+
 /* One round's entities through steps 1 to 3, their shards' refusals sent
  * again (the map read again) a few times, whatever the other shards did:
- * a shard that failed wrote none of its entities, and its error is the
- * round's once the refused ones have gone where their buckets are. */
+ * a shard that failed wrote none of its entities, index rows that failed
+ * leave their intents to the repair loop, and the refused entities still
+ * go where their buckets are; the first failure is the round's answer
+ * after that. */
 static int write_round(bulk_t *u, size_t *round, size_t nround)
 {
 	bs_store_t *st = u->st;
 	int rc = 0, failed = 0;
 	char failed_msg[1024] = "";
-	for (int hop = 0; nround; hop++) {
+	for (int hop = 0, left = 8; nround; hop++) {
 		/* a shard that failed wrote nothing of this round; the others
 		 * committed: their index rows are written all the same */
 		int erc = write_entities(u);
@@ -915,9 +921,15 @@ static int write_round(bulk_t *u, size_t *round, size_t nround)
 				bs__fault_after_entity(&u->ids[round[j]]);
 		int rrc = u->maintained ? write_rows(u, round, nround) : 0;
 		settle(u, rrc == 0);
-		if ((rc = rrc) || !again)
+		if (rrc && !failed) {
+			failed = rrc;
+			snprintf(failed_msg, sizeof failed_msg, "%s", bs_last_error());
+		}
+		if (!again)
 			break;
-		if (hop == 8) {
+		if (failed && left > HOPS_AFTER_FAILURE)
+			left = HOPS_AFTER_FAILURE;
+		if (!left--) {
 			rc = bs_error(BS_EUNREACHABLE, "%zu entities' buckets kept moving: not written", again);
 			break;
 		}
@@ -947,8 +959,15 @@ static int write_round(bulk_t *u, size_t *round, size_t nround)
 		if ((rc = plan_list(u, round, nround)))
 			break;
 	}
-	/* the first failed shard's error before what came after it */
-	return failed ? bs_error(failed, "%s", failed_msg) : rc;
+	if (!failed)
+		return rc;
+	/* the first failure first, and what came of the refused ones after */
+	if (rc) {
+		char then[512];
+		snprintf(then, sizeof then, "%s", bs_last_error());
+		return bs_error(failed, "%.500s; and then: %s", failed_msg, then);
+	}
+	return bs_error(failed, "%s", failed_msg);
 }
 
 /* Encoding (MessagePack, then deflate) is most of a bulk put's own CPU:

@@ -6,8 +6,10 @@
 # the shard that owns it now and be written there; the failed shard's is
 # reported not written, naming that shard. (Before, the round stopped at
 # the failed shard's error, and the refused entity, which could have been
-# written, was reported not written.) Three shards: the two test shards and
-# one of its own (shard 0's port + 2, under t_servers bulk-moved).
+# written, was reported not written.) Without an index, and with one whose
+# rows fail on the paused shard too; the repair loop then settles what the
+# failure left. Three shards: the two test shards and one of its own
+# (shard 0's port + 2, under t_servers bulk-moved).
 . tests/lib.sh
 T=$(t_tmp)
 B=$BAGSTORE
@@ -80,4 +82,53 @@ t_eq "$(q 2 "SELECT COUNT(*) FROM entities WHERE id=X'$A'")" 1 "the refused enti
 t_eq "$(q 0 "SELECT COUNT(*) FROM entities WHERE id=X'$A'")" 0 "and not on s0, which refused it"
 t_exit 0 "resume s1" -- sh "$SHARDS_SH" resume s1 --dir "$SHARDS_DIR"
 t_eq "$(q 1 "SELECT COUNT(*) FROM entities WHERE id=X'$Z'")" 0 "s1's entity is not written"
+# the map as it was (no move published the bucket's new owner: readers
+# would find its buckets moving for ever), A gone with it
+undo_move() { # $1: the bucket, $2: the entity
+	q 2 "DELETE FROM entities WHERE id=X'$2'"
+	q 2 "DELETE FROM bagstore_buckets WHERE bucket=$1"
+	q 0 "UPDATE bagstore_buckets SET state='owned', peer='' WHERE bucket=$1"
+}
+undo_move "$b" "$A"
+
+# With an index on g (an int's row lives in the bucket of its residue: g=0
+# on s0, g=1 on s1): W, on s2 and written there at once, has its index row
+# on s1, paused, so the first round's index rows fail too; A2 (on s0 by
+# the map, its bucket moved to s2: s0 refuses) must still follow its
+# bucket, its row (g=0) on s0; Z2 on s1 fails. Once s1 is back the repair
+# loop makes W's row, and verify is clean.
+t_exit 0 "an index on g" -- "$B" -c "$C" index create ix_g --on g:int --shard-on g
+t_exit 0 "the cleaner makes it ready" -- "$B" -c "$C" cleaner --once
+pick() { # $1: the residue mod 3 wanted, $2: the first n tried; the bucket not $3
+	for n in $(seq "$2" $(($2 + 30))); do
+		id=$(printf '1eaf0007000040008000000000%06x' "$n")
+		bk=$(bucket "$id")
+		[ "$((bk % 3))" = "$1" ] && [ "$bk" != "$3" ] && { echo "$id"; return; }
+	done
+}
+A2=$(pick 0 1 "$b")
+b2=$(bucket "$A2")
+W=$(pick 2 40 -1)
+Z2=$(pick 1 80 -1)
+t_eq "$([ -n "$A2" ] && [ -n "$W" ] && [ -n "$Z2" ] && echo found)" found "ids for the index case"
+q 0 "UPDATE bagstore_buckets SET state='gone', peer='s2' WHERE bucket=$b2"
+q 2 "INSERT INTO bagstore_buckets (bucket, state) VALUES ($b2, 'owned') ON DUPLICATE KEY UPDATE state='owned', peer=''"
+printf '{"id":{"$uuid":"%s"},"g":1}\n{"id":{"$uuid":"%s"},"g":0}\n{"id":{"$uuid":"%s"},"g":0}\n' \
+	"$(uuid "$W")" "$(uuid "$A2")" "$(uuid "$Z2")" >"$T/three.jsonl"
+t_exit 0 "pause s1 again" -- sh "$SHARDS_SH" pause s1 --dir "$SHARDS_DIR"
+t_exit 1 "one index: the batch fails (s1 paused: an entity, an index row)" -- \
+	"$B" -c "$C" put --batch 10 "$T/three.jsonl"
+t_contains "$T_ERR" "s1" "one index: the error names s1"
+t_contains "$T_OUT" "$W" "one index: W, written on s2, is reported written"
+t_contains "$T_OUT" "$A2" "one index: the refused entity, sent where its bucket went, is reported written"
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c "$Z2")" 0 "one index: s1's entity is not reported written"
+t_eq "$(q 2 "SELECT COUNT(*) FROM entities WHERE id=X'$A2'")" 1 "one index: the refused entity is on s2"
+t_eq "$(q 0 "SELECT COUNT(*) FROM ix_g WHERE entity_id=X'$A2'")" 1 "one index: and its row on s0"
+t_exit 0 "resume s1 again" -- sh "$SHARDS_SH" resume s1 --dir "$SHARDS_DIR"
+t_eq "$(q 1 "SELECT COUNT(*) FROM entities WHERE id=X'$Z2'")" 0 "one index: s1's entity is not written"
+undo_move "$b2" "$A2"
+q 0 "DELETE FROM ix_g WHERE entity_id=X'$A2'"
+t_exit 0 "the repair loop settles what the failure left" -- "$B" -c "$C" cleaner --once
+t_eq "$(q 1 "SELECT COUNT(*) FROM ix_g WHERE entity_id=X'$W'")" 1 "one index: W's row is on s1 now"
+t_exit 0 "verify: clean" -- "$B" -c "$C" verify
 t_done test_bulk_moved
