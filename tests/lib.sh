@@ -92,6 +92,18 @@ t_servers() {
 	echo "$_t_d.$1"
 }
 
+# t_start_servers COUNT PORT DIR: COUNT servers of a test's own on PORT...
+# under DIR (t_servers), tried six times 10 s apart (a port a stopping
+# server of another test still holds); its output shown when it fails.
+t_start_servers() {
+	for _t_try in 1 2 3 4 5 6; do
+		sh "$SHARDS_SH" start --count "$1" --port "$2" --dir "$3" >"$T_TMPDIR/servers.log" 2>&1 && return 0
+		sleep 10
+	done
+	cat "$T_TMPDIR/servers.log"
+	return 1
+}
+
 t_ok() {
 	T_PASSED=$((T_PASSED + 1))
 	[ "${T_VERBOSE:-0}" = 1 ] && echo "ok: $1"

@@ -25,15 +25,7 @@ stop_all() {
 }
 trap stop_all EXIT
 trap 'stop_all; exit 130' INT TERM
-start_extra() {
-	for try in 1 2 3 4 5 6; do
-		sh "$SHARDS_SH" start --count 1 --port "$XP" --dir "$XD" >"$T/extra.log" 2>&1 && return 0
-		sleep 10
-	done
-	cat "$T/extra.log"
-	return 1
-}
-t_exit 0 "a third shard" -- start_extra
+t_exit 0 "a third shard" -- t_start_servers 1 "$XP" "$XD"
 [ "$T_FAILED" = 0 ] || t_done test_bulk_moved
 t_exit 0 "reset it" -- sh "$SHARDS_SH" reset --count 1 --dir "$XD"
 C=$T/c3.yaml
@@ -55,40 +47,47 @@ nb=$(q 0 "SELECT buckets FROM bagstore_map ORDER BY version DESC LIMIT 1")
 t_eq "$nb" 6144 "a new map of three shards has 6144 buckets, s(b mod 3) owning b"
 uuid() { printf '%s' "$1" | sed 's/^\(........\)\(....\)\(....\)\(....\)/\1-\2-\3-\4-/'; }
 bucket() { python3 -c "print(int('$1', 16) % $nb)"; }
-# A: on s0 by the map, its bucket moved to s2 (gone on s0, owned on s2, the
-# map not yet published, as a cut-over leaves it for a moment); Z: on s1
-A=
-for n in 1 2 3 4 5 6 7 8 9; do
-	id=$(printf '1eaf0006000040008000000000%06x' "$n")
-	[ "$(($(bucket "$id") % 3))" = 0 ] && { A=$id; break; }
-done
-Z=
-for n in 11 12 13 14 15 16 17 18 19; do
-	id=$(printf '1eaf0006000040008000000000%06x' "$n")
-	[ "$(($(bucket "$id") % 3))" = 1 ] && { Z=$id; break; }
-done
+pick() { # $1: an id prefix, $2: the residue mod 3 wanted (its shard), $3: the first n tried; the bucket not $4
+	for n in $(seq "$3" $(($3 + 30))); do
+		id=$(printf '%s%06x' "$1" "$n")
+		bk=$(bucket "$id")
+		[ "$((bk % 3))" = "$2" ] && [ "$bk" != "$4" ] && { echo "$id"; return; }
+	done
+}
+# The bucket $1 moved from s0 to s2 (gone on s0, owned on s2, the map not
+# yet published, as a cut-over leaves it for a moment), and back: no move
+# published its new owner, so readers would find it moving for ever; the
+# entity $2 written there goes with it.
+move_bucket() {
+	q 0 "UPDATE bagstore_buckets SET state='gone', peer='s2' WHERE bucket=$1"
+	q 2 "INSERT INTO bagstore_buckets (bucket, state) VALUES ($1, 'owned') ON DUPLICATE KEY UPDATE state='owned', peer=''"
+}
+undo_move() {
+	q 2 "DELETE FROM entities WHERE id=X'$2'"
+	q 2 "DELETE FROM bagstore_buckets WHERE bucket=$1"
+	q 0 "UPDATE bagstore_buckets SET state='owned', peer='' WHERE bucket=$1"
+}
+# paused_put LABEL FILE: with s1 paused, the put of FILE fails, naming s1
+paused_put() {
+	t_exit 0 "pause s1$1" -- sh "$SHARDS_SH" pause s1 --dir "$SHARDS_DIR"
+	t_exit 1 "$2" -- "$B" -c "$C" put --batch 10 "$3"
+	t_contains "$T_ERR" "s1" "$4the error names s1"
+}
+# A: on s0 by the map, its bucket moved to s2; Z: on s1
+A=$(pick 1eaf0006000040008000000000 0 1 -1)
+Z=$(pick 1eaf0006000040008000000000 1 11 -1)
 t_eq "$([ -n "$A" ] && [ -n "$Z" ] && echo found)" found "ids on s0 and on s1"
 b=$(bucket "$A")
-q 0 "UPDATE bagstore_buckets SET state='gone', peer='s2' WHERE bucket=$b"
-q 2 "INSERT INTO bagstore_buckets (bucket, state) VALUES ($b, 'owned') ON DUPLICATE KEY UPDATE state='owned', peer=''"
+move_bucket "$b"
 printf '{"id":{"$uuid":"%s"},"g":1}\n{"id":{"$uuid":"%s"},"g":2}\n' "$(uuid "$A")" "$(uuid "$Z")" >"$T/two.jsonl"
 
-t_exit 0 "pause s1" -- sh "$SHARDS_SH" pause s1 --dir "$SHARDS_DIR"
-t_exit 1 "a batch with an entity on s1 (paused) fails" -- "$B" -c "$C" put --batch 10 "$T/two.jsonl"
-t_contains "$T_ERR" "s1" "the error names s1"
+paused_put "" "a batch with an entity on s1 (paused) fails" "$T/two.jsonl" ""
 t_contains "$T_OUT" "$A" "the refused entity, sent where its bucket went, is reported written"
 t_eq "$(printf '%s\n' "$T_OUT" | grep -c "$Z")" 0 "s1's entity is not reported written"
 t_eq "$(q 2 "SELECT COUNT(*) FROM entities WHERE id=X'$A'")" 1 "the refused entity is on s2, its bucket's owner"
 t_eq "$(q 0 "SELECT COUNT(*) FROM entities WHERE id=X'$A'")" 0 "and not on s0, which refused it"
 t_exit 0 "resume s1" -- sh "$SHARDS_SH" resume s1 --dir "$SHARDS_DIR"
 t_eq "$(q 1 "SELECT COUNT(*) FROM entities WHERE id=X'$Z'")" 0 "s1's entity is not written"
-# the map as it was (no move published the bucket's new owner: readers
-# would find its buckets moving for ever), A gone with it
-undo_move() { # $1: the bucket, $2: the entity
-	q 2 "DELETE FROM entities WHERE id=X'$2'"
-	q 2 "DELETE FROM bagstore_buckets WHERE bucket=$1"
-	q 0 "UPDATE bagstore_buckets SET state='owned', peer='' WHERE bucket=$1"
-}
 undo_move "$b" "$A"
 
 # With an index on g (an int's row lives in the bucket of its residue: g=0
@@ -99,26 +98,16 @@ undo_move "$b" "$A"
 # loop makes W's row, and verify is clean.
 t_exit 0 "an index on g" -- "$B" -c "$C" index create ix_g --on g:int --shard-on g
 t_exit 0 "the cleaner makes it ready" -- "$B" -c "$C" cleaner --once
-pick() { # $1: the residue mod 3 wanted, $2: the first n tried; the bucket not $3
-	for n in $(seq "$2" $(($2 + 30))); do
-		id=$(printf '1eaf0007000040008000000000%06x' "$n")
-		bk=$(bucket "$id")
-		[ "$((bk % 3))" = "$1" ] && [ "$bk" != "$3" ] && { echo "$id"; return; }
-	done
-}
-A2=$(pick 0 1 "$b")
+P7=1eaf0007000040008000000000
+A2=$(pick $P7 0 1 "$b")
 b2=$(bucket "$A2")
-W=$(pick 2 40 -1)
-Z2=$(pick 1 80 -1)
+W=$(pick $P7 2 40 -1)
+Z2=$(pick $P7 1 80 -1)
 t_eq "$([ -n "$A2" ] && [ -n "$W" ] && [ -n "$Z2" ] && echo found)" found "ids for the index case"
-q 0 "UPDATE bagstore_buckets SET state='gone', peer='s2' WHERE bucket=$b2"
-q 2 "INSERT INTO bagstore_buckets (bucket, state) VALUES ($b2, 'owned') ON DUPLICATE KEY UPDATE state='owned', peer=''"
+move_bucket "$b2"
 printf '{"id":{"$uuid":"%s"},"g":1}\n{"id":{"$uuid":"%s"},"g":0}\n{"id":{"$uuid":"%s"},"g":0}\n' \
 	"$(uuid "$W")" "$(uuid "$A2")" "$(uuid "$Z2")" >"$T/three.jsonl"
-t_exit 0 "pause s1 again" -- sh "$SHARDS_SH" pause s1 --dir "$SHARDS_DIR"
-t_exit 1 "one index: the batch fails (s1 paused: an entity, an index row)" -- \
-	"$B" -c "$C" put --batch 10 "$T/three.jsonl"
-t_contains "$T_ERR" "s1" "one index: the error names s1"
+paused_put " again" "one index: the batch fails (s1 paused: an entity, an index row)" "$T/three.jsonl" "one index: "
 t_contains "$T_OUT" "$W" "one index: W, written on s2, is reported written"
 t_contains "$T_OUT" "$A2" "one index: the refused entity, sent where its bucket went, is reported written"
 t_eq "$(printf '%s\n' "$T_OUT" | grep -c "$Z2")" 0 "one index: s1's entity is not reported written"

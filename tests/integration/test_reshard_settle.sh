@@ -25,15 +25,7 @@ T_TIMEOUT=240
 stop_all() { sh "$SHARDS_SH" stop --dir "$XD" >/dev/null 2>&1; }
 trap stop_all EXIT
 trap 'stop_all; exit 130' INT TERM
-start_extra() {
-	for try in 1 2 3 4 5 6; do
-		sh "$SHARDS_SH" start --count 2 --port "$XP" --dir "$XD" >"$T/extra.log" 2>&1 && return 0
-		sleep 10
-	done
-	cat "$T/extra.log"
-	return 1
-}
-t_exit 0 "two more shards" -- start_extra
+t_exit 0 "two more shards" -- t_start_servers 2 "$XP" "$XD"
 [ "$T_FAILED" = 0 ] || t_done test_reshard_settle
 t_exit 0 "reset them" -- sh "$SHARDS_SH" reset --count 2 --dir "$XD"
 cfg() {
