@@ -327,24 +327,65 @@ static void creation_time(char *buf, size_t size, bs_store_t *st)
 	bs_error_clear();
 }
 
+struct insert_arg {
+	bs_buf_t row;  /* the INSERT */
+	bs_buf_t mine; /* does the shard hold this very row? */
+};
+
+/* The row on shard i. A row of the same name already there is this
+ * create's own when it has the same definition and creation time: a
+ * cleaner that read the catalog while the row was on some shards only
+ * took it for a create cut short and copied it here (bs__index_heal).
+ * Any other row of that name is another index's, and refused. */
+static int insert_on(bs_store_t *st, int i, void *p)
+{
+	struct insert_arg *a = p;
+	MYSQL_RES *res;
+	char msg[1024];
+	int rc;
+	if ((rc = bs__shard_check(st, i)) || !(rc = bs__shard_exec(st, i, a->row.ptr, a->row.len)))
+		return rc;
+	if (bs__shard_last_errno(st, i) != ER_DUP_ENTRY)
+		return rc;
+	snprintf(msg, sizeof msg, "%s", bs_last_error());
+	if (!bs__shard_query(&res, st, i, a->mine.ptr, a->mine.len)) {
+		bool ours = mysql_num_rows(res) == 1;
+		mysql_free_result(res);
+		if (ours) {
+			bs_error_clear();
+			return 0;
+		}
+	}
+	return bs_error(rc, "%s", msg);
+}
+
 int bs__catalog_insert(bs_store_t *st, const bs_index_t *def)
 {
-	bs_buf_t b = { 0 };
+	struct insert_arg a = { { 0 }, { 0 } };
 	char on[1024], created[40];
 	int rc;
 	bs_index_format_on(on, sizeof on, def);
 	creation_time(created, sizeof created, st);
 	const char *shard_on = def->props[def->shard_on].name;
-	bs__buf_puts(&b, "INSERT INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed) VALUES (");
-	bs__buf_hex(&b, def->name, strlen(def->name));
-	bs__buf_puts(&b, ",");
-	bs__buf_hex(&b, on, strlen(on));
-	bs__buf_puts(&b, ",");
-	bs__buf_hex(&b, shard_on, strlen(shard_on));
-	bs__buf_printf(&b, ",'building',%s,%s)", created, created);
-	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__exec_everywhere(st, b.ptr, b.len)))
+	bs__buf_puts(&a.row, "INSERT INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed) VALUES (");
+	bs__buf_hex(&a.row, def->name, strlen(def->name));
+	bs__buf_puts(&a.row, ",");
+	bs__buf_hex(&a.row, on, strlen(on));
+	bs__buf_puts(&a.row, ",");
+	bs__buf_hex(&a.row, shard_on, strlen(shard_on));
+	bs__buf_printf(&a.row, ",'building',%s,%s)", created, created);
+	bs__buf_puts(&a.mine, "SELECT 1 FROM bagstore_indexes WHERE name=");
+	bs__buf_hex(&a.mine, def->name, strlen(def->name));
+	bs__buf_puts(&a.mine, " AND on_spec=");
+	bs__buf_hex(&a.mine, on, strlen(on));
+	bs__buf_puts(&a.mine, " AND shard_on=");
+	bs__buf_hex(&a.mine, shard_on, strlen(shard_on));
+	bs__buf_printf(&a.mine, " AND created=%s AND state<>'disabled'", created);
+	if (!(rc = bs__buf_ok(&a.row)) && !(rc = bs__buf_ok(&a.mine)) &&
+	    !(rc = bs__shard_each(st, NULL, insert_on, &a, NULL)))
 		bs__catalog_invalidate(st);
-	bs__buf_free(&b);
+	bs__buf_free(&a.row);
+	bs__buf_free(&a.mine);
 	return rc;
 }
 

@@ -31,7 +31,7 @@ for i in $(seq 1 34); do
 	"$B" -c "$C" index drop "ix_$i" --yes >/dev/null 2>&1 || break
 	n=$i
 done
-t_eq "$n" 34 "34 indexes in turn, each backfilled by the one daemon (the last: $(state "ix_$((n + 1))"))"
+t_eq "$n" 34 "34 indexes in turn, each backfilled by the one daemon (the last: $(state "ix_$((n + 1))"); $(cat "$T/create.err"))"
 if kill -0 "$dpid" 2>/dev/null; then t_ok "the daemon still runs"; else t_fail "the daemon still runs" "$(tail -3 "$T/d.err")"; fi
 kill -TERM "$dpid"
 wait "$dpid"

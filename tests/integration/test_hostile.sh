@@ -187,6 +187,33 @@ t_exit 0 "index list shows ix_c diverged" -- "$B" -c "$C" index list
 t_contains "$T_OUT" "s0 (no row), s1 building" "s0 has no row"
 t_exit 0 "creating it again completes it" -- "$B" -c "$C" index create ix_c --on k:int --shard-on k
 t_eq "$(t_sql 0 "SELECT state FROM bagstore_indexes WHERE name='ix_c'")" building "s0 has its row again"
+# a create healed halfway: its row reaches s1 while s0's insert is held
+# back (a trigger sleeps before it), and another create of the same index
+# (or a cleaner pass: the same healing) copies the row to s0 meanwhile. The
+# first create then finds its own row on s0: done, not a duplicate.
+t_sql 0 "CREATE TRIGGER t_slow_catalog BEFORE INSERT ON bagstore_indexes FOR EACH ROW
+	DO IF(NEW.name IN ('ix_h','ix_h2') AND NEW.changed=NEW.created, SLEEP(4), 0)"
+"$B" -c "$C" index create ix_h --on k:int --shard-on k >"$T/h.out" 2>"$T/h.err" &
+hpid=$!
+on_s1() { [ "$(t_sql 1 "SELECT COUNT(*) FROM bagstore_indexes WHERE name='$1'")" = 1 ]; }
+t_wait 10 on_s1 ix_h || t_fail "the held-back create reached s1" "$(cat "$T/h.err")"
+t_exit 0 "a second create heals the first one's halfway row" -- "$B" -c "$C" index create ix_h --on k:int --shard-on k
+t_eq "$(t_sql 0 "SELECT state FROM bagstore_indexes WHERE name='ix_h'")" building "s0 has the row before the first create's insert"
+if kill -0 "$hpid" 2>/dev/null; then t_ok "the first create is still held back"; else t_fail "the first create is still held back" "$(cat "$T/h.err")"; fi
+wait "$hpid"
+t_eq "$?" 0 "the first create succeeds: the row on s0 is its own"
+t_contains "$(cat "$T/h.out")" "created index ix_h (building) on 2 shards" "and says so"
+# another index's row of that name is still refused
+"$B" -c "$C" index create ix_h2 --on k:int --shard-on k >"$T/h2.out" 2>"$T/h2.err" &
+hpid=$!
+t_wait 10 on_s1 ix_h2 || t_fail "the held-back create reached s1" "$(cat "$T/h2.err")"
+t_sql 0 "INSERT INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed)
+	VALUES ('ix_h2', 'k:string(16)', 'k', 'building', NOW(6) - INTERVAL 1 DAY, NOW(6))"
+wait "$hpid"
+t_eq "$?" 1 "a create that meets another index's row on s0 fails"
+t_contains "$(cat "$T/h2.err")" "shard s0" "naming the shard"
+t_contains "$(cat "$T/h2.err")" "Duplicate entry 'ix_h2'" "and MySQL's message"
+t_sql 0 "DROP TRIGGER t_slow_catalog"
 
 # ------------------------------------------------------------ 7. two shards on one server
 P0=$(t_port 0)
