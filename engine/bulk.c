@@ -2,9 +2,10 @@
  * bulk.c - many puts at once (bs_put_many): the write path of entity.c in
  * batches, for loading JSON Lines and the like.
  *
- * The entities of one shard go in one transaction, one round trip: their
- * old bodies and versions read FOR UPDATE, then one compound statement
- * with the multi-row INSERT ... ON DUPLICATE KEY UPDATE and the batch's
+ * The entities of one shard go in one transaction, two round trips: the
+ * fence and their old bodies and versions read FOR UPDATE, then one
+ * compound statement with the multi-row INSERT ... ON DUPLICATE KEY
+ * UPDATE, its versions literals from the fence's NOW(6), and the batch's
  * intent (one token, one named lock per shard and batch; its ids, in
  * bagstore_batch_intents); every shard at once (fanout.c). Then the index
  * rows they need, as one multi-row delete and one multi-row upsert per
@@ -30,6 +31,8 @@
 #include "internal.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +41,10 @@
 typedef struct {
 	size_t *idx; /* indexes into the call's bags, in order */
 	size_t len, cap;
-	bs_buf_t sql;   /* this round's statements */
+	bs_buf_t sql;   /* this round's first trip: the fence (and old bodies) */
+	bs_buf_t sql2;  /* its second: the writes, stamped, and COMMIT */
+	size_t *ts;     /* per entity: where its version's literal is in sql2 */
+	size_t tscap;
 	char token[48]; /* "" when no index is maintained */
 	int64_t t_us;   /* the transaction's NOW(6) (@bs_t), from the fence's answer */
 	bool done;      /* committed */
@@ -61,6 +67,7 @@ typedef struct {
 	bool maintained;
 	shard_batch_t *sb; /* per shard */
 	bs__shard_stmt_t *q;
+	bs__shard_stmt_t *q2; /* per shard: the second trip of its entities' transaction */
 	bool *rows_refused; /* per shard: its index statements were refused */
 } bulk_t;
 
@@ -156,9 +163,17 @@ static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
 		bs__buf_puts(pairs, " id");
 }
 
+#define TS_HOLDER "'0000-00-00 00:00:00.000000'" /* a version's literal, written in place (stamp) */
+
 /* One shard's transaction for this round, fenced: written only when the
- * shard owns every bucket of its entities (the first result set says). The
- * fast form (sb->fast) applies only when every bucket is simply owned and
+ * shard owns every bucket of its entities. Two round trips: the first
+ * takes the fence (its answer: owned or not, and the transaction's
+ * NOW(6)) and reads the old bodies; the second, stamped with versions
+ * from that NOW(6) (stamp), writes when the fence passed and commits
+ * either way, its first result set saying whether it wrote. A version
+ * as a literal costs the server a fraction of what a per-row
+ * FROM_UNIXTIME(@bs_t+...) does (doc/DESIGN.md, "Bulk put"). The fast
+ * form (sb->fast) applies only when every bucket is simply owned and
  * logs nothing; the full form also writes to leaving buckets, logging
  * their entities for the move. With indexes, the batch's intent goes in
  * the same compound statement as the entities: one statement for both, no
@@ -166,14 +181,24 @@ static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
 static int entity_sql(bulk_t *u, int s)
 {
 	shard_batch_t *sb = &u->sb[s];
-	bs_buf_t *b = &sb->sql, pairs = { 0 };
+	bs_buf_t *b = &sb->sql, *b2 = &sb->sql2, pairs = { 0 };
 	int *buckets = malloc((sb->len ? sb->len : 1) * sizeof *buckets);
 	bs__buf_reset(b);
+	bs__buf_reset(b2);
 	if (!buckets)
 		return bs__oom();
 	if (!sb->len) {
 		free(buckets);
 		return 0;
+	}
+	if (sb->tscap < sb->len) {
+		size_t *p = realloc(sb->ts, sb->len * sizeof *p);
+		if (!p) {
+			free(buckets);
+			return bs__oom();
+		}
+		sb->ts = p;
+		sb->tscap = sb->len;
 	}
 	for (size_t j = 0; j < sb->len; j++) {
 		buckets[j] = bs_route_id(&u->ids[sb->idx[j]], u->st->map.buckets);
@@ -191,9 +216,12 @@ static int entity_sql(bulk_t *u, int s)
 		id_lits(b, u, sb);
 		bs__buf_puts(b, ") FOR UPDATE");
 	}
-	/* a compound statement, not INSERT ... SELECT: that would take the
-	 * table's AUTO_INCREMENT lock for the statement */
-	bs__buf_puts(b, ";BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN INSERT INTO entities (id, updated, body) VALUES ");
+	/* the second trip: its answer says the fence passed on this very
+	 * session (a connection made anew would answer NULL, and write
+	 * nothing); a compound statement, not INSERT ... SELECT: that would
+	 * take the table's AUTO_INCREMENT lock for the statement */
+	b = b2;
+	bs__buf_puts(b, "SELECT @bs_o=@bs_want;BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN INSERT INTO entities (id, updated, body) VALUES ");
 	for (size_t j = 0; j < sb->len; j++) {
 		size_t k = sb->idx[j];
 		bs__buf_puts(b, j ? ",(" : "(");
@@ -201,9 +229,9 @@ static int entity_sql(bulk_t *u, int s)
 		/* one NOW(6), the fence's: a microsecond apart keeps the input's
 		 * order newest last on the shard, and the writer knows every
 		 * version it wrote (take_old) */
-		bs__buf_puts(b, ",FROM_UNIXTIME(@bs_t+0.000001*");
-		bs__buf_uint(b, j);
-		bs__buf_puts(b, "),");
+		bs__buf_puts(b, ",");
+		sb->ts[j] = b->len;
+		bs__buf_puts(b, TS_HOLDER ",");
 		bs__buf_hex(b, u->bodies[k].ptr, u->bodies[k].len);
 		bs__buf_puts(b, ")");
 	}
@@ -234,6 +262,36 @@ static int entity_sql(bulk_t *u, int s)
 		b->oom = true;
 	bs__buf_free(&pairs);
 	free(buckets);
+	return 0;
+}
+
+/* Shard s's versions written into its second trip: the fence's NOW(6)
+ * (t_us, the session's time zone UTC, as every connection's) plus j
+ * microseconds for its j-th entity. */
+static int stamp(bulk_t *u, int s)
+{
+	shard_batch_t *sb = &u->sb[s];
+	char sec[32] = "";
+	int64_t last = -1;
+	if (sb->t_us <= 0)
+		return bs_error(BS_ESQL, "shard %s: the fence answered no time", u->st->shards[s].conf->name);
+	for (size_t j = 0; j < sb->len; j++) {
+		int64_t v = sb->t_us + (int64_t)j, whole = v / 1000000;
+		long frac = (long)(v % 1000000);
+		if (whole != last) {
+			struct tm tm;
+			time_t t = (time_t)whole;
+			if (!gmtime_r(&t, &tm) || strftime(sec, sizeof sec, "%Y-%m-%d %H:%M:%S", &tm) != 19)
+				return bs_error(BS_ESQL, "shard %s: the fence's time %lld is out of range",
+				                u->st->shards[s].conf->name, (long long)sb->t_us);
+			last = whole;
+		}
+		char *o = sb->sql2.ptr + sb->ts[j] + 1; /* past the quote */
+		memcpy(o, sec, 19);
+		o[19] = '.';
+		for (int d = 25; d > 19; d--, frac /= 10)
+			o[d] = (char)('0' + frac % 10);
+	}
 	return 0;
 }
 
@@ -337,11 +395,64 @@ static void hop_wait(int hop)
 static int entity_stmt(bulk_t *u, int s)
 {
 	int rc;
-	if ((rc = entity_sql(u, s)) || (rc = bs__buf_ok(&u->sb[s].sql)))
+	if ((rc = entity_sql(u, s)) || (rc = bs__buf_ok(&u->sb[s].sql)) || (rc = bs__buf_ok(&u->sb[s].sql2)))
 		return rc;
 	u->q[s].sql = u->sb[s].len ? u->sb[s].sql.ptr : NULL;
 	u->q[s].len = u->sb[s].sql.len;
 	return 0;
+}
+
+/* Test fault points between the two trips (before shard s's second). */
+static void fault_between_trips(bs_store_t *st, int s)
+{
+	static atomic_bool paused, closed;
+	if (bs_fault(BS_FAULT_PAUSE_BETWEEN_BULK_TRIPS) && !atomic_exchange(&paused, true)) {
+		fprintf(stderr,
+		        "bagstore: fault pause_between_bulk_trips: a batch's fence is taken, nothing written "
+		        "(kill -CONT %d resumes)\n",
+		        (int)getpid());
+		raise(SIGSTOP);
+	}
+	if (bs_fault(BS_FAULT_BULK_NEW_SESSION) && !atomic_exchange(&closed, true))
+		bs__shard_close(st, s); /* its transaction rolled back; the next trip connects anew */
+}
+
+/* The second trip of every shard whose first one succeeded: stamped when
+ * the fence passed; sent either way, as it ends the transaction. Its
+ * outcome joins the first's in u->q[s] (rc and message), and its answer
+ * replaces the fence's as what says whether the shard wrote. */
+static void second_trip(bulk_t *u)
+{
+	bs_store_t *st = u->st;
+	bool any = false;
+	for (int s = 0; s < st->n; s++) {
+		shard_batch_t *sb = &u->sb[s];
+		bs__shard_stmt_t *q = &u->q[s], *q2 = &u->q2[s];
+		q2->sql = NULL;
+		if (!q->sql || q->rc)
+			continue;
+		int rc = 0;
+		if (!refused_at(q, &sb->t_us) && (rc = stamp(u, s))) {
+			q->rc = rc;
+			snprintf(q->msg, sizeof q->msg, "%s", bs_last_error());
+			continue;
+		}
+		*q2 = (bs__shard_stmt_t){ .sql = sb->sql2.ptr, .len = sb->sql2.len };
+		if (!any)
+			fault_between_trips(st, s);
+		any = true;
+	}
+	if (any)
+		bs__shard_run(st, u->q2);
+	for (int s = 0; s < st->n; s++) {
+		bs__shard_stmt_t *q = &u->q[s], *q2 = &u->q2[s];
+		if (!q2->sql)
+			continue;
+		if (q2->rc) {
+			q->rc = q2->rc;
+			snprintf(q->msg, sizeof q->msg, "%s", q2->msg);
+		}
+	}
 }
 
 /* Step 1 for this round: every shard's transaction at once, the fence's
@@ -364,15 +475,17 @@ static int write_entities(bulk_t *u)
 	}
 	for (int tries = 1;;) {
 		bs__shard_run(st, u->q); /* each shard's result is in q[s] */
+		second_trip(u);
 		bool retry = false, pending = false;
 		for (int s = 0; s < st->n; s++) {
 			shard_batch_t *sb = &u->sb[s];
 			if (!u->q[s].sql)
 				continue;
-			bool no = !u->q[s].rc && refused_at(&u->q[s], &sb->t_us); /* reads the answer's row */
+			bool no = !u->q[s].rc && refused(&u->q2[s]); /* reads the answer's row */
 			if (no && sb->fast) {
 				/* nothing applied: the full form decides */
 				bs__shard_stmts_clear(&u->q[s], 1);
+				bs__shard_stmts_clear(&u->q2[s], 1);
 				sb->fast = false;
 				if (!entity_stmt(u, s)) {
 					pending = true;
@@ -407,6 +520,7 @@ static int write_entities(bulk_t *u)
 				u->q[s].sql = NULL; /* failed for good */
 		}
 		bs__shard_stmts_clear(u->q, st->n);
+		bs__shard_stmts_clear(u->q2, st->n);
 		if (!retry && !pending)
 			break;
 		if (retry)
@@ -1076,13 +1190,16 @@ static void bulk_free(bulk_t *u, size_t n)
 		bs_value_clear(&u->old[k]);
 	for (int s = 0; u->sb && s < u->st->n; s++) {
 		free(u->sb[s].idx);
+		free(u->sb[s].ts);
 		bs__buf_free(&u->sb[s].sql);
+		bs__buf_free(&u->sb[s].sql2);
 	}
 	free(u->old);
 	free(u->found);
 	free(u->ver);
 	free(u->sb);
 	free(u->q);
+	free(u->q2);
 	free(u->rows_refused);
 }
 
@@ -1101,10 +1218,11 @@ static int put_batch(bs_store_t *st, const encoded_t *e, bool *written)
 	u.ver = calloc(n, sizeof *u.ver);
 	u.sb = calloc((size_t)st->n, sizeof *u.sb);
 	u.q = calloc((size_t)st->n, sizeof *u.q);
+	u.q2 = calloc((size_t)st->n, sizeof *u.q2);
 	u.rows_refused = calloc((size_t)st->n, sizeof *u.rows_refused);
 	round = calloc(n, sizeof *round);
 	occ = calloc(n, sizeof *occ);
-	if (!u.old || !u.found || !u.ver || !u.sb || !u.q || !u.rows_refused || !round || !occ) {
+	if (!u.old || !u.found || !u.ver || !u.sb || !u.q || !u.q2 || !u.rows_refused || !round || !occ) {
 		rc = bs__oom();
 		goto done;
 	}

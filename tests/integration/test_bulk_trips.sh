@@ -1,0 +1,82 @@
+#!/bin/sh
+# test_bulk_trips.sh - a bulk put writes each shard's entities in two round
+# trips: the first takes the fence (the buckets' ownership rows
+# share-locked, the transaction's NOW(6) answered) and reads the old
+# bodies; the second writes, each version a literal from that NOW(6), and
+# commits. The window between the two:
+#  - the process stopped there holds the fence (a cut-over's write of an
+#    ownership row waits), and SIGKILLed there it leaves nothing: no
+#    entity, no intent, the fence released;
+#  - the connection lost there: the second trip, on a new session, writes
+#    nothing and says so (its fence is not that session's), and the batch
+#    goes again: every entity written, each printed, the index right.
+# Planting a bug that trusts the first trip's answer instead of asking the
+# second's loses the first shard's entities here while printing their ids.
+. tests/lib.sh
+
+B=$BAGSTORE
+C=$BAGSTORE_TEST_CONFIG
+T=$(t_tmp)
+
+t_exit 0 "init" -- "$B" -c "$C" init
+# bags N F: N bags, the i-th with id %08x-0000-4000-8000-00000000F%03x
+# (i, i) and g = i
+bags() {
+	python3 -c 'import json, sys
+n, f = int(sys.argv[1]), sys.argv[2]
+for i in range(n):
+    print(json.dumps({"id": {"$uuid": "%08x-0000-4000-8000-00000000%s%03x" % (i, f, i)}, "g": i}))' "$@"
+}
+# count F: the entities of bags N F on both shards
+count() {
+	echo $(($(t_sql 0 "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%00000000$1___'") +
+		$(t_sql 1 "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%00000000$1___'")))
+}
+intents() {
+	echo $(($(t_sql 0 "SELECT COUNT(*) FROM bagstore_batch_intents") + $(t_sql 1 "SELECT COUNT(*) FROM bagstore_batch_intents")))
+}
+
+# ------------------------------------------------------------ a new session between the trips
+bags 200 a >"$T/a.jsonl"
+BAGSTORE_FAULT=bulk_new_session t_exit 0 "a put whose first shard's connection is lost between the trips" -- \
+	"$B" -c "$C" put --batch 200 "$T/a.jsonl"
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c .)" 200 "prints every id"
+t_eq "$(count a)" 200 "and every entity is written"
+
+# (an empty store: the index is built at once, no backfill to wait for)
+t_sql 0 "DELETE FROM entities"
+t_sql 1 "DELETE FROM entities"
+t_exit 0 "an index on g" -- "$B" -c "$C" index create ix_g --on g:int --shard-on g
+bags 200 b >"$T/b.jsonl"
+BAGSTORE_FAULT=bulk_new_session t_exit 0 "the same with the index maintained" -- \
+	"$B" -c "$C" put --batch 200 "$T/b.jsonl"
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c .)" 200 "prints every id"
+t_eq "$(count b)" 200 "and every entity is written"
+t_exit 0 "the index is right" -- "$B" -c "$C" verify --index ix_g
+
+# ------------------------------------------------------------ stopped, then SIGKILLed, between the trips
+bags 200 c >"$T/c.jsonl"
+BAGSTORE_FAULT=pause_between_bulk_trips "$B" -c "$C" put --batch 200 "$T/c.jsonl" >"$T/c.out" 2>"$T/c.err" &
+p=$!
+t_eq "$(t_stopped $p)" 1 "the put stopped between its trips"
+t_eq "$(count c)" 0 "nothing of its batch is written"
+# the first bag's bucket, on the shard that owns it: its ownership row is
+# share-locked by the stopped put's fence
+nb=$(t_sql 0 "SELECT buckets FROM bagstore_map ORDER BY version DESC LIMIT 1")
+bk=$(python3 -c "print(int('00000000' '0000' '4000' '8000' '00000000c000', 16) % $nb)")
+s=0
+[ "$(t_sql 0 "SELECT state FROM bagstore_buckets WHERE bucket=$bk")" = owned ] || s=1
+t_eq "$(t_sql $s "SELECT state FROM bagstore_buckets WHERE bucket=$bk")" owned "bucket $bk is s$s's"
+touch_row="SET SESSION innodb_lock_wait_timeout=1; UPDATE bagstore_buckets SET state=state WHERE bucket=$bk"
+t_exit 1 "a write of its ownership row waits on the fence" -- t_sql $s "$touch_row"
+t_contains "$T_ERR" "Lock wait timeout" "and times out"
+kill -9 $p
+wait $p 2>/dev/null
+t_eq "$(count c)" 0 "SIGKILLed there, nothing of its batch is written"
+t_eq "$(intents)" 0 "and no intent is left"
+t_exit 0 "the fence went with its connection" -- t_sql $s "$touch_row"
+t_exit 0 "the same put again" -- "$B" -c "$C" put --batch 200 "$T/c.jsonl"
+t_eq "$(count c)" 200 "writes every entity"
+t_exit 0 "the index is right" -- "$B" -c "$C" verify --index ix_g
+
+t_done test_bulk_trips
