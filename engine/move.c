@@ -588,14 +588,21 @@ static void upsert_tail(bs_buf_t *b)
 	                " updated=GREATEST(updated,VALUES(updated))");
 }
 
-/* One row of SELECT id, UNIX_TIMESTAMP(updated), body as VALUES. */
+/* One row of SELECT id, updated, body as VALUES. The version goes as
+ * the source's own text, a literal: both sessions' time zone is UTC
+ * (every connection's, bs__shard_prepare), so the text is the instant, and
+ * a literal costs the target a fraction of what FROM_UNIXTIME of a
+ * decimal does per row (doc/DESIGN.md, "Bulk put"). */
 static void upsert_row(bs_buf_t *b, bool first, MYSQL_ROW row, const unsigned long *lens, int at)
 {
 	bs__buf_puts(b, first ? "(" : ",(");
 	bs__buf_hex(b, row[at], 16);
-	/* digits and a point: MySQL's own text */
-	bs__buf_printf(b, ",FROM_UNIXTIME(%s),",
-	               row[at + 1] && strspn(row[at + 1], "0123456789.") == strlen(row[at + 1]) ? row[at + 1] : "0");
+	/* digits, dashes, colons, a space and a point: MySQL's own text */
+	const char *v = row[at + 1];
+	bool ok = v && lens[at + 1] >= 19 && lens[at + 1] <= 26 && strspn(v, "0123456789-: .") == lens[at + 1];
+	bs__buf_puts(b, ",'");
+	bs__buf_putn(b, ok ? v : "1970-01-01 00:00:01", ok ? lens[at + 1] : 19);
+	bs__buf_puts(b, "',");
 	bs__buf_hex(b, row[at + 2], lens[at + 2]);
 	bs__buf_puts(b, ")");
 }
@@ -616,7 +623,7 @@ static int copy_chunk(mover_t *r, int64_t *got)
 	int rc, n = 0;
 	*got = 0;
 	bs__buf_printf(&q,
-	               "SELECT added_id, id, UNIX_TIMESTAMP(updated), body FROM entities WHERE added_id>%lld"
+	               "SELECT added_id, id, updated, body FROM entities WHERE added_id>%lld"
 	               " AND added_id<=%lld ORDER BY added_id LIMIT %lld",
 	               (long long)r->m.cursor, (long long)r->m.max_id, (long long)r->chunk);
 	if ((rc = bs__buf_ok(&q)) || (rc = bs__shard_query(&res, r->src, r->shard, q.ptr, q.len)))
@@ -899,7 +906,7 @@ static int replay_entities(mover_t *r, const idvec16_t *ids)
 	bool *seen = calloc(ids->n ? ids->n : 1, sizeof *seen);
 	int rc, n = 0;
 	BS_ERR_ALLOC(seen);
-	bs__buf_puts(&q, "SELECT id, UNIX_TIMESTAMP(updated), body FROM entities WHERE id IN (");
+	bs__buf_puts(&q, "SELECT id, updated, body FROM entities WHERE id IN (");
 	for (size_t k = 0; k < ids->n; k++) {
 		bs__buf_puts(&q, k ? "," : "");
 		bs__buf_hex(&q, ids->ids[k], 16);

@@ -28,8 +28,13 @@ c_put 400 numbered
 t_exit 0 "reshard plan before any move" -- "$BAGSTORE" -c "$DR" reshard plan
 t_contains "$T_OUT" "no basis: no move has run on this store since its last plan; 20000 rows/s assumed" \
 	"no move run: the estimate says it has no basis"
+versions() { t_sql "$1" "SELECT HEX(id), UNIX_TIMESTAMP(updated), MD5(body) FROM entities"; }
+{ versions 0; versions 1; } | sort >"$T/before"
 t_exit 0 "drain s1" -- "$BAGSTORE" -c "$DR" reshard start --yes
 t_exit 0 "run it" -- "$BAGSTORE" -c "$DR" cleaner --reshard
+versions 0 | sort >"$T/after"
+t_eq "$(wc -l <"$T/after")" 400 "every entity is on s0"
+t_eq "$(cmp "$T/before" "$T/after" && echo same)" same "each with the version and body it had on s1 (to the microsecond)"
 measured=$(t_sql 1 "SELECT ROUND((rows_total + index_rows + rows_copied) /
                     (TIMESTAMPDIFF(MICROSECOND, started, finished) / 1e6)) FROM bagstore_moves WHERE state='done'")
 t_match "$measured" "^[1-9][0-9]*$" "the move measured a rate ($measured rows/s)"
