@@ -688,11 +688,11 @@ void bs_explain_free(bs_explain_t *e);
 	  "a single put or delete takes the token bagstore.w.fault, not a random one, so a test can hold " \
 	  "its named lock") \
 	X(PAUSE_BETWEEN_BULK_TRIPS, "pause_between_bulk_trips", \
-	  "a bulk put stops (SIGSTOP) between its entities' two round trips (the fence taken, the old " \
-	  "bodies read, nothing written), once") \
+	  "a bulk put with no index stops (SIGSTOP) between its entities' two round trips (the fence " \
+	  "taken, nothing written), once") \
 	X(BULK_NEW_SESSION, "bulk_new_session", \
-	  "a bulk put's first shard loses its connection between its entities' two round trips, once: " \
-	  "the second goes on a new session")
+	  "a bulk put with no index: its first shard loses its connection between its entities' two " \
+	  "round trips, once; the second goes on a new session")
 
 typedef enum {
 #define BS_FAULT_ENUM_(id, name, doc) BS_FAULT_##id,

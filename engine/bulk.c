@@ -50,6 +50,7 @@ typedef struct {
 	bool done;      /* committed */
 	bool refused;   /* the shard did not own every bucket: nothing written */
 	bool fast;      /* this try is the fence's fast form (every bucket owned) */
+	bool no;        /* this try's answer: the fence did not pass, nothing written */
 	int err;        /* its last try failed (and msg says how): nothing written */
 	char msg[512];
 } shard_batch_t;
@@ -166,14 +167,18 @@ static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
 #define TS_HOLDER "'0000-00-00 00:00:00.000000'" /* a version's literal, written in place (stamp) */
 
 /* One shard's transaction for this round, fenced: written only when the
- * shard owns every bucket of its entities. Two round trips: the first
- * takes the fence (its answer: owned or not, and the transaction's
- * NOW(6)) and reads the old bodies; the second, stamped with versions
- * from that NOW(6) (stamp), writes when the fence passed and commits
- * either way, its first result set saying whether it wrote. A version
- * as a literal costs the server a fraction of what a per-row
- * FROM_UNIXTIME(@bs_t+...) does (doc/DESIGN.md, "Bulk put"). The fast
- * form (sb->fast) applies only when every bucket is simply owned and
+ * shard owns every bucket of its entities. With no index maintained, two
+ * round trips: the first takes the fence (its answer: owned or not, and
+ * the transaction's NOW(6)); the second (second_trip), stamped with
+ * versions from that NOW(6) (stamp), writes when the fence passed, its
+ * first result set saying whether it wrote. A version as a literal costs
+ * the server a fraction of what a per-row FROM_UNIXTIME(@bs_t+...) does
+ * (doc/DESIGN.md, "Bulk put"), and the first trip takes only share locks
+ * on ownership rows, which no other writer waits for. With an index, one
+ * round trip and the per-row expression: the old bodies are read FOR
+ * UPDATE, and a shard's row locks held while another shard's first trip
+ * waits could close a wait cycle across shards that no server sees. The
+ * fast form (sb->fast) applies only when every bucket is simply owned and
  * logs nothing; the full form also writes to leaving buckets, logging
  * their entities for the move. With indexes, the batch's intent goes in
  * the same compound statement as the entities: one statement for both, no
@@ -216,12 +221,18 @@ static int entity_sql(bulk_t *u, int s)
 		id_lits(b, u, sb);
 		bs__buf_puts(b, ") FOR UPDATE");
 	}
-	/* the second trip: its answer says the fence passed on this very
-	 * session (a connection made anew would answer NULL, and write
-	 * nothing); a compound statement, not INSERT ... SELECT: that would
-	 * take the table's AUTO_INCREMENT lock for the statement */
-	b = b2;
-	bs__buf_puts(b, "SELECT @bs_o=@bs_want;BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN INSERT INTO entities (id, updated, body) VALUES ");
+	/* a compound statement, not INSERT ... SELECT: that would take the
+	 * table's AUTO_INCREMENT lock for the statement; in a second trip, its
+	 * answer first: the fence passed on this very session (a connection
+	 * made anew would answer NULL, and write nothing) */
+	bool two = !u->maintained;
+	if (two) {
+		b = b2;
+		bs__buf_puts(b, "SELECT @bs_o=@bs_want;");
+	} else {
+		bs__buf_puts(b, ";");
+	}
+	bs__buf_puts(b, "BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN INSERT INTO entities (id, updated, body) VALUES ");
 	for (size_t j = 0; j < sb->len; j++) {
 		size_t k = sb->idx[j];
 		bs__buf_puts(b, j ? ",(" : "(");
@@ -229,9 +240,15 @@ static int entity_sql(bulk_t *u, int s)
 		/* one NOW(6), the fence's: a microsecond apart keeps the input's
 		 * order newest last on the shard, and the writer knows every
 		 * version it wrote (take_old) */
-		bs__buf_puts(b, ",");
-		sb->ts[j] = b->len;
-		bs__buf_puts(b, TS_HOLDER ",");
+		if (two) {
+			bs__buf_puts(b, ",");
+			sb->ts[j] = b->len;
+			bs__buf_puts(b, TS_HOLDER ",");
+		} else {
+			bs__buf_puts(b, ",FROM_UNIXTIME(@bs_t+0.000001*");
+			bs__buf_uint(b, j);
+			bs__buf_puts(b, "),");
+		}
 		bs__buf_hex(b, u->bodies[k].ptr, u->bodies[k].len);
 		bs__buf_puts(b, ")");
 	}
@@ -402,10 +419,11 @@ static int entity_stmt(bulk_t *u, int s)
 	return 0;
 }
 
-/* Test fault points between the two trips (before shard s's second). */
-static void fault_between_trips(bs_store_t *st, int s)
+/* Test fault points between the two trips: a stop once the first trip
+ * answered, and shard s's connection closed before its second. */
+static void fault_pause_between_trips(void)
 {
-	static atomic_bool paused, closed;
+	static atomic_bool paused;
 	if (bs_fault(BS_FAULT_PAUSE_BETWEEN_BULK_TRIPS) && !atomic_exchange(&paused, true)) {
 		fprintf(stderr,
 		        "bagstore: fault pause_between_bulk_trips: a batch's fence is taken, nothing written "
@@ -413,37 +431,68 @@ static void fault_between_trips(bs_store_t *st, int s)
 		        (int)getpid());
 		raise(SIGSTOP);
 	}
-	if (bs_fault(BS_FAULT_BULK_NEW_SESSION) && !atomic_exchange(&closed, true))
-		bs__shard_close(st, s); /* its transaction rolled back; the next trip connects anew */
 }
 
-/* The second trip of every shard whose first one succeeded: stamped when
- * the fence passed; sent either way, as it ends the transaction. Its
- * outcome joins the first's in u->q[s] (rc and message), and its answer
- * replaces the fence's as what says whether the shard wrote. */
-static void second_trip(bulk_t *u)
+static void fault_between_trips(bs_store_t *st, int s)
 {
+	static atomic_bool closed;
+	if (bs_fault(BS_FAULT_BULK_NEW_SESSION) && !atomic_exchange(&closed, true)) {
+		fprintf(stderr, "bagstore: fault bulk_new_session: shard %s's connection closed between the trips\n",
+		        st->shards[s].conf->name);
+		bs__shard_close(st, s); /* its transaction rolled back; the next trip connects anew */
+	}
+}
+
+/* After the first trip: each shard's answer (sb->no), and the second
+ * trip of every shard in the two-trip form whose first one succeeded,
+ * every shard at once: stamped when the fence passed and the first trip
+ * answered within the budget (BS__BULK_STAMP_BUDGET_S since it was sent
+ * at t0; else a retryable failure, rolled back and sent again), a
+ * rollback when it did not pass. Its outcome joins the first's in u->q[s]
+ * (rc and message), and its answer replaces the fence's. */
+static void second_trip(bulk_t *u, double t0)
+{
+	static const char no_write[] = "SELECT 0;ROLLBACK";
 	bs_store_t *st = u->st;
-	bool any = false;
+	for (int s = 0; s < st->n; s++)
+		if (u->q[s].sql && !u->q[s].rc && u->sb[s].sql2.len) {
+			fault_pause_between_trips();
+			break;
+		}
+	bool any = false, late = bs_now_mono() - t0 > BS__BULK_STAMP_BUDGET_S;
 	for (int s = 0; s < st->n; s++) {
 		shard_batch_t *sb = &u->sb[s];
 		bs__shard_stmt_t *q = &u->q[s], *q2 = &u->q2[s];
 		q2->sql = NULL;
 		if (!q->sql || q->rc)
 			continue;
+		sb->no = refused_at(q, &sb->t_us);
+		if (!sb->sql2.len)
+			continue; /* one trip: the fence's answer is the shard's */
 		int rc = 0;
-		if (!refused_at(q, &sb->t_us) && (rc = stamp(u, s))) {
+		if (!sb->no && late) {
+			q->rc = bs_error(BS_ECONFLICT,
+			                 "shard %s: the batch's fence was taken %.1f s before every shard answered; "
+			                 "rolled back, to be sent again",
+			                 st->shards[s].conf->name, bs_now_mono() - t0);
+			st->shards[s].last_errno = 1205; /* as a lock wait timeout: retryable() */
+			snprintf(q->msg, sizeof q->msg, "%s", bs_last_error());
+			continue;
+		}
+		if (!sb->no && (rc = stamp(u, s))) {
 			q->rc = rc;
 			snprintf(q->msg, sizeof q->msg, "%s", bs_last_error());
 			continue;
 		}
-		*q2 = (bs__shard_stmt_t){ .sql = sb->sql2.ptr, .len = sb->sql2.len };
+		if (sb->no)
+			*q2 = (bs__shard_stmt_t){ .sql = no_write, .len = sizeof no_write - 1 };
+		else
+			*q2 = (bs__shard_stmt_t){ .sql = sb->sql2.ptr, .len = sb->sql2.len };
 		if (!any)
 			fault_between_trips(st, s);
 		any = true;
 	}
-	if (any)
-		bs__shard_run(st, u->q2);
+	int rc = any ? bs__shard_run(st, u->q2) : 0;
 	for (int s = 0; s < st->n; s++) {
 		bs__shard_stmt_t *q = &u->q[s], *q2 = &u->q2[s];
 		if (!q2->sql)
@@ -451,6 +500,11 @@ static void second_trip(bulk_t *u)
 		if (q2->rc) {
 			q->rc = q2->rc;
 			snprintf(q->msg, sizeof q->msg, "%s", q2->msg);
+		} else if (rc && !q2->nres) { /* never sent (the run itself failed) */
+			q->rc = rc;
+			snprintf(q->msg, sizeof q->msg, "%s", bs_last_error());
+		} else {
+			u->sb[s].no = refused(q2);
 		}
 	}
 }
@@ -474,14 +528,15 @@ static int write_entities(bulk_t *u)
 			return rc;
 	}
 	for (int tries = 1;;) {
+		double t0 = bs_now_mono();
 		bs__shard_run(st, u->q); /* each shard's result is in q[s] */
-		second_trip(u);
+		second_trip(u, t0);
 		bool retry = false, pending = false;
 		for (int s = 0; s < st->n; s++) {
 			shard_batch_t *sb = &u->sb[s];
 			if (!u->q[s].sql)
 				continue;
-			bool no = !u->q[s].rc && refused(&u->q2[s]); /* reads the answer's row */
+			bool no = !u->q[s].rc && sb->no;
 			if (no && sb->fast) {
 				/* nothing applied: the full form decides */
 				bs__shard_stmts_clear(&u->q[s], 1);

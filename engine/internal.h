@@ -475,6 +475,7 @@ typedef struct {
 	char store_id[33];
 	char name[BS_NAME_MAX + 1];
 	int schema; /* schema_version: what its tables hold (0: none recorded) */
+	char time_zone[72]; /* the session's @@time_zone, which must be UTC ("+00:00") */
 } shard_meta_t;
 /* The schema_version init records: the tables as this bagstore writes
  * them (3: bagstore_batch_intents, the bulk put's intent per batch). A
@@ -563,6 +564,11 @@ static inline bool bs__owns(uint8_t state)
  * default). Writers (entity.c, bulk.c), the move log's batches (drift.c)
  * and the promotion's margin (lifecycle.c) share it. */
 #define BS__FENCE_WAIT_S 3
+/* Seconds, from a bulk put's first round trip to its second, beyond which
+ * a shard's stamped write is not sent (rolled back and sent again): its
+ * rows commit within that much (and the second trip's time) of their
+ * version, which the promotion's margin (lifecycle.c) must outlast. */
+#define BS__BULK_STAMP_BUDGET_S (BS__FENCE_WAIT_S + 0.5)
 /* An entity's upsert after its VALUES, the single write's (entity.c and
  * the write procedures, schema.c): a later version than any before
  * (`updated` strictly grows), the new body; it reads the body it replaces

@@ -593,18 +593,22 @@ static void upsert_tail(bs_buf_t *b)
  * (every connection's, bs__shard_prepare), so the text is the instant, and
  * a literal costs the target a fraction of what FROM_UNIXTIME of a
  * decimal does per row (doc/DESIGN.md, "Bulk put"). */
-static void upsert_row(bs_buf_t *b, bool first, MYSQL_ROW row, const unsigned long *lens, int at)
+static int upsert_row(bs_buf_t *b, bool first, MYSQL_ROW row, const unsigned long *lens, int at, const mover_t *r)
 {
-	bs__buf_puts(b, first ? "(" : ",(");
-	bs__buf_hex(b, row[at], 16);
 	/* digits, dashes, colons, a space and a point: MySQL's own text */
 	const char *v = row[at + 1];
-	bool ok = v && lens[at + 1] >= 19 && lens[at + 1] <= 26 && strspn(v, "0123456789-: .") == lens[at + 1];
+	if (!v || lens[at + 1] < 19 || lens[at + 1] > 26 || strspn(v, "0123456789-: .") != lens[at + 1] ||
+	    v[0] == '0')
+		return bs_error(BS_ESQL, "shard %s: an entity's version is '%.40s', not a time: the move stops",
+		                r->src->shards[r->shard].conf->name, v ? v : "NULL");
+	bs__buf_puts(b, first ? "(" : ",(");
+	bs__buf_hex(b, row[at], 16);
 	bs__buf_puts(b, ",'");
-	bs__buf_putn(b, ok ? v : "1970-01-01 00:00:01", ok ? lens[at + 1] : 19);
+	bs__buf_putn(b, v, lens[at + 1]);
 	bs__buf_puts(b, "',");
 	bs__buf_hex(b, row[at + 2], lens[at + 2]);
 	bs__buf_puts(b, ")");
+	return 0;
 }
 
 static bool moving_id(const mover_t *r, const void *id)
@@ -637,7 +641,8 @@ static int copy_chunk(mover_t *r, int64_t *got)
 			continue;
 		if (!n)
 			upsert_head(&w);
-		upsert_row(&w, !n, row, lens, 1);
+		if ((rc = upsert_row(&w, !n, row, lens, 1, r)))
+			goto done;
 		if (++n % 500 == 0 || w.len > FLUSH_BYTES) {
 			upsert_tail(&w);
 			if ((rc = on_target(r, &w)))
@@ -924,7 +929,8 @@ static int replay_entities(mover_t *r, const idvec16_t *ids)
 				seen[k] = true;
 		if (!n)
 			upsert_head(&w);
-		upsert_row(&w, !n++, row, lens, 0);
+		if ((rc = upsert_row(&w, !n++, row, lens, 0, r)))
+			goto done;
 	}
 	if (n)
 		upsert_tail(&w);

@@ -1283,7 +1283,8 @@ int bs__shard_now_us(int64_t *out, bs_store_t *st, int shard)
 int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 {
 	static const char q[] = "SELECT k, v FROM bagstore_meta WHERE k IN ('fingerprint','shard_index','shard_count',"
-				"'store_id','shard_name','schema_version')";
+				"'store_id','shard_name','schema_version') UNION ALL SELECT 'session time_zone',"
+				" @@session.time_zone";
 	MYSQL_RES *res = NULL;
 	answer_t a = { .res = &res, .nres = 1 };
 	char label[192];
@@ -1314,6 +1315,8 @@ int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i)
 			snprintf(out->store_id, sizeof out->store_id, "%s", row[1]);
 		else if (!strcmp(row[0], "schema_version"))
 			out->schema = atoi(row[1]);
+		else if (!strcmp(row[0], "session time_zone"))
+			snprintf(out->time_zone, sizeof out->time_zone, "%s", row[1]);
 		else
 			snprintf(out->name, sizeof out->name, "%s", row[1]);
 	}
@@ -1432,6 +1435,14 @@ int bs__shard_check(bs_store_t *st, int i)
 		                bs__shard_label(label, sizeof label, sh), meta.store_id, held);
 	if ((rc = members_agree(st, i)))
 		return rc;
+	/* versions go to the shards as UTC text (bulk.c, move.c): a session
+	 * in another zone (an option file's init-command after ours) would
+	 * shift them */
+	if (strcmp(meta.time_zone, "+00:00") != 0)
+		return bs_error(BS_ECONFIG,
+		                "%s: the session's time zone is '%s', not UTC ('+00:00'), after bagstore set it "
+		                "(an init-command in the option file?): refusing to use it",
+		                bs__shard_label(label, sizeof label, sh), meta.time_zone);
 	sh->fp_state = 1;
 	return 0;
 }

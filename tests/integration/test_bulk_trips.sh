@@ -1,17 +1,21 @@
 #!/bin/sh
-# test_bulk_trips.sh - a bulk put writes each shard's entities in two round
-# trips: the first takes the fence (the buckets' ownership rows
-# share-locked, the transaction's NOW(6) answered) and reads the old
-# bodies; the second writes, each version a literal from that NOW(6), and
-# commits. The window between the two:
+# test_bulk_trips.sh - a bulk put with no index writes each shard's
+# entities in two round trips: the first takes the fence (the buckets'
+# ownership rows share-locked, the transaction's NOW(6) answered); the
+# second writes, each version a literal from that NOW(6), and commits. The
+# window between the two:
 #  - the process stopped there holds the fence (a cut-over's write of an
-#    ownership row waits), and SIGKILLed there it leaves nothing: no
-#    entity, no intent, the fence released;
+#    ownership row waits), and SIGKILLed there it leaves nothing written
+#    and the fence released;
+#  - stopped there longer than the stamp's budget (BS__BULK_STAMP_BUDGET_S,
+#    3.5 s), its stamp is not used: the batch is rolled back and sent again,
+#    every version from the new fence's time;
 #  - the connection lost there: the second trip, on a new session, writes
 #    nothing and says so (its fence is not that session's), and the batch
-#    goes again: every entity written, each printed, the index right.
+#    goes again: every entity written, each printed.
 # Planting a bug that trusts the first trip's answer instead of asking the
 # second's loses the first shard's entities here while printing their ids.
+# (With an index the put is one round trip: see bulk.c's entity_sql.)
 . tests/lib.sh
 
 B=$BAGSTORE
@@ -27,32 +31,22 @@ n, f = int(sys.argv[1]), sys.argv[2]
 for i in range(n):
     print(json.dumps({"id": {"$uuid": "%08x-0000-4000-8000-00000000%s%03x" % (i, f, i)}, "g": i}))' "$@"
 }
+# on_both SQL: the sum of a count on both shards
+on_both() {
+	echo $(($(t_sql 0 "$1") + $(t_sql 1 "$1")))
+}
 # count F: the entities of bags N F on both shards
 count() {
-	echo $(($(t_sql 0 "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%00000000$1___'") +
-		$(t_sql 1 "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%00000000$1___'")))
-}
-intents() {
-	echo $(($(t_sql 0 "SELECT COUNT(*) FROM bagstore_batch_intents") + $(t_sql 1 "SELECT COUNT(*) FROM bagstore_batch_intents")))
+	on_both "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%00000000$1___'"
 }
 
 # ------------------------------------------------------------ a new session between the trips
 bags 200 a >"$T/a.jsonl"
 BAGSTORE_FAULT=bulk_new_session t_exit 0 "a put whose first shard's connection is lost between the trips" -- \
 	"$B" -c "$C" put --batch 200 "$T/a.jsonl"
+t_contains "$T_ERR" "fault bulk_new_session: shard s" "the connection was closed there"
 t_eq "$(printf '%s\n' "$T_OUT" | grep -c .)" 200 "prints every id"
 t_eq "$(count a)" 200 "and every entity is written"
-
-# (an empty store: the index is built at once, no backfill to wait for)
-t_sql 0 "DELETE FROM entities"
-t_sql 1 "DELETE FROM entities"
-t_exit 0 "an index on g" -- "$B" -c "$C" index create ix_g --on g:int --shard-on g
-bags 200 b >"$T/b.jsonl"
-BAGSTORE_FAULT=bulk_new_session t_exit 0 "the same with the index maintained" -- \
-	"$B" -c "$C" put --batch 200 "$T/b.jsonl"
-t_eq "$(printf '%s\n' "$T_OUT" | grep -c .)" 200 "prints every id"
-t_eq "$(count b)" 200 "and every entity is written"
-t_exit 0 "the index is right" -- "$B" -c "$C" verify --index ix_g
 
 # ------------------------------------------------------------ stopped, then SIGKILLed, between the trips
 bags 200 c >"$T/c.jsonl"
@@ -73,10 +67,23 @@ t_contains "$T_ERR" "Lock wait timeout" "and times out"
 kill -9 $p
 wait $p 2>/dev/null
 t_eq "$(count c)" 0 "SIGKILLed there, nothing of its batch is written"
-t_eq "$(intents)" 0 "and no intent is left"
 t_exit 0 "the fence went with its connection" -- t_sql $s "$touch_row"
 t_exit 0 "the same put again" -- "$B" -c "$C" put --batch 200 "$T/c.jsonl"
 t_eq "$(count c)" 200 "writes every entity"
-t_exit 0 "the index is right" -- "$B" -c "$C" verify --index ix_g
+
+# ------------------------------------------------------------ stopped past the stamp's budget
+bags 200 d >"$T/d.jsonl"
+BAGSTORE_FAULT=pause_between_bulk_trips "$B" -c "$C" put --batch 200 "$T/d.jsonl" >"$T/d.out" 2>"$T/d.err" &
+p=$!
+t_eq "$(t_stopped $p)" 1 "a put stopped between its trips"
+sleep 4.5
+resumed=$(t_sql 0 "SELECT UNIX_TIMESTAMP(NOW(6))")
+kill -CONT $p
+wait $p
+t_eq "$?" 0 "resumed past the budget, it succeeds"
+t_eq "$(grep -c . "$T/d.out")" 200 "prints every id"
+t_eq "$(count d)" 200 "and writes every entity"
+t_eq "$(on_both "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%00000000d___' AND UNIX_TIMESTAMP(updated) < $resumed")" 0 \
+	"each version from a fence taken after it resumed, not the stale one"
 
 t_done test_bulk_trips

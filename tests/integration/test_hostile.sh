@@ -203,17 +203,19 @@ if kill -0 "$hpid" 2>/dev/null; then t_ok "the first create is still held back";
 wait "$hpid"
 t_eq "$?" 0 "the first create succeeds: the row on s0 is its own"
 t_contains "$(cat "$T/h.out")" "created index ix_h (building) on 2 shards" "and says so"
-# another index's row of that name is still refused
+# a row of that name with the same definition but another creation time
+# (an earlier create's) is still refused
 "$B" -c "$C" index create ix_h2 --on k:int --shard-on k >"$T/h2.out" 2>"$T/h2.err" &
 hpid=$!
 t_wait 10 on_s1 ix_h2 || t_fail "the held-back create reached s1" "$(cat "$T/h2.err")"
 t_sql 0 "INSERT INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed)
-	VALUES ('ix_h2', 'k:string(16)', 'k', 'building', NOW(6) - INTERVAL 1 DAY, NOW(6))"
+	VALUES ('ix_h2', 'k:int', 'k', 'building', NOW(6) - INTERVAL 1 DAY, NOW(6))"
 wait "$hpid"
 t_eq "$?" 1 "a create that meets another index's row on s0 fails"
 t_contains "$(cat "$T/h2.err")" "shard s0" "naming the shard"
 t_contains "$(cat "$T/h2.err")" "Duplicate entry 'ix_h2'" "and MySQL's message"
 t_sql 0 "DROP TRIGGER t_slow_catalog"
+t_exit 0 "the diverged ix_h2 dropped" -- "$B" -c "$C" index drop ix_h2 --yes
 
 # ------------------------------------------------------------ 7. two shards on one server
 P0=$(t_port 0)
@@ -324,6 +326,17 @@ EOC
 	T_TIMEOUT=10 t_exit 1 "shards reports it on the shard ($f)" -- "$B" -c "$T/dz.yaml" shards --json
 	t_contains "$T_OUT" "not a regular file" "in the shard's error ($f)"
 done
+# an option file whose init-command puts the session in another time zone
+# after bagstore's: versions go to the shards as UTC text, so it is refused
+printf '[client]\ninit-command="SET time_zone='"'"'+01:00'"'"'"\n' >"$T/tz.cnf"
+cat >"$T/tz.yaml" <<EOC
+shards:
+  - {name: s0, host: 127.0.0.1, port: $P0, database: bagstore, user: root, defaults_file: $T/tz.cnf}
+  - {name: s1, host: 127.0.0.1, port: $P1, database: bagstore, user: root}
+EOC
+t_exit 2 "a session an option file puts in another time zone is refused" -- "$B" -c "$T/tz.yaml" index list
+t_contains "$T_ERR" "time zone is '+01:00', not UTC ('+00:00')" "saying why"
+t_contains "$T_ERR" "shard s0" "naming the shard"
 cat >"$T/dup.yaml" <<EOC
 shards:
   - {name: s0, host: 127.0.0.1, port: $P0, database: bagstore, user: root}
