@@ -2,12 +2,13 @@
  * bulk.c - many puts at once (bs_put_many): the write path of entity.c in
  * batches, for loading JSON Lines and the like.
  *
- * The entities of one shard go in one transaction, two round trips: the
- * fence and their old bodies and versions read FOR UPDATE, then one
- * compound statement with the multi-row INSERT ... ON DUPLICATE KEY
- * UPDATE, its versions literals from the fence's NOW(6), and the batch's
+ * The entities of one shard go in one transaction, one round trip: their
+ * old bodies and versions read FOR UPDATE, then one compound statement
+ * with the multi-row INSERT ... ON DUPLICATE KEY UPDATE and the batch's
  * intent (one token, one named lock per shard and batch; its ids, in
- * bagstore_batch_intents); every shard at once (fanout.c). Then the index
+ * bagstore_batch_intents); every shard at once (fanout.c). With no index,
+ * two round trips (the fence, then the INSERT with each version a
+ * literal: entity_sql, second_trip). Then the index
  * rows they need, as one multi-row delete and one multi-row upsert per
  * index and target shard, every target shard at once; then, sent without
  * waiting, each shard's intent removed if every entity is still the
@@ -37,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct {
 	size_t *idx; /* indexes into the call's bags, in order */
@@ -51,6 +53,7 @@ typedef struct {
 	bool refused;   /* the shard did not own every bucket: nothing written */
 	bool fast;      /* this try is the fence's fast form (every bucket owned) */
 	bool no;        /* this try's answer: the fence did not pass, nothing written */
+	bool one_trip;  /* this round's transaction in one round trip (a two-trip try was late) */
 	int err;        /* its last try failed (and msg says how): nothing written */
 	char msg[512];
 } shard_batch_t;
@@ -225,14 +228,22 @@ static int entity_sql(bulk_t *u, int s)
 	 * table's AUTO_INCREMENT lock for the statement; in a second trip, its
 	 * answer first: the fence passed on this very session (a connection
 	 * made anew would answer NULL, and write nothing) */
-	bool two = !u->maintained;
+	bool two = !u->maintained && !sb->one_trip;
 	if (two) {
 		b = b2;
 		bs__buf_puts(b, "SELECT @bs_o=@bs_want;");
 	} else {
 		bs__buf_puts(b, ";");
 	}
-	bs__buf_puts(b, "BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN INSERT INTO entities (id, updated, body) VALUES ");
+	bs__buf_puts(b, "BEGIN NOT ATOMIC IF @bs_o=@bs_want THEN ");
+	/* in the second trip, a row lock waited for briefly: the rows commit
+	 * soon after their versions (BS__BULK_ROW_WAIT_S) */
+	if (two) {
+		bs__buf_puts(b, "SET STATEMENT innodb_lock_wait_timeout=");
+		bs__buf_uint(b, BS__BULK_ROW_WAIT_S);
+		bs__buf_puts(b, " FOR ");
+	}
+	bs__buf_puts(b, "INSERT INTO entities (id, updated, body) VALUES ");
 	for (size_t j = 0; j < sb->len; j++) {
 		size_t k = sb->idx[j];
 		bs__buf_puts(b, j ? ",(" : "(");
@@ -446,10 +457,11 @@ static void fault_between_trips(bs_store_t *st, int s)
 /* After the first trip: each shard's answer (sb->no), and the second
  * trip of every shard in the two-trip form whose first one succeeded,
  * every shard at once: stamped when the fence passed and the first trip
- * answered within the budget (BS__BULK_STAMP_BUDGET_S since it was sent
- * at t0; else a retryable failure, rolled back and sent again), a
- * rollback when it did not pass. Its outcome joins the first's in u->q[s]
- * (rc and message), and its answer replaces the fence's. */
+ * answered within the budget (BS__BULK_STAMP_BUDGET_US since it was sent
+ * at t0; else a retryable failure, rolled back and sent again in one
+ * round trip, which needs no budget: sb->one_trip), a rollback when it
+ * did not pass. Its outcome joins the first's in u->q[s] (rc and
+ * message), and its answer replaces the fence's. */
 static void second_trip(bulk_t *u, double t0)
 {
 	static const char no_write[] = "SELECT 0;ROLLBACK";
@@ -459,7 +471,7 @@ static void second_trip(bulk_t *u, double t0)
 			fault_pause_between_trips();
 			break;
 		}
-	bool any = false, late = bs_now_mono() - t0 > BS__BULK_STAMP_BUDGET_S;
+	bool any = false, late = bs_now_mono() - t0 > (double)BS__BULK_STAMP_BUDGET_US / 1e6;
 	for (int s = 0; s < st->n; s++) {
 		shard_batch_t *sb = &u->sb[s];
 		bs__shard_stmt_t *q = &u->q[s], *q2 = &u->q2[s];
@@ -473,8 +485,9 @@ static void second_trip(bulk_t *u, double t0)
 		if (!sb->no && late) {
 			q->rc = bs_error(BS_ECONFLICT,
 			                 "shard %s: the batch's fence was taken %.1f s before every shard answered; "
-			                 "rolled back, to be sent again",
+			                 "rolled back, to be sent again in one round trip",
 			                 st->shards[s].conf->name, bs_now_mono() - t0);
+			sb->one_trip = true;
 			st->shards[s].last_errno = 1205; /* as a lock wait timeout: retryable() */
 			snprintf(q->msg, sizeof q->msg, "%s", bs_last_error());
 			continue;
@@ -523,6 +536,7 @@ static int write_entities(bulk_t *u)
 	int rc = 0;
 	for (int s = 0; s < st->n; s++) {
 		u->sb[s].fast = true;
+		u->sb[s].one_trip = false;
 		u->sb[s].err = 0;
 		if ((rc = entity_stmt(u, s)))
 			return rc;
@@ -569,6 +583,8 @@ static int write_entities(bulk_t *u)
 			bs_error(u->q[s].rc, "%s", u->q[s].msg);
 			bool again = u->q[s].rc == BS_ECONFLICT && retryable(st, s) && tries < TRIES;
 			undo(u, s); /* a statement failed inside the transaction: ROLLBACK, the lock */
+			if (again && sb->one_trip && sb->sql2.len && entity_stmt(u, s)) /* late: now in one trip */
+				again = false;
 			if (again)
 				retry = true;
 			else

@@ -564,11 +564,14 @@ static inline bool bs__owns(uint8_t state)
  * default). Writers (entity.c, bulk.c), the move log's batches (drift.c)
  * and the promotion's margin (lifecycle.c) share it. */
 #define BS__FENCE_WAIT_S 3
-/* Seconds, from a bulk put's first round trip to its second, beyond which
- * a shard's stamped write is not sent (rolled back and sent again): its
- * rows commit within that much (and the second trip's time) of their
- * version, which the promotion's margin (lifecycle.c) must outlast. */
-#define BS__BULK_STAMP_BUDGET_S (BS__FENCE_WAIT_S + 0.5)
+/* Microseconds, from a bulk put's first round trip to its second, beyond
+ * which a shard's stamped write is not sent (rolled back, and sent again in
+ * one round trip); the second trip's INSERT waits at most
+ * BS__BULK_ROW_WAIT_S for a row lock. Its rows commit within the two (and
+ * the statement's own time) of their version, which the promotion's margin
+ * (lifecycle.c) must outlast. */
+#define BS__BULK_STAMP_BUDGET_US 3500000LL
+#define BS__BULK_ROW_WAIT_S 1
 /* An entity's upsert after its VALUES, the single write's (entity.c and
  * the write procedures, schema.c): a later version than any before
  * (`updated` strictly grows), the new body; it reads the body it replaces

@@ -100,8 +100,8 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 #define PROMOTE_MARGIN_US 5000000
 _Static_assert(PROMOTE_MARGIN_US > BS__FENCE_WAIT_S * 1000000LL,
                "the promotion's margin must outlast a write's fence wait");
-_Static_assert(PROMOTE_MARGIN_US >= (long long)(BS__BULK_STAMP_BUDGET_S * 1000000) + 1000000LL,
-               "the promotion's margin must outlast a bulk put's stamp budget and its write");
+_Static_assert(PROMOTE_MARGIN_US > BS__BULK_STAMP_BUDGET_US + BS__BULK_ROW_WAIT_S * 1000000LL,
+               "the promotion's margin must outlast a bulk put's stamp budget and its row lock wait");
 
 /* The sweep of one index shard, from the first row to the last, cut short
  * between batches by a stop or by another worker's failure (failed, may be

@@ -598,9 +598,14 @@ static int upsert_row(bs_buf_t *b, bool first, MYSQL_ROW row, const unsigned lon
 	/* digits, dashes, colons, a space and a point: MySQL's own text */
 	const char *v = row[at + 1];
 	if (!v || lens[at + 1] < 19 || lens[at + 1] > 26 || strspn(v, "0123456789-: .") != lens[at + 1] ||
-	    v[0] == '0')
-		return bs_error(BS_ESQL, "shard %s: an entity's version is '%.40s', not a time: the move stops",
-		                r->src->shards[r->shard].conf->name, v ? v : "NULL");
+	    v[0] == '0') {
+		char hex[33];
+		bs_id_t id;
+		memcpy(id.b, row[at], 16);
+		bs_id_hex(hex, &id);
+		return bs_error(BS_ESQL, "shard %s: entity %s's version is '%.40s', not a time: the move stops",
+		                r->src->shards[r->shard].conf->name, hex, v ? v : "NULL");
+	}
 	bs__buf_puts(b, first ? "(" : ",(");
 	bs__buf_hex(b, row[at], 16);
 	bs__buf_puts(b, ",'");
@@ -626,6 +631,9 @@ static int copy_chunk(mover_t *r, int64_t *got)
 	MYSQL_RES *res = NULL;
 	int rc, n = 0;
 	*got = 0;
+	/* the versions are read as the session's text: a session checked to be UTC */
+	if ((rc = bs__shard_check(r->src, r->shard)))
+		goto done;
 	bs__buf_printf(&q,
 	               "SELECT added_id, id, updated, body FROM entities WHERE added_id>%lld"
 	               " AND added_id<=%lld ORDER BY added_id LIMIT %lld",
@@ -911,6 +919,8 @@ static int replay_entities(mover_t *r, const idvec16_t *ids)
 	bool *seen = calloc(ids->n ? ids->n : 1, sizeof *seen);
 	int rc, n = 0;
 	BS_ERR_ALLOC(seen);
+	if ((rc = bs__shard_check(r->src, r->shard))) /* a UTC session: see copy_chunk */
+		goto done;
 	bs__buf_puts(&q, "SELECT id, updated, body FROM entities WHERE id IN (");
 	for (size_t k = 0; k < ids->n; k++) {
 		bs__buf_puts(&q, k ? "," : "");
