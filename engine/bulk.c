@@ -458,7 +458,7 @@ static void fault_between_trips(bs_store_t *st, int s)
  * trip of every shard in the two-trip form whose first one succeeded,
  * every shard at once: stamped when the fence passed and the first trip
  * answered within the budget (BS__BULK_STAMP_BUDGET_US since it was sent
- * at t0; else a retryable failure, rolled back and sent again in one
+ * at t0; else rolled back, its stamp stale, and marked to go again in one
  * round trip, which needs no budget: sb->one_trip), a rollback when it
  * did not pass. Its outcome joins the first's in u->q[s] (rc and
  * message), and its answer replaces the fence's. */
@@ -482,22 +482,14 @@ static void second_trip(bulk_t *u, double t0)
 		if (!sb->sql2.len)
 			continue; /* one trip: the fence's answer is the shard's */
 		int rc = 0;
-		if (!sb->no && late) {
-			q->rc = bs_error(BS_ECONFLICT,
-			                 "shard %s: the batch's fence was taken %.1f s before every shard answered; "
-			                 "rolled back, to be sent again in one round trip",
-			                 st->shards[s].conf->name, bs_now_mono() - t0);
-			sb->one_trip = true;
-			st->shards[s].last_errno = 1205; /* as a lock wait timeout: retryable() */
-			snprintf(q->msg, sizeof q->msg, "%s", bs_last_error());
-			continue;
-		}
-		if (!sb->no && (rc = stamp(u, s))) {
+		if (!sb->no && late)
+			sb->one_trip = true; /* nothing written: write_entities sends it again */
+		if (!sb->no && !sb->one_trip && (rc = stamp(u, s))) {
 			q->rc = rc;
 			snprintf(q->msg, sizeof q->msg, "%s", bs_last_error());
 			continue;
 		}
-		if (sb->no)
+		if (sb->no || sb->one_trip)
 			*q2 = (bs__shard_stmt_t){ .sql = no_write, .len = sizeof no_write - 1 };
 		else
 			*q2 = (bs__shard_stmt_t){ .sql = sb->sql2.ptr, .len = sb->sql2.len };
@@ -550,6 +542,19 @@ static int write_entities(bulk_t *u)
 			shard_batch_t *sb = &u->sb[s];
 			if (!u->q[s].sql)
 				continue;
+			if (!u->q[s].rc && sb->one_trip && sb->sql2.len) {
+				/* late, rolled back: the same form again, in one trip */
+				bs__shard_stmts_clear(&u->q[s], 1);
+				bs__shard_stmts_clear(&u->q2[s], 1);
+				if (!entity_stmt(u, s)) {
+					pending = true;
+					continue;
+				}
+				u->q[s].sql = NULL;
+				sb->err = bs_last_error_code();
+				snprintf(sb->msg, sizeof sb->msg, "%s", bs_last_error());
+				continue;
+			}
 			bool no = !u->q[s].rc && sb->no;
 			if (no && sb->fast) {
 				/* nothing applied: the full form decides */
@@ -583,8 +588,6 @@ static int write_entities(bulk_t *u)
 			bs_error(u->q[s].rc, "%s", u->q[s].msg);
 			bool again = u->q[s].rc == BS_ECONFLICT && retryable(st, s) && tries < TRIES;
 			undo(u, s); /* a statement failed inside the transaction: ROLLBACK, the lock */
-			if (again && sb->one_trip && sb->sql2.len && entity_stmt(u, s)) /* late: now in one trip */
-				again = false;
 			if (again)
 				retry = true;
 			else

@@ -348,15 +348,25 @@ static int insert_on(bs_store_t *st, int i, void *p)
 	if (bs__shard_last_errno(st, i) != ER_DUP_ENTRY)
 		return rc;
 	snprintf(msg, sizeof msg, "%s", bs_last_error());
-	if (!bs__shard_query(&res, st, i, a->mine.ptr, a->mine.len)) {
-		bool ours = mysql_num_rows(res) == 1;
-		mysql_free_result(res);
-		if (ours) {
-			bs_error_clear();
-			return 0;
-		}
+	if (bs__shard_query(&res, st, i, a->mine.ptr, a->mine.len)) /* both messages: the read's says why */
+		return bs_error(rc, "%s; and reading the row there: %s", msg, bs_last_error());
+	bool ours = mysql_num_rows(res) == 1;
+	mysql_free_result(res);
+	if (!ours)
+		return bs_error(rc, "%s", msg);
+	bs_error_clear();
+	return 0;
+}
+
+/* ",<name>,<on_spec>,<shard_on>" of def as hex literals, each after its
+ * separator (sep[0..2]): the row's values, or the conditions naming it. */
+static void def_lits(bs_buf_t *b, const char *const sep[3], const bs_index_t *def, const char *on)
+{
+	const char *v[3] = { def->name, on, def->props[def->shard_on].name };
+	for (int k = 0; k < 3; k++) {
+		bs__buf_puts(b, sep[k]);
+		bs__buf_hex(b, v[k], strlen(v[k]));
 	}
-	return bs_error(rc, "%s", msg);
 }
 
 int bs__catalog_insert(bs_store_t *st, const bs_index_t *def)
@@ -366,20 +376,14 @@ int bs__catalog_insert(bs_store_t *st, const bs_index_t *def)
 	int rc;
 	bs_index_format_on(on, sizeof on, def);
 	creation_time(created, sizeof created, st);
-	const char *shard_on = def->props[def->shard_on].name;
-	bs__buf_puts(&a.row, "INSERT INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed) VALUES (");
-	bs__buf_hex(&a.row, def->name, strlen(def->name));
-	bs__buf_puts(&a.row, ",");
-	bs__buf_hex(&a.row, on, strlen(on));
-	bs__buf_puts(&a.row, ",");
-	bs__buf_hex(&a.row, shard_on, strlen(shard_on));
+	def_lits(&a.row,
+	         (const char *const[3]){ "INSERT INTO bagstore_indexes (name, on_spec, shard_on, state, created, changed)"
+	                                 " VALUES (",
+	                                 ",", "," },
+	         def, on);
 	bs__buf_printf(&a.row, ",'building',%s,%s)", created, created);
-	bs__buf_puts(&a.mine, "SELECT 1 FROM bagstore_indexes WHERE name=");
-	bs__buf_hex(&a.mine, def->name, strlen(def->name));
-	bs__buf_puts(&a.mine, " AND on_spec=");
-	bs__buf_hex(&a.mine, on, strlen(on));
-	bs__buf_puts(&a.mine, " AND shard_on=");
-	bs__buf_hex(&a.mine, shard_on, strlen(shard_on));
+	def_lits(&a.mine, (const char *const[3]){ "SELECT 1 FROM bagstore_indexes WHERE name=", " AND on_spec=", " AND shard_on=" },
+	         def, on);
 	bs__buf_printf(&a.mine, " AND created=%s AND state<>'disabled'", created);
 	if (!(rc = bs__buf_ok(&a.row)) && !(rc = bs__buf_ok(&a.mine)) &&
 	    !(rc = bs__shard_each(st, NULL, insert_on, &a, NULL)))
