@@ -122,5 +122,14 @@ int bs__value_signed(bs_value_t *out, bool neg, uint64_t u);
 /* bs_json_encode through jansson's tree (json.c): the pretty form, and
  * the reference test_codec compares the compact writer with. */
 int bs__json_encode_jansson(char **out, const bs_value_t *v, int flags);
+/* bs_json_decode through jansson's tree (json.c): the reference the reader
+ * (json_read.c) is tested against. */
+int bs__json_decode_jansson(bs_value_t *out, const char *text, size_t len, const char *where);
+/* Extended JSON's one-key objects ("$uuid", "$binary", "$numberDouble",
+ * "$numberDecimal", json.c): the index of a key among them or -1; and the
+ * value the object stands for, read from arg, the value its key holds: 0,
+ * -1 with why in msg, or BS_ENOMEM. */
+int bs__json_special_index(const char *key, size_t klen);
+int bs__json_special(int which, bs_value_t *out, const bs_value_t *arg, char *msg, size_t size);
 
 #endif

@@ -9,7 +9,7 @@
  * tests/layers.sh checks both from the objects' symbols (make check):
  *
  *   L0  base      error buf bytes value id base64
- *   L1  text      msgpack body json yaml config indexdef route querytext
+ *   L1  text      msgpack body json json_read yaml config indexdef route querytext
  *   L2  shards    tls shard fanout collect store replica schema catalog audit grants map
  *   L3  data      entity bulk query browse export status census count undo
  *   L4  cleaner   events jobs throttle writers lag drift repair reshard backfill verify lifecycle workers move explain

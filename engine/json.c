@@ -1,5 +1,7 @@
 /*
- * json.c - bs_value_t <-> JSON with jansson (bs_json_*).
+ * json.c - bs_value_t -> JSON (bs_json_encode), the Extended JSON specials
+ * both readers share, and the reference reader through jansson (the reader
+ * itself, bs_json_decode, is json_read.c).
  *
  * Bytes use MongoDB Extended JSON: {"$uuid": "dashed"} for 16 bytes of
  * subtype 0 (bagstore's uuid, ids among them), {"$binary": {"base64":
@@ -73,23 +75,11 @@ __attribute__((format(printf, 3, 4))) static int fail(ctx_t *c, int code, const 
 	return bs_error(code, "%s: %s", c->where, msg);
 }
 
-/* ------------------------------------------------------------ decode */
+/* ------------------------------------------------------------ specials */
 
-static int from_json(ctx_t *c, bs_value_t *out, json_t *j, int depth);
-
-static int special_uuid(ctx_t *c, bs_value_t *out, json_t *arg)
-{
-	char q[80];
-	bs_id_t id;
-
-	if (!json_is_string(arg))
-		return fail(c, BS_EINVAL, "\"$uuid\" wants a string");
-	if (bs__id_parse_n(&id, json_string_value(arg), json_string_length(arg)) < 0)
-		return fail(c, BS_EINVAL, "malformed id \"%s\": " BS__ID_FORMS,
-		            bs__quote(q, sizeof q, json_string_value(arg), json_string_length(arg)));
-	return bs_value_bin(out, id.b, sizeof id.b);
-}
-
+/* The one-key objects that stand for values JSON has no type for, read
+ * from the value their key holds (the reader's and the reference's). On
+ * -1, msg says why; BS_ENOMEM with the error set. */
 static bool is_subtype(const char *s, size_t n)
 {
 	if (n < 1 || n > 2)
@@ -100,51 +90,71 @@ static bool is_subtype(const char *s, size_t n)
 	return true;
 }
 
-static int special_binary(ctx_t *c, bs_value_t *out, json_t *arg)
+static bool str_is(const bs_value_t *v, const char *s)
 {
-	json_t *b64 = NULL, *sub = NULL, *v;
-	const char *k;
-	int rc;
-
-	if (!json_is_object(arg))
-		return fail(c, BS_EINVAL, "\"$binary\" wants {\"base64\": \"...\", \"subType\": \"00\"}");
-	json_object_foreach(arg, k, v)
-	{
-		if (strcmp(k, "base64") == 0)
-			b64 = v;
-		else if (strcmp(k, "subType") == 0)
-			sub = v;
-		else
-			return fail(c, BS_EINVAL, "\"$binary\" has an unknown key (only base64 and subType)");
-	}
-	if (!json_is_string(b64))
-		return fail(c, BS_EINVAL, "\"$binary\" wants a \"base64\" string");
-	if (sub && !(json_is_string(sub) && is_subtype(json_string_value(sub), json_string_length(sub))))
-		return fail(c, BS_EINVAL, "\"$binary\" wants \"subType\" as 1 or 2 hex digits");
-	rc = bs__base64_value(out, json_string_value(b64), json_string_length(b64));
-	if (rc == 0 && sub)
-		out->v.s.sub = bs__subtype(json_string_value(sub), json_string_length(sub), out->v.s.len);
-	return rc == -1 ? fail(c, BS_EINVAL, "\"$binary\" has malformed base64") : rc;
+	return v->type == BS_STR && v->v.s.len == strlen(s) && memcmp(v->v.s.ptr, s, v->v.s.len) == 0;
 }
 
-static int special_double(ctx_t *c, bs_value_t *out, json_t *arg)
+static int special_uuid(bs_value_t *out, const bs_value_t *arg, char *msg, size_t size)
 {
-	const char *s;
+	char q[80];
+	bs_id_t id;
+
+	if (arg->type != BS_STR)
+		return snprintf(msg, size, "\"$uuid\" wants a string"), -1;
+	if (bs__id_parse_n(&id, arg->v.s.ptr, arg->v.s.len) < 0)
+		return snprintf(msg, size, "malformed id \"%s\": " BS__ID_FORMS,
+		                bs__quote(q, sizeof q, arg->v.s.ptr, arg->v.s.len)),
+		       -1;
+	return bs_value_bin(out, id.b, sizeof id.b);
+}
+
+static int special_binary(bs_value_t *out, const bs_value_t *arg, char *msg, size_t size)
+{
+	const bs_value_t *b64 = NULL, *sub = NULL;
+	int rc;
+
+	if (arg->type != BS_MAP)
+		return snprintf(msg, size, "\"$binary\" wants {\"base64\": \"...\", \"subType\": \"00\"}"), -1;
+	for (size_t i = 0; i < arg->v.m.len; i++) {
+		const bs_pair_t *p = &arg->v.m.items[i];
+
+		if (p->klen == 6 && memcmp(p->key, "base64", 6) == 0)
+			b64 = &p->val;
+		else if (p->klen == 7 && memcmp(p->key, "subType", 7) == 0)
+			sub = &p->val;
+		else
+			return snprintf(msg, size, "\"$binary\" has an unknown key (only base64 and subType)"), -1;
+	}
+	if (!b64 || b64->type != BS_STR)
+		return snprintf(msg, size, "\"$binary\" wants a \"base64\" string"), -1;
+	if (sub && !(sub->type == BS_STR && is_subtype(sub->v.s.ptr, sub->v.s.len)))
+		return snprintf(msg, size, "\"$binary\" wants \"subType\" as 1 or 2 hex digits"), -1;
+	rc = bs__base64_value(out, b64->v.s.ptr, b64->v.s.len);
+	if (rc == 0 && sub)
+		out->v.s.sub = bs__subtype(sub->v.s.ptr, sub->v.s.len, out->v.s.len);
+	if (rc == -1)
+		snprintf(msg, size, "\"$binary\" has malformed base64");
+	return rc == BS_ENOMEM ? bs__oom() : rc;
+}
+
+static int special_double(bs_value_t *out, const bs_value_t *arg, char *msg, size_t size)
+{
 	char *end;
 	double d;
 
-	if (!json_is_string(arg))
-		return fail(c, BS_EINVAL, "\"$numberDouble\" wants a string");
-	s = json_string_value(arg);
-	if (strcmp(s, "NaN") == 0) {
+	if (arg->type != BS_STR)
+		return snprintf(msg, size, "\"$numberDouble\" wants a string"), -1;
+	if (str_is(arg, "NaN")) {
 		d = NAN;
-	} else if (strcmp(s, "Infinity") == 0) {
+	} else if (str_is(arg, "Infinity")) {
 		d = INFINITY;
-	} else if (strcmp(s, "-Infinity") == 0) {
+	} else if (str_is(arg, "-Infinity")) {
 		d = -INFINITY;
 	} else {
 		/* A plain decimal number, as Extended JSON also allows. */
-		size_t n = json_string_length(arg);
+		const char *s = arg->v.s.ptr;
+		size_t n = arg->v.s.len;
 		bool ok = n > 0 && strlen(s) == n;
 
 		for (size_t i = 0; ok && i < n; i++)
@@ -152,23 +162,23 @@ static int special_double(ctx_t *c, bs_value_t *out, json_t *arg)
 		errno = 0;
 		d = ok ? bs__strtod_c(s, &end) : 0;
 		if (!ok || *end || errno == ERANGE || isinf(d))
-			return fail(c, BS_EINVAL, "\"$numberDouble\" wants NaN, Infinity, -Infinity or a number");
+			return snprintf(msg, size, "\"$numberDouble\" wants NaN, Infinity, -Infinity or a number"), -1;
 	}
 	bs_value_float(out, d);
 	return 0;
 }
 
-static int special_decimal(ctx_t *c, bs_value_t *out, json_t *arg)
+static int special_decimal(bs_value_t *out, const bs_value_t *arg, char *msg, size_t size)
 {
 	const char *s;
 	size_t n, i = 0;
 	uint64_t u = 0;
 	bool neg = false;
 
-	if (!json_is_string(arg))
-		return fail(c, BS_EINVAL, "\"$numberDecimal\" wants a string");
-	s = json_string_value(arg);
-	n = json_string_length(arg);
+	if (arg->type != BS_STR)
+		return snprintf(msg, size, "\"$numberDecimal\" wants a string"), -1;
+	s = arg->v.s.ptr;
+	n = arg->v.s.len;
 	if (n && s[0] == '-') {
 		neg = true;
 		i = 1;
@@ -185,28 +195,96 @@ static int special_decimal(ctx_t *c, bs_value_t *out, json_t *arg)
 	if (bs__value_signed(out, neg, u) == 0)
 		return 0;
 bad:
-	return fail(c, BS_EINVAL, "\"$numberDecimal\" wants an integer that fits 64 bits");
+	return snprintf(msg, size, "\"$numberDecimal\" wants an integer that fits 64 bits"), -1;
 }
 
-/* The one-key objects that stand for values JSON has no type for. */
 static const struct {
 	const char *name;
-	int (*decode)(ctx_t *c, bs_value_t *out, json_t *arg);
+	size_t len;
+	int (*decode)(bs_value_t *out, const bs_value_t *arg, char *msg, size_t size);
 } specials[] = {
-	{ "$uuid", special_uuid },
-	{ "$binary", special_binary },
-	{ "$numberDouble", special_double },
-	{ "$numberDecimal", special_decimal },
+	{ "$uuid", 5, special_uuid },
+	{ "$binary", 7, special_binary },
+	{ "$numberDouble", 13, special_double },
+	{ "$numberDecimal", 14, special_decimal },
 };
 
-/* specials[] index of key, or -1. */
-static int special_index(const char *k, size_t n)
+int bs__json_special_index(const char *k, size_t n)
 {
+	if (n < 5 || k[0] != '$')
+		return -1;
 	for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++)
-		if (strlen(specials[i].name) == n && memcmp(specials[i].name, k, n) == 0)
+		if (specials[i].len == n && memcmp(specials[i].name, k, n) == 0)
 			return (int)i;
 	return -1;
 }
+
+int bs__json_special(int which, bs_value_t *out, const bs_value_t *arg, char *msg, size_t size)
+{
+	bs_value_nil(out);
+	return specials[which].decode(out, arg, msg, size);
+}
+
+/* ------------------------------------------------------------ the reference reader */
+
+/*
+ * bs_json_decode reads JSON itself (json_read.c); this is the same through
+ * jansson's tree, kept as the reference tests/unit/test_codec.c and
+ * fuzz_jsonl compare it with: what one takes the other takes, as the same
+ * value.
+ */
+
+/* A jansson value as a value, no special read (a special's argument). */
+static int plain(bs_value_t *out, json_t *j)
+{
+	const char *key;
+	size_t klen;
+	json_t *v;
+	int rc = 0;
+
+	bs_value_nil(out);
+	switch (json_typeof(j)) {
+	case JSON_OBJECT:
+		bs_value_map(out);
+		if ((rc = bs__value_map_reserve(out, json_object_size(j))) < 0)
+			return rc;
+		json_object_keylen_foreach(j, key, klen, v)
+		{
+			bs_pair_t *p = &out->v.m.items[out->v.m.len];
+
+			bs_value_nil(&p->val);
+			if (!(p->key = bs__memdup0(key, klen)))
+				return bs__oom();
+			p->klen = klen;
+			out->v.m.len++;
+			if ((rc = plain(&p->val, v)) < 0)
+				return rc;
+		}
+		return 0;
+	case JSON_ARRAY:
+		bs_value_array(out);
+		for (size_t i = 0; i < json_array_size(j); i++) {
+			bs_value_t item;
+
+			rc = plain(&item, json_array_get(j, i));
+			if (rc == 0)
+				rc = bs_array_push(out, &item);
+			bs_value_clear(&item);
+			if (rc < 0)
+				return rc;
+		}
+		return 0;
+	case JSON_STRING: return bs_value_str(out, json_string_value(j), json_string_length(j));
+	case JSON_INTEGER: bs_value_int(out, (int64_t)json_integer_value(j)); return 0;
+	case JSON_REAL: bs_value_float(out, json_real_value(j)); return 0;
+	case JSON_TRUE:
+	case JSON_FALSE: bs_value_bool(out, json_is_true(j)); return 0;
+	case JSON_NULL: return 0;
+	}
+	return bs_error(BS_EINVAL, "unknown JSON type");
+}
+
+static int from_json(ctx_t *c, bs_value_t *out, json_t *j, int depth);
 
 static int from_object(ctx_t *c, bs_value_t *out, json_t *j, int depth)
 {
@@ -217,10 +295,17 @@ static int from_object(ctx_t *c, bs_value_t *out, json_t *j, int depth)
 
 	if (json_object_size(j) == 1) {
 		void *it = json_object_iter(j);
-		int sp = special_index(json_object_iter_key(it), json_object_iter_key_len(it));
+		int sp = bs__json_special_index(json_object_iter_key(it), json_object_iter_key_len(it));
 
-		if (sp >= 0)
-			return specials[sp].decode(c, out, json_object_iter_value(it));
+		if (sp >= 0) {
+			bs_value_t arg;
+			char msg[256];
+
+			if ((rc = plain(&arg, json_object_iter_value(it))) == 0)
+				rc = bs__json_special(sp, out, &arg, msg, sizeof msg);
+			bs_value_clear(&arg);
+			return rc == -1 ? fail(c, BS_EINVAL, "%s", msg) : rc;
+		}
 	}
 	bs_value_map(out);
 	if (depth >= BS_BODY_MAX_DEPTH)
@@ -270,14 +355,8 @@ static int from_json(ctx_t *c, bs_value_t *out, json_t *j, int depth)
 			path_pop(c, old);
 		}
 		return 0;
-	case JSON_STRING: return bs_value_str(out, json_string_value(j), json_string_length(j));
-	case JSON_INTEGER: bs_value_int(out, (int64_t)json_integer_value(j)); return 0;
-	case JSON_REAL: bs_value_float(out, json_real_value(j)); return 0;
-	case JSON_TRUE:
-	case JSON_FALSE: bs_value_bool(out, json_is_true(j)); return 0;
-	case JSON_NULL: return 0;
+	default: return plain(out, j);
 	}
-	return fail(c, BS_EINVAL, "unknown JSON type");
 }
 
 /* jansson reads 1e-400 as 0.0 without a word: find a number token (outside
@@ -330,7 +409,7 @@ static int check_numbers(const ctx_t *c, const char *text, size_t len)
 	return 0;
 }
 
-int bs_json_decode(bs_value_t *out, const char *text, size_t len, const char *where)
+int bs__json_decode_jansson(bs_value_t *out, const char *text, size_t len, const char *where)
 {
 	ctx_t c = { .where = where ? where : "<json>" };
 	json_error_t err;
@@ -483,7 +562,7 @@ static int to_json(ctx_t *c, json_t **out, const bs_value_t *v, int depth)
 	case BS_MAP:
 		if (depth >= BS_BODY_MAX_DEPTH)
 			return fail(c, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
-		if (v->v.m.len == 1 && special_index(v->v.m.items[0].key, v->v.m.items[0].klen) >= 0)
+		if (v->v.m.len == 1 && bs__json_special_index(v->v.m.items[0].key, v->v.m.items[0].klen) >= 0)
 			return fail(c, BS_EINVAL,
 			            "a map whose only key is \"%s\" cannot be written as JSON: it would read back as a "
 			            "special value",
@@ -777,7 +856,7 @@ static int printable(const bs_value_t *v, int depth, char *path, size_t size, ta
 		path[len] = '\0';
 		return 0;
 	case BS_MAP:
-		if (v->v.m.len == 1 && special_index(v->v.m.items[0].key, v->v.m.items[0].klen) >= 0)
+		if (v->v.m.len == 1 && bs__json_special_index(v->v.m.items[0].key, v->v.m.items[0].klen) >= 0)
 			return bs_error(BS_EINVAL,
 			                "%s: a map whose only key is \"%s\" would read back as a special value, "
 			                "not a map",

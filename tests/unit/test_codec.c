@@ -1527,6 +1527,210 @@ static void test_binary_subtypes(void)
 	}
 }
 
+/* The reader (json_read.c) against jansson's (json.c's reference): one
+ * verdict, and the same value when both take the text. The reference does
+ * not check a number of 64 characters or more for underflow (it stores
+ * 0), and jansson drops a NUL byte right after a number or a true, false or
+ * null ("1\0" reads as 1): the reader refuses both, and those are the differences allowed. */
+static bool nul_after_token(const char *text, size_t len)
+{
+	for (size_t i = 1; i < len; i++)
+		if (!text[i] && ((text[i - 1] >= '0' && text[i - 1] <= '9') || (text[i - 1] >= 'a' && text[i - 1] <= 'z')))
+			return true;
+	return false;
+}
+
+static int reader_agree(const char *text, size_t len)
+{
+	bs_value_t a, b;
+	char amsg[1024];
+	int ra = bs_json_decode(&a, text, len, "r"), ok = 1;
+
+	snprintf(amsg, sizeof amsg, "%s", ra ? bs_last_error() : "");
+	int rb = bs__json_decode_jansson(&b, text, len, "r");
+	char shown[200];
+
+	bs__quote(shown, sizeof shown, text, len);
+	if (ra == 0 && rb == 0)
+		ok = bs_value_equal(&a, &b);
+	else if (ra < 0 && rb == 0)
+		ok = has(amsg, "too small for a double") || (has(amsg, "byte 0x00") && nul_after_token(text, len));
+	else if (ra == 0)
+		ok = 0;
+	CHECK(ok, "reader %d (%s) vs jansson %d (%s) on %s", ra, amsg, rb, rb ? bs_last_error() : "", shown);
+	CHECK(ra == 0 || a.type == BS_NIL, "the value is NIL after the reader refuses %s", shown);
+	bs_value_clear(&a);
+	bs_value_clear(&b);
+	return ra == 0;
+}
+
+static void test_json_reader(void)
+{
+	static const struct {
+		const char *text;
+		int take;
+	} cases[] = {
+		{ "{}", 1 },
+		{ " \t\r\n[ 1 , -0 , 0.5e1 , 1E+2 , -1.25e-3 , true , false , null , \"\" ] \n", 1 },
+		{ "\"\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\u00e9 \\u2713 \\ud83d\\ude00 \\u0000\"", 1 },
+		{ "\"caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80\"", 1 },
+		{ "{\"a\\u0000b\":1}", 0 },
+		{ "\"\\ud83d\"", 0 },
+		{ "\"\\ude00\"", 0 },
+		{ "\"\\ud83d\\u0041\"", 0 },
+		{ "\"\\ud83dx\"", 0 },
+		{ "\"\\u12\"", 0 },
+		{ "\"\\x\"", 0 },
+		{ "\"\\", 0 },
+		{ "\"a", 0 },
+		{ "\"\x01\"", 0 },
+		{ "\"\t\"", 0 },
+		{ "\"\x7f\"", 1 },
+		{ "\"\xc0\xaf\"", 0 },
+		{ "\"\xe0\x80\xaf\"", 0 },
+		{ "\"\xed\xa0\x80\"", 0 },
+		{ "\"\xf4\x90\x80\x80\"", 0 },
+		{ "\"\xc3\"", 0 },
+		{ "\"\x80\"", 0 },
+		{ "\xef\xbb\xbf{}", 0 },
+		{ "9223372036854775807", 1 },
+		{ "-9223372036854775808", 1 },
+		{ "9223372036854775808", 0 },
+		{ "-9223372036854775809", 0 },
+		{ "123456789012345678901234567890", 0 },
+		{ "01", 0 },
+		{ "-", 0 },
+		{ "-a", 0 },
+		{ "1.", 0 },
+		{ ".5", 0 },
+		{ "+1", 0 },
+		{ "1e", 0 },
+		{ "1e+", 0 },
+		{ "1.5.3", 0 },
+		{ "1e400", 0 },
+		{ "-1e400", 0 },
+		{ "1e-400", 0 },
+		{ "0e-400", 1 },
+		{ "0.000e-999", 1 },
+		{ "2.5e-320", 1 },
+		{ "1.7976931348623157e308", 1 },
+		{ "tru", 0 },
+		{ "nulll", 0 },
+		{ "true1", 0 },
+		{ "[1,]", 0 },
+		{ "{\"a\":1,}", 0 },
+		{ "[,1]", 0 },
+		{ "{\"a\" 1}", 0 },
+		{ "{a:1}", 0 },
+		{ "{\"a\":1 \"b\":2}", 0 },
+		{ "[1 2]", 0 },
+		{ "", 0 },
+		{ "  \n ", 0 },
+		{ "[] []", 0 },
+		{ "[]x", 0 },
+		{ "{\"a\":1,\"a\":1}", 0 },
+		{ "{\"a\":1,\"b\":{\"a\":1}}", 1 },
+		{ "{\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,\"k9\":9,\"k10\":10,"
+		  "\"k11\":11,\"k12\":12,\"k13\":13,\"k14\":14,\"k15\":15,\"k16\":16,\"k17\":17,\"k8\":0}",
+		  0 },
+		{ "{\"$uuid\":\"71f0c4d2-2918-44cc-a2df-6f486e96e37c\"}", 1 },
+		{ "{\"$uuid\":\"71f0c4d2291844cca2df6f486e96e37c\",\"x\":1}", 1 },
+		{ "{\"$uuid\":{\"$uuid\":\"71f0c4d2291844cca2df6f486e96e37c\"}}", 0 },
+		{ "{\"$binary\":{\"base64\":\"cXVpY2s=\",\"subType\":\"80\"}}", 1 },
+		{ "{\"$binary\":{\"subType\":\"4\",\"base64\":\"AAAAAAAAAAAAAAAAAAAAAA==\"}}", 1 },
+		{ "{\"$binary\":{\"base64\":\"AA==\",\"base64\":\"AA==\"}}", 0 },
+		{ "{\"$binary\":{\"base64\":\"AA==\",\"other\":1}}", 0 },
+		{ "{\"$numberDouble\":\"NaN\"}", 1 },
+		{ "{\"$numberDouble\":\"-Infinity\"}", 1 },
+		{ "{\"$numberDouble\":\"NaN\\u0000x\"}", 0 },
+		{ "{\"$numberDouble\":\"2.5\"}", 1 },
+		{ "{\"$numberDecimal\":\"18446744073709551615\"}", 1 },
+		{ "{\"$numberDecimal\":\"-5\"}", 1 },
+		{ "{\"$nope\":1}", 1 },
+		{ "{\"$uuid\":1,\"$uuid\":2}", 0 },
+	};
+	int took = 0;
+
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		int t = reader_agree(cases[i].text, strlen(cases[i].text));
+		CHECK(t == cases[i].take, "case %zu %s: %s", i, cases[i].take ? "taken" : "refused", cases[i].text);
+	}
+	/* a NUL byte is text like any other, inside a string or out */
+	reader_agree("\"a\0b\"", 5);
+	reader_agree("[1,\0]", 5);
+	CHECK(!reader_agree("1\0", 2), "a NUL after the value is refused");
+
+	/* Depth: every container kind around every kind of innermost value,
+	 * at the limit and on either side of it. */
+	static const char *const inner[] = {
+		"1",
+		"[]",
+		"{}",
+		"{\"$uuid\":\"71f0c4d2291844cca2df6f486e96e37c\"}",
+		"{\"$binary\":{\"base64\":\"AA==\",\"subType\":\"00\"}}",
+		"{\"$uuid\":\"71f0c4d2291844cca2df6f486e96e37c\",\"x\":1}",
+		"{\"$uuid\":[1],\"x\":1}",
+		"{\"$uuid\":{\"a\":1},\"x\":1}",
+		"{\"$uuid\":{\"a\":[1]},\"x\":1}",
+		"{\"$binary\":{\"base64\":[\"AA==\"]}}",
+		"{\"$uuid\":{\"$uuid\":{\"$uuid\":{\"$uuid\":{\"a\":1}}}}}",
+	};
+	char *buf = malloc(4096);
+	for (int d = 28; d <= 35; d++)
+		for (size_t k = 0; k < sizeof inner / sizeof *inner; k++)
+			for (int wrap = 0; wrap < 3; wrap++) {
+				size_t o = 0;
+				for (int i = 0; i < d; i++)
+					o += (size_t)sprintf(buf + o, "%s", wrap == 0 ? "[" : wrap == 1 ? "{\"k\":" : (i & 1) ? "[" : "{\"$uuid\":");
+				o += (size_t)sprintf(buf + o, "%s", inner[k]);
+				for (int i = d - 1; i >= 0; i--)
+					o += (size_t)sprintf(buf + o, "%s", wrap == 0 ? "]" : wrap == 1 ? "}" : (i & 1) ? "]" : "}");
+				took += reader_agree(buf, o);
+			}
+	CHECK(took > 20, "some of the deep texts are taken (%d)", took);
+
+	/* Mutants of encoded random values: a byte replaced, inserted or
+	 * taken out, one to three times. */
+	static const char bytes[] = "\"\\{}[],:0-9e.uED+ \n\x80\xc3\xff\x01tn";
+	int taken = 0, refused = 0;
+	for (int i = 0; i < 20000; i++) {
+		bs_value_t v, w;
+		char *text = NULL;
+		bs_value_map(&v);
+		rnd_value(&w, 1);
+		bs_map_set(&v, "v", 1, &w);
+		if (bs_json_encode(&text, &v, rnd() % 4 ? 0 : BS_JSON_PRETTY) == 0) {
+			size_t n = strlen(text);
+			for (unsigned m = 1 + rnd() % 3; m > 0 && n + 1 < 4096 && n > 0; m--) {
+				size_t at = rnd() % n;
+				char c = bytes[rnd() % (sizeof bytes - 1)];
+				switch (rnd() % 3) {
+				case 0: text[at] = c; break;
+				case 1:
+					if (!(text = realloc(text, n + 2)))
+						abort();
+					memmove(text + at + 1, text + at, n - at + 1);
+					text[at] = c;
+					n++;
+					break;
+				default:
+					memmove(text + at, text + at + 1, n - at);
+					n--;
+				}
+			}
+			if (reader_agree(text, n))
+				taken++;
+			else
+				refused++;
+		}
+		free(text);
+		bs_value_clear(&v);
+	}
+	CHECK(taken > 1000 && refused > 1000, "the mutants exercise both verdicts: %d taken, %d refused", taken,
+	      refused);
+	free(buf);
+}
+
 int main(void)
 {
 	test_values();
@@ -1539,6 +1743,7 @@ int main(void)
 	test_body_items();
 	test_json_underflow();
 	test_json_compact_writer();
+	test_json_reader();
 	test_json();
 	test_binary_subtypes();
 	test_yaml();
