@@ -39,7 +39,12 @@ bool bs__utf8_valid(const char *str, size_t n)
 		uint32_t cp, min;
 
 		if (c < 0x80) {
+			/* ASCII runs eight bytes at a time */
+			uint64_t w;
+
 			i++;
+			while (n - i >= 8 && (memcpy(&w, s + i, 8), (w & 0x8080808080808080ull) == 0))
+				i += 8;
 			continue;
 		}
 		if ((c & 0xe0) == 0xc0) {

@@ -227,7 +227,8 @@ static int put_wait(put_state_t *ps)
 		if (!b->stored[k])
 			continue;
 		bs_id_hex(hex, &b->ids[k]);
-		printf("%s\n", hex);
+		fputs(hex, stdout);
+		putchar('\n');
 		ps->written++;
 	}
 	fflush(stdout);
@@ -328,6 +329,28 @@ static size_t line_len(const char *text, size_t len)
 	if (len && text[len - 1] == '\r')
 		len--;
 	return len;
+}
+
+/* "NAME:LINE" into where, as snprintf would: for every line of a load,
+ * where printf's cost showed. */
+static void where_line(char *where, size_t size, const char *name, long lineno)
+{
+	char digits[24], *d = digits + sizeof digits;
+	size_t nl = strlen(name), dl;
+	unsigned long u = lineno < 0 ? 0 : (unsigned long)lineno;
+
+	do
+		*--d = (char)('0' + u % 10);
+	while ((u /= 10));
+	dl = (size_t)(digits + sizeof digits - d);
+	if (nl + 1 + dl + 1 > size) {
+		snprintf(where, size, "%s:%ld", name, lineno);
+		return;
+	}
+	memcpy(where, name, nl);
+	where[nl] = ':';
+	memcpy(where + nl + 1, d, dl);
+	where[nl + 1 + dl] = '\0';
 }
 
 /* Decode text as one entity named `where` and queue it. A line that does
@@ -659,7 +682,7 @@ int cli_cmd_put(cli_ctx_t *ctx, int argc, char **argv)
 		lineno++;
 		if (is_blank(line, (size_t)n))
 			continue;
-		snprintf(where, sizeof where, "%s:%ld", ps.name, lineno);
+		where_line(where, sizeof where, ps.name, lineno);
 		if ((rc = put_text(&ps, line, (size_t)n, where, lineno)) < 0)
 			goto done;
 	}
