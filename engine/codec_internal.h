@@ -110,6 +110,10 @@ double bs__strtod_c(const char *s, char **end);
 /* "%.*g" of finite d with the fewest digits (15..17) that read back as d,
  * in the C locale, into buf[40]; returns the digits used. */
 int bs__float_format(char buf[40], double d);
+/* "%.15g" of d into buf[40] without printf when d is the double nearest a
+ * decimal of at most 15 digits from 1e-4 to 1e15 (so "%.15g" writes that
+ * decimal, and it reads back as d): its length; else 0, buf undefined. */
+int bs__float_short(char buf[40], double d);
 /* YAML 1.2 core schema words (also used by the configuration):
  * null is "", ~, null, Null, NULL; bool 1 true, 0 false, -1 neither. */
 bool bs__yaml_null(const char *s, size_t n);

@@ -624,44 +624,44 @@ static int puts_(writer_t *w, const char *s)
 	return put(w, s, strlen(s));
 }
 
+/* The bytes a JSON string must escape: control characters, '"', '\'. */
+static const bool json_escaped[256] = {
+	[0x00] = 1, [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1, [0x05] = 1, [0x06] = 1, [0x07] = 1,
+	[0x08] = 1, [0x09] = 1, [0x0a] = 1, [0x0b] = 1, [0x0c] = 1, [0x0d] = 1, [0x0e] = 1, [0x0f] = 1,
+	[0x10] = 1, [0x11] = 1, [0x12] = 1, [0x13] = 1, [0x14] = 1, [0x15] = 1, [0x16] = 1, [0x17] = 1,
+	[0x18] = 1, [0x19] = 1, [0x1a] = 1, [0x1b] = 1, [0x1c] = 1, [0x1d] = 1, [0x1e] = 1, [0x1f] = 1,
+	['"'] = 1,  ['\\'] = 1,
+};
+
 static int put_string(writer_t *w, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	int rc = put(w, "\"", 1);
-	size_t run = 0;
-	for (size_t i = 0; i < n && !rc; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		const char *esc = NULL;
-		char u[7];
-		if (ch == '"')
-			esc = "\\\"";
-		else if (ch == '\\')
-			esc = "\\\\";
-		else if (ch < 0x20) {
-			switch (ch) {
-			case '\b': esc = "\\b"; break;
-			case '\f': esc = "\\f"; break;
-			case '\n': esc = "\\n"; break;
-			case '\r': esc = "\\r"; break;
-			case '\t': esc = "\\t"; break;
-			default:
-				u[0] = '\\', u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[ch >> 4],
-				u[5] = hex[ch & 15], u[6] = 0;
-				esc = u;
-			}
+	size_t i = 0, start = 0;
+
+	while (!rc) {
+		while (i < n && !json_escaped[(unsigned char)s[i]])
+			i++;
+		if (i > start && (rc = put(w, s + start, i - start)))
+			break;
+		if (i == n)
+			break;
+		unsigned char ch = (unsigned char)s[i++];
+		char u[7] = { '\\', (char)ch, 0 };
+		switch (ch) {
+		case '"':
+		case '\\': break;
+		case '\b': u[1] = 'b'; break;
+		case '\f': u[1] = 'f'; break;
+		case '\n': u[1] = 'n'; break;
+		case '\r': u[1] = 'r'; break;
+		case '\t': u[1] = 't'; break;
+		default:
+			u[1] = 'u', u[2] = '0', u[3] = '0', u[4] = hex[ch >> 4], u[5] = hex[ch & 15], u[6] = 0;
 		}
-		if (!esc) {
-			run++;
-			continue;
-		}
-		if (run)
-			rc = put(w, s + i - run, run);
-		run = 0;
-		if (!rc)
-			rc = puts_(w, esc);
+		rc = puts_(w, u);
+		start = i;
 	}
-	if (!rc && run)
-		rc = put(w, s + n - run, run);
 	return rc ? rc : put(w, "\"", 1);
 }
 
@@ -669,10 +669,13 @@ static int put_string(writer_t *w, const char *s, size_t n)
 static int put_real(writer_t *w, double d)
 {
 	char buf[48];
-	locale_t old = w->c_locale ? uselocale(w->c_locale) : (locale_t)0;
-	int n = snprintf(buf, sizeof buf - 2, "%.*g", w->precision ? w->precision : 17, d);
-	if (old)
-		uselocale(old);
+	int n = w->precision == 15 ? bs__float_short(buf, d) : 0;
+	if (!n) {
+		locale_t old = w->c_locale ? uselocale(w->c_locale) : (locale_t)0;
+		n = snprintf(buf, sizeof buf - 2, "%.*g", w->precision ? w->precision : 17, d);
+		if (old)
+			uselocale(old);
+	}
 	if (!strchr(buf, '.') && !strchr(buf, 'e')) {
 		memcpy(buf + n, ".0", 3);
 		n += 2;
@@ -712,7 +715,16 @@ static int put_value(writer_t *w, const bs_value_t *v)
 	switch (v->type) {
 	case BS_NIL: return puts_(w, "null");
 	case BS_BOOL: return puts_(w, v->v.b ? "true" : "false");
-	case BS_INT: return put(w, buf, (size_t)snprintf(buf, sizeof buf, "%lld", (long long)v->v.i));
+	case BS_INT: {
+		uint64_t u = v->v.i < 0 ? 0 - (uint64_t)v->v.i : (uint64_t)v->v.i;
+		char *e = buf + sizeof buf, *q = e;
+		do
+			*--q = (char)('0' + u % 10);
+		while ((u /= 10));
+		if (v->v.i < 0)
+			*--q = '-';
+		return put(w, q, (size_t)(e - q));
+	}
 	case BS_UINT:
 		snprintf(buf, sizeof buf, "%llu", (unsigned long long)v->v.u);
 		return put_special(w, "$numberDecimal", buf);
@@ -822,6 +834,18 @@ typedef struct {
 	size_t items, memory;
 } tally_t;
 
+/* path[len..] = s[..n], cut to the room there is (snprintf's way, without
+ * its cost: this runs for every key of every body written). */
+static void path_set(char *path, size_t size, size_t len, const char *s, size_t n)
+{
+	if (len >= size)
+		return;
+	if (n > size - 1 - len)
+		n = size - 1 - len;
+	memcpy(path + len, s, n);
+	path[len + n] = '\0';
+}
+
 static int printable(const bs_value_t *v, int depth, char *path, size_t size, tally_t *t)
 {
 	char q[64];
@@ -848,7 +872,14 @@ static int printable(const bs_value_t *v, int depth, char *path, size_t size, ta
 		return 0;
 	case BS_ARRAY:
 		for (size_t i = 0; i < v->v.a.len; i++) {
-			snprintf(path + len, size - len, "[%zu]", i);
+			char ix[24], *e = ix + sizeof ix, *d = e;
+			size_t u = i;
+			*--d = ']';
+			do
+				*--d = (char)('0' + u % 10);
+			while ((u /= 10));
+			*--d = '[';
+			path_set(path, size, len, d, (size_t)(e - d));
 			int rc = printable(&v->v.a.items[i], depth + 1, path, size, t);
 			if (rc)
 				return rc;
@@ -868,8 +899,10 @@ static int printable(const bs_value_t *v, int depth, char *path, size_t size, ta
 				                bs__quote(q, sizeof q, p->key, p->klen),
 				                memchr(p->key, '\0', p->klen) ? "holds a NUL byte"
 				                                              : "is not valid UTF-8");
-			snprintf(path + len, size - len, "%s%.*s", len ? "." : "", (int)(p->klen < 64 ? p->klen : 64),
-			         p->key);
+			size_t at = len;
+			if (len)
+				path_set(path, size, at++, ".", 1);
+			path_set(path, size, at, p->key, p->klen < 64 ? p->klen : 64);
 			int rc = printable(&p->val, depth + 1, path, size, t);
 			if (rc)
 				return rc;

@@ -158,10 +158,65 @@ double bs__strtod_c(const char *s, char **end)
 	return l ? strtod_l(s, end, l) : strtod(s, end);
 }
 
+int bs__float_short(char buf[40], double d)
+{
+	static const double pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15 };
+	double a = fabs(d), m = 0;
+	int k;
+
+	if (!(a >= 1e-4 && a < 1e15))
+		return 0;
+	for (k = 0; k < 16; k++) {
+		m = a * pow10[k];
+		if (m >= 1e15)
+			return 0;
+		if (m == (double)(int64_t)m && m / pow10[k] == a)
+			break;
+	}
+	if (k == 16)
+		return 0;
+	/* a is the double nearest m / 10^k, m under 15 digits: "%.15g" rounds
+	 * a to m's digits, and reads back as a */
+	uint64_t u = (uint64_t)m;
+	while (k > 0 && u % 10 == 0)
+		u /= 10, k--;
+	char digits[20], *e = digits + sizeof digits, *q = e;
+	do
+		*--q = (char)('0' + u % 10);
+	while ((u /= 10));
+	int nd = (int)(e - q), n = 0;
+	if (d < 0)
+		buf[n++] = '-';
+	if (k == 0) {
+		memcpy(buf + n, q, (size_t)nd);
+		n += nd;
+	} else if (nd > k) {
+		memcpy(buf + n, q, (size_t)(nd - k));
+		n += nd - k;
+		buf[n++] = '.';
+		memcpy(buf + n, q + nd - k, (size_t)k);
+		n += k;
+	} else {
+		buf[n++] = '0';
+		buf[n++] = '.';
+		memset(buf + n, '0', (size_t)(k - nd));
+		n += k - nd;
+		memcpy(buf + n, q, (size_t)nd);
+		n += nd;
+	}
+	buf[n] = '\0';
+	return n;
+}
+
 int bs__float_format(char buf[40], double d)
 {
-	locale_t l = bs__c_locale(), old = l ? uselocale(l) : (locale_t)0;
+	locale_t l, old;
 	int p;
+
+	if (bs__float_short(buf, d))
+		return 15;
+	l = bs__c_locale();
+	old = l ? uselocale(l) : (locale_t)0;
 
 	for (p = 15; p < 17; p++) {
 		snprintf(buf, 40, "%.*g", p, d);

@@ -1527,6 +1527,63 @@ static void test_binary_subtypes(void)
 	}
 }
 
+/* bs__float_short writes what "%.15g" writes, when it writes anything,
+ * and that reads back as the double; it takes the decimals it is for. */
+static void test_float_short(void)
+{
+	static const double fixed[] = { 0.25, 24999.5, 0.1, 0.0001, 0.001, 1.5e-4, 123456789012345.0, 99999999999999.9,
+		                        1e14, 3.0, -2.5, -0.0001, 1e-5, 1e15, 0.3, 2.675, 1.0 / 3, 100.0, 0.0, -0.0 };
+	char a[40], b[40];
+	int fast = 0;
+
+	for (int i = 0; i < 200000; i++) {
+		double d;
+		if (i < (int)(sizeof fixed / sizeof *fixed)) {
+			d = fixed[i];
+		} else if (i % 3) {
+			/* a decimal of up to 15 digits */
+			uint64_t m = (((uint64_t)rnd() << 32) | rnd()) % (i % 2 ? 1000000000000000ull : 100000ull);
+			d = (double)m / pow(10, (double)(rnd() % 19));
+			if (rnd() & 1)
+				d = -d;
+		} else {
+			uint64_t bits = ((uint64_t)rnd() << 32) | rnd();
+			memcpy(&d, &bits, sizeof d);
+			if (!isfinite(d))
+				continue;
+		}
+		int n = bs__float_short(a, d);
+		if (!n)
+			continue;
+		fast++;
+		snprintf(b, sizeof b, "%.15g", d);
+		CHECK(strcmp(a, b) == 0 && (size_t)n == strlen(a), "%.17g: \"%s\" where %%.15g writes \"%s\"", d, a, b);
+		CHECK(strtod(a, NULL) == d, "%.17g: \"%s\" reads back", d, a);
+	}
+	CHECK(fast > 50000, "the short form applies to most decimals (%d)", fast);
+	CHECK(bs__float_short(a, 0.25) == 4 && strcmp(a, "0.25") == 0, "0.25");
+	/* the writer's refusal names the path to the value */
+	{
+		bs_value_t v, arr, m, x;
+		char *out = NULL;
+		bs_value_map(&v);
+		bs_value_array(&arr);
+		bs_value_int(&x, 1);
+		bs_array_push(&arr, &x);
+		bs_value_map(&m);
+		bs_value_str(&x, "\xff", 1);
+		bs_map_set(&m, "k", 1, &x);
+		bs_array_push(&arr, &m);
+		bs_map_set(&v, "a", 1, &arr);
+		CHECK_ERR(bs_json_encode(&out, &v, 0), BS_EINVAL);
+		CHECK(has(bs_last_error(), "a[1].k: string \"") && has(bs_last_error(), "is not valid UTF-8"), "%s",
+		      bs_last_error());
+		bs_value_clear(&v);
+	}
+	CHECK(bs__float_short(a, 1e-5) == 0 && bs__float_short(a, 1e15) == 0 && bs__float_short(a, 0.1 + 0.2) == 0,
+	      "out of its range, or no short decimal: printf's");
+}
+
 /* The reader (json_read.c) against jansson's (json.c's reference): one
  * verdict, and the same value when both take the text. The reference does
  * not check a number of 64 characters or more for underflow (it stores
@@ -1744,6 +1801,7 @@ int main(void)
 	test_json_underflow();
 	test_json_compact_writer();
 	test_json_reader();
+	test_float_short();
 	test_json();
 	test_binary_subtypes();
 	test_yaml();
