@@ -21,8 +21,9 @@
  *
  * Errors name where: "WHERE:LINE:COLUMN: ..." for the text's own faults
  * (COLUMN counts characters, the one at fault included; at the end of the
- * text, the last one), "WHERE: at .key[2]: ..." for a value refused (a
- * malformed id, nesting too deep).
+ * text, the last one; a string that is not UTF-8, its opening quote),
+ * "WHERE: at .key[2]: ..." for a value refused (a malformed id, nesting
+ * too deep).
  */
 #include "codec_internal.h"
 #include "internal.h"
@@ -51,26 +52,37 @@ typedef struct {
 
 /* ------------------------------------------------------------ errors */
 
+/* The line and column of the character at `at` (columns count
+ * characters, the one at `at` included); at the end of the text, of the
+ * last one. */
+static void line_col(const rd_t *r, const char *at, long *line, long *col)
+{
+	long l = 1, c = 0;
+
+	for (const char *q = r->start; q < at && q < r->end; q++) {
+		if (*q == '\n') {
+			l++;
+			c = 0;
+		} else if (((unsigned char)*q & 0xc0) != 0x80) {
+			c++;
+		}
+	}
+	*line = l;
+	*col = at < r->end ? c + 1 : c;
+}
+
 /* "WHERE:LINE:COL: msg" for the text at `at`. */
 __attribute__((format(printf, 3, 4))) static int text_fail(const rd_t *r, const char *at, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
-	int line = 1, col = 0;
-	const char *stop = at < r->end ? at + 1 : r->end;
+	long line, col;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	for (const char *q = r->start; q < stop; q++) {
-		if (*q == '\n') {
-			line++;
-			col = 0;
-		} else if (((unsigned char)*q & 0xc0) != 0x80) {
-			col++;
-		}
-	}
-	return bs_error(BS_EINVAL, "%s:%d:%d: %s", r->where, line, col, msg);
+	line_col(r, at, &line, &col);
+	return bs_error(BS_EINVAL, "%s:%ld:%ld: %s", r->where, line, col, msg);
 }
 
 /* "WHERE: at PATH: msg" for the value being read. */
@@ -171,15 +183,23 @@ static int string(rd_t *r, char **out, size_t *len)
 
 	/* Find the closing quote; most strings are plain ASCII. */
 	for (;;) {
-		if (q >= r->end)
-			return text_fail(r, r->end, "the text ends inside the string opened here at column %d",
-			                 (int)(open - r->start) + 1);
+		if (q >= r->end) {
+			long line, col;
+
+			line_col(r, open, &line, &col);
+			return text_fail(r, r->end, "the text ends inside the string opened at line %ld, column %ld",
+			                 line, col);
+		}
 		unsigned char c = (unsigned char)*q;
 
 		if (c == '"')
 			break;
 		if (c == '\\') {
 			plain = false;
+			if (r->end - q < 2) {
+				q = r->end;
+				continue;
+			}
 			q += 2;
 			continue;
 		}
@@ -270,7 +290,7 @@ static int number(rd_t *r, bs_value_t *out)
 	if (p < end && *p == '0') {
 		p++;
 		if (p < end && *p >= '0' && *p <= '9')
-			return text_fail(r, p, "a number may not start with 0");
+			return text_fail(r, p - 1, "a number may not start with 0");
 	} else if (p < end && *p >= '1' && *p <= '9') {
 		while (p < end && *p >= '0' && *p <= '9') {
 			unsigned d = (unsigned)(*p - '0');
@@ -283,21 +303,23 @@ static int number(rd_t *r, bs_value_t *out)
 			p++;
 		}
 	} else {
-		return text_fail(r, p, "'-' wants a digit after it");
+		return text_fail(r, s, "'-' wants a digit after it");
 	}
 	if (p < end && *p == '.') {
 		real = true;
 		if (++p >= end || *p < '0' || *p > '9')
-			return text_fail(r, p, "'.' in a number wants a digit after it");
+			return text_fail(r, p - 1, "'.' in a number wants a digit after it");
 		while (p < end && *p >= '0' && *p <= '9')
 			nonzero |= *p++ != '0';
 	}
 	if (p < end && (*p == 'e' || *p == 'E')) {
 		real = true;
+		const char *e = p;
+
 		if (++p < end && (*p == '+' || *p == '-'))
 			p++;
 		if (p >= end || *p < '0' || *p > '9')
-			return text_fail(r, p, "an exponent wants a digit");
+			return text_fail(r, e, "an exponent wants a digit");
 		while (p < end && *p >= '0' && *p <= '9')
 			p++;
 	}
@@ -369,7 +391,7 @@ static int array(rd_t *r, bs_value_t *out, int depth)
 			rc = bs_array_push(out, &item);
 		bs_value_clear(&item);
 		if (rc < 0)
-			return rc;
+			break;
 		skip_ws(r);
 		if (r->p < r->end && *r->p == ',') {
 			r->p++;
@@ -377,10 +399,13 @@ static int array(rd_t *r, bs_value_t *out, int depth)
 		}
 		if (r->p < r->end && *r->p == ']')
 			break;
-		return text_fail(r, r->p, "expected ',' or ']' in the array, not %s", what_at(r, r->p, b));
+		rc = text_fail(r, r->p, "expected ',' or ']' in the array, not %s", what_at(r, r->p, b));
+		break;
 	}
-	r->p++;
 	r->nfr--;
+	if (rc < 0)
+		return rc;
+	r->p++;
 	return 0;
 }
 

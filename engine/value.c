@@ -5,6 +5,7 @@
  */
 #include "codec_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -164,6 +165,9 @@ int bs__float_short(char buf[40], double d)
 	double a = fabs(d), m = 0;
 	int k;
 
+#if FLT_EVAL_METHOD != 0
+	return 0; /* the reasoning below wants doubles computed as doubles */
+#endif
 	if (!(a >= 1e-4 && a < 1e15))
 		return 0;
 	for (k = 0; k < 16; k++) {

@@ -42,11 +42,12 @@ static void one(const char *p, size_t n)
 	char *text = NULL;
 	int rc = bs_json_decode(&v, p, n, "fuzz.jsonl:1");
 	bool small = rc != 0 && strstr(bs_last_error(), "too small for a double");
+	bool nul = rc != 0 && strstr(bs_last_error(), "byte 0x00");
 	int rrc = bs__json_decode_jansson(&ref, p, n, "fuzz.jsonl:1");
 
 	if (rc == 0 && rrc != 0)
 		die("the reader takes what jansson refuses", NULL);
-	if (rc != 0 && rrc == 0 && !small && !nul_after_token(p, n))
+	if (rc != 0 && rrc == 0 && !small && !(nul && nul_after_token(p, n)))
 		die("the reader refuses what jansson takes", NULL);
 	if (rc == 0 && !bs_value_equal(&v, &ref))
 		die("the reader and jansson read different values", NULL);

@@ -1712,6 +1712,28 @@ static void test_json_reader(void)
 		int t = reader_agree(cases[i].text, strlen(cases[i].text));
 		CHECK(t == cases[i].take, "case %zu %s: %s", i, cases[i].take ? "taken" : "refused", cases[i].text);
 	}
+	/* where a fault is: the line and column of the character at fault,
+	 * a newline too; an unclosed string names where it opened */
+	{
+		static const struct {
+			const char *text, *want;
+		} at[] = {
+			{ "[1.\n]", "r:1:3: " },
+			{ "[1,\n  -x]", "r:2:3: " },
+			{ "{\"a\nb\":1}", "r:1:4: control character 0x0a" },
+			{ "{\n  \"g\": x\n}", "r:2:8: " },
+			{ "{\"g\":", "r:1:5: " },
+			{ "{\n  \"a\": \"x\",\n  \"b\": \"open", "opened at line 3, column 8" },
+			{ "[\"\xc3\xa9\", tru]", "r:1:7: " },
+			{ "\"\\", "r:1:2: the text ends inside the string opened at line 1, column 1" },
+		};
+		bs_value_t v;
+		for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+			CHECK_ERR(bs_json_decode(&v, at[i].text, strlen(at[i].text), "r"), BS_EINVAL);
+			CHECK(has(bs_last_error(), at[i].want), "%s: wanted %s, got %s", at[i].text, at[i].want,
+			      bs_last_error());
+		}
+	}
 	/* a NUL byte is text like any other, inside a string or out */
 	reader_agree("\"a\0b\"", 5);
 	reader_agree("[1,\0]", 5);
