@@ -555,32 +555,32 @@ static void put_signals(void)
 static ssize_t put_getline(char **line, size_t *cap, FILE *f)
 {
 	size_t n = 0;
-	ssize_t ret = 0;
-	int ch;
 
-	flockfile(f);
-	while ((ch = getc_unlocked(f)) != EOF) {
+	/* fgets, a chunk at a time (getc was a tenth of put's CPU); a line may
+	 * hold NUL bytes, so the chunk is filled with 0xff first and fgets's
+	 * own NUL is the last one in it */
+	for (;;) {
 		if (n + 2 > *cap) {
 			size_t nc = *cap ? *cap * 2 : 8192;
 			char *p = realloc(*line, nc);
-			if (!p) {
-				ret = -3;
-				break;
-			}
+			if (!p)
+				return -3;
 			*line = p;
 			*cap = nc;
 		}
-		(*line)[n++] = (char)ch;
-		if (ch == '\n')
+		size_t room = *cap - n < 4096 ? *cap - n : 4096;
+		char *at = *line + n;
+		memset(at, 0xff, room);
+		if (!fgets(at, (int)room, f))
 			break;
-		if (n > PUT_DOC_MAX) {
-			ret = -2;
+		size_t got = (size_t)((char *)memrchr(at, '\0', room) - at);
+		bool nl = got && at[got - 1] == '\n';
+		n += got;
+		if (n - nl > PUT_DOC_MAX)
+			return -2;
+		if (nl)
 			break;
-		}
 	}
-	funlockfile(f);
-	if (ret < 0)
-		return ret;
 	if (!n)
 		return -1;
 	(*line)[n] = '\0';
