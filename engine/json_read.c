@@ -506,6 +506,28 @@ static int object(rd_t *r, bs_value_t *out, int depth, bool exempt)
 			bs_value_clear(&val);
 			goto done;
 		}
+		if (i == 0 && sp >= 0) {
+			skip_ws(r);
+			if (r->p < r->end && *r->p == '}') {
+				/* one key, a special's: the value it stands for, read
+				 * straight from the key's (every id is one) */
+				char msg[256];
+
+				r->p++;
+				r->nfr--; /* the message names the object */
+				rc = bs__json_special(sp, out, &val, msg, sizeof msg);
+				if (rc == -1)
+					rc = value_fail(r, BS_EINVAL, "%s", msg);
+				free(key);
+				bs_value_clear(&val);
+				return rc;
+			}
+		}
+		if (i == 0 && (rc = bs__value_map_reserve(out, 8)) < 0) {
+			free(key);
+			bs_value_clear(&val);
+			goto done;
+		}
 		if ((rc = bs__map_append_unique(out, &ks, key, klen, &val)) != 0) {
 			if (rc == 1) {
 				char q[64];
@@ -529,18 +551,6 @@ static int object(rd_t *r, bs_value_t *out, int depth, bool exempt)
 	r->p++;
 	r->nfr--;
 close:
-	if (out->v.m.len == 1 && sp >= 0) {
-		bs_value_t v;
-		char msg[256];
-
-		rc = bs__json_special(sp, &v, &out->v.m.items[0].val, msg, sizeof msg);
-		bs_value_clear(out);
-		*out = v;
-		if (rc == -1)
-			rc = value_fail(r, BS_EINVAL, "%s", msg);
-		bs__keyset_free(&ks);
-		return rc;
-	}
 	if (depth >= BS_BODY_MAX_DEPTH && !exempt)
 		rc = value_fail(r, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
 	bs__keyset_free(&ks);
