@@ -520,10 +520,13 @@ static int object(rd_t *r, bs_value_t *out, int depth, bool exempt)
 					rc = value_fail(r, BS_EINVAL, "%s", msg);
 				free(key);
 				bs_value_clear(&val);
+				bs__keyset_free(&ks);
 				return rc;
 			}
 		}
-		if (i == 0 && (rc = bs__value_map_reserve(out, 8)) < 0) {
+		/* a bag's top map: room for 8 pairs at once (a bag has a handful
+		 * of keys); inner maps grow from 4 as they need */
+		if (i == 0 && depth == 0 && (rc = bs__value_map_reserve(out, 8)) < 0) {
 			free(key);
 			bs_value_clear(&val);
 			goto done;

@@ -550,15 +550,16 @@ static void put_signals(void)
  * could not be stored any more than such a document, and an input with no
  * newline (/dev/zero, a binary file) must not take all memory. The line's
  * length; -1 at the end of the input (or an error: ferror tells); -2 when
- * the line is longer than PUT_DOC_MAX (the rest of it unread); -3 out of
+ * the line is longer than PUT_DOC_MAX (read at most a chunk past it); -3 out of
  * memory. */
 static ssize_t put_getline(char **line, size_t *cap, FILE *f)
 {
-	size_t n = 0;
+	size_t n = 0, chunk = 1024;
 
 	/* fgets, a chunk at a time (getc was a tenth of put's CPU); a line may
 	 * hold NUL bytes, so the chunk is filled with 0xff first and fgets's
-	 * own NUL is the last one in it */
+	 * own NUL is the last one in it. Chunks start small, as most lines
+	 * are, and grow along a long line. */
 	for (;;) {
 		if (n + 2 > *cap) {
 			size_t nc = *cap ? *cap * 2 : 8192;
@@ -568,7 +569,7 @@ static ssize_t put_getline(char **line, size_t *cap, FILE *f)
 			*line = p;
 			*cap = nc;
 		}
-		size_t room = *cap - n < 4096 ? *cap - n : 4096;
+		size_t room = *cap - n < chunk ? *cap - n : chunk;
 		char *at = *line + n;
 		memset(at, 0xff, room);
 		if (!fgets(at, (int)room, f))
@@ -580,8 +581,11 @@ static ssize_t put_getline(char **line, size_t *cap, FILE *f)
 			return -2;
 		if (nl)
 			break;
+		if (chunk < 65536)
+			chunk *= 2;
 	}
-	if (!n)
+	/* a read error loses fgets's chunk: no line cut short is given */
+	if (ferror(f) || !n)
 		return -1;
 	(*line)[n] = '\0';
 	return (ssize_t)n;
