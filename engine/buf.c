@@ -143,12 +143,8 @@ void bs__buf_from_unixtime(bs_buf_t *b, int64_t us)
 
 void bs__buf_uint(bs_buf_t *b, unsigned long long v)
 {
-	char d[24];
-	size_t i = sizeof d;
-	do
-		d[--i] = (char)('0' + v % 10);
-	while ((v /= 10));
-	bs__buf_putn(b, d + i, sizeof d - i);
+	char d[24], *q = bs__uint_text(d + sizeof d, v);
+	bs__buf_putn(b, q, (size_t)(d + sizeof d - q));
 }
 
 void bs__buf_ident(bs_buf_t *b, const char *name)

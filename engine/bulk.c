@@ -514,6 +514,24 @@ static void second_trip(bulk_t *u, double t0)
 	}
 }
 
+/* Shard s, nothing written this pass, built again for the next (the full
+ * form, or one round trip): true when it goes; false when it cannot be
+ * built, and the shard failed for good (its lock released). */
+static bool send_again(bulk_t *u, int s)
+{
+	shard_batch_t *sb = &u->sb[s];
+	bs__shard_stmts_clear(&u->q[s], 1);
+	bs__shard_stmts_clear(&u->q2[s], 1);
+	if (!entity_stmt(u, s))
+		return true;
+	u->q[s].sql = NULL;
+	sb->err = bs_last_error_code();
+	snprintf(sb->msg, sizeof sb->msg, "%s", bs_last_error());
+	if (sb->token[0])
+		bs__lock_release(u->st, s, sb->token);
+	return false;
+}
+
 /* Step 1 for this round: every shard's transaction at once, the fence's
  * fast form first; a shard whose fast form refused (a bucket not simply
  * owned: leaving, or not its own) applied nothing and is sent the full
@@ -542,34 +560,16 @@ static int write_entities(bulk_t *u)
 			shard_batch_t *sb = &u->sb[s];
 			if (!u->q[s].sql)
 				continue;
+			bool no = !u->q[s].rc && sb->no;
 			if (!u->q[s].rc && sb->one_trip && sb->sql2.len) {
 				/* late, rolled back: the same form again, in one trip */
-				bs__shard_stmts_clear(&u->q[s], 1);
-				bs__shard_stmts_clear(&u->q2[s], 1);
-				if (!entity_stmt(u, s)) {
-					pending = true;
-					continue;
-				}
-				u->q[s].sql = NULL;
-				sb->err = bs_last_error_code();
-				snprintf(sb->msg, sizeof sb->msg, "%s", bs_last_error());
+				pending |= send_again(u, s);
 				continue;
 			}
-			bool no = !u->q[s].rc && sb->no;
 			if (no && sb->fast) {
 				/* nothing applied: the full form decides */
-				bs__shard_stmts_clear(&u->q[s], 1);
-				bs__shard_stmts_clear(&u->q2[s], 1);
 				sb->fast = false;
-				if (!entity_stmt(u, s)) {
-					pending = true;
-					continue;
-				}
-				u->q[s].sql = NULL;
-				sb->err = bs_last_error_code();
-				snprintf(sb->msg, sizeof sb->msg, "%s", bs_last_error());
-				if (sb->token[0])
-					bs__lock_release(st, s, sb->token);
+				pending |= send_again(u, s);
 				continue;
 			}
 			if (!u->q[s].rc) {

@@ -110,6 +110,9 @@ double bs__strtod_c(const char *s, char **end);
 /* "%.*g" of finite d with the fewest digits (15..17) that read back as d,
  * in the C locale, into buf[40]; returns the digits used. */
 int bs__float_format(char buf[40], double d);
+/* v's decimal digits written backwards to end there (end[-1] the last),
+ * printf's "%llu" without printf: the first digit. Room for 20. */
+char *bs__uint_text(char *end, unsigned long long v);
 /* "%.15g" of d into buf[40] without printf when d is the double nearest a
  * decimal of at most 15 digits from 1e-4 to 1e15 (so "%.15g" writes that
  * decimal, and it reads back as d): its length; else 0, buf undefined. */

@@ -10,15 +10,17 @@
 
 static const char hexdigits[] = "0123456789abcdef";
 
+/* A hex digit's value + 1, 0 for any other byte: one load for each digit
+ * of every id a load reads. */
+static const uint8_t hex1[256] = {
+	['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+	['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+	['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
+};
+
 int bs__hexval(int c)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
+	return c >= 0 && c < 256 ? hex1[c] - 1 : -1;
 }
 
 /* A version 4 (random) UUID from the kernel's generator: one getrandom
@@ -37,14 +39,6 @@ void bs_id_generate(bs_id_t *out)
 	uuid_generate_random(u);
 	memcpy(out->b, u, sizeof out->b);
 }
-
-/* bs__hexval + 1 as a table (0: not a hex digit), for the id of every
- * line a load reads. */
-static const uint8_t hex1[256] = {
-	['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
-	['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
-	['A'] = 11, ['B'] = 12, ['C'] = 13, ['D'] = 14, ['E'] = 15, ['F'] = 16,
-};
 
 int bs__id_parse_n(bs_id_t *out, const char *s, size_t n)
 {
@@ -66,8 +60,8 @@ int bs__id_parse_n(bs_id_t *out, const char *s, size_t n)
 				return -1;
 			i++;
 		}
-		hi = hex1[(unsigned char)s[i]] - 1;
-		lo = hex1[(unsigned char)s[i + 1]] - 1;
+		hi = bs__hexval((unsigned char)s[i]);
+		lo = bs__hexval((unsigned char)s[i + 1]);
 		if (hi < 0 || lo < 0)
 			return -1;
 		id.b[k] = (uint8_t)(hi << 4 | lo);

@@ -716,11 +716,7 @@ static int put_value(writer_t *w, const bs_value_t *v)
 	case BS_NIL: return puts_(w, "null");
 	case BS_BOOL: return puts_(w, v->v.b ? "true" : "false");
 	case BS_INT: {
-		uint64_t u = v->v.i < 0 ? 0 - (uint64_t)v->v.i : (uint64_t)v->v.i;
-		char *e = buf + sizeof buf, *q = e;
-		do
-			*--q = (char)('0' + u % 10);
-		while ((u /= 10));
+		char *e = buf + sizeof buf, *q = bs__uint_text(e, v->v.i < 0 ? 0 - (uint64_t)v->v.i : (uint64_t)v->v.i);
 		if (v->v.i < 0)
 			*--q = '-';
 		return put(w, q, (size_t)(e - q));
@@ -872,12 +868,9 @@ static int printable(const bs_value_t *v, int depth, char *path, size_t size, ta
 		return 0;
 	case BS_ARRAY:
 		for (size_t i = 0; i < v->v.a.len; i++) {
-			char ix[24], *e = ix + sizeof ix, *d = e;
-			size_t u = i;
-			*--d = ']';
-			do
-				*--d = (char)('0' + u % 10);
-			while ((u /= 10));
+			char ix[24], *e = ix + sizeof ix, *d;
+			e[-1] = ']';
+			d = bs__uint_text(e - 1, i);
 			*--d = '[';
 			path_set(path, size, len, d, (size_t)(e - d));
 			int rc = printable(&v->v.a.items[i], depth + 1, path, size, t);

@@ -3,18 +3,20 @@
  *
  * RFC 8259 JSON, any value at the top, as strict as jansson with
  * JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, which it
- * replaced on the put path (jansson's tree, its conversion and a second
- * pass for numbers were half of `bagstore put`'s CPU): strings must be
+ * replaced (jansson's tree, its conversion and a second pass for numbers
+ * were half of `bagstore put`'s CPU): strings must be
  * UTF-8 with no control characters, "\u0000" is taken in a string but not
  * in a key, a surrogate escape must come in a pair, integers must fit 64
  * bits signed and reals a double (one too small for a double is refused
  * rather than stored as 0), a key may not repeat in its object, and
  * nothing but whitespace may follow the value. What it takes and the value
  * it makes are jansson's, tested against the reference reader (json.c) by
- * test_codec and fuzz_jsonl.
+ * test_codec and fuzz_jsonl; it refuses two things jansson took: a number
+ * too small for a double that jansson's path did not check, and a NUL
+ * byte right after a number or a literal, which jansson dropped.
  *
  * Extended JSON's one-key objects ({"$uuid": ...} and the others, json.c)
- * are read into the values they stand for when their object closes.
+ * are read into the values they stand for as their object closes.
  * Containers nest at most BS_BODY_MAX_DEPTH deep; a one-key object at that
  * depth is still read, since it stands for a scalar, and so is what its
  * key holds.
@@ -86,7 +88,7 @@ __attribute__((format(printf, 3, 4))) static int text_fail(const rd_t *r, const 
 }
 
 /* "WHERE: at PATH: msg" for the value being read. */
-__attribute__((format(printf, 3, 4))) static int value_fail(const rd_t *r, int code, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static int value_fail(const rd_t *r, const char *fmt, ...)
 {
 	char msg[512], path[256];
 	size_t pl = 0;
@@ -105,8 +107,20 @@ __attribute__((format(printf, 3, 4))) static int value_fail(const rd_t *r, int c
 			pl = pl + (size_t)n >= sizeof path ? sizeof path - 1 : pl + (size_t)n;
 	}
 	if (pl)
-		return bs_error(code, "%s: at %s: %s", r->where, path, msg);
-	return bs_error(code, "%s: %s", r->where, msg);
+		return bs_error(BS_EINVAL, "%s: at %s: %s", r->where, path, msg);
+	return bs_error(BS_EINVAL, "%s: %s", r->where, msg);
+}
+
+/* The depth rule's refusal, naming the path's first `len` frames (the
+ * container too deep). */
+static int too_deep(rd_t *r, int len)
+{
+	int keep = r->nfr, rc;
+
+	r->nfr = len;
+	rc = value_fail(r, "nested deeper than %d", BS_BODY_MAX_DEPTH);
+	r->nfr = keep;
+	return rc;
 }
 
 /* What is at p, for a message: the character, or "the end". */
@@ -373,7 +387,7 @@ static int array(rd_t *r, bs_value_t *out, int depth)
 
 	bs_value_array(out);
 	if (depth >= BS_BODY_MAX_DEPTH)
-		return value_fail(r, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
+		return too_deep(r, r->nfr);
 	r->p++;
 	skip_ws(r);
 	if (r->p < r->end && *r->p == ']') {
@@ -439,74 +453,59 @@ static int nesting(const bs_value_t *v)
 static int object(rd_t *r, bs_value_t *out, int depth, bool exempt)
 {
 	bs__keyset_t ks = { 0 };
-	int sp = -1, rc = 0;
+	char *key = NULL, b[16];
+	size_t klen;
+	bs_value_t val;
+	int sp = -1, rc = 0, outer = r->nfr; /* the object's path: the frames before its own */
 
 	bs_value_map(out);
+	bs_value_nil(&val);
 	r->p++;
 	skip_ws(r);
 	if (r->p < r->end && *r->p == '}') {
 		r->p++;
-		goto close;
+		if (depth >= BS_BODY_MAX_DEPTH && !exempt)
+			return too_deep(r, outer);
+		return 0;
 	}
 	r->fr[r->nfr++] = (frame_t){ .key = NULL };
 	for (size_t i = 0;; i++) {
 		const char *at = r->p;
-		char *key = NULL, b[16];
-		size_t klen;
-		bs_value_t val;
+		bool first_special = sp >= 0;
 
 		if (at >= r->end || *at != '"') {
 			rc = text_fail(r, at, "expected a key (a string) in the object, not %s", what_at(r, at, b));
-			goto done;
+			goto fail;
 		}
 		if ((rc = string(r, &key, &klen)) < 0)
-			goto done;
+			goto fail;
 		if (memchr(key, '\0', klen)) {
-			free(key);
 			rc = text_fail(r, at, "a key may not hold \\u0000");
-			goto done;
+			goto fail;
 		}
-		if (i == 0) {
-			sp = bs__json_special_index(key, klen);
-		} else if (i == 1 && sp >= 0 && !exempt) {
-			/* Not a special after all: the object and its first value,
-			 * read exempt, are held to the depth rule. */
-			sp = -1;
-			if (depth < BS_BODY_MAX_DEPTH)
-				r->fr[r->nfr - 1] = (frame_t){ .key = out->v.m.items[0].key, .klen = out->v.m.items[0].klen };
-			else
-				r->nfr--;
-			if (depth + nesting(&out->v.m.items[0].val) >= BS_BODY_MAX_DEPTH) {
-				free(key);
-				rc = value_fail(r, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
-				if (depth >= BS_BODY_MAX_DEPTH)
-					r->nfr++;
-				goto done;
-			}
-		} else {
-			sp = -1;
+		sp = i == 0 ? bs__json_special_index(key, klen) : -1;
+		/* The depth rule, unless this object is a special's argument: the
+		 * object itself, once it is not a special; and the first value,
+		 * read exempt as a special's (its frame still the current one),
+		 * once a second key shows it was not. */
+		if (!exempt && sp < 0 && depth >= BS_BODY_MAX_DEPTH) {
+			rc = too_deep(r, outer);
+			goto fail;
 		}
-		if (depth >= BS_BODY_MAX_DEPTH && sp < 0 && !exempt) {
-			free(key);
-			r->nfr--; /* the message names the object */
-			rc = value_fail(r, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
-			r->nfr++;
-			goto done;
+		if (!exempt && i == 1 && first_special && depth + nesting(&out->v.m.items[0].val) >= BS_BODY_MAX_DEPTH) {
+			rc = too_deep(r, r->nfr);
+			goto fail;
 		}
 		r->fr[r->nfr - 1] = (frame_t){ .key = key, .klen = klen };
 		skip_ws(r);
 		if (r->p >= r->end || *r->p != ':') {
-			free(key);
 			rc = text_fail(r, r->p, "expected ':' after the key, not %s", what_at(r, r->p, b));
-			goto done;
+			goto fail;
 		}
 		r->p++;
-		if ((rc = value(r, &val, depth + 1, i == 0 && sp >= 0)) < 0) {
-			free(key);
-			bs_value_clear(&val);
-			goto done;
-		}
-		if (i == 0 && sp >= 0) {
+		if ((rc = value(r, &val, depth + 1, sp >= 0)) < 0)
+			goto fail;
+		if (sp >= 0) {
 			skip_ws(r);
 			if (r->p < r->end && *r->p == '}') {
 				/* one key, a special's: the value it stands for, read
@@ -514,32 +513,26 @@ static int object(rd_t *r, bs_value_t *out, int depth, bool exempt)
 				char msg[256];
 
 				r->p++;
-				r->nfr--; /* the message names the object */
-				rc = bs__json_special(sp, out, &val, msg, sizeof msg);
-				if (rc == -1)
-					rc = value_fail(r, BS_EINVAL, "%s", msg);
+				r->nfr = outer; /* the message names the object */
+				if ((rc = bs__json_special(sp, out, &val, msg, sizeof msg)) == -1)
+					rc = value_fail(r, "%s", msg);
 				free(key);
 				bs_value_clear(&val);
-				bs__keyset_free(&ks);
 				return rc;
 			}
 		}
 		/* a bag's top map: room for 8 pairs at once (a bag has a handful
 		 * of keys); inner maps grow from 4 as they need */
-		if (i == 0 && depth == 0 && (rc = bs__value_map_reserve(out, 8)) < 0) {
-			free(key);
-			bs_value_clear(&val);
-			goto done;
-		}
+		if (i == 0 && depth == 0 && (rc = bs__value_map_reserve(out, 8)) < 0)
+			goto fail;
 		if ((rc = bs__map_append_unique(out, &ks, key, klen, &val)) != 0) {
 			if (rc == 1) {
 				char q[64];
 				rc = text_fail(r, at, "duplicate key \"%s\" in the object", bs__quote(q, sizeof q, key, klen));
 			}
-			free(key);
-			bs_value_clear(&val);
-			goto done;
+			goto fail;
 		}
+		key = NULL; /* the map's now, as is val */
 		skip_ws(r);
 		if (r->p < r->end && *r->p == ',') {
 			r->p++;
@@ -549,17 +542,16 @@ static int object(rd_t *r, bs_value_t *out, int depth, bool exempt)
 		if (r->p < r->end && *r->p == '}')
 			break;
 		rc = text_fail(r, r->p, "expected ',' or '}' in the object, not %s", what_at(r, r->p, b));
-		goto done;
+		goto fail;
 	}
 	r->p++;
-	r->nfr--;
-close:
-	if (depth >= BS_BODY_MAX_DEPTH && !exempt)
-		rc = value_fail(r, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
+	r->nfr = outer;
 	bs__keyset_free(&ks);
-	return rc;
-done:
-	r->nfr--;
+	return 0;
+fail:
+	r->nfr = outer;
+	free(key);
+	bs_value_clear(&val);
 	bs__keyset_free(&ks);
 	return rc;
 }
@@ -574,7 +566,7 @@ static int value(rd_t *r, bs_value_t *out, int depth, bool exempt)
 	if (r->p >= r->end)
 		return text_fail(r, r->end, "the text ends where a value was expected");
 	if (depth > HARD_DEPTH - 1)
-		return value_fail(r, BS_EINVAL, "nested deeper than %d", BS_BODY_MAX_DEPTH);
+		return too_deep(r, r->nfr);
 	switch (*r->p) {
 	case '{': return object(r, out, depth, exempt);
 	case '[': return array(r, out, depth);

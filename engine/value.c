@@ -159,6 +159,14 @@ double bs__strtod_c(const char *s, char **end)
 	return l ? strtod_l(s, end, l) : strtod(s, end);
 }
 
+char *bs__uint_text(char *end, unsigned long long v)
+{
+	do
+		*--end = (char)('0' + v % 10);
+	while ((v /= 10));
+	return end;
+}
+
 int bs__float_short(char buf[40], double d)
 {
 	static const double pow10[] = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15 };
@@ -184,10 +192,7 @@ int bs__float_short(char buf[40], double d)
 	uint64_t u = (uint64_t)m;
 	while (k > 0 && u % 10 == 0)
 		u /= 10, k--;
-	char digits[20], *e = digits + sizeof digits, *q = e;
-	do
-		*--q = (char)('0' + u % 10);
-	while ((u /= 10));
+	char digits[20], *e = digits + sizeof digits, *q = bs__uint_text(e, u);
 	int nd = (int)(e - q), n = 0;
 	if (d < 0)
 		buf[n++] = '-';
