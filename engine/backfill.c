@@ -43,45 +43,64 @@
 enum outcome { OUT_DONE, OUT_PAUSED, OUT_CANCELLED, OUT_FAILED, OUT_BUSY, OUT_WAIT, OUT_LOST, OUT_STOP };
 
 /* One index row of a chunk: a sort key (the row's primary key, roughly:
- * the first property's bytes, then the entity id) and its VALUES text. */
+ * the first property's bytes, then the entity id) and where its
+ * parameters are. */
 typedef struct {
+	uint64_t lead; /* key's first 8 bytes as a number that sorts as they do */
 	uint8_t key[40];
-	uint32_t off, len; /* in the target's text buffer */
+	uint32_t row; /* its parameters: the target's vals from row * ncols */
 } crow_t;
 
-/* A statement of a chunk: where it is in its target's sql. */
+/* A statement of a chunk: its rows in its target's sorted parameters. */
 typedef struct {
-	size_t off, len;
+	size_t from, n;
 } stmt_t;
 
+/* A chunk's index rows, per target shard, for bs__shard_rows: each row's
+ * parameters (its properties' values, then its entity id) as read, their
+ * bytes copied (a row's bag is freed once its row is taken), then the rows
+ * in key order, cut into statements. */
 typedef struct {
-	bs_buf_t *sql;  /* per target shard: the INSERT statements, back to back */
-	stmt_t **stmts; /* per target shard: each one */
+	bs_buf_t head;         /* "INSERT INTO `index` (..., entity_id) VALUES " */
+	int ncols;             /* parameters a row */
+	bs_buf_t *bytes;       /* per target: the rows' bytes */
+	bs__param_t **vals;    /* per target: as read; bytes' offsets in .u */
+	size_t *valcap;
+	const bs__param_t ***sorted; /* per target: its rows in key order */
+	size_t *sortcap;
+	stmt_t **stmts;
 	size_t *nstmts, *stmtcap;
-	bs_buf_t *text; /* per target shard: "(v,...,id)" of each row */
-	crow_t **rowv;  /* per target shard */
+	crow_t **rowv;         /* per target */
 	size_t *rowcap;
-	int64_t *rows; /* per target shard, rows in sql */
+	int64_t *rows;         /* per target */
 	int64_t scanned, written, last_id;
 } chunk_t;
+
+static const char ROWS_TAIL[] = " ON DUPLICATE KEY UPDATE entity_id=entity_id";
 
 static void chunk_free(chunk_t *c, int n)
 {
 	for (int i = 0; i < n; i++) {
-		if (c->sql)
-			bs__buf_free(&c->sql[i]);
-		if (c->text)
-			bs__buf_free(&c->text[i]);
+		if (c->bytes)
+			bs__buf_free(&c->bytes[i]);
+		if (c->vals)
+			free(c->vals[i]);
+		if (c->sorted)
+			free(c->sorted[i]);
 		if (c->rowv)
 			free(c->rowv[i]);
 		if (c->stmts)
 			free(c->stmts[i]);
 	}
+	bs__buf_free(&c->head);
+	free(c->bytes);
+	free(c->vals);
+	free(c->valcap);
+	free(c->sorted);
+	free(c->sortcap);
 	free(c->stmts);
 	free(c->nstmts);
 	free(c->stmtcap);
-	free(c->sql);
-	free(c->text);
 	free(c->rowv);
 	free(c->rowcap);
 	free(c->rows);
@@ -91,15 +110,19 @@ static void chunk_free(chunk_t *c, int n)
 static int chunk_init(chunk_t *c, int n)
 {
 	memset(c, 0, sizeof *c);
-	c->sql = calloc((size_t)n, sizeof *c->sql);
-	c->text = calloc((size_t)n, sizeof *c->text);
+	c->bytes = calloc((size_t)n, sizeof *c->bytes);
+	c->vals = calloc((size_t)n, sizeof *c->vals);
+	c->valcap = calloc((size_t)n, sizeof *c->valcap);
+	c->sorted = calloc((size_t)n, sizeof *c->sorted);
+	c->sortcap = calloc((size_t)n, sizeof *c->sortcap);
 	c->rowv = calloc((size_t)n, sizeof *c->rowv);
 	c->rowcap = calloc((size_t)n, sizeof *c->rowcap);
 	c->rows = calloc((size_t)n, sizeof *c->rows);
 	c->stmts = calloc((size_t)n, sizeof *c->stmts);
 	c->nstmts = calloc((size_t)n, sizeof *c->nstmts);
 	c->stmtcap = calloc((size_t)n, sizeof *c->stmtcap);
-	if (!c->sql || !c->text || !c->rowv || !c->rowcap || !c->rows || !c->stmts || !c->nstmts || !c->stmtcap) {
+	if (!c->bytes || !c->vals || !c->valcap || !c->sorted || !c->sortcap || !c->rowv || !c->rowcap || !c->rows ||
+	    !c->stmts || !c->nstmts || !c->stmtcap) {
 		chunk_free(c, n);
 		return bs_error(BS_ENOMEM, "out of memory for a backfill chunk");
 	}
@@ -109,8 +132,7 @@ static int chunk_init(chunk_t *c, int n)
 static void chunk_reset(chunk_t *c, int n)
 {
 	for (int i = 0; i < n; i++) {
-		bs__buf_reset(&c->sql[i]);
-		bs__buf_reset(&c->text[i]);
+		bs__buf_reset(&c->bytes[i]);
 		c->rows[i] = 0;
 		c->nstmts[i] = 0;
 	}
@@ -143,73 +165,82 @@ static void sort_key(uint8_t key[24], const bs_value_t *v)
 	}
 }
 
+/* Bytes p..len kept in target t's bytes: the parameter's offset there. */
+static void keep_bytes(bs__param_t *p, bs_buf_t *b)
+{
+	p->u = b->len;
+	bs__buf_putn(b, p->p, p->len);
+	p->p = NULL;
+}
+
 static int chunk_add(chunk_t *c, int t, const bs_index_t *idx, const bs_value_t *const *vals, const void *id)
 {
-	bs_buf_t *b = &c->text[t];
+	bs_buf_t *b = &c->bytes[t];
+	size_t at = (size_t)c->rows[t] * (size_t)c->ncols;
 	int rc = BS_ARRAY_GROW(c->rowv[t], (size_t)c->rows[t], c->rowcap[t], 1024);
+	if (!rc)
+		rc = BS_ARRAY_GROW(c->vals[t], at + (size_t)c->ncols - 1, c->valcap[t], 1024); /* grows past ncols */
 	if (rc)
 		return rc;
-	crow_t *r = &c->rowv[t][c->rows[t]++];
+	crow_t *r = &c->rowv[t][c->rows[t]];
 	sort_key(r->key, vals[0]);
 	memcpy(r->key + 24, id, 16);
-	r->off = (uint32_t)b->len;
-	bs__buf_puts(b, "(");
+	r->lead = 0;
+	for (int k = 0; k < 8; k++)
+		r->lead = r->lead << 8 | r->key[k];
+	r->row = (uint32_t)c->rows[t]++;
+	bs__param_t *p = &c->vals[t][at];
 	for (int k = 0; k < idx->nprops; k++) {
-		bs__buf_value(b, vals[k], &idx->props[k]);
-		bs__buf_puts(b, ",");
+		p[k] = bs__param_value(vals[k], &idx->props[k]);
+		if (p[k].type == BS__P_BYTES || p[k].type == BS__P_TEXT)
+			keep_bytes(&p[k], b);
 	}
-	bs__buf_hex(b, id, 16);
-	bs__buf_puts(b, ")");
-	r->len = (uint32_t)(b->len - r->off);
+	p[idx->nprops] = (bs__param_t){ .type = BS__P_BYTES, .p = id, .len = 16 };
+	keep_bytes(&p[idx->nprops], b);
 	c->written++;
 	return 0;
 }
 
 static int crow_cmp(const void *a, const void *b)
 {
-	return memcmp(((const crow_t *)a)->key, ((const crow_t *)b)->key, 40);
+	const crow_t *x = a, *y = b;
+	if (x->lead != y->lead) /* most rows differ in their first 8 bytes */
+		return x->lead < y->lead ? -1 : 1;
+	return memcmp(x->key, y->key, 40);
 }
 
-/* Note where target t's statement ends (it started at from). */
-static int stmt_end(chunk_t *c, int t, size_t from)
-{
-	int rc = BS_ARRAY_GROW(c->stmts[t], c->nstmts[t], c->stmtcap[t], 16);
-	if (rc)
-		return rc;
-	c->stmts[t][c->nstmts[t]++] = (stmt_t){ from, c->sql[t].len - from };
-	return 0;
-}
-
-/* Rows of each target in key order, as multi-row INSERTs of per_insert
+/* Rows of each target in key order, cut into statements of per_insert
  * rows: sorted rows fill InnoDB's pages in order, which is most of the
  * write's cost. */
-static int chunk_emit(chunk_t *c, int n, const bs_index_t *idx, int64_t per_insert)
+static int chunk_emit(chunk_t *c, int n, int64_t per_insert)
 {
+	size_t nc = (size_t)c->ncols;
 	for (int t = 0; t < n; t++) {
-		bs_buf_t *b = &c->sql[t];
-		size_t from = 0;
-		if (!c->rows[t])
+		size_t rows = (size_t)c->rows[t];
+		if (!rows)
 			continue;
-		qsort(c->rowv[t], (size_t)c->rows[t], sizeof *c->rowv[t], crow_cmp);
-		for (int64_t k = 0; k < c->rows[t]; k++) {
-			const crow_t *r = &c->rowv[t][k];
-			if (k % per_insert == 0) {
-				if (k) {
-					bs__buf_puts(b, " ON DUPLICATE KEY UPDATE entity_id=entity_id");
-					if (stmt_end(c, t, from))
-						return BS_ENOMEM;
-				}
-				from = b->len;
-				bs__buf_index_insert(b, idx);
-				bs__buf_puts(b, " VALUES ");
-			} else {
-				bs__buf_puts(b, ",");
-			}
-			bs__buf_putn(b, c->text[t].ptr + r->off, r->len);
+		int rc;
+		if (c->sortcap[t] < rows) {
+			const bs__param_t **grown = realloc(c->sorted[t], rows * sizeof *grown);
+			if (!grown)
+				return bs__oom();
+			c->sorted[t] = grown;
+			c->sortcap[t] = rows;
 		}
-		bs__buf_puts(b, " ON DUPLICATE KEY UPDATE entity_id=entity_id");
-		if (stmt_end(c, t, from))
-			return BS_ENOMEM;
+		bs__param_t *v = c->vals[t];
+		for (size_t k = 0; k < rows * nc; k++) /* the bytes stay where they are now */
+			if (v[k].type == BS__P_BYTES || v[k].type == BS__P_TEXT)
+				v[k].p = c->bytes[t].ptr + v[k].u;
+		qsort(c->rowv[t], rows, sizeof *c->rowv[t], crow_cmp);
+		for (size_t k = 0; k < rows; k++)
+			c->sorted[t][k] = &v[(size_t)c->rowv[t][k].row * nc];
+		for (size_t from = 0; from < rows; from += (size_t)per_insert) {
+			if ((rc = BS_ARRAY_GROW(c->stmts[t], c->nstmts[t], c->stmtcap[t], 16)))
+				return rc;
+			size_t left = rows - from;
+			c->stmts[t][c->nstmts[t]++] =
+			    (stmt_t){ from, left < (size_t)per_insert ? left : (size_t)per_insert };
+		}
 	}
 	return 0;
 }
@@ -221,6 +252,10 @@ static int chunk_fill(chunk_t *c, MYSQL_RES *res, bs_store_t *st, const uint8_t 
 {
 	MYSQL_ROW row;
 	int rc = 0, n = st->n;
+	bs__buf_reset(&c->head);
+	bs__buf_index_insert(&c->head, idx);
+	bs__buf_puts(&c->head, " VALUES ");
+	c->ncols = idx->nprops + 1;
 	while ((row = mysql_fetch_row(res))) {
 		unsigned long *lens = mysql_fetch_lengths(res);
 		bs_value_t bag;
@@ -247,12 +282,12 @@ static int chunk_fill(chunk_t *c, MYSQL_RES *res, bs_store_t *st, const uint8_t 
 				bs_value_clear(&tmps[k]);
 		bs_value_clear(&bag);
 	}
-	for (int i = 0; i < n && !rc; i++)
-		rc = bs__buf_ok(&c->text[i]);
 	if (!rc)
-		rc = chunk_emit(c, n, idx, per_insert);
+		rc = bs__buf_ok(&c->head);
 	for (int i = 0; i < n && !rc; i++)
-		rc = bs__buf_ok(&c->sql[i]);
+		rc = bs__buf_ok(&c->bytes[i]);
+	if (!rc)
+		rc = chunk_emit(c, n, per_insert);
 	return rc;
 }
 
@@ -779,7 +814,8 @@ static int chunk_submit(bs__batch_t **out, runner_t *r, attempt_t *a)
 	int rc = bs__batch_new(out, r->wr);
 	for (int t = 0; t < r->src->n && !rc; t++)
 		for (size_t k = 0; k < a->cur.nstmts[t] && !rc; k++)
-			rc = bs__batch_add(*out, t, a->cur.sql[t].ptr + a->cur.stmts[t][k].off, a->cur.stmts[t][k].len);
+			rc = bs__batch_add(*out, t, a->cur.head.ptr, ROWS_TAIL,
+			                   a->cur.sorted[t] + a->cur.stmts[t][k].from, a->cur.ncols, a->cur.stmts[t][k].n);
 	return rc;
 }
 

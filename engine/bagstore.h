@@ -692,7 +692,10 @@ void bs_explain_free(bs_explain_t *e);
 	  "taken, nothing written), once") \
 	X(BULK_NEW_SESSION, "bulk_new_session", \
 	  "a bulk put with no index: its first shard loses its connection between its entities' two " \
-	  "round trips, once; the second goes on a new session")
+	  "round trips, once; the second goes on a new session") \
+	X(ROWS_AS_TEXT, "rows_as_text", \
+	  "many-row INSERTs (a backfill's index rows, a move's copies) go as multi-row text statements, " \
+	  "as to a server without bulk execution (MySQL); read when a store is opened")
 
 typedef enum {
 #define BS_FAULT_ENUM_(id, name, doc) BS_FAULT_##id,

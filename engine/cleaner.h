@@ -290,14 +290,16 @@ int bs__writers_new(bs__writers_t **out, const bs_config_t *cfg, bs__throttle_t 
 void bs__writers_free(bs__writers_t *w);
 
 /* A batch: statements that a job waits for as one (a chunk's). add queues
- * one at once (sql is borrowed until the batch is freed); wait returns
+ * one at once, an INSERT of nrows rows as bs__shard_rows runs it (head,
+ * tail and rows are borrowed until the batch is freed); wait returns
  * true when every statement ended, false after s seconds; result gives
  * the first failure (its message in the error slot), whether any was
  * skipped (aborted, or stop) and the seconds they ran; abort skips what
  * has not started; free aborts and waits. */
 typedef struct bs__batch bs__batch_t;
 int bs__batch_new(bs__batch_t **out, bs__writers_t *w);
-int bs__batch_add(bs__batch_t *b, int shard, const char *sql, size_t len);
+int bs__batch_add(bs__batch_t *b, int shard, const char *head, const char *tail, const bs__param_t *const *rows,
+                  int ncols, size_t nrows);
 int bs__batch_wait(bs__batch_t *b, double s);
 int bs__batch_result(const bs__batch_t *b, bool *skipped, double *busy);
 void bs__batch_abort(bs__batch_t *b);

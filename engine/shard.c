@@ -15,6 +15,7 @@
 #include "internal.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <errmsg.h>
 #include <errno.h>
 #include <pthread.h>
@@ -960,6 +961,22 @@ int bs__shard_query(MYSQL_RES **out, bs_store_t *st, int i, const char *sql, siz
 
 /* ------------------------------------------------------------ prepared statements */
 
+/* A parameter as the text forms write it as a literal. */
+static void param_text(bs_buf_t *b, const bs__param_t *v)
+{
+	switch (v->type) {
+	case BS__P_TEXT:
+		bs__buf_puts(b, "_utf8mb4 ");
+		bs__buf_hex(b, v->p, v->len);
+		break;
+	case BS__P_INT: bs__buf_printf(b, "%lld", v->i); break;
+	case BS__P_UINT: bs__buf_uint(b, v->u); break;
+	case BS__P_DOUBLE: bs__buf_printf(b, "%.17g", v->d); break;
+	case BS__P_NULL: bs__buf_puts(b, "NULL"); break;
+	default: bs__buf_hex(b, v->p, v->len); break;
+	}
+}
+
 /* The text a prepared statement stands for, the values in place of its
  * '?'s as the text forms write them: what the trace shows. */
 static void prep_text(bs_buf_t *b, const char *sql, const bs__param_t *params, int n)
@@ -971,18 +988,7 @@ static void prep_text(bs_buf_t *b, const char *sql, const bs__param_t *params, i
 			return;
 		}
 		bs__buf_putn(b, p, (size_t)(q - p));
-		const bs__param_t *v = &params[k++];
-		switch (v->type) {
-		case BS__P_TEXT:
-			bs__buf_puts(b, "_utf8mb4 ");
-			bs__buf_hex(b, v->p, v->len);
-			break;
-		case BS__P_INT: bs__buf_printf(b, "%lld", v->i); break;
-		case BS__P_UINT: bs__buf_uint(b, v->u); break;
-		case BS__P_DOUBLE: bs__buf_printf(b, "%.17g", v->d); break;
-		case BS__P_NULL: bs__buf_puts(b, "NULL"); break;
-		default: bs__buf_hex(b, v->p, v->len); break;
-		}
+		param_text(b, &params[k++]);
 	}
 }
 
@@ -1023,6 +1029,47 @@ static void prep_bind(MYSQL_BIND *bind, unsigned long *lens, const bs__param_t *
 	}
 }
 
+/* *out: the statement of sql on shard i's connection m, kept in *slot
+ * (prepared there at first use). NULL with *text: the server would not
+ * prepare it, send the text form (nothing was sent). */
+static int prep_make(MYSQL_STMT **out, bool *text, bs_store_t *st, int i, MYSQL *m, MYSQL_STMT **slot,
+                     const char *sql)
+{
+	bs_shard_t *sh = &st->shards[i];
+	char msg[512], label[192];
+	MYSQL_STMT *s = *slot;
+	*out = NULL;
+	if (s) {
+		*out = s;
+		return 0;
+	}
+	if (!(s = mysql_stmt_init(m)))
+		return bs_error(BS_ENOMEM, "%s: out of memory preparing a statement",
+		                bs__shard_label(label, sizeof label, sh));
+	if (mysql_stmt_prepare(s, sql, (unsigned long)strlen(sql))) {
+		unsigned err = mysql_stmt_errno(s);
+		snprintf(msg, sizeof msg, "%s", mysql_stmt_error(s));
+		mysql_stmt_close(s);
+		if (lost_connection(err))
+			return fail_with(st, i, "preparing a statement", err, msg);
+		/* the server would not prepare it: no more room
+		 * (max_prepared_stmt_count, the server's for every client), or
+		 * no prepared statements at all (a proxy): the text form on
+		 * this connection for PREP_OFF_S, its statements closed (they
+		 * hold room in the server's count). Any other refusal (a table
+		 * missing, a privilege) the text form meets again, and says */
+		if (err == 1461 /* ER_MAX_PREPARED_STMT_COUNT_REACHED */ || err == 1295 /* ER_UNSUPPORTED_PS */ ||
+		    err == 1047 /* ER_UNKNOWN_COM_ERROR */) {
+			prep_close_all(sh);
+			sh->prep_off_until = bs_now_mono() + PREP_OFF_S;
+		}
+		*text = true;
+		return 0;
+	}
+	*slot = *out = s;
+	return 0;
+}
+
 /* Run sql prepared on shard i's connection m, the statement kept in
  * *slot (prepared there at first use, closed there after a failure). */
 static int prep_exec(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t *st, int i, MYSQL *m,
@@ -1032,35 +1079,10 @@ static int prep_exec(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t
 	MYSQL_BIND bind[PREP_MAX_PARAMS];
 	unsigned long lens[PREP_MAX_PARAMS];
 	char msg[512];
-	int rc = 0;
-	MYSQL_STMT *s = *slot;
-	if (!s) {
-		char label[192];
-		if (!(s = mysql_stmt_init(m)))
-			return bs_error(BS_ENOMEM, "%s: out of memory preparing a statement",
-			                bs__shard_label(label, sizeof label, sh));
-		if (mysql_stmt_prepare(s, sql, (unsigned long)strlen(sql))) {
-			unsigned err = mysql_stmt_errno(s);
-			snprintf(msg, sizeof msg, "%s", mysql_stmt_error(s));
-			mysql_stmt_close(s);
-			if (lost_connection(err))
-				return fail_with(st, i, "preparing a statement", err, msg);
-			/* the server would not prepare it: no more room
-			 * (max_prepared_stmt_count, the server's for every client), or
-			 * no prepared statements at all (a proxy): the text form on
-			 * this connection for PREP_OFF_S, its statements closed (they
-			 * hold room in the server's count). Any other refusal (a table
-			 * missing, a privilege) the text form meets again, and says */
-			if (err == 1461 /* ER_MAX_PREPARED_STMT_COUNT_REACHED */ || err == 1295 /* ER_UNSUPPORTED_PS */ ||
-			    err == 1047 /* ER_UNKNOWN_COM_ERROR */) {
-				prep_close_all(sh);
-				sh->prep_off_until = bs_now_mono() + PREP_OFF_S;
-			}
-			*text = true;
-			return 0;
-		}
-		*slot = s;
-	}
+	int rc;
+	MYSQL_STMT *s;
+	if ((rc = prep_make(&s, text, st, i, m, slot, sql)) || !s)
+		return rc;
 	prep_bind(bind, lens, params, n);
 	double t0 = 0;
 	int64_t at = 0, rows = 0;
@@ -1151,15 +1173,12 @@ int bs__shard_prep_run(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store
 	return prep_exec(res, affected, text, st, i, m, &st->shards[i].prep[kind], sql, params, n);
 }
 
-int bs__shard_prep_sql(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t *st, int i, const char *sql,
-                       const bs__param_t *params, int n)
+/* Where shard sh's connection keeps the statement of text sql (prepared
+ * or not yet): one of the BS__PREP_DYN it keeps, found by its text, else
+ * the least recently used one's place. NULL: out of memory. */
+static MYSQL_STMT **dyn_slot(bs_shard_t *sh, const char *sql)
 {
-	bs_shard_t *sh = &st->shards[i];
-	MYSQL *m;
-	int rc, k;
-	if ((rc = prep_open(&m, res, affected, text, st, i, n)) || !m)
-		return rc;
-	int lru = 0;
+	int lru = 0, k;
 	for (k = 0; k < BS__PREP_DYN; k++) {
 		if (sh->dyn[k].sql && !strcmp(sh->dyn[k].sql, sql))
 			break;
@@ -1168,10 +1187,8 @@ int bs__shard_prep_sql(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store
 	}
 	if (k == BS__PREP_DYN) { /* the least recently used replaced */
 		char *copy = strdup(sql);
-		if (!copy) {
-			*text = true; /* the text form, without a statement to keep */
-			return 0;
-		}
+		if (!copy)
+			return NULL;
 		k = lru;
 		if (sh->dyn[k].s)
 			mysql_stmt_close(sh->dyn[k].s);
@@ -1180,7 +1197,206 @@ int bs__shard_prep_sql(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store
 		sh->dyn[k].s = NULL;
 	}
 	sh->dyn[k].used = ++sh->dyn_clock;
-	return prep_exec(res, affected, text, st, i, m, &sh->dyn[k].s, sql, params, n);
+	return &sh->dyn[k].s;
+}
+
+int bs__shard_prep_sql(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t *st, int i, const char *sql,
+                       const bs__param_t *params, int n)
+{
+	MYSQL *m;
+	int rc;
+	if ((rc = prep_open(&m, res, affected, text, st, i, n)) || !m)
+		return rc;
+	MYSQL_STMT **slot = dyn_slot(&st->shards[i], sql);
+	if (!slot) {
+		*text = true; /* the text form, without a statement to keep */
+		return 0;
+	}
+	return prep_exec(res, affected, text, st, i, m, slot, sql, params, n);
+}
+
+/* ------------------------------------------------------------ many rows */
+
+/* The server takes an array of parameter sets in one execution of a
+ * prepared statement (MariaDB's COM_STMT_BULK_EXECUTE, 10.2 and later). */
+static bool bulk_ok(MYSQL *m)
+{
+	unsigned long caps = 0, ext = 0;
+	if (mariadb_get_infov(m, MARIADB_CONNECTION_SERVER_CAPABILITIES, &caps) || (caps & CLIENT_MYSQL))
+		return false;
+	if (mariadb_get_infov(m, MARIADB_CONNECTION_EXTENDED_SERVER_CAPABILITIES, &ext))
+		return false;
+	return (ext & (MARIADB_CLIENT_STMT_BULK_OPERATIONS >> 32)) != 0;
+}
+
+/* The rows as one multi-row statement: head, "(v,...)" a row, tail. */
+static void rows_text(bs_buf_t *b, const char *head, const char *tail, const bs__param_t *const *rows, int ncols,
+                      size_t nrows)
+{
+	bs__buf_puts(b, head);
+	for (size_t r = 0; r < nrows; r++) {
+		bs__buf_puts(b, r ? ",(" : "(");
+		for (int c = 0; c < ncols; c++) {
+			if (c)
+				bs__buf_putn(b, ",", 1);
+			param_text(b, &rows[r][c]);
+		}
+		bs__buf_putn(b, ")", 1);
+	}
+	bs__buf_puts(b, tail);
+}
+
+/* What column c's values are (BS__P_*, BS__P_NULL when all are), or -1
+ * when they are of different kinds: one type binds a column. */
+static int rows_kind(const bs__param_t *const *rows, size_t nrows, int c)
+{
+	int kind = BS__P_NULL;
+	for (size_t r = 0; r < nrows; r++) {
+		int t = rows[r][c].type;
+		if (t == BS__P_NULL || t == kind)
+			continue;
+		if (kind != BS__P_NULL)
+			return -1;
+		kind = t;
+	}
+	return kind;
+}
+
+/* The rows as one bulk execution of head "(?,...)" tail, the statement
+ * prepared on the connection at first use. *text (nothing sent): the
+ * rows cannot go so (a column of mixed kinds; the server would not
+ * prepare it). */
+static int rows_bulk(int64_t *affected, bool *text, bs_store_t *st, int i, MYSQL *m, const char *head,
+                     const char *tail, const bs__param_t *const *rows, int ncols, size_t nrows)
+{
+	bs_shard_t *sh = &st->shards[i];
+	int kind[PREP_MAX_PARAMS];
+	for (int c = 0; c < ncols; c++)
+		if ((kind[c] = rows_kind(rows, nrows, c)) < 0) {
+			*text = true;
+			return 0;
+		}
+	bs_buf_t q = { 0 };
+	bs__buf_puts(&q, head);
+	for (int c = 0; c < ncols; c++)
+		bs__buf_puts(&q, c ? ",?" : "(?");
+	bs__buf_puts(&q, ")");
+	bs__buf_puts(&q, tail);
+	int rc;
+	MYSQL_STMT **slot, *s = NULL;
+	if ((rc = bs__buf_ok(&q)) || !(slot = dyn_slot(sh, q.ptr))) {
+		bs__buf_free(&q);
+		*text = !rc;
+		bs_error_clear();
+		return 0;
+	}
+	if ((rc = prep_make(&s, text, st, i, m, slot, q.ptr)) || !s) {
+		bs__buf_free(&q);
+		return rc;
+	}
+	/* column-wise arrays: bytes as pointers with lengths, numbers as
+	 * themselves, NULL by its indicator */
+	size_t cells = nrows * (size_t)ncols;
+	const void **ptrs = malloc(cells * sizeof *ptrs);
+	long long *nums = malloc(cells * sizeof *nums);
+	double *dbls = malloc(cells * sizeof *dbls);
+	unsigned long *lens = malloc(cells * sizeof *lens);
+	char *ind = malloc(cells);
+	MYSQL_BIND bind[PREP_MAX_PARAMS];
+	if (!ptrs || !nums || !dbls || !lens || !ind) {
+		rc = bs__oom();
+		goto done;
+	}
+	memset(bind, 0, sizeof bind);
+	for (int c = 0; c < ncols; c++) {
+		size_t at = (size_t)c * nrows;
+		for (size_t r = 0; r < nrows; r++) {
+			const bs__param_t *v = &rows[r][c];
+			ind[at + r] = v->type == BS__P_NULL ? STMT_INDICATOR_NULL : STMT_INDICATOR_NONE;
+			ptrs[at + r] = v->p ? v->p : "";
+			lens[at + r] = (unsigned long)v->len;
+			nums[at + r] = v->type == BS__P_UINT ? (long long)v->u : v->i;
+			dbls[at + r] = v->d;
+		}
+		MYSQL_BIND *b = &bind[c];
+		b->u.indicator = &ind[at];
+		switch (kind[c]) {
+		case BS__P_INT:
+		case BS__P_UINT:
+			b->buffer_type = MYSQL_TYPE_LONGLONG;
+			b->buffer = &nums[at];
+			b->is_unsigned = kind[c] == BS__P_UINT;
+			break;
+		case BS__P_DOUBLE:
+			b->buffer_type = MYSQL_TYPE_DOUBLE;
+			b->buffer = &dbls[at];
+			break;
+		default:
+			b->buffer_type = kind[c] == BS__P_TEXT ? MYSQL_TYPE_STRING : MYSQL_TYPE_BLOB;
+			b->buffer = (void *)&ptrs[at];
+			b->length = &lens[at];
+			break;
+		}
+	}
+	double t0 = 0;
+	int64_t at = 0;
+	if (st->trace_fn) {
+		t0 = bs_now_mono();
+		at = bs_now_us();
+	}
+	unsigned int n = (unsigned int)nrows;
+	bs__shard_sent(sh, q.ptr, q.len);
+	if (mysql_stmt_attr_set(s, STMT_ATTR_ARRAY_SIZE, &n) || mysql_stmt_bind_param(s, bind) ||
+	    mysql_stmt_execute(s)) {
+		char msg[512];
+		unsigned err = mysql_stmt_errno(s);
+		snprintf(msg, sizeof msg, "%s", mysql_stmt_error(s));
+		if (!lost_connection(err)) { /* prepared again at its next use */
+			mysql_stmt_close(s);
+			*slot = NULL;
+		}
+		rc = fail_with(st, i, "statement failed", err, msg);
+	} else {
+		sh->last_done = 1;
+		*affected = (int64_t)mysql_stmt_affected_rows(s);
+		n = 0; /* the statement's next use may be of one row */
+		mysql_stmt_attr_set(s, STMT_ATTR_ARRAY_SIZE, &n);
+	}
+	if (st->trace_fn) {
+		bs_buf_t b = { 0 };
+		rows_text(&b, head, tail, rows, ncols, nrows);
+		if (!bs__buf_ok(&b))
+			bs__trace_emit(st, i, b.ptr, b.len, t0, at, rc ? 0 : *affected, false, rc ? sh->last_errno : 0,
+			               rc ? bs_last_error() : NULL);
+		bs__buf_free(&b);
+	}
+done:
+	free(ptrs);
+	free(nums);
+	free(dbls);
+	free(lens);
+	free(ind);
+	bs__buf_free(&q);
+	return rc;
+}
+
+int bs__shard_rows(int64_t *affected, bs_store_t *st, int i, const char *head, const char *tail,
+                   const bs__param_t *const *rows, int ncols, size_t nrows)
+{
+	MYSQL *m;
+	bool text;
+	int rc;
+	if ((rc = prep_open(&m, NULL, affected, &text, st, i, ncols)))
+		return rc;
+	if (m && bulk_ok(m) && nrows <= UINT_MAX && !st->rows_as_text &&
+	    ((rc = rows_bulk(affected, &text, st, i, m, head, tail, rows, ncols, nrows)) || !text))
+		return rc;
+	bs_buf_t b = { 0 };
+	rows_text(&b, head, tail, rows, ncols, nrows);
+	if (!(rc = bs__buf_ok(&b)))
+		rc = bs__shard_exec_rows(affected, st, i, b.ptr, b.len);
+	bs__buf_free(&b);
+	return rc;
 }
 
 /* s's answers read to the end: its result freed, then, for a CALL, each

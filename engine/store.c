@@ -45,6 +45,7 @@ int bs_store_open(bs_store_t **out, const bs_config_t *cfg)
 	st->read_timeout = secs(cfg->read_timeout);
 	st->write_timeout = secs(cfg->write_timeout);
 	bs__trace_default(&st->trace_fn, &st->trace_arg);
+	st->rows_as_text = bs_fault(BS_FAULT_ROWS_AS_TEXT);
 	*out = st;
 	return 0;
 }

@@ -1,8 +1,8 @@
 /*
  * writers.c - the cleaner's writers: per target shard, threads with a
  * connection of their own that run the statements a job hands them (a
- * backfill chunk's INSERTs), each inside one of the throttle's lanes for
- * that shard. A job's statements form a batch, which it waits for as one:
+ * backfill chunk's INSERTs of many rows, bs__shard_rows), each inside one
+ * of the throttle's lanes for that shard. A job's statements form a batch, which it waits for as one:
  * the first failure is the batch's, and an aborted batch skips what has
  * not started.
  *
@@ -27,8 +27,10 @@
 typedef struct item {
 	struct item *next; /* in its queue */
 	struct item *all;  /* in its batch, for freeing */
-	const char *sql;
-	size_t len;
+	const char *head, *tail; /* bs__shard_rows's */
+	const bs__param_t *const *rows;
+	int ncols;
+	size_t nrows;
 	int shard;
 	bs__batch_t *batch;
 } item_t;
@@ -136,8 +138,9 @@ static int run_one(bs_store_t *st, bs__writers_t *w, item_t *it)
 	/* a deadlock's victim is rolled back whole: its upsert (idempotent: a
 	 * backfill's rows never overwrite) runs again, as writers' retries do */
 	for (int tries = 0;; tries++) {
+		int64_t affected;
 		if (!(rc = bs__shard_check(st, it->shard)))
-			rc = bs__shard_exec(st, it->shard, it->sql, it->len);
+			rc = bs__shard_rows(&affected, st, it->shard, it->head, it->tail, it->rows, it->ncols, it->nrows);
 		unsigned err = rc == BS_ECONFLICT ? bs__shard_last_errno(st, it->shard) : 0;
 		if (!(err == ER_LOCK_DEADLOCK || err == ER_AUTOINC_READ_FAILED) || tries == DEADLOCK_TRIES)
 			break;
@@ -235,13 +238,21 @@ int bs__batch_new(bs__batch_t **out, bs__writers_t *w)
 	return 0;
 }
 
-int bs__batch_add(bs__batch_t *b, int shard, const char *sql, size_t len)
+int bs__batch_add(bs__batch_t *b, int shard, const char *head, const char *tail, const bs__param_t *const *rows,
+                  int ncols, size_t nrows)
 {
 	bs__writers_t *w = b->w;
 	queue_t *q = &w->q[shard];
 	item_t *it = calloc(1, sizeof *it);
 	BS_ERR_ALLOC(it);
-	*it = (item_t){ .sql = sql, .len = len, .shard = shard, .batch = b, .all = b->items };
+	*it = (item_t){ .head = head,
+		        .tail = tail,
+		        .rows = rows,
+		        .ncols = ncols,
+		        .nrows = nrows,
+		        .shard = shard,
+		        .batch = b,
+		        .all = b->items };
 	b->items = it;
 	int most = bs__throttle_writers(w->thr, shard);
 	pthread_mutex_lock(&w->mu);

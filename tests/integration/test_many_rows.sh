@@ -1,0 +1,81 @@
+#!/bin/sh
+# test_many_rows.sh - how the cleaner's many-row INSERTs reach the servers:
+# a backfill's index rows.
+# MariaDB takes a statement's rows as one bulk execution (an array of
+# parameter sets, the values binary, the statement prepared once); a server
+# without it (MySQL), or BAGSTORE_FAULT=rows_as_text here, gets the
+# multi-row text statements. Either way every column type's values must be
+# exactly what writers write: an index over a property of each type, with
+# the edge values of each, is backfilled both ways (`verify` finds nothing
+# wrong after each, the two tables hold the same rows). The servers' own
+# counters show which way the rows went each time.
+. tests/lib.sh
+
+T=$(t_tmp)
+CFG=$BAGSTORE_TEST_CONFIG
+N=3000
+t_exit 0 "init" -- "$BAGSTORE" -c "$CFG" init
+
+# entity I: a uuid, a string (quotes, backslashes, non-ASCII, empty, 20
+# characters), an int (both ends of 64 bits), a float (negative zero, the
+# smallest and largest doubles, 0.1), a bool and bytes (NUL, 0xff, none)
+awk -v n=$N 'BEGIN {
+	split("\"\\\"\",\"a\\\\b\",\"\",\"Ünïcödé 日本\",\"12345678901234567890\",\"x\"", s, ",")
+	split("-9223372036854775808,9223372036854775807,0,-1,42,123456789012", ints, ",")
+	split("-0.0,5e-324,1.7976931348623157e308,0.1,-2.5,3", fl, ",")
+	split("AA==,AAEC,,/////w==,J1xcIg==,AAAAAAAAAAA=", bin, ",")
+	for (i = 0; i < n; i++)
+		printf "{\"u\": {\"$uuid\": \"%08x%024x\"}, \"s\": %s, \"n\": %s, \"f\": %s, \"b\": %s, " \
+		       "\"x\": {\"$binary\": {\"base64\": \"%s\", \"subType\": \"00\"}}, \"i\": %d}\n",
+		       i * 7 % 65536, i, s[i % 6 + 1], ints[i % 6 + 1], fl[int(i / 6) % 6 + 1],
+		       i % 2 ? "true" : "false", bin[i % 6 + 1], i
+}' >"$T/e.jsonl"
+t_exit 0 "put $N entities" -- "$BAGSTORE" -c "$CFG" put "$T/e.jsonl"
+
+stmts() { # prepared executions on both servers so far
+	a=$(t_sql 0 "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='COM_STMT_EXECUTE'")
+	b=$(t_sql 1 "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='COM_STMT_EXECUTE'")
+	echo $((a + b))
+}
+dump() { # the index's rows on both shards, in one order
+	for s in 0 1; do
+		t_sql $s "SELECT HEX(u), HEX(s), n, f, b, HEX(x), HEX(entity_id) FROM ix_all"
+	done | sort
+}
+# build ix_all; WAY: bulk or text
+build() {
+	t_exit 0 "create ix_all ($1)" -- "$BAGSTORE" -c "$CFG" index create ix_all \
+		--on 'u:uuid,s:string(20),n:int,f:float,b:bool,x:binary(8)' --shard-on u
+	before=$(stmts)
+	if [ "$1" = text ]; then
+		BAGSTORE_FAULT=rows_as_text t_exit 0 "backfill ix_all ($1)" -- "$BAGSTORE" -c "$CFG" cleaner --index ix_all
+	else
+		t_exit 0 "backfill ix_all ($1)" -- "$BAGSTORE" -c "$CFG" cleaner --index ix_all
+	fi
+	ran=$(($(stmts) - before))
+	t_exit 0 "verify ix_all ($1)" -- "$BAGSTORE" -c "$CFG" verify --index ix_all
+	t_contains "$T_OUT" "0 missing, 0 stale, 0 orphaned" "the $1 rows are what the bodies imply"
+	rows=$(dump)
+	t_eq "$(printf '%s\n' "$rows" | wc -l)" $N "an index row for each of the $N entities ($1)"
+}
+
+build bulk
+t_eq "$((ran > 0))" 1 "the rows went as bulk executions of a prepared statement ($ran)"
+bulk_rows=$rows
+t_exit 0 "drop ix_all" -- "$BAGSTORE" -c "$CFG" index drop --yes ix_all
+build text
+t_eq "$ran" 0 "with rows_as_text, no prepared statement ran: text statements"
+t_eq "$rows" "$bulk_rows" "both ways wrote the same rows"
+# the edge values made it through whole
+t_contains "$rows" "-9223372036854775808" "the smallest int"
+t_contains "$rows" "9223372036854775807" "the largest int"
+t_contains "$rows" "1.7976931348623157e308" "the largest double"
+t_contains "$rows" "$(printf '%s' 'Ünïcödé 日本' | od -An -tx1 | tr -d ' \n' | tr a-f A-F)" "a non-ASCII string"
+
+# writers agree with the backfill: new entities of the same values, then verify
+head -600 "$T/e.jsonl" >"$T/more.jsonl"
+t_exit 0 "put 600 more" -- "$BAGSTORE" -c "$CFG" put "$T/more.jsonl"
+t_exit 0 "verify after writers" -- "$BAGSTORE" -c "$CFG" verify --index ix_all
+t_contains "$T_OUT" "0 missing, 0 stale, 0 orphaned" "writers' rows and the backfill's agree"
+
+t_done test_many_rows
