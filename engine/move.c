@@ -588,14 +588,14 @@ static void upsert_tail(bs_buf_t *b)
 	                " updated=GREATEST(updated,VALUES(updated))");
 }
 
-/* One row of SELECT id, updated, body as VALUES. The version goes as
- * the source's own text, a literal: both sessions' time zone is UTC
- * (every connection's, bs__shard_prepare), so the text is the instant, and
- * a literal costs the target a fraction of what FROM_UNIXTIME of a
- * decimal does per row (doc/DESIGN.md, "Bulk put"). */
-static int upsert_row(bs_buf_t *b, bool first, MYSQL_ROW row, const unsigned long *lens, int at, const mover_t *r)
+/* Row at of SELECT id, updated, body has a version that reads as a time:
+ * digits, dashes, colons, a space and a point, MySQL's own text. The
+ * version goes on as that text: both sessions' time zone is UTC (every
+ * connection's, bs__shard_prepare), so the text is the instant, and a
+ * literal costs the target a fraction of what FROM_UNIXTIME of a decimal
+ * does per row (doc/DESIGN.md, "Bulk put"). */
+static int version_ok(MYSQL_ROW row, const unsigned long *lens, int at, const mover_t *r)
 {
-	/* digits, dashes, colons, a space and a point: MySQL's own text */
 	const char *v = row[at + 1];
 	if (!v || lens[at + 1] < 19 || lens[at + 1] > 26 || strspn(v, "0123456789-: .") != lens[at + 1] ||
 	    v[0] == '0') {
@@ -606,10 +606,19 @@ static int upsert_row(bs_buf_t *b, bool first, MYSQL_ROW row, const unsigned lon
 		return bs_error(BS_ESQL, "shard %s: entity %s's version is '%.40s', not a time: the move stops",
 		                r->src->shards[r->shard].conf->name, hex, v ? v : "NULL");
 	}
+	return 0;
+}
+
+/* One row of SELECT id, updated, body as VALUES. */
+static int upsert_row(bs_buf_t *b, bool first, MYSQL_ROW row, const unsigned long *lens, int at, const mover_t *r)
+{
+	int rc = version_ok(row, lens, at, r);
+	if (rc)
+		return rc;
 	bs__buf_puts(b, first ? "(" : ",(");
 	bs__buf_hex(b, row[at], 16);
 	bs__buf_puts(b, ",'");
-	bs__buf_putn(b, v, lens[at + 1]);
+	bs__buf_putn(b, row[at + 1], lens[at + 1]);
 	bs__buf_puts(b, "',");
 	bs__buf_hex(b, row[at + 2], lens[at + 2]);
 	bs__buf_puts(b, ")");
@@ -623,13 +632,34 @@ static bool moving_id(const mover_t *r, const void *id)
 	return r->m.in[bs_route_id(&x, r->src->map.buckets)] != 0;
 }
 
+#define COPY_ROWS 500 /* a statement's rows at most */
+
+/* rows[0..n) upserted into the target as one statement (bs__shard_rows:
+ * a bulk execution, the bodies binary, where the server takes it). */
+static int copy_flush(mover_t *r, const bs__param_t *const *rows, size_t n)
+{
+	int64_t affected;
+	int rc = bs__shard_check(r->dst, r->t);
+	if (!rc)
+		rc = bs__shard_rows(&affected, r->dst, r->t, "INSERT INTO entities (id, updated, body) VALUES ",
+		                    " ON DUPLICATE KEY UPDATE body=IF(VALUES(updated)>updated,VALUES(body),body),"
+		                    " updated=GREATEST(updated,VALUES(updated))",
+		                    rows, 3, n);
+	if (!rc)
+		r->m.pub.rows_copied += (int64_t)n;
+	return rc;
+}
+
 /* One chunk of the source's entities, the moving ones upserted into the
  * target; *got the rows read. */
 static int copy_chunk(mover_t *r, int64_t *got)
 {
-	bs_buf_t q = { 0 }, w = { 0 };
+	bs_buf_t q = { 0 };
 	MYSQL_RES *res = NULL;
-	int rc, n = 0;
+	bs__param_t p[COPY_ROWS][3];
+	const bs__param_t *rows[COPY_ROWS];
+	size_t n = 0, bytes = 0;
+	int rc;
 	*got = 0;
 	/* the versions are read as the session's text: a session checked to be UTC */
 	if ((rc = bs__shard_check(r->src, r->shard)))
@@ -647,31 +677,27 @@ static int copy_chunk(mover_t *r, int64_t *got)
 		r->m.cursor = strtoll(row[0], NULL, 10);
 		if (!row[1] || lens[1] != 16 || !row[3] || !moving_id(r, row[1]))
 			continue;
-		if (!n)
-			upsert_head(&w);
-		if ((rc = upsert_row(&w, !n, row, lens, 1, r)))
+		if ((rc = version_ok(row, lens, 1, r)))
 			goto done;
-		if (++n % 500 == 0 || w.len > FLUSH_BYTES) {
-			upsert_tail(&w);
-			if ((rc = on_target(r, &w)))
+		/* the values stay in res until the statement is sent */
+		p[n][0] = (bs__param_t){ .type = BS__P_BYTES, .p = row[1], .len = 16 };
+		p[n][1] = (bs__param_t){ .type = BS__P_TEXT, .p = row[2], .len = lens[2] };
+		p[n][2] = (bs__param_t){ .type = BS__P_BYTES, .p = row[3], .len = lens[3] };
+		rows[n] = p[n];
+		bytes += lens[3];
+		if (++n == COPY_ROWS || bytes > FLUSH_BYTES) {
+			if ((rc = copy_flush(r, rows, n)))
 				goto done;
-			bs__buf_reset(&w);
-			r->m.pub.rows_copied += n;
-			n = 0;
+			n = bytes = 0;
 		}
 	}
-	if (n) {
-		upsert_tail(&w);
-		if ((rc = on_target(r, &w)))
-			goto done;
-		r->m.pub.rows_copied += n;
-	}
+	if (n && (rc = copy_flush(r, rows, n)))
+		goto done;
 	r->m.pub.rows_scanned += *got;
 done:
 	if (res)
 		mysql_free_result(res);
 	bs__buf_free(&q);
-	bs__buf_free(&w);
 	return rc;
 }
 
@@ -708,7 +734,11 @@ static int index_chunk(mover_t *r, const bs_index_t *idx, int64_t *got)
 {
 	bs_buf_t q = { 0 }, w = { 0 };
 	MYSQL_RES *res = NULL;
-	int rc, n = 0;
+	bs_value_t *vals = NULL;
+	bs__param_t *p = NULL;
+	const bs__param_t **rows = NULL;
+	size_t n = 0, nc = (size_t)idx->nprops + 1;
+	int rc;
 	*got = 0;
 	bs__buf_puts(&q, "SELECT ");
 	for (int k = 0; k < idx->nprops; k++) {
@@ -722,10 +752,19 @@ static int index_chunk(mover_t *r, const bs_index_t *idx, int64_t *got)
 	bs__buf_printf(&q, " ORDER BY entity_id LIMIT %lld", (long long)r->chunk);
 	if ((rc = bs__buf_ok(&q)) || (rc = bs__shard_query(&res, r->src, r->shard, q.ptr, q.len)))
 		goto done;
+	/* each row's values decoded and kept (its parameters borrow them) until
+	 * the one statement is sent */
+	size_t most = (size_t)mysql_num_rows(res) + 1;
+	vals = calloc(most * nc, sizeof *vals);
+	p = calloc(most * nc, sizeof *p);
+	rows = calloc(most, sizeof *rows);
+	if (!vals || !p || !rows) {
+		rc = bs__oom();
+		goto done;
+	}
 	MYSQL_ROW row;
 	while ((row = mysql_fetch_row(res))) {
 		unsigned long *lens = mysql_fetch_lengths(res);
-		bs_value_t vals[BS_INDEX_MAX_PROPS];
 		(*got)++;
 		if (!row[idx->nprops] || lens[idx->nprops] != 16)
 			continue;
@@ -733,27 +772,30 @@ static int index_chunk(mover_t *r, const bs_index_t *idx, int64_t *got)
 		int b = bs__column_bucket(r->src, &idx->props[idx->shard_on], row[idx->shard_on], lens[idx->shard_on]);
 		if (b < 0 || !r->m.in[b])
 			continue;
-		bs__index_row_decode(vals, idx, row, lens);
-		if (!n) {
-			bs__buf_index_insert(&w, idx);
-			bs__buf_puts(&w, " VALUES ");
-		}
-		bs__buf_puts(&w, n++ ? ",(" : "(");
-		for (int k = 0; k < idx->nprops; k++) {
-			bs__buf_value(&w, &vals[k], &idx->props[k]);
-			bs__buf_puts(&w, ",");
-			bs_value_clear(&vals[k]);
-		}
-		bs__buf_hex(&w, row[idx->nprops], 16);
-		bs__buf_puts(&w, ")");
+		bs_value_t *v = &vals[n * nc];
+		bs__param_t *pr = &p[n * nc];
+		bs__index_row_decode(v, idx, row, lens);
+		for (int k = 0; k < idx->nprops; k++)
+			pr[k] = bs__param_value(&v[k], &idx->props[k]);
+		pr[idx->nprops] = (bs__param_t){ .type = BS__P_BYTES, .p = row[idx->nprops], .len = 16 };
+		rows[n++] = pr;
 	}
 	if (n) {
-		bs__buf_puts(&w, " ON DUPLICATE KEY UPDATE entity_id=entity_id");
-		if ((rc = on_target(r, &w)))
-			goto done;
-		r->m.pub.index_rows += n;
+		int64_t affected;
+		bs__buf_index_insert(&w, idx);
+		bs__buf_puts(&w, " VALUES ");
+		if (!(rc = bs__buf_ok(&w)) && !(rc = bs__shard_check(r->dst, r->t)))
+			rc = bs__shard_rows(&affected, r->dst, r->t, w.ptr, " ON DUPLICATE KEY UPDATE entity_id=entity_id",
+			                    rows, (int)nc, n);
+		if (!rc)
+			r->m.pub.index_rows += (int64_t)n;
 	}
 done:
+	for (size_t k = 0; vals && k < n * nc; k++)
+		bs_value_clear(&vals[k]);
+	free(vals);
+	free(p);
+	free(rows);
 	if (res)
 		mysql_free_result(res);
 	bs__buf_free(&q);

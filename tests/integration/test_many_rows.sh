@@ -1,14 +1,16 @@
 #!/bin/sh
 # test_many_rows.sh - how the cleaner's many-row INSERTs reach the servers:
-# a backfill's index rows.
+# a backfill's index rows, a move's copied entities and index rows.
 # MariaDB takes a statement's rows as one bulk execution (an array of
 # parameter sets, the values binary, the statement prepared once); a server
 # without it (MySQL), or BAGSTORE_FAULT=rows_as_text here, gets the
 # multi-row text statements. Either way every column type's values must be
 # exactly what writers write: an index over a property of each type, with
 # the edge values of each, is backfilled both ways (`verify` finds nothing
-# wrong after each, the two tables hold the same rows). The servers' own
-# counters show which way the rows went each time.
+# wrong after each, the two tables hold the same rows); then s1 is drained
+# into s0 one way and filled again the other, each entity keeping its
+# version to the microsecond and its body, each index row kept. The
+# servers' own counters show which way the rows went each time.
 . tests/lib.sh
 
 T=$(t_tmp)
@@ -78,4 +80,40 @@ t_exit 0 "put 600 more" -- "$BAGSTORE" -c "$CFG" put "$T/more.jsonl"
 t_exit 0 "verify after writers" -- "$BAGSTORE" -c "$CFG" verify --index ix_all
 t_contains "$T_OUT" "0 missing, 0 stale, 0 orphaned" "writers' rows and the backfill's agree"
 
+# moves, both ways: s1 drained into s0 as text, then filled again in bulk
+P0=$(t_port 0)
+P1=$(t_port 1)
+cfg() {
+	{
+		echo "shards:"
+		echo "  - {name: s0, host: 127.0.0.1, port: $P0, database: bagstore, user: root}"
+		echo "  - {name: s1, host: 127.0.0.1, port: $P1, database: bagstore, user: root$1}"
+		echo "catalog_ttl: 1"
+	} >"$2"
+}
+cfg ", drain: true" "$T/drain.yaml"
+cfg "" "$T/back.yaml"
+versions() { for s in 0 1; do t_sql $s "SELECT HEX(id), UNIX_TIMESTAMP(updated), MD5(body) FROM entities"; done | sort; }
+before=$(versions)
+index_before=$(dump)
+move() { # WAY CONFIG
+	t_exit 0 "reshard start ($1)" -- "$BAGSTORE" -c "$2" reshard start --yes
+	before_stmts=$(stmts)
+	if [ "$1" = text ]; then
+		BAGSTORE_FAULT=rows_as_text t_exit 0 "the moves ($1)" -- "$BAGSTORE" -c "$2" cleaner --reshard
+	else
+		t_exit 0 "the moves ($1)" -- "$BAGSTORE" -c "$2" cleaner --reshard
+	fi
+	ran=$(($(stmts) - before_stmts))
+	t_eq "$(versions)" "$before" "every entity with its version (to the microsecond) and body ($1)"
+	t_eq "$(dump)" "$index_before" "every index row, once ($1)"
+	t_exit 0 "verify after the moves ($1)" -- "$BAGSTORE" -c "$2" verify --index ix_all
+	t_contains "$T_OUT" "0 missing, 0 stale, 0 orphaned" "the moved index is what the bodies imply ($1)"
+}
+move text "$T/drain.yaml"
+t_eq "$(t_sql 1 "SELECT COUNT(*) FROM entities")" 0 "s1 drained"
+t_eq "$ran" 0 "drained with text statements"
+move bulk "$T/back.yaml"
+t_eq "$(( $(t_sql 1 "SELECT COUNT(*) FROM entities") > 0 ))" 1 "s1 filled again"
+t_eq "$((ran > 0))" 1 "filled with bulk executions ($ran)"
 t_done test_many_rows
