@@ -61,18 +61,18 @@ typedef struct {
  * bytes copied (a row's bag is freed once its row is taken), then the rows
  * in key order, cut into statements. */
 typedef struct {
-	bs_buf_t head;         /* "INSERT INTO `index` (..., entity_id) VALUES " */
-	int ncols;             /* parameters a row */
-	bs_buf_t *bytes;       /* per target: the rows' bytes */
-	bs__param_t **vals;    /* per target: as read; bytes' offsets in .u */
+	bs_buf_t head;      /* "INSERT INTO `index` (..., entity_id) VALUES " */
+	int ncols;          /* parameters a row */
+	bs_buf_t *bytes;    /* per target: the rows' bytes */
+	bs__param_t **vals; /* per target: as read; bytes' offsets in .u */
 	size_t *valcap;
 	const bs__param_t ***sorted; /* per target: its rows in key order */
 	size_t *sortcap;
 	stmt_t **stmts;
 	size_t *nstmts, *stmtcap;
-	crow_t **rowv;         /* per target */
+	crow_t **rowv; /* per target */
 	size_t *rowcap;
-	int64_t *rows;         /* per target */
+	int64_t *rows; /* per target */
 	int64_t scanned, written, last_id;
 } chunk_t;
 
@@ -239,7 +239,7 @@ static int chunk_emit(chunk_t *c, int n, int64_t per_insert)
 				return rc;
 			size_t left = rows - from;
 			c->stmts[t][c->nstmts[t]++] =
-			    (stmt_t){ from, left < (size_t)per_insert ? left : (size_t)per_insert };
+				(stmt_t){ from, left < (size_t)per_insert ? left : (size_t)per_insert };
 		}
 	}
 	return 0;
@@ -815,7 +815,8 @@ static int chunk_submit(bs__batch_t **out, runner_t *r, attempt_t *a)
 	for (int t = 0; t < r->src->n && !rc; t++)
 		for (size_t k = 0; k < a->cur.nstmts[t] && !rc; k++)
 			rc = bs__batch_add(*out, t, a->cur.head.ptr, ROWS_TAIL,
-			                   a->cur.sorted[t] + a->cur.stmts[t][k].from, a->cur.ncols, a->cur.stmts[t][k].n);
+			                   a->cur.sorted[t] + a->cur.stmts[t][k].from, a->cur.ncols,
+			                   a->cur.stmts[t][k].n);
 	return rc;
 }
 

@@ -785,8 +785,8 @@ static int index_chunk(mover_t *r, const bs_index_t *idx, int64_t *got)
 		bs__buf_index_insert(&w, idx);
 		bs__buf_puts(&w, " VALUES ");
 		if (!(rc = bs__buf_ok(&w)) && !(rc = bs__shard_check(r->dst, r->t)))
-			rc = bs__shard_rows(&affected, r->dst, r->t, w.ptr, " ON DUPLICATE KEY UPDATE entity_id=entity_id",
-			                    rows, (int)nc, n);
+			rc = bs__shard_rows(&affected, r->dst, r->t, w.ptr,
+			                    " ON DUPLICATE KEY UPDATE entity_id=entity_id", rows, (int)nc, n);
 		if (!rc)
 			r->m.pub.index_rows += (int64_t)n;
 	}

@@ -1032,8 +1032,7 @@ static void prep_bind(MYSQL_BIND *bind, unsigned long *lens, const bs__param_t *
 /* *out: the statement of sql on shard i's connection m, kept in *slot
  * (prepared there at first use). NULL with *text: the server would not
  * prepare it, send the text form (nothing was sent). */
-static int prep_make(MYSQL_STMT **out, bool *text, bs_store_t *st, int i, MYSQL *m, MYSQL_STMT **slot,
-                     const char *sql)
+static int prep_make(MYSQL_STMT **out, bool *text, bs_store_t *st, int i, MYSQL *m, MYSQL_STMT **slot, const char *sql)
 {
 	bs_shard_t *sh = &st->shards[i];
 	char msg[512], label[192];
@@ -1266,8 +1265,8 @@ static int rows_kind(const bs__param_t *const *rows, size_t nrows, int c)
  * prepared on the connection at first use. *text (nothing sent): the
  * rows cannot go so (a column of mixed kinds; the server would not
  * prepare it). */
-static int rows_bulk(int64_t *affected, bool *text, bs_store_t *st, int i, MYSQL *m, const char *head,
-                     const char *tail, const bs__param_t *const *rows, int ncols, size_t nrows)
+static int rows_bulk(int64_t *affected, bool *text, bs_store_t *st, int i, MYSQL *m, const char *head, const char *tail,
+                     const bs__param_t *const *rows, int ncols, size_t nrows)
 {
 	bs_shard_t *sh = &st->shards[i];
 	int kind[PREP_MAX_PARAMS];

@@ -25,8 +25,8 @@
 #define MAX_THREADS 64
 
 typedef struct item {
-	struct item *next; /* in its queue */
-	struct item *all;  /* in its batch, for freeing */
+	struct item *next;       /* in its queue */
+	struct item *all;        /* in its batch, for freeing */
 	const char *head, *tail; /* bs__shard_rows's */
 	const bs__param_t *const *rows;
 	int ncols;
@@ -140,7 +140,8 @@ static int run_one(bs_store_t *st, bs__writers_t *w, item_t *it)
 	for (int tries = 0;; tries++) {
 		int64_t affected;
 		if (!(rc = bs__shard_check(st, it->shard)))
-			rc = bs__shard_rows(&affected, st, it->shard, it->head, it->tail, it->rows, it->ncols, it->nrows);
+			rc = bs__shard_rows(&affected, st, it->shard, it->head, it->tail, it->rows, it->ncols,
+			                    it->nrows);
 		unsigned err = rc == BS_ECONFLICT ? bs__shard_last_errno(st, it->shard) : 0;
 		if (!(err == ER_LOCK_DEADLOCK || err == ER_AUTOINC_READ_FAILED) || tries == DEADLOCK_TRIES)
 			break;

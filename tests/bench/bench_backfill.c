@@ -5,7 +5,9 @@
  *
  *  1. backfill time of one index over N entities (default 1,000,000), beside
  *     the floor (the same index rows, precomputed, sent as multi-row INSERTs
- *     into empty tables, one connection per target shard), MariaDB's ALTER
+ *     into empty tables, one connection per target shard; and the same rows
+ *     as MariaDB bulk executions, the values binary, which is how the
+ *     backfill sends them where the server takes it), MariaDB's ALTER
  *     TABLE ... ADD INDEX on a relational table holding the value in a real
  *     column, and pt-online-schema-change
  *     adding that index: the backfill unthrottled (the throttle's latency
@@ -246,8 +248,40 @@ typedef struct {
 	str_t sql; /* statements, NUL-separated lengths kept in lens */
 	size_t *lens;
 	int nstmt;
+	bool bulk;           /* the same rows as bulk executions (below) */
+	const void **u, **e; /* bulk: each row's user_id and entity_id */
+	size_t nrows;
 	pthread_t tid;
 } floor_t;
+
+#define FLOOR_ROWS 5000 /* a statement's */
+
+/* The rows as MariaDB bulk executions of one prepared INSERT, 5,000 a
+ * statement, the values binary (what the backfill sends where the server
+ * takes it): the floor without SQL text. */
+static void floor_bulk(MYSQL *m, floor_t *f)
+{
+	static const char q[] = "INSERT INTO floor_user (user_id, entity_id) VALUES (?,?)";
+	static unsigned long len16[FLOOR_ROWS];
+	MYSQL_STMT *s = mysql_stmt_init(m);
+	if (!s || mysql_stmt_prepare(s, q, sizeof q - 1))
+		die("prepare", s ? mysql_stmt_error(s) : "out of memory");
+	for (int k = 0; k < FLOOR_ROWS; k++)
+		len16[k] = 16;
+	for (size_t at = 0; at < f->nrows; at += FLOOR_ROWS) {
+		unsigned int n = (unsigned int)(f->nrows - at < FLOOR_ROWS ? f->nrows - at : FLOOR_ROWS);
+		MYSQL_BIND b[2];
+		memset(b, 0, sizeof b);
+		b[0].buffer_type = b[1].buffer_type = MYSQL_TYPE_BLOB;
+		b[0].buffer = (void *)&f->u[at];
+		b[1].buffer = (void *)&f->e[at];
+		b[0].length = b[1].length = len16;
+		if (mysql_stmt_attr_set(s, STMT_ATTR_ARRAY_SIZE, &n) || mysql_stmt_bind_param(s, b) ||
+		    mysql_stmt_execute(s))
+			die("bulk execution", mysql_stmt_error(s));
+	}
+	mysql_stmt_close(s);
+}
 
 static void *floor_thread(void *p)
 {
@@ -255,6 +289,8 @@ static void *floor_thread(void *p)
 	mysql_thread_init();
 	MYSQL *m = raw_connect(f->target);
 	size_t off = 0;
+	if (f->bulk)
+		floor_bulk(m, f);
 	for (int k = 0; k < f->nstmt; k++) {
 		raw_exec(m, f->sql.p + off, f->lens[k]);
 		off += f->lens[k];
@@ -264,14 +300,18 @@ static void *floor_thread(void *p)
 	return NULL;
 }
 
-/* the rows of every source shard for one target, 5000 per INSERT */
-static void floor_build(floor_t *f, int target)
+/* the rows of every source shard for one target, 5000 per INSERT (bulk:
+ * as pointers to their values) */
+static void floor_build(floor_t *f, int target, bool bulk)
 {
 	bs_prop_t prop = { "user_id", BS_COL_UUID, 0 };
 	int inrow = 0;
 	size_t start = 0;
 	f->target = target;
-	f->lens = calloc((size_t)(nent / 5000 + 2), sizeof *f->lens);
+	f->bulk = bulk;
+	f->lens = calloc((size_t)(nent / FLOOR_ROWS + 2), sizeof *f->lens);
+	if (bulk && (!(f->u = calloc((size_t)nent, sizeof *f->u)) || !(f->e = calloc((size_t)nent, sizeof *f->e))))
+		die("floor", "out of memory");
 	for (long k = 0; k <= nent; k++) {
 		if (k < nent) {
 			bs_value_t v;
@@ -280,8 +320,15 @@ static void floor_build(floor_t *f, int target)
 			bs_value_clear(&v);
 			if (t != target)
 				continue;
+			if (bulk) {
+				f->u[f->nrows] = users[k].b;
+				f->e[f->nrows++] = ids[k].b;
+				continue;
+			}
+		} else if (bulk) {
+			break;
 		}
-		if (inrow && (inrow == 5000 || k == nent)) {
+		if (inrow && (inrow == FLOOR_ROWS || k == nent)) {
 			f->lens[f->nstmt++] = f->sql.len - start;
 			start = f->sql.len;
 			inrow = 0;
@@ -700,7 +747,7 @@ static int putter_run(putter_t *p, double *lat, int max, volatile int *until, do
 
 /* ------------------------------------------------------------ sections */
 
-static double floor_once(void)
+static double floor_once(bool bulk)
 {
 	/* one connection per target shard: a connection per source and target
 	 * (64 at 8 shards) spent 5.7-7.7 s there, against 1.1 s so, in the
@@ -709,7 +756,7 @@ static double floor_once(void)
 	int nf = nshards;
 	floor_t *fl = calloc((size_t)nf, sizeof *fl);
 	for (int t = 0; t < nshards; t++)
-		floor_build(&fl[t], t);
+		floor_build(&fl[t], t, bulk);
 	double t0 = now();
 	for (int k = 0; k < nf; k++)
 		pthread_create(&fl[k].tid, NULL, floor_thread, &fl[k]);
@@ -719,6 +766,8 @@ static double floor_once(void)
 	for (int k = 0; k < nf; k++) {
 		free(fl[k].sql.p);
 		free(fl[k].lens);
+		free(fl[k].u);
+		free(fl[k].e);
 	}
 	free(fl);
 	return t;
@@ -742,10 +791,11 @@ static void cpu_stop(cpu_t *c, int r)
 	c->mine[r] = m - c->m0;
 }
 
-static double floor_cpu_srv, floor_cpu_mine;
+static double floor_cpu_srv[2], floor_cpu_mine[2];
 
-/* The floor: the index rows into an empty table of the same definition. */
-static double floor_time(void)
+/* The floor: the index rows into an empty table of the same definition,
+ * as multi-row INSERTs (bulk: as bulk executions). */
+static double floor_time(bool bulk)
 {
 	bs_index_t def;
 	char *ddl = NULL;
@@ -759,11 +809,11 @@ static double floor_time(void)
 			raw_exec(raw[i], ddl, strlen(ddl));
 		}
 		cpu_start(&cpu);
-		t[r] = floor_once();
+		t[r] = floor_once(bulk);
 		cpu_stop(&cpu, r);
 	}
-	floor_cpu_srv = median_of(cpu.srv, runs);
-	floor_cpu_mine = median_of(cpu.mine, runs);
+	floor_cpu_srv[bulk] = median_of(cpu.srv, runs);
+	floor_cpu_mine[bulk] = median_of(cpu.mine, runs);
 	for (int i = 0; i < nshards; i++)
 		raw_exec(raw[i], "DROP TABLE floor_user", 21);
 	free(ddl);
@@ -838,12 +888,14 @@ static double ptosc_once(void)
 
 static void section_backfill(bs_store_t *st)
 {
-	double t_floor = -1, t_alter = -1, t_ptosc = -1, bf_j = -1, bf_t = -1, df_j = -1, df_t = -1, x[16];
+	double t_floor = -1, t_bulk = -1, t_alter = -1, t_ptosc = -1, bf_j = -1, bf_t = -1, df_j = -1, df_t = -1, x[16];
 	double bf_cs = 0, bf_cm = 0, df_cs = 0, df_cm = 0;
 	char sig_bf[256] = "", sig_df[256] = "";
 	double l0 = loadavg();
-	if (part("floor"))
-		t_floor = floor_time();
+	if (part("floor")) {
+		t_floor = floor_time(false);
+		t_bulk = floor_time(true);
+	}
 	if (part("backfill")) {
 		backfill_times(&bf_j, &bf_t, &bf_cs, &bf_cm, sig_bf, sizeof sig_bf, st, &unthrottled);
 		if (!getenv("BENCH_NO_DEFAULT"))
@@ -869,12 +921,17 @@ static void section_backfill(bs_store_t *st)
 	if (t_floor <= 0)
 		t_floor = 1;
 	printf("  %-46s %7.2f s  %9.0f rows/s  (CPU: servers %.2f s, client %.2f s)\n",
-	       "floor (precomputed multi-row INSERTs)", t_floor, nent / t_floor, floor_cpu_srv, floor_cpu_mine);
+	       "floor (precomputed multi-row INSERTs)", t_floor, nent / t_floor, floor_cpu_srv[0], floor_cpu_mine[0]);
+	if (t_bulk > 0)
+		printf("  %-46s %7.2f s  %9.0f rows/s  %.2fx the floor (CPU: servers %.2f s, client %.2f s)\n",
+		       "  the same rows as bulk executions (binary)", t_bulk, nent / t_bulk, t_bulk / t_floor,
+		       floor_cpu_srv[1], floor_cpu_mine[1]);
 	if (bf_j > 0) {
-		printf("  %-46s %7.2f s  %9.0f rows/s  %.2fx the floor (target <= 1.0x) (CPU: servers %.2f s,"
-		       " client %.2f s)\n",
-		       "bagstore backfill, unthrottled: every job done", bf_j, nent / bf_j, bf_j / t_floor, job_cpu_srv,
-		       job_cpu_mine);
+		printf("  %-46s %7.2f s  %9.0f rows/s  %.2fx the floor (target <= 1.0x)",
+		       "bagstore backfill, unthrottled: every job done", bf_j, nent / bf_j, bf_j / t_floor);
+		if (t_bulk > 0)
+			printf(", %.2fx its bulk form", bf_j / t_bulk);
+		printf(" (CPU: servers %.2f s, client %.2f s)\n", job_cpu_srv, job_cpu_mine);
 		printf("  %-46s %7.2f s  %9s        %.2fx the floor%s%s (CPU to ready: servers %.2f s, client %.2f "
 		       "s)\n",
 		       "  and promoted to ready", bf_t, "", bf_t / t_floor, sig_bf[0] ? "; held by " : "", sig_bf,
