@@ -159,6 +159,10 @@ typedef struct {
 	 * all): the text form on this connection until then */
 	MYSQL_STMT *prep[BS__PREP_N];
 	double prep_off_until;
+	/* the server refused a bulk execution (a binary log in STATEMENT
+	 * format): bs__shard_rows sends text on this connection until then
+	 * (mono s, 0: none) */
+	double bulk_off_until;
 	/* the write procedures (schema.c's bagstore_put_v1 and
 	 * bagstore_delete_v1) were missing here or not ours to call: the
 	 * intent and the entity as two statements on this connection until

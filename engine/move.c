@@ -684,7 +684,7 @@ static int copy_chunk(mover_t *r, int64_t *got)
 		p[n][1] = (bs__param_t){ .type = BS__P_TEXT, .p = row[2], .len = lens[2] };
 		p[n][2] = (bs__param_t){ .type = BS__P_BYTES, .p = row[3], .len = lens[3] };
 		rows[n] = p[n];
-		bytes += lens[3];
+		bytes += 2 * (size_t)lens[3] + 100; /* as text: the body in hex, the rest */
 		if (++n == COPY_ROWS || bytes > FLUSH_BYTES) {
 			if ((rc = copy_flush(r, rows, n)))
 				goto done;

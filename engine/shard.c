@@ -1285,9 +1285,8 @@ static int rows_bulk(int64_t *affected, bool *text, bs_store_t *st, int i, MYSQL
 	MYSQL_STMT **slot, *s = NULL;
 	if ((rc = bs__buf_ok(&q)) || !(slot = dyn_slot(sh, q.ptr))) {
 		bs__buf_free(&q);
-		*text = !rc;
-		bs_error_clear();
-		return 0;
+		*text = !rc; /* no statement to keep: the text form, which needs none */
+		return rc;
 	}
 	if ((rc = prep_make(&s, text, st, i, m, slot, q.ptr)) || !s) {
 		bs__buf_free(&q);
@@ -1354,6 +1353,14 @@ static int rows_bulk(int64_t *affected, bool *text, bs_store_t *st, int i, MYSQL
 			mysql_stmt_close(s);
 			*slot = NULL;
 		}
+		/* the server takes no bulk execution of it, and ran nothing: a
+		 * binary log in STATEMENT format (4033), or a statement it will
+		 * not run with arrays (1295). Text on this connection for a while */
+		if (err == ER_BINLOG_NON_SUPPORTED_BULK || err == ER_UNSUPPORTED_PS) {
+			sh->bulk_off_until = bs_now_mono() + PREP_OFF_S;
+			*text = true;
+			goto done;
+		}
 		rc = fail_with(st, i, "statement failed", err, msg);
 	} else {
 		sh->last_done = 1;
@@ -1364,7 +1371,7 @@ static int rows_bulk(int64_t *affected, bool *text, bs_store_t *st, int i, MYSQL
 	if (st->trace_fn) {
 		bs_buf_t b = { 0 };
 		rows_text(&b, head, tail, rows, ncols, nrows);
-		if (!bs__buf_ok(&b))
+		if (!b.oom) /* a trace that cannot be built is not told; the error stays the statement's */
 			bs__trace_emit(st, i, b.ptr, b.len, t0, at, rc ? 0 : *affected, false, rc ? sh->last_errno : 0,
 			               rc ? bs_last_error() : NULL);
 		bs__buf_free(&b);
@@ -1385,9 +1392,13 @@ int bs__shard_rows(int64_t *affected, bs_store_t *st, int i, const char *head, c
 	MYSQL *m;
 	bool text;
 	int rc;
+	*affected = 0;
+	if (!nrows) /* no rows: no statement (an array of none is not one) */
+		return 0;
 	if ((rc = prep_open(&m, NULL, affected, &text, st, i, ncols)))
 		return rc;
-	if (m && bulk_ok(m) && nrows <= UINT_MAX && !st->rows_as_text &&
+	if (m && nrows <= UINT_MAX && !st->rows_as_text && bs_now_mono() >= st->shards[i].bulk_off_until &&
+	    bulk_ok(m) &&
 	    ((rc = rows_bulk(affected, &text, st, i, m, head, tail, rows, ncols, nrows)) || !text))
 		return rc;
 	bs_buf_t b = { 0 };

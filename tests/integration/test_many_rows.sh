@@ -8,9 +8,13 @@
 # exactly what writers write: an index over a property of each type, with
 # the edge values of each, is backfilled both ways (`verify` finds nothing
 # wrong after each, the two tables hold the same rows); then s1 is drained
-# into s0 one way and filled again the other, each entity keeping its
-# version to the microsecond and its body, each index row kept. The
-# servers' own counters show which way the rows went each time.
+# into s0 one way (the target already holding an older and a newer copy
+# of two entities: the newer wins) and filled again the other, each entity
+# keeping its version to the microsecond and its body, each index row
+# kept. The servers' own counters show which way the rows went each time.
+# Last, a server whose binary log is in STATEMENT format, which refuses
+# bulk executions: the backfill's rows go as text there. Its own server:
+# the first shard's port + 70.
 . tests/lib.sh
 
 T=$(t_tmp)
@@ -80,7 +84,7 @@ t_exit 0 "put 600 more" -- "$BAGSTORE" -c "$CFG" put "$T/more.jsonl"
 t_exit 0 "verify after writers" -- "$BAGSTORE" -c "$CFG" verify --index ix_all
 t_contains "$T_OUT" "0 missing, 0 stale, 0 orphaned" "writers' rows and the backfill's agree"
 
-# moves, both ways: s1 drained into s0 as text, then filled again in bulk
+# moves, both ways: s1 drained into s0 in bulk, then filled again as text
 P0=$(t_port 0)
 P1=$(t_port 1)
 cfg() {
@@ -96,8 +100,23 @@ cfg "" "$T/back.yaml"
 versions() { for s in 0 1; do t_sql $s "SELECT HEX(id), UNIX_TIMESTAMP(updated), MD5(body) FROM entities"; done | sort; }
 before=$(versions)
 index_before=$(dump)
+# the copy's newer-wins upsert, in the bulk move: the target already holds
+# an older copy of X with another body (it must lose) and a newer copy of
+# Y (it must win)
+seed() {
+	X=$(t_sql 1 "SELECT HEX(id) FROM entities ORDER BY id LIMIT 1")
+	Y=$(t_sql 1 "SELECT HEX(id) FROM entities ORDER BY id LIMIT 1 OFFSET 1")
+	zbody=$(t_sql 1 "SELECT HEX(body) FROM entities ORDER BY id LIMIT 1 OFFSET 2")
+	ybody=$(t_sql 1 "SELECT HEX(body) FROM entities WHERE id=UNHEX('$Y')")
+	t_sql 0 "INSERT INTO entities (id, updated, body) VALUES (UNHEX('$X'), '2001-02-03 04:05:06', UNHEX('$zbody')),
+	         (UNHEX('$Y'), '2037-06-05 04:03:02.123456', UNHEX('$ybody'))"
+	yline=$(t_sql 0 "SELECT HEX(id), UNIX_TIMESTAMP(updated), MD5(body) FROM entities WHERE id=UNHEX('$Y')")
+	before=$(printf '%s\n' "$before" | grep -v "^$Y	"; printf '%s\n' "$yline")
+	before=$(printf '%s\n' "$before" | sort)
+}
 move() { # WAY CONFIG
 	t_exit 0 "reshard start ($1)" -- "$BAGSTORE" -c "$2" reshard start --yes
+	[ "$1" = bulk ] && seed
 	before_stmts=$(stmts)
 	if [ "$1" = text ]; then
 		BAGSTORE_FAULT=rows_as_text t_exit 0 "the moves ($1)" -- "$BAGSTORE" -c "$2" cleaner --reshard
@@ -110,10 +129,39 @@ move() { # WAY CONFIG
 	t_exit 0 "verify after the moves ($1)" -- "$BAGSTORE" -c "$2" verify --index ix_all
 	t_contains "$T_OUT" "0 missing, 0 stale, 0 orphaned" "the moved index is what the bodies imply ($1)"
 }
-move text "$T/drain.yaml"
+move bulk "$T/drain.yaml"
 t_eq "$(t_sql 1 "SELECT COUNT(*) FROM entities")" 0 "s1 drained"
-t_eq "$ran" 0 "drained with text statements"
-move bulk "$T/back.yaml"
+t_eq "$((ran > 0))" 1 "drained with bulk executions ($ran)"
+t_eq "$(t_sql 0 "SELECT UNIX_TIMESTAMP(updated) < 1e9 FROM entities WHERE id=UNHEX('$X')")" 0 \
+	"the target's older copy lost to the source's"
+t_eq "$(t_sql 0 "SELECT updated FROM entities WHERE id=UNHEX('$Y')")" "2037-06-05 04:03:02.123456" \
+	"the target's newer copy won"
+move text "$T/back.yaml"
 t_eq "$(( $(t_sql 1 "SELECT COUNT(*) FROM entities") > 0 ))" 1 "s1 filled again"
-t_eq "$((ran > 0))" 1 "filled with bulk executions ($ran)"
+t_eq "$ran" 0 "filled with text statements"
+
+# a server whose binary log is in STATEMENT format takes no bulk execution
+# (MariaDB answers error 4033 and runs nothing): the rows go as text there,
+# and the backfill neither fails nor loses a row
+BP=$((P0 + 70))
+BD=$(t_servers manyrows)/binlog
+stop_b() { sh "$SHARDS_SH" stop --dir "$BD" >/dev/null 2>&1; }
+trap stop_b EXIT
+stop_b
+rm -rf "$BD"
+SHARDS_LOG_BIN=1 t_exit 0 "a server with a binary log" -- sh "$SHARDS_SH" start --count 1 --port $BP --dir "$BD"
+bsql() { mariadb --no-defaults --protocol=tcp -h127.0.0.1 -P"$BP" -uroot -N -B bagstore -e "$1"; }
+t_exit 0 "its binary log in STATEMENT format" -- bsql "SET GLOBAL binlog_format='STATEMENT'"
+printf 'shards:\n  - {name: b0, host: 127.0.0.1, port: %s, database: bagstore, user: root}\ncatalog_ttl: 1\n' \
+	$BP >"$T/binlog.yaml"
+t_exit 0 "init there" -- "$BAGSTORE" -c "$T/binlog.yaml" init
+t_exit 0 "put $N entities there" -- "$BAGSTORE" -c "$T/binlog.yaml" put "$T/e.jsonl"
+t_exit 0 "create ix_all there" -- "$BAGSTORE" -c "$T/binlog.yaml" index create ix_all \
+	--on 'u:uuid,s:string(20),n:int,f:float,b:bool,x:binary(8)' --shard-on u
+t_exit 0 "backfill ix_all there" -- "$BAGSTORE" -c "$T/binlog.yaml" cleaner --index ix_all
+t_eq "$(bsql "SELECT COUNT(*) FROM ix_all")" $N "every index row written"
+t_exit 0 "verify there" -- "$BAGSTORE" -c "$T/binlog.yaml" verify --index ix_all
+t_contains "$T_OUT" "0 missing, 0 stale, 0 orphaned" "the rows are what the bodies imply"
+t_eq "$(( $(bsql "SHOW BINLOG EVENTS" | grep -c 'INSERT INTO `ix_all`') > 0 ))" 1 \
+	"the binary log has the rows' statements as text"
 t_done test_many_rows
