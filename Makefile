@@ -177,7 +177,7 @@ TSAN_TESTS = unit test_console_screens test_console_indexes test_console_entitie
 	test_console_navigation test_console_honest test_console_narrow test_audit test_properties \
 	test_lag_history \
 	test_console_workers test_service test_metrics_auth test_console_topology test_console_config \
-	test_throttle test_reshard test_reshard_settle test_collect test_console_log
+	test_throttle test_reshard test_reshard_settle test_collect test_console_log test_many_rows
 tsan: deps
 	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan \
 	  CFLAGS="-O1 -g -fsanitize=thread -fno-omit-frame-pointer" LDFLAGS="-fsanitize=thread" all
