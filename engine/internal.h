@@ -160,8 +160,8 @@ typedef struct {
 	MYSQL_STMT *prep[BS__PREP_N];
 	double prep_off_until;
 	/* the server refused a bulk execution (a binary log in STATEMENT
-	 * format): bs__shard_rows sends text on this connection until then
-	 * (mono s, 0: none) */
+	 * format): bs__shard_rows sends text to this shard until then (mono
+	 * s, 0: none), a new connection included (the format is the server's) */
 	double bulk_off_until;
 	/* the write procedures (schema.c's bagstore_put_v1 and
 	 * bagstore_delete_v1) were missing here or not ours to call: the

@@ -1122,7 +1122,7 @@ static int prep_exec(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t
 	if (st->trace_fn) {
 		bs_buf_t b = { 0 };
 		prep_text(&b, sql, params, n);
-		if (!bs__buf_ok(&b))
+		if (!b.oom) /* a trace that cannot be built is not told; the error stays the statement's */
 			bs__trace_emit(st, i, b.ptr, b.len, t0, at, rows, false, rc ? sh->last_errno : 0,
 			               rc ? bs_last_error() : NULL);
 		bs__buf_free(&b);
@@ -1349,17 +1349,20 @@ static int rows_bulk(int64_t *affected, bool *text, bs_store_t *st, int i, MYSQL
 		char msg[512];
 		unsigned err = mysql_stmt_errno(s);
 		snprintf(msg, sizeof msg, "%s", mysql_stmt_error(s));
-		if (!lost_connection(err)) { /* prepared again at its next use */
-			mysql_stmt_close(s);
-			*slot = NULL;
-		}
 		/* the server takes no bulk execution of it, and ran nothing: a
 		 * binary log in STATEMENT format (4033), or a statement it will
-		 * not run with arrays (1295). Text on this connection for a while */
+		 * not run with arrays (1295). The statement stays prepared, of one
+		 * row again; text to this shard for a while */
 		if (err == ER_BINLOG_NON_SUPPORTED_BULK || err == ER_UNSUPPORTED_PS) {
+			n = 0;
+			mysql_stmt_attr_set(s, STMT_ATTR_ARRAY_SIZE, &n);
 			sh->bulk_off_until = bs_now_mono() + PREP_OFF_S;
 			*text = true;
 			goto done;
+		}
+		if (!lost_connection(err)) { /* prepared again at its next use */
+			mysql_stmt_close(s);
+			*slot = NULL;
 		}
 		rc = fail_with(st, i, "statement failed", err, msg);
 	} else {

@@ -98,18 +98,26 @@ cfg() {
 cfg ", drain: true" "$T/drain.yaml"
 cfg "" "$T/back.yaml"
 versions() { for s in 0 1; do t_sql $s "SELECT HEX(id), UNIX_TIMESTAMP(updated), MD5(body) FROM entities"; done | sort; }
+# the copy's newer-wins upsert, in the bulk move: the target will hold an
+# older copy of X with another body (it must lose) and a newer copy of Y
+# with another body of the same index values (it must win, body and
+# version). That body is Y's with one more property, written to Y and
+# then Y written back as it was.
+X=$(t_sql 1 "SELECT HEX(id) FROM entities ORDER BY id LIMIT 1")
+Y=$(t_sql 1 "SELECT HEX(id) FROM entities ORDER BY id LIMIT 1 OFFSET 1")
+t_exit 0 "get Y" -- "$BAGSTORE" -c "$CFG" get "$Y"
+printf '%s\n' "$T_OUT" >"$T/y.jsonl"
+sed 's/}$/, "extra": 1}/' "$T/y.jsonl" >"$T/y2.jsonl"
+t_exit 0 "Y with one more property" -- "$BAGSTORE" -c "$CFG" put "$T/y2.jsonl"
+ybody2=$(t_sql 1 "SELECT HEX(body) FROM entities WHERE id=UNHEX('$Y')")
+t_exit 0 "Y as it was" -- "$BAGSTORE" -c "$CFG" put "$T/y.jsonl"
+t_eq "$(t_sql 1 "SELECT HEX(body)<>'$ybody2' FROM entities WHERE id=UNHEX('$Y')")" 1 "Y's two bodies differ"
 before=$(versions)
 index_before=$(dump)
-# the copy's newer-wins upsert, in the bulk move: the target already holds
-# an older copy of X with another body (it must lose) and a newer copy of
-# Y (it must win)
 seed() {
-	X=$(t_sql 1 "SELECT HEX(id) FROM entities ORDER BY id LIMIT 1")
-	Y=$(t_sql 1 "SELECT HEX(id) FROM entities ORDER BY id LIMIT 1 OFFSET 1")
 	zbody=$(t_sql 1 "SELECT HEX(body) FROM entities ORDER BY id LIMIT 1 OFFSET 2")
-	ybody=$(t_sql 1 "SELECT HEX(body) FROM entities WHERE id=UNHEX('$Y')")
 	t_sql 0 "INSERT INTO entities (id, updated, body) VALUES (UNHEX('$X'), '2001-02-03 04:05:06', UNHEX('$zbody')),
-	         (UNHEX('$Y'), '2037-06-05 04:03:02.123456', UNHEX('$ybody'))"
+	         (UNHEX('$Y'), '2037-06-05 04:03:02.123456', UNHEX('$ybody2'))"
 	yline=$(t_sql 0 "SELECT HEX(id), UNIX_TIMESTAMP(updated), MD5(body) FROM entities WHERE id=UNHEX('$Y')")
 	before=$(printf '%s\n' "$before" | grep -v "^$Y	"; printf '%s\n' "$yline")
 	before=$(printf '%s\n' "$before" | sort)
@@ -134,8 +142,8 @@ t_eq "$(t_sql 1 "SELECT COUNT(*) FROM entities")" 0 "s1 drained"
 t_eq "$((ran > 0))" 1 "drained with bulk executions ($ran)"
 t_eq "$(t_sql 0 "SELECT UNIX_TIMESTAMP(updated) < 1e9 FROM entities WHERE id=UNHEX('$X')")" 0 \
 	"the target's older copy lost to the source's"
-t_eq "$(t_sql 0 "SELECT updated FROM entities WHERE id=UNHEX('$Y')")" "2037-06-05 04:03:02.123456" \
-	"the target's newer copy won"
+t_eq "$(t_sql 0 "SELECT updated, HEX(body)='$ybody2' FROM entities WHERE id=UNHEX('$Y')")" \
+	"2037-06-05 04:03:02.123456	1" "the target's newer copy won, its body and its version"
 move text "$T/back.yaml"
 t_eq "$(( $(t_sql 1 "SELECT COUNT(*) FROM entities") > 0 ))" 1 "s1 filled again"
 t_eq "$ran" 0 "filled with text statements"
@@ -144,21 +152,24 @@ t_eq "$ran" 0 "filled with text statements"
 # (MariaDB answers error 4033 and runs nothing): the rows go as text there,
 # and the backfill neither fails nor loses a row
 BP=$((P0 + 70))
-BD=$(t_servers manyrows)/binlog
-stop_b() { sh "$SHARDS_SH" stop --dir "$BD" >/dev/null 2>&1; }
-trap stop_b EXIT
-stop_b
-rm -rf "$BD"
-SHARDS_LOG_BIN=1 t_exit 0 "a server with a binary log" -- sh "$SHARDS_SH" start --count 1 --port $BP --dir "$BD"
+trap 't_extra_stop manyrows' EXIT
+trap 't_extra_stop manyrows; exit 130' INT TERM
+export SHARDS_LOG_BIN=1
+t_exit 0 "a server with a binary log" -- t_extra_shard manyrows "$BP"
+unset SHARDS_LOG_BIN
+[ "$T_FAILED" = 0 ] || t_done test_many_rows
 bsql() { mariadb --no-defaults --protocol=tcp -h127.0.0.1 -P"$BP" -uroot -N -B bagstore -e "$1"; }
-t_exit 0 "its binary log in STATEMENT format" -- bsql "SET GLOBAL binlog_format='STATEMENT'"
+t_exit 0 "its binary log in STATEMENT format, from its start" -- bsql "SET GLOBAL binlog_format='STATEMENT'; RESET MASTER"
+bstmts() { bsql "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME='COM_STMT_EXECUTE'"; }
 printf 'shards:\n  - {name: b0, host: 127.0.0.1, port: %s, database: bagstore, user: root}\ncatalog_ttl: 1\n' \
 	$BP >"$T/binlog.yaml"
 t_exit 0 "init there" -- "$BAGSTORE" -c "$T/binlog.yaml" init
 t_exit 0 "put $N entities there" -- "$BAGSTORE" -c "$T/binlog.yaml" put "$T/e.jsonl"
 t_exit 0 "create ix_all there" -- "$BAGSTORE" -c "$T/binlog.yaml" index create ix_all \
 	--on 'u:uuid,s:string(20),n:int,f:float,b:bool,x:binary(8)' --shard-on u
+b0=$(bstmts)
 t_exit 0 "backfill ix_all there" -- "$BAGSTORE" -c "$T/binlog.yaml" cleaner --index ix_all
+t_eq "$(($(bstmts) - b0 > 0))" 1 "a bulk execution was tried there (and refused)"
 t_eq "$(bsql "SELECT COUNT(*) FROM ix_all")" $N "every index row written"
 t_exit 0 "verify there" -- "$BAGSTORE" -c "$T/binlog.yaml" verify --index ix_all
 t_contains "$T_OUT" "0 missing, 0 stale, 0 orphaned" "the rows are what the bodies imply"
