@@ -1401,8 +1401,7 @@ int bs__shard_rows(int64_t *affected, bs_store_t *st, int i, const char *head, c
 	if ((rc = prep_open(&m, NULL, affected, &text, st, i, ncols)))
 		return rc;
 	if (m && nrows <= UINT_MAX && !st->rows_as_text && bs_now_mono() >= st->shards[i].bulk_off_until &&
-	    bulk_ok(m) &&
-	    ((rc = rows_bulk(affected, &text, st, i, m, head, tail, rows, ncols, nrows)) || !text))
+	    bulk_ok(m) && ((rc = rows_bulk(affected, &text, st, i, m, head, tail, rows, ncols, nrows)) || !text))
 		return rc;
 	bs_buf_t b = { 0 };
 	rows_text(&b, head, tail, rows, ncols, nrows);
