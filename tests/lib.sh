@@ -46,9 +46,10 @@
 #                              t_extra_shard NAME PORT; stop them with
 #                              t_extra_stop NAME (from an EXIT trap)
 # t_shards_cfg FILE N PORT [drain]  a configuration of the test's s0 and s1,
-#                              and s2 at PORT when N is 3 (`drain: true` with
-#                              "drain"), written whole at once (as an editor
-#                              saves: a console may be watching FILE)
+#                              and s2 at PORT when N is 3 (`drain: true` on
+#                              the last one with "drain"), written whole at
+#                              once (as an editor saves: a console may be
+#                              watching FILE)
 # t_need_prom                  sets T_PY to a python3 with prometheus_client
 #                              (the reference Prometheus parser), else records
 #                              a failure; call it once before t_prom
@@ -264,7 +265,7 @@ t_shards_cfg() {
 	{
 		echo "shards:"
 		echo "  - {name: s0, host: 127.0.0.1, port: $(t_port 0), database: bagstore, user: root}"
-		echo "  - {name: s1, host: 127.0.0.1, port: $(t_port 1), database: bagstore, user: root}"
+		echo "  - {name: s1, host: 127.0.0.1, port: $(t_port 1), database: bagstore, user: root$([ "$2" = 2 ] && [ "${4:-}" = drain ] && echo ', drain: true')}"
 		[ "$2" -ge 3 ] &&
 			echo "  - {name: s2, host: 127.0.0.1, port: $3, database: bagstore, user: root$([ "${4:-}" = drain ] && echo ', drain: true')}"
 		echo "timeouts: {connect: 2, read: 10, write: 10}"

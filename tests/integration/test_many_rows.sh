@@ -85,18 +85,8 @@ t_exit 0 "verify after writers" -- "$BAGSTORE" -c "$CFG" verify --index ix_all
 t_contains "$T_OUT" "0 missing, 0 stale, 0 orphaned" "writers' rows and the backfill's agree"
 
 # moves, both ways: s1 drained into s0 in bulk, then filled again as text
-P0=$(t_port 0)
-P1=$(t_port 1)
-cfg() {
-	{
-		echo "shards:"
-		echo "  - {name: s0, host: 127.0.0.1, port: $P0, database: bagstore, user: root}"
-		echo "  - {name: s1, host: 127.0.0.1, port: $P1, database: bagstore, user: root$1}"
-		echo "catalog_ttl: 1"
-	} >"$2"
-}
-cfg ", drain: true" "$T/drain.yaml"
-cfg "" "$T/back.yaml"
+t_shards_cfg "$T/drain.yaml" 2 "" drain
+t_shards_cfg "$T/back.yaml" 2
 versions() { for s in 0 1; do t_sql $s "SELECT HEX(id), UNIX_TIMESTAMP(updated), MD5(body) FROM entities"; done | sort; }
 # the copy's newer-wins upsert, in the bulk move: the target will hold an
 # older copy of X with another body (it must lose) and a newer copy of Y
@@ -151,7 +141,7 @@ t_eq "$ran" 0 "filled with text statements"
 # a server whose binary log is in STATEMENT format takes no bulk execution
 # (MariaDB answers error 4033 and runs nothing): the rows go as text there,
 # and the backfill neither fails nor loses a row
-BP=$((P0 + 70))
+BP=$(($(t_port 0) + 70))
 trap 't_extra_stop manyrows' EXIT
 trap 't_extra_stop manyrows; exit 130' INT TERM
 export SHARDS_LOG_BIN=1

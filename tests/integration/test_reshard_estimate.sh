@@ -8,19 +8,9 @@
 # (its last 10 s rate 0).
 . tests/console/lib.sh
 
-P0=$(t_port 0)
-P1=$(t_port 1)
-cfg() {
-	{
-		echo "shards:"
-		echo "  - {name: s0, host: 127.0.0.1, port: $P0, database: bagstore, user: root}"
-		echo "  - {name: s1, host: 127.0.0.1, port: $P1, database: bagstore, user: root$1}"
-		echo "catalog_ttl: 1"
-	} >"$2"
-}
 DR=$T/drain.yaml BACK=$T/back.yaml
-cfg ", drain: true" "$DR"
-cfg "" "$BACK"
+t_shards_cfg "$DR" 2 "" drain
+t_shards_cfg "$BACK" 2
 c_init
 numbered() { printf '{"n": %d}\n' "$1"; }
 c_put 400 numbered
