@@ -56,23 +56,23 @@ typedef struct {
 	size_t from, n;
 } stmt_t;
 
-/* A chunk's index rows, per target shard, for bs__shard_rows: each row's
+/* One target shard's rows of a chunk, for bs__shard_rows: each row's
  * parameters (its properties' values, then its entity id) as read, their
  * bytes copied (a row's bag is freed once its row is taken), then the rows
  * in key order, cut into statements. */
 typedef struct {
-	bs_buf_t head;      /* "INSERT INTO `index` (..., entity_id) VALUES " */
-	int ncols;          /* parameters a row */
-	bs_buf_t *bytes;    /* per target: the rows' bytes */
-	bs__param_t **vals; /* per target: as read; bytes' offsets in .u */
-	size_t *valcap;
-	const bs__param_t ***sorted; /* per target: its rows in key order */
-	size_t *sortcap;
-	stmt_t **stmts;
-	size_t *nstmts, *stmtcap;
-	crow_t **rowv; /* per target */
-	size_t *rowcap;
-	int64_t *rows; /* per target */
+	bs_buf_t bytes;             /* the rows' bytes */
+	bs__param_t *vals;          /* ncols a row, as read; bytes' offsets in .u until emitted */
+	crow_t *rowv;               /* a row's sort key, in key order once emitted */
+	const bs__param_t **sorted; /* each row's parameters in key order */
+	stmt_t *stmts;
+	size_t rows, nstmts, valcap, rowcap, sortcap, stmtcap;
+} target_t;
+
+typedef struct {
+	bs_buf_t head; /* "INSERT INTO `index` (..., entity_id) VALUES " */
+	int ncols;     /* parameters a row */
+	target_t *tg;  /* per target shard */
 	int64_t scanned, written, last_id;
 } chunk_t;
 
@@ -80,61 +80,32 @@ static const char ROWS_TAIL[] = " ON DUPLICATE KEY UPDATE entity_id=entity_id";
 
 static void chunk_free(chunk_t *c, int n)
 {
-	for (int i = 0; i < n; i++) {
-		if (c->bytes)
-			bs__buf_free(&c->bytes[i]);
-		if (c->vals)
-			free(c->vals[i]);
-		if (c->sorted)
-			free(c->sorted[i]);
-		if (c->rowv)
-			free(c->rowv[i]);
-		if (c->stmts)
-			free(c->stmts[i]);
+	for (int i = 0; c->tg && i < n; i++) {
+		target_t *g = &c->tg[i];
+		bs__buf_free(&g->bytes);
+		free(g->vals);
+		free(g->rowv);
+		free(g->sorted);
+		free(g->stmts);
 	}
 	bs__buf_free(&c->head);
-	free(c->bytes);
-	free(c->vals);
-	free(c->valcap);
-	free(c->sorted);
-	free(c->sortcap);
-	free(c->stmts);
-	free(c->nstmts);
-	free(c->stmtcap);
-	free(c->rowv);
-	free(c->rowcap);
-	free(c->rows);
+	free(c->tg);
 	memset(c, 0, sizeof *c);
 }
 
 static int chunk_init(chunk_t *c, int n)
 {
 	memset(c, 0, sizeof *c);
-	c->bytes = calloc((size_t)n, sizeof *c->bytes);
-	c->vals = calloc((size_t)n, sizeof *c->vals);
-	c->valcap = calloc((size_t)n, sizeof *c->valcap);
-	c->sorted = calloc((size_t)n, sizeof *c->sorted);
-	c->sortcap = calloc((size_t)n, sizeof *c->sortcap);
-	c->rowv = calloc((size_t)n, sizeof *c->rowv);
-	c->rowcap = calloc((size_t)n, sizeof *c->rowcap);
-	c->rows = calloc((size_t)n, sizeof *c->rows);
-	c->stmts = calloc((size_t)n, sizeof *c->stmts);
-	c->nstmts = calloc((size_t)n, sizeof *c->nstmts);
-	c->stmtcap = calloc((size_t)n, sizeof *c->stmtcap);
-	if (!c->bytes || !c->vals || !c->valcap || !c->sorted || !c->sortcap || !c->rowv || !c->rowcap || !c->rows ||
-	    !c->stmts || !c->nstmts || !c->stmtcap) {
-		chunk_free(c, n);
+	if (!(c->tg = calloc((size_t)n, sizeof *c->tg)))
 		return bs_error(BS_ENOMEM, "out of memory for a backfill chunk");
-	}
 	return 0;
 }
 
 static void chunk_reset(chunk_t *c, int n)
 {
 	for (int i = 0; i < n; i++) {
-		bs__buf_reset(&c->bytes[i]);
-		c->rows[i] = 0;
-		c->nstmts[i] = 0;
+		bs__buf_reset(&c->tg[i].bytes);
+		c->tg[i].rows = c->tg[i].nstmts = 0;
 	}
 	c->scanned = c->written = 0;
 }
@@ -175,28 +146,28 @@ static void keep_bytes(bs__param_t *p, bs_buf_t *b)
 
 static int chunk_add(chunk_t *c, int t, const bs_index_t *idx, const bs_value_t *const *vals, const void *id)
 {
-	bs_buf_t *b = &c->bytes[t];
-	size_t at = (size_t)c->rows[t] * (size_t)c->ncols;
-	int rc = BS_ARRAY_GROW(c->rowv[t], (size_t)c->rows[t], c->rowcap[t], 1024);
-	if (!rc)
-		rc = BS_ARRAY_GROW(c->vals[t], at + (size_t)c->ncols - 1, c->valcap[t], 1024); /* grows past ncols */
+	target_t *g = &c->tg[t];
+	size_t at = g->rows * (size_t)c->ncols;
+	int rc = BS_ARRAY_GROW(g->rowv, g->rows, g->rowcap, 1024);
+	if (!rc) /* grows past ncols: doubling from 1024 */
+		rc = BS_ARRAY_GROW(g->vals, at + (size_t)c->ncols - 1, g->valcap, 1024);
 	if (rc)
 		return rc;
-	crow_t *r = &c->rowv[t][c->rows[t]];
+	crow_t *r = &g->rowv[g->rows];
 	sort_key(r->key, vals[0]);
 	memcpy(r->key + 24, id, 16);
 	r->lead = 0;
 	for (int k = 0; k < 8; k++)
 		r->lead = r->lead << 8 | r->key[k];
-	r->row = (uint32_t)c->rows[t]++;
-	bs__param_t *p = &c->vals[t][at];
+	r->row = (uint32_t)g->rows++;
+	bs__param_t *p = &g->vals[at];
 	for (int k = 0; k < idx->nprops; k++) {
 		p[k] = bs__param_value(vals[k], &idx->props[k]);
 		if (p[k].type == BS__P_BYTES || p[k].type == BS__P_TEXT)
-			keep_bytes(&p[k], b);
+			keep_bytes(&p[k], &g->bytes);
 	}
 	p[idx->nprops] = (bs__param_t){ .type = BS__P_BYTES, .p = id, .len = 16 };
-	keep_bytes(&p[idx->nprops], b);
+	keep_bytes(&p[idx->nprops], &g->bytes);
 	c->written++;
 	return 0;
 }
@@ -216,30 +187,28 @@ static int chunk_emit(chunk_t *c, int n, int64_t per_insert)
 {
 	size_t nc = (size_t)c->ncols;
 	for (int t = 0; t < n; t++) {
-		size_t rows = (size_t)c->rows[t];
-		if (!rows)
-			continue;
+		target_t *g = &c->tg[t];
 		int rc;
-		if (c->sortcap[t] < rows) {
-			const bs__param_t **grown = realloc(c->sorted[t], rows * sizeof *grown);
+		if (!g->rows)
+			continue;
+		if (g->sortcap < g->rows) {
+			const bs__param_t **grown = realloc(g->sorted, g->rows * sizeof *grown);
 			if (!grown)
 				return bs__oom();
-			c->sorted[t] = grown;
-			c->sortcap[t] = rows;
+			g->sorted = grown;
+			g->sortcap = g->rows;
 		}
-		bs__param_t *v = c->vals[t];
-		for (size_t k = 0; k < rows * nc; k++) /* the bytes stay where they are now */
-			if (v[k].type == BS__P_BYTES || v[k].type == BS__P_TEXT)
-				v[k].p = c->bytes[t].ptr + v[k].u;
-		qsort(c->rowv[t], rows, sizeof *c->rowv[t], crow_cmp);
-		for (size_t k = 0; k < rows; k++)
-			c->sorted[t][k] = &v[(size_t)c->rowv[t][k].row * nc];
-		for (size_t from = 0; from < rows; from += (size_t)per_insert) {
-			if ((rc = BS_ARRAY_GROW(c->stmts[t], c->nstmts[t], c->stmtcap[t], 16)))
+		for (size_t k = 0; k < g->rows * nc; k++) /* the bytes stay where they are now */
+			if (g->vals[k].type == BS__P_BYTES || g->vals[k].type == BS__P_TEXT)
+				g->vals[k].p = g->bytes.ptr + g->vals[k].u;
+		qsort(g->rowv, g->rows, sizeof *g->rowv, crow_cmp);
+		for (size_t k = 0; k < g->rows; k++)
+			g->sorted[k] = &g->vals[(size_t)g->rowv[k].row * nc];
+		for (size_t from = 0; from < g->rows; from += (size_t)per_insert) {
+			if ((rc = BS_ARRAY_GROW(g->stmts, g->nstmts, g->stmtcap, 16)))
 				return rc;
-			size_t left = rows - from;
-			c->stmts[t][c->nstmts[t]++] =
-				(stmt_t){ from, left < (size_t)per_insert ? left : (size_t)per_insert };
+			size_t left = g->rows - from;
+			g->stmts[g->nstmts++] = (stmt_t){ from, left < (size_t)per_insert ? left : (size_t)per_insert };
 		}
 	}
 	return 0;
@@ -285,7 +254,7 @@ static int chunk_fill(chunk_t *c, MYSQL_RES *res, bs_store_t *st, const uint8_t 
 	if (!rc)
 		rc = bs__buf_ok(&c->head);
 	for (int i = 0; i < n && !rc; i++)
-		rc = bs__buf_ok(&c->bytes[i]);
+		rc = bs__buf_ok(&c->tg[i].bytes);
 	if (!rc)
 		rc = chunk_emit(c, n, per_insert);
 	return rc;
@@ -711,7 +680,7 @@ static int throttle_gate(runner_t *r, attempt_t *a)
 	if ((out = moves_gate(r)) != -1)
 		return out;
 	for (int i = 0; i < r->src->n; i++)
-		a->which[i] = a->cur.rows[i] > 0 || i == r->shard;
+		a->which[i] = a->cur.tg[i].rows > 0 || i == r->shard;
 	gate_look(&g, r, a, a->which);
 	if (g.verdict != BS__THR_GO) {
 		if ((out = not_go(r, a, &g)) >= 0)
@@ -812,11 +781,12 @@ static int64_t next_chunk_size(const attempt_t *a, double elapsed, const bs_clea
 static int chunk_submit(bs__batch_t **out, runner_t *r, attempt_t *a)
 {
 	int rc = bs__batch_new(out, r->wr);
-	for (int t = 0; t < r->src->n && !rc; t++)
-		for (size_t k = 0; k < a->cur.nstmts[t] && !rc; k++)
-			rc = bs__batch_add(*out, t, a->cur.head.ptr, ROWS_TAIL,
-			                   a->cur.sorted[t] + a->cur.stmts[t][k].from, a->cur.ncols,
-			                   a->cur.stmts[t][k].n);
+	for (int t = 0; t < r->src->n && !rc; t++) {
+		const target_t *g = &a->cur.tg[t];
+		for (size_t k = 0; k < g->nstmts && !rc; k++)
+			rc = bs__batch_add(*out, t, a->cur.head.ptr, ROWS_TAIL, g->sorted + g->stmts[k].from,
+			                   a->cur.ncols, g->stmts[k].n);
+	}
 	return rc;
 }
 

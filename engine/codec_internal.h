@@ -132,6 +132,12 @@ int bs__json_encode_jansson(char **out, const bs_value_t *v, int flags);
 /* bs_json_decode through jansson's tree (json.c): the reference the reader
  * (json_read.c) is tested against. */
 int bs__json_decode_jansson(bs_value_t *out, const char *text, size_t len, const char *where);
+/* The reader refused text with the message refusal where the reference
+ * takes it, for one of the reference's two known misses: a number of 64
+ * characters or more that underflows (jansson stores 0), or a NUL byte
+ * right after a number or a true, false or null (jansson drops it). The
+ * only differences test_codec and fuzz_jsonl allow. */
+bool bs__json_jansson_misses(const char *text, size_t len, const char *refusal);
 /* Extended JSON's one-key objects ("$uuid", "$binary", "$numberDouble",
  * "$numberDecimal", json.c): the index of a key among them or -1; and the
  * value the object stands for, read from arg, the value its key holds: 0,

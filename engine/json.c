@@ -436,6 +436,21 @@ done:
 	return rc;
 }
 
+/* A NUL byte right after a digit or a letter of true, false or null. */
+static bool nul_after_token(const char *text, size_t len)
+{
+	for (size_t i = 1; i < len; i++)
+		if (!text[i] && ((text[i - 1] >= '0' && text[i - 1] <= '9') || (text[i - 1] >= 'a' && text[i - 1] <= 'z')))
+			return true;
+	return false;
+}
+
+bool bs__json_jansson_misses(const char *text, size_t len, const char *refusal)
+{
+	return strstr(refusal, "too small for a double") ||
+	       (strstr(refusal, "byte 0x00") && nul_after_token(text, len));
+}
+
 /* ------------------------------------------------------------ encode */
 
 static json_t *special(const char *key, json_t *v)

@@ -287,7 +287,7 @@ static int gate_once(mover_t *r)
 static int lane_enter(mover_t *r, int shard, double *t0)
 {
 	return (r->latency_free ? bs__throttle_enter_latency_free : bs__throttle_enter)(t0, r->thr, shard, 0.1,
-	                                                                               bs__stop_flag(r->opts));
+	                                                                                bs__stop_flag(r->opts));
 }
 
 static void lane_leave(mover_t *r, int shard, double t0)
@@ -575,19 +575,6 @@ static int begin(mover_t *r)
 
 /* ------------------------------------------------------------ copying entities */
 
-/* Upsert of entity rows into the target, the newer version winning. */
-static void upsert_head(bs_buf_t *b)
-{
-	bs__buf_puts(b, b->len ? ";" : "");
-	bs__buf_puts(b, "INSERT INTO entities (id, updated, body) VALUES ");
-}
-
-static void upsert_tail(bs_buf_t *b)
-{
-	bs__buf_puts(b, " ON DUPLICATE KEY UPDATE body=IF(VALUES(updated)>updated,VALUES(body),body),"
-	                " updated=GREATEST(updated,VALUES(updated))");
-}
-
 /* Row at of SELECT id, updated, body has a version that reads as a time:
  * digits, dashes, colons, a space and a point, MySQL's own text. The
  * version goes on as that text: both sessions' time zone is UTC (every
@@ -609,22 +596,6 @@ static int version_ok(MYSQL_ROW row, const unsigned long *lens, int at, const mo
 	return 0;
 }
 
-/* One row of SELECT id, updated, body as VALUES. */
-static int upsert_row(bs_buf_t *b, bool first, MYSQL_ROW row, const unsigned long *lens, int at, const mover_t *r)
-{
-	int rc = version_ok(row, lens, at, r);
-	if (rc)
-		return rc;
-	bs__buf_puts(b, first ? "(" : ",(");
-	bs__buf_hex(b, row[at], 16);
-	bs__buf_puts(b, ",'");
-	bs__buf_putn(b, row[at + 1], lens[at + 1]);
-	bs__buf_puts(b, "',");
-	bs__buf_hex(b, row[at + 2], lens[at + 2]);
-	bs__buf_puts(b, ")");
-	return 0;
-}
-
 static bool moving_id(const mover_t *r, const void *id)
 {
 	bs_id_t x;
@@ -634,20 +605,47 @@ static bool moving_id(const mover_t *r, const void *id)
 
 #define COPY_ROWS 500 /* a statement's rows at most */
 
-/* rows[0..n) upserted into the target as one statement (bs__shard_rows:
- * a bulk execution, the bodies binary, where the server takes it). */
-static int copy_flush(mover_t *r, const bs__param_t *const *rows, size_t n)
+/* Entity rows upserted into the target, the newer version winning, up to
+ * COPY_ROWS a statement (bs__shard_rows: a bulk execution, the bodies
+ * binary, where the server takes it): the copy's and the catch-up's. The
+ * values are borrowed from a result that stays until the last flush. */
+typedef struct {
+	bs__param_t p[COPY_ROWS][3];
+	const bs__param_t *rows[COPY_ROWS];
+	size_t n, bytes; /* rows waiting, and their size as text */
+	int64_t sent;    /* rows sent so far */
+} copier_t;
+
+static int copier_flush(mover_t *r, copier_t *c)
 {
 	int64_t affected;
-	int rc = bs__shard_check(r->dst, r->t);
-	if (!rc)
+	int rc = 0;
+	if (!c->n)
+		return 0;
+	if (!(rc = bs__shard_check(r->dst, r->t)))
 		rc = bs__shard_rows(&affected, r->dst, r->t, "INSERT INTO entities (id, updated, body) VALUES ",
 		                    " ON DUPLICATE KEY UPDATE body=IF(VALUES(updated)>updated,VALUES(body),body),"
 		                    " updated=GREATEST(updated,VALUES(updated))",
-		                    rows, 3, n);
+		                    c->rows, 3, c->n);
 	if (!rc)
-		r->m.pub.rows_copied += (int64_t)n;
+		c->sent += (int64_t)c->n;
+	c->n = c->bytes = 0;
 	return rc;
+}
+
+/* Row at of SELECT id, updated, body, its version checked. */
+static int copier_add(mover_t *r, copier_t *c, MYSQL_ROW row, const unsigned long *lens, int at)
+{
+	int rc = version_ok(row, lens, at, r);
+	if (rc)
+		return rc;
+	bs__param_t *p = c->p[c->n];
+	p[0] = (bs__param_t){ .type = BS__P_BYTES, .p = row[at], .len = 16 };
+	p[1] = (bs__param_t){ .type = BS__P_TEXT, .p = row[at + 1], .len = lens[at + 1] };
+	p[2] = (bs__param_t){ .type = BS__P_BYTES, .p = row[at + 2], .len = lens[at + 2] };
+	c->rows[c->n] = p;
+	c->bytes += 2 * (size_t)lens[at + 2] + 100; /* as text: the body in hex, the rest */
+	return ++c->n == COPY_ROWS || c->bytes > FLUSH_BYTES ? copier_flush(r, c) : 0;
 }
 
 /* One chunk of the source's entities, the moving ones upserted into the
@@ -656,11 +654,10 @@ static int copy_chunk(mover_t *r, int64_t *got)
 {
 	bs_buf_t q = { 0 };
 	MYSQL_RES *res = NULL;
-	bs__param_t p[COPY_ROWS][3];
-	const bs__param_t *rows[COPY_ROWS];
-	size_t n = 0, bytes = 0;
+	copier_t *c = calloc(1, sizeof *c);
 	int rc;
 	*got = 0;
+	BS_ERR_ALLOC(c);
 	/* the versions are read as the session's text: a session checked to be UTC */
 	if ((rc = bs__shard_check(r->src, r->shard)))
 		goto done;
@@ -677,24 +674,14 @@ static int copy_chunk(mover_t *r, int64_t *got)
 		r->m.cursor = strtoll(row[0], NULL, 10);
 		if (!row[1] || lens[1] != 16 || !row[3] || !moving_id(r, row[1]))
 			continue;
-		if ((rc = version_ok(row, lens, 1, r)))
+		if ((rc = copier_add(r, c, row, lens, 1)))
 			goto done;
-		/* the values stay in res until the statement is sent */
-		p[n][0] = (bs__param_t){ .type = BS__P_BYTES, .p = row[1], .len = 16 };
-		p[n][1] = (bs__param_t){ .type = BS__P_TEXT, .p = row[2], .len = lens[2] };
-		p[n][2] = (bs__param_t){ .type = BS__P_BYTES, .p = row[3], .len = lens[3] };
-		rows[n] = p[n];
-		bytes += 2 * (size_t)lens[3] + 100; /* as text: the body in hex, the rest */
-		if (++n == COPY_ROWS || bytes > FLUSH_BYTES) {
-			if ((rc = copy_flush(r, rows, n)))
-				goto done;
-			n = bytes = 0;
-		}
 	}
-	if (n && (rc = copy_flush(r, rows, n)))
-		goto done;
-	r->m.pub.rows_scanned += *got;
+	if (!(rc = copier_flush(r, c)))
+		r->m.pub.rows_scanned += *got;
 done:
+	r->m.pub.rows_copied += c->sent;
+	free(c);
 	if (res)
 		mysql_free_result(res);
 	bs__buf_free(&q);
@@ -956,11 +943,16 @@ done:
  * holds now (newer wins), or deleted when the source no longer has them. */
 static int replay_entities(mover_t *r, const idvec16_t *ids)
 {
-	bs_buf_t q = { 0 }, w = { 0 }, gone = { 0 };
+	bs_buf_t q = { 0 }, gone = { 0 };
 	MYSQL_RES *res = NULL;
 	bool *seen = calloc(ids->n ? ids->n : 1, sizeof *seen);
-	int rc, n = 0;
-	BS_ERR_ALLOC(seen);
+	copier_t *c = calloc(1, sizeof *c);
+	int rc;
+	if (!seen || !c) {
+		free(seen);
+		free(c);
+		return bs__oom();
+	}
 	if ((rc = bs__shard_check(r->src, r->shard))) /* a UTC session: see copy_chunk */
 		goto done;
 	bs__buf_puts(&q, "SELECT id, updated, body FROM entities WHERE id IN (");
@@ -979,13 +971,12 @@ static int replay_entities(mover_t *r, const idvec16_t *ids)
 		for (size_t k = 0; k < ids->n; k++)
 			if (!memcmp(ids->ids[k], row[0], 16))
 				seen[k] = true;
-		if (!n)
-			upsert_head(&w);
-		if ((rc = upsert_row(&w, !n++, row, lens, 0, r)))
+		if ((rc = copier_add(r, c, row, lens, 0)))
 			goto done;
 	}
-	if (n)
-		upsert_tail(&w);
+	if ((rc = copier_flush(r, c)))
+		goto done;
+	/* the ones the source no longer has go from the target */
 	size_t g = 0;
 	for (size_t k = 0; k < ids->n; k++) {
 		if (seen[k])
@@ -995,17 +986,14 @@ static int replay_entities(mover_t *r, const idvec16_t *ids)
 	}
 	if (g) {
 		bs__buf_puts(&gone, ")");
-		bs__buf_puts(&w, w.len ? ";" : "");
-		bs__buf_putn(&w, gone.ptr, gone.len);
+		rc = on_target(r, &gone);
 	}
-	if (w.len && !(rc = bs__buf_ok(&gone)))
-		rc = on_target(r, &w);
 done:
+	free(seen);
+	free(c);
 	if (res)
 		mysql_free_result(res);
-	free(seen);
 	bs__buf_free(&q);
-	bs__buf_free(&w);
 	bs__buf_free(&gone);
 	return rc;
 }

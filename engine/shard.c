@@ -1069,6 +1069,36 @@ static int prep_make(MYSQL_STMT **out, bool *text, bs_store_t *st, int i, MYSQL 
 	return 0;
 }
 
+/* A prepared statement's run on shard i failed (its error on *slot's
+ * statement): the error naming the shard. After a failure the statement is
+ * closed and prepared again at its next use: an error in a statement that
+ * answers rows (INSERT ... RETURNING refused by the fence) comes after its
+ * columns, and the client library loses its place in the statement (the
+ * next run said "Server has gone away"). A lost connection closes it with
+ * the connection, without a word to the server. */
+static int prep_failed(bs_store_t *st, int i, MYSQL_STMT **slot, const char *what)
+{
+	char msg[512];
+	unsigned err = mysql_stmt_errno(*slot);
+	snprintf(msg, sizeof msg, "%s", mysql_stmt_error(*slot));
+	if (!lost_connection(err)) {
+		mysql_stmt_close(*slot);
+		*slot = NULL;
+	}
+	return fail_with(st, i, what, err, msg);
+}
+
+/* Tell the trace of a prepared run (b: its text form, freed here), begun
+ * at t0 (monotonic) and at (wall clock), that ended with rc. A text that
+ * could not be built is not told: the error stays the statement's. */
+static void prep_trace(bs_store_t *st, int i, bs_buf_t *b, double t0, int64_t at, int64_t rows, int rc)
+{
+	if (!b->oom)
+		bs__trace_emit(st, i, b->ptr, b->len, t0, at, rows, false, rc ? st->shards[i].last_errno : 0,
+		               rc ? bs_last_error() : NULL);
+	bs__buf_free(b);
+}
+
 /* Run sql prepared on shard i's connection m, the statement kept in
  * *slot (prepared there at first use, closed there after a failure). */
 static int prep_exec(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t *st, int i, MYSQL *m,
@@ -1077,7 +1107,6 @@ static int prep_exec(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t
 	bs_shard_t *sh = &st->shards[i];
 	MYSQL_BIND bind[PREP_MAX_PARAMS];
 	unsigned long lens[PREP_MAX_PARAMS];
-	char msg[512];
 	int rc;
 	MYSQL_STMT *s;
 	if ((rc = prep_make(&s, text, st, i, m, slot, sql)) || !s)
@@ -1096,19 +1125,7 @@ static int prep_exec(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t
 	 * connection's says */
 	if (mysql_stmt_bind_param(s, bind) || mysql_stmt_execute(s) ||
 	    (res && mysql_field_count(m) && mysql_stmt_store_result(s))) {
-		unsigned err = mysql_stmt_errno(s);
-		snprintf(msg, sizeof msg, "%s", mysql_stmt_error(s));
-		/* after a failure the statement is closed and prepared again at
-		 * its next use: an error in a statement that answers rows (INSERT
-		 * ... RETURNING refused by the fence) comes after its columns,
-		 * and the client library loses its place in the statement (the
-		 * next run said "Server has gone away"). A lost connection closes
-		 * it with the connection, without a word to the server */
-		if (!lost_connection(err)) {
-			mysql_stmt_close(s);
-			*slot = NULL;
-		}
-		rc = fail_with(st, i, res ? "query failed" : "statement failed", err, msg);
+		rc = prep_failed(st, i, slot, res ? "query failed" : "statement failed");
 	} else {
 		sh->last_done = 1;
 		*affected = (int64_t)mysql_stmt_affected_rows(s);
@@ -1122,10 +1139,7 @@ static int prep_exec(MYSQL_STMT **res, int64_t *affected, bool *text, bs_store_t
 	if (st->trace_fn) {
 		bs_buf_t b = { 0 };
 		prep_text(&b, sql, params, n);
-		if (!b.oom) /* a trace that cannot be built is not told; the error stays the statement's */
-			bs__trace_emit(st, i, b.ptr, b.len, t0, at, rows, false, rc ? sh->last_errno : 0,
-			               rc ? bs_last_error() : NULL);
-		bs__buf_free(&b);
+		prep_trace(st, i, &b, t0, at, rows, rc);
 	}
 	return rc;
 }
@@ -1346,9 +1360,7 @@ static int rows_bulk(int64_t *affected, bool *text, bs_store_t *st, int i, MYSQL
 	bs__shard_sent(sh, q.ptr, q.len);
 	if (mysql_stmt_attr_set(s, STMT_ATTR_ARRAY_SIZE, &n) || mysql_stmt_bind_param(s, bind) ||
 	    mysql_stmt_execute(s)) {
-		char msg[512];
 		unsigned err = mysql_stmt_errno(s);
-		snprintf(msg, sizeof msg, "%s", mysql_stmt_error(s));
 		/* the server takes no bulk execution of it, and ran nothing: a
 		 * binary log in STATEMENT format (4033), or a statement it will
 		 * not run with arrays (1295). The statement stays prepared, of one
@@ -1360,11 +1372,7 @@ static int rows_bulk(int64_t *affected, bool *text, bs_store_t *st, int i, MYSQL
 			*text = true;
 			goto done;
 		}
-		if (!lost_connection(err)) { /* prepared again at its next use */
-			mysql_stmt_close(s);
-			*slot = NULL;
-		}
-		rc = fail_with(st, i, "statement failed", err, msg);
+		rc = prep_failed(st, i, slot, "statement failed");
 	} else {
 		sh->last_done = 1;
 		*affected = (int64_t)mysql_stmt_affected_rows(s);
@@ -1374,10 +1382,7 @@ static int rows_bulk(int64_t *affected, bool *text, bs_store_t *st, int i, MYSQL
 	if (st->trace_fn) {
 		bs_buf_t b = { 0 };
 		rows_text(&b, head, tail, rows, ncols, nrows);
-		if (!b.oom) /* a trace that cannot be built is not told; the error stays the statement's */
-			bs__trace_emit(st, i, b.ptr, b.len, t0, at, rc ? 0 : *affected, false, rc ? sh->last_errno : 0,
-			               rc ? bs_last_error() : NULL);
-		bs__buf_free(&b);
+		prep_trace(st, i, &b, t0, at, rc ? 0 : *affected, rc);
 	}
 done:
 	free(ptrs);

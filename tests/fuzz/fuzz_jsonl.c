@@ -28,26 +28,17 @@ static void die(const char *what, const char *text)
 	__builtin_trap();
 }
 
-static bool nul_after_token(const char *p, size_t n)
-{
-	for (size_t i = 1; i < n; i++)
-		if (!p[i] && ((p[i - 1] >= '0' && p[i - 1] <= '9') || (p[i - 1] >= 'a' && p[i - 1] <= 'z')))
-			return true;
-	return false;
-}
-
 static void one(const char *p, size_t n)
 {
 	bs_value_t v, back, ref;
 	char *text = NULL;
 	int rc = bs_json_decode(&v, p, n, "fuzz.jsonl:1");
-	bool small = rc != 0 && strstr(bs_last_error(), "too small for a double");
-	bool nul = rc != 0 && strstr(bs_last_error(), "byte 0x00");
+	bool missed = rc != 0 && bs__json_jansson_misses(p, n, bs_last_error());
 	int rrc = bs__json_decode_jansson(&ref, p, n, "fuzz.jsonl:1");
 
 	if (rc == 0 && rrc != 0)
 		die("the reader takes what jansson refuses", NULL);
-	if (rc != 0 && rrc == 0 && !small && !(nul && nul_after_token(p, n)))
+	if (rc != 0 && rrc == 0 && !missed)
 		die("the reader refuses what jansson takes", NULL);
 	if (rc == 0 && !bs_value_equal(&v, &ref))
 		die("the reader and jansson read different values", NULL);

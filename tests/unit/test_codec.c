@@ -1585,18 +1585,8 @@ static void test_float_short(void)
 }
 
 /* The reader (json_read.c) against jansson's (json.c's reference): one
- * verdict, and the same value when both take the text. The reference does
- * not check a number of 64 characters or more for underflow (it stores
- * 0), and jansson drops a NUL byte right after a number or a true, false or
- * null ("1\0" reads as 1): the reader refuses both, and those are the differences allowed. */
-static bool nul_after_token(const char *text, size_t len)
-{
-	for (size_t i = 1; i < len; i++)
-		if (!text[i] && ((text[i - 1] >= '0' && text[i - 1] <= '9') || (text[i - 1] >= 'a' && text[i - 1] <= 'z')))
-			return true;
-	return false;
-}
-
+ * verdict, and the same value when both take the text, but for the
+ * reference's known misses (bs__json_jansson_misses). */
 static int reader_agree(const char *text, size_t len)
 {
 	bs_value_t a, b;
@@ -1611,7 +1601,7 @@ static int reader_agree(const char *text, size_t len)
 	if (ra == 0 && rb == 0)
 		ok = bs_value_equal(&a, &b);
 	else if (ra < 0 && rb == 0)
-		ok = has(amsg, "too small for a double") || (has(amsg, "byte 0x00") && nul_after_token(text, len));
+		ok = bs__json_jansson_misses(text, len, amsg);
 	else if (ra == 0)
 		ok = 0;
 	CHECK(ok, "reader %d (%s) vs jansson %d (%s) on %s", ra, amsg, rb, rb ? bs_last_error() : "", shown);
