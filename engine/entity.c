@@ -299,8 +299,9 @@ static int one_prepared(bs_buf_t *sql, bs__param_t *p, const shard_rows_t *r)
 	if (r->del) {
 		bs__buf_puts(sql, "DELETE FROM ");
 		bs__buf_ident(sql, idx->name);
-		bs__buf_puts(sql, " WHERE entity_id=? AND (SELECT state FROM bagstore_buckets WHERE bucket=? LOCK IN SHARE"
-		                  " MODE WAIT " STR(BS__FENCE_WAIT_S) ")='owned'");
+		bs__buf_puts(sql,
+		             " WHERE entity_id=? AND (SELECT state FROM bagstore_buckets WHERE bucket=? LOCK IN SHARE"
+		             " MODE WAIT " STR(BS__FENCE_WAIT_S) ")='owned'");
 	} else {
 		bs__buf_index_insert(sql, idx);
 		bs__buf_puts(sql, " SELECT ");
@@ -308,8 +309,9 @@ static int one_prepared(bs_buf_t *sql, bs__param_t *p, const shard_rows_t *r)
 			bs__buf_puts(sql, "?,");
 			p[n++] = r->vals[k];
 		}
-		bs__buf_puts(sql, "? FROM bagstore_buckets WHERE bucket=? AND state='owned' LOCK IN SHARE MODE WAIT " STR(
-					  BS__FENCE_WAIT_S));
+		bs__buf_puts(sql,
+		             "? FROM bagstore_buckets WHERE bucket=? AND state='owned' LOCK IN SHARE MODE WAIT " STR(
+				     BS__FENCE_WAIT_S));
 		bs__buf_index_update(sql, idx);
 	}
 	p[n++] = (bs__param_t){ .p = r->id.b, .len = 16 };
@@ -614,8 +616,8 @@ typedef struct {
  * fenced_insert_sql and its delete write as text, the bucket, the id and
  * the body as parameters */
 #define PREP_PUT_SQL \
-	"INSERT INTO entities (id, updated, body) VALUES (IF((SELECT state FROM bagstore_buckets" \
-	" WHERE bucket=? LOCK IN SHARE MODE WAIT " STR(BS__FENCE_WAIT_S) ")='owned',?,NULL),NOW(6),?)" ENTITY_UPSERT
+	BS__FENCE_STMT \
+		"INSERT INTO entities (id, updated, body, bucket) VALUES (?,NOW(6),?,?)" ENTITY_UPSERT BS__FENCE_SET
 /* fast_returning_prepared's: the intent, taking its lock, as intent_sql
  * and bs__lock_take_sql write it, the token thrice and the id as
  * parameters; the upsert and the delete as fast_returning_write's */
@@ -624,9 +626,9 @@ typedef struct {
 	"GET_LOCK(?,0))=1 AND (@bs_old:=NULL) IS NULL AND (@bs_ou:=NULL) IS NULL,?,NULL),?)" \
 	" ON DUPLICATE KEY UPDATE token=VALUES(token)"
 #define PREP_PUT_RETURNING_SQL \
-	"INSERT INTO entities (id, updated, body) VALUES (IF((SELECT state FROM bagstore_buckets" \
-	" WHERE bucket=? LOCK IN SHARE MODE WAIT " STR(BS__FENCE_WAIT_S) ")='owned',?,NULL),NOW(6),?)" \
-	ENTITY_UPSERT_RETURNING
+	BS__FENCE_STMT \
+		"INSERT INTO entities (id, updated, body, bucket) VALUES (?,NOW(6),?,?)" BS__ENTITY_UPSERT_SET_OLD \
+			BS__FENCE_SET BS__ENTITY_RETURNING
 #define PREP_DELETE_RETURNING_SQL PREP_DELETE_SQL " RETURNING body, UNIX_TIMESTAMP(updated)"
 #define PREP_DELETE_SQL \
 	"DELETE FROM entities WHERE id=? AND (SELECT state FROM bagstore_buckets WHERE bucket=?" \
@@ -638,36 +640,37 @@ typedef struct {
 	" LEFT JOIN entities e ON e.id="
 #define PREP_GET_SQL GET_SQL "? WHERE o.bucket=?"
 
-/* The fast forms' entity upsert: a plain INSERT ... VALUES whose id is
- * the entity's only when the bucket's ownership row, read share-locked in
- * a subquery, says 'owned' here, else NULL, which the column refuses
- * (error 1048, ER_BAD_NULL_ERROR: nothing written, the fence's "not
- * here"). An INSERT ... VALUES is a simple insert to InnoDB: it takes the
+/* The fast forms' entity upsert: a plain INSERT ... VALUES that names
+ * the entity's bucket and, replacing a row, sets it again and turns its
+ * flip, so that InnoDB checks the pair against bagstore_owned, which
+ * holds it only while the bucket is 'owned' here: the parent row
+ * share-locked until the statement commits (a cut-over's delete of it
+ * waits for the write, and the write for the cut-over), or the statement
+ * refused (error 1452: nothing written, the fence's "not here"). The
+ * check is InnoDB's own lookup inside the write, not a second table
+ * opened and read by the statement (a subquery on bagstore_buckets
+ * doubled a plain INSERT's server time; the check adds a fifth). An
+ * INSERT ... VALUES is a simple insert to InnoDB: it takes the
  * AUTO_INCREMENT counter's mutex for its one row, where INSERT ... SELECT
- * held the table's AUTO_INCREMENT lock for the whole statement, lock wait
- * on the ownership row included, and so queued every writer of the shard
- * behind it (and could deadlock, error 1467). */
-static void fenced_insert_sql(bs_buf_t *b, const write_t *w, const bs_bytes_t *body, const char *upsert)
+ * would hold the table's AUTO_INCREMENT lock for the whole statement. */
+static void fenced_insert_sql(bs_buf_t *b, const write_t *w, const bs_bytes_t *body, bool returning)
 {
-	bs__buf_printf(b,
-	               "INSERT INTO entities (id, updated, body) VALUES (IF((SELECT state FROM bagstore_buckets"
-	               " WHERE bucket=%d LOCK IN SHARE MODE WAIT %d)='owned',",
-	               w->bucket, FENCE_WAIT_S);
+	bs__buf_puts(b, BS__FENCE_STMT "INSERT INTO entities (id, updated, body, bucket) VALUES (");
 	id_lit(b, &w->id);
-	bs__buf_puts(b, ",NULL),NOW(6),");
+	bs__buf_puts(b, ",NOW(6),");
 	bs__buf_hex(b, body->ptr, body->len);
-	bs__buf_puts(b, ")");
-	bs__buf_puts(b, upsert);
+	bs__buf_printf(b, ",%d)", w->bucket);
+	bs__buf_puts(b, returning ? BS__ENTITY_UPSERT_SET_OLD BS__FENCE_SET BS__ENTITY_RETURNING
+	                          : ENTITY_UPSERT BS__FENCE_SET);
 }
 
 /* Did the shard's last call fail as fenced_insert_sql's statement does
- * when the bucket is not 'owned' there: error 1048 from its statement
- * number at (0: the first) of the multi-statement, not from another
- * (the fast form's intent refuses a token it could not lock with the same
- * number)? Then the error is cleared: not a failure. */
+ * when the bucket is not 'owned' there: error 1452 from its statement
+ * number at (0: the first) of the multi-statement? Then the error is
+ * cleared: not a failure. */
 static bool fence_said_no(bs_store_t *st, int shard, int rc, int at)
 {
-	if (rc != BS_ESQL || bs__shard_last_errno(st, shard) != 1048 /* ER_BAD_NULL_ERROR */ ||
+	if (rc != BS_ESQL || bs__shard_last_errno(st, shard) != BS__FENCE_REFUSED ||
 	    bs__shard_last_done(st, shard) != at)
 		return false;
 	bs_error_clear();
@@ -731,7 +734,8 @@ static int check_expected(const write_t *w, int64_t expect_us)
  * committed it). */
 static void intent_sql(bs_buf_t *b, const write_t *w, bool take)
 {
-	bs__buf_puts(b, ";BEGIN NOT ATOMIC IF @bs_own=1 THEN INSERT INTO bagstore_intents (token, entity_id) VALUES (IF(");
+	bs__buf_puts(b,
+	             ";BEGIN NOT ATOMIC IF @bs_own=1 THEN INSERT INTO bagstore_intents (token, entity_id) VALUES (IF(");
 	if (take) {
 		bs__lock_take_sql(b, w->token);
 		bs__buf_puts(b, "=1 AND (@bs_old:=NULL) IS NULL AND (@bs_ou:=NULL) IS NULL");
@@ -909,24 +913,24 @@ static int fast_write(bool *applied, bs_store_t *st, write_t *w, const bs_bytes_
 	 * and the server's parse and plan of it were a third of its time */
 	if (body)
 		rc = bs__shard_prep_run(NULL, &rows, &text, st, w->shard, BS__PREP_PUT, PREP_PUT_SQL,
-		                        (bs__param_t[]){ { .i = w->bucket, .type = BS__P_INT },
-		                                         { .p = w->id.b, .len = 16 },
-		                                         { .p = body->ptr, .len = body->len } },
+		                        (bs__param_t[]){ { .p = w->id.b, .len = 16 },
+		                                         { .p = body->ptr, .len = body->len },
+		                                         { .i = w->bucket, .type = BS__P_INT } },
 		                        3);
 	else
-		rc = bs__shard_prep_run(NULL, &rows, &text, st, w->shard, BS__PREP_DELETE, PREP_DELETE_SQL,
-		                        (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .type = BS__P_INT } },
-		                        2);
+		rc = bs__shard_prep_run(
+			NULL, &rows, &text, st, w->shard, BS__PREP_DELETE, PREP_DELETE_SQL,
+			(bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .type = BS__P_INT } }, 2);
 	if (!rc && text) { /* the server would not prepare: the same statement as text */
 		if (body) {
-			fenced_insert_sql(&b, w, body, ENTITY_UPSERT);
+			fenced_insert_sql(&b, w, body, false);
 		} else {
 			bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
 			id_lit(&b, &w->id);
-			bs__buf_printf(
-				&b,
-				" AND (SELECT state FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE WAIT %d)='owned'",
-				w->bucket, FENCE_WAIT_S);
+			bs__buf_printf(&b,
+			               " AND (SELECT state FROM bagstore_buckets WHERE bucket=%d LOCK IN SHARE MODE "
+			               "WAIT %d)='owned'",
+			               w->bucket, FENCE_WAIT_S);
 		}
 		if (!(rc = bs__buf_ok(&b)))
 			rc = bs__shard_exec_rows(&rows, st, w->shard, b.ptr, b.len);
@@ -1007,7 +1011,7 @@ static void returned(write_t *w, MYSQL_RES *res, bool put)
 /* The write procedures (schema.c's write_procs, made by init on
  * every shard): what fast_returning_prepared's two statements do, in one
  * round trip. */
-#define PREP_CALL_PUT_SQL "CALL bagstore_put_v1(?,?,?,?)"
+#define PREP_CALL_PUT_SQL "CALL bagstore_put_v2(?,?,?,?)"
 #define PREP_CALL_DELETE_SQL "CALL bagstore_delete_v1(?,?,?)"
 
 /* How long a connection that found no write procedure to call sends the
@@ -1076,9 +1080,9 @@ static int two_writes(MYSQL_STMT **s, bool *text, bs_store_t *st, write_t *w, co
 		return rc;
 	if (body)
 		return bs__shard_prep_run(s, &rows, text, st, w->shard, BS__PREP_PUT_RETURNING, PREP_PUT_RETURNING_SQL,
-		                          (bs__param_t[]){ { .i = w->bucket, .type = BS__P_INT },
-		                                           { .p = w->id.b, .len = 16 },
-		                                           { .p = body->ptr, .len = body->len } },
+		                          (bs__param_t[]){ { .p = w->id.b, .len = 16 },
+		                                           { .p = body->ptr, .len = body->len },
+		                                           { .i = w->bucket, .type = BS__P_INT } },
 		                          3);
 	return bs__shard_prep_run(s, &rows, text, st, w->shard, BS__PREP_DELETE_RETURNING, PREP_DELETE_RETURNING_SQL,
 	                          (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .type = BS__P_INT } },
@@ -1095,7 +1099,7 @@ static int two_writes(MYSQL_STMT **s, bool *text, bs_store_t *st, write_t *w, co
  * covered, as a writer killed between the two leaves an intent for an
  * unchanged entity. Then the entity written through the bucket's
  * ownership row as fast_write's, handing back the old body and the new
- * version. *applied false: the entity was not written (error 1048 from
+ * version. *applied false: the entity was not written (error 1452 from
  * the fence: not 'owned' here; or nothing to delete) and the intent is
  * in: the full form inserts it again under the same token and decides
  * which. *text: the server would not prepare one of them: the text form. */
@@ -1165,7 +1169,7 @@ static int fast_returning_write(bool *applied, bool *open, bs_store_t *st, write
 	 * finds its own intent there */
 	bs__buf_puts(&b, ") ON DUPLICATE KEY UPDATE token=VALUES(token);");
 	if (body) {
-		fenced_insert_sql(&b, w, body, ENTITY_UPSERT_RETURNING);
+		fenced_insert_sql(&b, w, body, true);
 	} else {
 		bs__buf_puts(&b, "DELETE FROM entities WHERE id=");
 		id_lit(&b, &w->id);
@@ -1177,7 +1181,7 @@ static int fast_returning_write(bool *applied, bool *open, bs_store_t *st, write
 	/* a DELETE that finds nothing may answer without a result set (when
 	 * the optimizer proves its WHERE empty): a last set of one column marks
 	 * the end, so the RETURNING set is the one of two. A put's INSERT ...
-	 * RETURNING answers with its row, or fails (error 1048, below). */
+	 * RETURNING answers with its row, or fails (error 1452, below). */
 	bs__buf_puts(&b, body ? ";COMMIT" : ";COMMIT;SELECT 0");
 	*applied = *open = false;
 	if (!(rc = bs__buf_ok(&b)))
@@ -1565,9 +1569,9 @@ static int read_once(bs_bytes_t *body, int64_t *updated_us, bool *found, write_t
 	int rc;
 	*found = false;
 	if ((rc = bs__shard_check(st, w->shard)) ||
-	    (rc = bs__shard_prep_run(&s, &rows, &text, st, w->shard, BS__PREP_GET, PREP_GET_SQL,
-	                             (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .type = BS__P_INT } },
-	                             2)))
+	    (rc = bs__shard_prep_run(
+		     &s, &rows, &text, st, w->shard, BS__PREP_GET, PREP_GET_SQL,
+		     (bs__param_t[]){ { .p = w->id.b, .len = 16 }, { .i = w->bucket, .type = BS__P_INT } }, 2)))
 		return rc;
 	if (!text) {
 		memset(&pr, 0, sizeof pr);

@@ -63,13 +63,16 @@ static const struct {
 	[BS_ROLE_APP] = { "app", "SELECT", true, false,
 	                  "the application: reads everything, writes entities, their index rows, write "
 	                  "intents, move-log rows and audit rows; no ownership, catalog or audit change, no DDL" },
-	[BS_ROLE_CLEANER] = { "cleaner", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE",
+	[BS_ROLE_CLEANER] = { "cleaner",
+	                      "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE, TRIGGER, "
+	                      "REFERENCES",
 	                      false, true,
 	                      "the cleaner: backfills, repair, moves, its bookkeeping tables, index tables made "
 	                      "and dropped, init; its replicas' lag" },
-	[BS_ROLE_CONSOLE] = { "console", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE",
-	                      false, true,
-	                      "an operator's console and CLI: what the cleaner does, and entity edits" },
+	[BS_ROLE_CONSOLE] = { "console",
+	                      "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE, TRIGGER, "
+	                      "REFERENCES",
+	                      false, true, "an operator's console and CLI: what the cleaner does, and entity edits" },
 	[BS_ROLE_READONLY] = { "readonly", "SELECT", false, true, "reads only: every change is refused by the server" },
 };
 /* The app's writes, table by table (its SELECT is the database's). */
@@ -159,7 +162,7 @@ static void grant(bs_buf_t *b, const char *privileges, const char *db, const cha
 }
 
 /* The write procedures the app calls (schema.c), EXECUTE on each. */
-static const char *const app_procs[] = { "bagstore_put_v1", "bagstore_delete_v1" };
+static const char *const app_procs[] = { "bagstore_put_v2", "bagstore_put_v1", "bagstore_delete_v1" };
 
 /* The app's per-table grants on one shard's database. */
 static void app_grants(bs_buf_t *b, const bs_shard_conf_t *s, const bs_grant_table_t *ix, int nix, const char *user,

@@ -495,10 +495,11 @@ typedef struct {
 	char time_zone[72]; /* the session's @@time_zone, which must be UTC ("+00:00") */
 } shard_meta_t;
 /* The schema_version init records: the tables as this bagstore writes
- * them (3: bagstore_batch_intents, the bulk put's intent per batch). A
+ * them (3: bagstore_batch_intents, the bulk put's intent per batch; 4:
+ * bagstore_owned, its triggers and entities' fence columns). A
  * shard that records less is refused until `bagstore init` brings its
  * tables up to date. */
-#define BS__SCHEMA_VERSION 3
+#define BS__SCHEMA_VERSION 4
 int bs__shard_meta(shard_meta_t *out, bs_store_t *st, int i);
 /* Run a multi-statement and keep its first nsets result sets (row-less
  * statements skipped; fewer leave NULLs, none is an error); the rest are
@@ -594,11 +595,25 @@ static inline bool bs__owns(uint8_t state)
  * (`updated` strictly grows), the new body; it reads the body it replaces
  * into @bs_old and that body's version into @bs_ou as it goes, and hands
  * them back with the new version. */
-#define BS__ENTITY_UPSERT_RETURNING \
+#define BS__ENTITY_UPSERT_SET_OLD \
 	" ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body))," \
 	"updated=GREATEST(VALUES(updated),IF((@bs_ou:=UNIX_TIMESTAMP(updated)) IS NULL,updated,updated)+INTERVAL 1 " \
-	"MICROSECOND)" \
-	" RETURNING @bs_old, UNIX_TIMESTAMP(updated), @bs_ou"
+	"MICROSECOND)"
+#define BS__ENTITY_RETURNING " RETURNING @bs_old, UNIX_TIMESTAMP(updated), @bs_ou"
+#define BS__ENTITY_UPSERT_RETURNING BS__ENTITY_UPSERT_SET_OLD BS__ENTITY_RETURNING
+/* The fast form's fence (doc/DESIGN.md, "The fence"): an entity upsert
+ * that names its bucket, and on a replaced row sets it again and turns
+ * its flip, so that InnoDB checks (bucket, flip) against bagstore_owned
+ * on every write, under a share lock on the row it finds, and refuses
+ * the statement (error 1452) when the bucket is not simply owned here;
+ * its lock waits bounded as the full form's ownership read's are. */
+#define BS__FENCE_STMT \
+	"SET STATEMENT innodb_lock_wait_timeout=" BS__STR(BS__FENCE_WAIT_S) ", lock_wait_timeout=" BS__STR( \
+		BS__FENCE_WAIT_S) " FOR "
+#define BS__FENCE_SET ",bucket=VALUES(bucket),flip=1-flip"
+#define BS__FENCE_REFUSED 1452 /* ER_NO_REFERENCED_ROW_2 */
+#define BS__STR_(x) #x
+#define BS__STR(x) BS__STR_(x)
 /* A shard's ownership version as a column: read with the rows it goes with,
  * in the same statement, so rows and ownership are of one snapshot. */
 #define BS__OV_SQL "(SELECT CAST(v AS SIGNED) FROM bagstore_meta WHERE k='owned_version')"

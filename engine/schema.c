@@ -43,15 +43,25 @@
 	" OR (@bs_old:=NULL) IS NOT NULL OR (@bs_ou:=NULL) IS NOT NULL THEN BEGIN" \
 	" DECLARE m VARCHAR(255) DEFAULT CONCAT('the intent''s ''token'' ',tok,' is refused: another" \
 	" session holds its named lock'); SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT=m; END; END IF;" \
-	" INSERT INTO bagstore_intents (token, entity_id) VALUES (tok, eid) ON DUPLICATE KEY UPDATE token=VALUES(token);" \
-	" SET STATEMENT innodb_lock_wait_timeout=" STR(BS__FENCE_WAIT_S) ", lock_wait_timeout=" STR(BS__FENCE_WAIT_S) \
-	" FOR "
+	" INSERT INTO bagstore_intents (token, entity_id) VALUES (tok, eid) ON DUPLICATE KEY UPDATE " \
+	"token=VALUES(token);" \
+	" SET STATEMENT innodb_lock_wait_timeout=" STR(BS__FENCE_WAIT_S) ", lock_wait_timeout=" STR( \
+		BS__FENCE_WAIT_S) " FOR "
 #define PROC_OWNED "(SELECT state FROM bagstore_buckets WHERE bucket=b LOCK IN SHARE MODE)='owned'"
 static const char *const write_procs[] = {
 	"CREATE PROCEDURE IF NOT EXISTS bagstore_put_v1(tok VARBINARY(64), b INT, eid BINARY(16), bd MEDIUMBLOB)"
 	" MODIFIES SQL DATA SQL SECURITY INVOKER COMMENT 'bagstore: a put''s intent, then its entity, fenced'"
-	" BEGIN " PROC_LOCK "INSERT INTO entities (id, updated, body) VALUES (IF(" PROC_OWNED ",eid,NULL),NOW(6),bd)"
-	BS__ENTITY_UPSERT_RETURNING "; END",
+	" BEGIN " PROC_LOCK "INSERT INTO entities (id, updated, body) VALUES (IF(" PROC_OWNED
+	",eid,NULL),NOW(6),bd)" BS__ENTITY_UPSERT_RETURNING "; END",
+	/* v2: the entity fenced by its bucket's bagstore_owned row (the
+	 * foreign key), not a read of its ownership row; v1 stays for the
+	 * writers of an older bagstore */
+	"CREATE PROCEDURE IF NOT EXISTS bagstore_put_v2(tok VARBINARY(64), b INT, eid BINARY(16), bd MEDIUMBLOB)"
+	" MODIFIES SQL DATA SQL SECURITY INVOKER COMMENT 'bagstore: a put''s intent, then its entity, fenced by its "
+	"bucket'"
+	" BEGIN " PROC_LOCK
+	"INSERT INTO entities (id, updated, body, bucket) VALUES (eid,NOW(6),bd,b)" BS__ENTITY_UPSERT_SET_OLD
+		BS__FENCE_SET BS__ENTITY_RETURNING "; END",
 	"CREATE PROCEDURE IF NOT EXISTS bagstore_delete_v1(tok VARBINARY(64), b INT, eid BINARY(16))"
 	" MODIFIES SQL DATA SQL SECURITY INVOKER COMMENT 'bagstore: a delete''s intent, then the delete, fenced'"
 	" BEGIN " PROC_LOCK "DELETE FROM entities WHERE id=eid AND " PROC_OWNED
@@ -228,6 +238,53 @@ static const char *const schema[] = {
 	" KEY (move_id)"
 	") ENGINE=InnoDB",
 
+	/* The fence's parent rows (doc/DESIGN.md, "The fence"): two rows,
+	 * flip 0 and 1, for each bucket bagstore_buckets says is 'owned' here,
+	 * none for any other. Kept by the triggers below in the transaction
+	 * that changes a bucket's row, whoever changes it (a cut-over, an
+	 * older bagstore's, an operator's UPDATE), under the same row locks. */
+	"CREATE TABLE IF NOT EXISTS bagstore_owned ("
+	" bucket INT NOT NULL,"
+	" flip TINYINT NOT NULL,"
+	" PRIMARY KEY (bucket, flip)"
+	") ENGINE=InnoDB",
+	/* A bucket that stops being owned loses its rows with the foreign-key
+	 * check off for that one statement: entities still reference them (a
+	 * leaving bucket's rows stay until its move's cleanup), and the fence
+	 * is about new writes, not the rows there. The delete takes the rows'
+	 * exclusive locks: it waits for every write whose check holds one. */
+	"CREATE TRIGGER IF NOT EXISTS bagstore_owned_ins AFTER INSERT ON bagstore_buckets FOR EACH ROW"
+	" IF NEW.state='owned' THEN INSERT IGNORE INTO bagstore_owned (bucket, flip) VALUES "
+	"(NEW.bucket,0),(NEW.bucket,1);"
+	" END IF",
+	"CREATE TRIGGER IF NOT EXISTS bagstore_owned_upd AFTER UPDATE ON bagstore_buckets FOR EACH ROW BEGIN"
+	" IF OLD.state='owned' AND (NEW.state<>'owned' OR NEW.bucket<>OLD.bucket) THEN"
+	" SET STATEMENT foreign_key_checks=0 FOR DELETE FROM bagstore_owned WHERE bucket=OLD.bucket; END IF;"
+	" IF NEW.state='owned' THEN INSERT IGNORE INTO bagstore_owned (bucket, flip) VALUES "
+	"(NEW.bucket,0),(NEW.bucket,1);"
+	" END IF; END",
+	"CREATE TRIGGER IF NOT EXISTS bagstore_owned_del AFTER DELETE ON bagstore_buckets FOR EACH ROW"
+	" IF OLD.state='owned' THEN"
+	" SET STATEMENT foreign_key_checks=0 FOR DELETE FROM bagstore_owned WHERE bucket=OLD.bucket; END IF",
+	/* rows from before the triggers (a store an older bagstore made),
+	 * brought in line under the ownership rows' locks */
+	"INSERT IGNORE INTO bagstore_owned (bucket, flip) SELECT b.bucket, f.flip FROM bagstore_buckets b"
+	" JOIN (SELECT 0 AS flip UNION ALL SELECT 1) f WHERE b.state='owned' LOCK IN SHARE MODE",
+	"SET STATEMENT foreign_key_checks=0 FOR DELETE o FROM bagstore_owned o LEFT JOIN bagstore_buckets b"
+	" ON b.bucket=o.bucket AND b.state='owned' WHERE b.bucket IS NULL",
+	/* The entity's bucket and flip, the fast form's fence (entity.c): an
+	 * upsert that sets them is checked by InnoDB against bagstore_owned,
+	 * the row share-locked, and refused (error 1452) when it is not there.
+	 * Rows written otherwise (the full form, bulk puts, a move's copy) leave
+	 * bucket NULL or as it was, which the check passes by. Added with the
+	 * check off: the rows there have no bucket yet, and so the index is
+	 * built in place, writes going on. */
+	"SET STATEMENT foreign_key_checks=0 FOR ALTER TABLE entities"
+	" ADD COLUMN IF NOT EXISTS bucket INT NULL DEFAULT NULL,"
+	" ADD COLUMN IF NOT EXISTS flip TINYINT NOT NULL DEFAULT 0,"
+	" ADD CONSTRAINT bagstore_fence FOREIGN KEY IF NOT EXISTS (bucket, flip) REFERENCES bagstore_owned (bucket, "
+	"flip)",
+
 	/* entities written in leaving buckets, for their move's catch-up (kind
 	 * 0 the entity, 1 its index rows): a set of dirty ids, n counting the
 	 * writes since the row was last replayed (no AUTO_INCREMENT: writers
@@ -281,11 +338,31 @@ static const char *const schema[] = {
 	HEARTBEAT_DDL,
 };
 
+/* The fence's triggers refused to an account without TRIGGER: init
+ * stops, saying what the account needs. Never passed over, even where an
+ * earlier init made them: this account cannot tell whether they are still
+ * there (the server shows a table's triggers only to those who hold
+ * TRIGGER on it), and a fence whose parent rows nothing keeps would let
+ * writes land in buckets that left. */
+static int trigger_denied(void)
+{
+	char msg[512];
+	snprintf(msg, sizeof msg, "%s", bs_last_error());
+	return bs_error(BS_ESQL,
+	                "%s; init needs the TRIGGER privilege to make the fence's triggers (`bagstore grants --role "
+	                "cleaner` prints what it needs now)",
+	                msg);
+}
+
 static int init_shard(bs_store_t *st, int i, void *p)
 {
 	int rc = 0;
-	for (size_t k = 0; k < sizeof schema / sizeof *schema && !rc; k++)
+	for (size_t k = 0; k < sizeof schema / sizeof *schema && !rc; k++) {
 		rc = bs__shard_exec(st, i, schema[k], strlen(schema[k]));
+		if (rc == BS_ESQL && bs__denied(bs__shard_last_errno(st, i)) &&
+		    !strncmp(schema[k], "CREATE TRIGGER", 14))
+			rc = trigger_denied();
+	}
 	/* the procedures hold INSERT ... RETURNING: on the servers that have
 	 * it (MariaDB 10.5 and later), the only ones whose writers call them.
 	 * An account without CREATE ROUTINE (granted by an older bagstore)

@@ -143,12 +143,12 @@ t_sql 1 "DROP TABLE bagstore_batch_intents"
 t_sql 1 "UPDATE bagstore_meta SET v='2' WHERE k='schema_version'"
 t_exit 2 "a bulk put on a store with an older shard is refused" -- "$B" -c "$C" put --batch 300 "$T/v1.jsonl"
 t_contains "$T_ERR" "shard s1" "naming the shard"
-t_contains "$T_ERR" "schema version 2; this one writes 3" "and the versions"
+t_contains "$T_ERR" "schema version 2; this one writes 4" "and the versions"
 t_contains "$T_ERR" "bagstore init" "saying what to run"
 t_exit 0 "init" -- "$B" -c "$C" init
 t_contains "$T_OUT" "upgraded s1 (from schema version 2)" "init says which shard it upgraded, from what"
 t_contains "$T_OUT" "bagstore grants --role app" "and that the app's grants are needed again"
-t_eq "$(t_sql 1 "SELECT v FROM bagstore_meta WHERE k='schema_version'")" 3 "init records schema version 3"
+t_eq "$(t_sql 1 "SELECT v FROM bagstore_meta WHERE k='schema_version'")" 4 "init records schema version 4"
 t_exit 0 "init again" -- "$B" -c "$C" init
 case $T_OUT in
 *upgraded*) t_fail "init again has nothing to upgrade" "actual: $T_OUT" ;;

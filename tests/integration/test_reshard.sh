@@ -97,7 +97,7 @@ t_eq "$(q 0 'SELECT COUNT(*) FROM index_user') $(q 1 'SELECT COUNT(*) FROM index
 t_eq "$(q 0 'SELECT BIT_XOR(CRC32(CONCAT(HEX(id),HEX(body)))) FROM entities') $(q 1 'SELECT BIT_XOR(CRC32(CONCAT(HEX(id),HEX(body)))) FROM entities')" "$before_sum" "no body changed"
 t_eq "$(q 0 "SELECT COUNT(*) FROM bagstore_buckets WHERE state='owned' AND bucket % 2 = 0")" 2048 "s0 owns the even buckets (id mod 2 = 0)"
 t_eq "$(q 1 "SELECT COUNT(*) FROM bagstore_buckets WHERE state='owned' AND bucket % 2 = 1")" 2048 "s1 owns the odd ones"
-t_eq "$(q 1 "SELECT v FROM bagstore_meta WHERE k='schema_version'")" 3 "schema version 3"
+t_eq "$(q 1 "SELECT v FROM bagstore_meta WHERE k='schema_version'")" 4 "schema version 4"
 t_exit 0 "an entity reads back" -- "$B" -c "$C2" get "$EID"
 UQ=$(q 0 "SELECT HEX(user_id) FROM index_user LIMIT 1")
 n_sql=$(( $(q 0 "SELECT COUNT(*) FROM index_user WHERE user_id=X'$UQ'") + $(q 1 "SELECT COUNT(*) FROM index_user WHERE user_id=X'$UQ'") ))

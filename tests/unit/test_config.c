@@ -284,7 +284,7 @@ static void test_examples(void)
 		"shards:\n"
 		"  - {name: s0, host: 127.0.0.1, port: 3307, database: bagstore, user: root}\n"
 		"  - {name: s1, host: 127.0.0.1, port: 3308, database: bagstore, user: app, password_env: "
-	        "S1_PASSWORD}\n"
+		"S1_PASSWORD}\n"
 		"  - {name: s2, socket: /run/mysqld/mysqld.sock, database: bagstore}\n"
 		"  - {name: s3, defaults_file: /etc/bagstore/s3.cnf, option_group: client}   # comment\n"
 		"timeouts: {connect: 2, read: 10, write: 10}\n"
@@ -773,7 +773,7 @@ static void test_tls_good(void)
 		"shards:\n"
 		"  - {name: a, host: h1, replicas: [{host: r, tls: {mode: verify_identity}}, {host: r2}]}\n"
 		"  - {name: b, host: h2, tls: {mode: required, cert: /dev/null, key: /dev/null, versions: "
-	        "\"TLSv1.2,TLSv1.3\"}}\n"
+		"\"TLSv1.2,TLSv1.3\"}}\n"
 		"  - {name: c, host: h3, tls: {mode: disabled}}\n";
 	bs_config_t *cfg = NULL;
 
@@ -890,9 +890,10 @@ static void test_grants(void)
 		CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_APP, "app", "%", "b", ix, 2));
 	}
 	CHECK(sql && has(sql, "GRANT SELECT ON `other_db`.* TO `app`@`%`;"), "app: SELECT on b's database: %s", sql);
-	CHECK(sql && has(sql, "GRANT EXECUTE ON PROCEDURE `other_db`.`bagstore_put_v1` TO `app`@`%`;") &&
-	          has(sql, "GRANT EXECUTE ON PROCEDURE `other_db`.`bagstore_delete_v1` TO `app`@`%`;"),
-	      "app: EXECUTE on the two write procedures, by name");
+	CHECK(sql && has(sql, "GRANT EXECUTE ON PROCEDURE `other_db`.`bagstore_put_v2` TO `app`@`%`;") &&
+	              has(sql, "GRANT EXECUTE ON PROCEDURE `other_db`.`bagstore_put_v1` TO `app`@`%`;") &&
+	              has(sql, "GRANT EXECUTE ON PROCEDURE `other_db`.`bagstore_delete_v1` TO `app`@`%`;"),
+	      "app: EXECUTE on the write procedures, by name");
 	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`entities` TO `app`@`%`;"),
 	      "app: DML on entities");
 	CHECK(sql && has(sql, "GRANT INSERT, UPDATE, DELETE ON `other_db`.`bagstore_intents` TO `app`@`%`;"),
@@ -922,12 +923,15 @@ static void test_grants(void)
 	free(sql);
 
 	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_CLEANER, "cl", "%", "a", NULL, 0));
-	CHECK(sql && has(sql, "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE ON `bagstore`.* TO `cl`@`%`;"),
+	CHECK(sql && has(sql, "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE, "
+	                      "TRIGGER, REFERENCES ON `bagstore`.* TO `cl`@`%`;"),
 	      "cleaner: DML and DDL: %s", sql);
 	CHECK(sql && has(sql, "SLAVE MONITOR"), "cleaner reads its replicas' lag");
 	free(sql);
 	CHECK_OK(bs_grants(&sql, cfg, BS_ROLE_CONSOLE, "op", "%", "a", NULL, 0));
-	CHECK(sql && has(sql, "CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE ON `bagstore`.* TO `op`@`%`;"), "console: as the cleaner");
+	CHECK(sql && has(sql, "CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE, TRIGGER, REFERENCES ON `bagstore`.* TO "
+	                      "`op`@`%`;"),
+	      "console: as the cleaner");
 	free(sql);
 
 	sql = (char *)1;

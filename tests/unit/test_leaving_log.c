@@ -13,7 +13,10 @@
  * (its max_allowed_packet too small for the batch), the leaving shard's
  * full form is still sent: its entity is written and logged, the other
  * reported not written, the error naming that shard. A repair's fixes in
- * leaving buckets are logged too.
+ * leaving buckets are logged too. So are overwrites there by a store that
+ * has not seen the bucket leave, of a row a fast form wrote (its bucket
+ * stored) and of one with no bucket (a bulk put's, an older bagstore's):
+ * the fence's check refuses both.
  */
 #include "bagstore.h"
 #include "rawsql.h"
@@ -88,12 +91,12 @@ static bs_store_t *store(void)
 }
 
 /* The statements a store sent: how many, whether one was refused with
- * error 1048 (a fast form's fence), and the opening of the first that is
+ * error 1452 (a fast form's fence), and the opening of the first that is
  * not a read (the write's first form: a catalog or map read the store
  * makes on its own schedule may come before it). */
 typedef struct {
 	int n, refused;
-	char first[48];
+	char first[128];
 } sent_t;
 
 #define FULL_FORM "SET @bs_own=0;START"
@@ -102,7 +105,7 @@ static void on_sent(void *arg, const bs_trace_t *t)
 {
 	sent_t *s = arg;
 	s->n++;
-	s->refused += t->err == 1048;
+	s->refused += t->err == 1452;
 	if (!s->first[0] && strncmp(t->sql, "SELECT ", 7))
 		snprintf(s->first, sizeof s->first, "%s", t->sql);
 }
@@ -185,7 +188,7 @@ static void writes_logged(const char *what, const char *prefix, int g)
 	/* the fast form: its upsert, or with an index the write procedure's
 	 * CALL (the intent and that upsert) */
 	CHECK(sent.n >= 1 && sent.refused == 0 && strncmp(sent.first, FULL_FORM, strlen(FULL_FORM)) &&
-	          (strstr(sent.first, "INSERT") != NULL || !strncmp(sent.first, "CALL bagstore_put_v1(", 21)),
+	              (strstr(sent.first, "INSERT") != NULL || !strncmp(sent.first, "CALL bagstore_put_v2(", 21)),
 	      "%s: back to owned, the put after the one that found it so is the fast form: %s", what, sent.first);
 	bag_of(&bags[0], ids[1], g);
 	CHECK_OK(bs_put_many(st, bags, 1, out, NULL));
@@ -193,6 +196,55 @@ static void writes_logged(const char *what, const char *prefix, int g)
 	CHECK(sql_int(s, "SELECT COUNT(*) FROM bagstore_move_log") == 0, "%s: writes to an owned bucket log nothing",
 	      what);
 	bs_store_free(st);
+}
+
+/* Overwrites into a leaving bucket, each by a store of its own (no hint
+ * that the bucket leaves: the fast form goes first): X, which a fast form
+ * wrote while the bucket was owned (its bucket stored: the overwrite's
+ * check is its turned flip), and Y, whose row has no bucket (a bulk put's,
+ * a move's copy, an older bagstore's: the overwrite's check is the bucket
+ * it sets). Each is refused by the fence and logged by the full form. */
+static void overwrites_logged(const char *what, const char *prefix, int g)
+{
+	char x[64], y[64], q[200];
+	bs_value_t bag;
+	snprintf(x, sizeof x, "%s00004000800000000000%d%03x", prefix, 1, 0x10b);
+	snprintf(y, sizeof y, "%s00004000800000000000%d%03x", prefix, 2, 0x10b);
+	bs_id_t id;
+	CHECK_OK(bs_id_parse(&id, x));
+	int b = bs_route_id(&id, 4096), s = owner_of(b);
+	CHECK(s >= 0, "%s: bucket %d has an owner", what, b);
+	if (s < 0)
+		return;
+	bs_store_t *st = store();
+	for (int k = 0; k < 2; k++) {
+		bag_of(&bag, k ? y : x, g);
+		CHECK_OK(bs_put(st, &bag, NULL));
+		bs_value_clear(&bag);
+	}
+	bs_store_free(st);
+	snprintf(q, sizeof q, "SELECT COUNT(*) FROM entities WHERE id=X'%s' AND bucket=%d", x, b);
+	CHECK(sql_int(s, q) == 1, "%s: a put while the bucket is owned stores its bucket", what);
+	snprintf(q, sizeof q, "UPDATE entities SET bucket=NULL WHERE id=X'%s'", y);
+	sql(s, q);
+	set_state(s, b, "leaving");
+	sql(s, "DELETE FROM bagstore_move_log");
+	for (int k = 0; k < 2; k++) {
+		sent_t sent = { 0 };
+		st = store();
+		bs_store_trace(st, on_sent, &sent);
+		bag_of(&bag, k ? y : x, g);
+		CHECK_OK(bs_put(st, &bag, NULL));
+		bs_value_clear(&bag);
+		bs_store_trace(st, NULL, NULL);
+		bs_store_free(st);
+		CHECK(sent.refused == 1, "%s: the overwrite of %s: its fast form refused by the fence (%d)", what,
+		      k ? "a row with no bucket" : "a row with its bucket", sent.refused);
+		CHECK(logged(s, k ? y : x, 0) == 1, "%s: and the overwrite of %s is in the move log", what,
+		      k ? "a row with no bucket" : "a row with its bucket");
+	}
+	set_state(s, b, "owned");
+	sql(s, "DELETE FROM bagstore_move_log");
 }
 
 /* The first bucket from 0x200 that shard i owns. */
@@ -348,7 +400,8 @@ static void mixed_shards(const char *what, const char *prefix, int g)
 	/* the intents' removal is the write's last statement, sent without
 	 * waiting: it has run once the store is freed (its answer read) */
 	bs_store_free(st);
-	CHECK(sql_int(s, "SELECT (SELECT COUNT(*) FROM bagstore_intents)+(SELECT COUNT(*) FROM bagstore_batch_intents)") ==
+	CHECK(sql_int(s,
+	              "SELECT (SELECT COUNT(*) FROM bagstore_intents)+(SELECT COUNT(*) FROM bagstore_batch_intents)") ==
 	              0,
 	      "%s: no intent left on the leaving shard", what);
 	char q[80];
@@ -367,6 +420,7 @@ int main(void)
 	CHECK_OK(bs_init(st));
 
 	writes_logged("no index", "1eaf0001", -1);
+	overwrites_logged("no index", "1eaf0003", -1);
 	mixed_shards("no index, two shards", "1eaf0003", -1);
 
 	/* one index, its rows in the entity's bucket (an int's bucket is its
@@ -376,6 +430,7 @@ int main(void)
 	CHECK_OK(bs_index_create(st, &def));
 	bs_store_free(st);
 	writes_logged("one index", "1eaf0002", 0x10a);
+	overwrites_logged("one index", "1eaf0004", 0x10b);
 	mixed_shards("one index, two shards", "1eaf0004", 0x10a);
 	repair_logged("1eaf0005");
 

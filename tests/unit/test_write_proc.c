@@ -36,7 +36,7 @@ static void trace(void *arg, const bs_trace_t *t)
 {
 	(void)arg;
 	pthread_mutex_lock(&mu);
-	if (!strncmp(t->sql, "CALL bagstore_put_v1(", 21))
+	if (!strncmp(t->sql, "CALL bagstore_put_v2(", 21))
 		calls_put++;
 	else if (!strncmp(t->sql, "CALL bagstore_delete_v1(", 24))
 		calls_delete++;
@@ -92,9 +92,9 @@ static void rows_are(int g, const char *when)
 	CHECK(!bs_id_parse(&id, UUID) && gbag_read(&id) == g, "%s: the entity's body has g=%d", when, g);
 }
 
-#define PROCS                                                                                              \
+#define PROCS \
 	"SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA=DATABASE() AND ROUTINE_NAME IN " \
-	"('bagstore_put_v1','bagstore_delete_v1') AND SECURITY_TYPE='INVOKER'"
+	"('bagstore_put_v1','bagstore_put_v2','bagstore_delete_v1') AND SECURITY_TYPE='INVOKER'"
 
 /* The test's configuration with another account, made on both shards
  * with these privileges on the database (its password from the
@@ -153,8 +153,8 @@ int main(void)
 	CHECK_OK(bs_index_parse(&def, "ix_g", "g:int", "g"));
 	CHECK_OK(bs_index_create(st, &def));
 	bs_store_free(st);
-	CHECK(sql_both(PROCS) == 4,
-	      "init made both write procedures on both shards, SQL SECURITY INVOKER");
+	CHECK(sql_both(PROCS) == 6,
+	      "init made the write procedures (put v1 and v2, delete) on both shards, SQL SECURITY INVOKER");
 
 	/* g's row moves between the shards as g changes (int mod buckets):
 	 * every put replaces the row on another shard than it goes to, for
@@ -163,7 +163,7 @@ int main(void)
 	for (int g = 1; g <= 6; g++)
 		CHECK_OK(write_g(g));
 	CHECK(calls_put == 6 && intent_stmts == 0 && call_errors == 0,
-	      "six puts: six CALLs of bagstore_put_v1, no intent statement of their own (%d calls, %d intents, %d "
+	      "six puts: six CALLs of bagstore_put_v2, no intent statement of their own (%d calls, %d intents, %d "
 	      "errors)",
 	      calls_put, intent_stmts, call_errors);
 	rows_are(6, "through the procedure");
@@ -180,13 +180,14 @@ int main(void)
 	CHECK_OK(write_g(7));
 	int shard = sql_int(0, "SELECT COUNT(*) FROM entities WHERE id=X'" ID "'") == 1 ? 0 : 1;
 	char q[200];
-	long long bk = bs_route_id(&id, (int)sql_int(0, "SELECT buckets FROM bagstore_map ORDER BY version DESC LIMIT 1"));
+	long long bk =
+		bs_route_id(&id, (int)sql_int(0, "SELECT buckets FROM bagstore_map ORDER BY version DESC LIMIT 1"));
 	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='leaving', move_id=8101 WHERE bucket=%lld", bk);
 	sql(shard, q);
 	counts_reset();
 	CHECK_OK(write_g(8));
-	CHECK(calls_put == 1 && call_errors == 1 && call_err == 1048,
-	      "the CALL went first and its fence refused, error 1048 (%d calls, %d errors, the last %u)", calls_put,
+	CHECK(calls_put == 1 && call_errors == 1 && call_err == 1452,
+	      "the CALL went first and its fence refused, error 1452 (%d calls, %d errors, the last %u)", calls_put,
 	      call_errors, call_err);
 	CHECK(sql_int(shard, "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=8101 AND kind=0 AND id=X'" ID "'") ==
 	              1,
@@ -198,8 +199,8 @@ int main(void)
 
 	/* the procedures gone, as on a store an older init made: the two
 	 * statements, as right */
-	sql(0, "DROP PROCEDURE bagstore_put_v1");
-	sql(1, "DROP PROCEDURE bagstore_put_v1");
+	sql(0, "DROP PROCEDURE bagstore_put_v2");
+	sql(1, "DROP PROCEDURE bagstore_put_v2");
 	sql(0, "DROP PROCEDURE bagstore_delete_v1");
 	counts_reset();
 	for (int g = 9; g <= 12; g++)
@@ -244,7 +245,8 @@ int main(void)
 			bs_store_free(st);
 		}
 		CHECK(calls_put == 2 && call_errors == 2 && call_err == 1370 && intent_stmts == 2,
-		      "without EXECUTE: each store's CALL refused (1370), then the intent's own statement (%d calls, %d "
+		      "without EXECUTE: each store's CALL refused (1370), then the intent's own statement (%d calls, "
+		      "%d "
 		      "refused, the last %u, %d intents)",
 		      calls_put, call_errors, call_err, intent_stmts);
 		rows_are(19, "an account without EXECUTE");
@@ -262,19 +264,22 @@ int main(void)
 	      calls_put, call_errors, intent_stmts);
 	rows_are(17, "after init");
 
-	/* init by a cleaner account an older bagstore granted (no CREATE
-	 * ROUTINE): refused the procedures, init goes on and says where */
+	/* init by a cleaner account without CREATE ROUTINE (an older
+	 * bagstore's grants, TRIGGER given since, which init needs):
+	 * refused the procedures, init goes on and says where */
 	{
-		bs_config_t *old = as_account("bs_t_oldcl", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER");
+		bs_config_t *old =
+			as_account("bs_t_oldcl", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, TRIGGER");
 		char names[64];
 		CHECK_OK(bs_store_open(&st, old));
 		CHECK_OK(bs_init(st));
 		CHECK(bs_init_noproc(st, names, sizeof names) == 2 && !strcmp(names, "s0, s1"),
 		      "init without CREATE ROUTINE succeeds, naming the shards it could not make them on: %s", names);
 		bs_store_free(st);
-		CHECK(sql_both(PROCS) == 4, "the procedures there before are still there");
+		CHECK(sql_both(PROCS) == 6, "the procedures there before are still there");
 		for (int i = 0; i < 2; i++) {
 			sql(i, "DROP PROCEDURE bagstore_put_v1");
+			sql(i, "DROP PROCEDURE bagstore_put_v2");
 			sql(i, "DROP PROCEDURE bagstore_delete_v1");
 		}
 		CHECK_OK(bs_store_open(&st, old));
@@ -295,7 +300,23 @@ int main(void)
 		CHECK_OK(bs_init(st));
 		CHECK(bs_init_noproc(st, names, sizeof names) == 0, "init by an account with CREATE ROUTINE says none");
 		bs_store_free(st);
-		CHECK(sql_both(PROCS) == 4, "and makes them");
+		CHECK(sql_both(PROCS) == 6, "and makes them");
+	}
+	/* init by an account without TRIGGER (an older bagstore's cleaner
+	 * grants) stops at the fence's triggers, saying what it needs, even
+	 * where they exist: it cannot see them */
+	{
+		bs_config_t *old = as_account(
+			"bs_t_notrig", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE");
+		CHECK_OK(bs_store_open(&st, old));
+		CHECK(bs_init(st) == BS_ESQL && strstr(bs_last_error(), "TRIGGER command denied") &&
+		              strstr(bs_last_error(), "init needs the TRIGGER privilege"),
+		      "init without TRIGGER is refused, naming it: %s", bs_last_error());
+		bs_store_free(st);
+		bs_config_free(old);
+		drop_account("bs_t_notrig");
+		CHECK(sql_both("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA=DATABASE()") == 6,
+		      "the triggers are still there");
 	}
 
 	raw_close_all();

@@ -80,7 +80,7 @@ static bool lock_wait_seen(int shard)
 {
 	for (int k = 0; k < 200; k++) {
 		if (sql_int(shard, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE "
-		                   "'INSERT INTO entities%' AND TIME_MS>500") > 0)
+		                   "'%INSERT INTO entities%' AND INFO NOT LIKE '%PROCESSLIST%' AND TIME_MS>500") > 0)
 			return true;
 		struct timespec ts = { 0, 50 * 1000000L };
 		nanosleep(&ts, NULL);

@@ -1,0 +1,123 @@
+#!/bin/sh
+# test_fence.sh - the fast form's fence, on real servers: a single write
+# names its entity's bucket, and InnoDB checks (bucket, flip) against
+# bagstore_owned, whose rows the triggers on bagstore_buckets keep to the
+# buckets that are 'owned' there, whoever changes them. The fenced
+# statement is sent here by hand, as entity.c writes it;
+# tests/unit/test_leaving_log.c sends it through the library.
+#  - init leaves two parent rows for each owned bucket and none for any other;
+#  - a fenced write stores its bucket, and each overwrite turns its flip
+#    (checked again); one into a bucket not owned there is refused (1452);
+#  - a plain UPDATE, INSERT or DELETE of bagstore_buckets (an operator's,
+#    an older bagstore's) takes a bucket's parent rows away or gives them
+#    back, leaving the session's foreign-key checks on;
+#  - a cut-over's UPDATE waits for a fenced write that holds the parent
+#    row, and sees its row once it goes on; a write that comes while a
+#    cut-over holds the bucket waits for it, then is refused;
+#  - a shard with an older layout (schema version 3: no parent table, no
+#    triggers, no fence columns) is refused until init, which adds them and
+#    keeps every row; a fenced write then sets an old row's bucket.
+. tests/lib.sh
+
+T=$(t_tmp)
+CFG=$BAGSTORE_TEST_CONFIG
+B=$BAGSTORE
+t_exit 0 "init" -- "$B" -c "$CFG" init
+
+in_line() { # shard s: bagstore_owned is exactly two rows for each owned bucket
+	t_eq "$(t_sql "$1" "SELECT COUNT(*) FROM bagstore_owned")" \
+		"$((2 * $(t_sql "$1" "SELECT COUNT(*) FROM bagstore_buckets WHERE state='owned'")))" "s$1 $2: two parent rows an owned bucket"
+	t_eq "$(t_sql "$1" "SELECT COUNT(*) FROM bagstore_owned o LEFT JOIN bagstore_buckets b ON b.bucket=o.bucket AND b.state='owned' WHERE b.bucket IS NULL")" 0 \
+		"s$1 $2: none for a bucket not owned"
+}
+in_line 0 "after init"
+in_line 1 "after init"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA=DATABASE() AND CONSTRAINT_NAME='bagstore_fence' AND TABLE_NAME='entities' AND REFERENCED_TABLE_NAME='bagstore_owned'")" 1 \
+	"entities' fence: a foreign key to bagstore_owned"
+
+# The fast form's statement, as entity.c sends it, by hand: entity ID
+# into bucket BK on shard S; SQL after it in the same session (a
+# transaction held open, say).
+fenced() { # S ID BK [SQL-AFTER]
+	t_sql "$1" "${4:+START TRANSACTION;} SET STATEMENT innodb_lock_wait_timeout=3 FOR INSERT INTO entities (id, updated, body, bucket) VALUES (X'$2', NOW(6), X'00', $3) ON DUPLICATE KEY UPDATE body=VALUES(body), bucket=VALUES(bucket), flip=1-flip${4:+; $4}"
+}
+S=0
+BK=$(t_sql 0 "SELECT MIN(bucket) FROM bagstore_buckets WHERE state='owned'")
+E1=f0000000000040008000000000000001
+fenced 0 "$E1" "$BK"
+t_eq "$(t_sql 0 "SELECT CONCAT(bucket, '/', flip) FROM entities WHERE id=X'$E1'")" "$BK/0" "a fenced write where the bucket is owned: written, flip 0"
+fenced 0 "$E1" "$BK"
+t_eq "$(t_sql 0 "SELECT flip FROM entities WHERE id=X'$E1'")" 1 "an overwrite turns the flip: the check runs again"
+NOTOWNED=$(t_sql 0 "SELECT MIN(bucket) FROM bagstore_buckets WHERE state<>'owned'")
+[ -z "$NOTOWNED" ] || [ "$NOTOWNED" = NULL ] && NOTOWNED=$(t_sql 1 "SELECT MIN(bucket) FROM bagstore_buckets WHERE state='owned'")
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_buckets WHERE bucket=$NOTOWNED AND state='owned'")" 0 "bucket $NOTOWNED is not s0's"
+t_eq "$(fenced 0 f0000000000040008000000000000009 "$NOTOWNED" 2>&1 | grep -c 'ERROR 1452')" 1 "a fenced write into a bucket s0 does not own: refused, 1452"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM entities WHERE id=X'f0000000000040008000000000000009'")" 0 "nothing written"
+
+# ------------------------------------------------------------ a plain UPDATE of ownership
+t_eq "$(t_sql 0 "UPDATE bagstore_buckets SET state='leaving', peer='s9', move_id=9001 WHERE bucket=$BK; SELECT @@foreign_key_checks")" 1 \
+	"a bucket set leaving by plain SQL; the session's foreign-key checks stay on"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_owned WHERE bucket=$BK")" 0 "its parent rows are gone"
+in_line 0 "with a bucket leaving"
+t_eq "$(fenced 0 "$E1" "$BK" 2>&1 | grep -c 'ERROR 1452')" 1 "an overwrite into the leaving bucket: refused"
+t_eq "$(t_sql 0 "SELECT flip FROM entities WHERE id=X'$E1'")" 1 "the row as it was"
+t_sql 0 "UPDATE bagstore_buckets SET state='owned', peer='', move_id=0 WHERE bucket=$BK"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_owned WHERE bucket=$BK")" 2 "owned again: its parent rows are back"
+t_sql 0 "INSERT INTO bagstore_buckets (bucket, state) VALUES (999001, 'owned'), (999002, 'incoming')"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_owned WHERE bucket IN (999001, 999002)")" 2 "a new owned row gets its parent rows, an incoming one none"
+t_sql 0 "UPDATE bagstore_buckets SET state='owned' WHERE bucket=999002"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_owned WHERE bucket=999002")" 2 "incoming to owned: its rows come"
+t_sql 0 "DELETE FROM bagstore_buckets WHERE bucket IN (999001, 999002)"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_owned WHERE bucket IN (999001, 999002)")" 0 "a deleted row takes them away"
+in_line 0 "after the plain changes"
+
+# ------------------------------------------------------------ a cut-over and a write in flight
+held() { [ "$(t_sql 0 "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'DO SLEEP(2)%'")" = 1 ]; }
+E2=f0000000000040008000000000000002
+fenced 0 "$E2" "$BK"
+# the write held open in a transaction: its check holds the parent row's
+# share lock until the commit, two seconds on
+fenced 0 "$E2" "$BK" "UPDATE entities SET body=X'02' WHERE id=X'$E2'; DO SLEEP(2); COMMIT" &
+HOLD=$!
+t_wait 10 held || t_fail "the write holds its parent row" "its session never slept"
+t_eq "$(t_sql 0 "UPDATE bagstore_buckets SET state='leaving', peer='s9', move_id=9002 WHERE bucket=$BK; SELECT HEX(body) FROM entities WHERE id=X'$E2'")" 02 \
+	"the cut-over's UPDATE waited for the fenced write, and reads its row"
+wait $HOLD
+t_sql 0 "UPDATE bagstore_buckets SET state='owned', peer='', move_id=0 WHERE bucket=$BK"
+# the other way: a cut-over holds the bucket's row, a write comes
+t_sql 0 "START TRANSACTION; UPDATE bagstore_buckets SET state='leaving', peer='s9', move_id=9003 WHERE bucket=$BK; DO SLEEP(2); COMMIT" &
+HOLD=$!
+t_wait 10 held || t_fail "the cut-over holds the bucket" "its session never slept"
+t_eq "$(fenced 0 "$E2" "$BK" 2>&1 | grep -c 'ERROR 1452')" 1 "a write that came during the cut-over waited for it, then was refused"
+wait $HOLD
+t_eq "$(t_sql 0 "SELECT HEX(body) FROM entities WHERE id=X'$E2'")" 02 "the row as the first write left it"
+t_sql 0 "UPDATE bagstore_buckets SET state='owned', peer='', move_id=0 WHERE bucket=$BK"
+t_sql 0 "DELETE FROM entities WHERE id IN (X'$E1', X'$E2')"
+
+# ------------------------------------------------------------ a shard an older bagstore made
+for i in $(seq 10 29); do
+	printf '{"id": {"$uuid": "f0000000-0000-4000-8000-0000000000%02d"}, "v": %d}\n' "$i" "$i"
+done >"$T/many.jsonl"
+t_exit 0 "put 20 more" -- "$B" -c "$CFG" put "$T/many.jsonl"
+t_sql 0 "SET foreign_key_checks=0; ALTER TABLE entities DROP FOREIGN KEY bagstore_fence, DROP INDEX bagstore_fence, DROP COLUMN bucket, DROP COLUMN flip;
+	DROP TRIGGER bagstore_owned_ins; DROP TRIGGER bagstore_owned_upd; DROP TRIGGER bagstore_owned_del; DROP TABLE bagstore_owned;
+	UPDATE bagstore_meta SET v='3' WHERE k='schema_version'"
+ROWS0=$(t_sql 0 "SELECT COUNT(*) FROM entities")
+t_exit 2 "a put with s0 at schema version 3 is refused" -- "$B" -c "$CFG" put "$T/many.jsonl"
+t_contains "$T_ERR" "schema version 3; this one writes 4" "naming the versions"
+t_exit 0 "init upgrades it" -- "$B" -c "$CFG" init
+t_contains "$T_OUT" "upgraded s0 (from schema version 3)" "and says so"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM entities")" "$ROWS0" "every row kept"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM entities WHERE bucket IS NOT NULL")" 0 "with no bucket yet"
+in_line 0 "after the upgrade"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA=DATABASE() AND EVENT_OBJECT_TABLE='bagstore_buckets'")" 3 \
+	"the three triggers are back"
+t_exit 0 "init again changes nothing" -- "$B" -c "$CFG" init
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA=DATABASE() AND EVENT_OBJECT_TABLE='bagstore_buckets'")" 3 \
+	"still three"
+fenced 0 "$(t_sql 0 "SELECT LOWER(HEX(id)) FROM entities ORDER BY id LIMIT 1")" "$BK"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM entities WHERE bucket=$BK")" 1 "a fenced write to a row from before the upgrade sets its bucket"
+in_line 0 "at the end"
+in_line 1 "at the end"
+
+t_done
