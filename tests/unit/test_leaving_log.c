@@ -23,6 +23,7 @@
 #include "t.h"
 
 #include <mysql.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,13 +102,19 @@ typedef struct {
 
 #define FULL_FORM "SET @bs_own=0;START"
 
+/* called from the store's threads too (a new store loads its map from
+ * every shard at once) */
+static pthread_mutex_t sent_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static void on_sent(void *arg, const bs_trace_t *t)
 {
 	sent_t *s = arg;
+	pthread_mutex_lock(&sent_mu);
 	s->n++;
 	s->refused += t->err == 1452;
 	if (!s->first[0] && strncmp(t->sql, "SELECT ", 7))
 		snprintf(s->first, sizeof s->first, "%s", t->sql);
+	pthread_mutex_unlock(&sent_mu);
 }
 
 /* One put, one delete and a bulk put of three into bucket b while it is
