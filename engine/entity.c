@@ -50,8 +50,7 @@ static void id_lit(bs_buf_t *b, const bs_id_t *id)
  * holds it at most cleaner.max_fence (1 s by default). */
 #define FENCE_WAIT_S BS__FENCE_WAIT_S
 /* a number's macro as a string literal (the prepared statements' texts) */
-#define STR_(x) #x
-#define STR(x) STR_(x)
+#define STR(x) BS__STR(x)
 /* Shards a read or write follows when a bucket is refused, before it
  * gives up. */
 #define WRITE_HOPS 8
@@ -607,17 +606,13 @@ typedef struct {
  * before (`updated` strictly grows), the new body; the RETURNING form reads
  * the body it replaces into @bs_old as it goes and hands it back with the
  * new version. */
-#define ENTITY_UPSERT \
-	" ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND)," \
-	"body=VALUES(body)"
+#define ENTITY_UPSERT BS__ENTITY_UPSERT                     /* internal.h */
 #define ENTITY_UPSERT_RETURNING BS__ENTITY_UPSERT_RETURNING /* internal.h */
 
 /* fast_write's two statements, prepared (bs__shard_prep_run): what
  * fenced_insert_sql and its delete write as text, the bucket, the id and
  * the body as parameters */
-#define PREP_PUT_SQL \
-	BS__FENCE_STMT \
-		"INSERT INTO entities (id, updated, body, bucket) VALUES (?,NOW(6),?,?)" ENTITY_UPSERT BS__FENCE_SET
+#define PREP_PUT_SQL BS__FENCED_INSERT "?,NOW(6),?,?)" BS__FENCED_TAIL
 /* fast_returning_prepared's: the intent, taking its lock, as intent_sql
  * and bs__lock_take_sql write it, the token thrice and the id as
  * parameters; the upsert and the delete as fast_returning_write's */
@@ -625,10 +620,7 @@ typedef struct {
 	"INSERT INTO bagstore_intents (token, entity_id) VALUES (IF(IF(IS_USED_LOCK(?)=CONNECTION_ID(),1," \
 	"GET_LOCK(?,0))=1 AND (@bs_old:=NULL) IS NULL AND (@bs_ou:=NULL) IS NULL,?,NULL),?)" \
 	" ON DUPLICATE KEY UPDATE token=VALUES(token)"
-#define PREP_PUT_RETURNING_SQL \
-	BS__FENCE_STMT \
-		"INSERT INTO entities (id, updated, body, bucket) VALUES (?,NOW(6),?,?)" BS__ENTITY_UPSERT_SET_OLD \
-			BS__FENCE_SET BS__ENTITY_RETURNING
+#define PREP_PUT_RETURNING_SQL BS__FENCED_INSERT "?,NOW(6),?,?)" BS__FENCED_TAIL_RETURNING
 #define PREP_DELETE_RETURNING_SQL PREP_DELETE_SQL " RETURNING body, UNIX_TIMESTAMP(updated)"
 #define PREP_DELETE_SQL \
 	"DELETE FROM entities WHERE id=? AND (SELECT state FROM bagstore_buckets WHERE bucket=?" \
@@ -655,13 +647,12 @@ typedef struct {
  * would hold the table's AUTO_INCREMENT lock for the whole statement. */
 static void fenced_insert_sql(bs_buf_t *b, const write_t *w, const bs_bytes_t *body, bool returning)
 {
-	bs__buf_puts(b, BS__FENCE_STMT "INSERT INTO entities (id, updated, body, bucket) VALUES (");
+	bs__buf_puts(b, BS__FENCED_INSERT);
 	id_lit(b, &w->id);
 	bs__buf_puts(b, ",NOW(6),");
 	bs__buf_hex(b, body->ptr, body->len);
 	bs__buf_printf(b, ",%d)", w->bucket);
-	bs__buf_puts(b, returning ? BS__ENTITY_UPSERT_SET_OLD BS__FENCE_SET BS__ENTITY_RETURNING
-	                          : ENTITY_UPSERT BS__FENCE_SET);
+	bs__buf_puts(b, returning ? BS__FENCED_TAIL_RETURNING : BS__FENCED_TAIL);
 }
 
 /* Did the shard's last call fail as fenced_insert_sql's statement does
@@ -895,12 +886,12 @@ static void own_answer(write_t *w, MYSQL_RES *own)
 }
 
 /* The fence's fast form, while the bucket is simply owned (not leaving:
- * nothing to log for a move): the write itself reads the bucket's
- * ownership row under a share lock, in one statement in autocommit (an
- * upsert whose id comes through a locking subquery, fenced_insert_sql; a
- * delete through the same subquery), so a cut-over that holds the row
- * waits for it, and it waits
- * for a cut-over, as the full form's SELECT ... LOCK IN SHARE MODE does.
+ * nothing to log for a move), one statement in autocommit: an upsert
+ * checked by its foreign key against the bucket's bagstore_owned row,
+ * share-locked (fenced_insert_sql), a delete through a subquery that
+ * reads the bucket's ownership row share-locked; so the step that marks
+ * the bucket leaving waits for it, and it waits for that step, as the
+ * full form's SELECT ... LOCK IN SHARE MODE does.
  * *applied false: nothing was written (the bucket is not 'owned' here, or
  * the entity to delete is not here); the full form decides which. */
 static int fast_write(bool *applied, bs_store_t *st, write_t *w, const bs_bytes_t *body)
@@ -1097,9 +1088,8 @@ static int two_writes(MYSQL_STMT **s, bool *text, bs_store_t *st, write_t *w, co
  * or the procedure's SQLSTATE 45000: the write fails there, nothing
  * written); once it is in, committed, whatever the entity write does is
  * covered, as a writer killed between the two leaves an intent for an
- * unchanged entity. Then the entity written through the bucket's
- * ownership row as fast_write's, handing back the old body and the new
- * version. *applied false: the entity was not written (error 1452 from
+ * unchanged entity. Then the entity written and fenced as fast_write's,
+ * handing back the old body and the new version. *applied false: the entity was not written (error 1452 from
  * the fence: not 'owned' here; or nothing to delete) and the intent is
  * in: the full form inserts it again under the same token and decides
  * which. *text: the server would not prepare one of them: the text form. */
@@ -1143,11 +1133,9 @@ static int fast_returning_prepared(bool *applied, bool *text, bs_store_t *st, wr
  * fast_write's), one transaction: the intent inserted from its values,
  * taking the intent's lock (a NULL token, refused by the column, when the
  * lock cannot be taken: the statement fails and nothing goes on), then the
- * entity written through the bucket's ownership row, share-locked, only
- * when it is 'owned' (fenced_insert_sql; a delete through a locking
- * subquery), handing back the old body and the new version. Four
- * statements, one of them reading a second table (that read costs about
- * two thirds of a plain INSERT): the intent's own is a plain insert.
+ * entity written and fenced as fast_write's (fenced_insert_sql; a
+ * delete through a locking subquery), handing back the old body and the
+ * new version. Four statements.
  * *applied false: the entity was not written (not 'owned' here, or the
  * entity to delete is not here), and the intent is in (*open: in a
  * transaction still open, which the caller commits): the full form,
@@ -1187,7 +1175,7 @@ static int fast_returning_write(bool *applied, bool *open, bs_store_t *st, write
 	if (!(rc = bs__buf_ok(&b)))
 		rc = bs__shard_query_sets(res, body ? 1 : 2, st, w->shard, b.ptr, b.len);
 	if (body && fence_said_no(st, w->shard, rc, 2)) {
-		/* the entity's id refused (START and the intent answered: the
+		/* the entity refused by the fence (START and the intent answered: the
 		 * intent is in, its lock held) and the server ran nothing after
 		 * it: the transaction holding the intent is still open (*open);
 		 * the full form commits it first, leaving the intent in as a

@@ -163,7 +163,7 @@ typedef struct {
 	 * format): bs__shard_rows sends text to this shard until then (mono
 	 * s, 0: none), a new connection included (the format is the server's) */
 	double bulk_off_until;
-	/* the write procedures (schema.c's bagstore_put_v1 and
+	/* the write procedures (schema.c's bagstore_put_v2 and
 	 * bagstore_delete_v1) were missing here or not ours to call: the
 	 * intent and the entity as two statements on this connection until
 	 * then (mono s, 0: call them), when the CALL is tried again */
@@ -491,7 +491,7 @@ typedef struct {
 	int index, count;
 	char store_id[33];
 	char name[BS_NAME_MAX + 1];
-	int schema; /* schema_version: what its tables hold (0: none recorded) */
+	int schema;         /* schema_version: what its tables hold (0: none recorded) */
 	char time_zone[72]; /* the session's @@time_zone, which must be UTC ("+00:00") */
 } shard_meta_t;
 /* The schema_version init records: the tables as this bagstore writes
@@ -595,22 +595,45 @@ static inline bool bs__owns(uint8_t state)
  * (`updated` strictly grows), the new body; it reads the body it replaces
  * into @bs_old and that body's version into @bs_ou as it goes, and hands
  * them back with the new version. */
+/* An entity's upsert after its VALUES: a later version than any before
+ * (`updated` strictly grows), the new body (entity.c). */
+#define BS__ENTITY_UPSERT \
+	" ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND)," \
+	"body=VALUES(body)"
 #define BS__ENTITY_UPSERT_SET_OLD \
 	" ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body))," \
 	"updated=GREATEST(VALUES(updated),IF((@bs_ou:=UNIX_TIMESTAMP(updated)) IS NULL,updated,updated)+INTERVAL 1 " \
 	"MICROSECOND)"
 #define BS__ENTITY_RETURNING " RETURNING @bs_old, UNIX_TIMESTAMP(updated), @bs_ou"
 #define BS__ENTITY_UPSERT_RETURNING BS__ENTITY_UPSERT_SET_OLD BS__ENTITY_RETURNING
+/* The fence's lock waits, as WAIT 3 bounds the full form's ownership
+ * read (a stored procedure, where WAIT is not allowed, says it so). */
+#define BS__FENCE_WAITS \
+	"SET STATEMENT innodb_lock_wait_timeout=" BS__STR(BS__FENCE_WAIT_S) ", lock_wait_timeout=" BS__STR( \
+		BS__FENCE_WAIT_S) " FOR "
 /* The fast form's fence (doc/DESIGN.md, "The fence"): an entity upsert
  * that names its bucket, and on a replaced row sets it again and turns
  * its flip, so that InnoDB checks (bucket, flip) against bagstore_owned
  * on every write, under a share lock on the row it finds, and refuses
  * the statement (error 1452) when the bucket is not simply owned here;
- * its lock waits bounded as the full form's ownership read's are. */
+ * the check on whatever the session says (a server's init_connect or a
+ * global setting could have turned it off), its lock waits bounded. */
 #define BS__FENCE_STMT \
-	"SET STATEMENT innodb_lock_wait_timeout=" BS__STR(BS__FENCE_WAIT_S) ", lock_wait_timeout=" BS__STR( \
-		BS__FENCE_WAIT_S) " FOR "
+	"SET STATEMENT foreign_key_checks=1, innodb_lock_wait_timeout=" BS__STR( \
+		BS__FENCE_WAIT_S) ", lock_wait_timeout=" BS__STR(BS__FENCE_WAIT_S) " FOR "
 #define BS__FENCE_SET ",bucket=VALUES(bucket),flip=1-flip"
+/* The fast form's entity upsert and its two tails (entity.c, schema.c's
+ * bagstore_put_v2): the id, NOW(6), the body and the bucket follow. */
+#define BS__FENCED_INSERT BS__FENCE_STMT "INSERT INTO entities (id, updated, body, bucket) VALUES ("
+#define BS__FENCED_TAIL BS__ENTITY_UPSERT BS__FENCE_SET
+#define BS__FENCED_TAIL_RETURNING BS__ENTITY_UPSERT_SET_OLD BS__FENCE_SET BS__ENTITY_RETURNING
+/* A statement that may take a bucket out of 'owned' (move.c): the
+ * trigger that deletes its bagstore_owned rows turns the foreign-key
+ * check off for that delete, but a replica applying a ROW-format binary
+ * log takes the check's setting from the statement's first event (the
+ * bucket's row), so the statement turns it off too. bagstore_buckets has
+ * no foreign key of its own to check. */
+#define BS__OWNERSHIP_DML "SET STATEMENT foreign_key_checks=0 FOR "
 #define BS__FENCE_REFUSED 1452 /* ER_NO_REFERENCED_ROW_2 */
 #define BS__STR_(x) #x
 #define BS__STR(x) BS__STR_(x)

@@ -465,7 +465,8 @@ static int mark_buckets(mover_t *r)
 		goto done;
 	}
 	bs__buf_reset(&b);
-	bs__buf_puts(&b, "START TRANSACTION;INSERT INTO bagstore_buckets (bucket, state, peer, move_id) VALUES ");
+	bs__buf_puts(&b, "START TRANSACTION;" BS__OWNERSHIP_DML
+	                 "INSERT INTO bagstore_buckets (bucket, state, peer, move_id) VALUES ");
 	for (int k = 0; k < r->m.nb; k++) {
 		bs__buf_printf(&b, "%s(%d,'incoming',", k ? "," : "", r->m.buckets[k]);
 		bs__buf_hex(&b, r->m.pub.source, strlen(r->m.pub.source));
@@ -476,7 +477,7 @@ static int mark_buckets(mover_t *r)
 	if ((rc = on_target(r, &b)))
 		goto done;
 	bs__buf_reset(&b);
-	bs__buf_puts(&b, "START TRANSACTION;UPDATE bagstore_buckets SET state='leaving', peer=");
+	bs__buf_puts(&b, "START TRANSACTION;" BS__OWNERSHIP_DML "UPDATE bagstore_buckets SET state='leaving', peer=");
 	bs__buf_hex(&b, tname(r), strlen(tname(r)));
 	bs__buf_printf(&b, ", move_id=%lld WHERE (state='owned' OR (state='leaving' AND move_id=%lld)) AND",
 	               (long long)r->m.pub.id, (long long)r->m.pub.id);

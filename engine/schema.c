@@ -21,32 +21,31 @@
 	" writer VARCHAR(128) NOT NULL DEFAULT ''" \
 	") ENGINE=InnoDB"
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
-
 /* The write procedures, made by init on every shard: what entity.c's
  * fast_returning_prepared sends as two statements, in one round trip.
  * Each statement in them commits on its own, as in autocommit outside:
  * the intent first (its named lock taken, or the call refused with
  * SQLSTATE 45000 before anything is written; @bs_old and @bs_ou, which
  * the upsert sets only when it replaces a row, reset as the lock is
- * tested), then the entity through its bucket's ownership row (the same 1048 when the bucket is not simply
- * owned here; the fence's wait, WAIT 3 outside, is the statement's lock
- * waits inside, InnoDB's and the metadata locks', where WAIT is not
- * allowed). The token is bytes (VARBINARY), as the lock's release names
+ * tested), then the entity, fenced as outside: bagstore_put_v2 by its
+ * bucket's bagstore_owned row (the foreign key, error 1452 when the bucket
+ * is not simply owned here), bagstore_put_v1 (an older bagstore's
+ * writers') and the delete by a read of its ownership row (error 1048, a
+ * NULL id, for v1); the fence's wait, WAIT 3 outside, is the statement's
+ * lock waits inside, InnoDB's and the metadata locks', where WAIT is not
+ * allowed. The token is bytes (VARBINARY), as the lock's release names
  * it (X'..'), whatever the database's character set. SQL SECURITY INVOKER: the
  * caller's own privileges, no definer to go missing. A procedure changed
  * here gets a new name (_v2): init makes what is missing and never
  * replaces, and writers of another version may run beside it. */
-#define PROC_LOCK \
+#define PROC_INTENT \
 	"IF COALESCE(IF(IS_USED_LOCK(tok)=CONNECTION_ID(),1,GET_LOCK(tok,0)),0)<>1" \
 	" OR (@bs_old:=NULL) IS NOT NULL OR (@bs_ou:=NULL) IS NOT NULL THEN BEGIN" \
 	" DECLARE m VARCHAR(255) DEFAULT CONCAT('the intent''s ''token'' ',tok,' is refused: another" \
 	" session holds its named lock'); SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT=m; END; END IF;" \
 	" INSERT INTO bagstore_intents (token, entity_id) VALUES (tok, eid) ON DUPLICATE KEY UPDATE " \
-	"token=VALUES(token);" \
-	" SET STATEMENT innodb_lock_wait_timeout=" STR(BS__FENCE_WAIT_S) ", lock_wait_timeout=" STR( \
-		BS__FENCE_WAIT_S) " FOR "
+	"token=VALUES(token);"
+#define PROC_LOCK PROC_INTENT " " BS__FENCE_WAITS
 #define PROC_OWNED "(SELECT state FROM bagstore_buckets WHERE bucket=b LOCK IN SHARE MODE)='owned'"
 static const char *const write_procs[] = {
 	"CREATE PROCEDURE IF NOT EXISTS bagstore_put_v1(tok VARBINARY(64), b INT, eid BINARY(16), bd MEDIUMBLOB)"
@@ -59,15 +58,16 @@ static const char *const write_procs[] = {
 	"CREATE PROCEDURE IF NOT EXISTS bagstore_put_v2(tok VARBINARY(64), b INT, eid BINARY(16), bd MEDIUMBLOB)"
 	" MODIFIES SQL DATA SQL SECURITY INVOKER COMMENT 'bagstore: a put''s intent, then its entity, fenced by its "
 	"bucket'"
-	" BEGIN " PROC_LOCK
-	"INSERT INTO entities (id, updated, body, bucket) VALUES (eid,NOW(6),bd,b)" BS__ENTITY_UPSERT_SET_OLD
-		BS__FENCE_SET BS__ENTITY_RETURNING "; END",
+	" BEGIN " PROC_INTENT " " BS__FENCED_INSERT "eid,NOW(6),bd,b)" BS__FENCED_TAIL_RETURNING "; END",
 	"CREATE PROCEDURE IF NOT EXISTS bagstore_delete_v1(tok VARBINARY(64), b INT, eid BINARY(16))"
 	" MODIFIES SQL DATA SQL SECURITY INVOKER COMMENT 'bagstore: a delete''s intent, then the delete, fenced'"
 	" BEGIN " PROC_LOCK "DELETE FROM entities WHERE id=eid AND " PROC_OWNED
 	" RETURNING body, UNIX_TIMESTAMP(updated); END",
 	NULL
 };
+
+/* the fence's triggers' DDL (init_shard sends only those not there) */
+#define TRIGGER_DDL "CREATE TRIGGER IF NOT EXISTS "
 
 static const char *const schema[] = {
 	"CREATE TABLE IF NOT EXISTS entities ("
@@ -253,17 +253,19 @@ static const char *const schema[] = {
 	 * leaving bucket's rows stay until its move's cleanup), and the fence
 	 * is about new writes, not the rows there. The delete takes the rows'
 	 * exclusive locks: it waits for every write whose check holds one. */
-	"CREATE TRIGGER IF NOT EXISTS bagstore_owned_ins AFTER INSERT ON bagstore_buckets FOR EACH ROW"
-	" IF NEW.state='owned' THEN INSERT IGNORE INTO bagstore_owned (bucket, flip) VALUES "
-	"(NEW.bucket,0),(NEW.bucket,1);"
-	" END IF",
-	"CREATE TRIGGER IF NOT EXISTS bagstore_owned_upd AFTER UPDATE ON bagstore_buckets FOR EACH ROW BEGIN"
+	TRIGGER_DDL "bagstore_owned_ins AFTER INSERT ON bagstore_buckets FOR EACH ROW"
+		    " IF NEW.state='owned' THEN INSERT IGNORE INTO bagstore_owned (bucket, flip) VALUES "
+		    "(NEW.bucket,0),(NEW.bucket,1);"
+		    " END IF",
+	TRIGGER_DDL
+	"bagstore_owned_upd AFTER UPDATE ON bagstore_buckets FOR EACH ROW BEGIN"
 	" IF OLD.state='owned' AND (NEW.state<>'owned' OR NEW.bucket<>OLD.bucket) THEN"
 	" SET STATEMENT foreign_key_checks=0 FOR DELETE FROM bagstore_owned WHERE bucket=OLD.bucket; END IF;"
 	" IF NEW.state='owned' THEN INSERT IGNORE INTO bagstore_owned (bucket, flip) VALUES "
 	"(NEW.bucket,0),(NEW.bucket,1);"
 	" END IF; END",
-	"CREATE TRIGGER IF NOT EXISTS bagstore_owned_del AFTER DELETE ON bagstore_buckets FOR EACH ROW"
+	TRIGGER_DDL
+	"bagstore_owned_del AFTER DELETE ON bagstore_buckets FOR EACH ROW"
 	" IF OLD.state='owned' THEN"
 	" SET STATEMENT foreign_key_checks=0 FOR DELETE FROM bagstore_owned WHERE bucket=OLD.bucket; END IF",
 	/* rows from before the triggers (a store an older bagstore made),
@@ -338,12 +340,11 @@ static const char *const schema[] = {
 	HEARTBEAT_DDL,
 };
 
-/* The fence's triggers refused to an account without TRIGGER: init
- * stops, saying what the account needs. Never passed over, even where an
- * earlier init made them: this account cannot tell whether they are still
- * there (the server shows a table's triggers only to those who hold
- * TRIGGER on it), and a fence whose parent rows nothing keeps would let
- * writes land in buckets that left. */
+/* A fence's trigger that is not there, refused to an account without
+ * TRIGGER: init stops, saying what the account needs (a fence whose
+ * parent rows nothing keeps would let writes land in buckets that left).
+ * Where every trigger is there, such an account passes them by
+ * (triggers_there). */
 static int trigger_denied(void)
 {
 	char msg[512];
@@ -354,13 +355,61 @@ static int trigger_denied(void)
 	                msg);
 }
 
+/* The fence's triggers already on shard i, their names each followed by
+ * a space, into have (an account that may not see them sees none: it is
+ * sent the DDL, and refused). CREATE TRIGGER takes the table's exclusive
+ * metadata lock before it looks whether the trigger is there: sent every
+ * init, it would wait for every transaction that read bagstore_buckets,
+ * and every write of the shard would queue behind it. */
+static int triggers_there(char *have, size_t size, bs_store_t *st, int i)
+{
+	static const char q[] = "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE"
+				" TRIGGER_SCHEMA=DATABASE() AND EVENT_OBJECT_TABLE='bagstore_buckets'";
+	MYSQL_RES *res = NULL;
+	MYSQL_ROW row;
+	int rc;
+	have[0] = '\0';
+	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)) || !res)
+		return rc;
+	while ((row = mysql_fetch_row(res)))
+		if (row[0] && strlen(have) + strlen(row[0]) + 2 < size) {
+			strcat(have, row[0]);
+			strcat(have, " ");
+		}
+	mysql_free_result(res);
+	return 0;
+}
+
+/* Is schema statement sql a trigger that have names? */
+static bool trigger_made(const char *sql, const char *have)
+{
+	char name[72];
+	size_t n = 0;
+	if (strncmp(sql, TRIGGER_DDL, sizeof TRIGGER_DDL - 1))
+		return false;
+	sql += sizeof TRIGGER_DDL - 1;
+	while (sql[n] && sql[n] != ' ' && n + 2 < sizeof name) {
+		name[n] = sql[n];
+		n++;
+	}
+	name[n++] = ' ';
+	name[n] = '\0';
+	for (const char *p = have; (p = strstr(p, name)); p++)
+		if (p == have || p[-1] == ' ')
+			return true;
+	return false;
+}
+
 static int init_shard(bs_store_t *st, int i, void *p)
 {
-	int rc = 0;
+	char have[256];
+	int rc = triggers_there(have, sizeof have, st, i);
 	for (size_t k = 0; k < sizeof schema / sizeof *schema && !rc; k++) {
+		if (trigger_made(schema[k], have))
+			continue;
 		rc = bs__shard_exec(st, i, schema[k], strlen(schema[k]));
 		if (rc == BS_ESQL && bs__denied(bs__shard_last_errno(st, i)) &&
-		    !strncmp(schema[k], "CREATE TRIGGER", 14))
+		    !strncmp(schema[k], TRIGGER_DDL, sizeof TRIGGER_DDL - 1))
 			rc = trigger_denied();
 	}
 	/* the procedures hold INSERT ... RETURNING: on the servers that have

@@ -16,7 +16,12 @@
 #    cut-over holds the bucket waits for it, then is refused;
 #  - a shard with an older layout (schema version 3: no parent table, no
 #    triggers, no fence columns) is refused until init, which adds them and
-#    keeps every row; a fenced write then sets an old row's bucket.
+#    keeps every row; a fenced write then sets an old row's bucket;
+#  - a replica of a primary whose binary log is in ROW format keeps
+#    applying it through a reshard that moves buckets with fenced rows off
+#    the primary (the mover's statement turns the check off, so the
+#    replica deletes their parent rows too); a plain UPDATE without it
+#    stops such a replica, which is why.
 . tests/lib.sh
 
 T=$(t_tmp)
@@ -38,8 +43,9 @@ t_eq "$(t_sql 0 "SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS
 # The fast form's statement, as entity.c sends it, by hand: entity ID
 # into bucket BK on shard S; SQL after it in the same session (a
 # transaction held open, say).
+BS__FENCED="SET STATEMENT foreign_key_checks=1, innodb_lock_wait_timeout=3, lock_wait_timeout=3 FOR"
 fenced() { # S ID BK [SQL-AFTER]
-	t_sql "$1" "${4:+START TRANSACTION;} SET STATEMENT innodb_lock_wait_timeout=3 FOR INSERT INTO entities (id, updated, body, bucket) VALUES (X'$2', NOW(6), X'00', $3) ON DUPLICATE KEY UPDATE body=VALUES(body), bucket=VALUES(bucket), flip=1-flip${4:+; $4}"
+	t_sql "$1" "${4:+START TRANSACTION;} $BS__FENCED INSERT INTO entities (id, updated, body, bucket) VALUES (X'$2', NOW(6), X'00', $3) ON DUPLICATE KEY UPDATE body=VALUES(body), bucket=VALUES(bucket), flip=1-flip${4:+; $4}"
 }
 S=0
 BK=$(t_sql 0 "SELECT MIN(bucket) FROM bagstore_buckets WHERE state='owned'")
@@ -119,5 +125,73 @@ fenced 0 "$(t_sql 0 "SELECT LOWER(HEX(id)) FROM entities ORDER BY id LIMIT 1")" 
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM entities WHERE bucket=$BK")" 1 "a fenced write to a row from before the upgrade sets its bucket"
 in_line 0 "at the end"
 in_line 1 "at the end"
+
+# ------------------------------------------------------------ a ROW-format replica through a reshard
+# A primary whose binary log is in ROW format, a replica of it, and a
+# second shard to move buckets to: the move's step that marks buckets
+# leaving deletes their parent rows through the trigger, and the replica
+# applies that delete with the check off, as the step's statement says,
+# and keeps replicating. Their own servers: the test port + 420, + 421
+# and + 422.
+P=$((${BAGSTORE_TEST_PORT:-23407} + 420))
+R=$((P + 1))
+Q=$((P + 2))
+DP=$(t_servers fence-row)/primary
+DR=$(t_servers fence-row)/replica
+DQ=$(t_servers fence-row)/second
+stop_row() {
+	for d in "$DP" "$DR" "$DQ"; do sh "$SHARDS_SH" stop --dir "$d" >/dev/null 2>&1; done
+}
+trap stop_row EXIT
+stop_row
+rm -rf "$DP" "$DR" "$DQ"
+SHARDS_LOG_BIN=1 t_exit 0 "start a primary with a binary log" -- sh "$SHARDS_SH" start --count 1 --port $P --dir "$DP"
+SHARDS_LOG_BIN=1 t_exit 0 "start its replica" -- sh "$SHARDS_SH" start --count 1 --port $R --dir "$DR"
+t_exit 0 "start a second shard" -- sh "$SHARDS_SH" start --count 1 --port $Q --dir "$DQ"
+[ "$T_FAILED" = 0 ] || t_done test_fence
+rsql() { mariadb --no-defaults --protocol=tcp -h127.0.0.1 -P"$1" -uroot -N -B -e "$2"; }
+rstat() { # the replica's SHOW SLAVE STATUS field $1
+	mariadb --no-defaults --protocol=tcp -h127.0.0.1 -P"$R" -uroot -e "SHOW SLAVE STATUS\G" | sed -n "s/^ *$1: //p"
+}
+rsql $P "SET GLOBAL binlog_format=ROW"
+pos=$(rsql $P "SHOW MASTER STATUS" | awk '{print $1 " " $2}')
+t_exit 0 "point the replica at the primary" -- rsql $R \
+	"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$P, MASTER_USER='root',
+	 MASTER_LOG_FILE='${pos% *}', MASTER_LOG_POS=${pos#* }; START SLAVE"
+cat >"$T/one.yaml" <<CFG
+shards:
+  - {name: s0, host: 127.0.0.1, port: $P, database: bagstore, user: root}
+timeouts: {connect: 2, read: 10, write: 10}
+catalog_ttl: 1
+CFG
+sed "s/^timeouts/  - {name: s1, host: 127.0.0.1, port: $Q, database: bagstore, user: root}\ntimeouts/" "$T/one.yaml" >"$T/two.yaml"
+t_exit 0 "init the primary alone" -- "$B" -c "$T/one.yaml" init
+# rows that reference their buckets' parent rows, in buckets spread over
+# the map (a move takes some of them away)
+for k in $(seq 0 63); do
+	rsql $P "USE bagstore; $BS__FENCED INSERT INTO entities (id, updated, body, bucket) VALUES
+		(X'$(printf 'f1000000000040008000%012x' "$k")', NOW(6), X'00', $((k * 64))) ON DUPLICATE KEY UPDATE body=VALUES(body), bucket=VALUES(bucket), flip=1-flip"
+done
+t_eq "$(rsql $P "SELECT COUNT(*) FROM bagstore.entities WHERE bucket IS NOT NULL")" 64 "64 fenced rows on the primary"
+t_exit 0 "plan a reshard onto the second shard" -- "$B" -c "$T/two.yaml" init
+t_exit 0 "reshard start" -- "$B" -c "$T/two.yaml" reshard start --yes
+t_exit 0 "a cleaner runs the moves" -- "$B" -c "$T/two.yaml" cleaner --reshard
+t_match "$(rsql $P "SELECT COUNT(*) FROM bagstore.bagstore_buckets WHERE state='gone'")" '^[1-9][0-9]*$' "buckets left the primary"
+pos=$(rsql $P "SHOW MASTER STATUS" | awk '{print $1 " " $2}')
+rsql $R "SELECT MASTER_POS_WAIT('${pos% *}', ${pos#* }, 60)" >/dev/null
+t_eq "$(rstat Slave_SQL_Running)" Yes "the replica still applies the log"
+t_eq "$(rstat Last_SQL_Errno)" 0 "with no error"
+t_eq "$(rsql $R "SELECT COUNT(*) FROM bagstore.bagstore_owned")" "$(rsql $P "SELECT COUNT(*) FROM bagstore.bagstore_owned")" \
+	"its parent rows are the primary's"
+t_eq "$(rsql $R "SELECT COUNT(*) FROM bagstore.bagstore_owned o JOIN bagstore.bagstore_buckets b USING (bucket) WHERE b.state<>'owned'")" 0 \
+	"none for a bucket that left"
+# why the step's statement turns the check off: the same change without
+# it stops such a replica
+BK=$(rsql $P "SELECT MIN(e.bucket) FROM bagstore.entities e JOIN bagstore.bagstore_buckets b USING (bucket) WHERE b.state='owned'")
+rsql $P "UPDATE bagstore.bagstore_buckets SET state='leaving', peer='s9', move_id=9101 WHERE bucket=$BK"
+pos=$(rsql $P "SHOW MASTER STATUS" | awk '{print $1 " " $2}')
+rsql $R "SELECT MASTER_POS_WAIT('${pos% *}', ${pos#* }, 10)" >/dev/null
+t_eq "$(rstat Last_SQL_Errno)" 1451 \
+	"a plain UPDATE of a bucket with fenced rows stops a ROW replica (1451): the mover's turns the check off"
 
 t_done

@@ -17,9 +17,9 @@
  * intent committed) and its full form timed out finds its own intent and
  * goes on. Last, a put whose intent's named lock another session holds
  * (fault fixed_token) fails and writes nothing: its refused token is not
- * taken for the fence's refusal of the entity's id (in the write
- * procedure SQLSTATE 45000, in the two statements' form error 1048 as
- * the fence's);
+ * taken for the fence's refusal of the entity (in the write procedure
+ * SQLSTATE 45000, in the two statements' form error 1048, a NULL token;
+ * the fence's is 1452);
  * and so do a put and a conditional put whose full form goes first (their
  * bucket leaving, the store's hint set).
  */
@@ -327,8 +327,8 @@ int main(void)
 	/* a put whose intent's named lock another session holds (fault
 	 * fixed_token: its token is bagstore.w.fault): the write procedure
 	 * refuses it (SQLSTATE 45000, naming the 'token'), as the two
-	 * statements' form refuses its NULL token (1048, as the fence's
-	 * refusal of the entity's id); the put fails and writes nothing, not
+	 * statements' form refuses its NULL token (1048; the fence's refusal
+	 * of the entity is 1452); the put fails and writes nothing, not
 	 * taken for the fence's "not here" (whose full form would write
 	 * without an intent) */
 	CHECK(sql_int(1, "SELECT GET_LOCK('bagstore.w.fault', 0)") == 1, "another session holds the token's lock");
@@ -366,7 +366,8 @@ int main(void)
 	bs_value_t got;
 	CHECK_OK(bs_get(&got, st, &id, &ver, NULL)); /* on the entity's shard: the lock's release answered */
 	bs_value_clear(&got);
-	CHECK(sql_int(1, "SELECT GET_LOCK('bagstore.w.fault', 5)") == 1, "another session holds the token's lock again");
+	CHECK(sql_int(1, "SELECT GET_LOCK('bagstore.w.fault', 5)") == 1,
+	      "another session holds the token's lock again");
 	gbag(&bag, UUID, 62);
 	rc = bs_put(st, &bag, NULL);
 	CHECK(rc != 0 && strstr(bs_last_error(), "'token'"),

@@ -62,11 +62,12 @@ static bool holds(bs_store_t *st, const bs_id_t *id, const char *title, int *sha
 }
 
 static char traced[8192];
-static int ntraced;
+static int ntraced, nrefused; /* nrefused: statements the fence refused (1452) */
 
 static void trace(void *arg, const bs_trace_t *t)
 {
 	(void)arg;
+	nrefused += t->err == 1452;
 	if (strstr(t->sql, "FROM bagstore_buckets o LEFT JOIN entities e") ||
 	    strstr(t->sql, "INSERT INTO entities (id, updated, body, bucket) VALUES (")) {
 		snprintf(traced, sizeof traced, "%s", t->sql);
@@ -305,6 +306,55 @@ static void ok_without_rows(bs_store_t *st)
 	sql(0, "DROP TABLE prep_t");
 }
 
+/* Servers that will not prepare, with an index: a put's text form
+ * (START, the intent, the entity's fenced upsert, COMMIT). An overwrite
+ * into a bucket that leaves its shard is refused by the foreign key at
+ * the third statement (1452), and the full form writes it and logs it
+ * for the move. */
+static void text_leaving(void)
+{
+	long long keep[2];
+	char q[200], hex[33];
+	bs_store_t *st = NULL;
+	bs_value_t bag;
+	bs_id_t id;
+	for (int i = 0; i < 2; i++) {
+		keep[i] = sql_int(i, "SELECT @@GLOBAL.max_prepared_stmt_count");
+		sql(i, "SET GLOBAL max_prepared_stmt_count=0");
+	}
+	bs_id_generate(&id);
+	bs_id_hex(hex, &id);
+	CHECK_OK(bs_store_open(&st, cfg));
+	bag_of(&bag, &id, "text, owned");
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	bs_store_free(st);
+	snprintf(q, sizeof q, "SELECT COUNT(*) FROM entities WHERE id=X'%s'", hex);
+	int s = sql_int(0, q) == 1 ? 0 : 1, b = bs_route_id(&id, 4096);
+	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='leaving', move_id=8302 WHERE bucket=%d", b);
+	sql(s, q);
+	CHECK_OK(bs_store_open(&st, cfg));
+	nrefused = 0;
+	bs_store_trace(st, trace, NULL);
+	bag_of(&bag, &id, "text, leaving");
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	bs_store_trace(st, NULL, NULL);
+	CHECK(nrefused == 1, "as text, with an index: the overwrite into a leaving bucket refused by the fence (%d)",
+	      nrefused);
+	snprintf(q, sizeof q, "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=8302 AND kind=0 AND id=X'%s'", hex);
+	CHECK(sql_int(s, q) == 1, "as text, with an index: and logged for the move by the full form");
+	CHECK(holds(st, &id, "text, leaving", NULL), "as text, with an index: and written");
+	bs_store_free(st);
+	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='owned', move_id=0 WHERE bucket=%d", b);
+	sql(s, q);
+	sql(s, "DELETE FROM bagstore_move_log");
+	for (int i = 0; i < 2; i++) {
+		snprintf(q, sizeof q, "SET GLOBAL max_prepared_stmt_count=%lld", keep[i]);
+		sql(i, q);
+	}
+}
+
 /* With an index: puts, overwrites and deletes through the prepared
  * intent and write; the index right after, no intent left. */
 static void with_index(void)
@@ -409,6 +459,7 @@ static void with_index(void)
 			bs_value_clear(&got);
 		}
 	}
+	text_leaving();
 	CHECK_OK(bs_index_drop(st, "ix_title")); /* the rest of the test writes without one */
 	CHECK_OK(bs_index_drop(st, "ix_mix"));
 	bs_store_free(st); /* its last batch of intent removals */
@@ -512,6 +563,33 @@ int main(void)
 	long long ex1 = status(0, "Com_stmt_execute"), q1 = status(0, "Com_select");
 	CHECK(ex1 == ex0, "no prepared execution on shard 0 (%lld)", ex1 - ex0);
 	CHECK(q1 - q0 >= 1, "shard 0 answered the gets as text (%lld SELECTs)", q1 - q0);
+	/* the text form's fence: an overwrite on shard 0 into a bucket that
+	 * leaves it is refused by the foreign key (1452, the third of the
+	 * text form's four statements) and written and logged by the full form */
+	int k0 = 0;
+	while (k0 < N - 1 && shard[k0] != 0)
+		k0++;
+	CHECK(shard[k0] == 0, "an entity on shard 0 (%d)", k0);
+	char q[200], hex0[33];
+	bs_id_hex(hex0, &more[k0]);
+	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='leaving', move_id=8301 WHERE bucket=%d",
+	         bs_route_id(&more[k0], 4096));
+	sql(0, q);
+	nrefused = 0;
+	bs_store_trace(st, trace, NULL);
+	bag_of(&bag, &more[k0], "as text, leaving");
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	bs_store_trace(st, NULL, NULL);
+	CHECK(nrefused == 1, "as text: the overwrite into a leaving bucket refused by the fence (%d)", nrefused);
+	snprintf(q, sizeof q, "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=8301 AND kind=0 AND id=X'%s'",
+	         hex0);
+	CHECK(sql_int(0, q) == 1, "as text: and logged for the move by the full form");
+	CHECK(holds(st, &more[k0], "as text, leaving", NULL), "as text: and written");
+	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='owned', move_id=0 WHERE bucket=%d",
+	         bs_route_id(&more[k0], 4096));
+	sql(0, q);
+	sql(0, "DELETE FROM bagstore_move_log");
 	bs_store_free(st);
 	char restore[96];
 	snprintf(restore, sizeof restore, "SET GLOBAL max_prepared_stmt_count=%lld", keep);

@@ -1,7 +1,7 @@
 /*
  * test_write_proc.c - a single put or delete with an index writes its
  * intent and its entity in one CALL of init's write procedures
- * (bagstore_put_v1, bagstore_delete_v1), against two real shards: the
+ * (bagstore_put_v2, bagstore_delete_v1), against two real shards: the
  * trace shows the CALL and no intent statement of its own; the entity, its
  * index row and its old body (the row moved off the old value's shard)
  * come out as with two statements, and no intent stays. A store whose
@@ -29,7 +29,7 @@
 /* what the trace saw: statements starting with CALL and with the intent's
  * own INSERT, on any shard */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static int calls_put, calls_delete, intent_stmts, call_errors;
+static int calls_put, calls_delete, intent_stmts, call_errors, fence_refused;
 static unsigned call_err; /* the last CALL's error number */
 
 static void trace(void *arg, const bs_trace_t *t)
@@ -42,6 +42,7 @@ static void trace(void *arg, const bs_trace_t *t)
 		calls_delete++;
 	else if (!strncmp(t->sql, "INSERT INTO bagstore_intents", 28))
 		intent_stmts++;
+	fence_refused += t->err == 1452;
 	if (!strncmp(t->sql, "CALL ", 5) && t->err) {
 		call_errors++;
 		call_err = t->err;
@@ -52,7 +53,7 @@ static void trace(void *arg, const bs_trace_t *t)
 static void counts_reset(void)
 {
 	pthread_mutex_lock(&mu);
-	calls_put = calls_delete = intent_stmts = call_errors = 0;
+	calls_put = calls_delete = intent_stmts = call_errors = fence_refused = 0;
 	call_err = 0;
 	pthread_mutex_unlock(&mu);
 }
@@ -209,6 +210,24 @@ int main(void)
 	      "without the procedure: each put's CALL refused, then its intent's own statement (%d calls, %d intents)",
 	      calls_put, intent_stmts);
 	rows_are(12, "without the procedure");
+	/* the two statements' fence: in a leaving bucket the entity's
+	 * statement is refused (1452), its intent in; the full form writes
+	 * and logs the entity for the move */
+	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='leaving', move_id=8102 WHERE bucket=%lld", bk);
+	sql(shard, q);
+	counts_reset();
+	CHECK_OK(write_g(12));
+	CHECK(calls_put == 1 && intent_stmts == 1 && fence_refused == 1,
+	      "without the procedure, a leaving bucket: the intent, then the entity's statement refused by the fence "
+	      "(%d calls, %d intents, %d refused)",
+	      calls_put, intent_stmts, fence_refused);
+	CHECK(sql_int(shard, "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=8102 AND kind=0 AND id=X'" ID "'") ==
+	              1,
+	      "and the full form wrote the entity and logged it for its move");
+	rows_are(12, "without the procedure, a leaving bucket");
+	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='owned', move_id=0 WHERE bucket=%lld", bk);
+	sql(shard, q);
+	sql(shard, "DELETE FROM bagstore_move_log");
 	counts_reset();
 	{
 		/* one store, several puts: the CALL is tried once per connection */
@@ -303,20 +322,29 @@ int main(void)
 		CHECK(sql_both(PROCS) == 6, "and makes them");
 	}
 	/* init by an account without TRIGGER (an older bagstore's cleaner
-	 * grants) stops at the fence's triggers, saying what it needs, even
-	 * where they exist: it cannot see them */
+	 * grants): where the fence's triggers are all there it passes them
+	 * by; where one is missing it stops, saying what it needs */
 	{
 		bs_config_t *old = as_account(
 			"bs_t_notrig", "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, ALTER, CREATE ROUTINE, EXECUTE");
 		CHECK_OK(bs_store_open(&st, old));
+		CHECK_OK(bs_init(st));
+		bs_store_free(st);
+		sql(1, "DROP TRIGGER bagstore_owned_upd");
+		CHECK_OK(bs_store_open(&st, old));
 		CHECK(bs_init(st) == BS_ESQL && strstr(bs_last_error(), "TRIGGER command denied") &&
 		              strstr(bs_last_error(), "init needs the TRIGGER privilege"),
-		      "init without TRIGGER is refused, naming it: %s", bs_last_error());
+		      "init without TRIGGER where a trigger is missing is refused, naming it: %s", bs_last_error());
 		bs_store_free(st);
 		bs_config_free(old);
 		drop_account("bs_t_notrig");
+		CHECK(sql_both("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA=DATABASE()") == 5,
+		      "the other triggers are still there");
+		CHECK_OK(bs_store_open(&st, cfg));
+		CHECK_OK(bs_init(st));
+		bs_store_free(st);
 		CHECK(sql_both("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA=DATABASE()") == 6,
-		      "the triggers are still there");
+		      "init by an account with TRIGGER makes the missing one again");
 	}
 
 	raw_close_all();

@@ -90,10 +90,11 @@ static bool lock_wait_seen(int shard)
 
 /* A conditional put of a new entity reads its id FOR UPDATE (on an empty
  * table: the gap up to the index's end) and stops; a plain put of another
- * new entity on the same shard (the fast form's INSERT ... SELECT) takes
- * the AUTO_INCREMENT lock and waits for that gap; the conditional put
- * goes on and waits for the AUTO_INCREMENT lock: a deadlock. Both writes
- * must succeed: the one InnoDB rolls back is retried. */
+ * new entity on the same shard (the fast form's INSERT) waits for that
+ * gap; the conditional put goes on. When the fast form was an INSERT ...
+ * SELECT, it held the AUTO_INCREMENT lock meanwhile, and the conditional
+ * put waited for that: a deadlock. Both writes must succeed: one InnoDB
+ * rolls back is retried. */
 static void test_autoinc_deadlock(void)
 {
 	const char *a = "a0000000-0000-4000-8000-000000000010";
