@@ -96,7 +96,9 @@ typedef struct {
 	bs__repairer_t *rep;
 	signed char *up; /* per shard: 1 answers, 0 lost, -1 not known yet */
 	bgmoves_t mv;
+	double fence_at; /* mono s: the fence's parent rows last checked (fence) */
 } daemon_t;
+
 
 /* An error the daemon survives, for the caller to log (opts->error, and
  * the event). */
@@ -114,6 +116,36 @@ static void daemon_say(const bs_cleaner_opts_t *opts, int code, const char *fmt,
 	if (opts->error)
 		opts->error(opts->ctx, code, msg);
 	bs__event_emit(opts, &(bs_event_t){ .type = BS_EV_ERROR, .shard = -1, .message = msg, .code = code });
+}
+
+/* How often the daemon checks each shard's fence (bs__fence_check); every
+ * pass of --once. */
+#define FENCE_CHECK_S 30.0
+
+/* The fence's parent rows on shard s checked against its ownership, and
+ * brought in line; said when they were not, or a trigger is missing. */
+static void fence(bs_store_t *st, int s, const bs_cleaner_opts_t *opts)
+{
+	bs__fence_t f;
+	const char *name = st->shards[s].conf->name;
+	if (bs__fence_check(&f, st, s)) {
+		daemon_say(opts, bs_last_error_code(), "shard %s: checking the fence's parent rows: %s", name,
+		           bs_last_error());
+		bs_error_clear();
+		return;
+	}
+	if (f.stray || f.lacking)
+		daemon_say(opts, BS_ECONFIG,
+		           "shard %s: the fence's parent rows (bagstore_owned) were out of step with bagstore_buckets:"
+		           " %" PRId64
+		           " rows for buckets not owned there (a fast write could land there unlogged), %" PRId64
+		           " owned buckets without both of theirs; brought in line (%" PRId64 " rows removed, %" PRId64
+		           " added). A TRUNCATE, a dump restored without triggers or a change by hand does this",
+		           name, f.stray, f.lacking, f.dropped, f.added);
+	if (f.triggers < 3)
+		daemon_say(opts, BS_ECONFIG,
+		           "shard %s: %d of the fence's 3 triggers on bagstore_buckets are there: run `bagstore init`",
+		           name, f.triggers);
 }
 
 /* Promote an index whose jobs are all done; say so when it became ready
@@ -269,6 +301,10 @@ static void repairs(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_clean
 {
 	bs_cleaner_conf_t cl;
 	bs__cleaner_conf(&cl, opts, st->cfg);
+	double now = bs_now_mono();
+	bool fence_due = (opts && opts->once) || now - d->fence_at >= FENCE_CHECK_S;
+	if (fence_due)
+		d->fence_at = now;
 	for (int s = 0; s < st->n; s++) {
 		bs__repair_stats_t rs = { 0 };
 		int r = shard_answers(d, st, s, opts);
@@ -278,6 +314,8 @@ static void repairs(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_clean
 			bs_error_clear();
 			continue;
 		}
+		if (fence_due)
+			fence(st, s, opts);
 		r = bs__repair_pass(&rs, d->rep, st, s, cat, cl.repair_overlap);
 		keep(fe, r);
 		if (rs.ran && !r) {

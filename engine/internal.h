@@ -695,6 +695,18 @@ int bs__map_publish_move(bs_store_t *st, const int *buckets, int n, const char *
 
 /* The tables of every shard and each shard's identity row (init). */
 int bs__schema_init(bs_store_t *st);
+/* The fence's parent rows on shard i against its ownership rows (one
+ * snapshot): stray, rows of buckets not owned there (a fast form could
+ * write there unlogged); lacking, owned buckets without both rows (its
+ * fast forms refused, the full form used); triggers, how many of the
+ * three that keep them are there. Rows out of step are brought in line
+ * (dropped, added: how many). Their cause (a TRUNCATE, a dump restored
+ * without its triggers, a hand-made change) is the operator's to find. */
+typedef struct {
+	int64_t stray, lacking, dropped, added;
+	int triggers;
+} bs__fence_t;
+int bs__fence_check(bs__fence_t *out, bs_store_t *st, int i);
 /* The heartbeat table on shard i (for a store made before it existed). */
 int bs__schema_heartbeat(bs_store_t *st, int i);
 

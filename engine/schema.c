@@ -66,6 +66,16 @@ static const char *const write_procs[] = {
 	NULL
 };
 
+/* bagstore_owned brought in line with bagstore_buckets under the
+ * ownership rows' locks: the parent rows an owned bucket lacks, and those
+ * of a bucket not owned (init, bs__fence_check) */
+#define OWNED_ADD \
+	"INSERT IGNORE INTO bagstore_owned (bucket, flip) SELECT b.bucket, f.flip FROM bagstore_buckets b" \
+	" JOIN (SELECT 0 AS flip UNION ALL SELECT 1) f WHERE b.state='owned' LOCK IN SHARE MODE"
+#define OWNED_DROP \
+	"SET STATEMENT foreign_key_checks=0 FOR DELETE o FROM bagstore_owned o LEFT JOIN bagstore_buckets b" \
+	" ON b.bucket=o.bucket AND b.state='owned' WHERE b.bucket IS NULL"
+
 /* the fence's triggers' DDL (init_shard sends only those not there) */
 #define TRIGGER_DDL "CREATE TRIGGER IF NOT EXISTS "
 
@@ -270,10 +280,8 @@ static const char *const schema[] = {
 	" SET STATEMENT foreign_key_checks=0 FOR DELETE FROM bagstore_owned WHERE bucket=OLD.bucket; END IF",
 	/* rows from before the triggers (a store an older bagstore made),
 	 * brought in line under the ownership rows' locks */
-	"INSERT IGNORE INTO bagstore_owned (bucket, flip) SELECT b.bucket, f.flip FROM bagstore_buckets b"
-	" JOIN (SELECT 0 AS flip UNION ALL SELECT 1) f WHERE b.state='owned' LOCK IN SHARE MODE",
-	"SET STATEMENT foreign_key_checks=0 FOR DELETE o FROM bagstore_owned o LEFT JOIN bagstore_buckets b"
-	" ON b.bucket=o.bucket AND b.state='owned' WHERE b.bucket IS NULL",
+	OWNED_ADD,
+	OWNED_DROP,
 	/* The entity's bucket and flip, the fast form's fence (entity.c): an
 	 * upsert that sets them is checked by InnoDB against bagstore_owned,
 	 * the row share-locked, and refused (error 1452) when it is not there.
@@ -428,6 +436,41 @@ static int init_shard(bs_store_t *st, int i, void *p)
 		}
 	}
 	return rc;
+}
+
+int bs__fence_check(bs__fence_t *out, bs_store_t *st, int i)
+{
+	/* one statement, one snapshot: the triggers change both tables in
+	 * one transaction, so any difference seen is real */
+	static const char q[] =
+		"SELECT (SELECT COUNT(*) FROM bagstore_owned o LEFT JOIN bagstore_buckets b ON b.bucket=o.bucket"
+		" AND b.state='owned' WHERE b.bucket IS NULL),"
+		" (SELECT COUNT(*) FROM bagstore_buckets b WHERE b.state='owned' AND"
+		" (SELECT COUNT(*) FROM bagstore_owned o WHERE o.bucket=b.bucket)<>2),"
+		" (SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA=DATABASE() AND"
+		" EVENT_OBJECT_TABLE='bagstore_buckets' AND TRIGGER_NAME LIKE 'bagstore\\_owned\\_%')";
+	MYSQL_RES *res = NULL;
+	MYSQL_ROW row;
+	int64_t a = 0, d = 0;
+	int rc;
+	memset(out, 0, sizeof *out);
+	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
+		return rc;
+	if (res && (row = mysql_fetch_row(res)) && row[0] && row[1] && row[2]) {
+		out->stray = atoll(row[0]);
+		out->lacking = atoll(row[1]);
+		out->triggers = atoi(row[2]);
+	}
+	if (res)
+		mysql_free_result(res);
+	if (!out->stray && !out->lacking)
+		return 0;
+	if ((rc = bs__shard_exec_rows(&d, st, i, OWNED_DROP, sizeof OWNED_DROP - 1)) ||
+	    (rc = bs__shard_exec_rows(&a, st, i, OWNED_ADD, sizeof OWNED_ADD - 1)))
+		return rc;
+	out->dropped = d;
+	out->added = a;
+	return 0;
 }
 
 int bs__schema_init(bs_store_t *st)

@@ -14,6 +14,8 @@
 #  - a cut-over's UPDATE waits for a fenced write that holds the parent
 #    row, and sees its row once it goes on; a write that comes while a
 #    cut-over holds the bucket waits for it, then is refused;
+#  - a cleaner's pass finds parent rows out of step (stray, lacking),
+#    says so and brings them in line, and says when a trigger is missing;
 #  - a shard with an older layout (schema version 3: no parent table, no
 #    triggers, no fence columns) is refused until init, which adds them and
 #    keeps every row; a fenced write then sets an old row's bucket;
@@ -99,6 +101,26 @@ wait $HOLD
 t_eq "$(t_sql 0 "SELECT HEX(body) FROM entities WHERE id=X'$E2'")" 02 "the row as the first write left it"
 t_sql 0 "UPDATE bagstore_buckets SET state='owned', peer='', move_id=0 WHERE bucket=$BK"
 t_sql 0 "DELETE FROM entities WHERE id IN (X'$E1', X'$E2')"
+
+# ------------------------------------------------------------ the cleaner checks the parent rows
+# rows out of step, as a TRUNCATE or a hand-made change leaves them: a
+# bucket of s1's with parent rows on s0 (a fast write there would land
+# unlogged), an owned bucket of s0's without its own
+STRAY=$(t_sql 1 "SELECT MIN(bucket) FROM bagstore_buckets WHERE state='owned'")
+t_sql 0 "SET foreign_key_checks=0; DELETE FROM bagstore_owned WHERE bucket=$BK; INSERT INTO bagstore_owned VALUES ($STRAY, 0), ($STRAY, 1)"
+t_exit 0 "a cleaner's pass" -- "$B" -c "$CFG" cleaner --once
+t_contains "$T_ERR" "shard s0: the fence's parent rows (bagstore_owned) were out of step with bagstore_buckets: 2 rows for buckets not owned there" \
+	"says the stray rows"
+t_contains "$T_ERR" "1 owned buckets without both of theirs; brought in line (2 rows removed, 2 added)" "and the lacking, and that it mended them"
+in_line 0 "after the cleaner's pass"
+t_sql 1 "DROP TRIGGER bagstore_owned_del"
+t_exit 0 "a cleaner's pass with a trigger missing on s1" -- "$B" -c "$CFG" cleaner --once
+t_contains "$T_ERR" "shard s1: 2 of the fence's 3 triggers on bagstore_buckets are there: run \`bagstore init\`" "says so"
+t_exit 0 "init" -- "$B" -c "$CFG" init
+t_eq "$(t_sql 1 "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA=DATABASE() AND EVENT_OBJECT_TABLE='bagstore_buckets'")" 3 \
+	"which makes it again"
+t_exit 0 "a cleaner's pass, all in line" -- "$B" -c "$CFG" cleaner --once
+t_eq "$(printf '%s' "$T_ERR" | grep -c "fence")" 0 "says nothing of the fence"
 
 # ------------------------------------------------------------ a shard an older bagstore made
 for i in $(seq 10 29); do
