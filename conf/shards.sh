@@ -364,7 +364,8 @@ stop_shard() {
 }
 
 # Cut off every client but ourselves (replication threads excepted), then
-# drop and create database bagstore.
+# drop and create database bagstore, and put back the globals a test may
+# have changed and not restored (it failed half way).
 reset_shard() {
 	ids=$(sql_shard "$1" "SELECT id FROM information_schema.processlist
 		WHERE id <> CONNECTION_ID() AND command NOT IN ('Daemon', 'Binlog Dump')
@@ -373,7 +374,8 @@ reset_shard() {
 	for id in $ids; do
 		sql_shard "$1" "KILL $id" >/dev/null 2>&1
 	done
-	sql_shard "$1" "DROP DATABASE IF EXISTS bagstore; CREATE DATABASE bagstore" ||
+	sql_shard "$1" "DROP DATABASE IF EXISTS bagstore; CREATE DATABASE bagstore;
+		SET GLOBAL foreign_key_checks=DEFAULT, max_prepared_stmt_count=DEFAULT" ||
 		{ echo "$PROG: cannot reset database bagstore on $1" >&2; return 1; }
 }
 

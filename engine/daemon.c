@@ -122,31 +122,6 @@ static void daemon_say(const bs_cleaner_opts_t *opts, int code, const char *fmt,
  * pass of --once. */
 #define FENCE_CHECK_S 30.0
 
-/* The fence's parent rows on shard s checked against its ownership, and
- * brought in line; said when they were not, or a trigger is missing. */
-static void fence(bs_store_t *st, int s, const bs_cleaner_opts_t *opts)
-{
-	bs__fence_t f;
-	const char *name = st->shards[s].conf->name;
-	if (bs__fence_check(&f, st, s)) {
-		daemon_say(opts, bs_last_error_code(), "shard %s: checking the fence's parent rows: %s", name,
-		           bs_last_error());
-		bs_error_clear();
-		return;
-	}
-	if (f.stray || f.lacking)
-		daemon_say(opts, BS_ECONFIG,
-		           "shard %s: the fence's parent rows (bagstore_owned) were out of step with bagstore_buckets:"
-		           " %" PRId64
-		           " rows for buckets not owned there (a fast write could land there unlogged), %" PRId64
-		           " owned buckets without both of theirs; brought in line (%" PRId64 " rows removed, %" PRId64
-		           " added). A TRUNCATE, a dump restored without triggers or a change by hand does this",
-		           name, f.stray, f.lacking, f.dropped, f.added);
-	if (f.triggers < 3)
-		daemon_say(opts, BS_ECONFIG,
-		           "shard %s: %d of the fence's 3 triggers on bagstore_buckets are there: run `bagstore init`",
-		           name, f.triggers);
-}
 
 /* Promote an index whose jobs are all done; say so when it became ready
  * here. */
@@ -295,6 +270,50 @@ static int shard_answers(daemon_t *d, bs_store_t *st, int s, const bs_cleaner_op
 	return rc;
 }
 
+/* The fence's parent rows on shard s checked against its ownership, and
+ * brought in line; said when they were not, or a trigger is missing (with
+ * --once, kept in fe too: the pass fails, for scripts to see). */
+static void fence(first_err_t *fe, bs_store_t *st, int s, const bs_cleaner_opts_t *opts)
+{
+	bs__fence_t f;
+	char msg[1024];
+	const char *name = st->shards[s].conf->name;
+	int code = 0;
+	bool checked_failed = bs__fence_check(&f, st, s) != 0;
+	if (checked_failed) {
+		code = bs_last_error_code();
+		snprintf(msg, sizeof msg, "shard %s: checking the fence's parent rows: %s", name, bs_last_error());
+		bs_error_clear();
+		daemon_say(opts, code, "%s", msg);
+	}
+	if (!code && (f.stray || f.lacking)) {
+		code = BS_ECONFIG;
+		snprintf(msg, sizeof msg,
+		         "shard %s: the fence's parent rows (bagstore_owned) were out of step with bagstore_buckets: "
+		         "%" PRId64 " rows for buckets not owned there (buckets %s%s), %" PRId64
+		         " owned buckets without both of theirs; brought in line (%" PRId64 " rows removed, %" PRId64
+		         " added). A TRUNCATE, a dump restored without triggers or a change by hand does this; a"
+		         " write to those buckets while one of them moved may have landed unlogged: compare its"
+		         " entities with the shard it moved to",
+		         name, f.stray, f.stray ? f.stray_buckets : "none", strlen(f.stray_buckets) >= 120 ? "..." : "",
+		         f.lacking, f.dropped, f.added);
+		daemon_say(opts, code, "%s", msg);
+	}
+	if (!checked_failed) {
+		if (f.triggers < 3) {
+			code = BS_ECONFIG;
+			snprintf(msg, sizeof msg,
+			         "shard %s: %d of the fence's 3 triggers on bagstore_buckets do their work: run "
+			         "`bagstore "
+			         "init` (a trigger of its name that does something else must be dropped first)",
+			         name, f.triggers);
+			daemon_say(opts, code, "%s", msg);
+		}
+	}
+	if (code && opts && opts->once)
+		keep(fe, bs_error(code, "%s", msg));
+}
+
 /* One repair pass on every shard that answers; the first error kept in fe. */
 static void repairs(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts,
                     const bs_index_list_t *cat)
@@ -302,7 +321,7 @@ static void repairs(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_clean
 	bs_cleaner_conf_t cl;
 	bs__cleaner_conf(&cl, opts, st->cfg);
 	double now = bs_now_mono();
-	bool fence_due = (opts && opts->once) || now - d->fence_at >= FENCE_CHECK_S;
+	bool fence_due = (opts && opts->once) || d->fence_at == 0 || now - d->fence_at >= FENCE_CHECK_S;
 	if (fence_due)
 		d->fence_at = now;
 	for (int s = 0; s < st->n; s++) {
@@ -315,7 +334,7 @@ static void repairs(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_clean
 			continue;
 		}
 		if (fence_due)
-			fence(st, s, opts);
+			fence(fe, st, s, opts);
 		r = bs__repair_pass(&rs, d->rep, st, s, cat, cl.repair_overlap);
 		keep(fe, r);
 		if (rs.ran && !r) {

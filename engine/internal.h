@@ -590,16 +590,15 @@ static inline bool bs__owns(uint8_t state)
  * (lifecycle.c) must outlast. */
 #define BS__BULK_STAMP_BUDGET_US 3500000LL
 #define BS__BULK_ROW_WAIT_S 1
-/* An entity's upsert after its VALUES, the single write's (entity.c and
- * the write procedures, schema.c): a later version than any before
- * (`updated` strictly grows), the new body; it reads the body it replaces
- * into @bs_old and that body's version into @bs_ou as it goes, and hands
- * them back with the new version. */
 /* An entity's upsert after its VALUES: a later version than any before
  * (`updated` strictly grows), the new body (entity.c). */
 #define BS__ENTITY_UPSERT \
 	" ON DUPLICATE KEY UPDATE updated=GREATEST(VALUES(updated),updated+INTERVAL 1 MICROSECOND)," \
 	"body=VALUES(body)"
+/* The same, the single write's RETURNING form (entity.c and the write
+ * procedures, schema.c): it reads the body it replaces into @bs_old and
+ * that body's version into @bs_ou as it goes, and hands them back with
+ * the new version. */
 #define BS__ENTITY_UPSERT_SET_OLD \
 	" ON DUPLICATE KEY UPDATE body=IF((@bs_old:=body) IS NULL,VALUES(body),VALUES(body))," \
 	"updated=GREATEST(VALUES(updated),IF((@bs_ou:=UNIX_TIMESTAMP(updated)) IS NULL,updated,updated)+INTERVAL 1 " \
@@ -699,12 +698,14 @@ int bs__schema_init(bs_store_t *st);
  * snapshot): stray, rows of buckets not owned there (a fast form could
  * write there unlogged); lacking, owned buckets without both rows (its
  * fast forms refused, the full form used); triggers, how many of the
- * three that keep them are there. Rows out of step are brought in line
+ * three that keep them do their work (tried in a transaction rolled
+ * back). Rows out of step are brought in line
  * (dropped, added: how many). Their cause (a TRUNCATE, a dump restored
  * without its triggers, a hand-made change) is the operator's to find. */
 typedef struct {
 	int64_t stray, lacking, dropped, added;
 	int triggers;
+	char stray_buckets[128]; /* the stray rows' buckets, "b1,b2,..." (cut at 120) */
 } bs__fence_t;
 int bs__fence_check(bs__fence_t *out, bs_store_t *st, int i);
 /* The heartbeat table on shard i (for a store made before it existed). */

@@ -482,8 +482,15 @@ static int mark_buckets(mover_t *r)
 	bs__buf_printf(&b, ", move_id=%lld WHERE (state='owned' OR (state='leaving' AND move_id=%lld)) AND",
 	               (long long)r->m.pub.id, (long long)r->m.pub.id);
 	in_buckets(&b, r);
-	bs__buf_printf(&b, ";SET @bs_n=ROW_COUNT();UPDATE bagstore_meta SET v=v+1 WHERE k='owned_version';"
-	                   "SELECT @bs_n");
+	/* the buckets' fence rows go in this transaction whatever the
+	 * trigger did: a trigger missing (a dump restored without them)
+	 * must not leave fast writes landing unlogged in leaving buckets */
+	bs__buf_printf(&b,
+	               ";SET @bs_n=ROW_COUNT();" BS__OWNERSHIP_DML
+	               "DELETE FROM bagstore_owned WHERE bucket IN (SELECT bucket FROM bagstore_buckets WHERE"
+	               " move_id=%lld AND state='leaving');UPDATE bagstore_meta SET v=v+1 WHERE k='owned_version';"
+	               "SELECT @bs_n",
+	               (long long)r->m.pub.id);
 	if (res)
 		mysql_free_result(res);
 	res = NULL;

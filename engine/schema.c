@@ -70,11 +70,14 @@ static const char *const write_procs[] = {
  * ownership rows' locks: the parent rows an owned bucket lacks, and those
  * of a bucket not owned (init, bs__fence_check) */
 #define OWNED_ADD \
-	"INSERT IGNORE INTO bagstore_owned (bucket, flip) SELECT b.bucket, f.flip FROM bagstore_buckets b" \
-	" JOIN (SELECT 0 AS flip UNION ALL SELECT 1) f WHERE b.state='owned' LOCK IN SHARE MODE"
+	"SET STATEMENT innodb_lock_wait_timeout=3 FOR INSERT IGNORE INTO bagstore_owned (bucket, flip) SELECT" \
+	" b.bucket, f.flip FROM bagstore_buckets b JOIN (SELECT 0 AS flip UNION ALL SELECT 1) f" \
+	" WHERE b.state='owned' LOCK IN SHARE MODE"
 #define OWNED_DROP \
-	"SET STATEMENT foreign_key_checks=0 FOR DELETE o FROM bagstore_owned o LEFT JOIN bagstore_buckets b" \
-	" ON b.bucket=o.bucket AND b.state='owned' WHERE b.bucket IS NULL"
+	"SET STATEMENT foreign_key_checks=0, innodb_lock_wait_timeout=3 FOR DELETE o FROM bagstore_owned o" \
+	" LEFT JOIN bagstore_buckets b ON b.bucket=o.bucket AND b.state='owned' WHERE b.bucket IS NULL"
+/* the fence's triggers, by name */
+#define FENCE_TRIGGERS "('bagstore_owned_ins','bagstore_owned_upd','bagstore_owned_del')"
 
 /* the fence's triggers' DDL (init_shard sends only those not there) */
 #define TRIGGER_DDL "CREATE TRIGGER IF NOT EXISTS "
@@ -278,10 +281,8 @@ static const char *const schema[] = {
 	"bagstore_owned_del AFTER DELETE ON bagstore_buckets FOR EACH ROW"
 	" IF OLD.state='owned' THEN"
 	" SET STATEMENT foreign_key_checks=0 FOR DELETE FROM bagstore_owned WHERE bucket=OLD.bucket; END IF",
-	/* rows from before the triggers (a store an older bagstore made),
-	 * brought in line under the ownership rows' locks */
-	OWNED_ADD,
-	OWNED_DROP,
+	/* rows from before the triggers (a store an older bagstore made)
+	 * are brought in line by bs__fence_check, after these */
 	/* The entity's bucket and flip, the fast form's fence (entity.c): an
 	 * upsert that sets them is checked by InnoDB against bagstore_owned,
 	 * the row share-locked, and refused (error 1452) when it is not there.
@@ -372,7 +373,8 @@ static int trigger_denied(void)
 static int triggers_there(char *have, size_t size, bs_store_t *st, int i)
 {
 	static const char q[] = "SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE"
-				" TRIGGER_SCHEMA=DATABASE() AND EVENT_OBJECT_TABLE='bagstore_buckets'";
+				" TRIGGER_SCHEMA=DATABASE() AND EVENT_OBJECT_TABLE='bagstore_buckets'"
+				" AND TRIGGER_NAME IN " FENCE_TRIGGERS;
 	MYSQL_RES *res = NULL;
 	MYSQL_ROW row;
 	int rc;
@@ -420,6 +422,9 @@ static int init_shard(bs_store_t *st, int i, void *p)
 		    !strncmp(schema[k], TRIGGER_DDL, sizeof TRIGGER_DDL - 1))
 			rc = trigger_denied();
 	}
+	bs__fence_t f;
+	if (!rc) /* the parent rows in line: filled on an upgrade */
+		rc = bs__fence_check(&f, st, i);
 	/* the procedures hold INSERT ... RETURNING: on the servers that have
 	 * it (MariaDB 10.5 and later), the only ones whose writers call them.
 	 * An account without CREATE ROUTINE (granted by an older bagstore)
@@ -438,17 +443,56 @@ static int init_shard(bs_store_t *st, int i, void *p)
 	return rc;
 }
 
+/* How many of the fence's triggers do their work on shard i, tried on a
+ * bucket no map has (-1) in a transaction rolled back: inserted owned
+ * (its two parent rows made), set leaving (taken away), deleted once
+ * owned again (taken away). By what they do, not by information_schema,
+ * which shows a table's triggers only to some accounts, and would pass a
+ * trigger of that name with another body. */
+static int triggers_work(int *n, bs_store_t *st, int i)
+{
+	static const char q[] = "START TRANSACTION;"
+				"INSERT INTO bagstore_buckets (bucket, state) VALUES (-1,'owned');"
+				"SELECT COUNT(*) FROM bagstore_owned WHERE bucket=-1;"
+				"UPDATE bagstore_buckets SET state='leaving' WHERE bucket=-1;"
+				"SELECT COUNT(*) FROM bagstore_owned WHERE bucket=-1;"
+				"UPDATE bagstore_buckets SET state='owned' WHERE bucket=-1;"
+				"INSERT IGNORE INTO bagstore_owned (bucket, flip) VALUES (-1,0),(-1,1);"
+				"DELETE FROM bagstore_buckets WHERE bucket=-1;"
+				"SELECT COUNT(*) FROM bagstore_owned WHERE bucket=-1;"
+				"ROLLBACK";
+	static const char want[3] = { 2, 0, 0 };
+	MYSQL_RES *res[3] = { NULL, NULL, NULL };
+	int rc = bs__shard_query_sets(res, 3, st, i, q, sizeof q - 1);
+	*n = 0;
+	if (rc) {
+		char msg[1024];
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		if (st->shards[i].conn) /* the transaction, if a statement in it failed */
+			bs__shard_exec(st, i, "ROLLBACK", 8);
+		return bs_error(rc, "%s", msg);
+	}
+	for (int k = 0; k < 3; k++) {
+		MYSQL_ROW row = res[k] ? mysql_fetch_row(res[k]) : NULL;
+		*n += row && row[0] && atoi(row[0]) == want[k];
+		if (res[k])
+			mysql_free_result(res[k]);
+	}
+	return 0;
+}
+
 int bs__fence_check(bs__fence_t *out, bs_store_t *st, int i)
 {
 	/* one statement, one snapshot: the triggers change both tables in
-	 * one transaction, so any difference seen is real */
+	 * one transaction, so any difference seen is real. The mend runs
+	 * only then: its statements lock every row they read */
 	static const char q[] =
 		"SELECT (SELECT COUNT(*) FROM bagstore_owned o LEFT JOIN bagstore_buckets b ON b.bucket=o.bucket"
 		" AND b.state='owned' WHERE b.bucket IS NULL),"
 		" (SELECT COUNT(*) FROM bagstore_buckets b WHERE b.state='owned' AND"
 		" (SELECT COUNT(*) FROM bagstore_owned o WHERE o.bucket=b.bucket)<>2),"
-		" (SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA=DATABASE() AND"
-		" EVENT_OBJECT_TABLE='bagstore_buckets' AND TRIGGER_NAME LIKE 'bagstore\\_owned\\_%')";
+		" (SELECT SUBSTRING(GROUP_CONCAT(DISTINCT o.bucket ORDER BY o.bucket),1,120) FROM bagstore_owned o"
+		" LEFT JOIN bagstore_buckets b ON b.bucket=o.bucket AND b.state='owned' WHERE b.bucket IS NULL)";
 	MYSQL_RES *res = NULL;
 	MYSQL_ROW row;
 	int64_t a = 0, d = 0;
@@ -456,17 +500,18 @@ int bs__fence_check(bs__fence_t *out, bs_store_t *st, int i)
 	memset(out, 0, sizeof *out);
 	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
 		return rc;
-	if (res && (row = mysql_fetch_row(res)) && row[0] && row[1] && row[2]) {
+	if (res && (row = mysql_fetch_row(res)) && row[0] && row[1]) {
 		out->stray = atoll(row[0]);
 		out->lacking = atoll(row[1]);
-		out->triggers = atoi(row[2]);
+		snprintf(out->stray_buckets, sizeof out->stray_buckets, "%s", row[2] ? row[2] : "");
 	}
 	if (res)
 		mysql_free_result(res);
-	if (!out->stray && !out->lacking)
-		return 0;
-	if ((rc = bs__shard_exec_rows(&d, st, i, OWNED_DROP, sizeof OWNED_DROP - 1)) ||
-	    (rc = bs__shard_exec_rows(&a, st, i, OWNED_ADD, sizeof OWNED_ADD - 1)))
+	if ((rc = triggers_work(&out->triggers, st, i)))
+		return rc;
+	if (out->stray && (rc = bs__shard_exec_rows(&d, st, i, OWNED_DROP, sizeof OWNED_DROP - 1)))
+		return rc;
+	if (out->lacking && (rc = bs__shard_exec_rows(&a, st, i, OWNED_ADD, sizeof OWNED_ADD - 1)))
 		return rc;
 	out->dropped = d;
 	out->added = a;

@@ -337,10 +337,12 @@ static void text_leaving(void)
 	CHECK_OK(bs_store_open(&st, cfg));
 	nrefused = 0;
 	bs_store_trace(st, trace, NULL);
+	long long ex0 = status(s, "Com_stmt_execute");
 	bag_of(&bag, &id, "text, leaving");
 	CHECK_OK(bs_put(st, &bag, NULL));
 	bs_value_clear(&bag);
 	bs_store_trace(st, NULL, NULL);
+	CHECK(status(s, "Com_stmt_execute") == ex0, "as text, with an index: no prepared execution on the shard");
 	CHECK(nrefused == 1, "as text, with an index: the overwrite into a leaving bucket refused by the fence (%d)",
 	      nrefused);
 	snprintf(q, sizeof q, "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=8302 AND kind=0 AND id=X'%s'", hex);

@@ -93,6 +93,30 @@ static void rows_are(int g, const char *when)
 	CHECK(!bs_id_parse(&id, UUID) && gbag_read(&id) == g, "%s: the entity's body has g=%d", when, g);
 }
 
+/* Bucket bk on shard leaving for move (0: owned again, the move log
+ * emptied). */
+static void leaving(int shard, long long bk, int move)
+{
+	char q[200];
+	if (move)
+		snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='leaving', move_id=%d WHERE bucket=%lld", move,
+		         bk);
+	else
+		snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='owned', move_id=0 WHERE bucket=%lld", bk);
+	sql(shard, q);
+	if (!move)
+		sql(shard, "DELETE FROM bagstore_move_log");
+}
+
+/* Is the test's entity in shard's move log for move? */
+static bool logged(int shard, int move)
+{
+	char q[200];
+	snprintf(q, sizeof q, "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=%d AND kind=0 AND id=X'" ID "'",
+	         move);
+	return sql_int(shard, q) == 1;
+}
+
 #define PROCS \
 	"SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA=DATABASE() AND ROUTINE_NAME IN " \
 	"('bagstore_put_v1','bagstore_put_v2','bagstore_delete_v1') AND SECURITY_TYPE='INVOKER'"
@@ -180,23 +204,17 @@ int main(void)
 	CHECK_OK(bs_id_parse(&id, UUID));
 	CHECK_OK(write_g(7));
 	int shard = sql_int(0, "SELECT COUNT(*) FROM entities WHERE id=X'" ID "'") == 1 ? 0 : 1;
-	char q[200];
 	long long bk =
 		bs_route_id(&id, (int)sql_int(0, "SELECT buckets FROM bagstore_map ORDER BY version DESC LIMIT 1"));
-	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='leaving', move_id=8101 WHERE bucket=%lld", bk);
-	sql(shard, q);
+	leaving(shard, bk, 8101);
 	counts_reset();
 	CHECK_OK(write_g(8));
 	CHECK(calls_put == 1 && call_errors == 1 && call_err == 1452,
 	      "the CALL went first and its fence refused, error 1452 (%d calls, %d errors, the last %u)", calls_put,
 	      call_errors, call_err);
-	CHECK(sql_int(shard, "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=8101 AND kind=0 AND id=X'" ID "'") ==
-	              1,
-	      "the full form wrote the entity and logged it for its move");
+	CHECK(logged(shard, 8101), "the full form wrote the entity and logged it for its move");
 	rows_are(8, "a leaving bucket");
-	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='owned', move_id=0 WHERE bucket=%lld", bk);
-	sql(shard, q);
-	sql(shard, "DELETE FROM bagstore_move_log");
+	leaving(shard, bk, 0);
 
 	/* the procedures gone, as on a store an older init made: the two
 	 * statements, as right */
@@ -213,21 +231,16 @@ int main(void)
 	/* the two statements' fence: in a leaving bucket the entity's
 	 * statement is refused (1452), its intent in; the full form writes
 	 * and logs the entity for the move */
-	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='leaving', move_id=8102 WHERE bucket=%lld", bk);
-	sql(shard, q);
+	leaving(shard, bk, 8102);
 	counts_reset();
 	CHECK_OK(write_g(12));
 	CHECK(calls_put == 1 && intent_stmts == 1 && fence_refused == 1,
 	      "without the procedure, a leaving bucket: the intent, then the entity's statement refused by the fence "
 	      "(%d calls, %d intents, %d refused)",
 	      calls_put, intent_stmts, fence_refused);
-	CHECK(sql_int(shard, "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=8102 AND kind=0 AND id=X'" ID "'") ==
-	              1,
-	      "and the full form wrote the entity and logged it for its move");
+	CHECK(logged(shard, 8102), "and the full form wrote the entity and logged it for its move");
 	rows_are(12, "without the procedure, a leaving bucket");
-	snprintf(q, sizeof q, "UPDATE bagstore_buckets SET state='owned', move_id=0 WHERE bucket=%lld", bk);
-	sql(shard, q);
-	sql(shard, "DELETE FROM bagstore_move_log");
+	leaving(shard, bk, 0);
 	counts_reset();
 	{
 		/* one store, several puts: the CALL is tried once per connection */
