@@ -121,6 +121,13 @@ t_contains "$T_ERR" "shard s1: 2 of the fence's 3 triggers on bagstore_buckets d
 t_exit 0 "init" -- "$B" -c "$CFG" init
 t_eq "$(t_sql 1 "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA=DATABASE() AND EVENT_OBJECT_TABLE='bagstore_buckets'")" 3 \
 	"which makes it again"
+# a trigger of the fence's name that does nothing: init makes none in
+# its place, and says so rather than leave the fence unkept
+t_sql 1 "DROP TRIGGER bagstore_owned_del; CREATE TRIGGER bagstore_owned_del AFTER DELETE ON bagstore_buckets FOR EACH ROW DO 0"
+t_exit 2 "init with a trigger of the fence's name that does nothing" -- "$B" -c "$CFG" init
+t_contains "$T_ERR" "2 of the fence's 3 triggers on bagstore_buckets do their work: drop the bagstore_owned_* trigger" "says so"
+t_sql 1 "DROP TRIGGER bagstore_owned_del"
+t_exit 0 "init once it is dropped" -- "$B" -c "$CFG" init
 t_exit 0 "a cleaner's pass, all in line" -- "$B" -c "$CFG" cleaner --once
 t_eq "$(printf '%s' "$T_ERR" | grep -c "fence")" 0 "says nothing of the fence"
 
