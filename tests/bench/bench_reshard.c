@@ -586,15 +586,18 @@ int main(int argc, char **argv)
  * (init), then BENCH_WRITERS writers (4; threads of a process of their
  * own, as an application's writers are: see shared_t) putting for
  * BENCH_BASE_S seconds (15) without a move, then the plan that spreads
- * the buckets over the four
- * run by bs_cleaner_reshard while they go on putting. Afterwards: every
- * entity on the shard owning its bucket, the totals right; the floor (the
- * rows the moves copied, copied again as multi-row INSERTs of 500, each
- * source's at once, into a scratch table); the figures on stdout: put
- * latency without a move and during it (split by whether the put's bucket
- * is one the plan moves), and where the machine's CPU went in each
- * window (the servers', from /proc; the writers' threads'; this
- * process's, the cleaner's).
+ * the buckets over the four run by bs_cleaner_reshard while they go on
+ * putting. The writers put one after another, or with BENCH_WRITER_RATE
+ * each at that many puts a second, a put's latency counted from the
+ * time it was due (a put late behind a slow one counts its wait).
+ * Afterwards: every entity on the shard owning its bucket, the totals
+ * right; the floor (the rows the moves copied, copied again as multi-row
+ * INSERTs of 500, each source's at once, into a scratch table); the
+ * figures on stdout: put latency without a move and during it (split by
+ * whether the put's bucket is one the plan moves, and by whether it began
+ * before the last cut-over or in the cleanup after it), and where the
+ * machine's CPU went in each window (the servers', from /proc; the
+ * writers' threads'; this process's, the cleaner's).
  */
 
 typedef struct {
@@ -631,6 +634,7 @@ typedef struct {
 	size_t n, cap; /* s is in shared memory, cap samples */
 	long errors, created;
 	long dropped; /* puts not sampled: cap reached */
+	double rate;  /* puts a second (open loop), 0: one after another */
 	bool saw_move;
 	/* the thread's CPU seconds: when it began putting, when it first saw
 	 * the move, when it stopped */
@@ -690,9 +694,21 @@ static void *bench_writer(void *p)
 	bs_store_t *st = open_store(w->cfgpath, &cfg);
 	unsigned r = 0x9e3779b9u * (unsigned)(w->no + 1);
 	w->cpu_begin = w->cpu_move = thread_cpu();
+	/* at a rate, each put has its time: its latency counts from then,
+	 * so a put late because the last was slow says so (no coordinated
+	 * omission); the writers start apart, not in step */
+	int64_t due = wall_us() + (w->rate > 0 ? (int64_t)(1e6 / w->rate * w->no / 4) : 0);
 	for (long seq = 1; !atomic_load(w->stop); seq++) {
 		bs_id_t id;
 		bs_value_t bag;
+		if (w->rate > 0) {
+			due += (int64_t)(1e6 / w->rate);
+			int64_t ahead = due - wall_us();
+			if (ahead > 0)
+				usleep((useconds_t)ahead);
+			if (atomic_load(w->stop))
+				break;
+		}
 		r = r * 1103515245u + 12345u;
 		if (r % 4 == 0)
 			derive(&id, 0x5eed0000u + (uint32_t)w->no, (uint32_t)w->created++);
@@ -705,6 +721,8 @@ static void *bench_writer(void *p)
 			w->cpu_move = thread_cpu();
 		}
 		int64_t t0 = wall_us();
+		if (w->rate > 0)
+			t0 = due;
 		if (bs_put(st, &bag, NULL)) {
 			if (w->errors++ < 5)
 				fprintf(stderr, "bench_reshard: writer %d: %s\n", w->no, bs_last_error());
@@ -757,31 +775,39 @@ static int fcmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The wall clock (us) when the last bucket was cut over: puts begun
+ * before it are the copy's and catch-up's, after it the cleanup's. */
+static int64_t cut_wall_us;
+
 /* Whether sample x is one of those asked for: taken while moving (or
- * not), and into a bucket the plan moves (leaving 1) or not (0) or
- * either (-1). */
-static bool sample_is(const sample_t *x, bool moving, int leaving)
+ * not), into a bucket the plan moves (leaving 1) or not (0) or either
+ * (-1), and begun before the last cut-over (phase 1), after it (2) or
+ * either (0). */
+static bool sample_is(const sample_t *x, bool moving, int leaving, int phase)
 {
-	return x->moving == moving && (leaving < 0 || x->leaving == (leaving != 0));
+	return x->moving == moving && (leaving < 0 || x->leaving == (leaving != 0)) &&
+	       (!phase || (x->start_us < cut_wall_us) == (phase == 1));
 }
 
-/* p50, p99 and max of the samples asked for (sample_is). */
-static void lat_report(bw_t *w, int nw, bool moving, int leaving, const char *what)
+/* p50, p99 and max of the samples asked for (sample_is); the p99. */
+static double lat_report(bw_t *w, int nw, bool moving, int leaving, int phase, const char *what)
 {
 	size_t n = 0, k = 0;
 	for (int i = 0; i < nw; i++)
 		for (size_t j = 0; j < w[i].n; j++)
-			n += sample_is(&w[i].s[j], moving, leaving);
+			n += sample_is(&w[i].s[j], moving, leaving, phase);
 	float *v = malloc((n ? n : 1) * sizeof *v);
 	for (int i = 0; i < nw; i++)
 		for (size_t j = 0; j < w[i].n; j++)
-			if (sample_is(&w[i].s[j], moving, leaving))
+			if (sample_is(&w[i].s[j], moving, leaving, phase))
 				v[k++] = w[i].s[j].ms;
 	if (n)
 		qsort(v, n, sizeof *v, fcmp);
-	printf("puts %-22s %8zu puts, p50 %6.2f ms, p99 %7.2f ms, max %8.1f ms\n", what, n, n ? v[n / 2] : 0.0,
-	       n ? v[(size_t)((double)(n - 1) * 0.99)] : 0.0, n ? v[n - 1] : 0.0);
+	double p99 = n ? v[(size_t)((double)(n - 1) * 0.99)] : 0.0;
+	printf("puts %-30s %8zu puts, p50 %6.2f ms, p99 %7.2f ms, max %8.1f ms\n", what, n, n ? v[n / 2] : 0.0, p99,
+	       n ? v[n - 1] : 0.0);
 	free(v);
+	return p99;
 }
 
 /* The longest put that was under way within 2 s of a move's flip. */
@@ -1047,6 +1073,7 @@ static int run_bench(int argc, char **argv)
 		return 2;
 	long n = atol(argv[4]), errors = 0, created = 0, total, floor_rows;
 	int nw = getenv("BENCH_WRITERS") ? atoi(getenv("BENCH_WRITERS")) : 4;
+	double rate = getenv("BENCH_WRITER_RATE") ? atof(getenv("BENCH_WRITER_RATE")) : 0;
 	double base_s = getenv("BENCH_BASE_S") ? atof(getenv("BENCH_BASE_S")) : 15;
 	bs_config_t *c2, *c4;
 	bs_store_t *s2 = open_store(argv[2], &c2);
@@ -1058,8 +1085,11 @@ static int run_bench(int argc, char **argv)
 	bs_store_t *s4 = open_store(argv[3], &c4);
 	if (bs_init(s4))
 		die("init on 4 shards");
-	printf("bench_reshard: %ld entities loaded on 2 shards in %.1f s (bs_put_many, 1000 a batch); %d writers\n", n,
-	       load_s, nw);
+	char pace[64] = "";
+	if (nw && rate > 0)
+		snprintf(pace, sizeof pace, " at %.0f puts/s each (open loop)", rate);
+	printf("bench_reshard: %ld entities loaded on 2 shards in %.1f s (bs_put_many, 1000 a batch); %d writers%s\n",
+	       n, load_s, nw, pace);
 	find_servers(c4);
 	/* the writers: a process of their own (see shared_t), their samples
 	 * and counts in memory shared with this one */
@@ -1074,8 +1104,15 @@ static int run_bench(int argc, char **argv)
 	if (shm == MAP_FAILED || w == MAP_FAILED || samples == MAP_FAILED)
 		die("mmap");
 	for (int i = 0; i < nw; i++)
-		w[i] = (bw_t){ .cfgpath = argv[3], .no = i, .seed = 42, .nload = n, .stop = &shm->stop,
-			       .moving = &shm->moving, .s = samples + (size_t)i * SAMPLES_MAX, .cap = SAMPLES_MAX };
+		w[i] = (bw_t){ .cfgpath = argv[3],
+			       .no = i,
+			       .seed = 42,
+			       .nload = n,
+			       .stop = &shm->stop,
+			       .moving = &shm->moving,
+			       .s = samples + (size_t)i * SAMPLES_MAX,
+			       .cap = SAMPLES_MAX,
+			       .rate = rate };
 	double c_srv0 = servers_cpu(), c_me0 = cpu_of((long)getpid()), t_base = now();
 	fflush(stdout);
 	fflush(stderr);
@@ -1108,6 +1145,7 @@ static int run_bench(int argc, char **argv)
 	}
 	atomic_store(&shm->moving, 1);
 	double t0 = now(), c_srv1 = servers_cpu(), c_me1 = cpu_of((long)getpid());
+	int64_t wall0 = wall_us(); /* t0 on the samples' clock */
 	if (bs_reshard_start(s4, &plan) || bs_cleaner_reshard(s4, &o))
 		die("reshard");
 	double move_s = now() - t0;
@@ -1152,13 +1190,18 @@ static int run_bench(int argc, char **argv)
 	       " the rest the sources' copies deleted\n",
 	       move_s, moved, moved / move_s, cut_s);
 	printf("floor (the moved rows copied again as multi-row INSERTs of 500, the sources at once): %.1f s, %ld rows"
-	       " (%.0f rows/s); resharding took %.1fx the floor, %.1fx to the last cut-over\n",
+	       " (%.0f rows/s); resharding took %.1fx the floor (target <= 3x), %.1fx to the last cut-over\n",
 	       floor_s, floor_rows, floor_rows / floor_s, move_s / floor_s, cut_s / floor_s);
 	if (nw > 0) {
-		lat_report(w, nw, false, -1, "without a move:");
-		lat_report(w, nw, true, -1, "during the move:");
-		lat_report(w, nw, true, 1, "  into moving buckets:");
-		lat_report(w, nw, true, 0, "  into the others:");
+		cut_wall_us = wall0 + (int64_t)(cut_s * 1e6);
+		double base = lat_report(w, nw, false, -1, 0, "without a move:");
+		double during = lat_report(w, nw, true, -1, 0, "during the move:");
+		lat_report(w, nw, true, 1, 0, "  into moving buckets:");
+		lat_report(w, nw, true, 0, 0, "  into the others:");
+		lat_report(w, nw, true, -1, 1, "  copy to the last cut-over:");
+		lat_report(w, nw, true, -1, 2, "  after it (the cleanup):");
+		printf("writers' p99 during the move / without one: %.1fx (target <= 2x)\n",
+		       base > 0 ? during / base : 0);
 		cpu_report("without a move:", t0 - t_base, c_srv1 - c_srv0, wr_base, c_me1 - c_me0, "the rest");
 	}
 	cpu_report("during the move:", move_s, c_srv2 - c_srv1, wr_move, c_me2 - c_me1, "cleaner");

@@ -12,9 +12,13 @@
 # and without a move (and during it, into moving buckets and the others),
 # the CPU the servers, the writers and the cleaner used in each window, the
 # longest put around a cut-over, failed writes, and a check that every
-# entity is once on its bucket's owner. Then the same again with no writer
-# (BENCH_RESHARD_ALONE=0 skips it): the cleaner's own pace beside the
-# floor, where the run with writers shares the machine's CPU with them.
+# entity is once on its bucket's owner. The writers put one after another
+# as fast as they can, which keeps a small host's CPUs busy before any
+# move. Then the same with four writers at a rate, 150 puts/s each
+# (BENCH_RESHARD_RATE; 0 skips it), each put's latency counted from its
+# due time: writers that leave the host room, as an application's do.
+# Then the same with no writer (BENCH_RESHARD_ALONE=0 skips it): the
+# cleaner's own pace beside the floor.
 # catalog_ttl is 1 s, the grace before a move's cleanup. The shards are
 # stopped at the end.
 set -e
@@ -32,6 +36,13 @@ sh conf/shards.sh config --count 4 --port "$port" --dir "$dir" --catalog-ttl 1 -
 n=${1:-${BENCH_RESHARD_N:-1000000}}
 sh conf/shards.sh reset --count 4 --dir "$dir"
 "$BUILD/bench/bench_reshard" bench "$BUILD/bench-reshard-2.yaml" "$BUILD/bench-reshard-4.yaml" "$n"
+rate=${BENCH_RESHARD_RATE:-150}
+if [ "$rate" != 0 ]; then
+	echo
+	echo "-- the same reshard with four writers at $rate puts/s each"
+	sh conf/shards.sh reset --count 4 --dir "$dir"
+	BENCH_WRITER_RATE=$rate "$BUILD/bench/bench_reshard" bench "$BUILD/bench-reshard-2.yaml" "$BUILD/bench-reshard-4.yaml" "$n"
+fi
 if [ "${BENCH_RESHARD_ALONE:-1}" != 0 ]; then
 	echo
 	echo "-- the same reshard with no writer"
