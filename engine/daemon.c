@@ -271,23 +271,33 @@ static int shard_answers(daemon_t *d, bs_store_t *st, int s, const bs_cleaner_op
 }
 
 /* The fence's parent rows on shard s checked against its ownership, and
- * brought in line; said when they were not, or a trigger is missing (with
- * --once, kept in fe too: the pass fails, for scripts to see). */
+ * brought in line; said when they were not, or a trigger is missing or
+ * could not be tried (with --once, kept in fe too: the pass fails, for
+ * scripts to see). */
+static void say_fence(first_err_t *fe, const bs_cleaner_opts_t *opts, int code, const char *msg)
+{
+	daemon_say(opts, code, "%s", msg);
+	if (opts && opts->once)
+		keep(fe, bs_error(code, "%s", msg));
+}
+
 static void fence(first_err_t *fe, bs_store_t *st, int s, const bs_cleaner_opts_t *opts)
 {
 	bs__fence_t f;
-	char msg[1024];
+	char msg[1100];
 	const char *name = st->shards[s].conf->name;
-	int code = 0;
-	bool checked_failed = bs__fence_check(&f, st, s) != 0;
-	if (checked_failed) {
-		code = bs_last_error_code();
-		snprintf(msg, sizeof msg, "shard %s: checking the fence's parent rows: %s", name, bs_last_error());
+	if (bs__fence_check(&f, st, s)) {
+		int code = bs_last_error_code();
+		snprintf(msg, sizeof msg,
+		         "shard %s: checking the fence's parent rows: %s (%" PRId64
+		         " rows for buckets not owned there, "
+		         "%" PRId64 " owned buckets without both of theirs, not brought in line)",
+		         name, bs_last_error(), f.stray, f.lacking);
 		bs_error_clear();
-		daemon_say(opts, code, "%s", msg);
+		say_fence(fe, opts, code, msg);
+		return;
 	}
-	if (!code && (f.stray || f.lacking)) {
-		code = BS_ECONFIG;
+	if (f.stray || f.lacking) { /* found, and brought in line */
 		snprintf(msg, sizeof msg,
 		         "shard %s: the fence's parent rows (bagstore_owned) were out of step with bagstore_buckets: "
 		         "%" PRId64 " rows for buckets not owned there (buckets %s%s), %" PRId64
@@ -297,21 +307,40 @@ static void fence(first_err_t *fe, bs_store_t *st, int s, const bs_cleaner_opts_
 		         " entities with the shard it moved to",
 		         name, f.stray, f.stray ? f.stray_buckets : "none", strlen(f.stray_buckets) >= 120 ? "..." : "",
 		         f.lacking, f.dropped, f.added);
-		daemon_say(opts, code, "%s", msg);
+		say_fence(fe, opts, BS_ECONFIG, msg);
 	}
-	if (!checked_failed) {
-		if (f.triggers < 3) {
-			code = BS_ECONFIG;
-			snprintf(msg, sizeof msg,
-			         "shard %s: %d of the fence's 3 triggers on bagstore_buckets do their work: run "
-			         "`bagstore "
-			         "init` (a trigger of its name that does something else must be dropped first)",
-			         name, f.triggers);
-			daemon_say(opts, code, "%s", msg);
+	if (f.triggers < 0 && f.tried[0]) {
+		snprintf(msg, sizeof msg, "shard %s: trying the fence's triggers on bagstore_buckets: %s", name,
+		         f.tried);
+		say_fence(fe, opts, f.tried_code, msg);
+	} else if (f.triggers >= 0 && f.triggers < 3) {
+		snprintf(msg, sizeof msg,
+		         "shard %s: %d of the fence's 3 triggers on bagstore_buckets do their work: run `bagstore "
+		         "init` (a trigger of its name that does something else must be dropped first)",
+		         name, f.triggers);
+		say_fence(fe, opts, BS_ECONFIG, msg);
+	}
+}
+
+/* Every FENCE_CHECK_S (every pass of --once), the fence of each shard
+ * that answers: apart from the repair pass, so that a catalog that cannot
+ * be read does not stop it. */
+static void fences(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts)
+{
+	double now = bs_now_mono();
+	if (!(opts && opts->once) && d->fence_at != 0 && now - d->fence_at < FENCE_CHECK_S)
+		return;
+	d->fence_at = now;
+	for (int s = 0; s < st->n; s++) {
+		int r = shard_answers(d, st, s, opts);
+		if (r) { /* said once, as shard_lost; --once returns it */
+			if (opts && opts->once)
+				keep(fe, r);
+			bs_error_clear();
+			continue;
 		}
+		fence(fe, st, s, opts);
 	}
-	if (code && opts && opts->once)
-		keep(fe, bs_error(code, "%s", msg));
 }
 
 /* One repair pass on every shard that answers; the first error kept in fe. */
@@ -320,10 +349,6 @@ static void repairs(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_clean
 {
 	bs_cleaner_conf_t cl;
 	bs__cleaner_conf(&cl, opts, st->cfg);
-	double now = bs_now_mono();
-	bool fence_due = (opts && opts->once) || d->fence_at == 0 || now - d->fence_at >= FENCE_CHECK_S;
-	if (fence_due)
-		d->fence_at = now;
 	for (int s = 0; s < st->n; s++) {
 		bs__repair_stats_t rs = { 0 };
 		int r = shard_answers(d, st, s, opts);
@@ -333,8 +358,6 @@ static void repairs(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_clean
 			bs_error_clear();
 			continue;
 		}
-		if (fence_due)
-			fence(fe, st, s, opts);
 		r = bs__repair_pass(&rs, d->rep, st, s, cat, cl.repair_overlap);
 		keep(fe, r);
 		if (rs.ran && !r) {
@@ -391,6 +414,7 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 			repairs(&fe, d, st, opts, &cat);
 			bg_reap(d, opts);
 		}
+		fences(&fe, d, st, opts);
 		bs_index_list_free(&cat);
 		if (opts && opts->once) {
 			rc = fe.rc ? bs_error(fe.rc, "%s", fe.msg) : 0;

@@ -428,7 +428,9 @@ static int init_shard(bs_store_t *st, int i, void *p)
 		rc = bs__fence_check(&f, st, i);
 	/* a trigger of the fence's name there already, that does something
 	 * else (init made none in its place): the fence would not be kept */
-	if (!rc && f.triggers < 3)
+	if (!rc && f.triggers < 0)
+		rc = bs_error(f.tried_code, "trying the fence's triggers on bagstore_buckets: %s", f.tried);
+	else if (!rc && f.triggers < 3)
 		rc = bs_error(BS_ECONFIG,
 		              "%s: %d of the fence's 3 triggers on bagstore_buckets do their work: drop the"
 		              " bagstore_owned_* trigger that does something else, then run init again",
@@ -452,23 +454,26 @@ static int init_shard(bs_store_t *st, int i, void *p)
 }
 
 /* How many of the fence's triggers do their work on shard i, tried on a
- * bucket no map has (-1) in a transaction rolled back: inserted owned
+ * bucket no map has (INT's largest: a gap no fenced read locks, where the
+ * lists' sentinel -1 is) in a transaction rolled back: inserted owned
  * (its two parent rows made), set leaving (taken away), deleted once
  * owned again (taken away). By what they do, not by information_schema,
  * which shows a table's triggers only to some accounts, and would pass a
- * trigger of that name with another body. */
+ * trigger of that name with another body. Each statement waits a second
+ * at most for a lock: a busy shard fails the try, not its writers. */
+#define PROBE_BUCKET "2147483647"
+#define PROBE_WAIT "SET STATEMENT innodb_lock_wait_timeout=1, lock_wait_timeout=1 FOR "
 static int triggers_work(int *n, bs_store_t *st, int i)
 {
-	static const char q[] = "START TRANSACTION;"
-				"INSERT INTO bagstore_buckets (bucket, state) VALUES (-1,'owned');"
-				"SELECT COUNT(*) FROM bagstore_owned WHERE bucket=-1;"
-				"UPDATE bagstore_buckets SET state='leaving' WHERE bucket=-1;"
-				"SELECT COUNT(*) FROM bagstore_owned WHERE bucket=-1;"
-				"UPDATE bagstore_buckets SET state='owned' WHERE bucket=-1;"
-				"INSERT IGNORE INTO bagstore_owned (bucket, flip) VALUES (-1,0),(-1,1);"
-				"DELETE FROM bagstore_buckets WHERE bucket=-1;"
-				"SELECT COUNT(*) FROM bagstore_owned WHERE bucket=-1;"
-				"ROLLBACK";
+	static const char q[] =
+		"START TRANSACTION;" PROBE_WAIT "INSERT INTO bagstore_buckets (bucket, state) VALUES (" PROBE_BUCKET
+		",'owned');SELECT COUNT(*) FROM bagstore_owned WHERE bucket=" PROBE_BUCKET ";" PROBE_WAIT
+		"UPDATE bagstore_buckets SET state='leaving' WHERE bucket=" PROBE_BUCKET
+		";SELECT COUNT(*) FROM bagstore_owned WHERE bucket=" PROBE_BUCKET ";" PROBE_WAIT
+		"UPDATE bagstore_buckets SET state='owned' WHERE bucket=" PROBE_BUCKET ";" PROBE_WAIT
+		"INSERT IGNORE INTO bagstore_owned (bucket, flip) VALUES (" PROBE_BUCKET ",0),(" PROBE_BUCKET
+		",1);" PROBE_WAIT "DELETE FROM bagstore_buckets WHERE bucket=" PROBE_BUCKET
+		";SELECT COUNT(*) FROM bagstore_owned WHERE bucket=" PROBE_BUCKET ";ROLLBACK";
 	static const char want[3] = { 2, 0, 0 };
 	MYSQL_RES *res[3] = { NULL, NULL, NULL };
 	int rc = bs__shard_query_sets(res, 3, st, i, q, sizeof q - 1);
@@ -503,9 +508,9 @@ int bs__fence_check(bs__fence_t *out, bs_store_t *st, int i)
 		" LEFT JOIN bagstore_buckets b ON b.bucket=o.bucket AND b.state='owned' WHERE b.bucket IS NULL)";
 	MYSQL_RES *res = NULL;
 	MYSQL_ROW row;
-	int64_t a = 0, d = 0;
 	int rc;
 	memset(out, 0, sizeof *out);
+	out->triggers = -1;
 	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
 		return rc;
 	if (res && (row = mysql_fetch_row(res)) && row[0] && row[1]) {
@@ -515,14 +520,17 @@ int bs__fence_check(bs__fence_t *out, bs_store_t *st, int i)
 	}
 	if (res)
 		mysql_free_result(res);
-	if ((rc = triggers_work(&out->triggers, st, i)))
+	/* the mend first: rows out of step let writes through now, whatever
+	 * the triggers' try says after */
+	if (out->stray && (rc = bs__shard_exec_rows(&out->dropped, st, i, OWNED_DROP, sizeof OWNED_DROP - 1)))
 		return rc;
-	if (out->stray && (rc = bs__shard_exec_rows(&d, st, i, OWNED_DROP, sizeof OWNED_DROP - 1)))
+	if (out->lacking && (rc = bs__shard_exec_rows(&out->added, st, i, OWNED_ADD, sizeof OWNED_ADD - 1)))
 		return rc;
-	if (out->lacking && (rc = bs__shard_exec_rows(&a, st, i, OWNED_ADD, sizeof OWNED_ADD - 1)))
-		return rc;
-	out->dropped = d;
-	out->added = a;
+	if ((out->tried_code = triggers_work(&out->triggers, st, i))) {
+		out->triggers = -1;
+		snprintf(out->tried, sizeof out->tried, "%s", bs_last_error());
+		bs_error_clear();
+	}
 	return 0;
 }
 

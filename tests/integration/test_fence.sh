@@ -16,6 +16,8 @@
 #    cut-over holds the bucket waits for it, then is refused;
 #  - a cleaner's pass finds parent rows out of step (stray, lacking),
 #    says so and brings them in line, and says when a trigger is missing;
+#    it mends them before it tries the triggers, whose try gives up after
+#    a second's lock wait, and whether or not the catalog can be read;
 #  - a shard with an older layout (schema version 3: no parent table, no
 #    triggers, no fence columns) is refused until init, which adds them and
 #    keeps every row; a fenced write then sets an old row's bucket;
@@ -24,7 +26,9 @@
 #    the primary (the mover's statement turns the check off, so the
 #    replica deletes their parent rows too), the trigger that would take
 #    the leaving buckets' parent rows away missing on the primary (the
-#    move's step takes them itself); a plain UPDATE without the check off
+#    move's step takes them itself), then through a drain of the primary
+#    with the trigger there (the replica applies the trigger's delete
+#    with the mover's check-off); a plain UPDATE without the check off
 #    stops such a replica, which is why.
 . tests/lib.sh
 
@@ -33,9 +37,9 @@ CFG=$BAGSTORE_TEST_CONFIG
 B=$BAGSTORE
 t_exit 0 "init" -- "$B" -c "$CFG" init
 
-in_line() { # shard s: bagstore_owned is exactly two rows for each owned bucket
-	t_eq "$(t_sql "$1" "SELECT COUNT(*) FROM bagstore_owned")" \
-		"$((2 * $(t_sql "$1" "SELECT COUNT(*) FROM bagstore_buckets WHERE state='owned'")))" "s$1 $2: two parent rows an owned bucket"
+in_line() { # shard s: bagstore_owned is exactly rows (b, 0) and (b, 1) for each owned bucket b
+	t_eq "$(t_sql "$1" "SELECT COUNT(*) FROM bagstore_buckets b WHERE b.state='owned' AND (SELECT GROUP_CONCAT(flip ORDER BY flip) FROM bagstore_owned o WHERE o.bucket=b.bucket) <=> '0,1' = 0")" \
+		0 "s$1 $2: two parent rows an owned bucket"
 	t_eq "$(t_sql "$1" "SELECT COUNT(*) FROM bagstore_owned o LEFT JOIN bagstore_buckets b ON b.bucket=o.bucket AND b.state='owned' WHERE b.bucket IS NULL")" 0 \
 		"s$1 $2: none for a bucket not owned"
 }
@@ -44,7 +48,8 @@ in_line 1 "after init"
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS WHERE CONSTRAINT_SCHEMA=DATABASE() AND CONSTRAINT_NAME='bagstore_fence' AND TABLE_NAME='entities' AND REFERENCED_TABLE_NAME='bagstore_owned'")" 1 \
 	"entities' fence: a foreign key to bagstore_owned"
 
-# The fast form's statement, as entity.c sends it, by hand: entity ID
+# The fast form's fence, as entity.c sends it (its SET STATEMENT, its
+# columns, its key's update; not the version's), by hand: entity ID
 # into bucket BK on shard S; SQL after it in the same session (a
 # transaction held open, say).
 BS__FENCED="SET STATEMENT foreign_key_checks=1, innodb_lock_wait_timeout=3, lock_wait_timeout=3 FOR"
@@ -98,7 +103,10 @@ t_sql 0 "UPDATE bagstore_buckets SET state='owned', peer='', move_id=0 WHERE buc
 t_sql 0 "START TRANSACTION; UPDATE bagstore_buckets SET state='leaving', peer='s9', move_id=9003 WHERE bucket=$BK; DO SLEEP(2); COMMIT" &
 HOLD=$!
 t_wait 10 held || t_fail "the cut-over holds the bucket" "its session never slept"
-t_eq "$(fenced 0 "$E2" "$BK" 2>&1 | grep -c 'ERROR 1452')" 1 "a write that came during the cut-over waited for it, then was refused"
+T0=$(date +%s%N)
+t_eq "$(fenced 0 "$E2" "$BK" 2>&1 | grep -c 'ERROR 1452')" 1 "a write that came during the cut-over was refused"
+T1=$(date +%s%N)
+t_eq "$(((T1 - T0) / 1000000 >= 500))" 1 "after waiting for it ($(((T1 - T0) / 1000000)) ms of its 2 s)"
 wait $HOLD
 t_eq "$(t_sql 0 "SELECT HEX(body) FROM entities WHERE id=X'$E2'")" 02 "the row as the first write left it"
 t_sql 0 "UPDATE bagstore_buckets SET state='owned', peer='', move_id=0 WHERE bucket=$BK"
@@ -130,6 +138,35 @@ t_sql 1 "DROP TRIGGER bagstore_owned_del"
 t_exit 0 "init once it is dropped" -- "$B" -c "$CFG" init
 t_exit 0 "a cleaner's pass, all in line" -- "$B" -c "$CFG" cleaner --once
 t_eq "$(printf '%s' "$T_ERR" | grep -c "fence")" 0 "says nothing of the fence"
+# the triggers' try waits a second at most for a lock, and the rows out
+# of step are mended before it, whatever it says: another session holds
+# the bucket the try would insert
+sleeping() { [ "$(t_sql 0 "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'DO SLEEP($1)%'")" = 1 ]; }
+t_sql 0 "SET foreign_key_checks=0; INSERT INTO bagstore_owned VALUES ($STRAY, 0), ($STRAY, 1)"
+t_sql 0 "START TRANSACTION; INSERT INTO bagstore_buckets (bucket, state) VALUES (2147483647, 'gone'); DO SLEEP(8); ROLLBACK" &
+HOLD=$!
+t_wait 10 sleeping 8 || t_fail "the try's bucket held" "its session never slept"
+T0=$(date +%s)
+t_exit 2 "a cleaner's pass whose try of the triggers cannot take its lock: fails" -- "$B" -c "$CFG" cleaner --once
+T1=$(date +%s)
+t_contains "$T_ERR" "shard s0: trying the fence's triggers on bagstore_buckets: " "says the triggers could not be tried"
+t_contains "$T_ERR" "Lock wait timeout exceeded" "with MySQL's message"
+t_contains "$T_ERR" "2 rows for buckets not owned there (buckets $STRAY)" "says the stray rows"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_owned WHERE bucket=$STRAY")" 0 "and took them away all the same"
+t_eq "$((T1 - T0 < 6))" 1 "in seconds: the try gave up, it did not wait out the session's lock wait ($((T1 - T0)) s)"
+t_exit 1 "init while the try cannot take its lock: fails (a lock wait, exit 1)" -- "$B" -c "$CFG" init
+t_contains "$T_ERR" "trying the fence's triggers on bagstore_buckets: " "and says why"
+wait $HOLD
+# a catalog that cannot be read (a shard's table gone) stops the repair
+# pass, not the fence's check
+t_sql 0 "SET foreign_key_checks=0; INSERT INTO bagstore_owned VALUES ($STRAY, 0), ($STRAY, 1)"
+t_sql 1 "RENAME TABLE bagstore_indexes TO bagstore_indexes_away"
+t_exit 2 "a cleaner's pass with s1's catalog table away: fails" -- "$B" -c "$CFG" cleaner --once
+t_contains "$T_ERR" "2 rows for buckets not owned there (buckets $STRAY)" "still checks s0's fence"
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_owned WHERE bucket=$STRAY")" 0 "and mends it"
+t_sql 1 "RENAME TABLE bagstore_indexes_away TO bagstore_indexes"
+in_line 0 "after the mends"
+t_exit 0 "a cleaner's pass, all in line again" -- "$B" -c "$CFG" cleaner --once
 
 # ------------------------------------------------------------ a shard an older bagstore made
 for i in $(seq 10 29); do
@@ -222,10 +259,26 @@ t_eq "$(rsql $R "SELECT COUNT(*) FROM bagstore.bagstore_owned")" "$(rsql $P "SEL
 	"its parent rows are the primary's"
 t_eq "$(rsql $R "SELECT COUNT(*) FROM bagstore.bagstore_owned o JOIN bagstore.bagstore_buckets b USING (bucket) WHERE b.state<>'owned'")" 0 \
 	"none for a bucket that left"
-# why the step's statement turns the check off: the same change without
-# it stops such a replica (the trigger made again first)
+# the trigger made again, the primary drained: the trigger deletes the
+# leaving buckets' parent rows inside the mover's statement, whose
+# check-off the replica applies it with
 t_exit 0 "init makes the missing trigger again" -- "$B" -c "$T/two.yaml" init
-BK=$(rsql $P "SELECT MIN(e.bucket) FROM bagstore.entities e JOIN bagstore.bagstore_buckets b USING (bucket) WHERE b.state='owned'")
+t_match "$(rsql $P "SELECT COUNT(*) FROM bagstore.entities e JOIN bagstore.bagstore_buckets b USING (bucket) WHERE b.state='owned'")" \
+	'^[1-9][0-9]*$' "fenced rows on the primary in buckets it still owns"
+sed "s/port: $P, database: bagstore, user: root}/port: $P, database: bagstore, user: root, drain: true}/" "$T/two.yaml" >"$T/drain.yaml"
+t_exit 0 "reshard start: the primary drained" -- "$B" -c "$T/drain.yaml" reshard start --yes
+T_TIMEOUT=180 t_exit 0 "a cleaner runs the moves" -- "$B" -c "$T/drain.yaml" cleaner --reshard
+t_eq "$(rsql $P "SELECT COUNT(*) FROM bagstore.bagstore_buckets WHERE state='owned'")" 0 "the primary owns no bucket"
+pos=$(rsql $P "SHOW MASTER STATUS" | awk '{print $1 " " $2}')
+t_match "$(rsql $R "SELECT MASTER_POS_WAIT('${pos% *}', ${pos#* }, 60)")" '^[0-9][0-9]*$' "the replica reached the primary's position again"
+t_eq "$(rstat Slave_SQL_Running)" Yes "the replica still applies the log, the trigger there"
+t_eq "$(rstat Last_SQL_Errno)" 0 "with no error"
+t_eq "$(rsql $R "SELECT COUNT(*) FROM bagstore.bagstore_owned")" 0 "and no parent row left, as on the primary"
+# why the step's statement turns the check off: the same change without
+# it stops such a replica (a bucket owned by hand, a fenced row in it)
+BK=999001
+rsql $P "INSERT INTO bagstore.bagstore_buckets (bucket, state) VALUES ($BK, 'owned')"
+rsql $P "USE bagstore; $BS__FENCED INSERT INTO entities (id, updated, body, bucket) VALUES (X'f1000000000040008000ffffffffffff', NOW(6), X'00', $BK)"
 rsql $P "UPDATE bagstore.bagstore_buckets SET state='leaving', peer='s9', move_id=9101 WHERE bucket=$BK"
 pos=$(rsql $P "SHOW MASTER STATUS" | awk '{print $1 " " $2}')
 rsql $R "SELECT MASTER_POS_WAIT('${pos% *}', ${pos#* }, 10)" >/dev/null
