@@ -301,6 +301,10 @@ typedef struct {
 	                              * than this makes jobs wait; 0: write_latency_factor
 	                              * times its idle baseline (0) */
 	double write_latency_factor; /* (2.0); 0: the probe is no signal */
+	bool write_latency_tail;     /* the probe's signal: false (median), its last 5
+	                              * latencies' median; true (tail), the second
+	                              * highest of its last 20 (2 s): what writers'
+	                              * slowest puts feel, at the cost of slower jobs */
 	double max_signal_age;       /* seconds a signal may go unread before jobs wait (3) */
 } bs_cleaner_conf_t;
 

@@ -742,6 +742,7 @@ static const char *const cleaner_keys[] = { "chunk_time",
 	                                    "max_history_length",
 	                                    "max_write_latency",
 	                                    "write_latency_factor",
+	                                    "write_latency_signal",
 	                                    "max_signal_age",
 	                                    NULL };
 /* cleaner.hooks: on_event, on_<bs_hook_name>, timeout */
@@ -1437,6 +1438,18 @@ static int parse_cleaner(bs_config_t *cfg, const ctx *c, const node *root)
 	    (error = opt_key(&cl->write_latency_factor, c, n, "cleaner", "write_latency_factor", K_FACTOR)) < 0 ||
 	    (error = opt_key(&cl->max_signal_age, c, n, "cleaner", "max_signal_age", K_SECONDS)) < 0)
 		return error;
+	const node *sv = get(n, "write_latency_signal");
+	if (sv) {
+		char *sig = NULL, shown[96];
+		if ((error = get_str(&sig, c, sv, "cleaner.write_latency_signal")) < 0)
+			return error;
+		bool tail = !strcmp(sig, "tail"), median = !strcmp(sig, "median");
+		free(sig);
+		if (!tail && !median)
+			return nerr(c, sv, "cleaner.write_latency_signal: expected median or tail, got \"%s\"",
+			            bs__quote(shown, sizeof shown, sv->str, sv->len));
+		cl->write_latency_tail = tail;
+	}
 	return parse_daemon(&cfg->daemon, c, n);
 }
 

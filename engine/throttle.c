@@ -37,8 +37,9 @@
 #include <unistd.h>
 
 #define HB_EVERY 0.1    /* seconds between two rounds of a sampler */
-#define PROBES 8        /* probe latencies kept */
+#define PROBES 24       /* probe latencies kept */
 #define PROBE_WINDOW 5  /* the signal: the median of the last 5 (half a second) */
+#define TAIL_WINDOW 20  /* or (write_latency_signal: tail) the second highest of the last 20 (2 s) */
 #define IDLE_PROBES 31  /* idle probe latencies kept; the baseline is their median */
 #define IDLE_QUIET 0.05 /* a probe is idle when no lane of ours was used for this long */
 #define FIRST_PROBES 3  /* probes of a sampler's first round, back to back */
@@ -187,14 +188,20 @@ static double median(const double *v, int n)
 }
 
 /* The probe's signal: the median of the last PROBE_WINDOW latencies, or
- * longer while one is in flight for longer. -1 unknown. */
-static double latency_now(const shard_t *s, double now)
+ * with tail the second highest of the last TAIL_WINDOW (one slow probe in
+ * two seconds is not a signal, two are), or longer while one is in
+ * flight for longer. -1 unknown. */
+static double latency_now(const shard_t *s, double now, bool tail)
 {
-	double last[PROBE_WINDOW];
-	int k, n = s->nlat < PROBE_WINDOW ? s->nlat : PROBE_WINDOW;
+	double last[TAIL_WINDOW];
+	int k, w = tail ? TAIL_WINDOW : PROBE_WINDOW, n = s->nlat < w ? s->nlat : w;
 	for (k = 0; k < n; k++)
 		last[k] = s->lat[(s->nlat - 1 - k) % PROBES];
 	double v = median(last, n);
+	if (tail && n > 0) {
+		qsort(last, (size_t)n, sizeof *last, cmp_double);
+		v = last[n > 1 ? n - 2 : 0];
+	}
 	if (s->probe_at > 0 && now - s->probe_at > v && s->nlat > 0)
 		v = now - s->probe_at;
 	return v;
@@ -392,7 +399,7 @@ static void eval_shard(eval_t *e, const bs__throttle_t *t, const shard_t *s, dou
 		}
 	}
 	char how[96];
-	double lat = latency_now(s, now), limit = latency_limit(t, s, how, sizeof how);
+	double lat = latency_now(s, now, t->cl.write_latency_tail), limit = latency_limit(t, s, how, sizeof how);
 	double span;
 	int64_t f = foreign_writes(s, &span);
 	e->fw_unknown = f < 0;
@@ -406,8 +413,8 @@ static void eval_shard(eval_t *e, const bs__throttle_t *t, const shard_t *s, dou
 	if (limit > 0 && lat > limit) {
 		set_eval(e, BS_THR_OVER, "write_latency", lat, limit);
 		e->soft = true;
-		snprintf(e->reason, sizeof e->reason, "shard %s: write latency %.2f ms above %.2f ms (%s)", name,
-		         lat * 1e3, limit * 1e3, how);
+		snprintf(e->reason, sizeof e->reason, "shard %s: write latency%s %.2f ms above %.2f ms (%s)", name,
+		         t->cl.write_latency_tail ? " (tail)" : "", lat * 1e3, limit * 1e3, how);
 	}
 }
 
@@ -1090,7 +1097,7 @@ static void reading(bs_throttle_shard_t *o, const bs__throttle_t *t, const shard
 	o->value = e.value;
 	o->limit = e.limit;
 	snprintf(o->reason, sizeof o->reason, "%s", e.reason);
-	o->write_latency_s = s->nlat ? latency_now(s, now) : -1;
+	o->write_latency_s = s->nlat ? latency_now(s, now, t->cl.write_latency_tail) : -1;
 	o->write_baseline_s = baseline(s);
 	o->write_limit_s = latency_limit(t, s, how, sizeof how);
 	double span;

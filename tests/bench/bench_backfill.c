@@ -406,16 +406,22 @@ typedef struct {
 	double max_latency; /* cleaner.max_write_latency */
 	double sleep_coef;  /* cleaner.sleep_coef */
 	unsigned writers;   /* cleaner.writers (0 auto) */
+	bool tail;          /* cleaner.write_latency_signal: tail */
 } setting_t;
 
-static const setting_t unthrottled = { "unthrottled (probe no signal)", 0, 0, 0, 0 };
-static const setting_t defaults = { "defaults (write_latency_factor 2)", 2.0, 0, 0, 0 };
+static const setting_t unthrottled = { "unthrottled (probe no signal)", 0, 0, 0, 0, false };
+static const setting_t defaults = { "defaults (write_latency_factor 2)", 2.0, 0, 0, 0, false };
 
 static const setting_t tried[] = {
-	{ "write_latency_factor 2 (default)", 2.0, 0, 0, 0 }, { "write_latency_factor 5", 5.0, 0, 0, 0 },
-	{ "max_write_latency 0.5 ms", 0, 0.0005, 0, 0 },      { "max_write_latency 1 ms", 0, 0.001, 0, 0 },
-	{ "max_write_latency 2 ms", 0, 0.002, 0, 0 },         { "sleep_coef 1, probe no signal", 0, 0, 1.0, 0 },
-	{ "sleep_coef 3, probe no signal", 0, 0, 3.0, 0 },
+	{ "write_latency_factor 2 (default)", 2.0, 0, 0, 0, false },
+	{ "write_latency_factor 5", 5.0, 0, 0, 0, false },
+	{ "write_latency_signal tail", 2.0, 0, 0, 0, true },
+	{ "write_latency_signal tail, factor 5", 5.0, 0, 0, 0, true },
+	{ "max_write_latency 0.5 ms", 0, 0.0005, 0, 0, false },
+	{ "max_write_latency 1 ms", 0, 0.001, 0, 0, false },
+	{ "max_write_latency 2 ms", 0, 0.002, 0, 0, false },
+	{ "sleep_coef 1, probe no signal", 0, 0, 1.0, 0, false },
+	{ "sleep_coef 3, probe no signal", 0, 0, 3.0, 0, false },
 };
 #define NTRIED (int)(sizeof tried / sizeof *tried)
 
@@ -427,6 +433,7 @@ static void apply(const setting_t *s)
 	cfg->cleaner.write_latency_factor = s->factor;
 	cfg->cleaner.max_write_latency = s->max_latency;
 	cfg->cleaner.sleep_coef = s->sleep_coef;
+	cfg->cleaner.write_latency_tail = s->tail;
 	if (s->writers)
 		cfg->cleaner.writers = s->writers;
 }

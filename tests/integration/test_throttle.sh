@@ -4,7 +4,9 @@
 # the throttle engaging on a loaded shard and naming the signal with its
 # value and threshold: Threads_running driven up by sleeping queries, the
 # heartbeat write's latency driven up by a transaction holding its row
-# (against its idle baseline, and against max_write_latency); a backfill
+# (against its idle baseline, and against max_write_latency), and short
+# holds that slow a probe now and then, which only write_latency_signal:
+# tail sees; a backfill
 # held meanwhile (not moving, its job saying why) that finishes once the
 # load is gone; critical_load stopping a job; failing closed when a signal
 # cannot be read for max_signal_age (the heartbeat table broken on a shard,
@@ -201,6 +203,26 @@ bs 0 "throttle with max_write_latency" "$ABS" throttle --seconds 2.5 --json
 t_match "$(json_field s1 reason)" 'shard s1: write latency [0-9.]+ ms above 50.00 ms \(max_write_latency\)' \
 	"max_write_latency is the threshold when set"
 wait "$(cat "$TMP/hold.pid")"
+# the tail: short holds of the row, each slowing one probe of the eight
+# or so between two; the median of the last five passes them by, the
+# second highest of the last twenty (write_latency_signal: tail) is one
+pulses() { # N: N holds of 0.12 s on s1's heartbeat row, 0.7 s apart
+	(for k in $(seq 1 "$1"); do
+		timeout 10 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$PORT1" -u root bagstore \
+			-e "START TRANSACTION; SELECT ts FROM bagstore_heartbeat WHERE shard='s1' FOR UPDATE; DO SLEEP(0.12); COMMIT" \
+			>/dev/null 2>&1
+		sleep 0.55
+	done) &
+	echo $! >"$TMP/pulses.pid"
+}
+TAIL=$(cfg tail "max_signal_age: 30, write_latency_signal: tail")
+pulses 8
+bs 0 "throttle, write_latency_signal tail, while short holds slow a probe now and then" "$TAIL" throttle --seconds 3.5 --json
+t_eq "$(json_field s1 state)" '"over"' "s1 is over its threshold"
+t_match "$(json_field s1 reason)" 'shard s1: write latency \(tail\) [0-9.]+ ms above [0-9.]+ ms' "the reason names the tail"
+t_eq "$(awk -v v="$(json_field s1 write_latency_ms)" 'BEGIN { print (v + 0 >= 20) }')" 1 \
+	"the signal is a held probe's latency, tens of ms ($(json_field s1 write_latency_ms) ms)"
+wait "$(cat "$TMP/pulses.pid")"
 t_other_stop
 # a backfill with nobody else writing says it goes at full pace, and why
 bs 0 "create by_f" "$DEF" index create by_f --on k:int --shard-on k

@@ -95,6 +95,7 @@ static const char good_yaml[] = "# every key, none at its default\n"
 				"  max_history_length: 50000\n"
 				"  max_write_latency: 0.005\n"
 				"  write_latency_factor: 1.5\n"
+				"  write_latency_signal: tail\n"
 				"  max_signal_age: 2\n"
 				"  max_fence: 0.25\n"
 				"buckets: 1024\n";
@@ -174,6 +175,7 @@ static void test_good(void)
 	CHECK(cfg->cleaner.max_history_length == 50000, "max_history_length %u", cfg->cleaner.max_history_length);
 	CHECK(cfg->cleaner.max_write_latency == 0.005, "max_write_latency %g", cfg->cleaner.max_write_latency);
 	CHECK(cfg->cleaner.write_latency_factor == 1.5, "write_latency_factor %g", cfg->cleaner.write_latency_factor);
+	CHECK(cfg->cleaner.write_latency_tail, "write_latency_signal: tail");
 	CHECK(cfg->cleaner.max_signal_age == 2, "max_signal_age %g", cfg->cleaner.max_signal_age);
 	bs_config_free(cfg);
 }
@@ -208,6 +210,7 @@ static void test_defaults(void)
 	CHECK(cfg->cleaner.max_history_length == 1000000, "max_history_length %u", cfg->cleaner.max_history_length);
 	CHECK(cfg->cleaner.max_write_latency == 0, "max_write_latency defaults to the baseline's");
 	CHECK(cfg->cleaner.write_latency_factor == 2.0, "write_latency_factor %g", cfg->cleaner.write_latency_factor);
+	CHECK(!cfg->cleaner.write_latency_tail, "write_latency_signal defaults to median");
 	CHECK(cfg->cleaner.max_signal_age == 3.0, "max_signal_age %g", cfg->cleaner.max_signal_age);
 	bs_config_free(cfg);
 	bs_config_free(NULL);
@@ -440,9 +443,13 @@ static void test_bad_inline(void)
 		{ "shards: [{name: s0, host: h}]\ncleaner: {write_latency_factor: 0.5}", "<string>:2:33: ",
 		  "cleaner.write_latency_factor: expected a factor from 1 to 1000 (or 0: off), got \"0.5\"" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {max_write_latency: -1}", "<string>:2:30: ", "0 or more" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {write_latency_signal: p99}",
+		  "<string>:2:33: ", "cleaner.write_latency_signal: expected median or tail, got \"p99\"" },
+		{ "shards: [{name: s0, host: h}]\ncleaner: {write_latency_signal: [tail]}",
+		  "<string>:2:33: ", "cleaner.write_latency_signal: expected a string" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {max_signal_age: 0}", "<string>:2:27: ", "greater than 0" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {max_signal: 3}",
-		  "<string>:2:11: ", "write_latency_factor, max_signal_age)" },
+		  "<string>:2:11: ", "write_latency_signal, max_signal_age)" },
 		{ "shards: [{name: s0, host: h}]\ncleaner: {writer: 3}",
 		  "<string>:2:11: ", "did you mean \"writers\"" },
 		{ "shards: [{name: s0, host: h}]\nindexes: {a: 1}",

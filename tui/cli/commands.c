@@ -206,8 +206,8 @@ static const cli_cmd_t cli_commands[] = {
 	  "lag from the heartbeat row, the pace (statements at once it allows, of its\n"
 	  "most), and why it holds backfills when it does. Exits 1 when a shard's signals\n"
 	  "could not be read. Settings: `cleaner:` (max_write_latency,\n"
-	  "write_latency_factor, max_load, max_history_length, max_replica_lag,\n"
-	  "max_signal_age, writers).\n",
+	  "write_latency_factor, write_latency_signal, max_load, max_history_length,\n"
+	  "max_replica_lag, max_signal_age, writers).\n",
 	  true },
 	{ NULL, "completion", cli_cmd_completion, "bash|zsh | --list indexes|shards", "print a shell completion script",
 	  "  bash, zsh        the script for that shell, made from this command table:\n"

@@ -489,6 +489,7 @@ static void settings_diff(json_t *f, char *msg, size_t n, const bs_cleaner_conf_
 		{ "max_history_length", a->max_history_length, b->max_history_length },
 		{ "max_write_latency", a->max_write_latency, b->max_write_latency },
 		{ "write_latency_factor", a->write_latency_factor, b->write_latency_factor },
+		{ "write_latency_tail", a->write_latency_tail, b->write_latency_tail },
 		{ "max_signal_age", a->max_signal_age, b->max_signal_age },
 	};
 	size_t o = 0;
