@@ -1433,8 +1433,10 @@ typedef struct {
 	                           * critical_load; "" when none */
 	double value, limit;     /* that signal's value and threshold */
 	char reason[256];        /* in words, as a job says it */
-	double write_latency_s;  /* the heartbeat write (the probe), median of the
-	                           * last 5; -1 unknown */
+	double write_latency_s;  /* the heartbeat write (the probe): the median of
+	                           * its last 5, or with write_latency_signal tail
+	                           * the second highest of its last 20; -1 unknown */
+	bool write_latency_tail; /* which of the two it is (the setting in force) */
 	double write_baseline_s; /* its median while no job of this process wrote
 	                           * to the shard; -1 unknown */
 	double write_limit_s;    /* the threshold in force; 0 when no signal */

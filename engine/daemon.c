@@ -288,11 +288,14 @@ static void fence(first_err_t *fe, bs_store_t *st, int s, const bs_cleaner_opts_
 	const char *name = st->shards[s].conf->name;
 	if (bs__fence_check(&f, st, s)) {
 		int code = bs_last_error_code();
-		snprintf(msg, sizeof msg,
-		         "shard %s: checking the fence's parent rows: %s (%" PRId64
-		         " rows for buckets not owned there, "
-		         "%" PRId64 " owned buckets without both of theirs, not brought in line)",
-		         name, bs_last_error(), f.stray, f.lacking);
+		char found[192] = "";
+		if (f.stray >= 0)
+			snprintf(found, sizeof found,
+			         " (%" PRId64 " rows for buckets not owned there, %" PRId64
+			         " owned buckets without both of theirs: %" PRId64 " rows removed, %" PRId64 " added)",
+			         f.stray, f.lacking, f.dropped, f.added);
+		snprintf(msg, sizeof msg, "shard %s: checking the fence's parent rows: %s%s", name, bs_last_error(),
+		         found);
 		bs_error_clear();
 		say_fence(fe, opts, code, msg);
 		return;
@@ -309,7 +312,7 @@ static void fence(first_err_t *fe, bs_store_t *st, int s, const bs_cleaner_opts_
 		         f.lacking, f.dropped, f.added);
 		say_fence(fe, opts, BS_ECONFIG, msg);
 	}
-	if (f.triggers < 0 && f.tried[0]) {
+	if (f.triggers < 0) {
 		snprintf(msg, sizeof msg, "shard %s: trying the fence's triggers on bagstore_buckets: %s", name,
 		         f.tried);
 		say_fence(fe, opts, f.tried_code, msg);
@@ -400,6 +403,8 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 	for (;;) {
 		bs_index_list_t cat = { 0 };
 		first_err_t fe = { 0 };
+		/* the fence first: what it finds is --once's error, whatever fails after */
+		fences(&fe, d, st, opts);
 		keep(&fe, bs_index_list(&cat, st));
 		if (!fe.rc) {
 			/* catalogs the shards disagree on: a create, promotion or drop
@@ -414,7 +419,6 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 			repairs(&fe, d, st, opts, &cat);
 			bg_reap(d, opts);
 		}
-		fences(&fe, d, st, opts);
 		bs_index_list_free(&cat);
 		if (opts && opts->once) {
 			rc = fe.rc ? bs_error(fe.rc, "%s", fe.msg) : 0;

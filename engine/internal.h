@@ -703,11 +703,11 @@ int bs__schema_init(bs_store_t *st);
  * (dropped, added: how many). Their cause (a TRUNCATE, a dump restored
  * without its triggers, a hand-made change) is the operator's to find. */
 typedef struct {
-	int64_t stray, lacking, dropped, added;
-	int triggers;            /* -1: they could not be tried; tried says why */
-	int tried_code;          /* the try's error code (BS_E...) */
-	char tried[1024];        /* the try's error (its message names the shard) */
-	char stray_buckets[128]; /* the stray rows' buckets, "b1,b2,..." (cut at 120) */
+	int64_t stray, lacking, dropped, added; /* stray, lacking: -1 until read */
+	int triggers;                           /* -1: they could not be tried; tried says why */
+	int tried_code;                         /* the try's error code (BS_E...) */
+	char tried[1024];                       /* the try's error (its message names the shard) */
+	char stray_buckets[128];                /* the stray rows' buckets, "b1,b2,..." (cut at 120) */
 } bs__fence_t;
 int bs__fence_check(bs__fence_t *out, bs_store_t *st, int i);
 /* The heartbeat table on shard i (for a store made before it existed). */

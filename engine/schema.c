@@ -510,9 +510,10 @@ int bs__fence_check(bs__fence_t *out, bs_store_t *st, int i)
 	MYSQL_ROW row;
 	int rc;
 	memset(out, 0, sizeof *out);
-	out->triggers = -1;
+	out->stray = out->lacking = out->triggers = -1; /* unknown until read */
 	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
 		return rc;
+	out->stray = out->lacking = 0;
 	if (res && (row = mysql_fetch_row(res)) && row[0] && row[1]) {
 		out->stray = atoll(row[0]);
 		out->lacking = atoll(row[1]);

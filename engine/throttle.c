@@ -1098,6 +1098,7 @@ static void reading(bs_throttle_shard_t *o, const bs__throttle_t *t, const shard
 	o->limit = e.limit;
 	snprintf(o->reason, sizeof o->reason, "%s", e.reason);
 	o->write_latency_s = s->nlat ? latency_now(s, now, t->cl.write_latency_tail) : -1;
+	o->write_latency_tail = t->cl.write_latency_tail;
 	o->write_baseline_s = baseline(s);
 	o->write_limit_s = latency_limit(t, s, how, sizeof how);
 	double span;

@@ -1144,8 +1144,9 @@ static int run_bench(int argc, char **argv)
 		atomic_store(&shm->plan_nb, plan.buckets);
 	}
 	atomic_store(&shm->moving, 1);
-	double t0 = now(), c_srv1 = servers_cpu(), c_me1 = cpu_of((long)getpid());
+	double t0 = now();
 	int64_t wall0 = wall_us(); /* t0 on the samples' clock */
+	double c_srv1 = servers_cpu(), c_me1 = cpu_of((long)getpid());
 	if (bs_reshard_start(s4, &plan) || bs_cleaner_reshard(s4, &o))
 		die("reshard");
 	double move_s = now() - t0;

@@ -370,7 +370,7 @@ t_match "$(cat "$TMP/hookfds")" " 0 -> /dev/null" "(the listing is real: stdin i
 # latency is no signal (nobody to protect).
 t_other_writer "$(t_port 0)" 90
 t_other_writer "$(t_port 1)" 90
-sed 's/^  max_load: 1$/  max_load: 50\n  max_write_latency: 0.000001/' "$TMP/a.good" >"$TMP/a.yaml"
+sed 's/^  max_load: 1$/  max_load: 50\n  max_write_latency: 0.000001\n  write_latency_signal: tail/' "$TMP/a.good" >"$TMP/a.yaml"
 kill -HUP $apid
 ev_with() { # EVENT PYTHON-CONDITION-ON-o: a line of a.err is that event and meets it
 	"$PY" -c 'import json,sys
@@ -380,6 +380,8 @@ wreload() { ev_with reload '"max_write_latency" in o["changed"]'; }
 if t_wait 10 wreload; then t_ok "SIGHUP: a reload of max_write_latency"; else t_fail "reload of max_write_latency" "$(tail -3 "$TMP/a.err")"; fi
 t_eq "$("$PY" -c 'import json,sys
 print([o["changed"]["max_write_latency"] for o in map(json.loads, open(sys.argv[1])) if o["event"] == "reload" and "max_write_latency" in o["changed"]][0])' "$TMP/a.err")" "[0.0, 1e-06]" "the reload says max_write_latency 0 -> 1e-06"
+t_eq "$("$PY" -c 'import json,sys
+print([o["changed"]["write_latency_signal"] for o in map(json.loads, open(sys.argv[1])) if o["event"] == "reload" and "max_write_latency" in o["changed"]][0])' "$TMP/a.err")" "['median', 'tail']" "and write_latency_signal median -> tail, by its name and values"
 bs 0 "index create by_w (max_write_latency 1 us)" index create by_w --on n:int --shard-on n
 wthrottled() { ev_with throttle_on 'o["index"] == "by_w"'; }
 if t_wait 30 wthrottled; then t_ok "throttle_on for by_w, held by the reloaded max_write_latency"; else

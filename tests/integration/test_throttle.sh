@@ -203,26 +203,31 @@ bs 0 "throttle with max_write_latency" "$ABS" throttle --seconds 2.5 --json
 t_match "$(json_field s1 reason)" 'shard s1: write latency [0-9.]+ ms above 50.00 ms \(max_write_latency\)' \
 	"max_write_latency is the threshold when set"
 wait "$(cat "$TMP/hold.pid")"
-# the tail: short holds of the row, each slowing one probe of the eight
-# or so between two; the median of the last five passes them by, the
-# second highest of the last twenty (write_latency_signal: tail) is one
-pulses() { # N: N holds of 0.12 s on s1's heartbeat row, 0.7 s apart
-	(for k in $(seq 1 "$1"); do
-		timeout 10 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$PORT1" -u root bagstore \
-			-e "START TRANSACTION; SELECT ts FROM bagstore_heartbeat WHERE shard='s1' FOR UPDATE; DO SLEEP(0.12); COMMIT" \
-			>/dev/null 2>&1
-		sleep 0.55
-	done) &
+# the tail: short holds of the row in one session, each slowing one
+# probe; they stop a second before the throttle's last reading, so no
+# probe is held then. The median of the last five (half a second) has
+# passed them by; the second highest of the last twenty (two seconds,
+# write_latency_signal: tail) still holds three or four of them
+pulses() { # N: N holds of 0.12 s on s1's heartbeat row, 0.3 s apart
+	awk -v n="$1" 'BEGIN { for (k = 1; k <= n; k++)
+		print "START TRANSACTION; SELECT ts FROM bagstore_heartbeat WHERE shard=\047s1\047 FOR UPDATE; DO SLEEP(0.12); COMMIT; DO SLEEP(0.18);" }' |
+		timeout 30 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$PORT1" -u root bagstore >/dev/null 2>&1 &
 	echo $! >"$TMP/pulses.pid"
 }
 TAIL=$(cfg tail "max_signal_age: 30, write_latency_signal: tail")
 pulses 8
-bs 0 "throttle, write_latency_signal tail, while short holds slow a probe now and then" "$TAIL" throttle --seconds 3.5 --json
+bs 0 "throttle, write_latency_signal tail, a second after short holds slowed a probe now and then" "$TAIL" throttle --seconds 3.4 --json
+wait "$(cat "$TMP/pulses.pid")"
 t_eq "$(json_field s1 state)" '"over"' "s1 is over its threshold"
 t_match "$(json_field s1 reason)" 'shard s1: write latency \(tail\) [0-9.]+ ms above [0-9.]+ ms' "the reason names the tail"
+t_eq "$(json_field s1 write_latency_signal)" '"tail"' "throttle --json says which signal"
 t_eq "$(awk -v v="$(json_field s1 write_latency_ms)" 'BEGIN { print (v + 0 >= 20) }')" 1 \
 	"the signal is a held probe's latency, tens of ms ($(json_field s1 write_latency_ms) ms)"
+pulses 8
+bs 0 "throttle, the median, the same holds" "$LAT" throttle --seconds 3.4 --json
 wait "$(cat "$TMP/pulses.pid")"
+t_eq "$(json_field s1 state)" '"go"' "the median has passed them by: s1 goes"
+t_eq "$(json_field s1 write_latency_signal)" '"median"' "and says it is the median"
 t_other_stop
 # a backfill with nobody else writing says it goes at full pace, and why
 bs 0 "create by_f" "$DEF" index create by_f --on k:int --shard-on k

@@ -43,6 +43,7 @@ static json_t *reading_json(const bs_throttle_shard_t *r)
 	json_object_set_new(o, "limit", r->signal[0] ? json_real(r->limit) : json_null());
 	json_object_set_new(o, "reason", cli_jstr(r->reason));
 	json_object_set_new(o, "write_latency_ms", ms_json(r->write_latency_s));
+	json_object_set_new(o, "write_latency_signal", cli_jstr(r->write_latency_tail ? "tail" : "median"));
 	json_object_set_new(o, "write_baseline_ms", ms_json(r->write_baseline_s));
 	json_object_set_new(o, "write_limit_ms",
 	                    r->write_limit_s > 0 ? json_real(r->write_limit_s * 1e3) : json_null());

@@ -489,7 +489,6 @@ static void settings_diff(json_t *f, char *msg, size_t n, const bs_cleaner_conf_
 		{ "max_history_length", a->max_history_length, b->max_history_length },
 		{ "max_write_latency", a->max_write_latency, b->max_write_latency },
 		{ "write_latency_factor", a->write_latency_factor, b->write_latency_factor },
-		{ "write_latency_tail", a->write_latency_tail, b->write_latency_tail },
 		{ "max_signal_age", a->max_signal_age, b->max_signal_age },
 	};
 	size_t o = 0;
@@ -502,6 +501,14 @@ static void settings_diff(json_t *f, char *msg, size_t n, const bs_cleaner_conf_
 		if (o < n)
 			o += (size_t)snprintf(msg + o, n - o, "%s%s %g -> %g", o ? ", " : "", d[k].name, d[k].x,
 			                      d[k].y);
+	}
+	if (a->write_latency_tail != b->write_latency_tail) {
+		const char *was = a->write_latency_tail ? "tail" : "median",
+			   *now = b->write_latency_tail ? "tail" : "median";
+		json_object_set_new(f, "write_latency_signal", json_pack("[s,s]", was, now));
+		if (o < n)
+			o += (size_t)snprintf(msg + o, n - o, "%swrite_latency_signal %s -> %s", o ? ", " : "", was,
+			                      now);
 	}
 	if (!o)
 		snprintf(msg, n, "no cleaner setting changed");
