@@ -325,6 +325,19 @@ static void fence(first_err_t *fe, bs_store_t *st, int s, const bs_cleaner_opts_
 	}
 }
 
+/* Whether shard s answers; when not, said once (as shard_lost) and, with
+ * --once, kept in fe. */
+static bool answers(first_err_t *fe, daemon_t *d, bs_store_t *st, int s, const bs_cleaner_opts_t *opts)
+{
+	int r = shard_answers(d, st, s, opts);
+	if (r) {
+		if (opts && opts->once)
+			keep(fe, r);
+		bs_error_clear();
+	}
+	return r == 0;
+}
+
 /* Every FENCE_CHECK_S (every pass of --once), the fence of each shard
  * that answers: apart from the repair pass, so that a catalog that cannot
  * be read does not stop it. */
@@ -335,14 +348,8 @@ static void fences(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_cleane
 		return;
 	d->fence_at = now;
 	for (int s = 0; s < st->n; s++) {
-		int r = shard_answers(d, st, s, opts);
-		if (r) { /* said once, as shard_lost; --once returns it */
-			if (opts && opts->once)
-				keep(fe, r);
-			bs_error_clear();
-			continue;
-		}
-		fence(fe, st, s, opts);
+		if (answers(fe, d, st, s, opts))
+			fence(fe, st, s, opts);
 	}
 }
 
@@ -354,14 +361,9 @@ static void repairs(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_clean
 	bs__cleaner_conf(&cl, opts, st->cfg);
 	for (int s = 0; s < st->n; s++) {
 		bs__repair_stats_t rs = { 0 };
-		int r = shard_answers(d, st, s, opts);
-		if (r) { /* said once, as shard_lost; --once returns it */
-			if (opts && opts->once)
-				keep(fe, r);
-			bs_error_clear();
+		if (!answers(fe, d, st, s, opts))
 			continue;
-		}
-		r = bs__repair_pass(&rs, d->rep, st, s, cat, cl.repair_overlap);
+		int r = bs__repair_pass(&rs, d->rep, st, s, cat, cl.repair_overlap);
 		keep(fe, r);
 		if (rs.ran && !r) {
 			char msg[32];
