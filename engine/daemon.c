@@ -286,6 +286,13 @@ static void fence(first_err_t *fe, bs_store_t *st, int s, const bs_cleaner_opts_
 	bs__fence_t f;
 	char msg[1100];
 	const char *name = st->shards[s].conf->name;
+	if (bs__shard_check(st, s)) { /* not this store's, not initialised, older: touch nothing */
+		int code = bs_last_error_code();
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		bs_error_clear();
+		say_fence(fe, opts, code, msg);
+		return;
+	}
 	if (bs__fence_check(&f, st, s)) {
 		int code = bs_last_error_code();
 		char found[192] = "";
