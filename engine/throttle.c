@@ -193,7 +193,7 @@ static double median(const double *v, int n)
  * flight for longer. -1 unknown. */
 static double latency_now(const shard_t *s, double now, bool tail)
 {
-	double last[TAIL_WINDOW];
+	double last[TAIL_WINDOW] = { 0 };
 	int k, w = tail ? TAIL_WINDOW : PROBE_WINDOW, n = s->nlat < w ? s->nlat : w;
 	for (k = 0; k < n; k++)
 		last[k] = s->lat[(s->nlat - 1 - k) % PROBES];
