@@ -320,14 +320,11 @@ static void fence(first_err_t *fe, bs_store_t *st, int s, const bs_cleaner_opts_
 		say_fence(fe, opts, BS_ECONFIG, msg);
 	}
 	if (f.triggers < 0) {
-		snprintf(msg, sizeof msg, "shard %s: trying the fence's triggers on bagstore_buckets: %s", name,
-		         f.tried);
+		snprintf(msg, sizeof msg, "shard %s: " BS__FENCE_TRY_FMT, name, f.tried);
 		say_fence(fe, opts, f.tried_code, msg);
-	} else if (f.triggers >= 0 && f.triggers < 3) {
-		snprintf(msg, sizeof msg,
-		         "shard %s: %d of the fence's 3 triggers on bagstore_buckets do their work: run `bagstore "
-		         "init` (a trigger of its name that does something else must be dropped first)",
-		         name, f.triggers);
+	} else if (f.triggers < 3) {
+		snprintf(msg, sizeof msg, "shard %s: " BS__FENCE_TRIGGERS_FMT, name, f.triggers,
+		         "run `bagstore init` (a trigger of its name that does something else must be dropped first)");
 		say_fence(fe, opts, BS_ECONFIG, msg);
 	}
 }
@@ -347,28 +344,32 @@ static bool answers(first_err_t *fe, daemon_t *d, bs_store_t *st, int s, const b
 
 /* Every FENCE_CHECK_S (every pass of --once), the fence of each shard
  * that answers: apart from the repair pass, so that a catalog that cannot
- * be read does not stop it. */
-static void fences(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts)
+ * be read does not stop it. Whether it asked every shard (d->up says
+ * which answered). */
+static bool fences(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts)
 {
 	double now = bs_now_mono();
 	if (!(opts && opts->once) && d->fence_at != 0 && now - d->fence_at < FENCE_CHECK_S)
-		return;
+		return false;
 	d->fence_at = now;
 	for (int s = 0; s < st->n; s++) {
 		if (answers(fe, d, st, s, opts))
 			fence(fe, st, s, opts);
 	}
+	return true;
 }
 
-/* One repair pass on every shard that answers; the first error kept in fe. */
+/* One repair pass on every shard that answers (asked: the fence check
+ * just asked them, and d->up holds their answers); the first error kept
+ * in fe. */
 static void repairs(first_err_t *fe, daemon_t *d, bs_store_t *st, const bs_cleaner_opts_t *opts,
-                    const bs_index_list_t *cat)
+                    const bs_index_list_t *cat, bool asked)
 {
 	bs_cleaner_conf_t cl;
 	bs__cleaner_conf(&cl, opts, st->cfg);
 	for (int s = 0; s < st->n; s++) {
 		bs__repair_stats_t rs = { 0 };
-		if (!answers(fe, d, st, s, opts))
+		if (asked ? d->up[s] != 1 : !answers(fe, d, st, s, opts))
 			continue;
 		int r = bs__repair_pass(&rs, d->rep, st, s, cat, cl.repair_overlap);
 		keep(fe, r);
@@ -413,7 +414,7 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 		bs_index_list_t cat = { 0 };
 		first_err_t fe = { 0 };
 		/* the fence first: what it finds is --once's error, whatever fails after */
-		fences(&fe, d, st, opts);
+		bool asked = fences(&fe, d, st, opts);
 		keep(&fe, bs_index_list(&cat, st));
 		if (!fe.rc) {
 			/* catalogs the shards disagree on: a create, promotion or drop
@@ -425,7 +426,7 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 			backfills(&fe, d, st, opts, &cat);
 			/* moves of a reshard */
 			keep(&fe, moves_pass(d, st, opts));
-			repairs(&fe, d, st, opts, &cat);
+			repairs(&fe, d, st, opts, &cat, asked);
 			bg_reap(d, opts);
 		}
 		bs_index_list_free(&cat);

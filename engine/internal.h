@@ -710,6 +710,11 @@ typedef struct {
 	char stray_buckets[128];                /* the stray rows' buckets, "b1,b2,..." (cut at 120) */
 } bs__fence_t;
 int bs__fence_check(bs__fence_t *out, bs_store_t *st, int i);
+/* What init and the daemon say of a failed check of the triggers: the
+ * try's error (its message), or how many of the 3 work, with the advice
+ * (%s) that fits who says it. */
+#define BS__FENCE_TRY_FMT "trying the fence's triggers on bagstore_buckets: %s"
+#define BS__FENCE_TRIGGERS_FMT "%d of the fence's 3 triggers on bagstore_buckets do their work: %s"
 /* The heartbeat table on shard i (for a store made before it existed). */
 int bs__schema_heartbeat(bs_store_t *st, int i);
 

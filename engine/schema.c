@@ -429,12 +429,11 @@ static int init_shard(bs_store_t *st, int i, void *p)
 	/* a trigger of the fence's name there already, that does something
 	 * else (init made none in its place): the fence would not be kept */
 	if (!rc && f.triggers < 0)
-		rc = bs_error(f.tried_code, "trying the fence's triggers on bagstore_buckets: %s", f.tried);
+		rc = bs_error(f.tried_code, BS__FENCE_TRY_FMT, f.tried);
 	else if (!rc && f.triggers < 3)
-		rc = bs_error(BS_ECONFIG,
-		              "%s: %d of the fence's 3 triggers on bagstore_buckets do their work: drop the"
-		              " bagstore_owned_* trigger that does something else, then run init again",
-		              bs__shard_label(label, sizeof label, &st->shards[i]), f.triggers);
+		rc = bs_error(BS_ECONFIG, "%s: " BS__FENCE_TRIGGERS_FMT,
+		              bs__shard_label(label, sizeof label, &st->shards[i]), f.triggers,
+		              "drop the bagstore_owned_* trigger that does something else, then run init again");
 	/* the procedures hold INSERT ... RETURNING: on the servers that have
 	 * it (MariaDB 10.5 and later), the only ones whose writers call them.
 	 * An account without CREATE ROUTINE (granted by an older bagstore)

@@ -197,8 +197,10 @@ static double latency_now(const shard_t *s, double now, bool tail)
 	int k, w = tail ? TAIL_WINDOW : PROBE_WINDOW, n = s->nlat < w ? s->nlat : w;
 	for (k = 0; k < n; k++)
 		last[k] = s->lat[(s->nlat - 1 - k) % PROBES];
-	double v = median(last, n);
-	if (tail && n > 0) {
+	double v;
+	if (!tail || n <= 0) {
+		v = median(last, n);
+	} else {
 		qsort(last, (size_t)n, sizeof *last, cmp_double);
 		v = last[n > 1 ? n - 2 : 0];
 	}

@@ -626,7 +626,7 @@ static shared_t *shm;
 
 typedef struct {
 	const char *cfgpath;
-	int no;
+	int no, nw; /* this writer's number, of nw */
 	uint32_t seed;
 	long nload;
 	atomic_int *stop, *moving;
@@ -697,7 +697,7 @@ static void *bench_writer(void *p)
 	/* at a rate, each put has its time: its latency counts from then,
 	 * so a put late because the last was slow says so (no coordinated
 	 * omission); the writers start apart, not in step */
-	int64_t due = wall_us() + (w->rate > 0 ? (int64_t)(1e6 / w->rate * w->no / 4) : 0);
+	int64_t due = wall_us() + (w->rate > 0 ? (int64_t)(1e6 / w->rate * w->no / w->nw) : 0);
 	for (long seq = 1; !atomic_load(w->stop); seq++) {
 		bs_id_t id;
 		bs_value_t bag;
@@ -1106,6 +1106,7 @@ static int run_bench(int argc, char **argv)
 	for (int i = 0; i < nw; i++)
 		w[i] = (bw_t){ .cfgpath = argv[3],
 			       .no = i,
+			       .nw = nw,
 			       .seed = 42,
 			       .nload = n,
 			       .stop = &shm->stop,
