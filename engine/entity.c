@@ -1371,7 +1371,8 @@ static void settle_send(bs_store_t *st, const write_t *w, bool deleted, bool row
 	if (!w->token[0])
 		return;
 	if (rows_ok && (deleted || w->new_us)) {
-		bs__settle_add(st, w->shard, w->token, &w->id, w->bucket, deleted ? 0 : w->new_us, w->prev_us);
+		bs__settle_add(st, w->shard, w->token, &w->id, w->bucket, deleted ? 0 : w->new_us, w->prev_us,
+		               w->found);
 		if (bs__settle_due(st, w->shard)) {
 			bs__settle_sql(&b, st, w->shard);
 			bs__buf_puts(&b, ";");

@@ -276,12 +276,15 @@ void bs__lock_release(bs_store_t *st, int shard, const char *name);
  * its answer (bs_store_free calls it: a hung shard does not hold the free
  * up longer). A later write of the same entity on the same connection
  * (its rows all written) makes an earlier entry go whatever the version
- * when that entry is a delete, or a put whose very version this write
- * replaced or deleted: the earlier write's rows were all written before
- * this one began; a delete only removed rows, and whatever body came
- * between, this write's rows rewrote from it; for a put, nothing wrote
- * between the two. Otherwise (another writer between, whose rows the
- * earlier put's may have landed after) the entry keeps its version check.
+ * when that entry is a delete and this write found no entity (found
+ * false), or a put whose very version this write replaced or deleted:
+ * the earlier write's rows were all written before this one began; a
+ * delete only removed rows (any of the entity's on a shard, another
+ * writer's too), and this write, finding nothing, wrote its rows whole
+ * (one that found a body skips a ready index's unchanged row, which the
+ * delete may have taken); for a put, nothing wrote between the two.
+ * Otherwise (another writer between, whose rows the earlier write's may
+ * have landed after) the entry keeps its version check.
  * An intent left (never flushed, the process killed) has a free lock: the
  * repair loop settles it. */
 struct bs__settle {
@@ -294,7 +297,7 @@ struct bs__settle {
 #define BS__SETTLE_BATCH 32
 #define BS__SETTLE_AGE_S 0.2
 void bs__settle_add(bs_store_t *st, int i, const char *token, const bs_id_t *id, int bucket, int64_t ver_us,
-                    int64_t prev_us);
+                    int64_t prev_us, bool found);
 /* A fresh token for intents and their named lock: "bagstore.", kind (one
  * letter: "w" a write's, entity.c and bulk.c; "r" the cleaner's left for
  * the repair loop; "f" a fix's, repair.c), "." and 32 random hex digits. */

@@ -629,7 +629,7 @@ void bs__token(char token[48], const char *kind)
 }
 
 void bs__settle_add(bs_store_t *st, int i, const char *token, const bs_id_t *id, int bucket, int64_t ver_us,
-                    int64_t prev_us)
+                    int64_t prev_us, bool found)
 {
 	bs_shard_t *sh = &st->shards[i];
 	if (!sh->settle && !(sh->settle = calloc(BS__SETTLE_BATCH, sizeof *sh->settle)))
@@ -640,11 +640,14 @@ void bs__settle_add(bs_store_t *st, int i, const char *token, const bs_id_t *id,
 		const struct bs__settle *e = &sh->settle[k];
 		if (memcmp(e->id.b, id->b, 16))
 			continue;
-		/* an earlier delete of the entity only removed rows, all before
-		 * this write began: whatever body came between, this write's rows
-		 * rewrote from it; an earlier put, when this write replaced its
-		 * very version (nobody wrote between) */
-		if (!e->ver_us || (prev_us && e->ver_us == prev_us))
+		/* an earlier delete of the entity only removed rows (any of the
+		 * entity's on a shard, another writer's too), all before this
+		 * write began: when this write found no entity, it wrote its rows
+		 * whole. Not when it found one: it skips a ready index's row the
+		 * body it replaced has too, which the delete may have taken. An
+		 * earlier put, when this write replaced its very version (nobody
+		 * wrote between) */
+		if ((!e->ver_us && !found) || (prev_us && e->ver_us == prev_us))
 			sh->settle[k].any = true;
 	}
 	struct bs__settle *e = &sh->settle[sh->nsettle];

@@ -13,7 +13,9 @@
  * of the same connection supersedes an earlier one's intent only when it
  * replaced exactly that version (here another writer came between, and
  * the earlier write's rows landed after that writer's: its intent must
- * stay); and a write tried again after its fast form was refused (its
+ * stay), and a delete's only by a later write that found no entity (a
+ * put that replaced another writer's body may skip its unchanged row,
+ * which the delete's late rows took: the delete's intent must stay); and a write tried again after its fast form was refused (its
  * intent committed) and its full form timed out finds its own intent and
  * goes on. Last, a put whose intent's named lock another session holds
  * (fault fixed_token) fails and writes nothing: its refused token is not
@@ -155,6 +157,7 @@ int main(void)
 	bs_store_t *st = NULL;
 	bs_index_t def;
 	bs_value_t bag;
+	bs_id_t id0;
 	(void)sql; /* rawsql.h's: this test only reads */
 	CHECK_OK(bs_store_open(&st, cfg));
 	CHECK_OK(bs_init(st));
@@ -261,6 +264,53 @@ int main(void)
 	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=24 AND entity_id=X'" ID "'") == 1 &&
 	              sql_both("SELECT COUNT(*) FROM ix_g") == 1,
 	      "the index row is W2's (g=24), alone");
+
+	/* P deletes the entity (D), stopped before its rows; X puts g=26 (its
+	 * row on shard 0, where D's old row is) and settles; D's rows land
+	 * after X's: D's delete of the entity's rows there takes X's row too;
+	 * P puts g=26 (W) on the same connection, which replaced X's version
+	 * and finds the ready index's row unchanged, so writes none: D's
+	 * intent must stay (W did not rewrite the rows from scratch) */
+	CHECK(sql_int(0, "SELECT COUNT(*) FROM bagstore_indexes WHERE name='ix_g' AND state='ready'") == 1,
+	      "ix_g is ready (a put skips its unchanged row)");
+	p = child(-1, true, 26, CLOSE);
+	CHECK(wait_stopped(p), "P stopped between D's entity delete and its index rows");
+	CHECK_OK(bs_store_open(&st, cfg));
+	gbag(&bag, UUID, 26);
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	bs_store_free(st);
+	st = NULL;
+	CHECK(count_when(1, "SELECT COUNT(*) FROM bagstore_intents WHERE IS_USED_LOCK(token) IS NULL", 0) == 0,
+	      "X's batch removed X's intent");
+	kill(p, SIGCONT);
+	CHECK(waitpid(p, &status, 0) == p && WIFEXITED(status) && WEXITSTATUS(status) == 0, "P finished");
+	CHECK(sql_both("SELECT COUNT(*) FROM ix_g WHERE entity_id=X'" ID "'") == 0,
+	      "D's rows landed after X's and took X's row; W wrote none (its row unchanged)");
+	CHECK(sql_int(1, "SELECT COUNT(*) FROM bagstore_intents WHERE entity_id=X'" ID "'") >= 1,
+	      "an intent covers it: W did not supersede D (the entity was there when W wrote)");
+	CHECK(cleaner_once() == 0, "cleaner --once");
+	CHECK(sql_both("SELECT COUNT(*) FROM bagstore_intents") == 0, "the repair loop settled it");
+	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=26 AND entity_id=X'" ID "'") == 1 &&
+	              sql_both("SELECT COUNT(*) FROM ix_g") == 1,
+	      "the index row is W's (g=26), alone");
+
+	/* a delete then a put of the entity on one connection, nobody between:
+	 * the put found no row and wrote its rows whole, so it supersedes the
+	 * delete's intent and none is left */
+	CHECK_OK(bs_store_open(&st, cfg));
+	CHECK_OK(bs_id_parse(&id0, ID));
+	CHECK_OK(bs_delete(st, &id0));
+	gbag(&bag, UUID, 28);
+	CHECK_OK(bs_put(st, &bag, NULL));
+	bs_value_clear(&bag);
+	bs_store_free(st);
+	st = NULL;
+	CHECK(count_when(-1, "SELECT COUNT(*) FROM bagstore_intents", 0) == 0,
+	      "a delete and a put of one entity on one connection: no intent left");
+	CHECK(sql_int(0, "SELECT COUNT(*) FROM ix_g WHERE g=28 AND entity_id=X'" ID "'") == 1 &&
+	              sql_both("SELECT COUNT(*) FROM ix_g") == 1,
+	      "the index row is the put's (g=28), alone");
 
 	/* the same connection writing an entity over and over leaves no
 	 * intent: each write replaced exactly the one before */
