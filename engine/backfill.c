@@ -282,6 +282,7 @@ typedef struct {
 	char host[64];
 	int pid;
 	double moves_checked; /* monotonic: when a move in flight was last looked for */
+	bool validated;       /* this attempt validated the job (a queued one is running since) */
 	/* the job as this worker sees it */
 	bs_job_t job;
 	int64_t index_created_us;
@@ -320,7 +321,9 @@ static void where_mine(runner_t *r, bs_buf_t *b)
 {
 	bs__buf_puts(b, " WHERE index_name=");
 	bs__buf_hex(b, r->index, strlen(r->index));
-	bs__buf_puts(b, " AND state IN ('running','throttled') AND ");
+	/* before validate (a move waited for), a queued job claimed is ours too */
+	bs__buf_puts(b, r->validated ? " AND state IN ('running','throttled') AND "
+	                             : " AND state IN ('queued','running','throttled') AND ");
 	bs__lock_held_sql(b, r->lock);
 }
 
@@ -499,6 +502,7 @@ typedef struct {
 	char pace_reason[256]; /* how the throttle paces it ("" at full pace) */
 	double wait_since;     /* the throttle holds it since (monotonic), 0 not */
 	double said_at;        /* the job row last said so */
+	bool moved;            /* it waited for a move: the map and chunk read again */
 } attempt_t;
 
 /* Step 1, claim: take the job's lock and read its row; OUT_* when it is
@@ -577,7 +581,7 @@ static int validate(runner_t *r, bs_index_t *idx)
 	r->nsamp = 0;
 	sample(r);
 	report(r);
-	r->claimed = true;
+	r->claimed = r->validated = true;
 	emit(r, BS_EV_JOB_CLAIMED, "", 0);
 	unthrottle(r);
 done:
@@ -651,14 +655,19 @@ static int not_go(runner_t *r, attempt_t *a, const bs__thr_gate_t *g)
  * outcome that ends the attempt. */
 /* Backfills and moves take turns (doc/DESIGN.md, "Moves"): a backfill's
  * multi-row upserts are not fenced row by row, so it waits while a move is
- * in flight. Looked at every 2 s at most. -1 go, -2 look again. */
-static int moves_gate(runner_t *r)
+ * in flight. Looked at every 2 s at most. -1 go, -2 look again, else the
+ * outcome. strict: moves that cannot be listed end the attempt (before the
+ * job starts); else the throttle's own check holds it. */
+static int moves_gate(runner_t *r, bool strict)
 {
 	char why[200], m[256];
 	bool busy = false;
 	if (bs_now_mono() - r->moves_checked < 2.0)
 		return -1;
-	if (bs__moves_in_flight(&busy, why, sizeof why, r->dst)) {
+	int rc = bs__moves_in_flight(&busy, why, sizeof why, r->dst);
+	if (rc && strict) /* before the job starts: not known, not started */
+		return fail_with(r, rc);
+	if (rc) {
 		bs_error_clear(); /* the throttle's own check says which shard is down */
 		return -1;
 	}
@@ -677,7 +686,9 @@ static int throttle_gate(runner_t *r, attempt_t *a)
 {
 	bs__thr_gate_t g;
 	int out;
-	if ((out = moves_gate(r)) != -1)
+	if ((out = moves_gate(r, false)) == -2)
+		a->moved = true;
+	if (out != -1)
 		return out;
 	for (int i = 0; i < r->src->n; i++)
 		a->which[i] = a->cur.tg[i].rows > 0 || i == r->shard;
@@ -961,7 +972,7 @@ static void wind_up(runner_t *r, enum outcome out)
 		release_lock(r);
 	if (r->claimed && !r->ended)
 		emit(r, BS_EV_JOB_RELEASED, released_why(r, out), 0);
-	r->claimed = r->ended = r->throttled = false;
+	r->claimed = r->ended = r->throttled = r->validated = false;
 }
 
 /* One attempt at the job: claim, validate, chunks until the end (or until
@@ -979,7 +990,25 @@ static enum outcome attempt(runner_t *r)
 		out = fail_with(r, rc ? rc : bs__oom());
 		goto done;
 	}
-	if ((out = claim(r)) >= 0 || (out = validate(r, &a.idx)) >= 0)
+	if ((out = claim(r)) >= 0)
+		goto done;
+	/* a move in flight first (backfills and moves take turns): the
+	 * high-water mark validate fixes must count the rows a move copies
+	 * here, and the chunks route by the map the move leaves (a store
+	 * kept across attempts has the map it read first) */
+	r->moves_checked = 0;
+	while ((out = moves_gate(r, true)) == -2)
+		if (bs__stopping(r->opts)) {
+			out = OUT_STOP;
+			goto done;
+		}
+	if (out >= 0)
+		goto done;
+	if ((rc = bs__map_reload(r->src))) {
+		out = fail_with(r, rc);
+		goto done;
+	}
+	if ((out = validate(r, &a.idx)) >= 0)
 		goto done;
 	a.slow = bs_fault(BS_FAULT_SLOW_CHUNK);
 	a.chunk = a.slow ? CHUNK_MIN : r->job.chunk > 0 ? r->job.chunk : CHUNK_START;
@@ -996,6 +1025,19 @@ static enum outcome attempt(runner_t *r)
 		}
 		if ((out = throttle_gate(r, &a)) == -2)
 			continue;
+		if (out == -1 && a.moved) {
+			/* a move ran while the job waited (none starts while an
+			 * index builds; one in flight the check above missed): the
+			 * chunk read before it again, by the map it left */
+			a.moved = false;
+			if ((rc = bs__map_reload(r->src)) || (rc = chunk_read(&out, r, &a, &a.cur, r->job.cursor)) ||
+			    out >= 0) {
+				if (rc)
+					out = fail_with(r, rc);
+				goto done;
+			}
+			continue;
+		}
 		if (out >= 0 || (out = chunk_step(r, &a)) >= 0)
 			goto done;
 	}
