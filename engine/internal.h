@@ -593,6 +593,14 @@ static inline bool bs__owns(uint8_t state)
  * (lifecycle.c) must outlast. */
 #define BS__BULK_STAMP_BUDGET_US 3500000LL
 #define BS__BULK_ROW_WAIT_S 1
+/* How long after its version (`updated`, its NOW(6), taken before its
+ * fence wait) a write can commit, with room: the promotion's repair
+ * rounds and the repair loop's first watermark reach back this far
+ * beyond what they cover (lifecycle.c, repair.c). */
+#define BS__LATE_COMMIT_US 5000000LL
+_Static_assert(BS__LATE_COMMIT_US > BS__FENCE_WAIT_S * 1000000LL, "the margin must outlast a write's fence wait");
+_Static_assert(BS__LATE_COMMIT_US > BS__BULK_STAMP_BUDGET_US + BS__BULK_ROW_WAIT_S * 1000000LL,
+               "the margin must outlast a bulk put's stamp budget and its row lock wait");
 /* An entity's upsert after its VALUES: a later version than any before
  * (`updated` strictly grows), the new body (entity.c). */
 #define BS__ENTITY_UPSERT \

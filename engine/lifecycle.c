@@ -97,11 +97,7 @@ int bs_index_create(bs_store_t *st, const bs_index_t *def)
 #define PROMOTE_ROUNDS 4
 /* a write's `updated` is its NOW(6), taken before its fence wait (up to
  * BS__FENCE_WAIT_S): a row can commit that long after it */
-#define PROMOTE_MARGIN_US 5000000
-_Static_assert(PROMOTE_MARGIN_US > BS__FENCE_WAIT_S * 1000000LL,
-               "the promotion's margin must outlast a write's fence wait");
-_Static_assert(PROMOTE_MARGIN_US > BS__BULK_STAMP_BUDGET_US + BS__BULK_ROW_WAIT_S * 1000000LL,
-               "the promotion's margin must outlast a bulk put's stamp budget and its row lock wait");
+#define PROMOTE_MARGIN_US BS__LATE_COMMIT_US
 
 /* The sweep of one index shard, from the first row to the last, cut short
  * between batches by a stop or by another worker's failure (failed, may be
@@ -235,8 +231,11 @@ int bs__index_promote(bool *promoted, bs_store_t *st, const char *name, const bs
 	 * updated since the pass before began (less PROMOTE_MARGIN_US, for
 	 * the shards' clocks and writes that waited at the fence), until one finds nothing, or PROMOTE_ROUNDS;
 	 * beyond that the daemon's repair loop, which walks the same way from
-	 * its watermark, finds what is left. */
-	int64_t since = idx.created_us - ttl_us;
+	 * its watermark, finds what is left. The first pass has the margin
+	 * too: a writer whose catalog lacked the index took its version
+	 * before creation less the TTL, waited at the fence and committed
+	 * after a chunk read the body it replaced. */
+	int64_t since = idx.created_us - ttl_us - PROMOTE_MARGIN_US;
 	for (int round = 0; round < PROMOTE_ROUNDS && !bs__stopping(opts); round++) {
 		int64_t start = INT64_MAX, rows = 0;
 		for (int s = 0; s < st->n; s++) {
