@@ -412,11 +412,13 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 	bs_error_clear();
 	for (;;) {
 		bs_index_list_t cat = { 0 };
-		first_err_t fe = { 0 };
-		/* the fence first: what it finds is --once's error, whatever fails after */
-		bool asked = fences(&fe, d, st, opts);
-		keep(&fe, bs_index_list(&cat, st));
-		if (!fe.rc) {
+		first_err_t fe = { 0 }, ff = { 0 };
+		/* the fence first, kept apart: a shard down or a fence mended
+		 * stops no other work on the shards that answer */
+		bool asked = fences(&ff, d, st, opts);
+		int crc = bs_index_list(&cat, st);
+		keep(&fe, crc);
+		if (!crc) {
 			/* catalogs the shards disagree on: a create, promotion or drop
 			 * that a shard going away cut short is completed */
 			for (int k = 0; k < cat.len; k++)
@@ -430,6 +432,8 @@ int bs_cleaner_run(bs_store_t *st, const bs_cleaner_opts_t *opts)
 			bg_reap(d, opts);
 		}
 		bs_index_list_free(&cat);
+		if (ff.rc) /* what the fence check found is --once's error, whatever failed after */
+			fe = ff;
 		if (opts && opts->once) {
 			rc = fe.rc ? bs_error(fe.rc, "%s", fe.msg) : 0;
 			break;

@@ -116,7 +116,11 @@ t_sql 0 "DELETE FROM entities WHERE id IN (X'$E1', X'$E2')"
 # unlogged), an owned bucket of s0's without its own
 STRAY=$(t_sql 1 "SELECT MIN(bucket) FROM bagstore_buckets WHERE state='owned'")
 t_sql 0 "SET foreign_key_checks=0; DELETE FROM bagstore_owned WHERE bucket=$BK; INSERT INTO bagstore_owned VALUES ($STRAY, 0), ($STRAY, 1)"
+wm0=$(t_sql 0 "SELECT COALESCE(MAX(last_pass_us), 0) FROM bagstore_watermarks WHERE name='repair'")
+wm1=$(t_sql 1 "SELECT COALESCE(MAX(last_pass_us), 0) FROM bagstore_watermarks WHERE name='repair'")
 t_exit 2 "a cleaner's pass: fails, for scripts to see" -- "$B" -c "$CFG" cleaner --once
+t_eq "$(t_sql 0 "SELECT COUNT(*) FROM bagstore_watermarks WHERE name='repair' AND last_pass_us>$wm0")$(t_sql 1 "SELECT COUNT(*) FROM bagstore_watermarks WHERE name='repair' AND last_pass_us>$wm1")" 11 \
+	"and the pass's other work goes on: a repair pass on each shard"
 t_contains "$T_ERR" "shard s0: the fence's parent rows (bagstore_owned) were out of step with bagstore_buckets: 2 rows for buckets not owned there (buckets $STRAY)" \
 	"says the stray rows, naming their bucket"
 t_contains "$T_ERR" "1 owned buckets without both of theirs; brought in line (2 rows removed, 2 added)" "and the lacking, and that it mended them"
