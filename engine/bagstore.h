@@ -665,6 +665,8 @@ void bs_explain_free(bs_explain_t *e);
 	  "a put stops the process (SIGSTOP) after the entity is written, before its index rows") \
 	X(SLOW_CHUNK, "slow_chunk", \
 	  "backfills take the smallest chunks and sleep 50 ms each, so a test can interrupt one midway") \
+	X(MOVE_KILL_MARKED, "move_kill_marked", \
+	  "a move's runner exits (75) right after its buckets are marked (leaving, incoming), before the copy") \
 	X(MOVE_KILL_COPY, "move_kill_copy", "a move's runner exits (75) after its first copy chunk") \
 	X(MOVE_KILL_CATCHUP, "move_kill_catchup", "... after its first catch-up round") \
 	X(MOVE_KILL_CUTOVER, "move_kill_cutover", "... inside the cut-over fence, before the flip commits") \

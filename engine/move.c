@@ -548,33 +548,79 @@ static int copy_totals(mover_t *r)
 	return 0;
 }
 
-/* The move's start: the buckets marked, no index building (backfills and
- * moves take turns), the totals; GO, AGAIN or an outcome. */
-static int begin(mover_t *r)
+/* The target's incoming rows of this move go (an undo, or a start that
+ * gave its buckets back). */
+static int unmark_target(mover_t *r)
+{
+	bs_buf_t b = { 0 };
+	bs__buf_printf(&b,
+	               "START TRANSACTION;DELETE FROM bagstore_buckets WHERE move_id=%lld AND state='incoming';"
+	               "UPDATE bagstore_meta SET v=v+1 WHERE k='owned_version';COMMIT",
+	               (long long)r->m.pub.id);
+	int rc = on_target(r, &b);
+	bs__buf_free(&b);
+	return rc;
+}
+
+/* An index building (backfills and moves take turns): 1 and why, 0 none,
+ * or an error. */
+static int building(char *why, size_t size, mover_t *r)
 {
 	bs_index_list_t l = { 0 };
-	int rc, out = GO;
-	if (r->m.started_copy)
-		return GO;
-	if ((rc = bs__map_reload(r->src)) || (rc = mark_buckets(r)) || (rc = maintained(&l, r->dst)))
-		return fail_with(r, rc);
-	for (int k = 0; k < l.len; k++)
+	int rc = maintained(&l, r->dst), found = 0;
+	for (int k = 0; !rc && k < l.len && !found; k++)
 		if (l.items[k].state == BS_INDEX_BUILDING) {
-			char why[200];
-			snprintf(why, sizeof why, "waiting: index %s is building (backfills and moves take turns)",
+			snprintf(why, size, "waiting: index %s is building (backfills and moves take turns)",
 			         l.items[k].name);
-			bs_index_list_free(&l);
-			if ((rc = unmark_source(r)))
-				return fail_with(r, rc);
-			if (!say_throttled(r, why))
-				return why_not_mine(r);
-			bs__cleaner_sleep(1.0, bs__stop_flag(r->opts));
-			return AGAIN;
+			found = 1;
 		}
 	bs_index_list_free(&l);
+	return rc ? -rc : found;
+}
+
+/* The move's start: no index building (backfills and moves take turns),
+ * the buckets marked, the totals; GO, AGAIN or an outcome. The row says
+ * started_copy before the buckets change: from there a cancel owes an
+ * undo (a kill or a failure before the totals leaves them marked), and
+ * backfills wait. It says the copy began once max_id is fixed. */
+static int begin(mover_t *r)
+{
+	int rc, out = GO, b;
+	char why[200];
+	if (r->m.started_copy && r->m.max_id >= 0)
+		return GO;
+	/* looked at before the buckets change, so that a long backfill does
+	 * not have them marked and given back every second; and after, for
+	 * an index made meanwhile */
+	if ((b = building(why, sizeof why, r)) < 0)
+		return fail_with(r, -b);
+	if (!b) {
+		if (!r->m.started_copy) {
+			r->m.started_copy = true;
+			if ((out = checkpoint(r)) != GO)
+				return out;
+		}
+		if ((rc = bs__map_reload(r->src)) || (rc = mark_buckets(r)))
+			return fail_with(r, rc);
+		fault(r, BS_FAULT_MOVE_KILL_MARKED);
+		if ((b = building(why, sizeof why, r)) < 0)
+			return fail_with(r, -b);
+		if (b) { /* the buckets back, and the row says nothing was marked */
+			if ((rc = unmark_source(r)) || (rc = unmark_target(r)))
+				return fail_with(r, rc);
+			r->m.started_copy = false;
+			if ((out = checkpoint(r)) != GO)
+				return out;
+		}
+	}
+	if (b) {
+		if (!say_throttled(r, why))
+			return why_not_mine(r);
+		bs__cleaner_sleep(1.0, bs__stop_flag(r->opts));
+		return AGAIN;
+	}
 	if ((rc = copy_totals(r)))
 		return fail_with(r, rc);
-	r->m.started_copy = true;
 	new_phase(r, BS_MOVE_COPY);
 	if ((out = checkpoint(r)) == GO)
 		out = row_update(r, "started=COALESCE(started,NOW(6))");
@@ -1511,12 +1557,7 @@ static enum outcome undo(mover_t *r)
 	fault(r, BS_FAULT_MOVE_KILL_UNDO);
 	if ((rc = drop_target_copies(r)))
 		return fail_with(r, rc);
-	bs__buf_printf(&b,
-	               "START TRANSACTION;DELETE FROM bagstore_buckets WHERE move_id=%lld AND state='incoming';"
-	               "UPDATE bagstore_meta SET v=v+1 WHERE k='owned_version';COMMIT",
-	               (long long)r->m.pub.id);
-	rc = on_target(r, &b);
-	bs__buf_reset(&b);
+	rc = unmark_target(r);
 	bs__buf_printf(&b,
 	               "UPDATE bagstore_moves SET started_copy=0, phase='copy', cursor_id=0, max_id=-1,"
 	               " index_name='', index_cursor='', rows_scanned=0, rows_copied=0, index_rows=0, log_rows=0,"
