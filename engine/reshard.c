@@ -891,7 +891,17 @@ static int start_on(bs_store_t *st, int i, void *p)
 	int rc;
 	if ((rc = bs__shard_check(st, i)))
 		return rc;
-	bs__buf_printf(&b, "DELETE FROM bagstore_moves WHERE plan_id<>%lld", (long long)a->plan_id);
+	/* an unfinished move of an earlier plan is never deleted: it is the
+	 * only record of buckets that may be leaving (bs_reshard_start looked
+	 * on every shard, which all answered; this holds for a shard that
+	 * went away and came back between) */
+	bs__buf_printf(&b,
+	               "BEGIN NOT ATOMIC IF EXISTS (SELECT 1 FROM bagstore_moves WHERE plan_id<>%lld AND state<>'done'"
+	               " AND NOT (state='cancelled' AND started_copy=0)) THEN SIGNAL SQLSTATE '45000' SET"
+	               " MESSAGE_TEXT='a move of an earlier reshard is unfinished here: let it finish or cancel"
+	               " it (bagstore reshard status)'; END IF; END;"
+	               "DELETE FROM bagstore_moves WHERE plan_id<>%lld",
+	               (long long)a->plan_id, (long long)a->plan_id);
 	for (int k = 0; k < a->plan->len; k++) {
 		const bs_plan_move_t *m = &a->plan->moves[k];
 		if (m->source_shard != i)
@@ -928,6 +938,11 @@ int bs_reshard_start(bs_store_t *st, const bs_reshard_plan_t *plan)
 		return bs_error(BS_EREADONLY, "read-only: refusing to start a reshard");
 	if (!plan->len)
 		return bs_error(BS_ECONFLICT, "nothing to move: the buckets are spread as the configuration asks");
+	/* every shard answers: a move of an earlier reshard on one that does
+	 * not would go unseen, and its buckets stay leaving for good */
+	for (int i = 0; i < st->n; i++)
+		if ((rc = bs__shard_now_us(&now, st, i)))
+			return bs_error(rc, "a reshard starts only when every shard answers: %s", bs_last_error());
 	if ((rc = list_moves(&mv, &n, st, NULL)))
 		return rc;
 	for (int k = 0; k < n && !rc; k++)

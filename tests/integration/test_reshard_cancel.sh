@@ -10,8 +10,10 @@
 # incoming bucket and none of the copies, the change log is empty and stays
 # so, and a new reshard can start. Then a cleaner killed inside the undo
 # (fault move_kill_undo): start and cancel both refuse saying a cleaner
-# undoes it, the next cleaner does. Every acknowledged write is there at the
-# end and verify finds nothing wrong.
+# undoes it, the next cleaner does; and one killed right after it marked
+# its buckets, before the copy began (fault move_kill_marked): the cancel
+# undoes that too. Every acknowledged write is there at the end and
+# verify finds nothing wrong.
 . tests/lib.sh
 T=$(t_tmp)
 B=$BAGSTORE
@@ -117,6 +119,17 @@ t_exit 1 "kill: the next cleaner undoes it" -- "$B" -c "$C2" cleaner --reshard
 t_contains "$T_ERR" "were undone" "kill: it says so"
 undone kill
 
+# killed right after marking its buckets, before the copy's totals: the
+# row said started_copy before the marks, so the cancel owes an undo
+t_exit 0 "marked: reshard start" -- "$B" -c "$C2" reshard start --yes
+BAGSTORE_FAULT=move_kill_marked t_exit 75 "marked: the cleaner dies right after marking its buckets" -- "$B" -c "$C2" cleaner --reshard
+t_contains "$T_ERR" "fault move_kill_marked" "marked: at the fault point"
+t_eq "$(q 0 "SELECT COUNT(*) FROM bagstore_buckets WHERE state='leaving'")" 2048 "marked: s0's buckets are leaving"
+t_exit 0 "marked: reshard cancel" -- "$B" -c "$C2" reshard cancel
+t_exit 1 "marked: the next cleaner undoes it" -- "$B" -c "$C2" cleaner --reshard
+t_contains "$T_ERR" "were undone" "marked: it says so"
+undone marked
+
 stop_writers
 for w in w1 w2; do
 	t_contains "$(cat "$T/$w.out")" "errors 0," "writer $w saw no error"
@@ -125,6 +138,20 @@ done
 t_exit 0 "every acknowledged write is there, once, on its owner; queries equal the oracle" -- \
 	"$BR" check "$C2" "$T/load.state" "$T/w1.state" "$T/w2.state"
 t_exit 0 "verify: no drift" -- "$B" -c "$C2" verify
+# a reshard starts only when every shard answers (a move of an earlier
+# one on a shard away would go unseen), and never deletes an unfinished
+# move of an earlier plan, even one that listing did not see
+moves0=$(q 0 "SELECT COUNT(*) FROM bagstore_moves")
+t_exit 0 "s1 stopped" -- sh "$SHARDS_SH" stop-one s1 --dir "$SHARDS_DIR"
+t_exit 1 "reshard start with s1 down is refused" -- "$B" -c "$C2" reshard start --yes
+t_contains "$T_ERR" "s1" "naming the shard"
+t_eq "$(q 0 "SELECT COUNT(*) FROM bagstore_moves")" "$moves0" "and changing nothing on s0"
+t_exit 0 "s1 back" -- sh "$SHARDS_SH" start-one s1 --dir "$SHARDS_DIR"
+q 0 "INSERT INTO bagstore_moves (move_id, plan_id, map_version, source, target, buckets, nbuckets, state, started_copy) VALUES (7, 1, 1, 's0', 's1', '0', 1, 'running', 1)"
+t_exit 1 "reshard start over an unfinished move of an older plan is refused" -- "$B" -c "$C2" reshard start --yes
+t_contains "$T_ERR" "a move of an earlier reshard is unfinished here" "saying so"
+t_eq "$(q 0 "SELECT COUNT(*) FROM bagstore_moves WHERE move_id=7")" 1 "the move's row stays"
+q 0 "DELETE FROM bagstore_moves WHERE move_id=7"
 # and the reshard can run to its end
 t_exit 0 "a new reshard starts" -- "$B" -c "$C2" reshard start --yes
 t_exit 0 "and finishes" -- "$B" -c "$C2" cleaner --reshard
