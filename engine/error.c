@@ -8,16 +8,21 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char last_msg[1024];
 static _Thread_local int last_code;
 
 int bs_error(int code, const char *fmt, ...)
 {
+	/* formatted apart first: an argument may be the slot itself (a cause
+	 * wrapped, bs_error(rc, "...: %s", bs_last_error())) */
+	char msg[sizeof last_msg];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(last_msg, sizeof last_msg, fmt, ap);
+	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	memcpy(last_msg, msg, sizeof msg);
 	last_code = code;
 	return code;
 }
