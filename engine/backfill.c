@@ -411,7 +411,11 @@ static int64_t say_throttled(runner_t *r, const char *why)
 		snprintf(r->throttle_why, sizeof r->throttle_why, "%s", why);
 		emit(r, BS_EV_THROTTLE_ON, why, 0);
 	}
-	bs__buf_puts(&b, "UPDATE bagstore_jobs SET state='throttled', heartbeat=NOW(6), reason=");
+	/* the rate over the last 10 s goes on falling while the job is held
+	 * (a held job's row kept its last chunk's, and its ETA shrank) */
+	sample(r);
+	bs__buf_printf(&b,
+	               "UPDATE bagstore_jobs SET state='throttled', heartbeat=NOW(6), rate=%.3f, reason=", r->job.rate);
 	bs__buf_hex(&b, r->job.reason, strlen(r->job.reason));
 	where_mine(r, &b);
 	src_count(r, &b, &matched);
@@ -549,6 +553,8 @@ static int validate(runner_t *r, bs_index_t *idx)
 		             "UPDATE bagstore_jobs SET state='cancelled', reason='the index was disabled or re-created'"
 		             " WHERE index_name=");
 		bs__buf_hex(&b, r->index, strlen(r->index));
+		/* this job's row only: a re-created index's job may have replaced it */
+		bs__buf_printf(&b, " AND index_created_us=%lld", (long long)r->index_created_us);
 		src_exec(r, &b);
 		snprintf(r->msg, sizeof r->msg, "backfill of %s: the index was disabled or re-created", r->index);
 		ret = OUT_CANCELLED;

@@ -184,9 +184,12 @@ static int list_rows(bs__part_t *part, bs_store_t *st, int i, void *arg)
 		job_from_row(j, NULL, row, i);
 		int64_t now = bs__parse_unix_us(row[17]);
 		if ((j->state == BS_JOB_RUNNING || j->state == BS_JOB_THROTTLED) && j->heartbeat_us &&
-		    now - j->heartbeat_us > BS__ROW_QUIET_US)
+		    now - j->heartbeat_us > BS__ROW_QUIET_US) {
 			bs__worker_quiet(j->reason, sizeof j->reason, NULL, now - j->heartbeat_us, row[18],
 			                 j->worker_host, j->worker_pid);
+			j->rate = 0; /* nobody runs it now: its row's rate is old */
+			j->eta_s = -1;
+		}
 	}
 done:
 	mysql_free_result(res);

@@ -92,6 +92,18 @@ t_contains "$T_OUT" "0 missing, 0 stale, 0 orphaned" "verify reports no drift"
 bs 0 "backfill list --json" backfill list --json
 t_contains "$T_OUT" '"state": "done"' "jobs done in JSON"
 t_contains "$T_OUT" '"worker_pid"' "jobs name their worker"
+# a job whose worker went quiet (its row running, its heartbeat a minute
+# old) has no rate and no ETA: nobody runs it
+was=$(t_sql 0 "SELECT CONCAT(rate, ',', rows_total) FROM bagstore_jobs WHERE index_name='by_user'")
+t_sql 0 "UPDATE bagstore_jobs SET state='running', rate=500, rows_total=rows_scanned+1000, heartbeat=NOW(6) - INTERVAL 60 SECOND WHERE index_name='by_user'"
+bs 0 "backfill list --json, s0's job gone quiet" backfill list --json
+t_eq "$(printf '%s' "$T_OUT" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+jobs = d["jobs"] if isinstance(d, dict) else d
+j = [j for j in jobs if j["index"] == "by_user" and j["shard"] == "s0"][0]
+print(j["rate"], j["eta_s"])')" "0.0 None" "its rate is 0 and its ETA unknown"
+t_sql 0 "UPDATE bagstore_jobs SET state='done', rate=${was%,*}, rows_total=${was#*,}, heartbeat=NOW(6) WHERE index_name='by_user'"
 
 # ------------------------------------------------------------ two workers
 
