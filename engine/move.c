@@ -854,8 +854,19 @@ static int index_step(mover_t *r, int64_t *got)
 	if ((rc = bs_index_get(&idx, r->dst, r->m.index_name)) && rc != BS_ENOTFOUND)
 		return rc;
 	rc = rc ? 0 : index_chunk(r, &idx, got);
-	if (rc == BS_ESQL && bs__shard_last_errno(r->src, r->shard) == ER_NO_SUCH_TABLE)
-		rc = 0, *got = 0; /* dropped meanwhile */
+	if (rc == BS_ESQL && (bs__shard_last_errno(r->src, r->shard) == ER_NO_SUCH_TABLE ||
+	                      bs__shard_last_errno(r->dst, r->t) == ER_NO_SUCH_TABLE)) {
+		/* on either side: dropped meanwhile, when the catalog says so */
+		char msg[1024];
+		bs_index_t now;
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		int grc = bs_index_get(&now, r->dst, r->m.index_name);
+		if (grc == BS_ENOTFOUND ||
+		    (!grc && (now.state == BS_INDEX_DISABLED || now.created_us != idx.created_us)))
+			rc = 0, *got = 0;
+		else
+			bs_error(rc, "%s", msg);
+	}
 	if (rc)
 		return rc;
 	bs_error_clear();
