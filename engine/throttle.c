@@ -577,12 +577,14 @@ static void read_status(shard_t *s)
 	if (history < 0 && s->history_src == HIST_STATUS)
 		s->history_src = HIST_METRICS;
 	if (history < 0 && s->history_src == HIST_METRICS) {
-		if (bs__shard_query(&res, s->st, s->i, qm, sizeof qm - 1) == 0 && (row = mysql_fetch_row(res)) &&
-		    row[0])
+		/* a failed read is an unreadable status (it holds jobs); only a
+		 * server that answers without the counter has no such signal */
+		if ((rc = bs__shard_query(&res, s->st, s->i, qm, sizeof qm - 1)))
+			goto done;
+		if ((row = mysql_fetch_row(res)) && row[0])
 			history = status_int(row[0]);
 		else
 			s->history_src = HIST_NONE; /* no such counter: not a signal here */
-		bs_error_clear();
 	}
 	if (running < 0)
 		rc = bs_error(BS_ERROR, "shard %s: Threads_running not in its status", t->cfg->shards[s->i].name);
@@ -908,20 +910,26 @@ static void pace_reason(bs__thr_gate_t *out, const bs__throttle_t *t, const shar
 	}
 }
 
+/* What a gate found of each shard's writers, for full_reason. */
+enum { WITHIN = 0, ALONE = 1, OVER_UNHEEDED = 2 };
+
 /* Why a job goes at full pace, for its reason: the shards nobody else
  * writes to, and those where the probe's latency is within its threshold
  * (someone else writes, or that is not known yet). */
-static void full_reason(bs__thr_gate_t *out, const bs__throttle_t *t, const bool *alone, const bool *which)
+static void full_reason(bs__thr_gate_t *out, const bs__throttle_t *t, const uint8_t *alone, const bool *which)
 {
-	char none[160] = "", within[160] = "";
+	char none[160] = "", within[160] = "", over[160] = "";
 	for (int i = 0; i < t->n; i++) {
 		if (which && !which[i])
 			continue;
-		char *dst = alone[i] ? none : within;
+		char *dst = alone[i] == ALONE ? none : alone[i] == OVER_UNHEEDED ? over : within;
 		size_t len = strlen(dst);
 		snprintf(dst + len, sizeof none - len, "%s%s", len ? ", " : "", t->cfg->shards[i].name);
 	}
-	if (within[0] && none[0])
+	if (over[0]) /* a latency-free gate (a move's catch-up): say it is not heeded */
+		say(out->reason, sizeof out->reason,
+		    "full pace: write latency over its limit on shard %s, not heeded here", over);
+	else if (within[0] && none[0])
 		say(out->reason, sizeof out->reason,
 		    "full pace: write latency within its limit on shard %s, no other writers on shard %s", within,
 		    none);
@@ -935,7 +943,7 @@ static void full_reason(bs__thr_gate_t *out, const bs__throttle_t *t, const bool
 static void gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which, bool latency_free)
 {
 	const shard_t *slowest = NULL;
-	bool *alone = calloc((size_t)t->n, sizeof *alone);
+	uint8_t *alone = calloc((size_t)t->n, sizeof *alone);
 	memset(out, 0, sizeof *out);
 	out->state = BS_THR_GO;
 	out->shard = -1;
@@ -951,7 +959,7 @@ static void gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which, bool
 		eval_shard(&e, t, s, now);
 		cut_if_over(&t->sh[i], &e, now);
 		if (alone)
-			alone[i] = e.alone;
+			alone[i] = e.alone ? ALONE : latency_free && e.soft ? OVER_UNHEEDED : WITHIN;
 		if (latency_free && e.soft && !out->latency_ignored[0])
 			snprintf(out->latency_ignored, sizeof out->latency_ignored, "%s", t->cfg->shards[i].name);
 		if (!closed(&e, s) || (latency_free && e.soft))
@@ -974,12 +982,10 @@ static void gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which, bool
 	               : out->state == BS_THR_GO     ? BS__THR_GO
 	                                             : BS__THR_WAIT;
 	/* paced by a signal, or going as fast as its jobs ask: say which */
-	if (out->verdict == BS__THR_GO && !out->full && slowest && slowest->cut_at > 0)
-		pace_reason(out, t, slowest);
+	if (out->verdict == BS__THR_GO && !out->full && slowest)
+		pace_reason(out, t, slowest); /* cut by a signal, or still starting */
 	else if (out->verdict == BS__THR_GO && alone)
 		full_reason(out, t, alone, which);
-	else if (out->verdict == BS__THR_GO && !out->full && slowest)
-		pace_reason(out, t, slowest);
 	pthread_mutex_unlock(&t->mu);
 	free(alone);
 }
