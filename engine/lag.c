@@ -154,9 +154,9 @@ int bs_lag(bs_lag_t *out, bs_store_t *st)
 	/* unreachable shards are reported, not an error, unless all are */
 	if (rc == BS_EUNREACHABLE && down < st->n) {
 		rc = 0;
-		for (int i = 0; i < st->n; i++)
-			if (rcs[i] && rcs[i] != BS_EUNREACHABLE)
-				rc = rcs[i];
+		for (int i = 0; i < st->n && !rc; i++)
+			if (rcs[i] && rcs[i] != BS_EUNREACHABLE) /* the first, with its own message */
+				rc = bs_error(rcs[i], "%s", out[i].error);
 		if (!rc)
 			bs_error_clear();
 	}

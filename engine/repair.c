@@ -563,14 +563,36 @@ static int sweep_cursor_io(bs_store_t *st, int shard, const char *index, uint8_t
 	return rc;
 }
 
-static sweep_t *sweep_for(bs__repairer_t *d, bs_store_t *st, const bs_index_t *idx)
+static bool sweep_is(const sweep_t *s, const bs_index_t *idx)
+{
+	return !strcmp(s->name, idx->name) && s->created_us == idx->created_us;
+}
+
+/* The sweep of idx (one of live[nlive]): found, else a new one in a free
+ * slot, or in the slot of an index no longer live. NULL: none (no memory). */
+static sweep_t *sweep_for(bs__repairer_t *d, bs_store_t *st, const bs_index_t *idx, const bs_index_t *live, int nlive)
 {
 	for (int k = 0; k < d->nsw; k++)
-		if (!strcmp(d->sw[k].name, idx->name) && d->sw[k].created_us == idx->created_us)
+		if (sweep_is(&d->sw[k], idx))
 			return &d->sw[k];
-	if (d->nsw == 64)
-		return NULL;
-	sweep_t *s = &d->sw[d->nsw];
+	sweep_t *s = NULL;
+	if (d->nsw < (int)(sizeof d->sw / sizeof *d->sw)) {
+		s = &d->sw[d->nsw];
+	} else {
+		for (int k = 0; k < d->nsw && !s; k++) {
+			bool gone = true;
+			for (int j = 0; j < nlive && gone; j++)
+				gone = !sweep_is(&d->sw[k], &live[j]);
+			if (gone)
+				s = &d->sw[k];
+		}
+		if (!s)
+			return NULL;
+		free(s->cursor);
+		free(s->loaded);
+		s->name[0] = '\0'; /* matches no index until filled in below */
+	}
+	bool fresh = s == &d->sw[d->nsw];
 	s->cursor = calloc((size_t)st->n, 16);
 	s->loaded = calloc((size_t)st->n, sizeof *s->loaded);
 	if (!s->cursor || !s->loaded) {
@@ -582,7 +604,7 @@ static sweep_t *sweep_for(bs__repairer_t *d, bs_store_t *st, const bs_index_t *i
 	}
 	snprintf(s->name, sizeof s->name, "%s", idx->name);
 	s->created_us = idx->created_us;
-	d->nsw++;
+	d->nsw += fresh;
 	return s;
 }
 
@@ -592,7 +614,7 @@ static int sweep_batch(int64_t *repaired, drift_counts_t *per, bs__repairer_t *d
                        const bs_index_t *live, int nlive)
 {
 	for (int k = 0; k < nlive; k++) {
-		sweep_t *s = sweep_for(d, st, &live[k]);
+		sweep_t *s = sweep_for(d, st, &live[k], live, nlive);
 		int64_t orphans = 0, fixed = 0;
 		bool wrapped;
 		int rc;
@@ -600,6 +622,7 @@ static int sweep_batch(int64_t *repaired, drift_counts_t *per, bs__repairer_t *d
 			continue;
 		if (!s->loaded[shard] && !sweep_cursor_io(st, shard, live[k].name, s->cursor[shard], false))
 			s->loaded[shard] = true;
+		bs_error_clear(); /* not loaded: from the first row, and again next pass */
 		uint8_t before[16];
 		memcpy(before, s->cursor[shard], 16);
 		if ((rc = bs__drift_orphans(&orphans, &fixed, st, &live[k], shard, s->cursor[shard], SWEEP_BATCH, true,
