@@ -982,10 +982,12 @@ static void gate(bs__thr_gate_t *out, bs__throttle_t *t, const bool *which, bool
 	               : out->state == BS_THR_GO     ? BS__THR_GO
 	                                             : BS__THR_WAIT;
 	/* paced by a signal, or going as fast as its jobs ask: say which */
-	if (out->verdict == BS__THR_GO && !out->full && slowest)
-		pace_reason(out, t, slowest); /* cut by a signal, or still starting */
-	else if (out->verdict == BS__THR_GO && alone)
+	if (out->verdict == BS__THR_GO && !out->full && slowest && slowest->cut_at > 0)
+		pace_reason(out, t, slowest);
+	else if (out->verdict == BS__THR_GO && alone) /* nothing cut: the pace grows as the jobs ask */
 		full_reason(out, t, alone, which);
+	else if (out->verdict == BS__THR_GO && !out->full && slowest)
+		pace_reason(out, t, slowest);
 	pthread_mutex_unlock(&t->mu);
 	free(alone);
 }
