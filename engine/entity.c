@@ -400,7 +400,21 @@ static int fence_stmt(bs__shard_stmt_t *q, bs_buf_t *sql, shard_rows_t *r, const
 	return 0;
 }
 
-static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, const bs_id_t *id, const char *done)
+/* The intent's named lock: held on shard's connection since it was
+ * taken (gen: that shard's conn_gen then); shard -1: no lock. */
+typedef struct {
+	int shard;
+	unsigned long gen;
+} lock_at_t;
+
+/* Whether the lock is still held: its connection never closed since. */
+static bool lock_kept(const bs_store_t *st, const lock_at_t *l)
+{
+	return l->shard < 0 || st->shards[l->shard].conn_gen == l->gen;
+}
+
+static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, const bs_id_t *id, const char *done,
+                       const lock_at_t *lock)
 {
 	bs__shard_stmt_t *q = calloc((size_t)st->n, sizeof *q);
 	bs_buf_t *sql = calloc((size_t)st->n, sizeof *sql);
@@ -483,6 +497,21 @@ static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, c
 		bs__shard_stmts_clear(q, st->n);
 		if (!retry && !pending)
 			break;
+		if (!lock_kept(st, lock)) {
+			/* the intent's lock went with its connection: the repair
+			 * loop may settle the intent now, and rows sent after that
+			 * could land stale with nothing to say so. Left to it */
+			for (int i = 0; i < st->n; i++)
+				if (q[i].sql && !err[i]) {
+					err[i] = BS_EUNREACHABLE;
+					snprintf(msg[i], sizeof msg[i],
+					         "the connection to shard %s that held the intent's lock was lost; the "
+					         "rest "
+					         "left to the repair loop",
+					         st->shards[lock->shard].conf->name);
+				}
+			break;
+		}
 		if (retry)
 			backoff(tries++);
 	}
@@ -550,7 +579,7 @@ static void old_from_row(bs_value_t *old, MYSQL_ROW row, const unsigned long *le
  * is the stored bag before (NIL when absent or undecodable; found tells
  * which), bag the new one (NULL on delete). */
 static int write_rows(bs_store_t *st, const bs_index_list_t *cat, const bs_id_t *id, const bs_value_t *old, bool found,
-                      const bs_value_t *bag)
+                      const bs_value_t *bag, const lock_at_t *lock)
 {
 	int rc = 0;
 	if (!maintained_count(cat))
@@ -566,7 +595,7 @@ static int write_rows(bs_store_t *st, const bs_index_list_t *cat, const bs_id_t 
 			if (cat->items[k].state != BS_INDEX_DISABLED)
 				index_sql(per, &cat->items[k], id, old->type == BS_MAP ? old : NULL,
 				          found && old->type != BS_MAP, bag, st);
-		rc = index_flush(&refused, st, per, id, bag ? "written" : "deleted");
+		rc = index_flush(&refused, st, per, id, bag ? "written" : "deleted", lock);
 		/* where the refused buckets went, from the shards that refused */
 		for (int i = 0; i < st->n && !rc && refused; i++)
 			if (per[i].refused)
@@ -574,6 +603,14 @@ static int write_rows(bs_store_t *st, const bs_index_list_t *cat, const bs_id_t 
 		per_shard_free(per, st->n);
 		if (rc || !refused)
 			return rc;
+		if (!lock_kept(st, lock)) {
+			char hex[33];
+			bs_id_hex(hex, id);
+			return bs_error(BS_EUNREACHABLE,
+			                "entity %s is %s, but its index rows are not: the connection to shard %s that "
+			                "held the intent's lock was lost (the cleaner repairs them)",
+			                hex, bag ? "written" : "deleted", st->shards[lock->shard].conf->name);
+		}
 		hop_pause(round);
 	}
 	char hex[33];
@@ -1479,7 +1516,10 @@ static int write_entity(bs_store_t *st, const bs_id_t *id, const bs_value_t *bag
 		goto done;
 	}
 	bs__fault_after_entity(id);
-	rc = write_rows(st, cat, id, &w.old, w.found, bag);
+	/* the lock was taken on the entity's connection, which is still the
+	 * one the write used (a lost one is closed, and the write failed) */
+	lock_at_t lk = { w.token[0] ? w.shard : -1, w.token[0] ? st->shards[w.shard].conn_gen : 0 };
+	rc = write_rows(st, cat, id, &w.old, w.found, bag, &lk);
 	settle_send(st, &w, !bag, rc == 0);
 done:
 	bs_value_clear(&w.old);

@@ -113,10 +113,11 @@ enum {
 typedef struct {
 	const bs_shard_conf_t *conf;
 	int index;
-	MYSQL *conn;         /* NULL until first use, or after a lost connection */
-	int fp_state;        /* 1 checked and agrees, 0 not checked yet */
-	unsigned last_errno; /* MySQL's number for the last failure (bs__shard_fail) */
-	int last_done;       /* statements of the last blocking call answered without error */
+	MYSQL *conn;            /* NULL until first use, or after a lost connection */
+	unsigned long conn_gen; /* connections closed so far: a named lock taken on one is gone once it moves */
+	int fp_state;           /* 1 checked and agrees, 0 not checked yet */
+	unsigned last_errno;    /* MySQL's number for the last failure (bs__shard_fail) */
+	int last_done;          /* statements of the last blocking call answered without error */
 	/* a statement sent by bs__shard_send whose answer is not read yet, and
 	 * the named lock it releases (released again if it failed) */
 	bool pending;

@@ -440,7 +440,9 @@ static int settle_intents(int64_t *rows, int64_t *repaired, drift_counts_t *per,
 	bs__buf_puts(&b, batches ? "DELETE FROM bagstore_batch_intents WHERE (token, part) IN ("
 	                         : "DELETE FROM bagstore_intents WHERE (token, entity_id) IN (");
 	bs__buf_putn(&b, tokens.ptr, tokens.len);
-	bs__buf_puts(&b, ")");
+	/* a writer that took its lock again meanwhile (its write tried again
+	 * on a new connection, its intent inserted again) keeps its intent */
+	bs__buf_puts(&b, ") AND IS_FREE_LOCK(token)");
 	if (!(rc = bs__buf_ok(&b)) && !(rc = bs__buf_ok(&tokens)))
 		rc = bs__shard_exec(st, shard, b.ptr, b.len);
 done:

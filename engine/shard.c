@@ -497,6 +497,7 @@ static void conn_close(bs_shard_t *sh)
 {
 	mysql_close(sh->conn);
 	sh->conn = NULL;
+	sh->conn_gen++;
 	prep_close_all(sh);
 	sh->prep_off_until = 0;
 	sh->no_proc_until = 0;

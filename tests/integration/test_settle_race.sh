@@ -177,4 +177,38 @@ t_exit 0 "a repair pass" -- "$B" -c "$C" cleaner --once
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$GH'")" 0 "G's row is gone"
 t_eq "$(both "$gi")" 0 "and its intent settled"
 
+# A writer that takes its intent's lock again while the repair loop fixes
+# its entity (a write tried again on a new connection inserts its intent
+# again and goes on): the repair loop's delete wants the lock free, so the
+# intent, the writer's again, stays.
+H=$(uuid 5 5)
+HH=$(hex "$H")
+t_exit 0 "H, v=12" -- put_v 12 "$H"
+sleep 1.2 # out of the next pass's window: its only fix is the intent's
+t_exit 0 "a repair pass" -- "$B" -c "$C" cleaner --once
+t_sql 0 "INSERT INTO bagstore_intents (token, entity_id, created) VALUES ('bagstore.w.relock', X'$HH', NOW(6) - INTERVAL 5 SECOND)"
+BAGSTORE_FAULT=pause_drift_fix "$B" -c "$C" cleaner --once >"$T/v6.out" 2>"$T/v6.err" &
+vp=$!
+if [ "$(wait_stop $vp)" = stopped ]; then t_ok "the repair loop stopped at its fix of H's intent"; else
+	t_fail "the repair loop stopped at its fix" "$(cat "$T/v6.err")"
+fi
+timeout 60 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$(t_port 0)" -u root -N -B bagstore \
+	-e "SELECT GET_LOCK('bagstore.w.relock', 0), SLEEP(50)" >/dev/null 2>&1 &
+lp=$!
+relocked() { [ "$(t_sql 0 "SELECT IS_USED_LOCK('bagstore.w.relock') IS NOT NULL")" = 1 ]; }
+if t_wait 10 relocked; then t_ok "another session takes the intent's lock meanwhile"; else t_fail "the lock taken"; fi
+stops=0
+while [ "$(wait_stop $vp)" = stopped ] && [ $stops -lt 40 ]; do
+	stops=$((stops + 1))
+	kill -CONT $vp
+done
+kill -CONT $vp 2>/dev/null
+wait $vp
+hi="SELECT COUNT(*) FROM bagstore_intents WHERE token='bagstore.w.relock'"
+t_eq "$(t_sql 0 "$hi")" 1 "the repair loop kept the intent whose lock was taken during its fix"
+t_sql 0 "KILL $(t_sql 0 "SELECT IS_USED_LOCK('bagstore.w.relock')")" >/dev/null 2>&1
+wait $lp 2>/dev/null
+t_exit 0 "a repair pass once the lock is free" -- "$B" -c "$C" cleaner --once
+t_eq "$(t_sql 0 "$hi")" 0 "settles it"
+
 t_done test_settle_race
