@@ -616,8 +616,13 @@ int bs__map_publish_move(bs_store_t *st, const int *buckets, int n, const char *
 	map_lock_name(lock, st, ls);
 	if ((rc = map_lock(st, ls, lock)))
 		return rc;
-	if ((rc = latest(&m, st, NULL, false)))
+	/* every shard: the newest version may be on one that does not
+	 * answer, and the next number written over an older one would be
+	 * two different maps of one version */
+	if ((rc = latest(&m, st, NULL, true))) {
+		rc = bs_error(rc, "publishing the bucket map needs every shard to answer: %s", bs_last_error());
 		goto done;
+	}
 	if (!m.version) {
 		rc = bs_error(BS_ECONFIG, "no shard holds a bucket map: run `bagstore init`");
 		goto done;
