@@ -1003,11 +1003,17 @@ static enum outcome attempt(runner_t *r)
 	 * here, and the chunks route by the map the move leaves (a store
 	 * kept across attempts has the map it read first) */
 	r->moves_checked = 0;
-	while ((out = moves_gate(r, true)) == -2)
+	while ((out = moves_gate(r, true)) == -2) {
 		if (bs__stopping(r->opts)) {
 			out = OUT_STOP;
 			goto done;
 		}
+		if (r->daemon) { /* said in the job's row; the daemon's pass (its moves) goes on */
+			snprintf(r->msg, sizeof r->msg, "a reshard is moving buckets");
+			out = OUT_WAIT;
+			goto done;
+		}
+	}
 	if (out >= 0)
 		goto done;
 	if ((rc = bs__map_reload(r->src))) {

@@ -575,7 +575,20 @@ static int building(char *why, size_t size, mover_t *r)
 			found = 1;
 		}
 	bs_index_list_free(&l);
-	return rc ? -rc : found;
+	return rc ? rc : found; /* BS_E* codes are negative */
+}
+
+/* The buckets given back on both sides, and the row says nothing is
+ * marked: started_copy cleared (a kill before that checkpoint leaves it
+ * set with nothing marked, which the next begin gives back again). GO,
+ * or the outcome; a failure keeps its own error. */
+static int give_back(mover_t *r)
+{
+	int rc;
+	if ((rc = unmark_source(r)) || (rc = unmark_target(r)))
+		return fail_with(r, rc);
+	r->m.started_copy = false;
+	return checkpoint(r);
 }
 
 /* The move's start: no index building (backfills and moves take turns),
@@ -586,33 +599,39 @@ static int building(char *why, size_t size, mover_t *r)
 static int begin(mover_t *r)
 {
 	int rc, out = GO, b;
-	char why[200];
+	char why[200] = "";
 	if (r->m.started_copy && r->m.max_id >= 0)
 		return GO;
 	/* looked at before the buckets change, so that a long backfill does
 	 * not have them marked and given back every second; and after, for
 	 * an index made meanwhile */
 	if ((b = building(why, sizeof why, r)) < 0)
-		return fail_with(r, -b);
+		return fail_with(r, b);
 	if (!b) {
 		if (!r->m.started_copy) {
 			r->m.started_copy = true;
 			if ((out = checkpoint(r)) != GO)
 				return out;
 		}
-		if ((rc = bs__map_reload(r->src)) || (rc = mark_buckets(r)))
+		if ((rc = bs__map_reload(r->src)) || (rc = mark_buckets(r))) {
+			/* not marked (a stale plan, a lock wait): given back, so that
+			 * backfills do not wait for a move that cannot start */
+			char msg[1024];
+			snprintf(msg, sizeof msg, "%s", bs_last_error());
+			if ((out = give_back(r)) != GO)
+				return out;
+			bs_error(rc, "%s", msg);
 			return fail_with(r, rc);
+		}
 		fault(r, BS_FAULT_MOVE_KILL_MARKED);
 		if ((b = building(why, sizeof why, r)) < 0)
-			return fail_with(r, -b);
-		if (b) { /* the buckets back, and the row says nothing was marked */
-			if ((rc = unmark_source(r)) || (rc = unmark_target(r)))
-				return fail_with(r, rc);
-			r->m.started_copy = false;
-			if ((out = checkpoint(r)) != GO)
-				return out;
-		}
+			return fail_with(r, b);
 	}
+	/* an index building: whatever this or an earlier attempt marked is
+	 * given back before the move waits (a backfill waits while
+	 * started_copy says a move began, and would wait for this one) */
+	if (b && r->m.started_copy && (out = give_back(r)) != GO)
+		return out;
 	if (b) {
 		if (!say_throttled(r, why))
 			return why_not_mine(r);

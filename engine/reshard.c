@@ -929,6 +929,30 @@ static int start_on(bs_store_t *st, int i, void *p)
 	return rc;
 }
 
+/* A move of any plan not ended on shard i (done, or cancelled before it
+ * marked anything) is an error naming it: listing reads the newest plan
+ * only, and a shard's older one would be deleted by start_on. */
+static int none_unfinished_on(bs_store_t *st, int i, void *p)
+{
+	static const char q[] = "SELECT move_id, source, target, state FROM bagstore_moves WHERE state<>'done' AND"
+				" NOT (state='cancelled' AND started_copy=0) ORDER BY move_id LIMIT 1";
+	MYSQL_RES *res = NULL;
+	char label[192];
+	int rc;
+	(void)p;
+	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
+		return rc;
+	MYSQL_ROW row = mysql_fetch_row(res);
+	if (row)
+		rc = bs_error(BS_ECONFLICT,
+		              "%s: move %s (%s to %s) of an earlier reshard is %s: let it finish, or cancel it "
+		              "(`bagstore reshard cancel`) before starting another",
+		              bs__shard_label(label, sizeof label, &st->shards[i]), row[0] ? row[0] : "?",
+		              row[1] ? row[1] : "?", row[2] ? row[2] : "?", row[3] ? row[3] : "?");
+	mysql_free_result(res);
+	return rc;
+}
+
 int bs_reshard_start(bs_store_t *st, const bs_reshard_plan_t *plan)
 {
 	bs__move_t *mv = NULL;
@@ -958,7 +982,8 @@ int bs_reshard_start(bs_store_t *st, const bs_reshard_plan_t *plan)
 	for (int k = 0; k < n; k++)
 		bs__move_free(&mv[k]);
 	free(mv);
-	if (rc || (rc = bs__map_reload(st)))
+	/* and of any older plan, on every shard, before any shard changes */
+	if (rc || (rc = bs__shard_each(st, NULL, none_unfinished_on, NULL, NULL)) || (rc = bs__map_reload(st)))
 		return rc;
 	if (st->map.version != plan->map_version)
 		return bs_error(BS_ECONFLICT,

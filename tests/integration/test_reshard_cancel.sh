@@ -148,13 +148,30 @@ t_contains "$T_ERR" "s1" "naming the shard"
 t_eq "$(q 0 "SELECT COUNT(*) FROM bagstore_moves")" "$moves0" "and changing nothing on s0"
 t_exit 0 "s1 back" -- sh "$SHARDS_SH" start-one s1 --dir "$SHARDS_DIR"
 q 0 "INSERT INTO bagstore_moves (move_id, plan_id, map_version, source, target, buckets, nbuckets, state, started_copy) VALUES (7, 1, 1, 's0', 's1', '0', 1, 'running', 1)"
+before="$(q 0 "SELECT GROUP_CONCAT(move_id ORDER BY move_id) FROM bagstore_moves")/$(q 1 "SELECT GROUP_CONCAT(move_id ORDER BY move_id) FROM bagstore_moves")"
 t_exit 1 "reshard start over an unfinished move of an older plan is refused" -- "$B" -c "$C2" reshard start --yes
-t_contains "$T_ERR" "a move of an earlier reshard is unfinished here" "saying so"
-t_eq "$(q 0 "SELECT COUNT(*) FROM bagstore_moves WHERE move_id=7")" 1 "the move's row stays"
+t_contains "$T_ERR" "move 7 (s0 to s1) of an earlier reshard is running" "naming it"
+t_eq "$(q 0 "SELECT GROUP_CONCAT(move_id ORDER BY move_id) FROM bagstore_moves")/$(q 1 "SELECT GROUP_CONCAT(move_id ORDER BY move_id) FROM bagstore_moves")" \
+	"$before" "and no shard's moves changed"
 q 0 "DELETE FROM bagstore_moves WHERE move_id=7"
-# and the reshard can run to its end
+# and the reshard can run to its end, even killed right after marking its
+# buckets with an index made before it goes on: the move gives its buckets
+# back and waits for the index, whose backfill does not wait for a move
+# that has not begun (each would wait for the other); cleaner --once
+# passes build the index, then run the move
 t_exit 0 "a new reshard starts" -- "$B" -c "$C2" reshard start --yes
-t_exit 0 "and finishes" -- "$B" -c "$C2" cleaner --reshard
+BAGSTORE_FAULT=move_kill_marked t_exit 75 "the cleaner dies right after marking its buckets" -- "$B" -c "$C2" cleaner --reshard
+t_eq "$(q 0 "SELECT COUNT(*) FROM bagstore_buckets WHERE state='leaving'")" 2048 "s0's buckets are leaving"
+t_exit 0 "index by_z, the move's buckets marked" -- "$B" -c "$C2" index create by_z --on z:int --shard-on z
+rstate() { "$B" -c "$C2" reshard status --json 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])'; }
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	"$B" -c "$C2" cleaner --once >/dev/null 2>&1
+	[ "$(q 0 "SELECT state FROM bagstore_indexes WHERE name='by_z'")" = ready ] && [ "$(rstate)" = done ] && break
+	sleep 0.5
+done
+t_eq "$(q 0 "SELECT state FROM bagstore_indexes WHERE name='by_z'")" ready "cleaner --once passes build the index"
+t_eq "$(rstate)" done "and run the move to its end: neither waits for the other for good"
+t_exit 0 "and nothing is left for cleaner --reshard" -- "$B" -c "$C2" cleaner --reshard
 t_exit 0 "verify after it" -- "$B" -c "$C2" verify
 
 t_done test_reshard_cancel
