@@ -502,7 +502,7 @@ static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, c
 			 * loop may settle the intent now, and rows sent after that
 			 * could land stale with nothing to say so. Left to it */
 			for (int i = 0; i < st->n; i++)
-				if (q[i].sql && !err[i]) {
+				if (q[i].sql) { /* to be sent again (a deadlock's): not now */
 					err[i] = BS_EUNREACHABLE;
 					snprintf(msg[i], sizeof msg[i],
 					         "the connection to shard %s that held the intent's lock was lost; the "

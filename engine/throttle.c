@@ -579,9 +579,14 @@ static void read_status(shard_t *s)
 	if (history < 0 && s->history_src == HIST_METRICS) {
 		/* a failed read is an unreadable status (it holds jobs); only a
 		 * server that answers without the counter has no such signal */
-		if ((rc = bs__shard_query(&res, s->st, s->i, qm, sizeof qm - 1)))
+		if ((rc = bs__shard_query(&res, s->st, s->i, qm, sizeof qm - 1)) &&
+		    !(rc == BS_ESQL && bs__denied(bs__shard_last_errno(s->st, s->i))))
 			goto done;
-		if ((row = mysql_fetch_row(res)) && row[0])
+		if (rc) { /* not ours to read (MySQL wants PROCESS): not a signal here */
+			s->history_src = HIST_NONE;
+			bs_error_clear();
+			rc = 0;
+		} else if ((row = mysql_fetch_row(res)) && row[0])
 			history = status_int(row[0]);
 		else
 			s->history_src = HIST_NONE; /* no such counter: not a signal here */
