@@ -124,7 +124,7 @@ static void job_from_row(bs_job_t *j, int64_t *created_us, MYSQL_ROW row, int sh
 	j->eta_s = -1;
 	if (j->state == BS_JOB_DONE)
 		j->eta_s = 0;
-	else if (j->rate > 0 && j->rows_total > 0)
+	else if (j->state == BS_JOB_RUNNING && j->rate > 0 && j->rows_total > 0) /* held: no end in sight */
 		j->eta_s = (double)(j->rows_total > j->rows_scanned ? j->rows_total - j->rows_scanned : 0) / j->rate;
 }
 

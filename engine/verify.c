@@ -119,6 +119,8 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 		}
 	}
 done:
+	if (rc) /* cut short: what it repaired so far, for the audit */
+		out->repaired = d.repaired + fixed;
 	bs__ebatch_free(&eb);
 	bs__buf_free(&b);
 	return rc;
@@ -159,8 +161,8 @@ int bs_verify(bs_drift_t *out, bs_store_t *st, const char *index, bool repair)
 			bs_drift_t d;
 			if (l.items[k].state == BS_INDEX_DISABLED)
 				continue;
-			if (!(rc = verify_one(&d, st, &l.items[k], repair)))
-				add(out, &d);
+			rc = verify_one(&d, st, &l.items[k], repair);
+			add(out, &d); /* cut short too: its rows repaired count */
 		}
 	}
 	bs_index_list_free(&l);

@@ -49,6 +49,7 @@ static const col_t cols[] = {
  * for a rate over the last 30 s rather than the last pass's burst. */
 #define NOBS 64
 static struct {
+	char shard[BS_NAME_MAX + 1]; /* whose: a reload may move shards about */
 	int64_t at[NOBS], total[NOBS];
 	int n;
 } obs[64];
@@ -169,6 +170,10 @@ static void obs_update(void)
 		const bs_lag_t *l = &snap.lag[i];
 		if (!l->reachable || !l->now_us)
 			continue;
+		if (strcmp(obs[i].shard, l->shard)) { /* another shard at this place (a reload) */
+			snprintf(obs[i].shard, sizeof obs[i].shard, "%s", l->shard);
+			obs[i].n = 0;
+		}
 		if (obs[i].n && l->repairs_total < obs[i].total[obs[i].n - 1])
 			obs[i].n = 0; /* the counter went back (re-created): start over */
 		if (obs[i].n == NOBS) {
@@ -190,6 +195,10 @@ static double repair_rate(int i)
 	if (i >= 64 || obs[i].n < 2)
 		return -1;
 	last = obs[i].n - 1;
+	/* refreshes missed (another screen, a pause): the last two apart by
+	 * more than the window are no rate of its last 30 s */
+	if (obs[i].at[last] - obs[i].at[last - 1] > RATE_WINDOW_US)
+		return -1;
 	for (k = last - 1; k > 0 && obs[i].at[last] - obs[i].at[k - 1] <= RATE_WINDOW_US; k--)
 		;
 	double dt = (double)(obs[i].at[last] - obs[i].at[k]) / 1e6;

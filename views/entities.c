@@ -281,6 +281,9 @@ static void work(bs_store_t *st, void *arg)
 		rc = run_query(&page, st, q->query, QUERY_LIMIT);
 		if (rc < 0) /* refused: said, and never read as a filter of the page */
 			worker_notify(true, "/%s: %s", q->query, bs_last_error());
+		else if (!q->reload && page.matched <= page.len && page.len == QUERY_LIMIT &&
+		         page.candidates > page.len) /* the read stopped at its limit: more match */
+			worker_notify(false, "/%s: the newest %zu shown, more match", q->query, page.len);
 		else if (!q->reload) /* in place of "querying ..." */
 			worker_notify(false, "/%s: %zu found", q->query,
 			              page.matched > page.len ? page.matched : page.len);

@@ -455,7 +455,13 @@ static void do_verify(bs_store_t *st, void *arg)
 	memset(&d, 0, sizeof d);
 	rc = bs_verify(&d, st, q->name, q->repair);
 	if (rc < 0) {
-		worker_notify(true, "verify %s failed: %s", q->name, bs_last_error());
+		char msg[600], det[800];
+		snprintf(msg, sizeof msg, "%s", bs_last_error());
+		if (q->repair && d.repaired) { /* rows changed before it failed: audited all the same */
+			snprintf(det, sizeof det, "cut short after %lld rows repaired: %s", (long long)d.repaired, msg);
+			worker_audit(st, "index.repair", q->name, det);
+		}
+		worker_notify(true, "verify %s failed: %s", q->name, msg);
 		return;
 	}
 	if (q->repair) {

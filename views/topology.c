@@ -358,11 +358,14 @@ static void draw_state(int y, int w)
 	if (snap.plan.len) {
 		int64_t ents = 0;
 
-		for (int k = 0; k < snap.plan.len; k++)
+		bool some_unknown = false;
+		for (int k = 0; k < snap.plan.len; k++) {
 			ents += snap.plan.moves[k].entities_est > 0 ? snap.plan.moves[k].entities_est : 0;
-		ui_printf(y + 1, 0, w, "the configuration asks for %d moves (~%s entities, ~%s%s): r previews them",
-		          snap.plan.len, fmt_count(a, sizeof a, ents), fmt_secs(t, sizeof t, snap.plan.seconds_est),
-		          snap.plan.rate_measured ? "" : ", no basis");
+			some_unknown |= snap.plan.moves[k].entities_est < 0; /* the sum is a floor */
+		}
+		ui_printf(y + 1, 0, w, "the configuration asks for %d moves (%s%s entities, ~%s%s): r previews them",
+		          snap.plan.len, some_unknown ? ">=" : "~", fmt_count(a, sizeof a, ents),
+		          fmt_secs(t, sizeof t, snap.plan.seconds_est), snap.plan.rate_measured ? "" : ", no basis");
 	} else {
 		ui_put(y + 1, 0, w, "the buckets are spread as the configuration asks");
 	}
@@ -591,14 +594,16 @@ static void plan_page(FILE *f, const bs_reshard_plan_t *p, bool in_flight)
 	int64_t ents = 0, rows = 0;
 	char a[32], b[32], c[32], rg[96];
 
+	bool some_unknown = false;
 	for (int k = 0; k < p->len; k++) {
 		ents += p->moves[k].entities_est > 0 ? p->moves[k].entities_est : 0;
+		some_unknown |= p->moves[k].entities_est < 0; /* the sum is a floor */
 		rows += p->moves[k].index_rows_est;
 	}
 	fprintf(f,
-	        "plan from bucket map version %lld (%d buckets): %d moves, ~%s entities, ~%s index rows\n"
+	        "plan from bucket map version %lld (%d buckets): %d moves, %s%s entities, ~%s index rows\n"
 	        "~%s, %s\n\n",
-	        (long long)p->map_version, p->buckets, p->len, fmt_count(a, sizeof a, ents),
+	        (long long)p->map_version, p->buckets, p->len, some_unknown ? ">=" : "~", fmt_count(a, sizeof a, ents),
 	        fmt_count(b, sizeof b, rows), fmt_secs(c, sizeof c, p->seconds_est), p->basis);
 	fprintf(f, "%-10s %-10s %8s %14s %14s %9s  %s\n", "SOURCE", "TARGET", "BUCKETS", "ENTITIES", "INDEX ROWS",
 	        "TIME", "RANGES");

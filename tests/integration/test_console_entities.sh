@@ -325,4 +325,26 @@ audit=$(t_sql 0 "SELECT action, target FROM bagstore_audit"; t_sql 1 "SELECT act
 t_contains "$audit" "entity.edit	$first" "audit: edit"
 t_contains "$audit" "entity.create	$newid" "audit: create"
 t_contains "$audit" "entity.delete	$newid" "audit: delete"
+
+# --- a value of 40 KB on one line, edited: the change page to confirm
+# holds it before and after, at 80 columns more than 256 rows each, every
+# one of them reachable (End shows the edit at its very end)
+LONG=f48b0000-0000-4000-8000-0000000000aa
+python3 -c 'import json; print(json.dumps({"id": {"$uuid": "'"$LONG"'"}, "text": "x" * 40000 + "TAILMARK"}))' >"$T/long.json"
+t_exit 0 "an entity with a 40 KB value" -- "$BAGSTORE" -c "$CFG" put "$T/long.json"
+cat >"$T/long.keys" <<KEYS
+resize 24 80
+keys 5
+wait-idle
+keys :entity $LONG\n
+wait-idle
+keys e
+key End
+dump long_end
+key q
+keys :q\n
+KEYS
+EDITOR="sh $TEST_ROOT/tests/console/edit_tail.sh" c_headless "a long value edited headless" "$T/long.keys"
+t_contains "$(d long_end)" "TAILEDIT" "End reaches the end of a 40 KB line on the change page"
+t_contains "$(d long_end)" "y: write it" "which asks before writing"
 t_done test_console_entities

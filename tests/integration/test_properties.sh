@@ -150,6 +150,11 @@ t_contains "$T_OUT" "on 1 shard" "--shard samples one shard"
 t_exit 1 "properties --shard nosuch" -- "$BAGSTORE" -c "$CFG" properties --shard nosuch
 t_contains "$T_ERR" "no shard named nosuch" "an unknown shard is named"
 t_exit 2 "properties --sample 0" -- "$BAGSTORE" -c "$CFG" properties --sample 0
+t_exit 2 "properties --sample 4294967297 (1 once narrowed to an int)" -- "$BAGSTORE" -c "$CFG" properties --sample 4294967297
+t_exit 2 "audit --limit 4294967297" -- "$BAGSTORE" -c "$CFG" audit --limit 4294967297
+t_contains "$T_ERR" "--limit takes a number of rows, 1 to 100000" "refused, saying why"
+t_exit 2 "the console with --timeout abc" -- "$BAGSTORE" -c "$CFG" --timeout abc --headless /dev/null
+t_contains "$T_ERR" "--timeout takes seconds" "refused, saying why"
 t_exit 0 "properties, the table" -- "$BAGSTORE" -c "$CFG" properties
 t_contains "$T_OUT" "PATH" "a table"
 t_match "$T_OUT" "^nickname +string 100%" "the table: a path with its types and shares"

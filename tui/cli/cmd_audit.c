@@ -116,10 +116,13 @@ int cli_cmd_audit(cli_ctx_t *ctx, int argc, char **argv)
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
 		goto done;
-	if (limit && ((n = (int)strtol(limit, &end, 10)) < 1 || n > 100000 || *end)) {
+	long lv = limit ? strtol(limit, &end, 10) : 0; /* range checked before it narrows */
+	if (limit && (lv < 1 || lv > 100000 || *end || end == limit)) {
 		rc = cli_usage_error(ctx, "--limit takes a number of rows, 1 to 100000");
 		goto done;
 	}
+	if (limit)
+		n = (int)lv;
 	if ((rc = cli_open(ctx)) < 0 || (rc = bs_audit_list(&l, ctx->st, n)) < 0)
 		goto done;
 	if (json) {

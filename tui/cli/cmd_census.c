@@ -158,10 +158,13 @@ int cli_cmd_properties(cli_ctx_t *ctx, int argc, char **argv)
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
 		goto done;
-	if (sample && ((n = (int)strtol(sample, &end, 10)) < 1 || n > 100000 || *end)) {
+	long sv = sample ? strtol(sample, &end, 10) : 0; /* range checked before it narrows */
+	if (sample && (sv < 1 || sv > 100000 || *end || end == sample)) {
 		rc = cli_usage_error(ctx, "--sample takes a number of bodies per shard, 1 to 100000");
 		goto done;
 	}
+	if (sample)
+		n = (int)sv;
 	if ((rc = cli_open(ctx)) < 0)
 		goto done;
 	if (shard) {

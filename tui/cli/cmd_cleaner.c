@@ -119,7 +119,8 @@ static void progress_line(progress_t *pr, const bs_job_t *job)
 			known = false;
 	char rate_text[48];
 	if (known) {
-		fmt_secs(eta_text, sizeof eta_text, eta);
+		char e[32];
+		snprintf(eta_text, sizeof eta_text, "~%s", fmt_secs(e, sizeof e, eta)); /* an estimate */
 		snprintf(rate_text, sizeof rate_text, "%.0f rows/s", rate);
 	} else {
 		snprintf(eta_text, sizeof eta_text, "not known yet");
@@ -486,8 +487,18 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 
 		if (index ? strcmp(ix->name, index) != 0 : ix->state == BS_INDEX_DISABLED)
 			continue;
-		if ((rc = bs_verify(&d, ctx->st, ix->name, repair)) < 0)
+		if ((rc = bs_verify(&d, ctx->st, ix->name, repair)) < 0) {
+			if (d.repaired) { /* rows changed before it failed: audited all the same */
+				char msg[600], det[800];
+				snprintf(msg, sizeof msg, "%s", bs_last_error());
+				snprintf(det, sizeof det,
+				         "verify --repair cut short after %" PRId64 " index rows repaired: %s",
+				         d.repaired, msg);
+				cli_audit(ctx, "index.repair", ix->name, det);
+				bs_error(rc, "%s", msg);
+			}
 			goto done;
+		}
 		if (d.repaired) {
 			char det[100];
 			snprintf(det, sizeof det, "%" PRId64 " index rows repaired by verify --repair", d.repaired);
@@ -580,9 +591,10 @@ static void jobs_table(const bs_job_list_t *l, const bs_config_t *cfg)
 	       "TOTAL", "WRITTEN", "RATE/S", "ETA", "WORKER", "HEARTBEAT", "REASON");
 	for (k = 0; k < l->len; k++) {
 		const bs_job_t *j = &l->items[k];
-		char eta[32], hb[32], worker[96];
+		char eta[32], e[32], hb[32], worker[96];
 
-		fmt_secs(eta, sizeof eta, j->eta_s);
+		/* an estimate from the last 10 s (0 once done: exact) */
+		snprintf(eta, sizeof eta, "%s%s", j->eta_s > 0 ? "~" : "", fmt_secs(e, sizeof e, j->eta_s));
 		fmt_iso_utc(hb, sizeof hb, j->heartbeat_us);
 		if (j->worker_host[0])
 			snprintf(worker, sizeof worker, "%s:%d", j->worker_host, j->worker_pid);

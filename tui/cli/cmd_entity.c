@@ -192,7 +192,7 @@ static void put_progress(put_state_t *ps, bool last)
 		if (pos > 0) {
 			char d[32];
 			double left = secs * (double)(ps->in_size - pos) / (double)pos;
-			snprintf(eta, sizeof eta, ", ETA %s", fmt_secs(d, sizeof d, left));
+			snprintf(eta, sizeof eta, ", ETA ~%s", fmt_secs(d, sizeof d, left));
 		}
 	}
 	fprintf(stderr, "\rput: %zu entities, %.0f/s%s\033[K%s", ps->written, rate, eta, last ? "\n" : "");

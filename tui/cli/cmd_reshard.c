@@ -298,7 +298,8 @@ static json_t *plan_json(const bs_reshard_plan_t *p)
 		json_object_set_new(j, "target", cli_jstr(m->target));
 		json_object_set_new(j, "nbuckets", json_integer(m->nbuckets));
 		json_object_set_new(j, "buckets", bk);
-		json_object_set_new(j, "entities_est", json_integer(m->entities_est));
+		json_object_set_new(j, "entities_est",
+		                    m->entities_est >= 0 ? json_integer(m->entities_est) : json_null());
 		json_object_set_new(j, "index_rows_est", json_integer(m->index_rows_est));
 		json_object_set_new(j, "seconds_est", json_real(m->seconds_est));
 		json_array_append_new(moves, j);
@@ -341,15 +342,18 @@ static int plan_text(const bs_reshard_plan_t *p)
 		       p->map_version, p->buckets);
 		return 0;
 	}
+	bool some_unknown = false;
 	for (int k = 0; k < p->len; k++) {
 		ents += p->moves[k].entities_est > 0 ? p->moves[k].entities_est : 0;
+		some_unknown |= p->moves[k].entities_est < 0;
 		rows += p->moves[k].index_rows_est;
 	}
 	fmt_secs(c, sizeof c, p->seconds_est);
-	printf("plan from bucket map version %" PRId64 " (%d buckets): %d moves, ~%s entities, ~%s index rows, "
+	/* a move whose shard did not say: the sum is a floor, not an estimate */
+	printf("plan from bucket map version %" PRId64 " (%d buckets): %d moves, %s%s entities, ~%s index rows, "
 	       "~%s, %s\n",
-	       p->map_version, p->buckets, p->len, fmt_count(a, sizeof a, ents), fmt_count(b, sizeof b, rows), c,
-	       p->basis);
+	       p->map_version, p->buckets, p->len, some_unknown ? ">=" : "~", fmt_count(a, sizeof a, ents),
+	       fmt_count(b, sizeof b, rows), c, p->basis);
 	return cli_table_rows(head, 7, (1u << 2) | (1u << 3) | (1u << 4) | (1u << 5), p->len, plan_row, p->moves);
 }
 

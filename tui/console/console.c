@@ -1389,8 +1389,16 @@ int bs_console_main(const bs_config_t *cfg, int argc, char **argv)
 		}
 		ui.refresh_s = r;
 	}
-	if ((v = opt_value(argc, argv, "--timeout")) && atof(v) > 0)
-		timeout = atof(v);
+	if ((v = opt_value(argc, argv, "--timeout"))) {
+		char *end = NULL;
+		double t = strtod(v, &end);
+		if (!(t > 0 && t <= 3600) || end == v || *end) {
+			fprintf(stderr, "bagstore: --timeout takes seconds, more than 0 and at most 3600 (got '%s')\n",
+			        v);
+			return 2;
+		}
+		timeout = t;
+	}
 	ui.read_only = cfg->read_only; /* main.c folds --read-only into it */
 	ui.headless = script != NULL;
 	ui.nshards = cfg->nshards;

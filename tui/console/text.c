@@ -154,17 +154,28 @@ static int segments(seg_t **out, int w)
 	int n = 0, cap = 0, i;
 
 	for (i = 0; i < tv.n; i++) {
-		int starts[256], lens[256], k, m = ui_wrap(tv.lines[i], w, starts, lens, 256);
-		if (m == 0)
-			starts[0] = lens[0] = 0, m = 1;
-		for (k = 0; k < m; k++) {
-			if (n == cap) {
-				seg_t *nv = realloc(v, sizeof *v * (size_t)(cap = cap ? cap * 2 : 64));
-				if (!nv)
-					goto done;
-				v = nv;
+		/* 256 pieces at a time, as many times as the line needs: a long
+		 * line (a value of 40 KB on a change page to confirm) is all there */
+		const char *line = tv.lines[i];
+		int off = 0;
+		for (;;) {
+			int starts[256], lens[256], k, m = ui_wrap(line + off, w, starts, lens, 256);
+			if (m == 0 && off == 0)
+				starts[0] = lens[0] = 0, m = 1;
+			for (k = 0; k < m; k++) {
+				if (n == cap) {
+					seg_t *nv = realloc(v, sizeof *v * (size_t)(cap = cap ? cap * 2 : 64));
+					if (!nv)
+						goto done;
+					v = nv;
+				}
+				v[n++] = (seg_t){ i, off + starts[k], lens[k] };
 			}
-			v[n++] = (seg_t){ i, starts[k], lens[k] };
+			if (m < 256 || starts[m - 1] + lens[m - 1] <= 0)
+				break;
+			off += starts[m - 1] + lens[m - 1];
+			if (!line[off])
+				break;
 		}
 	}
 done:
