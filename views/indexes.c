@@ -714,6 +714,9 @@ static void ask_drop(const irow_t *it)
 		snprintf(rows, sizeof rows, "%s rows (counted)", fmt_count(cnt, sizeof cnt, total));
 	else if (it->unknown)
 		snprintf(rows, sizeof rows, "? rows (not counted: a shard did not answer)");
+	else if (it->stale) /* numbers kept from shards that did not answer since: say so */
+		snprintf(rows, sizeof rows, "~%s rows (InnoDB's estimate, stale on %d shard%s)",
+		         fmt_count(cnt, sizeof cnt, it->total), it->stale, it->stale == 1 ? "" : "s");
 	else
 		snprintf(rows, sizeof rows, "~%s rows (InnoDB's estimate)", fmt_count(cnt, sizeof cnt, it->total));
 	snprintf(drop_name, sizeof drop_name, "%s", it->def.name);
