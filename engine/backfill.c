@@ -529,7 +529,15 @@ static int claim(runner_t *r)
 		         r->job.reason);
 		return OUT_FAILED;
 	case BS_JOB_PAUSED: return OUT_PAUSED;
-	default: return got ? -1 : OUT_BUSY;
+	default:
+		if (got && r->job.state == BS_JOB_THROTTLED && !r->throttled) {
+			/* held when an earlier attempt ended (a daemon's each pass, a
+			 * wait for a move): its throttle_on was said then, not again;
+			 * throttle_off is said when the job goes on */
+			r->throttled = true;
+			snprintf(r->throttle_why, sizeof r->throttle_why, "%s", r->job.reason);
+		}
+		return got ? -1 : OUT_BUSY;
 	}
 }
 

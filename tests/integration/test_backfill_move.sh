@@ -75,6 +75,13 @@ kill -TERM "$dpid"
 wait "$dpid"
 t_eq "$?" 0 "the daemon stops cleanly"
 dpid=""
+# the daemon's log: each job said it waited, once, and that it went on
+# (each pass's attempt ended as a wait and said so again before)
+on=$(grep -c 'throttle_on: backfill of by_user' "$T/d.err")
+off=$(grep -c 'throttle_off: backfill of by_user' "$T/d.err")
+if [ "$on" -ge 3 ] && [ "$on" -le 6 ] && [ "$on" = "$off" ]; then t_ok "the log says each wait once, and its end ($on and $off)"; else
+	t_fail "the log says each wait once, and its end" "throttle_on $on, throttle_off $off"
+fi
 
 t_exit 0 "verify: every entity's row, none stale or orphaned" -- "$B" -c "$C3" verify --index by_user
 rows=0 ents=0
