@@ -231,11 +231,13 @@ int bs__index_promote(bool *promoted, bs_store_t *st, const char *name, const bs
 	 * updated since the pass before began (less PROMOTE_MARGIN_US, for
 	 * the shards' clocks and writes that waited at the fence), until one finds nothing, or PROMOTE_ROUNDS;
 	 * beyond that the daemon's repair loop, which walks the same way from
-	 * its watermark, finds what is left. The first pass has the margin
-	 * too: a writer whose catalog lacked the index took its version
-	 * before creation less the TTL, waited at the fence and committed
-	 * after a chunk read the body it replaced. */
-	int64_t since = idx.created_us - ttl_us - PROMOTE_MARGIN_US;
+	 * its watermark, finds what is left. The first pass reaches back the
+	 * margin when it is longer than the TTL: a writer whose catalog
+	 * lacked the index took its version before creation, waited at the
+	 * fence and committed after a chunk read the body it replaced (a
+	 * chunk reads after creation: a version older than the margin was
+	 * committed by then). */
+	int64_t since = idx.created_us - (ttl_us > PROMOTE_MARGIN_US ? ttl_us : PROMOTE_MARGIN_US);
 	for (int round = 0; round < PROMOTE_ROUNDS && !bs__stopping(opts); round++) {
 		int64_t start = INT64_MAX, rows = 0;
 		for (int s = 0; s < st->n; s++) {

@@ -704,8 +704,8 @@ int bs__repair_pass(bs__repair_stats_t *out, bs__repairer_t *d, bs_store_t *st, 
 	int64_t prev = wm;
 	int64_t ttl_us = (int64_t)(st->cfg->catalog_ttl * 1e6);
 	if (!wm) /* never ran: what backfills do not cover starts at the oldest index's creation (less
-	          * the TTL, and the margin for a write that committed late: lifecycle.c) */
-		wm = oldest ? oldest - ttl_us - BS__LATE_COMMIT_US : start;
+	          * the TTL, or the margin for a write that committed late if longer: lifecycle.c) */
+		wm = oldest ? oldest - (ttl_us > BS__LATE_COMMIT_US ? ttl_us : BS__LATE_COMMIT_US) : start;
 	int64_t since = wm - (int64_t)(overlap_s * 1e6);
 	if ((rc = repair_shard(&rows, &repaired, per, st, shard, live, nlive, since, start)))
 		goto done;
