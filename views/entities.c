@@ -58,6 +58,7 @@ static table_t tbl;
 static int shard_sel = -1;       /* UI's choice: -1 all */
 static char query[256];          /* UI's current index query, "" when browsing */
 static bool select_last;         /* after paging back with Up */
+static bool asked;               /* a page has been asked for */
 static atomic_bool page_changed; /* entities_changed(), from any thread */
 
 static const col_t cols[] = {
@@ -326,6 +327,7 @@ static void submit(int op)
 	q->shard = shard_sel;
 	q->limit = (size_t)(LINES - 5 > 1 ? LINES - 5 : 1); /* the rows the table shows */
 	snprintf(q->query, sizeof q->query, "%s", query);
+	asked = true;
 	/* paging keys queue in order; reloads collapse */
 	worker_submit(LANE_BROWSE, op == OP_RELOAD ? KEY_SNAP ".reload" : NULL, op == OP_RELOAD, work, q, free);
 }
@@ -356,7 +358,11 @@ static void en_open(void)
 	if (!init) {
 		tbl_init(&tbl, cols, 4);
 		init = true;
-		submit(OP_FIRST);
+		snap_lock();
+		snap.shard = shard_sel; /* until a page comes */
+		snap_unlock();
+		if (!asked) /* else entities_show_shard asked for its shard's */
+			submit(OP_FIRST);
 	}
 }
 
@@ -386,7 +392,8 @@ static void build(void)
 /* The line above the table: what is shown, and of what (snap_lock held). */
 static void draw_header(int y, int w, const char *stale)
 {
-	const char *where = shard_sel < 0 ? "all shards merged" : shard_name(shard_sel);
+	/* the page's own shard: a page asked for another may not be here yet */
+	const char *where = snap.shard < 0 ? "all shards merged" : shard_name(snap.shard);
 	char m[32], n[32];
 
 	if (query[0] && snap.rc < 0)
@@ -532,8 +539,17 @@ static reaction_t on_selected(action_t a)
 
 	snap_lock();
 	if (!(e = selected_locked())) {
+		int row = tbl_selected(&tbl);
+
 		snap_unlock();
-		ui_err("no entity selected");
+		/* the row drawn, of a page just replaced: opening needs
+		 * only its id; an edit or a delete needs the page's copy */
+		if (a == ACT_OPEN && row >= 0 && bs_id_parse(&id, tbl_cell(&tbl, row, 0)) == 0) {
+			entity_open(&id);
+			return R_REDRAW;
+		}
+		ui_err(row >= 0 ? "the page changed under the selection: select the entity again"
+		                : "no entity selected");
 		return R_REDRAW;
 	}
 	id = e->id;

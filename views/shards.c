@@ -492,8 +492,9 @@ static reaction_t sh_key(action_t a, int key)
 		if (row >= 0 && row < tbl.nrows - tbl.npinned) {
 			char crumb[96];
 			snprintf(crumb, sizeof crumb, "%s > entities", tbl_cell(&tbl, row, 0));
-			ui_push_crumb(&view_entities, crumb);
+			/* the shard first: the screen's first page is of it */
 			entities_show_shard(row);
+			ui_push_crumb(&view_entities, crumb);
 			ui_msg("entities of %s (s: all shards merged; Esc: back to the shards)",
 			       tbl_cell(&tbl, row, 0));
 			return R_REDRAW;
