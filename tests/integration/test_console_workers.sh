@@ -9,7 +9,9 @@
 
 c_init
 numbered() { printf '{"n": %d}\n' "$1"; }
-c_put 4000 numbered
+# enough rows that the console holds its jobs for seconds (slow_chunk:
+# chunks of 100, 50 ms apart): the checks below look while it does
+c_put 12000 numbered
 t_exit 0 "a building index, its jobs queued" -- "$BAGSTORE" -c "$CFG" index create idx_n --on n:int --shard-on n
 PY=python3
 command -v python3 >/dev/null 2>&1 || PY=/usr/bin/python3
