@@ -930,8 +930,9 @@ static int start_on(bs_store_t *st, int i, void *p)
 }
 
 /* A move of any plan not ended on shard i (done, or cancelled before it
- * marked anything) is an error naming it: listing reads the newest plan
- * only, and a shard's older one would be deleted by start_on. */
+ * marked anything) is an error naming it: a shard's older plan would be
+ * deleted by start_on. A shard that does not answer is one too: a move
+ * there would go unseen, and its buckets stay leaving for good. */
 static int none_unfinished_on(bs_store_t *st, int i, void *p)
 {
 	static const char q[] = "SELECT move_id, source, target, state FROM bagstore_moves WHERE state<>'done' AND"
@@ -941,49 +942,32 @@ static int none_unfinished_on(bs_store_t *st, int i, void *p)
 	int rc;
 	(void)p;
 	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
-		return rc;
+		return bs_error(rc, "a reshard starts only when every shard answers: %s", bs_last_error());
 	MYSQL_ROW row = mysql_fetch_row(res);
-	if (row)
+	bs__shard_label(label, sizeof label, &st->shards[i]);
+	if (row && row[3] && !strcmp(row[3], "cancelled"))
+		rc = bs_error(BS_ECONFLICT, "%s: " UNDO_WAITS "; then start again", label,
+		              (long long)(row[0] ? atoll(row[0]) : 0), row[1] ? row[1] : "?", row[2] ? row[2] : "?");
+	else if (row)
 		rc = bs_error(BS_ECONFLICT,
 		              "%s: move %s (%s to %s) of an earlier reshard is %s: let it finish, or cancel it "
 		              "(`bagstore reshard cancel`) before starting another",
-		              bs__shard_label(label, sizeof label, &st->shards[i]), row[0] ? row[0] : "?",
-		              row[1] ? row[1] : "?", row[2] ? row[2] : "?", row[3] ? row[3] : "?");
+		              label, row[0] ? row[0] : "?", row[1] ? row[1] : "?", row[2] ? row[2] : "?",
+		              row[3] ? row[3] : "?");
 	mysql_free_result(res);
 	return rc;
 }
 
 int bs_reshard_start(bs_store_t *st, const bs_reshard_plan_t *plan)
 {
-	bs__move_t *mv = NULL;
-	int n = 0, rc;
+	int rc;
 	int64_t now = 0;
 	if (st->cfg->read_only)
 		return bs_error(BS_EREADONLY, "read-only: refusing to start a reshard");
 	if (!plan->len)
 		return bs_error(BS_ECONFLICT, "nothing to move: the buckets are spread as the configuration asks");
-	/* every shard answers: a move of an earlier reshard on one that does
-	 * not would go unseen, and its buckets stay leaving for good */
-	for (int i = 0; i < st->n; i++)
-		if ((rc = bs__shard_now_us(&now, st, i)))
-			return bs_error(rc, "a reshard starts only when every shard answers: %s", bs_last_error());
-	if ((rc = list_moves(&mv, &n, st, NULL)))
-		return rc;
-	for (int k = 0; k < n && !rc; k++)
-		if (unfinished(&mv[k]) && mv[k].pub.state == BS_JOB_CANCELLED)
-			rc = bs_error(BS_ECONFLICT, UNDO_WAITS "; then start again", (long long)mv[k].pub.id,
-			              mv[k].pub.source, mv[k].pub.target);
-		else if (unfinished(&mv[k]))
-			rc = bs_error(BS_ECONFLICT,
-			              "move %lld (%s to %s) of an earlier reshard is %s: let it finish, or "
-			              "cancel it (`bagstore reshard cancel`) before starting another",
-			              (long long)mv[k].pub.id, mv[k].pub.source, mv[k].pub.target,
-			              bs_job_state_name(mv[k].pub.state));
-	for (int k = 0; k < n; k++)
-		bs__move_free(&mv[k]);
-	free(mv);
-	/* and of any older plan, on every shard, before any shard changes */
-	if (rc || (rc = bs__shard_each(st, NULL, none_unfinished_on, NULL, NULL)) || (rc = bs__map_reload(st)))
+	/* one pass over every shard, all answering, before any shard changes */
+	if ((rc = bs__shard_each(st, NULL, none_unfinished_on, NULL, NULL)) || (rc = bs__map_reload(st)))
 		return rc;
 	if (st->map.version != plan->map_version)
 		return bs_error(BS_ECONFLICT,
