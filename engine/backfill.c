@@ -267,10 +267,21 @@ static void lower_priority(void)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 }
 
+/* The moves in flight as a run's runners last saw them: one looks (every
+ * shard), the others take its answer for 2 s. Safe to share: none starts
+ * while an index builds, and the run is of a building index. */
+typedef struct {
+	pthread_mutex_t lock;
+	double at; /* monotonic; 0: never looked */
+	bool busy;
+	char why[200];
+} moves_seen_t;
+
 typedef struct {
 	const bs_config_t *cfg;
 	const char *index;
 	int shard;
+	moves_seen_t *moves; /* the run's, shared */
 	const bs_cleaner_opts_t *opts;
 	bs__throttle_t *thr; /* the process's, shared */
 	bs__writers_t *wr;   /* the run's, shared */
@@ -676,9 +687,19 @@ static int moves_gate(runner_t *r, bool strict)
 {
 	char why[200], m[256];
 	bool busy = false;
+	int rc = 0;
 	if (bs_now_mono() - r->moves_checked < 2.0)
 		return -1;
-	int rc = bs__moves_in_flight(&busy, why, sizeof why, r->dst);
+	pthread_mutex_lock(&r->moves->lock);
+	if (r->moves->at > 0 && bs_now_mono() - r->moves->at < 2.0) {
+		busy = r->moves->busy;
+		snprintf(why, sizeof why, "%s", r->moves->why);
+	} else if (!(rc = bs__moves_in_flight(&busy, why, sizeof why, r->dst))) {
+		r->moves->at = bs_now_mono();
+		r->moves->busy = busy;
+		snprintf(r->moves->why, sizeof r->moves->why, "%s", why);
+	}
+	pthread_mutex_unlock(&r->moves->lock);
 	if (rc && strict) /* before the job starts: not known, not started */
 		return fail_with(r, rc);
 	if (rc) {
@@ -1136,6 +1157,7 @@ static int run_jobs(bool *all_done, bs_store_t *st, const char *index, const bs_
 	pthread_t *tids = calloc((size_t)n, sizeof *tids);
 	bool *started = calloc((size_t)n, sizeof *started);
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	moves_seen_t moves = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	bs__throttle_t *thr = NULL;
 	bs__writers_t *wr = NULL;
 	*all_done = false;
@@ -1152,6 +1174,7 @@ static int run_jobs(bool *all_done, bs_store_t *st, const char *index, const bs_
 		rs[i] = (runner_t){ .cfg = st->cfg,
 			            .index = index,
 			            .shard = i,
+			            .moves = &moves,
 			            .opts = opts,
 			            .thr = thr,
 			            .wr = wr,
