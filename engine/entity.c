@@ -413,6 +413,14 @@ static bool lock_kept(const bs_store_t *st, const lock_at_t *l)
 	return l->shard < 0 || st->shards[l->shard].conn_gen == l->gen;
 }
 
+/* What a write says when its lock went: "the connection ... was lost". */
+static const char *lock_lost(char *buf, size_t size, const bs_store_t *st, const lock_at_t *l)
+{
+	snprintf(buf, size, "the connection to shard %s that held the intent's lock was lost",
+	         st->shards[l->shard].conf->name);
+	return buf;
+}
+
 static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, const bs_id_t *id, const char *done,
                        const lock_at_t *lock)
 {
@@ -503,12 +511,10 @@ static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, c
 			 * could land stale with nothing to say so. Left to it */
 			for (int i = 0; i < st->n; i++)
 				if (q[i].sql) { /* to be sent again (a deadlock's): not now */
+					char lost[256];
 					err[i] = BS_EUNREACHABLE;
-					snprintf(msg[i], sizeof msg[i],
-					         "the connection to shard %s that held the intent's lock was lost; the "
-					         "rest "
-					         "left to the repair loop",
-					         st->shards[lock->shard].conf->name);
+					snprintf(msg[i], sizeof msg[i], "%s; the rest left to the repair loop",
+					         lock_lost(lost, sizeof lost, st, lock));
 				}
 			break;
 		}
@@ -604,12 +610,11 @@ static int write_rows(bs_store_t *st, const bs_index_list_t *cat, const bs_id_t 
 		if (rc || !refused)
 			return rc;
 		if (!lock_kept(st, lock)) {
-			char hex[33];
+			char hex[33], lost[256];
 			bs_id_hex(hex, id);
 			return bs_error(BS_EUNREACHABLE,
-			                "entity %s is %s, but its index rows are not: the connection to shard %s that "
-			                "held the intent's lock was lost (the cleaner repairs them)",
-			                hex, bag ? "written" : "deleted", st->shards[lock->shard].conf->name);
+			                "entity %s is %s, but its index rows are not: %s (the cleaner repairs them)",
+			                hex, bag ? "written" : "deleted", lock_lost(lost, sizeof lost, st, lock));
 		}
 		hop_pause(round);
 	}
