@@ -790,7 +790,9 @@ static int next_index(bs_index_t *out, bool *found, mover_t *r, const char *name
 
 /* One chunk of the source's rows of idx (by entity_id), those of moving
  * buckets inserted into the target without overwriting; *got rows read. */
-static int index_chunk(mover_t *r, const bs_index_t *idx, int64_t *got)
+/* One chunk of idx's rows copied; *sql_errno: MySQL's error number of
+ * the side whose statement failed (source or target), 0 else. */
+static int index_chunk(mover_t *r, const bs_index_t *idx, int64_t *got, unsigned *sql_errno)
 {
 	bs_buf_t q = { 0 }, w = { 0 };
 	MYSQL_RES *res = NULL;
@@ -800,6 +802,7 @@ static int index_chunk(mover_t *r, const bs_index_t *idx, int64_t *got)
 	size_t n = 0, nc = (size_t)idx->nprops + 1;
 	int rc;
 	*got = 0;
+	*sql_errno = 0;
 	bs__buf_puts(&q, "SELECT ");
 	for (int k = 0; k < idx->nprops; k++) {
 		bs__buf_ident(&q, idx->props[k].name);
@@ -810,8 +813,11 @@ static int index_chunk(mover_t *r, const bs_index_t *idx, int64_t *got)
 	bs__buf_puts(&q, " WHERE entity_id>");
 	bs__buf_hex(&q, r->m.index_cursor, 16);
 	bs__buf_printf(&q, " ORDER BY entity_id LIMIT %lld", (long long)r->chunk);
-	if ((rc = bs__buf_ok(&q)) || (rc = bs__shard_query(&res, r->src, r->shard, q.ptr, q.len)))
+	if ((rc = bs__buf_ok(&q)) || (rc = bs__shard_query(&res, r->src, r->shard, q.ptr, q.len))) {
+		if (rc == BS_ESQL)
+			*sql_errno = bs__shard_last_errno(r->src, r->shard);
 		goto done;
+	}
 	/* each row's values decoded and kept (its parameters borrow them) until
 	 * the one statement is sent */
 	size_t most = (size_t)mysql_num_rows(res) + 1;
@@ -844,9 +850,10 @@ static int index_chunk(mover_t *r, const bs_index_t *idx, int64_t *got)
 		int64_t affected;
 		bs__buf_index_insert(&w, idx);
 		bs__buf_puts(&w, " VALUES ");
-		if (!(rc = bs__buf_ok(&w)) && !(rc = bs__shard_check(r->dst, r->t)))
-			rc = bs__shard_rows(&affected, r->dst, r->t, w.ptr,
-			                    " ON DUPLICATE KEY UPDATE entity_id=entity_id", rows, (int)nc, n);
+		if (!(rc = bs__buf_ok(&w)) && !(rc = bs__shard_check(r->dst, r->t)) &&
+		    (rc = bs__shard_rows(&affected, r->dst, r->t, w.ptr, " ON DUPLICATE KEY UPDATE entity_id=entity_id",
+		                         rows, (int)nc, n)) == BS_ESQL)
+			*sql_errno = bs__shard_last_errno(r->dst, r->t);
 		if (!rc)
 			r->m.pub.index_rows += (int64_t)n;
 	}
@@ -869,12 +876,12 @@ static int index_step(mover_t *r, int64_t *got)
 {
 	bs_index_t idx;
 	bool found;
+	unsigned err = 0;
 	int rc;
 	if ((rc = bs_index_get(&idx, r->dst, r->m.index_name)) && rc != BS_ENOTFOUND)
 		return rc;
-	rc = rc ? 0 : index_chunk(r, &idx, got);
-	if (rc == BS_ESQL && (bs__shard_last_errno(r->src, r->shard) == ER_NO_SUCH_TABLE ||
-	                      bs__shard_last_errno(r->dst, r->t) == ER_NO_SUCH_TABLE)) {
+	rc = rc ? 0 : index_chunk(r, &idx, got, &err);
+	if (rc == BS_ESQL && err == ER_NO_SUCH_TABLE) {
 		/* on either side: dropped meanwhile, when the catalog says so */
 		char msg[1024];
 		bs_index_t now;
