@@ -1315,6 +1315,8 @@ typedef struct {
 	int64_t at_us;       /* when it was measured */
 	bool not_recorded;   /* the account may not write bagstore_verify (role
 	                    * readonly): not kept for bs_verify_last */
+	char cut_short[800]; /* failed after --repair changed rows: the audit's
+	                      * detail (how many, and the error); "" else */
 } bs_drift_t;
 /* Full read-only comparison of one index (or every index when NULL, summed
  * into *out); with repair, fixes what it finds. Recorded for the console. */

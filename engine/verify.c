@@ -119,8 +119,13 @@ static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bo
 		}
 	}
 done:
-	if (rc) /* cut short: what it repaired so far, for the audit */
+	if (rc) { /* cut short: what it repaired so far, for the audit */
 		out->repaired = d.repaired + fixed;
+		if (out->repaired)
+			snprintf(out->cut_short, sizeof out->cut_short,
+			         "verify --repair cut short after %lld index rows repaired: %.700s",
+			         (long long)out->repaired, bs_last_error());
+	}
 	bs__ebatch_free(&eb);
 	bs__buf_free(&b);
 	return rc;
@@ -136,6 +141,8 @@ static void add(bs_drift_t *sum, const bs_drift_t *d)
 	sum->repaired += d->repaired;
 	if (!sum->first_bad[0])
 		memcpy(sum->first_bad, d->first_bad, sizeof sum->first_bad);
+	if (!sum->cut_short[0])
+		memcpy(sum->cut_short, d->cut_short, sizeof sum->cut_short);
 	sum->corrupt += d->corrupt;
 	sum->unprintable += d->unprintable;
 	if (d->at_us > sum->at_us)

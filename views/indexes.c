@@ -455,12 +455,10 @@ static void do_verify(bs_store_t *st, void *arg)
 	memset(&d, 0, sizeof d);
 	rc = bs_verify(&d, st, q->name, q->repair);
 	if (rc < 0) {
-		char msg[600], det[800];
+		char msg[600];
 		snprintf(msg, sizeof msg, "%s", bs_last_error());
-		if (q->repair && d.repaired) { /* rows changed before it failed: audited all the same */
-			snprintf(det, sizeof det, "cut short after %lld rows repaired: %s", (long long)d.repaired, msg);
-			worker_audit(st, "index.repair", q->name, det);
-		}
+		if (d.cut_short[0]) /* rows changed before it failed: audited all the same */
+			worker_audit(st, "index.repair", q->name, d.cut_short);
 		worker_notify(true, "verify %s failed: %s", q->name, msg);
 		return;
 	}

@@ -147,6 +147,10 @@ t_exit 0 "F, v=8 (its row on s0)" -- put_v 8 "$F"
 repair_deleting "$F" "$T/v4" drift_fail_after_fix
 t_match "$vrc" '^[1-9][0-9]*$' "verify --repair fails: its check failed"
 t_contains "$(cat "$T/v4.err")" "fault drift_fail_after_fix" "at the fault point, after its fix"
+# it changed rows before it failed: audited all the same, saying so
+cut="SELECT detail FROM bagstore_audit WHERE action='index.repair' AND target='ix_v' ORDER BY id DESC LIMIT 1"
+t_match "$(t_sql 0 "$cut")$(t_sql 1 "$cut")" "^verify --repair cut short after [1-9][0-9]* index rows repaired: .*fault drift_fail_after_fix" \
+	"the cut-short repair is audited: how many rows, and why it stopped"
 t_eq "$stops" 2 "two fixes: the batch's (from F's body, then failing), then the one that finds F gone"
 t_eq "$(t_sql 0 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$FH'") $(t_sql 1 "SELECT COUNT(*) FROM ix_v WHERE entity_id=X'$FH'")" \
 	"0 0" "F has no row left"

@@ -488,13 +488,10 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 		if (index ? strcmp(ix->name, index) != 0 : ix->state == BS_INDEX_DISABLED)
 			continue;
 		if ((rc = bs_verify(&d, ctx->st, ix->name, repair)) < 0) {
-			if (d.repaired) { /* rows changed before it failed: audited all the same */
-				char msg[600], det[800];
+			if (d.cut_short[0]) { /* rows changed before it failed: audited all the same */
+				char msg[600];
 				snprintf(msg, sizeof msg, "%s", bs_last_error());
-				snprintf(det, sizeof det,
-				         "verify --repair cut short after %" PRId64 " index rows repaired: %s",
-				         d.repaired, msg);
-				cli_audit(ctx, "index.repair", ix->name, det);
+				cli_audit(ctx, "index.repair", ix->name, d.cut_short);
 				bs_error(rc, "%s", msg);
 			}
 			goto done;
