@@ -46,6 +46,7 @@ __attribute__((format(printf, 2, 3))) static int usage_error(const char *group, 
 
 /* Set by --headless (console.h): the console runs without a terminal. */
 static bool console_headless;
+static const char *console_opt; /* the first console option given, if any */
 /* Set by --trace: every statement a command sends, on stderr. */
 static bool trace;
 
@@ -96,6 +97,8 @@ static int global_options(int *next, cli_ctx_t *ctx, int argc, char **argv)
 			if (++i == argc)
 				return usage_error(NULL, "option %s needs a value", a);
 			console_headless |= strcmp(a, "--headless") == 0;
+			if (!console_opt)
+				console_opt = a;
 		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			cli_print_usage(stdout, NULL);
 			return 0;
@@ -176,6 +179,12 @@ int main(int argc, char **argv)
 	} else {
 		if (!(cmd = find_command(&status, &i, argc, argv)))
 			return status;
+		/* the console's options, given to a command, would do nothing */
+		if (console_opt) {
+			fprintf(stderr, "bagstore: %s is the console's option: `%s%s%s` runs no console\n", console_opt,
+			        cmd->group ? cmd->group : "", cmd->group ? " " : "", cmd->name);
+			return 2;
+		}
 		/* before any store is opened: every store starts with it */
 		if (trace)
 			bs_trace_set(cli_trace_print, NULL);

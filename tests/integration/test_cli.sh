@@ -63,6 +63,10 @@ t_contains "$T_ERR" "usage:" "unknown command prints the usage on stderr"
 t_eq "$T_OUT" "" "unknown command prints nothing on stdout"
 bs 2 "unknown global option" --frob shards
 bs 2 "global option after the command is unknown" shards --read-only
+# the console's options before a command would do nothing: said, not ignored
+bs 2 "a console option before a command" --refresh 1 index list
+t_contains "$T_ERR" "--refresh is the console's option: \`index list\` runs no console" "naming the option and the command"
+t_eq "$T_OUT" "" "and running nothing"
 bs 2 "unknown option" get $ID1HEX --frob
 t_contains "$T_ERR" "unknown option '--frob'" "unknown option is named"
 bs 2 "index without subcommand" index
