@@ -699,6 +699,9 @@ void bs_explain_free(bs_explain_t *e);
 	X(BULK_NEW_SESSION, "bulk_new_session", \
 	  "a bulk put with no index: its first shard loses its connection between its entities' two " \
 	  "round trips, once; the second goes on a new session") \
+	X(BULK_LOCK_LOST, "bulk_lock_lost", \
+	  "a bulk put with an index: the first shard holding its batch's lock loses its connection after " \
+	  "its entities commit, before their index rows are sent, once") \
 	X(ROWS_AS_TEXT, "rows_as_text", \
 	  "many-row INSERTs (a backfill's index rows, a move's copies) go as multi-row text statements, " \
 	  "as to a server without bulk execution (MySQL); read when a store is opened")

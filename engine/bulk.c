@@ -43,18 +43,19 @@
 typedef struct {
 	size_t *idx; /* indexes into the call's bags, in order */
 	size_t len, cap;
-	bs_buf_t sql;   /* this round's first trip: the fence (and old bodies) */
-	bs_buf_t sql2;  /* its second: the writes, stamped, and COMMIT */
-	size_t *ts;     /* per entity: where its version's literal is in sql2 */
+	bs_buf_t sql;  /* this round's first trip: the fence (and old bodies) */
+	bs_buf_t sql2; /* its second: the writes, stamped, and COMMIT */
+	size_t *ts;    /* per entity: where its version's literal is in sql2 */
 	size_t tscap;
-	char token[48]; /* "" when no index is maintained */
-	int64_t t_us;   /* the transaction's NOW(6) (@bs_t), from the fence's answer */
-	bool done;      /* committed */
-	bool refused;   /* the shard did not own every bucket: nothing written */
-	bool fast;      /* this try is the fence's fast form (every bucket owned) */
-	bool no;        /* this try's answer: the fence did not pass, nothing written */
-	bool one_trip;  /* this round's transaction in one round trip (a two-trip try was late) */
-	int err;        /* its last try failed (and msg says how): nothing written */
+	char token[48];         /* "" when no index is maintained */
+	unsigned long lock_gen; /* the shard's conn_gen when the batch's lock was taken */
+	int64_t t_us;           /* the transaction's NOW(6) (@bs_t), from the fence's answer */
+	bool done;              /* committed */
+	bool refused;           /* the shard did not own every bucket: nothing written */
+	bool fast;              /* this try is the fence's fast form (every bucket owned) */
+	bool no;                /* this try's answer: the fence did not pass, nothing written */
+	bool one_trip;          /* this round's transaction in one round trip (a two-trip try was late) */
+	int err;                /* its last try failed (and msg says how): nothing written */
 	char msg[512];
 } shard_batch_t;
 
@@ -72,7 +73,7 @@ typedef struct {
 	shard_batch_t *sb; /* per shard */
 	bs__shard_stmt_t *q;
 	bs__shard_stmt_t *q2; /* per shard: the second trip of its entities' transaction */
-	bool *rows_refused; /* per shard: its index statements were refused */
+	bool *rows_refused;   /* per shard: its index statements were refused */
 } bulk_t;
 
 static int push_idx(shard_batch_t *b, size_t k)
@@ -132,10 +133,11 @@ static void bucket_list(bs_buf_t *b, const int *buckets, size_t m)
 static void fence_sql(bs_buf_t *b, int *buckets, size_t n, bool fast, bool stamp)
 {
 	size_t m = uniq_buckets(buckets, n);
-	bs__buf_printf(b,
-	               "START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=%zu)%s FROM bagstore_buckets WHERE state%s"
-	               " AND bucket IN ",
-	               m, stamp ? ",@bs_t:=UNIX_TIMESTAMP(NOW(6))" : "", fast ? "='owned'" : " IN " BS__OWNING_SQL);
+	bs__buf_printf(
+		b,
+		"START TRANSACTION;SELECT (@bs_o:=COUNT(*))=(@bs_want:=%zu)%s FROM bagstore_buckets WHERE state%s"
+		" AND bucket IN ",
+		m, stamp ? ",@bs_t:=UNIX_TIMESTAMP(NOW(6))" : "", fast ? "='owned'" : " IN " BS__OWNING_SQL);
 	bucket_list(b, buckets, m);
 	bs__buf_printf(b, " LOCK IN SHARE MODE WAIT %d", BS__FENCE_WAIT_S);
 }
@@ -576,6 +578,7 @@ static int write_entities(bulk_t *u)
 				sb->err = 0;
 				sb->refused = no;
 				sb->done = !no;
+				sb->lock_gen = st->shards[s].conn_gen;
 				if (sb->done)
 					take_old(u, s);
 				else if (sb->token[0])
@@ -782,6 +785,38 @@ static int rows_stmt(bulk_t *u, int i, bs_buf_t *out, const bs_buf_t *in, fence_
  * goes on until it applied, refused or failed, whatever the others do.
  * *refused: a shard did not own a bucket (the caller reads the map and
  * sends them all again). Returns the first failed shard's error. */
+/* 0 while every batch's named lock is held (its connection never closed
+ * since it was taken), else the error naming the shard: the repair loop
+ * may settle that batch's intent now, and index rows sent after could
+ * land stale with nothing to say so. Before rows are sent again. */
+static int locks_kept(const bulk_t *u)
+{
+	const bs_store_t *st = u->st;
+	for (int s = 0; s < st->n; s++)
+		if (u->sb[s].done && u->sb[s].token[0] && st->shards[s].conn_gen != u->sb[s].lock_gen)
+			return bs_error(BS_EUNREACHABLE,
+			                "the connection to shard %s that held the batch's lock was lost; the rest "
+			                "left to the repair loop",
+			                st->shards[s].conf->name);
+	return 0;
+}
+
+/* Fault point: the first shard holding its batch's lock loses its
+ * connection (and the lock with it) before the index rows, once. */
+static void fault_lock_lost(bulk_t *u)
+{
+	static atomic_bool closed;
+	for (int s = 0; s < u->st->n; s++)
+		if (u->sb[s].done && u->sb[s].token[0]) {
+			if (bs_fault(BS_FAULT_BULK_LOCK_LOST) && !atomic_exchange(&closed, true)) {
+				fprintf(stderr, "bagstore: fault bulk_lock_lost: shard %s's connection closed\n",
+				        u->st->shards[s].conf->name);
+				bs__shard_close(u->st, s);
+			}
+			return;
+		}
+}
+
 static int send_rows(bool *refused_any, bulk_t *u, bs_buf_t *out, const bs_buf_t *in, fence_t *fen)
 {
 	bs_store_t *st = u->st;
@@ -842,6 +877,11 @@ static int send_rows(bool *refused_any, bulk_t *u, bs_buf_t *out, const bs_buf_t
 		bs__shard_stmts_clear(u->q, n);
 		if (!retry && !pending)
 			break;
+		if ((rc = locks_kept(u))) { /* what is left: not sent */
+			for (int i = 0; i < n; i++)
+				u->q[i].sql = NULL;
+			goto done;
+		}
 		if (retry)
 			backoff(tries++);
 	}
@@ -871,8 +911,11 @@ static int write_rows(bulk_t *u, const size_t *round, size_t nround)
 		rc = bs__oom();
 		goto done;
 	}
+	fault_lock_lost(u);
 	for (int hop = 0;; hop++) {
 		bool refused_any = false;
+		if ((rc = locks_kept(u)))
+			break;
 		for (int i = 0; i < n; i++) {
 			bs__buf_reset(&in[i]);
 			fen[i].nbk = 0;
@@ -970,7 +1013,8 @@ static void removal_sql(bs_buf_t *b, const bulk_t *u, const shard_batch_t *sb)
 		bs__buf_puts(b, " ");
 		bs__buf_unix_us(b, u->ver[order[r]]);
 	}
-	bs__buf_puts(b, "' AND (SELECT COUNT(*) FROM bagstore_buckets WHERE state IN " BS__OWNING_SQL " AND bucket IN ");
+	bs__buf_puts(b,
+	             "' AND (SELECT COUNT(*) FROM bagstore_buckets WHERE state IN " BS__OWNING_SQL " AND bucket IN ");
 	bucket_list(b, buckets, m);
 	bs__buf_puts(b, ")=");
 	bs__buf_uint(b, (unsigned)m);
@@ -1192,7 +1236,8 @@ static void *encode_part(void *arg)
 	p->bad = p->to;
 	p->rc = 0;
 	for (size_t k = p->from; k < p->to; k++)
-		if ((p->rc = bs_bag_id(&e->ids[k], &e->bags[k])) || (p->rc = bs_body_encode(&e->bodies[k], &e->bags[k]))) {
+		if ((p->rc = bs_bag_id(&e->ids[k], &e->bags[k])) ||
+		    (p->rc = bs_body_encode(&e->bodies[k], &e->bags[k]))) {
 			p->bad = k;
 			snprintf(p->msg, sizeof p->msg, "%s", bs_last_error());
 			break;
