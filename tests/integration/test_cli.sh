@@ -122,6 +122,8 @@ t_match "$T_OUT" '^s0 +127\.0\.0\.1:[0-9]+ +up +[^ ]+ +off +- ' "s0 without TLS 
 t_match "$T_OUT" '^s0 +127\.0\.0\.1:[0-9]+ +up +[^ ]+ +off +- +[0-9.]+ +~[0-9]+ ' "ENTITIES is InnoDB's estimate, marked ~"
 bs 0 "shards --json" shards --json
 t_contains "$T_OUT" '"fingerprint_ok": true' "shards --json has fingerprint_ok"
+t_contains "$T_OUT" '"fingerprint": "ok"' "and the table's word for it"
+t_contains "$T_OUT" '"replica_lag_state": "none"' "no replica configured: said, beside the null lag"
 t_contains "$T_OUT" '"name": "s1"' "shards --json names s1"
 t_contains "$T_OUT" '"threads_running":' "shards --json has threads_running"
 t_contains "$T_OUT" '"encrypted": false' "shards --json: no TLS configured, none used"

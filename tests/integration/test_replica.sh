@@ -62,6 +62,7 @@ while [ $n -lt 40 ]; do
 done
 if [ -n "$lag" ] && [ "$lag" -ge 3 ]; then
 	t_ok "shards --json reports the replica 3 s or more behind"
+	t_contains "$(cat "$T/s.json")" '"replica_lag_state": "measured"' "its lag measured"
 else
 	t_fail "shards --json reports the replica 3 s or more behind" "got: ${lag:-none}" "$(cat "$T/s.json")"
 fi
@@ -79,6 +80,7 @@ t_contains "$T_OUT" "unknown" "its lag reads unknown"
 t_contains "$T_OUT" "not replicating" "with the reason"
 t_exit 0 "shards --json, not replicating" -- "$B" -c "$T/notrep.yaml" shards --json
 t_contains "$T_OUT" '"replica_lag": null' "lag is null in JSON"
+t_contains "$T_OUT" '"replica_lag_state": "unknown"' "and says it is not known, not that there is no replica"
 # the console says why too, not a bare "unknown"
 rm -f "$T/dumps/shards"*
 t_exit 0 "console, headless, a replica that does not replicate" -- \

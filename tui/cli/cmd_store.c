@@ -111,8 +111,21 @@ static void shard_json(json_t *o, const bs_shard_status_t *s)
 	json_object_set_new(o, "data_bytes", jcount(down, s->data_bytes));
 	json_object_set_new(o, "threads_running", jcount(down, s->threads_running));
 	json_object_set_new(o, "replica_lag", down || s->replica_lag < 0 ? json_null() : json_real(s->replica_lag));
+	/* what a null lag means: no replica configured, or one not measured */
+	json_object_set_new(o, "replica_lag_state",
+	                    down                   ? json_null()
+	                    : s->replica_lag == -1 ? json_string("none")
+	                    : s->replica_lag < 0   ? json_string("unknown")
+	                                           : json_string("measured"));
 	json_object_set_new(o, "fingerprint_ok",
 	                    down || s->fingerprint_ok < 0 ? json_null() : json_boolean(s->fingerprint_ok > 0));
+	/* the table's word: a null fingerprint_ok is an uninitialised shard
+	 * or a shard down */
+	json_object_set_new(o, "fingerprint",
+	                    down                     ? json_null()
+	                    : s->fingerprint_ok > 0  ? json_string("ok")
+	                    : s->fingerprint_ok == 0 ? json_string("MISMATCH")
+	                                             : json_string("uninitialised"));
 	shard_tls_json(o, s);
 }
 
