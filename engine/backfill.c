@@ -688,14 +688,16 @@ static int moves_gate(runner_t *r, bool strict)
 	char why[200], m[256];
 	bool busy = false;
 	int rc = 0;
-	if (bs_now_mono() - r->moves_checked < 2.0)
+	double seen = bs_now_mono(); /* when the answer used was asked for */
+	if (seen - r->moves_checked < 2.0)
 		return -1;
 	pthread_mutex_lock(&r->moves->lock);
-	if (r->moves->at > 0 && bs_now_mono() - r->moves->at < 2.0) {
+	if (r->moves->at > 0 && seen - r->moves->at < 2.0) {
 		busy = r->moves->busy;
+		seen = r->moves->at;
 		snprintf(why, sizeof why, "%s", r->moves->why);
 	} else if (!(rc = bs__moves_in_flight(&busy, why, sizeof why, r->dst))) {
-		r->moves->at = bs_now_mono();
+		r->moves->at = seen;
 		r->moves->busy = busy;
 		snprintf(r->moves->why, sizeof r->moves->why, "%s", why);
 	}
@@ -707,7 +709,7 @@ static int moves_gate(runner_t *r, bool strict)
 		return -1;
 	}
 	if (!busy) {
-		r->moves_checked = bs_now_mono();
+		r->moves_checked = seen;
 		return -1;
 	}
 	snprintf(m, sizeof m, "waiting: a reshard is moving buckets (%.180s)", why);

@@ -942,7 +942,9 @@ static int none_unfinished_on(bs_store_t *st, int i, void *p)
 	int rc;
 	(void)p;
 	if ((rc = bs__shard_query(&res, st, i, q, sizeof q - 1)))
-		return bs_error(rc, "a reshard starts only when every shard answers: %s", bs_last_error());
+		return rc == BS_EUNREACHABLE
+		               ? bs_error(rc, "a reshard starts only when every shard answers: %s", bs_last_error())
+		               : rc;
 	MYSQL_ROW row = mysql_fetch_row(res);
 	bs__shard_label(label, sizeof label, &st->shards[i]);
 	if (row && row[3] && !strcmp(row[3], "cancelled"))

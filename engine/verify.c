@@ -141,8 +141,6 @@ static void add(bs_drift_t *sum, const bs_drift_t *d)
 	sum->repaired += d->repaired;
 	if (!sum->first_bad[0])
 		memcpy(sum->first_bad, d->first_bad, sizeof sum->first_bad);
-	if (!sum->cut_short[0])
-		memcpy(sum->cut_short, d->cut_short, sizeof sum->cut_short);
 	sum->corrupt += d->corrupt;
 	sum->unprintable += d->unprintable;
 	if (d->at_us > sum->at_us)
@@ -171,6 +169,10 @@ int bs_verify(bs_drift_t *out, bs_store_t *st, const char *index, bool repair)
 			rc = verify_one(&d, st, &l.items[k], repair);
 			add(out, &d); /* cut short too: its rows repaired count */
 		}
+		if (rc && out->repaired) /* the whole run's count, earlier indexes' too */
+			snprintf(out->cut_short, sizeof out->cut_short,
+			         "verify --repair cut short after %lld index rows repaired: %.700s",
+			         (long long)out->repaired, bs_last_error());
 	}
 	bs_index_list_free(&l);
 	return rc;
