@@ -778,13 +778,6 @@ static int rows_stmt(bulk_t *u, int i, bs_buf_t *out, const bs_buf_t *in, fence_
 	return 0;
 }
 
-/* Send the round's index statements (in[]), each shard's in its fence,
- * every target shard at once: the fast form first, the full one for a
- * shard whose fast form refused (nothing applied there; not a retry);
- * deadlocked shards again (the statements are idempotent). Every shard
- * goes on until it applied, refused or failed, whatever the others do.
- * *refused: a shard did not own a bucket (the caller reads the map and
- * sends them all again). Returns the first failed shard's error. */
 /* 0 while every batch's named lock is held (its connection never closed
  * since it was taken), else the error naming the shard: the repair loop
  * may settle that batch's intent now, and index rows sent after could
@@ -817,6 +810,13 @@ static void fault_lock_lost(bulk_t *u)
 		}
 }
 
+/* Send the round's index statements (in[]), each shard's in its fence,
+ * every target shard at once: the fast form first, the full one for a
+ * shard whose fast form refused (nothing applied there; not a retry);
+ * deadlocked shards again (the statements are idempotent). Every shard
+ * goes on until it applied, refused or failed, whatever the others do.
+ * *refused: a shard did not own a bucket (the caller reads the map and
+ * sends them all again). Returns the first failed shard's error. */
 static int send_rows(bool *refused_any, bulk_t *u, bs_buf_t *out, const bs_buf_t *in, fence_t *fen)
 {
 	bs_store_t *st = u->st;

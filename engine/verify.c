@@ -27,6 +27,15 @@ static bool refused_only(const bs_store_t *st)
 	return denied;
 }
 
+/* A run that failed after it repaired rows: the audit's detail, with the
+ * error that stopped it (the last one set). */
+static void say_cut_short(bs_drift_t *out)
+{
+	snprintf(out->cut_short, sizeof out->cut_short,
+	         "verify --repair cut short after %lld index rows repaired: %.700s", (long long)out->repaired,
+	         bs_last_error());
+}
+
 static int verify_one(bs_drift_t *out, bs_store_t *st, const bs_index_t *idx, bool repair)
 {
 	ebatch_t eb = { 0 };
@@ -122,9 +131,7 @@ done:
 	if (rc) { /* cut short: what it repaired so far, for the audit */
 		out->repaired = d.repaired + fixed;
 		if (out->repaired)
-			snprintf(out->cut_short, sizeof out->cut_short,
-			         "verify --repair cut short after %lld index rows repaired: %.700s",
-			         (long long)out->repaired, bs_last_error());
+			say_cut_short(out);
 	}
 	bs__ebatch_free(&eb);
 	bs__buf_free(&b);
@@ -170,9 +177,7 @@ int bs_verify(bs_drift_t *out, bs_store_t *st, const char *index, bool repair)
 			add(out, &d); /* cut short too: its rows repaired count */
 		}
 		if (rc && out->repaired) /* the whole run's count, earlier indexes' too */
-			snprintf(out->cut_short, sizeof out->cut_short,
-			         "verify --repair cut short after %lld index rows repaired: %.700s",
-			         (long long)out->repaired, bs_last_error());
+			say_cut_short(out);
 	}
 	bs_index_list_free(&l);
 	return rc;
