@@ -50,5 +50,7 @@ t_exit 0 "reshard status --json" -- "$BAGSTORE" -c "$BACK" reshard status --json
 eta=$(printf '%s\n' "$T_OUT" | sed -n 's/.*"eta_s": \([0-9.]*\).*/\1/p' | head -1)
 t_match "$eta" "^(18[0-9]|19[0-9])(\.[0-9]*)?$" "the ETA is the work left at the move's own rate (~190 s), while held"
 t_exit 0 "reshard status" -- "$BAGSTORE" -c "$BACK" reshard status
-t_match "$T_OUT" "~3m[01][0-9]s" "the ETA is marked ~"
+# (the ETA grows ~9 s for each second between the UPDATE and this read:
+# a loaded machine reads it past 3m20s)
+t_match "$T_OUT" "~3m[0-5][0-9]s" "the ETA is marked ~"
 t_done test_reshard_estimate
