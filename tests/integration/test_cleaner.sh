@@ -246,6 +246,14 @@ bs 0 "backfill list" backfill list
 t_contains "$T_OUT" "failed" "the job is listed as failed"
 t_contains "$T_OUT" "doesn't exist" "with MySQL's message"
 bs 0 "drop the broken index" index drop broken --yes
+# an index whose table is gone, verified after those that are fine: the
+# JSON still holds the ones verified before it
+bs 0 "create zz_gone" index create zz_gone --on n:int --shard-on n
+t_sql 1 "DROP TABLE zz_gone"
+bs 1 "verify --json with a table gone fails" verify --json
+t_contains "$T_OUT" '"index": "by_user"' "verify --json prints the indexes verified before the failure"
+t_contains "$T_ERR" "zz_gone" "the error names the table that is gone"
+bs 0 "drop zz_gone" index drop zz_gone --yes
 
 # ------------------------------------------------------------ the daemon
 

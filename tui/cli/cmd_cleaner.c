@@ -494,7 +494,7 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 				cli_audit(ctx, "index.repair", ix->name, d.cut_short);
 				bs_error(rc, "%s", msg);
 			}
-			goto done;
+			break;
 		}
 		if (d.repaired) {
 			char det[100];
@@ -519,7 +519,19 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 			        "write bagstore_verify\n",
 			        ix->name);
 	}
-	if (as_json && (rc = cli_json_print(arr)) < 0)
+	/* the indexes verified before a failure are printed all the same, as
+	 * the text form prints each as it goes; the failure stays the error */
+	if (as_json && (rc >= 0 || json_array_size(arr))) {
+		char failed[600] = "";
+		if (rc < 0)
+			snprintf(failed, sizeof failed, "%s", bs_last_error());
+		int prc = cli_json_print(arr);
+		if (rc < 0)
+			bs_error(rc, "%s", failed);
+		else
+			rc = prc;
+	}
+	if (rc < 0)
 		goto done;
 	char drift_msg[200] = "", bad_msg[512] = "";
 	if (remaining)
