@@ -410,15 +410,13 @@ typedef struct {
 /* Whether the lock is still held: its connection never closed since. */
 static bool lock_kept(const bs_store_t *st, const lock_at_t *l)
 {
-	return l->shard < 0 || st->shards[l->shard].conn_gen == l->gen;
+	return l->shard < 0 || bs__lock_held(st, l->shard, l->gen);
 }
 
 /* What a write says when its lock went: "the connection ... was lost". */
 static const char *lock_lost(char *buf, size_t size, const bs_store_t *st, const lock_at_t *l)
 {
-	snprintf(buf, size, "the connection to shard %s that held the intent's lock was lost",
-	         st->shards[l->shard].conf->name);
-	return buf;
+	return bs__lock_lost(buf, size, st, l->shard, "intent's lock");
 }
 
 static int index_flush(bool *refused, bs_store_t *st, shard_rows_t *per_shard, const bs_id_t *id, const char *done,

@@ -389,6 +389,12 @@ void bs__trace_default(bs_trace_fn *fn, void **arg);
 /* The shard's connection, connecting if needed. */
 int bs__shard_conn(MYSQL **out, bs_store_t *st, int i);
 void bs__shard_close(bs_store_t *st, int i);
+/* A named lock taken on shard i's connection when its conn_gen was gen
+ * is still held: that connection never closed since. */
+bool bs__lock_held(const bs_store_t *st, int i, unsigned long gen);
+/* What a write says when the lock went with its connection ("the
+ * connection to shard S that held the <what> was lost"), in buf. */
+const char *bs__lock_lost(char *buf, size_t size, const bs_store_t *st, int i, const char *what);
 /* Run one statement (or several, separated by ';'); results are discarded.
  * Errors name the shard and carry MySQL's message. */
 int bs__shard_exec(bs_store_t *st, int i, const char *sql, size_t len);

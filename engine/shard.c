@@ -730,6 +730,17 @@ void bs__settle_flush(bs_store_t *st, int i)
 	bs__buf_free(&b);
 }
 
+bool bs__lock_held(const bs_store_t *st, int i, unsigned long gen)
+{
+	return st->shards[i].conn_gen == gen;
+}
+
+const char *bs__lock_lost(char *buf, size_t size, const bs_store_t *st, int i, const char *what)
+{
+	snprintf(buf, size, "the connection to shard %s that held the %s was lost", st->shards[i].conf->name, what);
+	return buf;
+}
+
 void bs__shard_close(bs_store_t *st, int i)
 {
 	bs_shard_t *sh = &st->shards[i];
