@@ -58,7 +58,8 @@ static table_t tbl;
 static int shard_sel = -1;       /* UI's choice: -1 all */
 static char query[256];          /* UI's current index query, "" when browsing */
 static bool select_last;         /* after paging back with Up */
-static bool asked;               /* a page has been asked for */
+static bool first_wanted = true; /* the next reload reads the first page: the screen's
+                                  * first open, or a shard chosen */
 static atomic_bool page_changed; /* entities_changed(), from any thread */
 
 static const col_t cols[] = {
@@ -327,22 +328,25 @@ static void submit(int op)
 	q->shard = shard_sel;
 	q->limit = (size_t)(LINES - 5 > 1 ? LINES - 5 : 1); /* the rows the table shows */
 	snprintf(q->query, sizeof q->query, "%s", query);
-	asked = true;
 	/* paging keys queue in order; reloads collapse */
 	worker_submit(LANE_BROWSE, op == OP_RELOAD ? KEY_SNAP ".reload" : NULL, op == OP_RELOAD, work, q, free);
 }
 
 static void en_reload(void)
 {
-	/* a query or the current page, read again */
-	submit(OP_RELOAD);
+	/* a query or the current page, read again; the first page when one
+	 * is wanted (ui_push_crumb reloads the screen it opens: one read) */
+	submit(first_wanted ? OP_FIRST : OP_RELOAD);
+	first_wanted = false;
 }
 
+/* Before the screen is opened (or brought back): its first page will be
+ * this shard's, read by the reload that opening it runs. */
 void entities_show_shard(int shard)
 {
 	shard_sel = shard;
 	query[0] = 0;
-	submit(OP_FIRST);
+	first_wanted = true;
 }
 
 void entities_changed(void)
@@ -361,8 +365,6 @@ static void en_open(void)
 		snap_lock();
 		snap.shard = shard_sel; /* until a page comes */
 		snap_unlock();
-		if (!asked) /* else entities_show_shard asked for its shard's */
-			submit(OP_FIRST);
 	}
 }
 

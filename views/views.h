@@ -77,7 +77,9 @@ reaction_t entity_delete(const bs_id_t *id, int shard);
 /* The entities screen reloads its page (after a change). Any thread: the
  * UI sends the reload when it next draws the screen. */
 void entities_changed(void);
-/* Browse one shard (-1: all merged) on the entities screen. */
+/* Browse one shard (-1: all merged) on the entities screen: called before
+ * the screen is opened or brought back (ui_push_crumb), whose reload then
+ * reads that shard's first page. */
 void entities_show_shard(int shard);
 /* :explain QUERY (views/explain.c): how the query ("[INDEX:] PROP=VALUE
  * ...") would be answered, as a text page once the browse lane has it. */
