@@ -488,12 +488,11 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 		if (index ? strcmp(ix->name, index) != 0 : ix->state == BS_INDEX_DISABLED)
 			continue;
 		if ((rc = bs_verify(&d, ctx->st, ix->name, repair)) < 0) {
-			if (d.cut_short[0]) { /* rows changed before it failed: audited all the same */
-				char msg[600];
-				snprintf(msg, sizeof msg, "%s", bs_last_error());
+			char msg[600];
+			snprintf(msg, sizeof msg, "%s", bs_last_error());
+			if (d.cut_short[0]) /* rows changed before it failed: audited all the same */
 				cli_audit(ctx, "index.repair", ix->name, d.cut_short);
-				bs_error(rc, "%s", msg);
-			}
+			bs_error(rc, "verify %s: %s", ix->name, msg);
 			break;
 		}
 		if (d.repaired) {
@@ -519,9 +518,10 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 			        "write bagstore_verify\n",
 			        ix->name);
 	}
-	/* the indexes verified before a failure are printed all the same, as
-	 * the text form prints each as it goes; the failure stays the error */
-	if (as_json && (rc >= 0 || json_array_size(arr))) {
+	/* the indexes verified before a failure are printed all the same (none:
+	 * []), as the text form prints each as it goes; the failure stays the
+	 * error */
+	if (as_json) {
 		char failed[600] = "";
 		if (rc < 0)
 			snprintf(failed, sizeof failed, "%s", bs_last_error());
