@@ -58,8 +58,9 @@ static table_t tbl;
 static int shard_sel = -1;       /* UI's choice: -1 all */
 static char query[256];          /* UI's current index query, "" when browsing */
 static bool select_last;         /* after paging back with Up */
-static bool first_wanted = true; /* the next reload reads the first page: the screen's
-                                  * first open, or a shard chosen */
+/* the screen's reloads read the first page until one is read: its first
+ * open, a shard chosen (UI thread sets, the browse lane clears) */
+static atomic_bool first_wanted = true;
 static atomic_bool page_changed; /* entities_changed(), from any thread */
 
 static const col_t cols[] = {
@@ -292,6 +293,8 @@ static void work(bs_store_t *st, void *arg)
 		publish(&page, rc, !q->reload, true, true, q->query, q->shard);
 		return;
 	}
+	if (q->op == OP_FIRST) /* read now: the screen's reloads read this page again */
+		atomic_store(&first_wanted, false);
 	if (q->op == OP_FIRST || !lane.pos || lane.shard != q->shard)
 		rc = page_first(&page, &at_end, st, q);
 	else if (q->op == OP_NEXT)
@@ -317,7 +320,9 @@ static void work(bs_store_t *st, void *arg)
 	publish(&page, rc, !q->reload, at_end, false, NULL, q->shard);
 }
 
-static void submit(int op)
+/* keyed: a reload (the screen's, or its first page wanted), which
+ * takes the place of one queued and shows as waiting (ui_stale) */
+static void submit_as(int op, bool keyed)
 {
 	ereq_t *q = calloc(1, sizeof *q);
 
@@ -328,16 +333,21 @@ static void submit(int op)
 	q->shard = shard_sel;
 	q->limit = (size_t)(LINES - 5 > 1 ? LINES - 5 : 1); /* the rows the table shows */
 	snprintf(q->query, sizeof q->query, "%s", query);
-	/* paging keys queue in order; reloads collapse */
-	worker_submit(LANE_BROWSE, op == OP_RELOAD ? KEY_SNAP ".reload" : NULL, op == OP_RELOAD, work, q, free);
+	/* paging keys queue in order; reloads collapse, and a periodic one is
+	 * dropped while one runs (never a first page wanted) */
+	worker_submit(LANE_BROWSE, keyed ? KEY_SNAP ".reload" : NULL, op == OP_RELOAD, work, q, free);
+}
+
+static void submit(int op)
+{
+	submit_as(op, false);
 }
 
 static void en_reload(void)
 {
 	/* a query or the current page, read again; the first page when one
 	 * is wanted (ui_push_crumb reloads the screen it opens: one read) */
-	submit(first_wanted ? OP_FIRST : OP_RELOAD);
-	first_wanted = false;
+	submit_as(atomic_load(&first_wanted) ? OP_FIRST : OP_RELOAD, true);
 }
 
 /* Before the screen is opened (or brought back): its first page will be
@@ -346,7 +356,7 @@ void entities_show_shard(int shard)
 {
 	shard_sel = shard;
 	query[0] = 0;
-	first_wanted = true;
+	atomic_store(&first_wanted, true);
 }
 
 void entities_changed(void)
@@ -429,7 +439,7 @@ static void en_draw(int y, int h, int w)
 	char stale[128];
 
 	if (atomic_exchange(&page_changed, false))
-		submit(OP_RELOAD);
+		en_reload();
 	snap_lock();
 	build();
 	if (snap.seq != drawn_seq) {
