@@ -786,7 +786,7 @@ static int locks_kept(const bulk_t *u)
 {
 	const bs_store_t *st = u->st;
 	for (int s = 0; s < st->n; s++)
-		if (u->sb[s].done && u->sb[s].token[0] && !bs__lock_held(st, s, u->sb[s].lock_gen)) {
+		if (u->sb[s].done && u->sb[s].token[0] && !bs__lock_conn_kept(st, s, u->sb[s].lock_gen)) {
 			char lost[256];
 			return bs_error(BS_EUNREACHABLE, "%s; the rest left to the repair loop",
 			                bs__lock_lost(lost, sizeof lost, st, s, "batch's lock"));

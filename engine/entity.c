@@ -410,7 +410,7 @@ typedef struct {
 /* Whether the lock is still held: its connection never closed since. */
 static bool lock_kept(const bs_store_t *st, const lock_at_t *l)
 {
-	return l->shard < 0 || bs__lock_held(st, l->shard, l->gen);
+	return l->shard < 0 || bs__lock_conn_kept(st, l->shard, l->gen);
 }
 
 /* What a write says when its lock went: "the connection ... was lost". */

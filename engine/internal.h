@@ -389,9 +389,10 @@ void bs__trace_default(bs_trace_fn *fn, void **arg);
 /* The shard's connection, connecting if needed. */
 int bs__shard_conn(MYSQL **out, bs_store_t *st, int i);
 void bs__shard_close(bs_store_t *st, int i);
-/* A named lock taken on shard i's connection when its conn_gen was gen
- * is still held: that connection never closed since. */
-bool bs__lock_held(const bs_store_t *st, int i, unsigned long gen);
+/* The connection that took a named lock on shard i (its conn_gen then:
+ * gen) never closed since, so the lock can still be held (the server's
+ * own word is bs__lock_held_sql's). */
+bool bs__lock_conn_kept(const bs_store_t *st, int i, unsigned long gen);
 /* What a write says when the lock went with its connection ("the
  * connection to shard S that held the <what> was lost"), in buf. */
 const char *bs__lock_lost(char *buf, size_t size, const bs_store_t *st, int i, const char *what);

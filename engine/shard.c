@@ -730,7 +730,7 @@ void bs__settle_flush(bs_store_t *st, int i)
 	bs__buf_free(&b);
 }
 
-bool bs__lock_held(const bs_store_t *st, int i, unsigned long gen)
+bool bs__lock_conn_kept(const bs_store_t *st, int i, unsigned long gen)
 {
 	return st->shards[i].conn_gen == gen;
 }
