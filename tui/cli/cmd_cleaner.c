@@ -521,14 +521,9 @@ int cli_cmd_verify(cli_ctx_t *ctx, int argc, char **argv)
 	/* the indexes verified before a failure are printed all the same (none:
 	 * []), as the text form prints each as it goes; the failure stays the
 	 * error */
-	if (as_json) {
-		char failed[600] = "";
-		if (rc < 0)
-			snprintf(failed, sizeof failed, "%s", bs_last_error());
+	if (as_json) { /* printing sets no error unless it fails itself */
 		int prc = cli_json_print(arr);
-		if (rc < 0)
-			bs_error(rc, "%s", failed);
-		else
+		if (rc >= 0)
 			rc = prc;
 	}
 	if (rc < 0)
