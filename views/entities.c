@@ -359,6 +359,14 @@ void entities_show_shard(int shard)
 	atomic_store(&first_wanted, true);
 }
 
+/* The first page, browsing shard_sel, asked for now: as a reload, so that
+ * it shows as waiting and takes the place of one queued. */
+static void first_page(void)
+{
+	entities_show_shard(shard_sel);
+	en_reload();
+}
+
 void entities_changed(void)
 {
 	atomic_store(&page_changed, true);
@@ -517,7 +525,7 @@ static bool en_filter(const char *text)
 		/* leaving a query: back to browsing */
 		query[0] = 0;
 		ui_set_filter(text);
-		submit(OP_FIRST);
+		first_page();
 		return true;
 	}
 	return false;
@@ -653,14 +661,13 @@ static reaction_t en_key(action_t a, int key)
 		if (query[0] || ui_filter()[0]) {
 			query[0] = 0;
 			ui_set_filter("");
-			submit(OP_FIRST);
+			first_page();
 			return R_REDRAW;
 		}
 		return R_UNHANDLED;
 	case ACT_ENT_SHARD:
 		shard_sel = shard_sel + 1 >= ui.nshards ? -1 : shard_sel + 1;
-		query[0] = 0;
-		submit(OP_FIRST);
+		first_page();
 		ui_msg("browsing %s", shard_sel < 0 ? "all shards merged" : shard_name(shard_sel));
 		return R_REDRAW;
 	case ACT_ENT_JUMP: ui_prompt("open entity id: ", "", jump_done, NULL); return R_REDRAW;
