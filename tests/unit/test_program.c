@@ -135,6 +135,8 @@ static void test_fmt(void)
 
 	CHECK_STR(fmt_secs(b, sizeof b, 4.2), "4.2s");
 	CHECK_STR(fmt_secs(b, sizeof b, 37), "37s");
+	CHECK_STR(fmt_secs(b, sizeof b, 9.96), "10s"); /* not 10.0s: one decimal only under 10 s */
+	CHECK_STR(fmt_secs(b, sizeof b, 119.7), "1m59s"); /* not 120s */
 	CHECK_STR(fmt_secs(b, sizeof b, 725), "12m05s");
 	CHECK_STR(fmt_secs(b, sizeof b, 3 * 3600 + 7 * 60), "3h07m");
 	CHECK_STR(fmt_secs(b, sizeof b, 2 * 86400 + 4 * 3600), "2d04h");

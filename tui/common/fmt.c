@@ -111,9 +111,9 @@ char *fmt_secs(char *buf, size_t n, double s)
 {
 	if (s < 0 || isnan(s))
 		snprintf(buf, n, "-");
-	else if (s < 10)
+	else if (s < 9.95) /* what rounds to 10.0 is drawn as 10s */
 		snprintf(buf, n, "%.1fs", s);
-	else if (s < 120)
+	else if (s < 119.5) /* what rounds to 120 goes to the minutes form */
 		snprintf(buf, n, "%.0fs", s);
 	else if (s < 7200)
 		snprintf(buf, n, "%dm%02ds", (int)s / 60, (int)s % 60);
