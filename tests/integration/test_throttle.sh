@@ -174,8 +174,8 @@ t_eq "$(rows by_c)" "$N" "by_c complete"
 
 # a transaction holds s1's heartbeat row, from a second on: the probe
 # waits, as a writer would, while the throttle runs
-hold_row() { # SECONDS
-	(sleep 1; timeout 60 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$PORT1" -u root bagstore \
+hold_row() { # SECONDS [DELAY]: s1's heartbeat row held, from DELAY (1) seconds on
+	(sleep "${2:-1}"; timeout 60 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$PORT1" -u root bagstore \
 		-e "START TRANSACTION; SELECT ts FROM bagstore_heartbeat WHERE shard='s1' FOR UPDATE; SELECT SLEEP($1); COMMIT" \
 		>/dev/null 2>&1) &
 	echo $! >"$TMP/hold.pid"
@@ -247,7 +247,8 @@ bs 0 "create by_l" "$DEF" index create by_l --on k:int --shard-on k
 bg lat "$LAT" cleaner --index by_l
 started() { [ "$(scanned by_l)" -gt 0 ]; }
 t_wait 30 started
-hold_row 8
+# held at once: the slowed backfill has under a second of chunks left
+hold_row 8 0
 if t_wait 30 said by_l "throttled: shard s1: write latency"; then
 	t_ok "a backfill is held by the heartbeat write's latency, and says so"
 else
