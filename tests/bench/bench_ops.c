@@ -130,7 +130,12 @@ static void make_bag(bs_value_t *bag, const bs_id_t *id, const bs_id_t *user, in
 typedef struct {
 	const bs_config_t *cfg;
 	bs_store_t *st;
-	MYSQL **raw; /* one plain connection per shard */
+	/* Each reference statement has connections of its own, one per shard,
+	 * as the store has its own: a connection that ran the statement just
+	 * before (its server thread and caches warm) would flatter a reference
+	 * timed beside others. raw: the plain table's statements and set-up;
+	 * lay: the entities layout's; prp: its prepared statements. */
+	MYSQL **raw, **lay, **prp;
 	const bs_id_t *ids, *users;
 	int nusers;
 	const bs_bytes_t *bodies;
@@ -190,10 +195,10 @@ static void timed_mix(stat_t *out, const char *const *names, const op_fn *ops, i
 	free(total);
 }
 
-/* The plain-SQL statements: one row by id, on the id's shard. `what` goes
- * before the id's hex, `tail` after it; with body, the body's hex follows in
- * a second X'...' after `mid`. */
-static void raw_by_id(bench_t *b, int i, const char *what, const char *mid, const char *tail)
+/* The plain-SQL statements: one row by id, on the id's shard, through its
+ * connection of conns. `what` goes before the id's hex, `tail` after it;
+ * with body, the body's hex follows in a second X'...' after `mid`. */
+static void raw_by_id(MYSQL **conns, bench_t *b, int i, const char *what, const char *mid, const char *tail)
 {
 	char *q = b->q;
 	size_t len = (size_t)sprintf(q, "%sX'", what);
@@ -203,17 +208,17 @@ static void raw_by_id(bench_t *b, int i, const char *what, const char *mid, cons
 		len += hex(q + len, b->bodies[i].ptr, b->bodies[i].len);
 	}
 	len += (size_t)sprintf(q + len, "'%s", tail);
-	raw_exec(b->raw[bs_route_id(&b->ids[i], b->cfg->nshards)], q, len);
+	raw_exec(conns[bs_route_id(&b->ids[i], b->cfg->nshards)], q, len);
 }
 
 static void op_insert_plain(bench_t *b, int i)
 {
-	raw_by_id(b, i, "INSERT INTO bench_plain (id, body) VALUES (", ", ", ")");
+	raw_by_id(b->raw, b, i, "INSERT INTO bench_plain (id, body) VALUES (", ", ", ")");
 }
 
 static void op_insert_layout(bench_t *b, int i)
 {
-	raw_by_id(b, i, "INSERT INTO bench_layout (id, updated, body) VALUES (", ", NOW(6), ", ")");
+	raw_by_id(b->lay, b, i, "INSERT INTO bench_layout (id, updated, body) VALUES (", ", NOW(6), ", ")");
 }
 
 /* Run shard s's prepared statement with entity i's id (and body). */
@@ -267,10 +272,10 @@ static void op_select_layout_prep(bench_t *b, int i)
 	prep_by_id(b->psel[bs_route_id(&b->ids[i], b->cfg->nshards)], b, i, false, true);
 }
 
-/* Shard s's statement sql, prepared on its plain connection. */
+/* Shard s's statement sql, prepared on its connection for them. */
 static MYSQL_STMT *prep(bench_t *b, int s, const char *sql)
 {
-	MYSQL_STMT *ps = mysql_stmt_init(b->raw[s]);
+	MYSQL_STMT *ps = mysql_stmt_init(b->prp[s]);
 	if (!ps || mysql_stmt_prepare(ps, sql, strlen(sql))) {
 		fprintf(stderr, "bench_ops: preparing %s: %s\n", sql, ps ? mysql_stmt_error(ps) : "out of memory");
 		exit(1);
@@ -280,12 +285,12 @@ static MYSQL_STMT *prep(bench_t *b, int s, const char *sql)
 
 static void op_select_plain(bench_t *b, int i)
 {
-	raw_by_id(b, i, "SELECT body FROM bench_plain WHERE id=", NULL, "");
+	raw_by_id(b->raw, b, i, "SELECT body FROM bench_plain WHERE id=", NULL, "");
 }
 
 static void op_select_layout(bench_t *b, int i)
 {
-	raw_by_id(b, i, "SELECT body, updated FROM bench_layout WHERE id=", NULL, "");
+	raw_by_id(b->lay, b, i, "SELECT body, updated FROM bench_layout WHERE id=", NULL, "");
 }
 
 /* The row's shard by the index's shard_on value, as bagstore routes it. */
@@ -303,7 +308,7 @@ static int route_value(const bs_index_t *ix, const bs_value_t *v, int n)
  * row's INSERT on the user's shard; no intent, no lock, no transaction. */
 static void op_insert_two(bench_t *b, int i)
 {
-	raw_by_id(b, i, "INSERT INTO bench_plain2 (id, body) VALUES (", ", ", ")");
+	raw_by_id(b->raw, b, i, "INSERT INTO bench_plain2 (id, body) VALUES (", ", ", ")");
 	bs_value_t v;
 	bs_value_bin(&v, b->users[i % b->nusers].b, 16);
 	int s = route_value(b->user_ix, &v, b->cfg->nshards);
@@ -563,8 +568,9 @@ int main(int argc, char **argv)
 	bs_id_t *ids = malloc((size_t)n * sizeof *ids), *users = malloc((size_t)nusers * sizeof *users);
 	double *lat = malloc((size_t)n * sizeof *lat);
 	bs_bytes_t *bodies = calloc((size_t)n, sizeof *bodies);
-	MYSQL **raw = calloc((size_t)cfg->nshards, sizeof *raw);
-	if (!ids || !users || !lat || !bodies || !raw) {
+	MYSQL **raw = calloc((size_t)cfg->nshards, sizeof *raw), **lay = calloc((size_t)cfg->nshards, sizeof *lay),
+	      **prp = calloc((size_t)cfg->nshards, sizeof *prp);
+	if (!ids || !users || !lat || !bodies || !raw || !lay || !prp) {
 		fprintf(stderr, "bench_ops: out of memory\n");
 		return 1;
 	}
@@ -587,12 +593,16 @@ int main(int argc, char **argv)
 	}
 	for (int s = 0; s < cfg->nshards; s++) {
 		raw[s] = raw_connect(&cfg->shards[s]);
+		lay[s] = raw_connect(&cfg->shards[s]);
+		prp[s] = raw_connect(&cfg->shards[s]);
 		if (s < 64)
 			server_pid[s] = server_pid_of(raw[s]);
 	}
 	bench_t b = { .cfg = cfg,
 		      .st = st,
 		      .raw = raw,
+		      .lay = lay,
+		      .prp = prp,
 		      .ids = ids,
 		      .users = users,
 		      .nusers = nusers,
@@ -604,7 +614,7 @@ int main(int argc, char **argv)
 	}
 
 	printf("\nwrites (sequential, one client; each figure beside its references, interleaved:\n"
-	       "each round runs every one once, in turn):\n");
+	       "each round runs every one once, in turn, each on connections of its own):\n");
 	/* plain SQL reference tables, one per shard, same body bytes: a
 	 * plain table; one shaped like `entities` (three B-trees: added_id,
 	 * unique id, updated), to tell the layout's cost from ours; and the
@@ -769,12 +779,16 @@ int main(int argc, char **argv)
 		mysql_stmt_close(b.pins[s]);
 		mysql_stmt_close(b.psel[s]);
 		mysql_close(raw[s]);
+		mysql_close(lay[s]);
+		mysql_close(prp[s]);
 	}
 	free(b.pins);
 	free(b.psel);
 	for (int i = 0; i < n; i++)
 		bs_bytes_free(&bodies[i]);
 	free(raw);
+	free(lay);
+	free(prp);
 	free(bodies);
 	free(b.q);
 	free(lat);
