@@ -172,7 +172,7 @@ t_eq "$(rows by_c)" "$N" "by_c complete"
 
 # ------------------------------------------------------------ the heartbeat write's latency
 
-# a transaction holds s1's heartbeat row, from a second on: the probe
+# a transaction holds s1's heartbeat row (from a second on, unless told): the probe
 # waits, as a writer would, while the throttle runs
 hold_row() { # SECONDS [DELAY]: s1's heartbeat row held, from DELAY (1) seconds on
 	(sleep "${2:-1}"; timeout 60 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$PORT1" -u root bagstore \
