@@ -98,6 +98,14 @@ check "s2 drain: true" "tmux: the drain read from the file" 20
 check_re "^s2 .*-> 0 .*draining" "tmux: s2 draining, its share 0"
 check "the configuration asks for 2 moves" "tmux: the drain's moves"
 $TM send-keys -t "$S" Q
-if wait_for "STILL-THERE-NEVER" 2; then :; fi
-t_eq "$($TM list-panes -t "$S" -F '#{pane_current_command}' 2>/dev/null | head -1)" "sleep" "tmux: Q quits"
+# the session's command goes on to `sleep` once the console has left
+n=0
+cmd=""
+while [ $n -lt 100 ]; do
+	cmd=$($TM list-panes -t "$S" -F '#{pane_current_command}' 2>/dev/null | head -1)
+	[ "$cmd" = sleep ] && break
+	sleep 0.1
+	n=$((n + 1))
+done
+t_eq "$cmd" "sleep" "tmux: Q quits"
 t_done test_console_live_tmux

@@ -70,9 +70,10 @@ printf 'wait-idle\nsleep 4\ndump load\nkeys :q\n\n' >"$T/load.keys"
 cpid=$!
 # one put process, a line every 0.1 s, each written as it comes (--batch
 # 1): every refresh's interval holds writes, however slow a process start
-# is (a put process per line left gaps of a second under asan)
+# is (a put process per line left gaps of a second under asan); until the
+# console is gone, however slow its start (a minute at most)
 i=0
-while kill -0 $cpid 2>/dev/null && [ $i -lt 80 ]; do
+while kill -0 $cpid 2>/dev/null && [ $i -lt 600 ]; do
 	post $((1000 + i))
 	i=$((i + 1))
 	sleep 0.1
