@@ -978,7 +978,7 @@ static int check_round(drift_counts_t *out, bs_store_t *st, const bs_index_t *id
 		rc = fix_rows(&d, &refused, &c, st, bags);
 	if (!rc && d.repaired && bs_fault(BS_FAULT_DRIFT_KILL_AFTER_FIX)) {
 		fprintf(stderr, "bagstore: fault drift_kill_after_fix: a fix of index %s exits here\n", idx->name);
-		_exit(75);
+		bs__fault_exit();
 	}
 	if (!rc && d.repaired && bs_fault(BS_FAULT_DRIFT_FAIL_AFTER_FIX) && !atomic_exchange(&fail_after_fix, true))
 		rc = bs_error(BS_EUNREACHABLE, "fault drift_fail_after_fix: checking index %s failed after its fix",

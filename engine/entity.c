@@ -1455,7 +1455,7 @@ void bs__fault_after_entity(const bs_id_t *id)
 		bs_id_hex(hex, id);
 		fprintf(stderr,
 		        "bagstore: fault after_entity_write: entity %s written, exiting before its index rows\n", hex);
-		_exit(75);
+		bs__fault_exit();
 	}
 	if (bs_fault(BS_FAULT_PAUSE_BEFORE_INDEX_ROWS)) {
 		bs_id_hex(hex, id);

@@ -91,6 +91,8 @@ int bs__value_printable(const bs_value_t *v);
 /* The write path's test fault points between an entity and its index rows
  * (after_entity_write, pause_before_index_rows; entity.c), for id. */
 void bs__fault_after_entity(const bs_id_t *id);
+/* A fault point's exit (75): the process ends at once, as if killed. */
+void bs__fault_exit(void) __attribute__((noreturn));
 
 /* ------------------------------------------------------------ shards */
 

@@ -363,7 +363,7 @@ static void fault(const mover_t *r, bs_fault_t point)
 	if (bs_fault(point)) {
 		fprintf(stderr, "bagstore: fault %s: move %lld (%s to %s) exits here\n", bs_fault_name(point),
 		        (long long)r->m.pub.id, r->m.pub.source, r->m.pub.target);
-		_exit(75);
+		bs__fault_exit();
 	}
 }
 
