@@ -9,8 +9,8 @@
 
 c_init
 numbered() { printf '{"n": %d}\n' "$1"; }
-# enough rows that the console holds its jobs for seconds (slow_chunk:
-# chunks of 100, 50 ms apart): the checks below look while it does
+# enough rows that s1's job lasts seconds too (slow_chunk: chunks of 100,
+# 50 ms apart); s0's is held by the test below while it looks
 c_put 12000 numbered
 t_exit 0 "a building index, its jobs queued" -- "$BAGSTORE" -c "$CFG" index create idx_n --on n:int --shard-on n
 PY=python3
@@ -47,24 +47,37 @@ t_contains "$(d cleaner)" "(no worker registered" "cleaner: the registry is empt
 
 # ------------------------------------------------------------ a console running a backfill registers
 
+# The console holds s0's job for as long as the test wants: max_load 1 and a
+# sleeping statement on s0 throttle it there (a second running thread),
+# until the test kills the statement once the cleaner screen is dumped.
+{ cat "$CFG"; echo "cleaner: {max_load: 1, critical_load: 1000}"; } >"$T/load.yaml"
+timeout 700 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$(t_port 0)" -u root -e "SELECT SLEEP(600)" >/dev/null 2>&1 &
+sleeper=$!
+sleeper_kill() {
+	for id in $(t_sql 0 "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO='SELECT SLEEP(600)'"); do
+		t_sql 0 "KILL QUERY $id" >/dev/null 2>&1
+	done
+	kill "$sleeper" 2>/dev/null
+	wait "$sleeper" 2>/dev/null
+}
+trap 'sleeper_kill 2>/dev/null' EXIT
+c_wait_sql 0 "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO='SELECT SLEEP(600)'" 1 ||
+	t_fail "the sleeping statement runs on s0"
 cat >"$T/run.keys" <<'KEYS'
 keys 2
 wait-idle
 key B
 wait-for backfilling idx_n 10
-sleep 3
 keys 3
 wait-idle
-sleep 1.5
-keys 3
-wait-idle
+wait-for idx_n@s0 30
 dump cleaner_console
 keys 2
 wait-idle
-wait-for ready 60
+wait-for ready 90
 keys :q\n
 KEYS
-BAGSTORE_FAULT=slow_chunk "$BAGSTORE" -c "$CFG" --headless "$T/run.keys" --dump-dir "$D" >"$T/run.out" 2>"$T/run.err" &
+BAGSTORE_FAULT=slow_chunk "$BAGSTORE" -c "$T/load.yaml" --headless "$T/run.keys" --dump-dir "$D" >"$T/run.out" 2>"$T/run.err" &
 hpid=$!
 if t_wait 20 alive console; then t_ok "workers --json lists the console while it backfills"; else t_fail "the console is registered"; fi
 # the table while it holds a job (kept: the backfill may end soon after)
@@ -72,9 +85,13 @@ holds() { "$BAGSTORE" -c "$CFG" workers >"$T/workers.txt" 2>&1 && grep -q 'idx_n
 if t_wait 20 holds; then t_ok "workers shows the job the console holds"; else t_fail "the console's job in workers" "$(cat "$T/workers.txt")"; fi
 t_contains "$(cat "$T/workers.txt")" "console" "the table says console"
 t_match "$(cat "$T/workers.txt")" "console .*idx_n@s[01]" "with the job it holds"
+dumped() { [ -s "$D/cleaner_console.txt" ]; }
+t_wait 60 dumped || t_fail "the console dumped its cleaner screen while it held s0's job"
+sleeper_kill
 wait $hpid
 t_eq "$?" 0 "the headless console ends"
-t_contains "$(d cleaner_console)" "console" "the cleaner screen lists this console as a worker"
+t_contains "$(d cleaner_console)" ":$hpid" "the cleaner screen lists this console (host:pid) as a worker"
+t_match "$(d cleaner_console)" "console +[0-9]+\.[0-9]+\.[0-9]+" "its kind and version"
 t_eq "$(t_sql 0 "SELECT state FROM bagstore_indexes WHERE name='idx_n'")" ready "the console's backfill made idx_n ready"
 t_exit 0 "workers after the console's backfill" -- "$BAGSTORE" -c "$CFG" workers --json
 t_eq "$T_OUT" "[]" "the console left the registry when its backfill ended"
