@@ -25,6 +25,15 @@
 #                              ~100 a second) for at most SECONDS, in the
 #                              background: the throttle protects only real writers
 # t_other_stop                 stop every such writer
+# t_sleeper SHARD_INDEX        a client running `SELECT SLEEP(600)` on that
+#                              shard, in the background, returned once the
+#                              server runs it (1 if not within 20 s): a
+#                              running thread the test holds for as long as it
+#                              wants (with cleaner.max_load 1 a job there is
+#                              throttled), however slow the build
+# t_sleeper_kill               end it, on the server too (a killed client's
+#                              statement runs on); call it from an EXIT trap
+#                              as well, so no later test finds it running
 # t_servers NAME               the folder for servers the test starts itself:
 #                              $SHARDS_DIR.NAME, beside the shards of its
 #                              runner worker (tests/run.sh), so that workers
@@ -234,6 +243,31 @@ t_stopped() {
 		sleep 0.1
 	done
 	return 1
+}
+
+t_sleeper() {
+	_t_sleeper_shard=$1
+	timeout 700 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$(t_port "$1")" -u root \
+		-e "SELECT SLEEP(600)" >/dev/null 2>&1 &
+	_t_sleeper_pid=$!
+	_t_sl_n=0
+	while [ "$(t_sql "$1" "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO='SELECT SLEEP(600)'" 2>/dev/null)" != 1 ]; do
+		[ $_t_sl_n -ge 200 ] && return 1
+		sleep 0.1
+		_t_sl_n=$((_t_sl_n + 1))
+	done
+	return 0
+}
+
+t_sleeper_kill() {
+	[ -n "${_t_sleeper_pid:-}" ] || return 0
+	for _t_sl_id in $(t_sql "$_t_sleeper_shard" "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO='SELECT SLEEP(600)'" 2>/dev/null); do
+		t_sql "$_t_sleeper_shard" "KILL QUERY $_t_sl_id" >/dev/null 2>&1
+	done
+	kill "$_t_sleeper_pid" 2>/dev/null
+	wait "$_t_sleeper_pid" 2>/dev/null
+	_t_sleeper_pid=""
+	return 0
 }
 
 t_wait() {

@@ -5,7 +5,8 @@
 #
 # 8,000 entities are loaded; index ix_bw (v:int, g:string, shard_on g: a
 # changed g moves the row to another shard) is created, building, and
-# backfilled slowly (BAGSTORE_FAULT=slow_chunk) while four writers put and
+# backfilled slowly (BAGSTORE_FAULT=slow_chunk, s0's job held until the
+# writers are under way) while four writers put and
 # delete through the real CLI. Each writer owns the ids k with k mod 4 = w
 # (among 9,000: 1,000 of them new), so the last acknowledged write of each
 # id is known; each logs every write the CLI acknowledged (a put's printed
@@ -129,7 +130,13 @@ t_exit 0 "load $N entities" -- "$B" -c "$C" put "$T/load.jsonl"
 t_exit 0 "create ix_bw over them" -- "$B" -c "$C" index create ix_bw --on v:int,g:string --shard-on g
 t_eq "$(t_sql 0 "SELECT state FROM bagstore_indexes WHERE name='ix_bw'")" building "ix_bw is building"
 
-BAGSTORE_FAULT=slow_chunk "$B" -c "$C" cleaner --index ix_bw >"$T/bf.out" 2>"$T/bf.err" &
+# s0's job is held (throttled: max_load 1 and a statement sleeping there)
+# until the writers have 40 writes acknowledged, however slow the build;
+# then it runs on while they go on writing
+{ cat "$C"; echo "cleaner: {max_load: 1, critical_load: 1000}"; } >"$T/held.yaml"
+trap t_sleeper_kill EXIT
+t_sleeper 0 || t_fail "the sleeping statement runs on s0"
+BAGSTORE_FAULT=slow_chunk "$B" -c "$T/held.yaml" cleaner --index ix_bw >"$T/bf.out" 2>"$T/bf.err" &
 bf=$!
 pids=""
 w=0
@@ -148,6 +155,7 @@ if kill -0 $bf 2>/dev/null; then
 else
 	t_fail "the writers wrote while the backfill ran" "the backfill ended before 40 writes ($during)"
 fi
+t_sleeper_kill
 wait $bf
 t_eq "$?" 0 "the backfill ended"
 t_contains "$(cat "$T/bf.out")" "index ix_bw is ready" "ix_bw is ready"

@@ -15,22 +15,10 @@ t_exit 0 "a building index" -- "$BAGSTORE" -c "$CFG" index create index_n --on n
 
 # max_load 1: a second running thread on s0 throttles the backfill
 { cat "$CFG"; echo "cleaner: {max_load: 1, critical_load: 1000}"; } >"$T/load.yaml"
-port=$(t_port 0)
-# (held until the console is done, however slow the build: killed then,
-# on the server too, and on any exit, so no later test finds it running)
-timeout 700 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$port" -u root -e "SELECT SLEEP(600)" >/dev/null 2>&1 &
-sleeper=$!
-sleeper_kill() {
-	for id in $(t_sql 0 "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO='SELECT SLEEP(600)'"); do
-		t_sql 0 "KILL QUERY $id" >/dev/null 2>&1
-	done
-	kill "$sleeper" 2>/dev/null
-	wait "$sleeper" 2>/dev/null
-}
-trap 'sleeper_kill 2>/dev/null' EXIT
-# the sleeping statement running on s0: an observable state, not a sleep
-c_wait_sql 0 "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO='SELECT SLEEP(600)'" 1 ||
-	t_fail "the sleeping statement runs on s0"
+# a statement sleeping on s0, held until the console is done however slow
+# the build (t_sleeper)
+trap t_sleeper_kill EXIT
+t_sleeper 0 || t_fail "the sleeping statement runs on s0"
 
 cat >"$T/bf.keys" <<KEYS
 keys 2
@@ -62,7 +50,7 @@ keys :q\n
 KEYS
 T_TIMEOUT=120 t_exit 0 "headless backfill controls" -- \
 	"$BAGSTORE" -c "$T/load.yaml" --headless "$T/bf.keys" --dump-dir "$D"
-sleeper_kill
+t_sleeper_kill
 t_contains "$(d throttled)" "index_n@s0" "a job per source shard"
 t_contains "$(d throttled)" "Threads_running" "the throttle reason is shown"
 t_contains "$(d throttled)" "(here)" "the job runs on this console's worker"

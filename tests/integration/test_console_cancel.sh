@@ -12,13 +12,12 @@ c_put 300 numbered
 t_exit 0 "a building index" -- "$BAGSTORE" -c "$CFG" index create index_n --on n:int --shard-on n
 
 # max_load 1 and a statement sleeping on s0: the backfill is held there
-# (throttled) until the sleep ends, so the cancel lands while it runs
+# (throttled) until the test ends the sleep, once the cancel is on screen
+# (dump cancelled), so the cancel lands while it runs and the resumed
+# backfill can finish, however slow the build
 { cat "$CFG"; echo "cleaner: {max_load: 1, critical_load: 1000}"; } >"$T/load.yaml"
-port=$(t_port 0)
-timeout 60 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$port" -u root -e "SELECT SLEEP(25)" >/dev/null 2>&1 &
-sleeper=$!
-c_wait_sql 0 "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO='SELECT SLEEP(25)'" 1 ||
-	t_fail "the sleeping statement runs on s0"
+trap t_sleeper_kill EXIT
+t_sleeper 0 || t_fail "the sleeping statement runs on s0"
 cat >"$T/cancel.keys" <<'KEYS'
 keys 2
 wait-idle
@@ -43,9 +42,14 @@ wait-for nothing to backfill 20
 dump refused
 keys :q\n
 KEYS
-T_TIMEOUT=120 t_exit 0 "headless: cancel, then B again" -- \
+cancelled() { [ -s "$D/cancelled.txt" ]; }
+(t_wait 150 cancelled; t_sleeper_kill) &
+gate=$!
+T_TIMEOUT=150 t_exit 0 "headless: cancel, then B again" -- \
 	"$BAGSTORE" -c "$T/load.yaml" --headless "$T/cancel.keys" --dump-dir "$D"
-kill "$sleeper" 2>/dev/null
+kill $gate 2>/dev/null
+wait $gate 2>/dev/null
+t_sleeper_kill
 t_contains "$(d cancelled)" "index_n: cancelled by an operator (B resumes it)" "a cancel is called a cancel"
 c_lacks cancelled "last error" "a cancel is not an error"
 t_match "$(d resumed)" "backfilling index_n on a console worker \(resumed [0-9]+ cancelled jobs?\)" \

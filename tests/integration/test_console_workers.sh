@@ -51,18 +51,8 @@ t_contains "$(d cleaner)" "(no worker registered" "cleaner: the registry is empt
 # sleeping statement on s0 throttle it there (a second running thread),
 # until the test kills the statement once the cleaner screen is dumped.
 { cat "$CFG"; echo "cleaner: {max_load: 1, critical_load: 1000}"; } >"$T/load.yaml"
-timeout 700 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$(t_port 0)" -u root -e "SELECT SLEEP(600)" >/dev/null 2>&1 &
-sleeper=$!
-sleeper_kill() {
-	for id in $(t_sql 0 "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO='SELECT SLEEP(600)'"); do
-		t_sql 0 "KILL QUERY $id" >/dev/null 2>&1
-	done
-	kill "$sleeper" 2>/dev/null
-	wait "$sleeper" 2>/dev/null
-}
-trap 'sleeper_kill 2>/dev/null' EXIT
-c_wait_sql 0 "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO='SELECT SLEEP(600)'" 1 ||
-	t_fail "the sleeping statement runs on s0"
+trap t_sleeper_kill EXIT
+t_sleeper 0 || t_fail "the sleeping statement runs on s0"
 cat >"$T/run.keys" <<'KEYS'
 keys 2
 wait-idle
@@ -87,7 +77,7 @@ t_contains "$(cat "$T/workers.txt")" "console" "the table says console"
 t_match "$(cat "$T/workers.txt")" "console .*idx_n@s[01]" "with the job it holds"
 dumped() { [ -s "$D/cleaner_console.txt" ]; }
 t_wait 60 dumped || t_fail "the console dumped its cleaner screen while it held s0's job"
-sleeper_kill
+t_sleeper_kill
 wait $hpid
 t_eq "$?" 0 "the headless console ends"
 t_contains "$(d cleaner_console)" ":$hpid" "the cleaner screen lists this console (host:pid) as a worker"

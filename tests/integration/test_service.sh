@@ -305,18 +305,9 @@ sh "$SHARDS_SH" resume s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 
 # ------------------------------------------------------------ throttle, hooks
 
-port=$(t_port 0)
-# (held until the throttle is seen, however slow the build: killed then, on
-# the server too, and on any exit, so no later test finds it running)
-timeout 700 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$port" -u root -e "SELECT SLEEP(600)" >/dev/null 2>&1 &
-sleeper=$!
-sleeper_kill() {
-	for id in $(t_sql 0 "SELECT ID FROM information_schema.PROCESSLIST WHERE INFO='SELECT SLEEP(600)'"); do
-		t_sql 0 "KILL QUERY $id" >/dev/null 2>&1
-	done
-	kill "$sleeper" 2>/dev/null
-}
-trap 'sleeper_kill 2>/dev/null' EXIT
+# a statement sleeping on s0, held until the throttle is seen (t_sleeper)
+trap t_sleeper_kill EXIT
+t_sleeper 0 || t_fail "the sleeping statement runs on s0"
 { sed '/^cleaner:/,$d' "$TMP/a.yaml"; sed -n '/^cleaner:/,$p' "$TMP/a.yaml" | sed 's/^  chunk_time: 0.05/  chunk_time: 0.05\n  max_load: 1\n  critical_load: 1000/'; } >"$TMP/a2.yaml"
 cp "$TMP/a2.yaml" "$TMP/a.yaml"
 kill -HUP $apid
@@ -335,7 +326,7 @@ if t_wait 10 thr_metric; then t_ok "the throttled job's reason is on /metrics"; 
 t_match "$(grep '^bagstore_backfill_state index=by_k' "$TMP/m4")" "reason=[^,]*Threads_running #" "its numbers as #"
 t_eq "$(sed -n 's/^bagstore_backfill_state .*reason=\([^,]*\),shard=.*/\1/p' "$TMP/m4" | sed 's/shard s[01]\b//g' | grep -c '[0-9]')" 0 "no reason label holds a number (but for a shard's name)"
 t_match "$(grep '^bagstore_backfill_state index=by_k' "$TMP/m4")" "reason=[^,]*shard s[01]" "a shard's name keeps its digits"
-sleeper_kill
+t_sleeper_kill
 printf 'shards: [' >"$TMP/broken.yaml"
 cp "$TMP/a.yaml" "$TMP/a.good"
 sed 's/^  max_load: 1/  max_load: 50/' "$TMP/a.good" >"$TMP/a.yaml"

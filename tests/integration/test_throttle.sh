@@ -180,16 +180,31 @@ hold_row() { # SECONDS [DELAY]: s1's heartbeat row held, from DELAY (1) seconds 
 		>/dev/null 2>&1) &
 	echo $! >"$TMP/hold.pid"
 }
+# s1's heartbeat row held for SECONDS from 1.2 s after a new process's
+# probe first wrote it (its writer, host:pid, changed), however slowly that
+# process starts: the throttle run next has had idle probes for its
+# baseline, and a second of the server's write counters (other clients'
+# writes are known from half a second of them; its probe and its counters'
+# reading take turns, so a held probe holds the counters too)
+hold_row_probed() { # SECONDS
+	hb0=$(t_sql 1 "SELECT writer FROM bagstore_heartbeat WHERE shard='s1'")
+	(newprobe() { hbw=$(t_sql 1 "SELECT writer FROM bagstore_heartbeat WHERE shard='s1'"); [ -n "$hbw" ] && [ "$hbw" != "$hb0" ]; }
+	t_wait 60 newprobe && sleep 1.2 &&
+		timeout 60 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$PORT1" -u root bagstore \
+			-e "START TRANSACTION; SELECT ts FROM bagstore_heartbeat WHERE shard='s1' FOR UPDATE; SELECT SLEEP($1); COMMIT" \
+			>/dev/null 2>&1) &
+	echo $! >"$TMP/hold.pid"
+}
 # (sleep_coef: a slow backfill, still under way when its pace reaches the lowest)
 LAT=$(cfg lat "max_signal_age: 30, sleep_coef: 10")
 # with nobody else writing, nobody is hurt: the latency does not count
-hold_row 4
+hold_row_probed 4
 bs 0 "throttle while s1's heartbeat row is held, nobody else writing" "$LAT" throttle --seconds 2.5 --json
 t_eq "$(json_field s1 state)" '"go"' "s1 goes: nobody else writes there"
 t_eq "$(json_field s1 reason)" '"full pace: no other writers on shard s1"' "and the reason says why"
 wait "$(cat "$TMP/hold.pid")"
 t_other_writer "$PORT1" 60
-hold_row 4
+hold_row_probed 4
 bs 0 "throttle while s1's heartbeat row is held" "$LAT" throttle --seconds 2.5 --json
 t_eq "$(json_field s1 state)" '"over"' "s1 is over a threshold"
 t_eq "$(json_field s1 signal)" '"write_latency"' "the signal is the heartbeat write's latency"
@@ -198,7 +213,7 @@ t_match "$(json_field s1 reason)" 'shard s1: write latency [0-9.]+ ms above [0-9
 t_eq "$(json_field s0 state)" '"go"' "s0 goes"
 wait "$(cat "$TMP/hold.pid")"
 ABS=$(cfg abs "max_signal_age: 30, max_write_latency: 0.05")
-hold_row 4
+hold_row_probed 4
 bs 0 "throttle with max_write_latency" "$ABS" throttle --seconds 2.5 --json
 t_match "$(json_field s1 reason)" 'shard s1: write latency [0-9.]+ ms above 50.00 ms \(max_write_latency\)' \
 	"max_write_latency is the threshold when set"
