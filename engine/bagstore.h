@@ -693,6 +693,9 @@ void bs_explain_free(bs_explain_t *e);
 	X(FIXED_TOKEN, "fixed_token", \
 	  "a single put or delete takes the token bagstore.w.fault, not a random one, so a test can hold " \
 	  "its named lock") \
+	X(BULK_NO_FK, "bulk_no_fk", \
+	  "a bulk put with no index skips its fenced INSERT (the foreign-key form): the fence's " \
+	  "two-trip form comes first, as after a refusal") \
 	X(PAUSE_BETWEEN_BULK_TRIPS, "pause_between_bulk_trips", \
 	  "a bulk put with no index stops (SIGSTOP) between its entities' two round trips (the fence " \
 	  "taken, nothing written), once") \

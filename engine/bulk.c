@@ -52,6 +52,8 @@ typedef struct {
 	int64_t t_us;           /* the transaction's NOW(6) (@bs_t), from the fence's answer */
 	bool done;              /* committed */
 	bool refused;           /* the shard did not own every bucket: nothing written */
+	bool fk;                /* this try is the fenced INSERT (no index; fk_sql): refused whole unless
+	                         * every bucket is simply owned */
 	bool fast;              /* this try is the fence's fast form (every bucket owned) */
 	bool no;                /* this try's answer: the fence did not pass, nothing written */
 	bool one_trip;          /* this round's transaction in one round trip (a two-trip try was late) */
@@ -171,6 +173,42 @@ static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
 
 #define TS_HOLDER "'0000-00-00 00:00:00.000000'" /* a version's literal, written in place (stamp) */
 
+/* With no index maintained, a shard's entities first go as one fenced
+ * INSERT in autocommit, one round trip, as a single put's fast form goes
+ * (doc/DESIGN.md, "The fence"): each row names its bucket and, replacing a
+ * row, sets it again and turns its flip, so that InnoDB checks every row
+ * against bagstore_owned, share-locking the parent row until the statement
+ * commits, and refuses the whole statement (error 1452, nothing written)
+ * unless every bucket is simply owned here; then the fence's other forms
+ * follow (fk_said_no). No ownership read, no transaction of its own: the
+ * check is InnoDB's lookup inside each row's write. Each version is the
+ * statement's NOW(6) plus j microseconds (the input's order, as the other
+ * forms), and the statement may run BS__BULK_FK_MAX_S at most
+ * (max_statement_time), so its rows commit within that of their versions. */
+static void fk_sql(bulk_t *u, shard_batch_t *sb)
+{
+	bs_buf_t *b = &sb->sql;
+	bs__buf_puts(b, "SET STATEMENT foreign_key_checks=1, innodb_lock_wait_timeout=" BS__STR(
+	                    BS__BULK_ROW_WAIT_S) ", lock_wait_timeout=" BS__STR(BS__FENCE_WAIT_S) ", max_statement_time=" BS__STR(BS__BULK_FK_MAX_S) " FOR INSERT INTO entities (id, updated, body, bucket) VALUES ");
+	for (size_t j = 0; j < sb->len; j++) {
+		size_t k = sb->idx[j];
+		bs__buf_puts(b, j ? ",(" : "(");
+		bs__buf_hex(b, u->ids[k].b, 16);
+		bs__buf_puts(b, ",NOW(6)");
+		if (j) {
+			bs__buf_puts(b, "+INTERVAL ");
+			bs__buf_uint(b, j);
+			bs__buf_puts(b, " MICROSECOND");
+		}
+		bs__buf_puts(b, ",");
+		bs__buf_hex(b, u->bodies[k].ptr, u->bodies[k].len);
+		bs__buf_puts(b, ",");
+		bs__buf_uint(b, (unsigned)bs_route_id(&u->ids[k], u->st->map.buckets));
+		bs__buf_puts(b, ")");
+	}
+	bs__buf_puts(b, BS__FENCED_TAIL);
+}
+
 /* One shard's transaction for this round, fenced: written only when the
  * shard owns every bucket of its entities. With no index maintained, two
  * round trips: the first takes the fence (its answer: owned or not, and
@@ -197,7 +235,9 @@ static int entity_sql(bulk_t *u, int s)
 	bs__buf_reset(b2);
 	if (!buckets)
 		return bs__oom();
-	if (!sb->len) {
+	if (!sb->len || sb->fk) {
+		if (sb->fk)
+			fk_sql(u, sb);
 		free(buckets);
 		return 0;
 	}
@@ -480,6 +520,10 @@ static void second_trip(bulk_t *u, double t0)
 		q2->sql = NULL;
 		if (!q->sql || q->rc)
 			continue;
+		if (sb->fk) { /* it committed: no answer but its status */
+			sb->no = false;
+			continue;
+		}
 		sb->no = refused_at(q, &sb->t_us);
 		if (!sb->sql2.len)
 			continue; /* one trip: the fence's answer is the shard's */
@@ -516,6 +560,24 @@ static void second_trip(bulk_t *u, double t0)
 	}
 }
 
+/* Did shard s's fenced INSERT (fk_sql) write nothing, as a whole: a
+ * bucket not simply owned there (1452; the form is skipped there for
+ * FK_OFF_S then: a move is likely under way, and every batch would be
+ * refused), or it ran past BS__BULK_FK_MAX_S (1969)? Then the error is
+ * cleared: not a failure, the fence's other forms follow. */
+#define FK_OFF_S 1.0
+#define ER_STATEMENT_TIMEOUT_ 1969
+static bool fk_said_no(bs_store_t *st, int s)
+{
+	unsigned e = bs__shard_last_errno(st, s);
+	if (e == BS__FENCE_REFUSED)
+		st->shards[s].bulk_fk_off_until = bs_now_mono() + FK_OFF_S;
+	else if (e != ER_STATEMENT_TIMEOUT_)
+		return false;
+	bs_error_clear();
+	return true;
+}
+
 /* Shard s, nothing written this pass, built again for the next (the full
  * form, or one round trip): true when it goes; false when it cannot be
  * built, and the shard failed for good (its lock released). */
@@ -546,7 +608,10 @@ static int write_entities(bulk_t *u)
 {
 	bs_store_t *st = u->st;
 	int rc = 0;
+	bool fk = !u->maintained && !bs_fault(BS_FAULT_BULK_NO_FK);
+	double now = bs_now_mono();
 	for (int s = 0; s < st->n; s++) {
+		u->sb[s].fk = fk && now >= st->shards[s].bulk_fk_off_until;
 		u->sb[s].fast = true;
 		u->sb[s].one_trip = false;
 		u->sb[s].err = 0;
@@ -563,6 +628,12 @@ static int write_entities(bulk_t *u)
 			if (!u->q[s].sql)
 				continue;
 			bool no = !u->q[s].rc && sb->no;
+			if (sb->fk && u->q[s].rc && fk_said_no(st, s)) {
+				/* nothing written: the fence's two-trip form next */
+				sb->fk = false;
+				pending |= send_again(u, s);
+				continue;
+			}
 			if (!u->q[s].rc && sb->one_trip && sb->sql2.len) {
 				/* late, rolled back: the same form again, in one trip */
 				pending |= send_again(u, s);
@@ -579,8 +650,8 @@ static int write_entities(bulk_t *u)
 				sb->refused = no;
 				sb->done = !no;
 				sb->lock_gen = st->shards[s].conn_gen;
-				if (sb->done)
-					take_old(u, s);
+				if (sb->done && !sb->fk)
+					take_old(u, s); /* (the foreign-key form: no index, nothing to read) */
 				else if (sb->token[0])
 					bs__lock_release(st, s, sb->token);
 				u->q[s].sql = NULL;

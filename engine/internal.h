@@ -146,6 +146,10 @@ typedef struct {
 	 * one is found */
 	uint8_t *leaving;
 	int nleaving;
+	/* a bulk put's fenced INSERT (the foreign-key form, bulk.c) was
+	 * refused here: until then (mono s) its batches take the fence's
+	 * other forms, which a move under way would send them to anyway */
+	double bulk_fk_off_until;
 	/* this process's data-changing statements sent to the shard's server
 	 * (bs__shard_sent); NULL until the first is counted */
 	struct bs__writes *writes;
@@ -603,6 +607,12 @@ static inline bool bs__owns(uint8_t state)
  * (lifecycle.c) must outlast. */
 #define BS__BULK_STAMP_BUDGET_US 3500000LL
 #define BS__BULK_ROW_WAIT_S 1
+/* Seconds a bulk put's fenced INSERT (its foreign-key form, one statement
+ * in autocommit, every version NOW(6) plus j microseconds) may run
+ * (max_statement_time): its rows commit within them of their versions;
+ * one that runs longer is stopped, nothing written, and its batch takes
+ * the two-trip form. */
+#define BS__BULK_FK_MAX_S 3
 /* How long after its version (`updated`, its NOW(6), taken before its
  * fence wait) a write can commit, with room: the promotion's repair
  * rounds and the repair loop's first watermark reach back this far
@@ -611,6 +621,8 @@ static inline bool bs__owns(uint8_t state)
 _Static_assert(BS__LATE_COMMIT_US > BS__FENCE_WAIT_S * 1000000LL, "the margin must outlast a write's fence wait");
 _Static_assert(BS__LATE_COMMIT_US > BS__BULK_STAMP_BUDGET_US + BS__BULK_ROW_WAIT_S * 1000000LL,
                "the margin must outlast a bulk put's stamp budget and its row lock wait");
+_Static_assert(BS__LATE_COMMIT_US > BS__BULK_FK_MAX_S * 1000000LL,
+               "the margin must outlast a bulk put's fenced INSERT");
 /* An entity's upsert after its VALUES: a later version than any before
  * (`updated` strictly grows), the new body (entity.c). */
 #define BS__ENTITY_UPSERT \

@@ -1,9 +1,20 @@
 #!/bin/sh
 # test_bulk_trips.sh - a bulk put with no index writes each shard's
-# entities in two round trips: the first takes the fence (the buckets'
-# ownership rows share-locked, the transaction's NOW(6) answered); the
-# second writes, each version a literal from that NOW(6), and commits. The
-# window between the two:
+# entities first as one fenced INSERT in autocommit (each row naming its
+# bucket, checked by InnoDB against bagstore_owned, the whole statement
+# refused unless every bucket is simply owned there):
+#  - its rows carry their buckets, their versions a microsecond apart in
+#    input order, and a cut-over's change of a bucket's row waits for it and
+#    it for the cut-over; once the bucket is leaving it is refused and the
+#    full form writes the batch and logs the leaving bucket's entity for
+#    the move;
+#  - a bucket owned in bagstore_buckets but missing from bagstore_owned
+#    (drift the cleaner's check mends) refuses it too: the two-trip form
+#    then writes the batch, nothing lost.
+# The two-trip form (after a refusal; fault bulk_no_fk takes it first): the
+# first takes the fence (the buckets' ownership rows share-locked, the
+# transaction's NOW(6) answered); the second writes, each version a literal
+# from that NOW(6), and commits. The window between the two:
 #  - the process stopped there holds the fence (a cut-over's write of an
 #    ownership row waits), and SIGKILLed there it leaves nothing written
 #    and the fence released;
@@ -40,9 +51,67 @@ count() {
 	on_both "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%00000000$1___'"
 }
 
+# bucket_of F I: the bucket of bags N F's I-th bag; shard_of BUCKET: the
+# shard that owns it (0 or 1)
+bucket_of() {
+	python3 -c "import sys; i = int(sys.argv[2]); print(int('%08x' % i + '0000' '4000' '8000' '00000000' + sys.argv[1] + '%03x' % i, 16) % int(sys.argv[3]))" \
+		"$1" "$2" "$(t_sql 0 "SELECT buckets FROM bagstore_map ORDER BY version DESC LIMIT 1")"
+}
+shard_of() {
+	if [ "$(t_sql 0 "SELECT state FROM bagstore_buckets WHERE bucket=$1")" = owned ]; then echo 0; else echo 1; fi
+}
+
+# ------------------------------------------------------------ the fenced INSERT
+bags 200 e >"$T/e.jsonl"
+t_exit 0 "a put of 200 bags, no index" -- "$B" -c "$C" put --batch 200 "$T/e.jsonl"
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c .)" 200 "prints every id"
+t_eq "$(count e)" 200 "writes every entity"
+t_eq "$(on_both "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%00000000e___' AND bucket IS NULL")" 0 \
+	"each row names its bucket: the fenced INSERT wrote them (the other forms leave it NULL)"
+ordered="SELECT COUNT(*) FROM (SELECT id, updated, LAG(updated) OVER (ORDER BY RIGHT(HEX(id), 3)) p FROM entities
+	WHERE HEX(id) LIKE '%00000000e___') x WHERE p IS NOT NULL AND updated <= p"
+t_eq "$(($(t_sql 0 "$ordered") + $(t_sql 1 "$ordered")))" 0 "each shard's versions grow in input order"
+
+# a cut-over's change of a bucket's row, in flight: the put's check of
+# that bucket waits for it, and once it commits (the bucket leaving) the
+# put is refused there and the full form writes and logs it
+bk=$(bucket_of f 0)
+s=$(shard_of "$bk")
+bags 200 f >"$T/f.jsonl"
+t_sql $s "START TRANSACTION; SET STATEMENT foreign_key_checks=0 FOR UPDATE bagstore_buckets SET state='leaving', peer='s9',
+	move_id=9101 WHERE bucket=$bk; DO SLEEP(2); COMMIT" >/dev/null 2>&1 &
+holder=$!
+holding() { [ "$(t_sql $s "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO='DO SLEEP(2)'")" = 1 ]; }
+t_wait 20 holding || t_fail "a cut-over's change of bucket $bk is in flight"
+"$B" -c "$C" put --batch 200 "$T/f.jsonl" >"$T/f.out" 2>"$T/f.err" &
+p=$!
+sleep 1
+t_eq "$(t_sql $s "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%00000000f___'")" 0 \
+	"while it is in flight, nothing of the batch on s$s is written"
+wait $holder
+wait $p
+t_eq "$?" 0 "the put succeeds after the cut-over committed"
+t_eq "$(count f)" 200 "every entity written"
+t_eq "$(t_sql $s "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=9101 AND id=X'0000000000004000800000000000f000'")" 1 \
+	"the leaving bucket's entity is logged for its move"
+t_sql $s "SET STATEMENT foreign_key_checks=0 FOR UPDATE bagstore_buckets SET state='owned', peer='', move_id=0 WHERE bucket=$bk;
+	DELETE FROM bagstore_move_log WHERE move_id=9101"
+t_eq "$(t_sql $s "SELECT COUNT(*) FROM bagstore_owned WHERE bucket=$bk")" 2 "bucket $bk owned again"
+
+# drift: bucket owned, its bagstore_owned rows missing
+bk=$(bucket_of b 0)
+s=$(shard_of "$bk")
+t_sql $s "SET STATEMENT foreign_key_checks=0 FOR DELETE FROM bagstore_owned WHERE bucket=$bk"
+bags 200 b >"$T/b.jsonl"
+t_exit 0 "a put whose fenced INSERT is refused by drift in bagstore_owned" -- "$B" -c "$C" put --batch 200 "$T/b.jsonl"
+t_eq "$(count b)" 200 "the two-trip form writes every entity"
+t_eq "$(t_sql $s "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%00000000b___' AND bucket IS NOT NULL")" 0 \
+	"none of s$s's by the fenced INSERT (refused as a whole)"
+t_sql $s "INSERT INTO bagstore_owned (bucket, flip) VALUES ($bk, 0), ($bk, 1)"
+
 # ------------------------------------------------------------ a new session between the trips
 bags 200 a >"$T/a.jsonl"
-BAGSTORE_FAULT=bulk_new_session t_exit 0 "a put whose first shard's connection is lost between the trips" -- \
+BAGSTORE_FAULT=bulk_no_fk,bulk_new_session t_exit 0 "a put whose first shard's connection is lost between the trips" -- \
 	"$B" -c "$C" put --batch 200 "$T/a.jsonl"
 t_contains "$T_ERR" "fault bulk_new_session: shard s" "the connection was closed there"
 t_eq "$(printf '%s\n' "$T_OUT" | grep -c .)" 200 "prints every id"
@@ -50,7 +119,7 @@ t_eq "$(count a)" 200 "and every entity is written"
 
 # ------------------------------------------------------------ stopped, then SIGKILLed, between the trips
 bags 200 c >"$T/c.jsonl"
-BAGSTORE_FAULT=pause_between_bulk_trips "$B" -c "$C" put --batch 200 "$T/c.jsonl" >"$T/c.out" 2>"$T/c.err" &
+BAGSTORE_FAULT=bulk_no_fk,pause_between_bulk_trips "$B" -c "$C" put --batch 200 "$T/c.jsonl" >"$T/c.out" 2>"$T/c.err" &
 p=$!
 t_eq "$(t_stopped $p)" 1 "the put stopped between its trips"
 t_eq "$(count c)" 0 "nothing of its batch is written"
@@ -73,7 +142,7 @@ t_eq "$(count c)" 200 "writes every entity"
 
 # ------------------------------------------------------------ stopped past the stamp's budget
 bags 200 d >"$T/d.jsonl"
-BAGSTORE_FAULT=pause_between_bulk_trips "$B" -c "$C" put --batch 200 "$T/d.jsonl" >"$T/d.out" 2>"$T/d.err" &
+BAGSTORE_FAULT=bulk_no_fk,pause_between_bulk_trips "$B" -c "$C" put --batch 200 "$T/d.jsonl" >"$T/d.out" 2>"$T/d.err" &
 p=$!
 t_eq "$(t_stopped $p)" 1 "a put stopped between its trips"
 sleep 4.5
