@@ -7,6 +7,8 @@
  * with the multi-row INSERT ... ON DUPLICATE KEY UPDATE and the batch's
  * intent (one token, one named lock per shard and batch; its ids, in
  * bagstore_batch_intents); every shard at once (fanout.c). With no index,
+ * first one fenced INSERT in autocommit, checked row by row by the
+ * entities' foreign key on bagstore_owned (fk_sql); where it is refused,
  * two round trips (the fence, then the INSERT with each version a
  * literal: entity_sql, second_trip). Then the index
  * rows they need, as one multi-row delete and one multi-row upsert per
@@ -210,8 +212,8 @@ static void fk_sql(bulk_t *u, shard_batch_t *sb)
 }
 
 /* One shard's transaction for this round, fenced: written only when the
- * shard owns every bucket of its entities. With no index maintained, two
- * round trips: the first takes the fence (its answer: owned or not, and
+ * shard owns every bucket of its entities. With no index maintained, the
+ * fenced INSERT (fk_sql) when sb->fk, else two round trips: the first takes the fence (its answer: owned or not, and
  * the transaction's NOW(6)); the second (second_trip), stamped with
  * versions from that NOW(6) (stamp), writes when the fence passed, its
  * first result set saying whether it wrote. A version as a literal costs
