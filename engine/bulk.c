@@ -187,11 +187,13 @@ static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
  * statement's NOW(6) plus j microseconds (the input's order, as the other
  * forms), and the statement may run BS__BULK_FK_MAX_S at most
  * (max_statement_time), so its rows commit within that of their versions. */
+#define FK_STMT \
+	"SET STATEMENT foreign_key_checks=1, innodb_lock_wait_timeout=" BS__STR( \
+		BS__BULK_ROW_WAIT_S) ", lock_wait_timeout=" BS__STR(BS__FENCE_WAIT_S) ", max_statement_time=" BS__STR(BS__BULK_FK_MAX_S) " FOR "
 static void fk_sql(bulk_t *u, shard_batch_t *sb)
 {
 	bs_buf_t *b = &sb->sql;
-	bs__buf_puts(b, "SET STATEMENT foreign_key_checks=1, innodb_lock_wait_timeout=" BS__STR(
-	                    BS__BULK_ROW_WAIT_S) ", lock_wait_timeout=" BS__STR(BS__FENCE_WAIT_S) ", max_statement_time=" BS__STR(BS__BULK_FK_MAX_S) " FOR INSERT INTO entities (id, updated, body, bucket) VALUES ");
+	bs__buf_puts(b, FK_STMT "INSERT INTO entities (id, updated, body, bucket) VALUES ");
 	for (size_t j = 0; j < sb->len; j++) {
 		size_t k = sb->idx[j];
 		bs__buf_puts(b, j ? ",(" : "(");
@@ -213,8 +215,9 @@ static void fk_sql(bulk_t *u, shard_batch_t *sb)
 
 /* One shard's transaction for this round, fenced: written only when the
  * shard owns every bucket of its entities. With no index maintained, the
- * fenced INSERT (fk_sql) when sb->fk, else two round trips: the first takes the fence (its answer: owned or not, and
- * the transaction's NOW(6)); the second (second_trip), stamped with
+ * fenced INSERT (fk_sql) when sb->fk, else two round trips: the first
+ * takes the fence (its answer: owned or not, and the transaction's
+ * NOW(6)); the second (second_trip), stamped with
  * versions from that NOW(6) (stamp), writes when the fence passed, its
  * first result set saying whether it wrote. A version as a literal costs
  * the server a fraction of what a per-row FROM_UNIXTIME(@bs_t+...) does
