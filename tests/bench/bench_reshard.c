@@ -10,7 +10,9 @@
  *       until STOPFILE exists: put new entities, overwrite and delete its
  *       own and its share of the N loaded ones (NAME's hash picks which),
  *       through the library; every acknowledged write into STATE; prints
- *       "writer NAME: ops O, errors E, max_ms M, p50_ms A, p99_ms B"
+ *       "writer NAME: ops O, errors E, max_ms M, p50_ms A, p99_ms B";
+ *       with BENCH_WRITER_BATCH=K (above 1), puts only, K at a time
+ *       through bs_put_many (max_ms and the rest per batch)
  *   bench_reshard check CONFIG STATE...
  *       the states applied in order (the last line of an id wins) against
  *       the store: every entity's body, read through the library; every
@@ -196,6 +198,7 @@ typedef struct {
 	long nload, share, nshares;
 	long seq, created, ops, errors;
 	lats_t put_lat;
+	int batch; /* BENCH_WRITER_BATCH: puts go N at a time through bs_put_many (no deletes) */
 } writer_t;
 
 static void pick(writer_t *w, bs_id_t *id, unsigned r)
@@ -246,6 +249,51 @@ static void writer_op(writer_t *w)
 	}
 }
 
+/* A batch of w->batch puts through bs_put_many (an id may come twice: the
+ * later one wins, as its state line comes later); each entity written is
+ * recorded, and one not written is an error. */
+static void writer_batch(writer_t *w)
+{
+	int n = w->batch;
+	bs_value_t *bags = calloc((size_t)n, sizeof *bags);
+	bs_id_t *ids = calloc((size_t)n, sizeof *ids);
+	bool *written = calloc((size_t)n, sizeof *written);
+	long *seqs = calloc((size_t)n, sizeof *seqs);
+	int *users = calloc((size_t)n, sizeof *users), *titles = calloc((size_t)n, sizeof *titles);
+	if (!bags || !ids || !written || !seqs || !users || !titles)
+		die("writer: out of memory");
+	for (int k = 0; k < n; k++) {
+		unsigned r = (unsigned)rand();
+		if (r % 4 == 1)
+			derive(&ids[k], w->wseed, (uint32_t)w->created++);
+		else
+			pick(w, &ids[k], r / 8);
+		seqs[k] = ++w->seq;
+		users[k] = (int)(r / 16 % NUSERS);
+		titles[k] = (int)(r / 64 % NTITLES);
+		make_bag(&bags[k], &ids[k], users[k], titles[k], (int)seqs[k], w->name, seqs[k]);
+	}
+	double t0 = now();
+	int rc = bs_put_many(w->st, bags, (size_t)n, ids, written);
+	lat_add(&w->put_lat, now() - t0);
+	w->ops += n;
+	for (int k = 0; k < n; k++) {
+		if (written[k])
+			state_put(w->state, &ids[k], w->name, seqs[k], users[k], titles[k]);
+		else
+			w->errors++;
+		bs_value_clear(&bags[k]);
+	}
+	if (rc)
+		fprintf(stderr, "bench_reshard: writer %s: bs_put_many: %s\n", w->name, bs_last_error());
+	free(bags);
+	free(ids);
+	free(written);
+	free(seqs);
+	free(users);
+	free(titles);
+}
+
 static int cmd_writer(int argc, char **argv)
 {
 	bs_config_t *cfg;
@@ -256,12 +304,18 @@ static int cmd_writer(int argc, char **argv)
 	w.st = open_store(argv[2], &cfg);
 	w.wseed = (uint32_t)crc32(0, (const unsigned char *)w.name, (uInt)strlen(w.name));
 	w.share = w.wseed % 8;
+	const char *bt = getenv("BENCH_WRITER_BATCH");
+	w.batch = bt ? atoi(bt) : 0;
 	srand(w.wseed);
 	if (!(w.state = fopen(argv[7], "w")))
 		die(argv[7]);
 	setvbuf(w.state, NULL, _IOLBF, 0);
-	while (stat(argv[6], &sb) != 0)
-		writer_op(&w);
+	while (stat(argv[6], &sb) != 0) {
+		if (w.batch > 1)
+			writer_batch(&w);
+		else
+			writer_op(&w);
+	}
 	printf("writer %s: ops %ld, errors %ld, max_ms %.1f, p50_ms %.2f, p99_ms %.2f\n", w.name, w.ops, w.errors,
 	       w.put_lat.max * 1000, pct(&w.put_lat, 0.5) * 1000, pct(&w.put_lat, 0.99) * 1000);
 	fclose(w.state);
