@@ -9,10 +9,11 @@
  *
  * BS_SCREENS are the top screens, in the order Tab goes through them and
  * the hint line shows them; BS_PAGES are the views opened from them (one
- * entity, a text page), which no key opens. From these lists come the
- * views' declarations (views.h), the screen table, the number keys' actions
- * and their dispatch, `:` and its Tab completion, and the hint line
- * (tui/console/console.c): a new screen is a views/NAME.c and a line here.
+ * entity, a text page, the help), which no number key opens. From these
+ * lists come the views' declarations (views.h), the screen table, the
+ * number keys' actions and their dispatch, `:` and its Tab completion,
+ * and the hint line (tui/console/console.c): a new screen is a
+ * views/NAME.c and a line here.
  * X is passed through for lists made inside another X-macro (actions.h).
  */
 #ifndef BS_SCREENS_H
@@ -31,6 +32,7 @@
 
 #define BS_PAGES(S, X) \
 	S(X, ENTITY, entity, 0, "", "one entity") \
-	S(X, TEXT, text, 0, "", "a text page")
+	S(X, TEXT, text, 0, "", "a text page") \
+	S(X, HELP, help, 0, "", "the help, laid over the screen or page it is of")
 
 #endif

@@ -347,4 +347,55 @@ KEYS
 EDITOR="sh $TEST_ROOT/tests/console/edit_tail.sh" c_headless "a long value edited headless" "$T/long.keys"
 t_contains "$(d long_end)" "TAILEDIT" "End reaches the end of a 40 KB line on the change page"
 t_contains "$(d long_end)" "y: write it" "which asks before writing"
+
+# --- help over a change page is laid over it: q comes back to the page,
+# whose edit (its file) is kept, and y still writes it; the same for a
+# create's page
+cat >"$T/help_edit.sh" <<'SH'
+#!/bin/sh
+# an $EDITOR: an entity's n changed; a create's template given a title
+if grep -q '^n: ' "$1"; then
+	sed -i 's/^n: .*/n: 4242/' "$1"
+else
+	printf 'title: created under the help\n' >>"$1"
+fi
+SH
+cat >"$T/help_over.keys" <<KEYS
+keys :entity $first\n
+wait-idle
+keys e
+wait-for y: write it
+keys ?
+dump help_over_edit
+key q
+dump edit_after_help
+keys y
+wait-for saved entity
+wait-idle
+keys 5
+wait-idle
+keys n
+wait-for y: create it
+keys ?
+dump help_over_create
+key q
+dump create_after_help
+keys y
+wait-for created entity
+wait-idle
+keys :q\n
+KEYS
+rm -f "$T"/bagstore-edit-*
+n1=$(ents)
+EDITOR="sh $T/help_edit.sh" c_headless "help over the edit and create pages" "$T/help_over.keys"
+t_contains "$(d help_over_edit)" "Everywhere:" "? on the edit's change page shows the help"
+t_contains "$(d edit_after_help)" "y: write it" "q on that help comes back to the change page"
+t_contains "$(d edit_after_help)" "+ n: 4242" "the change page still holds the edit"
+t_exit 0 "get after the edit under the help" -- "$BAGSTORE" -c "$CFG" get "$first"
+t_match "$T_OUT" '"n": ?4242' "y after the help writes the edit"
+t_contains "$(d help_over_create)" "Everywhere:" "? on the create's page shows the help"
+t_contains "$(d create_after_help)" "y: create it" "q on that help comes back to the create's page"
+t_eq "$(ents)" "$((n1 + 1))" "y after the help creates the entity"
+t_eq "$(ls "$T"/bagstore-edit-* 2>/dev/null | wc -l | tr -d ' ')" 0 "both files gone once written"
+
 t_done test_console_entities

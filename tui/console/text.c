@@ -4,6 +4,11 @@
  * may offer one confirmation, run by `y`, and a cancel hook run when it
  * closes without it. Lines wider than the terminal wrap; the page scrolls
  * by the lines drawn, so every line can be reached at any size.
+ *
+ * The help is a page of its own (view_help): opened over a page, it is laid
+ * over it, and q comes back to the page as it was. Were it the same page,
+ * opening it would replace a change waiting for its `y` and run its cancel
+ * hook: an edit given up by asking for help.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +16,7 @@
 
 #include "console_int.h"
 
-static struct {
+typedef struct {
 	char title[256];
 	char **lines;
 	int n;
@@ -22,51 +27,60 @@ static struct {
 	void *ctx;
 	char confirm_label[256];
 	int last_h;
-} tv;
+} page_t;
 
-static void tv_clear(void)
+static page_t tv; /* view_text: the page */
+static page_t hv; /* view_help: the help, never a confirmation */
+
+static void page_clear(page_t *p)
 {
 	int i;
 
-	for (i = 0; i < tv.n; i++)
-		free(tv.lines[i]);
-	free(tv.lines);
-	tv.lines = NULL;
-	tv.n = 0;
-	tv.top = 0;
-	tv.at_end = false;
+	for (i = 0; i < p->n; i++)
+		free(p->lines[i]);
+	free(p->lines);
+	p->lines = NULL;
+	p->n = 0;
+	p->top = 0;
+	p->at_end = false;
+}
+
+/* The page's text, cut into its lines, under a title. */
+static void page_fill(page_t *p, const char *title, const char *text)
+{
+	const char *t = text, *nl;
+
+	page_clear(p);
+	snprintf(p->title, sizeof p->title, "%s", title);
+	for (;;) {
+		size_t len;
+		char **lines;
+
+		nl = strchr(t, '\n');
+		len = nl ? (size_t)(nl - t) : strlen(t);
+		if (!nl && len == 0)
+			break;
+		if (!(lines = realloc(p->lines, sizeof(char *) * (size_t)(p->n + 1))))
+			break;
+		p->lines = lines;
+		if (!(lines[p->n] = strndup(t, len)))
+			break;
+		p->n++;
+		if (!nl)
+			break;
+		t = nl + 1;
+	}
 }
 
 void text_open(const char *title, const char *text, reaction_t (*confirm)(void *ctx), void *ctx,
                const char *confirm_label)
 {
-	const char *p = text, *nl;
-
 	if (tv.cancel) { /* the page replaced is given up */
 		void (*cancel)(void *) = tv.cancel;
 		tv.cancel = NULL;
 		cancel(tv.ctx);
 	}
-	tv_clear();
-	snprintf(tv.title, sizeof tv.title, "%s", title);
-	for (;;) {
-		size_t len;
-		char **lines;
-
-		nl = strchr(p, '\n');
-		len = nl ? (size_t)(nl - p) : strlen(p);
-		if (!nl && len == 0)
-			break;
-		if (!(lines = realloc(tv.lines, sizeof(char *) * (size_t)(tv.n + 1))))
-			break;
-		tv.lines = lines;
-		if (!(lines[tv.n] = strndup(p, len)))
-			break;
-		tv.n++;
-		if (!nl)
-			break;
-		p = nl + 1;
-	}
+	page_fill(&tv, title, text);
 	tv.confirm = ui.read_only ? NULL : confirm;
 	tv.cancel = NULL;
 	tv.ctx = ctx;
@@ -101,13 +115,19 @@ void text_open_help(const struct view_ops *v)
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	char title[128];
+	/* over a screen its keys are listed, over a page the page's; over
+	 * the help itself, only what holds everywhere */
+	bool screen = v && v != &view_text && v != &view_help;
 
 	if (!f)
 		return;
 	if (ui.read_only)
 		fprintf(f, "READ-ONLY: the keys that change data are removed.\n\n");
-	if (v && v != &view_text) {
-		fprintf(f, "Keys of the %s screen:\n", v->name);
+	if (screen || v == &view_text) {
+		if (screen)
+			fprintf(f, "Keys of the %s screen:\n", v->name);
+		else
+			fprintf(f, "Keys of the page under this help (q goes back to it):\n");
 		add_action_lines(f, v->scope, false);
 		fprintf(f, "\n");
 	}
@@ -137,9 +157,11 @@ void text_open_help(const struct view_ops *v)
 	fprintf(f, "Everywhere:\n");
 	add_action_lines(f, 0, true);
 	fclose(f);
-	snprintf(title, sizeof title, "help%s%s", v && v != &view_text ? ": " : "",
-	         v && v != &view_text ? v->name : "");
-	text_open(title, buf, NULL, NULL, NULL);
+	snprintf(title, sizeof title, "help%s%s", screen ? ": " : "", screen ? v->name : "");
+	/* laid over what is shown (brought back when it is the top already):
+	 * the page under it keeps its text, its `y` and its cancel hook */
+	page_fill(&hv, title, buf);
+	ui_push_crumb(&view_help, hv.title);
 	free(buf);
 }
 
@@ -148,15 +170,15 @@ typedef struct {
 	int line, start, len;
 } seg_t;
 
-static int segments(seg_t **out, int w)
+static int segments(const page_t *p, seg_t **out, int w)
 {
 	seg_t *v = NULL;
 	int n = 0, cap = 0, i;
 
-	for (i = 0; i < tv.n; i++) {
+	for (i = 0; i < p->n; i++) {
 		/* 256 pieces at a time, as many times as the line needs: a long
 		 * line (a value of 40 KB on a change page to confirm) is all there */
-		const char *line = tv.lines[i];
+		const char *line = p->lines[i];
 		int off = 0;
 		for (;;) {
 			int starts[256], lens[256], k, m = ui_wrap(line + off, w, starts, lens, 256);
@@ -183,23 +205,23 @@ done:
 	return n;
 }
 
-static void tv_draw(int y, int h, int w)
+static void page_draw(page_t *p, int y, int h, int w)
 {
-	int i, body = h - 1 - (tv.confirm ? 2 : 0), n;
+	int i, body = h - 1 - (p->confirm ? 2 : 0), n;
 	seg_t *seg = NULL;
 
-	tv.last_h = body;
+	p->last_h = body;
 	ui_color(C_HEADER, true);
-	ui_put(y, 0, w, tv.title);
+	ui_put(y, 0, w, p->title);
 	ui_color(C_HEADER, false);
-	n = segments(&seg, w);
-	if (tv.at_end || tv.top > n - body)
-		tv.top = n - body;
-	if (tv.top < 0)
-		tv.top = 0;
-	for (i = 0; i < body && tv.top + i < n; i++) {
-		const seg_t *sg = &seg[tv.top + i];
-		const char *l = tv.lines[sg->line];
+	n = segments(p, &seg, w);
+	if (p->at_end || p->top > n - body)
+		p->top = n - body;
+	if (p->top < 0)
+		p->top = 0;
+	for (i = 0; i < body && p->top + i < n; i++) {
+		const seg_t *sg = &seg[p->top + i];
+		const char *l = p->lines[sg->line];
 		int attr = l[0] == '+' ? C_GOOD : l[0] == '-' ? C_BAD : C_NORMAL;
 		char part[1024];
 
@@ -213,51 +235,63 @@ static void tv_draw(int y, int h, int w)
 	free(seg);
 	if (n > body) {
 		char more[64];
-		snprintf(more, sizeof more, " lines %d-%d of %d ", tv.top + 1, tv.top + i, n);
+		snprintf(more, sizeof more, " lines %d-%d of %d ", p->top + 1, p->top + i, n);
 		ui_color(C_DIM, true);
-		ui_put(y, w - ui_width(more) > ui_width(tv.title) ? w - ui_width(more) : w, w, more);
+		ui_put(y, w - ui_width(more) > ui_width(p->title) ? w - ui_width(more) : w, w, more);
 		ui_color(C_DIM, false);
 	}
-	if (tv.confirm) {
+	if (p->confirm) {
 		ui_color(C_WARN, true);
-		ui_printf(y + h - 1, 0, w, "y: %s    q/Esc: cancel", tv.confirm_label);
+		ui_printf(y + h - 1, 0, w, "y: %s    q/Esc: cancel", p->confirm_label);
 		ui_color(C_WARN, false);
 	}
 }
 
-static reaction_t tv_key(action_t a, int key)
+static reaction_t page_key(page_t *p, action_t a, int key)
 {
 	if (a == ACT_DOWN || a == ACT_UP || a == ACT_PGDN || a == ACT_PGUP || a == ACT_HOME || key == KEY_MOUSE)
-		tv.at_end = false;
+		p->at_end = false;
 	switch (a) {
-	case ACT_DOWN: tv.top++; return R_REDRAW;
-	case ACT_UP: tv.top--; return R_REDRAW;
-	case ACT_PGDN: tv.top += tv.last_h > 1 ? tv.last_h - 1 : 1; return R_REDRAW;
-	case ACT_PGUP: tv.top -= tv.last_h > 1 ? tv.last_h - 1 : 1; return R_REDRAW;
-	case ACT_HOME: tv.top = 0; return R_REDRAW;
-	case ACT_END: tv.at_end = true; return R_REDRAW;
+	case ACT_DOWN: p->top++; return R_REDRAW;
+	case ACT_UP: p->top--; return R_REDRAW;
+	case ACT_PGDN: p->top += p->last_h > 1 ? p->last_h - 1 : 1; return R_REDRAW;
+	case ACT_PGUP: p->top -= p->last_h > 1 ? p->last_h - 1 : 1; return R_REDRAW;
+	case ACT_HOME: p->top = 0; return R_REDRAW;
+	case ACT_END: p->at_end = true; return R_REDRAW;
 	case ACT_CONFIRM:
-		if (!tv.confirm)
+		if (!p->confirm)
 			return R_NONE;
 		{
-			reaction_t (*fn)(void *) = tv.confirm;
+			reaction_t (*fn)(void *) = p->confirm;
 
-			tv.confirm = NULL; /* runs once */
-			tv.cancel = NULL;
-			return fn(tv.ctx);
+			p->confirm = NULL; /* runs once */
+			p->cancel = NULL;
+			return fn(p->ctx);
 		}
 	default:
 		if (key == KEY_MOUSE) {
 			if (ui_mouse.bstate & BUTTON4_PRESSED)
-				tv.top -= 3;
+				p->top -= 3;
 			else if (ui_mouse.bstate & BUTTON5_PRESSED)
-				tv.top += 3;
+				p->top += 3;
 			return R_REDRAW;
 		}
 		return R_UNHANDLED;
 	}
 }
 
+static void tv_draw(int y, int h, int w)
+{
+	page_draw(&tv, y, h, w);
+}
+
+static reaction_t tv_key(action_t a, int key)
+{
+	return page_key(&tv, a, key);
+}
+
+/* The page closed (q, another screen): given up unless `y` ran. Not when
+ * the help is laid over it: it stays on the stack under the help. */
 static void tv_close(void)
 {
 	void (*cancel)(void *) = tv.cancel;
@@ -274,4 +308,22 @@ const struct view_ops view_text = {
 	.draw = tv_draw,
 	.key = tv_key,
 	.close = tv_close,
+};
+
+static void hv_draw(int y, int h, int w)
+{
+	page_draw(&hv, y, h, w);
+}
+
+static reaction_t hv_key(action_t a, int key)
+{
+	return page_key(&hv, a, key);
+}
+
+/* The text page's keys (scrolling, End); its `y` confirms nothing here. */
+const struct view_ops view_help = {
+	.name = "help",
+	.scope = 'T',
+	.draw = hv_draw,
+	.key = hv_key,
 };
