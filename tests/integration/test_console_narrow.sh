@@ -108,6 +108,31 @@ KEYS
 LINES=15 COLUMNS=60 c_headless "60x15, a long value" "$T/long.keys"
 t_contains "$(d long_mid)" "end-of-long" "the long value wraps: its end can be scrolled to"
 
+# columns scrolled past at 40x10 come back when the terminal is widened:
+# once every column fits, all are shown and none is said to be hidden
+cat >"$T/widen.keys" <<'KEYS'
+wait-idle
+key Right 4
+dump scrolled_40
+resize 50 200
+dump widened_200
+keys 3
+wait-idle
+resize 10 40
+key Right 3
+dump cleaner_scrolled_40
+resize 50 200
+dump cleaner_widened_200
+keys :q\n
+KEYS
+LINES=10 COLUMNS=40 c_headless "40x10 scrolled right, then 200x50" "$T/widen.keys"
+t_match "$(d scrolled_40)" "←[0-9]+ more" "40x10: Right scrolled past columns"
+c_lacks widened_200 "more →" "200x50: no column said to be hidden"
+t_match "$(d widened_200)" "^SHARD +ADDRESS +STATE +VERSION +RTT +ENTITIES +SIZE +THREADS +REPL LAG +FINGERPRINT" \
+	"200x50: every column of the shards is shown again"
+t_match "$(d cleaner_scrolled_40)" "←[0-9]+ more" "40x10: Right scrolled past the cleaner's columns"
+c_lacks cleaner_widened_200 "more →" "200x50: the cleaner shows every column again"
+
 # 80x24: the same screens, the key columns in sight
 cat >"$T/wide.keys" <<'KEYS'
 wait-idle

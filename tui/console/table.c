@@ -323,6 +323,17 @@ static void draw_row(table_t *t, int y, int w, int k)
 		ui_color(C_SELECT, false);
 }
 
+/* layout() at w, with room for the "N more" note when columns are hidden. */
+static void layout_noted(table_t *t, int w)
+{
+	layout(t, w);
+	if (t->hidden > 0 && w > 30) {
+		char more[48];
+		snprintf(more, sizeof more, " %s%d more %s", t->hscroll ? "<" : "", t->hidden, ">");
+		layout(t, w - (int)strlen(more) - 1);
+	}
+}
+
 void tbl_draw(table_t *t, int y, int h, int w)
 {
 	int i, rows = h - 1;
@@ -331,13 +342,18 @@ void tbl_draw(table_t *t, int y, int h, int w)
 	t->last_y = y;
 	if (h < 1)
 		return;
-	layout(t, w);
-	if (t->hidden > 0 && w > 30) {
-		/* room for the "N more" note */
-		char more[48];
-		snprintf(more, sizeof more, " %s%d more %s", t->hscroll ? "<" : "", t->hidden, ">");
-		layout(t, w - (int)strlen(more) - 1);
+	/* scrolled no further than the columns on the right need: a terminal
+	 * widened brings back the columns scrolled past, every one once all
+	 * fit (hscroll kept would hide them, and say so, with room to spare) */
+	while (t->hscroll > 0) {
+		t->hscroll--;
+		layout_noted(t, w);
+		if (t->hidden > t->hscroll) { /* one on the right would give way */
+			t->hscroll++;
+			break;
+		}
 	}
+	layout_noted(t, w);
 	draw_header(t, y, w);
 	if (t->sel < t->top)
 		t->top = t->sel;
