@@ -398,4 +398,34 @@ t_contains "$(d create_after_help)" "y: create it" "q on that help comes back to
 t_eq "$(ents)" "$((n1 + 1))" "y after the help creates the entity"
 t_eq "$(ls "$T"/bagstore-edit-* 2>/dev/null | wc -l | tr -d ' ')" 0 "both files gone once written"
 
+# --- a query refused after one that matched: the screen says what it
+# still shows (the earlier query's result), not that the page is
+# unfiltered; `/` opens on the query in force, to edit, and says so
+cat >"$T/requery.keys" <<KEYS
+keys 5
+wait-idle
+keys /user_id=f48b0000-0000-4000-8000-000000000001\n
+wait-for found
+wait-idle
+keys /
+dump requery_prompt
+keys x\n
+wait-idle
+dump requery_refused
+key Esc
+wait-idle
+keys /updated=2024\n
+wait-idle
+dump browse_refused
+keys :q\n
+KEYS
+LINES=40 COLUMNS=200 c_headless "a query refused after one that matched" "$T/requery.keys"
+t_contains "$(d requery_prompt)" "/user_id=f48b0000-0000-4000-8000-000000000001" "/ opens on the query in force"
+t_contains "$(d requery_prompt | tr -s '\n ' '  ')" "Ctrl-U clears it" "and says how to start afresh"
+t_contains "$(d requery_refused)" "/user_id=f48b0000-0000-4000-8000-000000000001x was refused" "the edited query is refused"
+t_contains "$(d requery_refused)" "Entities: the result of user_id=f48b0000-0000-4000-8000-000000000001 still shown (index query, 20 found)" \
+	"the header names the query whose result is still shown"
+c_lacks requery_refused "the page is not filtered" "and does not call that result unfiltered"
+t_contains "$(d browse_refused)" "Entities, all shards merged: page 1 still shown, not filtered; the query /updated=2024 was refused" \
+	"a query refused while browsing: the page shown is the unfiltered one, and says so"
 t_done test_console_entities

@@ -793,6 +793,7 @@ static reaction_t command_done(const char *text, void *ctx)
 /* The `/` filter: applied as it is typed (a screen's own filter, such as
  * the entities' index query, only on Enter); Esc puts the old one back. */
 static char filter_before[256];
+#define FILTER_HINT "/ edits the filter in force: Ctrl-U clears it, Esc keeps it"
 
 static void filter_live(const char *text, void *ctx)
 {
@@ -806,6 +807,8 @@ static void filter_live(const char *text, void *ctx)
 static reaction_t filter_done(const char *text, void *ctx)
 {
 	(void)ctx;
+	if (strcmp(msg, FILTER_HINT) == 0) /* of the prompt, which is gone */
+		msg[0] = 0;
 	if (!text) {
 		if (top() && top()->filter_live)
 			top()->filter_live(filter_before);
@@ -879,6 +882,11 @@ static reaction_t global_action(action_t a)
 		return R_REDRAW;
 	case ACT_FILTER:
 		snprintf(filter_before, sizeof filter_before, "%s", ui_filter());
+		/* the filter in force is there to edit (a query's value to
+		 * change, a typo to mend): said, so that nothing typed is
+		 * taken for a new filter while it lengthens the old one */
+		if (ui_filter()[0])
+			ui_msg("%s", FILTER_HINT);
 		ui_prompt("/", ui_filter(), filter_done, NULL);
 		ui_prompt_live(filter_live);
 		return R_REDRAW;
