@@ -549,9 +549,16 @@ static void ask_on(const char *initial)
 	ui_prompt("create index: properties (user_id:uuid,title:string(80)): ", initial, form_on, NULL);
 }
 
+/* Nothing typed for the operator (text typed after it would be taken as
+ * one name with it): Enter takes the first property, which the question
+ * names. initial is what was typed, given back when it was refused. */
 static void ask_shard_on(const char *initial)
 {
-	ui_prompt("create index: shard_on property (Enter: the first): ", initial, form_shard_on, NULL);
+	char label[384];
+
+	snprintf(label, sizeof label, "create index: shard_on property (Enter: %.*s, the first): ",
+	         (int)strcspn(form.on, ":,"), form.on);
+	ui_prompt(label, initial, form_shard_on, NULL);
 }
 
 static reaction_t create_confirm(void *ctx)
@@ -620,7 +627,7 @@ static reaction_t form_on(const char *text, void *ctx)
 		return R_REDRAW;
 	}
 	snprintf(form.on, sizeof form.on, "%s", text);
-	ask_shard_on(def.nprops == 1 ? first : "");
+	ask_shard_on("");
 	return R_REDRAW;
 }
 

@@ -90,7 +90,7 @@ dump bad_type
 key C-u
 keys n:int\n
 dump shard_on
-key Enter
+keys n\n
 dump ddl
 keys y
 wait-for created index index_new
@@ -109,7 +109,10 @@ t_contains "$(d name_exists)" "create index: name (index_...): index_user" "aske
 t_contains "$(d bad_type)" "properties: " "a bad type is refused at its field"
 t_contains "$(d bad_type)" "nosuchtype" "the error names it"
 t_contains "$(d bad_type)" "): n:nosuchtype" "asked again, with what was typed"
-t_contains "$(d shard_on)" "shard_on property (Enter: the first): n" "one property: shard_on filled in"
+t_contains "$(d shard_on)" "shard_on property (Enter: n, the first):" "one property: the prompt says Enter takes it"
+t_match "$(d shard_on | tail -n 1)" "\(Enter: n, the first\): *$" "and nothing is typed for the operator"
+c_lacks ddl "is not one of the index's properties" "typing the property, as the prompt asks, is not refused"
+t_contains "$(d ddl)" "rows sharded by n," "the DDL preview shards by the property typed"
 t_contains "$(d ddl)" "CREATE TABLE" "then the DDL preview"
 t_contains "$(d b_new)" "backfilling index_new" "B after create backfills the new index"
 t_contains "$(d b_ready)" "index_user is ready: nothing to backfill" "B on a ready index is refused"
