@@ -246,6 +246,19 @@ static const int64_t *exact_of(const irow_t *it)
 	return snap.exact;
 }
 
+/* Is the exact count of an index listed, the one counted (snap_lock held)?
+ * Not once it was dropped, made again under its name, or the configuration
+ * changed: its rows are estimates again, and the note would say otherwise. */
+static bool exact_shown(void)
+{
+	int i;
+
+	for (i = 0; snap.exact && i < snap.n; i++)
+		if (exact_of(&snap.items[i]))
+			return true;
+	return false;
+}
+
 static void row_counts(int r, const irow_t *it, int ns)
 {
 	const int64_t *ex = exact_of(it);
@@ -368,7 +381,7 @@ static int draw_notes(int line, int end, int w)
 		ui_printf(line++, 0, w, "counting %s exactly ... (# cancels)", snap.exact_name);
 	else if (snap.count_rc < 0 && line < end)
 		ui_printf(line++, 0, w, "exact count of %s: %s", snap.exact_name, snap.count_err);
-	else if (snap.exact && line < end)
+	else if (exact_shown() && line < end)
 		ui_printf(line++, 0, w, "%s: rows counted exactly %s; the others are InnoDB's estimates (~)",
 		          snap.exact_name, fmt_age(age, sizeof age, snap.exact_at_us));
 	return line;

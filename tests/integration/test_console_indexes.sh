@@ -75,6 +75,42 @@ t_contains "$(d repaired | tr -s '\n ' '  ')" "verify index_n: checked 200, miss
 t_match "$(d repaired)" "^index_n .* ok: 1 repaired, " "V: DRIFT says the missing row was repaired"
 c_lacks repaired "miss 1" "V: DRIFT no longer says a row is missing"
 
+# an exact count is of the index counted: dropped, its note goes; made
+# again under the same name, the new index's rows are estimates again and
+# no note claims they were counted
+t_exit 0 "index_gone" -- "$BAGSTORE" -c "$CFG" index create index_gone --on n:int --shard-on n
+t_exit 0 "index_gone backfilled" -- "$BAGSTORE" -c "$CFG" cleaner --index index_gone
+cat >"$T/gone.keys" <<KEYS
+keys 2
+wait-idle
+keys /index_gone\n
+wait-idle
+key #
+wait-for rows counted exactly
+wait-idle
+dump gone_counted
+keys d
+keys index_gone\n
+wait-for dropped index index_gone
+wait-idle
+dump gone_dropped
+keys c
+keys index_gone\n
+keys n:int\n
+keys \n
+keys y
+wait-for created index index_gone
+wait-idle
+dump gone_recreated
+keys :q\n
+KEYS
+c_headless "an exact count outlived by its index" "$T/gone.keys"
+t_contains "$(d gone_counted)" "index_gone: rows counted exactly" "# counts the index"
+t_match "$(d gone_counted)" "^index_gone .* 200 " "its rows counted exactly"
+c_lacks gone_dropped "index_gone: rows counted exactly" "dropped: the note of its count goes"
+t_match "$(d gone_recreated)" "^index_gone +building " "made again under the same name"
+c_lacks gone_recreated "index_gone: rows counted exactly" "the new index is not said to be counted"
+
 audit=$(t_sql 0 "SELECT action, target FROM bagstore_audit ORDER BY 1"; t_sql 1 "SELECT action, target FROM bagstore_audit ORDER BY 1")
 t_contains "$audit" "index.create	index_title" "audit: create"
 t_contains "$audit" "index.backfill	index_title" "audit: backfill"
