@@ -260,7 +260,8 @@ static void add_shard_row(const bs_shard_status_t *s, int i)
 }
 
 /* The totals row: over the rows the filter shows, marked ~ while any
- * count added is an estimate. */
+ * count added is an estimate, and ">=N?" (a part) while a shard shown did
+ * not answer. */
 static void add_totals(void)
 {
 	int i, up = 0, shown = 0;
@@ -299,8 +300,11 @@ static void add_totals(void)
 	        : est   ? "~"
 	                : "",
 	        fmt_count(a, sizeof a, ents), unknown ? "?" : "");
-	tbl_set(&tbl, r, 6, NAN, "%s", fmt_bytes(b, sizeof b, bytes));
-	tbl_set(&tbl, r, 7, NAN, "%lld", (long long)threads);
+	/* a shard that did not answer adds nothing it has: the sums are of
+	 * the others, at least that much, marked as the entities are */
+	tbl_set(&tbl, r, 6, NAN, "%s%s%s", up < shown ? ">=" : "", fmt_bytes(b, sizeof b, bytes),
+	        up < shown ? "?" : "");
+	tbl_set(&tbl, r, 7, NAN, "%s%lld%s", up < shown ? ">=" : "", (long long)threads, up < shown ? "?" : "");
 	tbl_pin_last(&tbl);
 }
 

@@ -151,6 +151,8 @@ t_match "$(d idx_stale)" "^index_user .*~[0-9,]+\*" "indexes: s1's old numbers k
 t_contains "$(d idx_stale)" "* stale: the shard did not answer; its numbers are from" "indexes: the stale mark explained, with its age"
 t_contains "$(d idx_stale)" "s1 (127.0.0.1:" "indexes: the shard's error named"
 t_contains "$(d shards_down)" "s1 unreachable: " "shards: the stopped shard with its error"
+t_match "$(d shards_down)" "^TOTAL .* >=[0-9,]+\? +>=[0-9.]+ (B|KiB|MiB|GiB|TiB)\? +>=[0-9]+\?" \
+	"shards: the total entities, size and threads are all marked partial (s1 did not answer)"
 t_contains "$(d cleaner_down)" "unreachable" "cleaner: the stopped shard"
 t_contains "$(d cleaner_down)" "s1 unreachable: " "cleaner: with its error"
 t_contains "$(d census_down)" "1 shard not sampled: " "properties: the shard left out, with its error"
