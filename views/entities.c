@@ -421,14 +421,16 @@ static void draw_header(int y, int w, const char *stale)
 	/* a refused query publishes nothing: what is shown is the last
 	 * result, an earlier query's or a page browsed, and says which */
 	if (query[0] && snap.rc < 0 && snap.query_mode)
-		ui_printf(y, 0, w, "Entities: the result of %s still shown (index query, %s found); the query /%s was "
+		ui_printf(y, 0, w,
+		          "Entities: the result of %s still shown (index query, %s found); the query /%s was "
 		          "refused (below)  %s",
 		          snap.query,
-		          fmt_count(m, sizeof m, (int64_t)(snap.page.matched > snap.page.len ? snap.page.matched
-		                                                                               : snap.page.len)),
+		          fmt_count(m, sizeof m,
+		                    (int64_t)(snap.page.matched > snap.page.len ? snap.page.matched : snap.page.len)),
 		          query, stale);
 	else if (query[0] && snap.rc < 0)
-		ui_printf(y, 0, w, "Entities, %s: page %ld still shown, not filtered; the query /%s was refused (below)  %s",
+		ui_printf(y, 0, w,
+		          "Entities, %s: page %ld still shown, not filtered; the query /%s was refused (below)  %s",
 		          where, snap.page_no, query, stale);
 	else if (snap.query_mode && snap.page.matched > snap.page.len)
 		ui_printf(y, 0, w, "Entities matching %s (index query, %s found, the newest %s shown)  %s", snap.query,

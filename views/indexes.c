@@ -569,8 +569,8 @@ static void ask_shard_on(const char *initial)
 {
 	char label[384];
 
-	snprintf(label, sizeof label, "create index: shard_on property (Enter: %.*s, the first): ",
-	         (int)strcspn(form.on, ":,"), form.on);
+	snprintf(label, sizeof label,
+	         "create index: shard_on property (Enter: %.*s, the first): ", (int)strcspn(form.on, ":,"), form.on);
 	ui_prompt(label, initial, form_shard_on, NULL);
 }
 
