@@ -322,6 +322,13 @@ typedef enum {
 /* "backfill_started", "backfill_done", ...: the name after "on_". */
 const char *bs_hook_name(bs_hook_t h);
 
+/* Whether addr is an address to listen on as cleaner.metrics and the
+ * cleaner's --metrics take it: HOST:PORT, an IPv6 host in brackets, a port
+ * from 1 to 65535 (getaddrinfo would take 92036 as 26500). 0, or BS_EINVAL
+ * with why in why[size] ("expected HOST:PORT (...), got \"ADDR\""), the
+ * error slot left alone: the caller says where addr was given. */
+int bs_listen_addr_check(char *why, size_t size, const char *addr);
+
 /* The cleaner daemon's own settings (the program's, not the engine's):
  * keys of the cleaner: section too. */
 typedef struct {

@@ -1325,30 +1325,37 @@ static int parse_indexes(bs_config_t *cfg, const ctx *c, const node *root)
 	return 0;
 }
 
-/* HOST:PORT (an IPv6 host in brackets), as cleaner.metrics wants it. */
-static int get_listen(char **dst, const ctx *c, const node *n, const char *where)
+int bs_listen_addr_check(char *why, size_t size, const char *addr)
 {
 	char shown[96];
-	const char *colon;
+	const char *colon = strrchr(addr, ':');
 	unsigned long port = 0;
-	int error;
 
-	if ((error = get_str(dst, c, n, where)) < 0)
-		return error;
-	colon = strrchr(*dst, ':');
-	if (colon && colon > *dst && colon[1]) {
+	if (colon && colon > addr && colon[1]) {
 		char *end;
 		port = strtoul(colon + 1, &end, 10);
 		if (*end || colon[1] < '0' || colon[1] > '9')
 			port = 0;
-		if ((*dst)[0] == '[' && colon[-1] != ']')
+		if (addr[0] == '[' && colon[-1] != ']')
 			port = 0;
 	}
-	if (port < 1 || port > 65535)
-		return nerr(c, n,
-		            "%s: expected HOST:PORT (an IPv6 address in brackets, a port from 1 to 65535), "
-		            "got \"%s\"",
-		            where, bs__quote(shown, sizeof shown, n->str, n->len));
+	if (port >= 1 && port <= 65535)
+		return 0;
+	snprintf(why, size, "expected HOST:PORT (an IPv6 address in brackets, a port from 1 to 65535), got \"%s\"",
+	         bs__quote(shown, sizeof shown, addr, strlen(addr)));
+	return BS_EINVAL;
+}
+
+/* HOST:PORT (an IPv6 host in brackets), as cleaner.metrics wants it. */
+static int get_listen(char **dst, const ctx *c, const node *n, const char *where)
+{
+	char why[200];
+	int error;
+
+	if ((error = get_str(dst, c, n, where)) < 0)
+		return error;
+	if (bs_listen_addr_check(why, sizeof why, *dst) < 0)
+		return nerr(c, n, "%s: %s", where, why);
 	return 0;
 }
 

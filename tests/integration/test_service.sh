@@ -103,6 +103,20 @@ t_contains "$T_ERR" "text or json" "the message says which formats there are"
 bs 2 "--log-every wants seconds" cleaner --log-every 0
 bs 1 "--metrics on an address that is not one" cleaner --metrics nohost.invalid:$MP
 t_contains "$T_ERR" "cannot serve /metrics on nohost.invalid" "the message names the address"
+# a port out of range is refused as cleaner.metrics refuses it, before the
+# daemon starts (getaddrinfo took MP+65536 as MP and served it there under
+# the other number); bounded, in case it starts all the same
+_to=$T_TIMEOUT T_TIMEOUT=10
+bs 2 "--metrics with a port above 65535 is refused" cleaner --metrics "127.0.0.1:$((MP + 65536))"
+t_contains "$T_ERR" "--metrics: expected HOST:PORT (an IPv6 address in brackets, a port from 1 to 65535), got \"127.0.0.1:$((MP + 65536))\"" \
+	"the message is the configuration key's, naming --metrics"
+bs 2 "--metrics with port 0 is refused" cleaner --metrics "127.0.0.1:0"
+bs 2 "--metrics without a port is refused" cleaner --metrics "[::1]"
+T_TIMEOUT=$_to
+{ cat "$BASE"; printf 'cleaner: {metrics: "127.0.0.1:%s"}\n' $((MP + 65536)); } >"$TMP/bad0.yaml"
+t_exit 2 "cleaner.metrics with a port above 65535 is refused" -- "$BAGSTORE" -c "$TMP/bad0.yaml" workers
+t_contains "$T_ERR" "cleaner.metrics: expected HOST:PORT (an IPv6 address in brackets, a port from 1 to 65535), got \"127.0.0.1:$((MP + 65536))\"" \
+	"the key says the same"
 { cat "$BASE"; printf 'cleaner: {log_format: xml}\n'; } >"$TMP/bad1.yaml"
 t_exit 2 "cleaner.log_format: xml is refused" -- "$BAGSTORE" -c "$TMP/bad1.yaml" workers
 t_match "$T_ERR" "bad1.yaml:[0-9]+:[0-9]+: cleaner.log_format: expected text or json" "with FILE:LINE:COL"

@@ -388,6 +388,13 @@ int cli_cmd_cleaner(cli_ctx_t *ctx, int argc, char **argv)
 		rc = cli_usage_error(ctx, "--log-format: expected text or json, got '%s'", log_format);
 		goto done;
 	}
+	/* checked as cleaner.metrics is: getaddrinfo would listen on a port
+	 * out of range modulo 65536 */
+	char why[200];
+	if (metrics && bs_listen_addr_check(why, sizeof why, metrics) < 0) {
+		rc = cli_usage_error(ctx, "--metrics: %s", why);
+		goto done;
+	}
 	char *end = NULL;
 	if (log_every && !((so.log_every = strtod(log_every, &end)) > 0 && so.log_every <= 86400 && !*end)) {
 		rc = cli_usage_error(ctx, "--log-every: expected seconds above 0, at most 86400, got '%s'", log_every);

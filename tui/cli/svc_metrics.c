@@ -714,8 +714,10 @@ static int listen_on(const char *addr, bool *lo, char *err, size_t size)
 	struct addrinfo hints = { .ai_flags = AI_NUMERICSERV | AI_PASSIVE, .ai_socktype = SOCK_STREAM }, *ai = NULL;
 	int fd = -1, one = 1, rc;
 
-	if (!colon || colon == addr || (size_t)(colon - addr) >= sizeof host) {
-		snprintf(err, size, "%s: expected HOST:PORT", addr);
+	if (bs_listen_addr_check(err, size, addr) < 0)
+		return -1;
+	if ((size_t)(colon - addr) >= sizeof host) {
+		snprintf(err, size, "%s: the host is too long", addr);
 		return -1;
 	}
 	snprintf(host, sizeof host, "%.*s", (int)(colon - addr), addr);
