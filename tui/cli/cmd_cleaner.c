@@ -737,9 +737,11 @@ static json_t *lag_json(const bs_lag_t *g, int cleaners)
 	json_object_set_new(o, "state", json_string(lag_state(g, cleaners)));
 	json_object_set_new(o, "watermark_us", g->watermark_us ? json_integer(g->watermark_us) : json_null());
 	json_object_set_new(o, "lag_s", g->lag_s >= 0 ? json_real(g->lag_s) : json_null());
-	json_object_set_new(o, "repairs_per_s", json_real(g->repairs_per_s));
+	/* what is not known is null: a shard that did not answer, a pass that
+	 * never ran */
+	json_object_set_new(o, "repairs_per_s", g->last_pass_us ? json_real(g->repairs_per_s) : json_null());
 	json_object_set_new(o, "last_pass_us", g->last_pass_us ? json_integer(g->last_pass_us) : json_null());
-	json_object_set_new(o, "last_pass_rows", json_integer(g->last_pass_rows));
+	json_object_set_new(o, "last_pass_rows", g->last_pass_us ? json_integer(g->last_pass_rows) : json_null());
 	json_object_set_new(o, "history_step_s", json_real(g->history_step_s));
 	for (k = 0; k < g->nhistory; k++)
 		json_array_append_new(h, json_real(g->history[k]));
@@ -750,8 +752,8 @@ static json_t *lag_json(const bs_lag_t *g, int cleaners)
 			json_array_append_new(h, json_integer(g->history_at_us[k]));
 		json_object_set_new(o, "history_at_us", h);
 	}
-	json_object_set_new(o, "repairs_total", json_integer(g->repairs_total));
-	json_object_set_new(o, "fills_total", json_integer(g->fills_total));
+	json_object_set_new(o, "repairs_total", g->reachable ? json_integer(g->repairs_total) : json_null());
+	json_object_set_new(o, "fills_total", g->reachable ? json_integer(g->fills_total) : json_null());
 	return o;
 }
 
@@ -763,7 +765,7 @@ static void lag_table(const bs_lag_t *lag, int n, int cleaners)
 	       "PASS_ROWS", "REPAIRS/S");
 	for (i = 0; i < n; i++) {
 		const bs_lag_t *g = &lag[i];
-		char wm[32], lp[32], l[32];
+		char wm[32], lp[32], l[32], rows[32] = "-", rate[32] = "-";
 
 		fmt_iso_utc(wm, sizeof wm, g->watermark_us);
 		fmt_iso_utc(lp, sizeof lp, g->last_pass_us);
@@ -771,8 +773,13 @@ static void lag_table(const bs_lag_t *lag, int n, int cleaners)
 			snprintf(l, sizeof l, "%.3f", g->lag_s);
 		else
 			snprintf(l, sizeof l, "-");
-		printf("%-8s %-11s %10s %-20s %-20s %10" PRId64 " %10.1f\n", g->shard, lag_state(g, cleaners), l, wm,
-		       lp, g->last_pass_rows, g->repairs_per_s);
+		/* a shard that did not answer, or where no pass ran, has no last pass */
+		if (g->last_pass_us) {
+			snprintf(rows, sizeof rows, "%" PRId64, g->last_pass_rows);
+			snprintf(rate, sizeof rate, "%.1f", g->repairs_per_s);
+		}
+		printf("%-8s %-11s %10s %-20s %-20s %10s %10s\n", g->shard, lag_state(g, cleaners), l, wm, lp, rows,
+		       rate);
 	}
 }
 

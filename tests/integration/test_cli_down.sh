@@ -1,0 +1,64 @@
+#!/bin/sh
+# test_cli_down.sh - what the listing commands say of a shard that does not
+# answer, and of one where nothing has run yet. Found by a tester:
+#
+#  - `lag` showed PASS_ROWS 0 and REPAIRS/S 0.0 for a shard unreachable or
+#    never repaired, and `lag --json` "repairs_per_s": 0.0, "last_pass_rows":
+#    0, "repairs_total": 0, "fills_total": 0 for an unreachable one (while
+#    lag_s and watermark_us were null): made-up zeros. What is not known is
+#    `-` in the table and null in JSON.
+. tests/lib.sh
+
+B=$BAGSTORE
+C=$BAGSTORE_TEST_CONFIG
+T=$(t_tmp)
+
+# FIELD of shard NAME's object in the JSON array of $T_OUT, as JSON
+jfield() {
+	printf '%s' "$T_OUT" | python3 -c 'import json,sys
+print(json.dumps([o for o in json.load(sys.stdin) if o["shard"] == sys.argv[1]][0][sys.argv[2]]))' "$1" "$2"
+}
+
+t_exit 0 "init" -- "$B" -c "$C" init
+python3 -c 'import json
+for i in range(20):
+    print(json.dumps({"k": i}))' >"$T/docs.jsonl"
+t_exit 0 "put 20 entities" -- "$B" -c "$C" put "$T/docs.jsonl"
+
+# ------------------------------------------------------------ lag, never ran
+
+t_exit 0 "lag before any pass" -- "$B" -c "$C" lag
+t_match "$T_OUT" '^s0 +never ran +- +- +- +- +-$' "never ran: no PASS_ROWS nor REPAIRS/S, -"
+t_exit 0 "lag --json before any pass" -- "$B" -c "$C" lag --json
+t_eq "$(jfield s0 repairs_per_s) $(jfield s0 last_pass_rows) $(jfield s0 last_pass_us)" "null null null" \
+	"never ran: repairs_per_s, last_pass_rows null"
+# the shard answered: nothing repaired on it is a count
+t_eq "$(jfield s0 repairs_total) $(jfield s0 fills_total)" "0 0" "never ran: the totals the shard holds are 0"
+
+t_exit 0 "cleaner --once" -- "$B" -c "$C" cleaner --once
+on0=$(t_sql 0 "SELECT COUNT(*) FROM entities")
+t_exit 0 "lag after a pass" -- "$B" -c "$C" lag
+t_match "$T_OUT" "^s0 +no cleaner +[0-9.]+ +[0-9TZ:-]+ +[0-9TZ:-]+ +$on0 +[0-9]+\\.[0-9]\$" \
+	"after a pass: PASS_ROWS is what it looked at, REPAIRS/S a rate"
+
+# ------------------------------------------------------------ s1 down
+
+sh "$SHARDS_SH" stop-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
+t_exit 1 "lag with s1 down" -- "$B" -c "$C" lag
+t_match "$T_OUT" '^s1 +unreachable +- +- +- +- +-$' "unreachable: every column -"
+t_match "$T_OUT" "^s0 +no cleaner .* $on0 +[0-9]+\\.[0-9]\$" "the shard that answered keeps its numbers"
+t_exit 1 "lag --json with s1 down" -- "$B" -c "$C" lag --json
+for f in watermark_us lag_s repairs_per_s last_pass_us last_pass_rows repairs_total fills_total; do
+	t_eq "$(jfield s1 $f)" null "unreachable: $f is null"
+done
+t_eq "$(jfield s0 last_pass_rows)" "$on0" "s0's last_pass_rows stays a number"
+t_eq "$(jfield s0 repairs_total)" 0 "s0's repairs_total stays a number"
+
+sh "$SHARDS_SH" start-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
+
+# ------------------------------------------------------------ s1 back
+
+t_exit 0 "lag with every shard up" -- "$B" -c "$C" lag
+t_match "$T_OUT" "^s1 +no cleaner +[0-9.]+ +[0-9TZ:-]+ +[0-9TZ:-]+ +[0-9]+ +[0-9]+\\.[0-9]\$" "s1's numbers back"
+
+t_done
