@@ -503,10 +503,14 @@ void bs_encoded_free(bs_encoded_t *enc);
 typedef struct {
 	bs_index_t *items;
 	int len;
+	int unreachable;             /* shards that did not answer: the catalog is the others' */
+	char unreachable_first[256]; /* the first of those shards' messages */
 } bs_index_list_t;
 void bs_index_list_free(bs_index_list_t *l);
 /* Fresh read of the catalog (not the writers' cache), from every shard
- * that answers at once, merged (see bs_index_t.diverged). */
+ * that answers at once, merged (see bs_index_t.diverged); the shards that
+ * do not answer are counted in unreachable, unless none does
+ * (BS_EUNREACHABLE). */
 int bs_index_list(bs_index_list_t *out, bs_store_t *st);
 int bs_index_get(bs_index_t *out, bs_store_t *st, const char *name);
 /* Create tables on every shard and the catalog row. The new index starts

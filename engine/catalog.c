@@ -103,9 +103,11 @@ int bs__catalog_per_shard(bs_index_list_t **out, int *rcs, bs_store_t *st)
 			         " (or is this another shard list?)",
 			         bs__shard_label(label, sizeof label, &st->shards[i]));
 		}
-		if (rcs[i] == BS_EUNREACHABLE)
+		if (rcs[i] == BS_EUNREACHABLE) {
 			down++;
-		else if (rcs[i] && first < 0)
+			per[i].unreachable = 1;
+			snprintf(per[i].unreachable_first, sizeof per[i].unreachable_first, "%s", q[i].msg);
+		} else if (rcs[i] && first < 0)
 			first = i;
 	}
 	if (first >= 0) /* its message names the shard */
@@ -178,11 +180,16 @@ int bs_index_list(bs_index_list_t *out, bs_store_t *st)
 	int *rcs = calloc((size_t)st->n, sizeof *rcs), total = 0, rc;
 	out->items = NULL;
 	out->len = 0;
+	out->unreachable = 0;
+	out->unreachable_first[0] = '\0';
 	BS_ERR_ALLOC(rcs);
 	if ((rc = bs__catalog_per_shard(&per, rcs, st)))
 		goto done;
-	for (int i = 0; i < st->n; i++)
+	for (int i = 0; i < st->n; i++) {
 		total += per[i].len;
+		if (per[i].unreachable && !out->unreachable++)
+			snprintf(out->unreachable_first, sizeof out->unreachable_first, "%s", per[i].unreachable_first);
+	}
 	if (total && !(out->items = calloc((size_t)total, sizeof *out->items))) {
 		rc = bs_error(BS_ENOMEM, "out of memory reading the catalog");
 		goto done;

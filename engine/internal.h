@@ -767,7 +767,8 @@ const bs_index_t *bs__index_find(const bs_index_list_t *l, const char *name);
 
 /* The catalog as each shard has it: per[nshards] lists (free with
  * bs__catalog_per_shard_free), rcs[nshards] (caller's) each shard's result;
- * unreachable shards are skipped, any other failure is returned. */
+ * unreachable shards are skipped (their per[i].unreachable set, with the
+ * message), any other failure is returned. */
 int bs__catalog_per_shard(bs_index_list_t **per, int *rcs, bs_store_t *st);
 void bs__catalog_per_shard_free(bs_index_list_t *per, int n);
 

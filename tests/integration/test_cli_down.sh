@@ -6,7 +6,11 @@
 #    never repaired, and `lag --json` "repairs_per_s": 0.0, "last_pass_rows":
 #    0, "repairs_total": 0, "fills_total": 0 for an unreachable one (while
 #    lag_s and watermark_us were null): made-up zeros. What is not known is
-#    `-` in the table and null in JSON.
+#    `-` in the table and null in JSON;
+#  - `buckets` and `index list` exited 0 with a shard down (a row marked
+#    "unreachable", ROWS `-`), where workers, lag, backfill list, reshard
+#    status, audit and properties exit 1 (the man page's EXIT STATUS: "a
+#    shard unreachable"). They exit 1 and name the shard on stderr.
 . tests/lib.sh
 
 B=$BAGSTORE
@@ -20,6 +24,7 @@ print(json.dumps([o for o in json.load(sys.stdin) if o["shard"] == sys.argv[1]][
 }
 
 t_exit 0 "init" -- "$B" -c "$C" init
+t_exit 0 "index create" -- "$B" -c "$C" index create ix --on k:int --shard-on k
 python3 -c 'import json
 for i in range(20):
     print(json.dumps({"k": i}))' >"$T/docs.jsonl"
@@ -54,11 +59,34 @@ done
 t_eq "$(jfield s0 last_pass_rows)" "$on0" "s0's last_pass_rows stays a number"
 t_eq "$(jfield s0 repairs_total)" 0 "s0's repairs_total stays a number"
 
+t_exit 1 "buckets with s1 down exits 1" -- "$B" -c "$C" buckets
+t_match "$T_OUT" '^s1 .* unreachable' "buckets marks s1 unreachable"
+t_match "$T_ERR" 'did not answer.*s1' "buckets names s1 on stderr"
+t_exit 1 "buckets --json with s1 down exits 1" -- "$B" -c "$C" buckets --json
+t_contains "$T_OUT" '"reachable": false' "buckets --json says so"
+
+t_exit 1 "index list with s1 down exits 1" -- "$B" -c "$C" index list
+t_match "$T_OUT" '^ix +ready +k:int +k +-$' "index list still lists ix, its ROWS unknown"
+t_match "$T_ERR" 'did not answer.*s1' "index list names s1 on stderr"
+t_exit 1 "index list --json with s1 down exits 1" -- "$B" -c "$C" index list --json
+t_contains "$T_OUT" '"rows": null' "index list --json: rows null"
 sh "$SHARDS_SH" start-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 
 # ------------------------------------------------------------ s1 back
 
+t_exit 0 "buckets with every shard up" -- "$B" -c "$C" buckets
+t_exit 0 "index list with every shard up" -- "$B" -c "$C" index list
 t_exit 0 "lag with every shard up" -- "$B" -c "$C" lag
 t_match "$T_OUT" "^s1 +no cleaner +[0-9.]+ +[0-9TZ:-]+ +[0-9TZ:-]+ +[0-9]+ +[0-9]+\\.[0-9]\$" "s1's numbers back"
+
+# ------------------------------------------------------------ no index, s1 down
+
+t_exit 0 "index drop ix" -- "$B" -c "$C" index drop ix --yes
+sh "$SHARDS_SH" stop-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
+# no index to count rows of: the catalog read itself missed s1
+t_exit 1 "index list with no index and s1 down exits 1" -- "$B" -c "$C" index list
+t_match "$T_ERR" 'did not answer.*s1' "and names s1"
+sh "$SHARDS_SH" start-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
+t_exit 0 "index list with no index, every shard up" -- "$B" -c "$C" index list
 
 t_done

@@ -133,6 +133,12 @@ int cli_cmd_index_list(cli_ctx_t *ctx, int argc, char **argv)
 		rc = cli_json_print(arr);
 	else
 		cli_table_print(stdout, &t);
+	/* shown, then said: a shard that did not answer is exit 1 */
+	if (rc >= 0 && l.unreachable)
+		rc = bs_error(BS_EUNREACHABLE,
+		              "%d shard%s did not answer: the indexes are the other shards' catalogs, their rows "
+		              "not counted (%s)",
+		              l.unreachable, l.unreachable == 1 ? "" : "s", l.unreachable_first);
 done:
 	json_decref(arr);
 	cli_table_free(&t);

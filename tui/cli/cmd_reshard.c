@@ -260,8 +260,25 @@ static int buckets_read(shown_t *w, bs_store_t *st)
 
 static int buckets_print(cli_ctx_t *ctx, const shown_t *w, bool as_json)
 {
+	char names[256] = "";
+	size_t o = 0;
+	int rc, down = 0;
+
 	(void)ctx;
-	return as_json ? buckets_json(&w->b, &w->l) : buckets_table(&w->b, &w->l);
+	if ((rc = as_json ? buckets_json(&w->b, &w->l) : buckets_table(&w->b, &w->l)) < 0)
+		return rc;
+	/* shown, then said: a shard that did not answer is exit 1, as for lag */
+	for (int i = 0; i < w->b.nshards; i++) {
+		if (w->b.shards[i].reachable)
+			continue;
+		down++;
+		if (o < sizeof names)
+			o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", o ? ", " : "", w->b.shards[i].name);
+	}
+	if (down)
+		rc = bs_error(BS_EUNREACHABLE, "%d shard%s did not answer: %s (%s entities and data are not shown)",
+		              down, down == 1 ? "" : "s", names, down == 1 ? "its" : "their");
+	return rc;
 }
 
 int cli_cmd_buckets(cli_ctx_t *ctx, int argc, char **argv)

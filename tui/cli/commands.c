@@ -78,7 +78,9 @@ static const cli_cmd_t cli_commands[] = {
 	  "terminal. `bagstore export | bagstore -c OTHER put` copies a store.\n",
 	  false },
 	{ "index", "list", cli_cmd_index_list, "[--json]", "the index catalog, with estimated rows",
-	  "  --json   a JSON array instead of the table\n", false },
+	  "  --json   a JSON array instead of the table\n"
+	  "Exits 1 when a shard does not answer.\n",
+	  false },
 	{ "index", "create", cli_cmd_index_create, "NAME --on PROP:TYPE[,PROP:TYPE...] --shard-on PROP",
 	  "create an index; the cleaner builds it",
 	  "  --on SPEC        properties and types: uuid, string, string(N), int,\n"
@@ -171,7 +173,8 @@ static const cli_cmd_t cli_commands[] = {
 	  "the bucket map: version, buckets, entities and bytes per shard, moves in flight",
 	  "  --json   a JSON object instead of the table\n"
 	  "SHARE is what `reshard plan` would give each shard (none to a shard marked\n"
-	  "drain: true). Entities are InnoDB's estimates (~).\n",
+	  "drain: true). Entities are InnoDB's estimates (~). Exits 1 when a shard does\n"
+	  "not answer.\n",
 	  false },
 	{ "reshard", "plan", cli_cmd_reshard_plan, "[--json]",
 	  "the moves needed: buckets, estimated entities and index rows per move",
