@@ -74,6 +74,27 @@ bs 2 "unknown index subcommand" index frob
 t_contains "$T_ERR" "unknown subcommand 'frob'" "unknown subcommand is named"
 bs 2 "get without ID" get
 t_contains "$T_ERR" "missing ID" "get without ID says what is missing"
+# the missing positional is named from the usage, skipping bracketed
+# options whole ("[--index NAME]" once gave "missing NAME]") and options'
+# values ("--on PROP:TYPE")
+while IFS='|' read -r miss args; do
+	# shellcheck disable=SC2086
+	bs 2 "$args without its positional" $args
+	t_eq "$(printf '%s\n' "$T_ERR" | sed -n 's/^bagstore: missing //p')" "$miss" "$args: says missing $miss"
+done <<EOL
+ID|delete
+INDEX|query
+PROP=VALUE...|query idx
+PROP=VALUE...|explain
+PROP=VALUE...|explain --index idx
+PROP=VALUE...|explain --run --json
+NAME|index create
+NAME|index create --on a:int --shard-on a
+NAME|index drop --yes
+NAME|backfill pause
+NAME|backfill resume
+NAME|backfill cancel
+EOL
 bs 2 "get with two IDs" get $ID1HEX $ID1HEX
 bs 2 "delete without ID" delete
 bs 2 "put with two files" put a b

@@ -12,20 +12,38 @@
 #include "fmt.h"
 
 /* The name of positional argument i in cmd's usage ("ID", "NAME"), for
- * "missing ID": the words of `args` that are not options or optional. */
-static void arg_name(char *buf, size_t size, const cli_cmd_t *cmd, int i)
+ * "missing ID": the words of `args` outside brackets (optional, whatever
+ * words they hold: "[--index NAME]" is one group, not "NAME]") that are
+ * neither options nor the value of an option of opts that takes one
+ * ("--role ROLE"). */
+static void arg_name(char *buf, size_t size, const cli_cmd_t *cmd, const cli_opt_t *opts, int i)
 {
 	const char *p = cmd ? cmd->args : "";
+	bool value = false; /* the word after an option that takes a value */
+	int depth = 0;
 
 	while (*p) {
-		size_t n;
+		const cli_opt_t *o;
+		size_t n, k;
+		int at = depth;
 
 		while (*p == ' ')
 			p++;
 		n = strcspn(p, " ");
-		if (n && *p != '-' && *p != '[' && i-- == 0) {
-			snprintf(buf, size, "%.*s", (int)n, p);
-			return;
+		for (k = 0; k < n; k++)
+			depth += p[k] == '[' ? 1 : p[k] == ']' ? -1 : 0;
+		if (n && at == 0 && *p != '[') {
+			if (*p == '-') {
+				for (o = opts; o && o->name; o++)
+					if (strlen(o->name) == n - 2 && strncmp(o->name, p + 2, n - 2) == 0)
+						break;
+				value = o && o->name && o->value;
+			} else if (value) {
+				value = false;
+			} else if (i-- == 0) {
+				snprintf(buf, size, "%.*s", (int)n, p);
+				return;
+			}
 		}
 		p += n;
 	}
@@ -93,7 +111,7 @@ int cli_parse(cli_args_t *args, cli_ctx_t *ctx, int argc, char **argv, const cli
 			goto done;
 	}
 	if (args->n < min) {
-		arg_name(word, sizeof word, ctx->cmd, args->n);
+		arg_name(word, sizeof word, ctx->cmd, opts, args->n);
 		rc = cli_usage_error(ctx, "missing %s", word);
 	} else if (max >= 0 && args->n > max) {
 		rc = cli_usage_error(ctx, "unexpected argument %s", fmt_quote(quoted, sizeof quoted, args->v[max]));
