@@ -234,6 +234,16 @@ t_contains "$T_OUT" "repaired" "verify --repair says what it repaired"
 bs 0 "verify after --repair: no drift" verify
 bs 0 "verify --json" verify --json --index by_user
 t_contains "$T_OUT" '"missing": 0' "JSON counts"
+# the man page's verify entry says what verify prints: every key of its
+# JSON objects, and its line with every count in order
+man_verify=$(sed -n '/^\\fBverify\\fR/,/^\.TP/p' "${TEST_ROOT:-.}/doc/bagstore.1")
+for k in $(printf '%s' "$T_OUT" | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)[0]))'); do
+	t_match "$man_verify" "^\.BR? $k( |\$)" "bagstore(1), verify --json: names the key $k"
+done
+bs 0 "verify by_user (text)" verify --index by_user
+line=$(printf '%s\n' "$T_OUT" | sed -n 's/^by_user: /INDEX: /p' | sed 's/[0-9][0-9]*/N/g')
+t_contains "$(printf '%s' "$man_verify" | tr '\n' ' ' | sed 's/\\f[IPBR]//g')" "$line" \
+	"bagstore(1), verify: the line as verify prints it ($line)"
 
 # ------------------------------------------------------------ a job that fails says why
 
