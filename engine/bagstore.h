@@ -766,6 +766,10 @@ typedef struct {
 	double replica_lag; /* seconds behind, the largest over the shard's replicas;
 	                             * -1 none configured, -2 unknown (see error) */
 	int fingerprint_ok; /* 1 agrees, 0 disagrees, -1 uninitialised */
+	int map_lacks;      /* when it disagrees only because the store's bucket map
+	                             * does not name configured shard map_lacks yet (a
+	                             * shard appended to the list: `init` adds it), that
+	                             * shard's index; -1 else (another shard list) */
 	/* TLS (issue 14): the store's connection to the shard, and the weakest
 	 * of its replicas' (level BS_TLS_NONE with nreplica_tls 0: none) */
 	bs_tls_state_t tls;

@@ -118,6 +118,9 @@ typedef struct {
 	MYSQL *conn;            /* NULL until first use, or after a lost connection */
 	unsigned long conn_gen; /* connections closed so far: a named lock taken on one is gone once it moves */
 	int fp_state;           /* 1 checked and agrees, 0 not checked yet */
+	int fp_lacks;           /* the last check's refusal was only that the bucket
+	                         * map does not name configured shard fp_lacks yet
+	                         * (`init` adds it); -1 else */
 	unsigned last_errno;    /* MySQL's number for the last failure (bs__shard_fail) */
 	int last_done;          /* statements of the last blocking call answered without error */
 	/* a statement sent by bs__shard_send whose answer is not read yet, and

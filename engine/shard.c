@@ -1608,7 +1608,8 @@ static int members_agree(bs_store_t *st, int i)
 			found = len == wl && !strncmp(p, want, len);
 			p += len + (p[len] == ',');
 		}
-		if (!found)
+		if (!found) {
+			st->shards[i].fp_lacks = c;
 			rc = bs_error(
 				BS_ECONFIG,
 				"shard %s is in the configuration (line %d) but not a member of the store's "
@@ -1616,6 +1617,7 @@ static int members_agree(bs_store_t *st, int i)
 				"another shard list?)",
 				want, st->shards[c].conf->line, row[0],
 				bs__shard_label(label, sizeof label, &st->shards[i]));
+		}
 	}
 	/* each member owning buckets configured */
 	int k = 0;
@@ -1653,6 +1655,7 @@ int bs__shard_check(bs_store_t *st, int i)
 
 	if (sh->conn && sh->fp_state == 1)
 		return 0;
+	sh->fp_lacks = -1;
 	if ((rc = bs__shard_meta(&meta, st, i)))
 		return rc;
 	if (!meta.store_id[0] && meta.fingerprint[0])

@@ -144,10 +144,12 @@ static int status_one(bs_store_t *st, int i, void *p)
 			st->shards[i].fp_state = 0;
 			rc = bs__shard_check(st, i);
 			s->fingerprint_ok = rc == 0;
-			if (rc == BS_ECONFIG)
+			if (rc == BS_ECONFIG) {
 				snprintf(s->error, sizeof s->error, "%s", bs_last_error());
-			else if (rc)
+				s->map_lacks = st->shards[i].fp_lacks;
+			} else if (rc) {
 				goto fail;
+			}
 			rc = 0;
 		}
 	}
@@ -179,6 +181,7 @@ int bs_shard_status(bs_shard_status_t *out, bs_store_t *st)
 		out[i].entities_est = -1;
 		out[i].threads_running = -1;
 		out[i].fingerprint_ok = -1;
+		out[i].map_lacks = -1;
 		out[i].tls_mode = st->shards[i].conf->tls.mode;
 		out[i].questions = out[i].rows_written = out[i].connections = -1;
 		out[i].history_length = out[i].uptime_s = -1;

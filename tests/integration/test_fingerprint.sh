@@ -96,6 +96,18 @@ EOL
 	t_exit 2 "$cf: shards exits 2" -- "$B" -c "$T/$cf.yaml" shards
 	t_match "$T_OUT" "MISMATCH" "$cf: shards shows the mismatch"
 	t_contains "$T_OUT" "another shard list" "$cf: and why"
+	# the summary: a third shard not added yet is init's to do, and the
+	# two that do not name it in their map are not another list's
+	if [ "$cf" = three ]; then
+		t_contains "$T_ERR" "shard s2 is not in the store's bucket map yet: run \`bagstore init\` to add it" \
+			"three: shards names the shard init adds, and the next step"
+		case $T_ERR in
+		*"another shard list"*) t_fail "three: the other shards are not called another list's" ;;
+		*) t_ok "three: the other shards are not called another list's" ;;
+		esac
+	else
+		t_contains "$T_ERR" "belong to another shard list" "$cf: shards says they belong to another list"
+	fi
 	t_exit 2 "$cf: shards --json exits 2" -- "$B" -c "$T/$cf.yaml" shards --json
 	t_contains "$T_OUT" '"fingerprint_ok": false' "$cf: shards --json says fingerprint_ok false"
 done

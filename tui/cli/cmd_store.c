@@ -217,7 +217,10 @@ int cli_cmd_shards(cli_ctx_t *ctx, int argc, char **argv)
 	const cli_opt_t opts[] = { { "json", NULL, &json }, { NULL, NULL, NULL } };
 	cli_args_t args = { 0 };
 	bs_shard_status_t *ss = NULL;
-	int n, i, down = 0, foreign = 0, rc;
+	bool *lacked = NULL;
+	char names[256] = "";
+	size_t o;
+	int n, i, down = 0, foreign = 0, nlacked = 0, rc;
 
 	if ((rc = cli_parse(&args, ctx, argc, argv, opts, 0, 0)) != 0)
 		goto done;
@@ -232,20 +235,40 @@ int cli_cmd_shards(cli_ctx_t *ctx, int argc, char **argv)
 		goto done;
 	if ((rc = json ? shards_json(ss, n) : shards_table(ss, n)) < 0)
 		goto done;
+	if (!(lacked = calloc((size_t)n, sizeof *lacked))) {
+		rc = bs_error(BS_ENOMEM, "out of memory");
+		goto done;
+	}
 	for (i = 0; i < n; i++) {
 		if (ss[i].state == BS_SHARD_DOWN)
 			down++;
+		else if (ss[i].fingerprint_ok == 0 && ss[i].map_lacks >= 0 && ss[i].map_lacks < n)
+			lacked[ss[i].map_lacks] = true; /* the list is longer than the map: init's to do */
 		else if (ss[i].fingerprint_ok == 0)
 			foreign++;
 	}
+	for (i = 0, o = 0; i < n; i++)
+		if (lacked[i] && o < sizeof names) {
+			o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", o ? ", " : "", ss[i].name);
+			nlacked++;
+		}
 	/* a shard list the shards disagree with is a configuration error,
-	 * whichever command meets it (exit 2), after the table shows which */
+	 * whichever command meets it (exit 2), after the table shows which;
+	 * a shard appended to the list and not added yet is one too, but the
+	 * others are not foreign for it: the next step is init */
 	if (foreign)
 		rc = bs_error(BS_ECONFIG, "%d of %d shards belong to another shard list (fingerprint mismatch)",
 		              foreign, n);
+	else if (nlacked)
+		rc = bs_error(BS_ECONFIG,
+		              "%s %s %s not in the store's bucket map yet: run `bagstore init` to add %s (the "
+		              "other shards' MISMATCH is only that)",
+		              nlacked == 1 ? "shard" : "shards", names, nlacked == 1 ? "is" : "are",
+		              nlacked == 1 ? "it" : "them");
 	else if (down)
 		rc = bs_error(BS_EUNREACHABLE, "%d of %d shards unreachable", down, n);
 done:
+	free(lacked);
 	free(ss);
 	cli_args_free(&args);
 	return rc < 0 ? rc : 0;

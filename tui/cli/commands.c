@@ -26,7 +26,9 @@ static const cli_cmd_t cli_commands[] = {
 	{ NULL, "shards", cli_cmd_shards, "[--json]", "status of every shard",
 	  "  --json   a JSON array instead of the table\n"
 	  "Exits 2 when any shard belongs to another shard list (FINGERPRINT\n"
-	  "MISMATCH), else 1 when any shard is unreachable.\n",
+	  "MISMATCH), or a shard appended to the list is not in the store's bucket\n"
+	  "map yet (the others' MISMATCH: run `bagstore init` to add it), else 1 when\n"
+	  "any shard is unreachable.\n",
 	  false },
 	{ NULL, "put", cli_cmd_put, "[FILE|-] [--batch N]", "store entities from one JSON object or JSON Lines",
 	  "Reads FILE, or standard input for - or no argument. Prints each id as\n"
