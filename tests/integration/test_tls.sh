@@ -176,10 +176,12 @@ shards:
   - {name: s1, host: 127.0.0.1, port: $P0, database: bagstore, user: root, tls: {mode: disabled}}
 tls: {ca: $C/ca1/ca.pem}
 CFG
-# s0 was initialised above as a one-shard list: shards prints the table all
-# the same, then exits 2 (a shard list the shards disagree with)
+# s0 was initialised above as a one-shard list, s1 not at all: shards
+# prints the table all the same, then exits 2 (a shard list the shards
+# disagree with: s0's map does not name s1 yet, which init would add)
 t_exit 2 "shards, one encrypted and one not" -- "$B" -c "$T/mixed.yaml" shards
-t_contains "$T_ERR" "belong to another shard list" "mixed: the exit status says why"
+t_contains "$T_ERR" "shard s1 is not in the store's bucket map yet: run \`bagstore init\`" \
+	"mixed: the exit status says why"
 t_match "$T_OUT" '^s0 .* TLSv1\.[23] verified ' "a tls: with only ca means verify_identity"
 t_match "$T_OUT" '^s1 .* PLAINTEXT .*not encrypted, while other shards are$' "the plain shard is marked"
 t_exit 2 "shards --json, mixed" -- "$B" -c "$T/mixed.yaml" shards --json
