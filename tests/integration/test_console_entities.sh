@@ -428,4 +428,67 @@ t_contains "$(d requery_refused)" "Entities: the result of user_id=f48b0000-0000
 c_lacks requery_refused "the page is not filtered" "and does not call that result unfiltered"
 t_contains "$(d browse_refused)" "Entities, all shards merged: page 1 still shown, not filtered; the query /updated=2024 was refused" \
 	"a query refused while browsing: the page shown is the unfiltered one, and says so"
+# --- a result that arrives while a change page waits for its `y` (here
+# :explain's, on the browse lane while $EDITOR is open) does not replace
+# the page: the page keeps its edit, the status line and the page's y line
+# say a result is waiting, and it opens once the page is left; y writes
+# the edit.
+# The same for a create's page, with the help laid over it meanwhile.
+cat >"$T/late_edit.sh" <<'SH'
+#!/bin/sh
+# an $EDITOR that takes its time (the explain is answered meanwhile):
+# an entity's n changed; a create's template given a title
+sleep 1
+if grep -q '^n: ' "$1"; then
+	sed -i 's/^n: .*/n: 5151/' "$1"
+else
+	printf 'title: created while a result waited\n' >>"$1"
+fi
+SH
+cat >"$T/late.keys" <<KEYS
+keys :entity $first\n
+wait-idle
+keys :explain title=late\n
+keys e
+wait-idle
+dump late_edit_page
+keys y
+wait-for saved entity 10
+wait-for explain title=late 10
+dump late_edit_result
+key q
+wait-idle
+keys 5
+wait-idle
+keys :explain title=later\n
+keys n
+wait-idle
+keys ?
+dump late_create_help
+key q
+wait-idle
+dump late_create_page
+keys y
+wait-for created entity 10
+wait-for explain title=later 10
+dump late_create_result
+keys :q\n
+KEYS
+rm -f "$T"/bagstore-edit-*
+n1=$(ents)
+EDITOR="sh $T/late_edit.sh" c_headless "a result arriving on the edit and create pages" "$T/late.keys"
+t_contains "$(d late_edit_page)" "y: write it" "the edit's page stays when a result arrives"
+t_contains "$(d late_edit_page)" "+ n: 5151" "and still holds the edit"
+t_contains "$(d late_edit_page | tail -n 1)" "result waiting (y/q)" "the status line says a result is waiting"
+t_contains "$(d late_edit_page)" "either opens the result waiting: explain title=late" "the y line names it"
+t_contains "$(d late_edit_result)" "explain title=late" "the result opens once the page is left"
+t_exit 0 "get after the edit a result arrived on" -- "$BAGSTORE" -c "$CFG" get "$first"
+t_match "$T_OUT" '"n": ?5151' "y on the page the result arrived on writes the edit"
+t_contains "$(d late_create_help)" "Everywhere:" "the help over the create's page"
+t_contains "$(d late_create_page)" "y: create it" "the create's page stays when a result arrives"
+t_contains "$(d late_create_page | tail -n 1)" "result waiting (y/q)" "the status line says a result is waiting (create)"
+t_contains "$(d late_create_help | tail -n 1)" "result waiting" "and says so over the help too"
+t_contains "$(d late_create_result)" "explain title=later" "the result opens once the create's page is left"
+t_eq "$(ents)" "$((n1 + 1))" "y on the create's page creates the entity"
+t_eq "$(ls "$T"/bagstore-edit-* 2>/dev/null | wc -l | tr -d ' ')" 0 "both files gone once written"
 t_done test_console_entities

@@ -1024,10 +1024,15 @@ void console_tick(void)
 	{
 		char *pt, *px;
 
-		if (worker_take_page(&pt, &px))
-			text_open(pt, px, NULL, NULL, NULL);
-		free(pt);
-		free(px);
+		/* offered, not opened: a page waiting for the operator's `y`
+		 * (an edit's change) is not replaced behind their back */
+		if (worker_take_page(&pt, &px)) {
+			text_offer(pt, px);
+			need_draw = true;
+		} else {
+			free(pt);
+			free(px);
+		}
 	}
 	config_follow();
 	if (pop_wanted) {
@@ -1035,6 +1040,9 @@ void console_tick(void)
 			pop();
 		pop_wanted = NULL;
 	}
+	/* and opened once nothing waits: no such page, no prompt being typed */
+	if (!prompt.active && text_held())
+		text_release();
 	if (msg[0] && now > msg_until) {
 		msg[0] = 0;
 		need_draw = true;
@@ -1178,8 +1186,12 @@ static void draw_status(void)
 		draw_prompt();
 		return;
 	}
-	snprintf(right, sizeof right, "%s%s refresh %gs%s ", ui.read_only ? " READ-ONLY |" : "",
-	         ui_filter()[0] ? " filtered |" : "", ui.refresh_s, ui.paused ? " PAUSED" : "");
+	snprintf(right, sizeof right, "%s%s%s refresh %gs%s ",
+	         !text_held()     ? ""
+	         : text_waiting() ? " result waiting (y/q) |"
+	                          : " result waiting |",
+	         ui.read_only ? " READ-ONLY |" : "", ui_filter()[0] ? " filtered |" : "", ui.refresh_s,
+	         ui.paused ? " PAUSED" : "");
 	rw = ui_width(right);
 	ui_color(C_STATUS, true);
 	hline(' ', COLS);

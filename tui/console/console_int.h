@@ -24,6 +24,17 @@ void console_dump(FILE *f);
 /* The k-th view of views/screens.h (top screens, then pages), NULL past
  * the last: the help lists their commands. */
 const struct view_ops *console_view(int k);
+/* A page no key asked for (a request's result): takes title and text
+ * (malloc'd) and holds them, replacing one held already, until
+ * text_release opens it; the status line says one is held. */
+void text_offer(char *title, char *text);
+/* Open the page held, unless a page waits for the operator: its `y` not
+ * pressed, or a cancel hook (an edit's, a create's) that replacing it
+ * would run. console_tick calls it while no prompt is open. */
+void text_release(void);
+/* Is a page waiting for the operator? Is a result held? */
+bool text_waiting(void);
+bool text_held(void);
 /* Open the first screen. */
 void console_start(void);
 /* The headless driver: keys from a script, dumps into dir. Returns the

@@ -9,6 +9,14 @@
  * over it, and q comes back to the page as it was. Were it the same page,
  * opening it would replace a change waiting for its `y` and run its cancel
  * hook: an edit given up by asking for help.
+ *
+ * A page no key asked for (a request's result, arriving from a lane) is
+ * offered (text_offer), not opened: while a page waits for the operator
+ * (its `y`, or a cancel hook), it is held, the status line and the
+ * page's `y` line say so, and it opens once that page is left. Opened at once, it would replace the
+ * page and run its cancel hook: an edit given up because an :explain (or
+ * an earlier edit's conflict) finished, and the `y` meant for the edit
+ * pressed on a page the operator did not ask for.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +99,43 @@ void text_open(const char *title, const char *text, reaction_t (*confirm)(void *
 void text_set_cancel(void (*cancel)(void *ctx))
 {
 	tv.cancel = cancel;
+}
+
+/* The result that arrived while a page waited, NULL none; a newer one
+ * replaces it, as it would have replaced it on the screen. */
+static char *held_title, *held_text;
+
+/* Does a page wait for the operator: a `y` not pressed yet, or a cancel
+ * hook that closing it without `y` would run? Both are cleared when it
+ * closes (tv_close) or its `y` runs, so either means it is on the stack. */
+bool text_waiting(void)
+{
+	return tv.confirm || tv.cancel;
+}
+
+bool text_held(void)
+{
+	return held_title != NULL;
+}
+
+void text_offer(char *title, char *text)
+{
+	free(held_title);
+	free(held_text);
+	held_title = title;
+	held_text = text;
+}
+
+void text_release(void)
+{
+	char *title = held_title, *text = held_text;
+
+	if (!title || text_waiting())
+		return;
+	held_title = held_text = NULL;
+	text_open(title, text ? text : "", NULL, NULL, NULL);
+	free(title);
+	free(text);
 }
 
 static void add_action_lines(FILE *f, char scope, bool global)
@@ -242,7 +287,9 @@ static void page_draw(page_t *p, int y, int h, int w)
 	}
 	if (p->confirm) {
 		ui_color(C_WARN, true);
-		ui_printf(y + h - 1, 0, w, "y: %s    q/Esc: cancel", p->confirm_label);
+		/* a result held for this page is named where its keys are */
+		ui_printf(y + h - 1, 0, w, "y: %s    q/Esc: cancel%s%s", p->confirm_label,
+		          held_title ? "    either opens the result waiting: " : "", held_title ? held_title : "");
 		ui_color(C_WARN, false);
 	}
 }
