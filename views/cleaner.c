@@ -240,8 +240,12 @@ static void build(double bin_s)
 		tbl_set(&tbl, r, 5, (double)l->repairs_total, "%s", fmt_count(cnt, sizeof cnt, l->repairs_total));
 		/* rows of indexes still building: backfill's work, not drift */
 		tbl_set(&tbl, r, 6, (double)l->fills_total, "%s", fmt_count(cnt, sizeof cnt, l->fills_total));
-		tbl_set(&tbl, r, 7, (double)l->last_pass_us, "%s, %lld entities",
-		        fmt_age(age, sizeof age, l->last_pass_us), (long long)l->last_pass_rows);
+		/* no pass ran: no count of its entities either, not a 0 */
+		if (l->last_pass_us > 0)
+			tbl_set(&tbl, r, 7, (double)l->last_pass_us, "%s, %lld entities",
+			        fmt_age(age, sizeof age, l->last_pass_us), (long long)l->last_pass_rows);
+		else
+			tbl_set(&tbl, r, 7, 0, "never");
 	}
 	tbl_finish(&tbl, ui_filter());
 }

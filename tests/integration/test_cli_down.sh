@@ -52,6 +52,7 @@ sh "$SHARDS_SH" stop-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 t_exit 1 "lag with s1 down" -- "$B" -c "$C" lag
 t_match "$T_OUT" '^s1 +unreachable +- +- +- +- +-$' "unreachable: every column -"
 t_match "$T_OUT" "^s0 +no cleaner .* $on0 +[0-9]+\\.[0-9]\$" "the shard that answered keeps its numbers"
+t_contains "$T_ERR" "1 shard did not answer: s1 (" "stderr names the shard, and why"
 t_exit 1 "lag --json with s1 down" -- "$B" -c "$C" lag --json
 for f in watermark_us lag_s repairs_per_s last_pass_us last_pass_rows repairs_total fills_total; do
 	t_eq "$(jfield s1 $f)" null "unreachable: $f is null"

@@ -44,6 +44,8 @@ t_contains "$(d indexes)" "press B" "indexes: or B in the console"
 t_contains "$(d backfills)" "2 jobs queued and no cleaner is running" "backfills: the hint"
 t_contains "$(d cleaner)" "no cleaner is running" "cleaner: the hint"
 t_contains "$(d cleaner)" "(no worker registered" "cleaner: the registry is empty"
+t_contains "$(d cleaner)" "never ran" "cleaner: no repair pass ran yet"
+c_lacks cleaner "0 entities" "cleaner: a shard no pass ran shows no count of a pass's entities"
 
 # ------------------------------------------------------------ a console running a backfill registers
 

@@ -825,8 +825,19 @@ int cli_cmd_lag(cli_ctx_t *ctx, int argc, char **argv)
 			printf("no cleaner is running: nothing repairs the shards and the lag grows; "
 			       "start one with `bagstore cleaner`\n");
 	}
-	if (down)
-		rc = bs_error(BS_EUNREACHABLE, "%d shards did not answer", down);
+	if (down) { /* which, and the first one's error */
+		char names[512] = "";
+		const char *why = "";
+		size_t o = 0;
+		for (i = 0; i < n; i++)
+			if (!lag[i].reachable && o < sizeof names) {
+				o += (size_t)snprintf(names + o, sizeof names - o, "%s%s", o ? ", " : "", lag[i].shard);
+				if (!*why)
+					why = lag[i].error;
+			}
+		rc = bs_error(BS_EUNREACHABLE, "%d shard%s did not answer: %s%s%s%s", down, down == 1 ? "" : "s", names,
+		              *why ? " (" : "", why, *why ? ")" : "");
+	}
 done:
 	json_decref(arr);
 	bs_worker_list_free(&wl);
