@@ -184,19 +184,43 @@ static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
  * unless every bucket is simply owned here; then the fence's other forms
  * follow (fk_said_no). No ownership read, no transaction of its own: the
  * check is InnoDB's lookup inside each row's write. Each version is the
- * statement's NOW(6) plus j microseconds (the input's order, as the other
- * forms), and the statement may run BS__BULK_FK_MAX_S at most
- * (max_statement_time), so its rows commit within that of their versions. */
+ * statement's NOW(6) plus j microseconds for the j-th in input order (the
+ * input's order, as the other forms), and the statement may run
+ * BS__BULK_FK_MAX_S at most (max_statement_time), so its rows commit within
+ * that of their versions. The rows go in ascending bucket order: InnoDB
+ * share-locks each row's parent row as it writes the row, and a move's
+ * first step deletes the parent rows of its buckets in ascending order
+ * (move.c's mark_buckets), so taken in input order they could close a
+ * wait cycle with it. */
 #define FK_STMT \
 	"SET STATEMENT foreign_key_checks=1, innodb_lock_wait_timeout=" BS__STR( \
 		BS__BULK_ROW_WAIT_S) ", lock_wait_timeout=" BS__STR(BS__FENCE_WAIT_S) ", max_statement_time=" BS__STR(BS__BULK_FK_MAX_S) " FOR "
-static void fk_sql(bulk_t *u, shard_batch_t *sb)
+typedef struct {
+	int bucket;
+	size_t j; /* its place in the shard's batch, input order */
+} fk_row_t;
+
+static int by_bucket_then_j(const void *a, const void *b)
+{
+	const fk_row_t *x = a, *y = b;
+	if (x->bucket != y->bucket)
+		return (x->bucket > y->bucket) - (x->bucket < y->bucket);
+	return (x->j > y->j) - (x->j < y->j);
+}
+
+static int fk_sql(bulk_t *u, shard_batch_t *sb)
 {
 	bs_buf_t *b = &sb->sql;
+	fk_row_t *rows = malloc(sb->len * sizeof *rows);
+	if (!rows)
+		return bs__oom();
+	for (size_t j = 0; j < sb->len; j++)
+		rows[j] = (fk_row_t){ bs_route_id(&u->ids[sb->idx[j]], u->st->map.buckets), j };
+	qsort(rows, sb->len, sizeof *rows, by_bucket_then_j);
 	bs__buf_puts(b, FK_STMT "INSERT INTO entities (id, updated, body, bucket) VALUES ");
-	for (size_t j = 0; j < sb->len; j++) {
-		size_t k = sb->idx[j];
-		bs__buf_puts(b, j ? ",(" : "(");
+	for (size_t r = 0; r < sb->len; r++) {
+		size_t j = rows[r].j, k = sb->idx[j];
+		bs__buf_puts(b, r ? ",(" : "(");
 		bs__buf_hex(b, u->ids[k].b, 16);
 		bs__buf_puts(b, ",NOW(6)");
 		if (j) {
@@ -207,10 +231,12 @@ static void fk_sql(bulk_t *u, shard_batch_t *sb)
 		bs__buf_puts(b, ",");
 		bs__buf_hex(b, u->bodies[k].ptr, u->bodies[k].len);
 		bs__buf_puts(b, ",");
-		bs__buf_uint(b, (unsigned)bs_route_id(&u->ids[k], u->st->map.buckets));
+		bs__buf_uint(b, (unsigned)rows[r].bucket);
 		bs__buf_puts(b, ")");
 	}
 	bs__buf_puts(b, BS__FENCED_TAIL);
+	free(rows);
+	return 0;
 }
 
 /* One shard's transaction for this round, fenced: written only when the
@@ -241,10 +267,9 @@ static int entity_sql(bulk_t *u, int s)
 	if (!buckets)
 		return bs__oom();
 	if (!sb->len || sb->fk) {
-		if (sb->fk)
-			fk_sql(u, sb);
+		int rc = sb->len ? fk_sql(u, sb) : 0;
 		free(buckets);
-		return 0;
+		return rc;
 	}
 	if (sb->tscap < sb->len) {
 		size_t *p = realloc(sb->ts, sb->len * sizeof *p);
@@ -566,19 +591,19 @@ static void second_trip(bulk_t *u, double t0)
 }
 
 /* Did shard s's fenced INSERT (fk_sql) write nothing, as a whole: a
- * bucket not simply owned there (1452; the form is skipped there for
- * FK_OFF_S then: a move is likely under way, and every batch would be
- * refused), or it ran past BS__BULK_FK_MAX_S (1969)? Then the error is
- * cleared: not a failure, the fence's other forms follow. */
+ * bucket not simply owned there (1452: a move is likely under way, and
+ * every batch would be refused), or it ran past BS__BULK_FK_MAX_S (1969:
+ * the next batches likely would too)? Then the form is skipped there for
+ * FK_OFF_S, and the error is cleared: not a failure, the fence's other
+ * forms follow. */
 #define FK_OFF_S 1.0
 #define ER_STATEMENT_TIMEOUT_ 1969
 static bool fk_said_no(bs_store_t *st, int s)
 {
 	unsigned e = bs__shard_last_errno(st, s);
-	if (e == BS__FENCE_REFUSED)
-		st->shards[s].bulk_fk_off_until = bs_now_mono() + FK_OFF_S;
-	else if (e != ER_STATEMENT_TIMEOUT_)
+	if (e != BS__FENCE_REFUSED && e != ER_STATEMENT_TIMEOUT_)
 		return false;
+	st->shards[s].bulk_fk_off_until = bs_now_mono() + FK_OFF_S;
 	bs_error_clear();
 	return true;
 }

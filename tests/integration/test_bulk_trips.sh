@@ -3,11 +3,12 @@
 # entities first as one fenced INSERT in autocommit (each row naming its
 # bucket, checked by InnoDB against bagstore_owned, the whole statement
 # refused unless every bucket is simply owned there):
-#  - its rows carry their buckets, their versions a microsecond apart in
-#    input order, and a cut-over's change of a bucket's row waits for it and
-#    it for the cut-over; once the bucket is leaving it is refused and the
-#    full form writes the batch and logs the leaving bucket's entity for
-#    the move;
+#  - its rows carry their buckets, in ascending bucket order (a move's
+#    first step deletes the buckets' parent rows in that order), their
+#    versions a microsecond apart in input order; a move's first step
+#    (its buckets marked leaving) waits for it and it for that step; once
+#    the bucket is leaving it is refused and the full form writes the batch
+#    and logs the leaving bucket's entity for the move;
 #  - a bucket owned in bagstore_buckets but missing from bagstore_owned
 #    (drift the cleaner's check mends) refuses it too: the two-trip form
 #    then writes the batch, nothing lost.
@@ -71,26 +72,46 @@ t_eq "$(on_both "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%00000000e___
 ordered="SELECT COUNT(*) FROM (SELECT id, updated, LAG(updated) OVER (ORDER BY RIGHT(HEX(id), 3)) p FROM entities
 	WHERE HEX(id) LIKE '%00000000e___') x WHERE p IS NOT NULL AND updated <= p"
 t_eq "$(($(t_sql 0 "$ordered") + $(t_sql 1 "$ordered")))" 0 "each shard's versions grow in input order"
+# the statements as sent (--trace): each shard's rows in ascending bucket
+# order, the last value of each row
+bags 12 9 >"$T/o.jsonl"
+t_exit 0 "a traced put of 12 bags" -- "$B" -c "$C" --trace put --batch 12 "$T/o.jsonl"
+t_eq "$(printf '%s\n' "$T_ERR" | grep 'INSERT INTO entities (id, updated, body, bucket) VALUES' | python3 -c '
+import re, sys
+rows = bad = 0
+for line in sys.stdin:
+    b = [int(x) for x in re.findall(r",([0-9]+)\)", line.split(" ON DUPLICATE KEY")[0])]
+    rows += len(b)
+    bad += b != sorted(b)
+print(rows, bad)')" "12 0" "each shard's fenced INSERT sends its rows in ascending bucket order"
 
-# a cut-over's change of a bucket's row, in flight: the put's check of
-# that bucket waits for it, and once it commits (the bucket leaving) the
-# put is refused there and the full form writes and logs it
+# a move's first step on a bucket (marked leaving, its parent rows
+# deleted), in flight: the put's check of that bucket waits for it, and
+# once it commits the put is refused there and the full form writes and
+# logs it
 bk=$(bucket_of f 0)
 s=$(shard_of "$bk")
 bags 200 f >"$T/f.jsonl"
-t_sql $s "START TRANSACTION; SET STATEMENT foreign_key_checks=0 FOR UPDATE bagstore_buckets SET state='leaving', peer='s9',
-	move_id=9101 WHERE bucket=$bk; DO SLEEP(2); COMMIT" >/dev/null 2>&1 &
+# the change held open by a client reading its statements from a fifo,
+# committed once the put is seen waiting on it
+mkfifo "$T/hold.fifo"
+timeout 120 mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$(t_port $s)" -u root bagstore <"$T/hold.fifo" >/dev/null 2>&1 &
 holder=$!
-holding() { [ "$(t_sql $s "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO='DO SLEEP(2)'")" = 1 ]; }
-t_wait 20 holding || t_fail "a cut-over's change of bucket $bk is in flight"
+exec 3>"$T/hold.fifo"
+echo "START TRANSACTION; SET STATEMENT foreign_key_checks=0 FOR UPDATE bagstore_buckets SET state='leaving', peer='s9', move_id=9101 WHERE bucket=$bk;" >&3
+holding() { [ "$(t_sql $s "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_rows_modified > 0")" = 1 ]; }
+t_wait 20 holding || t_fail "a move's first step on bucket $bk is in flight"
 "$B" -c "$C" put --batch 200 "$T/f.jsonl" >"$T/f.out" 2>"$T/f.err" &
 p=$!
-sleep 1
+waiting() { [ "$(t_sql $s "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_state='LOCK WAIT'")" -ge 1 ]; }
+if t_wait 30 waiting; then t_ok "the put waits on the change"; else t_fail "the put waits on the change"; fi
 t_eq "$(t_sql $s "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%00000000f___'")" 0 \
 	"while it is in flight, nothing of the batch on s$s is written"
+echo "COMMIT;" >&3
+exec 3>&-
 wait $holder
 wait $p
-t_eq "$?" 0 "the put succeeds after the cut-over committed"
+t_eq "$?" 0 "the put succeeds once that step committed"
 t_eq "$(count f)" 200 "every entity written"
 t_eq "$(t_sql $s "SELECT COUNT(*) FROM bagstore_move_log WHERE move_id=9101 AND id=X'0000000000004000800000000000f000'")" 1 \
 	"the leaving bucket's entity is logged for its move"
