@@ -122,6 +122,11 @@ extern ui_t ui;
  * its part of the breadcrumb on the title line ("s1 > entities"). */
 void ui_push(const struct view_ops *v);
 void ui_push_crumb(const struct view_ops *v, const char *crumb);
+/* Open v (a view without a close hook: the help) above whatever is shown,
+ * giving nothing up: where v is lower in the stack it is taken out there
+ * and opened on top, where ui_push_crumb would bring it back by closing
+ * the screens above it; refused, saying so, when the stack is full. */
+void ui_lay_over(const struct view_ops *v, const char *crumb);
 /* The current screen's part of the breadcrumb. */
 void ui_set_crumb(const char *crumb);
 /* The screen on top (NULL before the first). */

@@ -398,6 +398,36 @@ t_contains "$(d create_after_help)" "y: create it" "q on that help comes back to
 t_eq "$(ents)" "$((n1 + 1))" "y after the help creates the entity"
 t_eq "$(ls "$T"/bagstore-edit-* 2>/dev/null | wc -l | tr -d ' ')" 0 "both files gone once written"
 
+# --- the same with a help already open lower down: `?` then `:entity`
+# from the help, `e`, and `?` on the change page lays a help over it too
+# (the one below is taken out, not brought back by closing what is above)
+cat >"$T/help_edit2.sh" <<'SH'
+#!/bin/sh
+sed -i 's/^n: .*/n: 4343/' "$1"
+SH
+cat >"$T/help_again.keys" <<KEYS
+keys ?
+wait-for Everywhere:
+keys :entity $first\n
+wait-idle
+keys e
+wait-for y: write it
+keys ?
+dump help_again_edit
+key q
+dump edit_after_help_again
+keys y
+wait-for saved entity
+wait-idle
+keys :q\n
+KEYS
+EDITOR="sh $T/help_edit2.sh" c_headless "a help over the change page, another help below it" "$T/help_again.keys"
+t_contains "$(d help_again_edit)" "Everywhere:" "? on the change page shows the help again"
+t_contains "$(d edit_after_help_again)" "y: write it" "q on it comes back to the change page"
+t_contains "$(d edit_after_help_again)" "+ n: 4343" "which still holds the edit"
+t_exit 0 "get after the edit under the second help" -- "$BAGSTORE" -c "$CFG" get "$first"
+t_match "$T_OUT" '"n": ?4343' "y writes it"
+
 # --- a query refused after one that matched: the screen says what it
 # still shows (the earlier query's result), not that the page is
 # unfiltered; `/` opens on the query in force, to edit, and says so

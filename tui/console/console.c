@@ -146,6 +146,27 @@ void ui_push_crumb(const struct view_ops *v, const char *crumb)
 	reload_top();
 }
 
+void ui_lay_over(const struct view_ops *v, const char *crumb)
+{
+	int i;
+
+	if (top() != v)
+		for (i = 0; i < depth; i++)
+			if (stack[i].v == v) {
+				/* taken out from under the screens above it (it has
+				 * no close hook, and holds nothing of theirs), rather
+				 * than brought back by closing them */
+				memmove(&stack[i], &stack[i + 1], (size_t)(depth - i - 1) * sizeof *stack);
+				depth--;
+				break;
+			}
+	if (top() != v && depth == STACK_MAX) {
+		ui_err("%d screens open: go back (q) before opening %s", STACK_MAX, v->name);
+		return;
+	}
+	ui_push_crumb(v, crumb);
+}
+
 void ui_push(const struct view_ops *v)
 {
 	ui_push_crumb(v, NULL);

@@ -206,7 +206,7 @@ void text_open_help(const struct view_ops *v)
 	/* laid over what is shown (brought back when it is the top already):
 	 * the page under it keeps its text, its `y` and its cancel hook */
 	page_fill(&hv, title, buf);
-	ui_push_crumb(&view_help, hv.title);
+	ui_lay_over(&view_help, hv.title);
 	free(buf);
 }
 
