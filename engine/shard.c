@@ -1598,8 +1598,10 @@ static int members_agree(bs_store_t *st, int i)
 	const char *names = row[1];
 	const uint8_t *o = (const uint8_t *)row[2];
 	size_t nb = lens[2] / 2;
-	/* each configured shard among the members */
-	for (int c = 0; c < st->n && !rc; c++) {
+	/* each configured shard among the members (the first that is not,
+	 * kept: said below unless the list is foreign anyway) */
+	int lacks = -1;
+	for (int c = 0; c < st->n && lacks < 0; c++) {
 		const char *want = st->shards[c].conf->name, *p = names;
 		size_t wl = strlen(want);
 		bool found = false;
@@ -1608,18 +1610,11 @@ static int members_agree(bs_store_t *st, int i)
 			found = len == wl && !strncmp(p, want, len);
 			p += len + (p[len] == ',');
 		}
-		if (!found) {
-			st->shards[i].fp_lacks = c;
-			rc = bs_error(
-				BS_ECONFIG,
-				"shard %s is in the configuration (line %d) but not a member of the store's "
-				"bucket map (version %s, as %s holds it): run `bagstore init` to add it (or is this "
-				"another shard list?)",
-				want, st->shards[c].conf->line, row[0],
-				bs__shard_label(label, sizeof label, &st->shards[i]));
-		}
+		if (!found)
+			lacks = c;
 	}
-	/* each member owning buckets configured */
+	/* each member owning buckets configured: a list without one is
+	 * another list, whatever else it names (init would refuse it too) */
 	int k = 0;
 	for (const char *p = names; *p && !rc; k++) {
 		size_t len = strcspn(p, ",");
@@ -1637,6 +1632,16 @@ static int members_agree(bs_store_t *st, int i)
 			              "mark it `drain: true` and reshard first)",
 			              row[0], bs__shard_label(label, sizeof label, &st->shards[i]), (int)len, p);
 		p += len + (p[len] == ',');
+	}
+	if (!rc && lacks >= 0) {
+		/* only that: the list is the map's and more, which init adds */
+		st->shards[i].fp_lacks = lacks;
+		rc = bs_error(BS_ECONFIG,
+		              "shard %s is in the configuration (line %d) but not a member of the store's "
+		              "bucket map (version %s, as %s holds it): run `bagstore init` to add it (or is this "
+		              "another shard list?)",
+		              st->shards[lacks].conf->name, st->shards[lacks].conf->line, row[0],
+		              bs__shard_label(label, sizeof label, &st->shards[i]));
 	}
 done:
 	mysql_free_result(res);
