@@ -106,7 +106,8 @@ int bs__catalog_per_shard(bs_index_list_t **out, int *rcs, bs_store_t *st)
 		if (rcs[i] == BS_EUNREACHABLE) {
 			down++;
 			per[i].unreachable = 1;
-			snprintf(per[i].unreachable_first, sizeof per[i].unreachable_first, "%s", q[i].msg);
+			snprintf(per[i].unreachable_first, sizeof per[i].unreachable_first, "%.*s",
+			         (int)sizeof per[i].unreachable_first - 1, q[i].msg);
 		} else if (rcs[i] && first < 0)
 			first = i;
 	}
