@@ -454,7 +454,8 @@ c_lacks requery_refused "the page is not filtered" "and does not call that resul
 t_contains "$(d browse_refused)" "Entities, all shards merged: page 1 still shown, not filtered; the query /updated=2024 was refused" \
 	"a query refused while browsing: the page shown is the unfiltered one, and says so"
 # --- a result that arrives while a change page waits for its `y` (here
-# :explain's, on the browse lane while $EDITOR is open) does not replace
+# :explain's, asked for from the page: the page waits before the request
+# is sent, whatever the lane's speed) does not replace
 # the page: the page keeps its edit, the status line and the page's y line
 # say a result is waiting, and it opens once the page is left; y writes
 # the edit.
@@ -473,9 +474,10 @@ SH
 cat >"$T/late.keys" <<KEYS
 keys :entity $first\n
 wait-idle
-keys :explain title=late\n
 keys e
-wait-idle
+wait-for y: write it
+keys :explain title=late\n
+wait-for result waiting 10
 dump late_edit_page
 keys y
 wait-for saved entity 10
@@ -485,9 +487,10 @@ key q
 wait-idle
 keys 5
 wait-idle
-keys :explain title=later\n
 keys n
-wait-idle
+wait-for y: create it
+keys :explain title=later\n
+wait-for result waiting 10
 keys ?
 dump late_create_help
 key q
