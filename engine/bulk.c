@@ -261,16 +261,13 @@ static int entity_sql(bulk_t *u, int s)
 {
 	shard_batch_t *sb = &u->sb[s];
 	bs_buf_t *b = &sb->sql, *b2 = &sb->sql2, pairs = { 0 };
-	int *buckets = malloc((sb->len ? sb->len : 1) * sizeof *buckets);
 	bs__buf_reset(b);
 	bs__buf_reset(b2);
+	if (!sb->len || sb->fk) /* nothing, or the fenced INSERT: no fence of its own */
+		return sb->len ? fk_sql(u, sb) : 0;
+	int *buckets = malloc(sb->len * sizeof *buckets);
 	if (!buckets)
 		return bs__oom();
-	if (!sb->len || sb->fk) {
-		int rc = sb->len ? fk_sql(u, sb) : 0;
-		free(buckets);
-		return rc;
-	}
 	if (sb->tscap < sb->len) {
 		size_t *p = realloc(sb->ts, sb->len * sizeof *p);
 		if (!p) {
