@@ -58,12 +58,16 @@ bs 0 "init" init
 
 # ------------------------------------------------------------ TLS and basic auth
 
+first_line() { [ -n "$(head -1 "$1")" ]; }
+
 "$BAGSTORE" -c "$CFG" cleaner --metrics "127.0.0.1:$MP" --web.config.file "$C/web.yaml" --log-format json \
 	>"$TMP/a.out" 2>"$TMP/a.err" &
 apid=$!
 U=https://127.0.0.1:$MP/metrics
 up() { [ "$(code --cacert "$C/ca.pem" -u 'prom:right horse' "$U")" = 200 ]; }
 if t_wait 20 up; then t_ok "TLS and the right password: 200"; else t_fail "the daemon serves /metrics over TLS" "$(tail -5 "$TMP/a.err")"; fi
+# /metrics is up before the start line is written (the line says how it is protected)
+t_wait 10 first_line "$TMP/a.err"
 t_contains "$(head -1 "$TMP/a.err")" "TLS and basic auth" "the start line says how /metrics is protected"
 t_eq "$(code "http://127.0.0.1:$MP/metrics")" 000 "plain HTTP gets no answer"
 t_eq "$(code -u 'prom:right horse' "http://127.0.0.1:$MP/metrics")" 000 "plain HTTP with the password gets none either"
@@ -155,6 +159,7 @@ printf '  metrics_insecure: true\n' >>"$TMP/open.yaml"
 opid=$!
 upo() { [ "$(code "http://127.0.0.1:$((MP + 2))/metrics")" = 200 ]; }
 if t_wait 20 upo; then t_ok "with metrics_insecure: true it serves, open"; else t_fail "metrics_insecure: true" "$(tail -5 "$TMP/o.err")"; fi
+t_wait 10 first_line "$TMP/o.err"
 t_contains "$(head -1 "$TMP/o.err")" "(open)" "and its start line says so"
 stop $opid
 "$BAGSTORE" -c "$CFG" cleaner --metrics "0.0.0.0:$((MP + 3))" --web.config.file "$C/web.yaml" >"$TMP/w.out" 2>"$TMP/w.err" &
