@@ -149,6 +149,14 @@ t_contains() {
 	esac
 }
 
+# t_lacks TEXT NEEDLE DESC: pass when TEXT does not contain NEEDLE
+t_lacks() {
+	case $1 in
+	*"$2"*) t_fail "$3" "not expected: $2" "actual: $1" ;;
+	*) t_ok "$3" ;;
+	esac
+}
+
 # t_match TEXT ERE DESC: pass when a line of TEXT matches the extended regex
 t_match() {
 	if printf '%s\n' "$1" | grep -Eq -- "$2"; then

@@ -38,7 +38,9 @@
 # Each test ends its output with "NAME: N passed, N failed"; the runner sums
 # them and ends with one line "N passed, N failed". It exits 0 only when
 # every test exited 0 and nothing failed. A test without its summary line,
-# or that exits non-zero, counts as one failure.
+# that exits non-zero, or whose log shows the shell's own error in a test
+# script ("x.sh: 12: t_foo: not found": a check that never ran), counts as
+# one failure.
 #
 # Environment given to tests: BAGSTORE_TEST_CONFIG (the worker's shards'
 # config), BAGSTORE_TEST_PORT, BAGSTORE (the CLI), SHARDS_DIR and SHARDS_SH
@@ -276,6 +278,13 @@ run_test() {
 		why="${why:+$why, }no summary line"
 	elif [ -n "$why" ] && [ "$nf" = 0 ]; then
 		why="$why with no failed checks"
+	fi
+	# the shell's own error in a test script ("x.sh: 12: t_foo: not
+	# found"): a check that did not run, which no summary counts
+	shell_err=$(grep -E '^[^ ]*\.sh: [0-9]+: ' "$log" | head -n 1)
+	if [ -n "$shell_err" ]; then
+		why="${why:+$why, }a shell error: $shell_err"
+		failed=1
 	fi
 	if [ "$TSAN" = 1 ] && ls "$LOGDIR/tsan/$id"/report.* >/dev/null 2>&1; then
 		cat "$LOGDIR/tsan/$id"/report.* >>"$blk"
