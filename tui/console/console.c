@@ -1209,7 +1209,8 @@ static void draw_status(void)
 	}
 	snprintf(right, sizeof right, "%s%s%s refresh %gs%s ",
 	         !text_held()     ? ""
-	         : text_waiting() ? " result waiting (y/q) |"
+	         /* y and q are the waiting page's keys, not the help's over it */
+	         : text_waiting() && ui_top() == &view_text ? " result waiting (y/q) |"
 	                          : " result waiting |",
 	         ui.read_only ? " READ-ONLY |" : "", ui_filter()[0] ? " filtered |" : "", ui.refresh_s,
 	         ui.paused ? " PAUSED" : "");
