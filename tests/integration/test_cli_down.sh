@@ -69,6 +69,7 @@ t_contains "$T_OUT" '"reachable": false' "buckets --json says so"
 t_exit 1 "index list with s1 down exits 1" -- "$B" -c "$C" index list
 t_match "$T_OUT" '^ix +ready +k:int +k +-$' "index list still lists ix, its ROWS unknown"
 t_match "$T_ERR" 'did not answer.*s1' "index list names s1 on stderr"
+t_contains "$T_ERR" "their rows not counted" "and that ix's rows are not counted"
 t_exit 1 "index list --json with s1 down exits 1" -- "$B" -c "$C" index list --json
 t_contains "$T_OUT" '"rows": null' "index list --json: rows null"
 sh "$SHARDS_SH" start-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
@@ -87,6 +88,8 @@ sh "$SHARDS_SH" stop-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 # no index to count rows of: the catalog read itself missed s1
 t_exit 1 "index list with no index and s1 down exits 1" -- "$B" -c "$C" index list
 t_match "$T_ERR" 'did not answer.*s1' "and names s1"
+t_contains "$T_ERR" "catalogs; they list none" "and says the others list no index"
+t_lacks "$T_ERR" "rows not counted" "not that rows went uncounted"
 sh "$SHARDS_SH" start-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 t_exit 0 "index list with no index, every shard up" -- "$B" -c "$C" index list
 

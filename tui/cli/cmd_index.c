@@ -135,10 +135,9 @@ int cli_cmd_index_list(cli_ctx_t *ctx, int argc, char **argv)
 		cli_table_print(stdout, &t);
 	/* shown, then said: a shard that did not answer is exit 1 */
 	if (rc >= 0 && l.unreachable)
-		rc = bs_error(BS_EUNREACHABLE,
-		              "%d shard%s did not answer: the indexes are the other shards' catalogs, their rows "
-		              "not counted (%s)",
-		              l.unreachable, l.unreachable == 1 ? "" : "s", l.unreachable_first);
+		rc = bs_error(BS_EUNREACHABLE, "%d shard%s did not answer: the indexes are the other shards' catalogs%s (%s)",
+		              l.unreachable, l.unreachable == 1 ? "" : "s",
+		              l.len ? ", their rows not counted" : "; they list none", l.unreachable_first);
 done:
 	json_decref(arr);
 	cli_table_free(&t);
