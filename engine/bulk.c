@@ -191,7 +191,10 @@ static void pair_add(bs_buf_t *pairs, int bucket, const void *id)
  * share-locks each row's parent row as it writes the row, and a move's
  * first step deletes the parent rows of its buckets in ascending order
  * (move.c's mark_buckets), so taken in input order they could close a
- * wait cycle with it. */
+ * wait cycle with it. Within a bucket they still can (its two parent rows,
+ * flip 0 and 1, are checked in whatever order its rows' flips fall):
+ * InnoDB breaks that one, a deadlock the put tries again and the move's
+ * step takes as transient. */
 #define FK_STMT \
 	"SET STATEMENT foreign_key_checks=1, innodb_lock_wait_timeout=" BS__STR( \
 		BS__BULK_ROW_WAIT_S) ", lock_wait_timeout=" BS__STR(BS__FENCE_WAIT_S) ", max_statement_time=" BS__STR(BS__BULK_FK_MAX_S) " FOR "
@@ -589,18 +592,21 @@ static void second_trip(bulk_t *u, double t0)
 
 /* Did shard s's fenced INSERT (fk_sql) write nothing, as a whole: a
  * bucket not simply owned there (1452: a move is likely under way, and
- * every batch would be refused), or it ran past BS__BULK_FK_MAX_S (1969:
- * the next batches likely would too)? Then the form is skipped there for
- * FK_OFF_S, and the error is cleared: not a failure, the fence's other
- * forms follow. */
+ * every batch would be refused; the form is skipped there for FK_OFF_S),
+ * or it ran past BS__BULK_FK_MAX_S (1969: the next batches are likely as
+ * large, and each would cost the server that long and a rollback; skipped
+ * for FK_OFF_LONG_S)? Then the error is cleared: not a failure, the
+ * fence's other forms follow. (The shard's last_errno is this run's: the
+ * fan-out clears it as it starts a shard.) */
 #define FK_OFF_S 1.0
+#define FK_OFF_LONG_S 30.0
 #define ER_STATEMENT_TIMEOUT_ 1969
 static bool fk_said_no(bs_store_t *st, int s)
 {
 	unsigned e = bs__shard_last_errno(st, s);
 	if (e != BS__FENCE_REFUSED && e != ER_STATEMENT_TIMEOUT_)
 		return false;
-	st->shards[s].bulk_fk_off_until = bs_now_mono() + FK_OFF_S;
+	st->shards[s].bulk_fk_off_until = bs_now_mono() + (e == BS__FENCE_REFUSED ? FK_OFF_S : FK_OFF_LONG_S);
 	bs_error_clear();
 	return true;
 }
@@ -1222,7 +1228,9 @@ static int batch_of(const bulk_t *u, size_t k)
 
 /* One round's entities through steps 1 to 3, their shards' refusals sent
  * again (the map read again) a few times, whatever the other shards did:
- * a shard that failed wrote none of its entities, index rows that failed
+ * a shard that failed wrote none of its entities (but for a connection
+ * lost while its statement ran: that may have committed, and is reported
+ * as failed, as a single put's is), index rows that failed
  * leave their intents to the repair loop, and the refused entities still
  * go where their buckets are; the first failure is the round's answer
  * after that. */

@@ -150,9 +150,11 @@ static void start(bs__shard_stmt_t *q, run_t *r, bs_store_t *st, int i)
 	if (sh->conn) {
 		MYSQL *unused;
 		bs__shard_conn(&unused, st, i); /* reads a pending answer first */
+		sh->last_errno = 0;               /* this run's, not that answer's */
 		connected(q, r, st, i);
 		return;
 	}
+	sh->last_errno = 0;
 	if ((rc = bs__shard_prepare(&m, &password, st, i))) {
 		fail(q, r, st, i, rc);
 		return;

@@ -130,6 +130,37 @@ t_eq "$(t_sql $s "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%00000000b__
 	"none of s$s's by the fenced INSERT (refused as a whole)"
 t_sql $s "INSERT INTO bagstore_owned (bucket, flip) VALUES ($bk, 0), ($bk, 1)"
 
+# past its time limit (max_statement_time, BS__BULK_FK_MAX_S = 3 s): a
+# trigger on s0 makes each fenced row of these bags (the only form that
+# names its bucket) sleep 2 s. The statement is stopped, writes nothing,
+# and the two-trip form writes the batch; the next batch, sent 6 s later
+# by the same process, skips the fenced INSERT on s0 (a second batch
+# likely as large would cost the server as long again), not on s1.
+t_sql 0 "CREATE TRIGGER test_slow_fk BEFORE INSERT ON entities FOR EACH ROW
+	SET @test_slept = IF(NEW.bucket IS NOT NULL AND HEX(NEW.id) LIKE '%000000007___', SLEEP(2), 0)"
+# 2 bags owned by s0 and 1 by s1 in each of two batches of 3
+owned0=$(t_sql 0 "SELECT GROUP_CONCAT(bucket) FROM bagstore_buckets WHERE state='owned'")
+python3 -c 'import json, sys
+nb, own = int(sys.argv[1]), set(int(x) for x in sys.argv[2].split(","))
+uid = lambda i: "%08x-0000-4000-8000-000000007%03x" % (i, i)
+on0 = [i for i in range(400) if int(uid(i).replace("-", ""), 16) % nb in own][:4]
+on1 = [i for i in range(400) if int(uid(i).replace("-", ""), 16) % nb not in own][:2]
+for i in on0[:2] + on1[:1] + on0[2:] + on1[1:]:
+    print(json.dumps({"id": {"$uuid": uid(i)}, "g": i}))' \
+	"$(t_sql 0 "SELECT buckets FROM bagstore_map ORDER BY version DESC LIMIT 1")" "$owned0" >"$T/t7.jsonl"
+mkfifo "$T/t7.fifo"
+{ head -3 "$T/t7.jsonl"; sleep 6; tail -3 "$T/t7.jsonl"; } >"$T/t7.fifo" &
+T_IN="$T/t7.fifo" t_exit 0 "a put whose fenced INSERT on s0 runs past its time limit" -- "$B" -c "$C" --trace put --batch 3 -
+wait $!
+t_eq "$(count 7)" 6 "the two-trip form writes every entity"
+t_eq "$(on_both "SELECT COUNT(*) FROM entities WHERE HEX(id) LIKE '%000000007___' AND bucket IS NOT NULL")" 2 \
+	"s0's stopped statement wrote nothing (s1's two went fenced)"
+fenced() { printf '%s\n' "$T_ERR" | grep "^trace: $1 .*INSERT INTO entities (id, updated, body, bucket) VALUES" | grep -c .; }
+t_eq "$(fenced s0)" 1 "the next batch skips the fenced INSERT on s0"
+t_eq "$(fenced s1)" 2 "but not on s1"
+t_contains "$T_ERR" "1969" "the trace shows the statement stopped by its time limit"
+t_sql 0 "DROP TRIGGER test_slow_fk"
+
 # ------------------------------------------------------------ a new session between the trips
 bags 200 a >"$T/a.jsonl"
 BAGSTORE_FAULT=bulk_no_fk,bulk_new_session t_exit 0 "a put whose first shard's connection is lost between the trips" -- \
