@@ -9,6 +9,7 @@
 #                            [--catalog-ttl S]
 #   sh conf/shards.sh start-one|stop-one|pause|resume|kill NAME [--dir DIR]
 #   sh conf/shards.sh reset  [--count N] [--dir DIR]
+#   sh conf/shards.sh purge  [--dir DIR]
 #
 # Shard sI listens on 127.0.0.1:P+I and keeps everything (datadir, socket,
 # pid file, error log, port) under DIR/sI. Defaults: N=2, P=3307,
@@ -26,6 +27,14 @@
 # its name and port (each must be on 127.0.0.1 or localhost), so that a
 # shard added to the file is started too; list --config FILE prints them,
 # "NAME PORT" a line.
+#
+# purge stops DIR's shards and deletes their data (each shard's error log
+# stays), so the next start makes new ones: a test run's shards take no
+# disk once it is over.
+#
+# SHARDS_REDO_LOG=SIZE at start sets innodb_log_file_size (MariaDB's
+# default is 96M, which benchmarks keep; the tests use 16M, a third of the
+# disk per shard).
 #
 # SHARDS_LOG_BIN=1 at start gives each server a binary log and a server id
 # (its port), so tests can make one a replication primary or a replica.
@@ -56,7 +65,7 @@ WAIT_UP=${SHARDS_WAIT:-60}
 
 die() { echo "$PROG: $*" >&2; exit 1; }
 usage() {
-	sed -n '2,11s/^# \{0,1\}//p' "$0" >&2
+	sed -n '2,12s/^# \{0,1\}//p' "$0" >&2
 	exit 2
 }
 
@@ -179,6 +188,15 @@ sql_shard() {
 log_tail() {
 	echo "$PROG: $1 did not come up; last lines of $DIR/$1/error.log:" >&2
 	tail -n 25 "$DIR/$1/error.log" 2>/dev/null | sed 's/^/    /' >&2
+	disk_full "$DIR/$1/error.log" "$DIR/$1"
+}
+
+# disk_full LOG DIR: when the server's LOG says a write found no space
+# (errno 28, ENOSPC), say so plainly, with what the disk has left.
+disk_full() {
+	grep -qE 'error 28|[Ee]rrno: ?28|No space left' "$1" 2>/dev/null || return 0
+	free=$(df -Ph "$2" 2>/dev/null | awk 'NR == 2 { print $4 }')
+	echo "$PROG: the disk holding $2 is full (${free:-?} free): the server could not write its files" >&2
 }
 
 # Create the datadir with mariadb-install-db, once.
@@ -190,6 +208,7 @@ init_shard() {
 	set -- --no-defaults --datadir="$d/data" --auth-root-authentication-method=normal \
 		--skip-test-db --skip-name-resolve
 	[ "$(id -u)" = 0 ] && set -- "$@" --user=root
+	[ -n "${SHARDS_REDO_LOG:-}" ] && set -- "$@" --innodb-log-file-size="$SHARDS_REDO_LOG"
 	# SHARDS_MARIADBD_OPTS: more server options, as words (a benchmark's
 	# variant: --innodb-autoinc-lock-mode=2 and the like)
 	# shellcheck disable=SC2086
@@ -234,6 +253,7 @@ launch_shard() {
 		[ -f "$d/require-tls" ] && set -- "$@" --require-secure-transport=ON
 	fi
 	[ "$(id -u)" = 0 ] && set -- "$@" --user=root
+	[ -n "${SHARDS_REDO_LOG:-}" ] && set -- "$@" --innodb-log-file-size="$SHARDS_REDO_LOG"
 	# SHARDS_MARIADBD_OPTS: more server options, as words (a benchmark's
 	# variant: --innodb-autoinc-lock-mode=2 and the like)
 	# shellcheck disable=SC2086
@@ -283,6 +303,7 @@ start_shard() {
 	if ! init_shard "$name"; then
 		echo "$PROG: mariadb-install-db failed for $name; $d/install.log says:" >&2
 		grep -i 'error' "$d/install.log" | head -n 5 | sed 's/^/    /' >&2
+		disk_full "$d/install.log" "$d"
 		touch "$d/start.failed"
 		return 1
 	fi
@@ -521,6 +542,22 @@ cmd_reset() {
 	[ "$fail" = 0 ] || exit 1
 }
 
+cmd_purge() {
+	fail=0
+	for n in $(shard_names); do
+		stop_shard "$n" >/dev/null || fail=1
+		if live_pid "$n" >/dev/null; then
+			echo "$PROG: $n is still running; its data stays" >&2
+			fail=1
+			continue
+		fi
+		rm -rf "$DIR/$n/data" "$DIR/$n/tmp" "$DIR/$n/binlog".* "$DIR/$n/relay".* \
+			"$DIR/$n/start.failed" "$DIR/$n/initialised"
+		echo "$n purged"
+	done
+	[ "$fail" = 0 ] || exit 1
+}
+
 cmd_start_one() {
 	need_name start-one
 	COUNT=1
@@ -545,7 +582,7 @@ CMD=$1
 shift
 parse_opts "$@"
 case $CMD in
-start|stop|status|config|list|reset|start-one|stop-one|pause|resume|kill) ;;
+start|stop|status|config|list|reset|purge|start-one|stop-one|pause|resume|kill) ;;
 *) usage ;;
 esac
 case $CMD in
@@ -564,6 +601,7 @@ status) cmd_status ;;
 list) cmd_list ;;
 config) cmd_config ;;
 reset) [ -z "$NAME" ] || usage; cmd_reset ;;
+purge) [ -z "$NAME" ] || usage; cmd_purge ;;
 start-one) cmd_start_one ;;
 stop-one) need_name stop-one; stop_shard "$NAME"; status_line "$NAME" ;;
 pause) cmd_signal STOP ;;

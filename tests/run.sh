@@ -101,6 +101,9 @@ if ! is_uint "$JOBS" || [ "$JOBS" -lt 1 ]; then
 fi
 
 SHARDS_SH=$ROOT/conf/shards.sh
+# a 16M redo log: a third of a shard's disk (MariaDB's default is 96M)
+: "${SHARDS_REDO_LOG:=16M}"
+export SHARDS_REDO_LOG
 BAGSTORE=$B/bagstore
 TEST_ROOT=$ROOT
 export SHARDS_SH BAGSTORE BUILD TEST_ROOT
@@ -300,7 +303,20 @@ run_test() {
 		echo "-- $name: ok (${secs}s)" >>"$blk"
 	fi
 	echo "$id $np $((nf + failed))" >>"$RUN/tally"
+	# The servers it started itself (t_servers) take no disk once it has
+	# passed; a failed test's stay, to be read.
+	[ -z "$why" ] && [ "$nf" = 0 ] && [ "$failed" = 0 ] && purge_own
 	out_block "$blk"
+}
+
+# purge_own: stop the servers under this worker's $SHARDS_DIR.NAME folders
+# and delete their data (their logs stay)
+purge_own() {
+	[ "${BAGSTORE_KEEP_SHARDS:-0}" = 1 ] && return 0
+	for d in "$SHARDS_DIR".*/ "$SHARDS_DIR".*/*/; do
+		ls "${d%/}"/*/port >/dev/null 2>&1 || continue
+		sh "$SHARDS_SH" purge --dir "${d%/}" >/dev/null 2>&1
+	done
 }
 
 run_id() { # ID
@@ -363,7 +379,10 @@ stop_all() {
 		if [ "${BAGSTORE_KEEP_SHARDS:-0}" = 1 ]; then
 			echo "run.sh: shards left running: sh conf/shards.sh stop --dir $SHARDS_DIR" >&2
 		else
-			for d in "$SHARDS_DIR" "$SHARDS_DIR".*/ "$SHARDS_DIR".*/*/; do
+			# the worker's own shards, emptied before each test, are
+			# purged; what a failed test started itself stays, stopped
+			sh "$SHARDS_SH" purge --dir "$SHARDS_DIR" >/dev/null 2>&1 &
+			for d in "$SHARDS_DIR".*/ "$SHARDS_DIR".*/*/; do
 				ls "${d%/}"/*/port >/dev/null 2>&1 || continue
 				sh "$SHARDS_SH" stop --dir "${d%/}" >/dev/null 2>&1 &
 			done

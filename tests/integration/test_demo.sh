@@ -14,7 +14,7 @@ SD=$(cd "${BUILD:-build}" && pwd)/demo-shards
 BIN=$(cd "$(dirname "$BAGSTORE")" && pwd)/$(basename "$BAGSTORE")
 T_TIMEOUT=300
 
-stop_demo() { sh "$SHARDS_SH" stop --dir "$SD" >/dev/null 2>&1; }
+stop_demo() { sh "$SHARDS_SH" purge --dir "$SD" >/dev/null 2>&1; }
 trap stop_demo EXIT
 trap 'stop_demo; exit 130' INT TERM
 # a run before this one (stopped short, or on another port) leaves its

@@ -1,8 +1,9 @@
 #!/bin/sh
 # test_shards.sh - conf/shards.sh itself: start is idempotent, status,
-# stop-one/start-one, pause/resume, kill, config, stop. Uses shards of its
-# own (the test port + 250 and + 251, under t_servers launcher), never the
-# shared test shards.
+# stop-one/start-one, pause/resume, kill, config, stop, purge, the redo log's
+# size, and what start says when the disk is full. Uses shards of its own
+# (the test port + 250 to + 252, under t_servers launcher and a small tmpfs),
+# never the shared test shards.
 . tests/lib.sh
 
 SH=${SHARDS_SH:-conf/shards.sh}
@@ -10,7 +11,12 @@ P=${BAGSTORE_LAUNCHER_TEST_PORT:-$((${BAGSTORE_TEST_PORT:-23407} + 250))}
 D=$(t_servers launcher)
 T_TIMEOUT=120
 
-cleanup() { sh "$SH" stop --dir "$D" >/dev/null 2>&1; }
+FULL=$(t_tmp)/full
+cleanup() {
+	sh "$SH" stop --dir "$D" >/dev/null 2>&1
+	sh "$SH" stop --dir "$FULL" >/dev/null 2>&1
+	umount "$FULL" 2>/dev/null
+}
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
 
@@ -37,6 +43,8 @@ t_exit 0 "start again" -- sh "$SH" start --count 2 --port "$P" --dir "$D"
 t_eq "$(pid_of s0) $(pid_of s1)" "$a0 $a1" "second start leaves both servers alone"
 t_eq "$(ping_port "$P")" bagstore "s0 has database bagstore over 127.0.0.1"
 t_eq "$(ping_port $((P + 1)))" bagstore "s1 has database bagstore over 127.0.0.1"
+# the redo log is as SHARDS_REDO_LOG asks (tests/run.sh: 16M), not 96M
+t_eq "$(stat -c %s "$D/s0/data/ib_logfile0")" "$((16 * 1024 * 1024))" "s0's redo log is SHARDS_REDO_LOG's 16M"
 
 t_exit 0 "status" -- sh "$SH" status --dir "$D"
 t_eq "$(printf '%s\n' "$T_OUT" | grep -c ' up (pid ')" 2 "status reports two shards up"
@@ -98,6 +106,34 @@ if alive "$b0" || alive "$b1"; then t_fail "no server left after stop"; else t_o
 t_exit 0 "stop again" -- sh "$SH" stop --dir "$D"
 t_exit 0 "status after stop" -- sh "$SH" status --dir "$D"
 t_eq "$(printf '%s\n' "$T_OUT" | grep -c ' down$')" 2 "status reports both down"
+
+# purge: the data goes, the logs stay, and start makes a new server
+t_exit 0 "start for purge" -- sh "$SH" start --count 2 --port "$P" --dir "$D"
+t_exit 0 "a table in s0" -- mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$P" -u root \
+	-e "CREATE TABLE bagstore.before_purge (a INT)"
+t_exit 0 "purge" -- sh "$SH" purge --dir "$D"
+t_eq "$T_OUT" "s0 purged
+s1 purged" "purge names each shard"
+if [ -e "$D/s0/data" ] || [ -e "$D/s1/data" ]; then t_fail "purge deletes the data"; else t_ok "purge deletes the data"; fi
+t_eq "$(test -s "$D/s0/error.log" && echo kept)" kept "purge keeps s0's error log"
+if alive "$(pid_of s0)"; then t_fail "purge stopped s0"; else t_ok "purge stopped s0"; fi
+t_exit 0 "start after purge" -- sh "$SH" start --count 2 --port "$P" --dir "$D"
+t_eq "$(printf '%s\n' "$T_OUT" | grep -c ' up (pid ')" 2 "both up after purge"
+t_eq "$(ping_port "$P")" bagstore "s0 has database bagstore after purge"
+t_eq "$(mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$P" -u root -N -B \
+	-e "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA='bagstore'")" 0 \
+	"s0 after purge is a new server: the table is gone"
+t_exit 0 "purge again" -- sh "$SH" purge --dir "$D"
+
+# A full disk: start says so, with what is left, beside the server's words.
+# A 40M tmpfs, and MariaDB's default redo log of 96M.
+mkdir -p "$FULL"
+t_exit 0 "a 40M tmpfs for a full disk (as root)" -- mount -t tmpfs -o size=40M tmpfs "$FULL"
+SHARDS_REDO_LOG=96M t_exit 1 "start on a full disk fails" -- sh "$SH" start --count 1 --port $((P + 2)) --dir "$FULL"
+t_contains "$T_ERR" "mariadb-install-db failed for s0" "it names the shard"
+t_contains "$T_ERR" "error 28" "it quotes the server's error"
+t_contains "$T_ERR" "shards.sh: the disk holding $FULL/s0 is full (" "it says the disk is full"
+umount "$FULL"
 
 t_exit 2 "an unknown command is a usage error" -- sh "$SH" frobnicate
 t_exit 1 "a bad --count is refused" -- sh "$SH" start --count x --dir "$D"
