@@ -1063,6 +1063,9 @@ typedef struct {
 typedef struct {
 	bs_job_t *items;
 	int len;
+	char unreachable_first[256]; /* the first shard that did not answer: its
+	                              * message (it names the shard, with MySQL's
+	                              * words), "" when every shard answered */
 } bs_job_list_t;
 void bs_job_list_free(bs_job_list_t *l);
 /* Every job on every reachable shard (unreachable shards are skipped and
@@ -1260,6 +1263,9 @@ typedef struct {
 typedef struct {
 	bs_move_t *items;
 	int len;
+	char unreachable_first[256]; /* the first shard that did not answer: its
+	                              * message (it names the shard, with MySQL's
+	                              * words), "" when every shard answered */
 } bs_move_list_t;
 void bs_move_list_free(bs_move_list_t *l);
 /* The latest plan's moves, from every shard answering (unreachable ones
@@ -1426,6 +1432,9 @@ typedef struct {
 typedef struct {
 	bs_worker_info_t *items;
 	int len;
+	char unreachable_first[256]; /* the first shard that did not answer: its
+	                              * message (it names the shard, with MySQL's
+	                              * words), "" when every shard answered */
 } bs_worker_list_t;
 void bs_worker_list_free(bs_worker_list_t *l);
 /* Every registered worker, its rows merged over the reachable shards (the

@@ -207,6 +207,7 @@ int bs_job_list(bs_job_list_t *out, bs_store_t *st, int *unreachable)
 
 	out->items = NULL;
 	out->len = 0;
+	out->unreachable_first[0] = '\0';
 	if ((rc = bs__collect(&items, &out->len, &up, st, &c)))
 		return rc;
 	out->items = items;
@@ -223,6 +224,7 @@ int bs_job_list(bs_job_list_t *out, bs_store_t *st, int *unreachable)
 	}
 	if (unreachable)
 		*unreachable = up.down;
+	snprintf(out->unreachable_first, sizeof out->unreachable_first, "%s", up.down_first);
 	return 0;
 }
 

@@ -405,11 +405,14 @@ static int list_on(bs_store_t *st, int i, void *p)
 }
 
 /* Every shard's moves of the latest plan into out (by id). */
-static int list_moves(bs__move_t **out, int *nout, bs_store_t *st, int *unreachable)
+static int list_moves(bs__move_t **out, int *nout, bs_store_t *st, int *unreachable, char *first, size_t first_size)
 {
+	static const bs__up_msgs_t msgs = { "listing moves", "the moves", false };
 	struct list_arg a = { 0 };
 	int *rcs = calloc((size_t)st->n, sizeof *rcs);
-	int rc = 0, down = 0, total = 0;
+	int rc = 0, total = 0;
+	bs__up_t up = { 0 }, up2 = { 0 };
+	bool *answered = NULL;
 	a.per = calloc((size_t)st->n, sizeof *a.per);
 	a.n = calloc((size_t)st->n, sizeof *a.n);
 	a.latest = calloc((size_t)st->n, sizeof *a.latest);
@@ -419,26 +422,24 @@ static int list_moves(bs__move_t **out, int *nout, bs_store_t *st, int *unreacha
 		rc = bs__oom();
 		goto done;
 	}
-	bs__shard_each(st, NULL, latest_plan_on, &a, rcs);
+	/* a shard that does not answer is counted (whether or not there is a
+	 * plan to read), and the first one's message kept: it names the
+	 * shard and carries MySQL's */
+	if ((rc = bs__shard_each_up(&up, rcs, st, NULL, latest_plan_on, &a, &msgs)))
+		goto done;
+	if (!(answered = calloc((size_t)st->n, sizeof *answered))) {
+		rc = bs__oom();
+		goto done;
+	}
 	for (int i = 0; i < st->n; i++)
-		if (rcs[i] && rcs[i] != BS_EUNREACHABLE) {
-			rc = bs_error(rcs[i], "listing moves: %s", bs_last_error());
-			goto done;
-		}
-	bs__shard_each(st, NULL, list_on, &a, rcs);
-	for (int i = 0; i < st->n; i++) {
-		if (rcs[i] == BS_EUNREACHABLE)
-			down++;
-		else if (rcs[i] && !rc)
-			rc = rcs[i];
+		answered[i] = rcs[i] == 0;
+	if ((rc = bs__shard_each_up(&up2, rcs, st, answered, list_on, &a, &msgs)))
+		goto done;
+	if (!up.down) /* one gone between the two reads */
+		snprintf(up.down_first, sizeof up.down_first, "%s", up2.down_first);
+	up.down += up2.down;
+	for (int i = 0; i < st->n; i++)
 		total += a.n[i];
-	}
-	if (rc)
-		goto done;
-	if (down == st->n) {
-		rc = bs_error(BS_EUNREACHABLE, "no shard answered for the moves");
-		goto done;
-	}
 	bs_error_clear();
 	if (total && !(*out = calloc((size_t)total, sizeof **out))) {
 		rc = bs__oom();
@@ -459,7 +460,9 @@ static int list_moves(bs__move_t **out, int *nout, bs_store_t *st, int *unreacha
 		(*out)[y + 1] = t;
 	}
 	if (unreachable)
-		*unreachable = down;
+		*unreachable = up.down;
+	if (first && first_size)
+		snprintf(first, first_size, "%s", up.down_first);
 done:
 	for (int i = 0; a.per && i < st->n; i++) {
 		for (int k = 0; k < a.n[i]; k++)
@@ -469,6 +472,7 @@ done:
 	free(a.per);
 	free(a.n);
 	free(a.latest);
+	free(answered);
 	free(rcs);
 	return rc;
 }
@@ -479,7 +483,8 @@ int bs_move_list(bs_move_list_t *out, bs_store_t *st, int *unreachable)
 	int n = 0, rc;
 	out->items = NULL;
 	out->len = 0;
-	if ((rc = list_moves(&mv, &n, st, unreachable)))
+	out->unreachable_first[0] = '\0';
+	if ((rc = list_moves(&mv, &n, st, unreachable, out->unreachable_first, sizeof out->unreachable_first)))
 		return rc;
 	if (n && !(out->items = calloc((size_t)n, sizeof *out->items)))
 		rc = bs__oom();
@@ -513,7 +518,7 @@ int bs__moves_in_flight(bool *busy, char *why, size_t size, bs_store_t *st)
 	*busy = false;
 	if (why && size)
 		why[0] = '\0';
-	if ((rc = list_moves(&mv, &n, st, NULL)))
+	if ((rc = list_moves(&mv, &n, st, NULL, NULL, 0)))
 		return rc;
 	for (int k = 0; k < n; k++) {
 		if (!*busy && mv[k].started_copy && mv[k].pub.phase != BS_MOVE_DONE) {
@@ -684,7 +689,7 @@ static void measured(measured_t *m, bs_store_t *st)
 {
 	bs__move_t *mv = NULL;
 	int n = 0;
-	if (list_moves(&mv, &n, st, NULL)) {
+	if (list_moves(&mv, &n, st, NULL, NULL, 0)) {
 		bs_error_clear();
 		return;
 	}
@@ -835,7 +840,7 @@ int bs_buckets(bs_buckets_t *out, bs_store_t *st)
 		goto done;
 	if (shares(share, st))
 		bs_error_clear(); /* every shard draining: no share to show */
-	if (list_moves(&mv, &nmv, st, NULL))
+	if (list_moves(&mv, &nmv, st, NULL, NULL, 0))
 		bs_error_clear(); /* moves unknown: none counted */
 	if (!(out->shards = calloc((size_t)st->n, sizeof *out->shards))) {
 		rc = bs__oom();
@@ -999,7 +1004,7 @@ int bs_reshard_control(bs_store_t *st, const char *action)
 		return bs_error(BS_EINVAL, "unknown reshard action '%s' (pause, resume or cancel)", action);
 	if (st->cfg->read_only)
 		return bs_error(BS_EREADONLY, "read-only: refusing to %s the reshard", action);
-	if ((rc = list_moves(&mv, &n, st, NULL)))
+	if ((rc = list_moves(&mv, &n, st, NULL, NULL, 0)))
 		return rc;
 	for (int k = 0; k < n; k++)
 		if (mv[k].pub.plan_id > plan)

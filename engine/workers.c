@@ -363,6 +363,7 @@ int bs_workers_list(bs_worker_list_t *out, bs_store_t *st, int *unreachable)
 	rc = bs__collect(&items, &len, &up, st, &c);
 	if (unreachable)
 		*unreachable = up.down;
+	snprintf(out->unreachable_first, sizeof out->unreachable_first, "%s", rc ? "" : up.down_first);
 	if (rc)
 		return rc;
 	/* every shard's rows, each worker's merged in place */

@@ -170,7 +170,8 @@ static void bf_draw(int y, int h, int w)
 		ui_printf(line, 0, w, "error: %s", snap.err);
 		ui_color(C_BAD, false);
 	} else if (snap.unreachable) {
-		ui_printf(line, 0, w, "%d shard(s) unreachable: their jobs are not listed", snap.unreachable);
+		ui_printf(line, 0, w, "%d shard(s) unreachable: their jobs are not listed (%s)", snap.unreachable,
+		          snap.jobs.unreachable_first);
 	}
 	line++;
 	if (nloc > 0) {

@@ -10,7 +10,9 @@
 #  - `buckets` and `index list` exited 0 with a shard down (a row marked
 #    "unreachable", ROWS `-`), where workers, lag, backfill list, reshard
 #    status, audit and properties exit 1 (the man page's EXIT STATUS: "a
-#    shard unreachable"). They exit 1 and name the shard on stderr.
+#    shard unreachable"). They exit 1 and name the shard on stderr;
+#  - backfill list, workers and reshard status said only "N shards did not
+#    answer": which, and MySQL's words, were left out.
 . tests/lib.sh
 
 B=$BAGSTORE
@@ -72,6 +74,15 @@ t_match "$T_ERR" 'did not answer.*s1' "index list names s1 on stderr"
 t_contains "$T_ERR" "their rows not counted" "and that ix's rows are not counted"
 t_exit 1 "index list --json with s1 down exits 1" -- "$B" -c "$C" index list --json
 t_contains "$T_OUT" '"rows": null' "index list --json: rows null"
+# the lists of jobs, workers and moves name the shard and carry MySQL's words
+for c in "backfill list:their jobs are not listed" "workers:a worker only they list is not shown" \
+	"reshard status:their moves are not listed"; do
+	cmd=${c%%:*}
+	# shellcheck disable=SC2086
+	t_exit 1 "$cmd with s1 down exits 1" -- "$B" -c "$C" $cmd
+	t_contains "$T_ERR" "1 shard did not answer: ${c#*:} (shard s1 (" "$cmd names s1 on stderr"
+	t_match "$T_ERR" "\\(shard s1.*(Can't connect|Lost connection|server has gone away)" "$cmd quotes MySQL's words"
+done
 sh "$SHARDS_SH" start-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 
 # ------------------------------------------------------------ s1 back

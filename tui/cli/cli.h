@@ -162,6 +162,10 @@ json_t *cli_jstr(const char *s);
 int cli_json_print(json_t *doc);
 /* An entity as one line of JSON on stdout. */
 int cli_print_bag(const bs_value_t *bag);
+/* What a listing says after its rows when shards did not answer (exit 1):
+ * "N shard(s) did not answer: WHAT (FIRST)", FIRST the first one's message
+ * (it names the shard and carries MySQL's); BS_EUNREACHABLE. */
+int cli_unreachable(int n, const char *what, const char *first);
 /* The statement trace (--trace), a bs_trace_fn: one line on stderr per
  * statement, "trace: SHARD TIME ROWS[ error N (MESSAGE)]: SQL". */
 void cli_trace_print(void *arg, const bs_trace_t *t);

@@ -137,8 +137,7 @@ int cli_cmd_audit(cli_ctx_t *ctx, int argc, char **argv)
 		rc = audit_table(&l, ctx->cfg);
 	}
 	if (!rc && l.unreachable)
-		rc = bs_error(BS_EUNREACHABLE, "%d shard%s did not answer: their rows are not listed (%s)",
-		              l.unreachable, l.unreachable == 1 ? "" : "s", l.unreachable_first);
+		rc = cli_unreachable(l.unreachable, "their rows are not listed", l.unreachable_first);
 done:
 	json_decref(arr);
 	bs_audit_list_free(&l);

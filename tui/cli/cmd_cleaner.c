@@ -675,7 +675,7 @@ int cli_cmd_backfill_list(cli_ctx_t *ctx, int argc, char **argv)
 	if (!rc)
 		queued_hint(ctx, &l, as_json);
 	if (!rc && unreachable)
-		rc = bs_error(BS_EUNREACHABLE, "%d shards did not answer; their jobs are not listed", unreachable);
+		rc = cli_unreachable(unreachable, "their jobs are not listed", l.unreachable_first);
 done:
 	bs_job_list_free(&l);
 	cli_args_free(&args);
@@ -947,8 +947,7 @@ int cli_cmd_workers(cli_ctx_t *ctx, int argc, char **argv)
 		rc = workers_table(&l);
 	}
 	if (!rc && unreachable)
-		rc = bs_error(BS_EUNREACHABLE, "%d shards did not answer; a worker only they list is not shown",
-		              unreachable);
+		rc = cli_unreachable(unreachable, "a worker only they list is not shown", l.unreachable_first);
 done:
 	json_decref(arr);
 	bs_worker_list_free(&l);

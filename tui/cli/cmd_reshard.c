@@ -484,7 +484,7 @@ static int status_print(cli_ctx_t *ctx, const shown_t *w, bool as_json)
 	if (rc >= 0) /* queued with nothing to run them (beside JSON: on stderr) */
 		cli_queued_note(ctx, as_json ? stderr : stdout, queued, true);
 	if (rc >= 0 && w->unreachable)
-		rc = bs_error(BS_EUNREACHABLE, "%d shards did not answer; their moves are not listed", w->unreachable);
+		rc = cli_unreachable(w->unreachable, "their moves are not listed", l->unreachable_first);
 	return rc;
 }
 

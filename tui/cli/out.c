@@ -173,3 +173,9 @@ void cli_trace_print(void *arg, const bs_trace_t *t)
 	fprintf(stderr, "trace: %s %s%s %s%s%s: %s\n", t->shard, t->async ? "<=" : "", d, rows, err,
 	        t->async ? " (sent without waiting; timed to its answer's read)" : "", t->sql);
 }
+
+int cli_unreachable(int n, const char *what, const char *first)
+{
+	return bs_error(BS_EUNREACHABLE, "%d shard%s did not answer: %s%s%s%s", n, n == 1 ? "" : "s", what,
+	                first && *first ? " (" : "", first ? first : "", first && *first ? ")" : "");
+}
