@@ -194,7 +194,7 @@ log_tail() {
 # disk_full LOG DIR: when the server's LOG says a write found no space
 # (errno 28, ENOSPC), say so plainly, with what the disk has left.
 disk_full() {
-	grep -qE 'error 28|[Ee]rrno: ?28|No space left' "$1" 2>/dev/null || return 0
+	grep -qE 'error 28([^0-9]|$)|[Ee]rrno: ?28([^0-9]|$)|No space left' "$1" 2>/dev/null || return 0
 	free=$(df -Ph "$2" 2>/dev/null | awk 'NR == 2 { print $4 }')
 	echo "$PROG: the disk holding $2 is full (${free:-?} free): the server could not write its files" >&2
 }

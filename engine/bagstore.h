@@ -1269,7 +1269,8 @@ typedef struct {
 } bs_move_list_t;
 void bs_move_list_free(bs_move_list_t *l);
 /* The latest plan's moves, from every shard answering (unreachable ones
- * skipped and counted). */
+ * skipped and counted, the first one's message in unreachable_first); an
+ * error when no shard answered. */
 int bs_move_list(bs_move_list_t *out, bs_store_t *st, int *unreachable);
 /* The move's log backlog: entries of bagstore_move_log on its source that
  * catch-up has not replayed yet (writes to its buckets since), into *out.

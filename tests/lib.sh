@@ -37,9 +37,11 @@
 # t_servers NAME               the folder for servers the test starts itself:
 #                              $SHARDS_DIR.NAME, beside the shards of its
 #                              runner worker (tests/run.sh), so that workers
-#                              running side by side never share one; kept
-#                              between runs (t_tmp's is removed by t_done,
-#                              before an EXIT trap could stop the servers)
+#                              running side by side never share one; purged
+#                              by tests/run.sh when the test passes (data
+#                              deleted, logs kept), kept when it fails (t_tmp's
+#                              is removed by t_done, before an EXIT trap could
+#                              stop the servers)
 # t_wait SECONDS CMD...        run CMD every 0.1 s until it succeeds (0) or
 #                              SECONDS have passed (1)
 # t_stopped PID [SECONDS]      print 1 once process PID is stopped (a pause_*

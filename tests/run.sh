@@ -54,6 +54,13 @@
 # 900 under valgrind, times (workers + 1) / 2 when workers share the
 # cores); BAGSTORE_TEST_PORT (P above); BAGSTORE_KEEP_SHARDS=1 leaves the
 # shards running afterwards (stop them with conf/shards.sh stop --dir ...).
+#
+# Disk: every shard gets a 16M redo log (SHARDS_REDO_LOG, unless set). When
+# a test passes, the servers it started itself are purged (conf/shards.sh
+# purge: stopped, data deleted, logs kept); a failed test's are kept (.keep)
+# until the next run begins. When a run ends with nothing failed, the
+# workers' own shards are purged too; else they are only stopped.
+# BAGSTORE_KEEP_SHARDS=1 purges nothing.
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -130,6 +137,8 @@ fi
 # The run's own scratch: who took which test, results, the output lock.
 RUN=$B/test-run
 rm -rf "$RUN"
+# a failed test's servers were kept for the run that failed, not for ever
+rm -f "$B"/check-shards*.*/.keep "$B"/check-shards*.*/*/.keep
 mkdir -p "$RUN/taken/unit" "$RUN/unit" "$LOGDIR/unit" || exit 1
 : >"$RUN/tally"
 : >"$RUN/durations"
@@ -305,18 +314,37 @@ run_test() {
 	echo "$id $np $((nf + failed))" >>"$RUN/tally"
 	# The servers it started itself (t_servers) take no disk once it has
 	# passed; a failed test's stay, to be read.
-	[ -z "$why" ] && [ "$nf" = 0 ] && [ "$failed" = 0 ] && purge_own
+	if [ -z "$why" ] && [ "$nf" = 0 ] && [ "$failed" = 0 ]; then
+		purge_own
+	else
+		keep_own
+	fi
 	out_block "$blk"
 }
 
-# purge_own: stop the servers under this worker's $SHARDS_DIR.NAME folders
-# and delete their data (their logs stay)
+# The folders of servers this worker's tests started themselves
+# ($SHARDS_DIR.NAME, and one level below) that hold a server's data: the
+# last test's, and a failed one's (marked .keep).
+own_dirs() {
+	for d in "$SHARDS_DIR".*/ "$SHARDS_DIR".*/*/; do
+		ls -d "${d%/}"/*/data >/dev/null 2>&1 && echo "${d%/}"
+	done
+}
+
+# purge_own: stop the servers the test that passed started, and delete
+# their data (their logs stay); a failed test's are left alone
 purge_own() {
 	[ "${BAGSTORE_KEEP_SHARDS:-0}" = 1 ] && return 0
-	for d in "$SHARDS_DIR".*/ "$SHARDS_DIR".*/*/; do
-		ls "${d%/}"/*/port >/dev/null 2>&1 || continue
-		sh "$SHARDS_SH" purge --dir "${d%/}" >/dev/null 2>&1
+	own_dirs | while read -r d; do
+		[ -e "$d/.keep" ] && continue
+		sh "$SHARDS_SH" purge --dir "$d" >/dev/null 2>&1
 	done
+}
+
+# keep_own: the test failed: its servers' data stays, to be read, until
+# the next run begins
+keep_own() {
+	own_dirs | while read -r d; do : >"$d/.keep"; done
 }
 
 run_id() { # ID
@@ -380,8 +408,13 @@ stop_all() {
 			echo "run.sh: shards left running: sh conf/shards.sh stop --dir $SHARDS_DIR" >&2
 		else
 			# the worker's own shards, emptied before each test, are
-			# purged; what a failed test started itself stays, stopped
-			sh "$SHARDS_SH" purge --dir "$SHARDS_DIR" >/dev/null 2>&1 &
+			# purged when nothing failed; what a failed test started
+			# itself stays, stopped
+			if [ "$(awk '$3 > 0' "$RUN/tally" | wc -l)" = 0 ]; then
+				sh "$SHARDS_SH" purge --dir "$SHARDS_DIR" >/dev/null 2>&1 &
+			else
+				sh "$SHARDS_SH" stop --dir "$SHARDS_DIR" >/dev/null 2>&1 &
+			fi
 			for d in "$SHARDS_DIR".*/ "$SHARDS_DIR".*/*/; do
 				ls "${d%/}"/*/port >/dev/null 2>&1 || continue
 				sh "$SHARDS_SH" stop --dir "${d%/}" >/dev/null 2>&1 &

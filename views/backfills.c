@@ -170,8 +170,9 @@ static void bf_draw(int y, int h, int w)
 		ui_printf(line, 0, w, "error: %s", snap.err);
 		ui_color(C_BAD, false);
 	} else if (snap.unreachable) {
-		ui_printf(line, 0, w, "%d shard(s) unreachable: their jobs are not listed (%s)", snap.unreachable,
-		          snap.jobs.unreachable_first);
+		const char *first = snap.jobs.unreachable_first;
+		ui_printf(line, 0, w, "%d shard(s) unreachable: their jobs are not listed%s%s%s", snap.unreachable,
+		          *first ? " (" : "", first, *first ? ")" : "");
 	}
 	line++;
 	if (nloc > 0) {

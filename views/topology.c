@@ -418,8 +418,9 @@ static void draw_errors(int y, int h, int w)
 		ui_printf(line++, 0, w, "plan: %s", snap.plan_err);
 	ui_color(C_BAD, false);
 	if (snap.unreachable && line < y + h)
-		ui_printf(line++, 0, w, "%d shard(s) unreachable: their moves are not listed (%s)", snap.unreachable,
-		          snap.moves.unreachable_first);
+		ui_printf(line++, 0, w, "%d shard(s) unreachable: their moves are not listed%s%s%s", snap.unreachable,
+		          *snap.moves.unreachable_first ? " (" : "", snap.moves.unreachable_first,
+		          *snap.moves.unreachable_first ? ")" : "");
 }
 
 static void tp_draw(int y, int h, int w)

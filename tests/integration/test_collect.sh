@@ -45,11 +45,11 @@ sh "$SHARDS_SH" stop-one s1 --dir "$SHARDS_DIR" >/dev/null 2>&1
 t_exit 1 "backfill list with s1 down exits 1" -- "$B" -c "$C" backfill list --json
 t_contains "$T_OUT" '"shard": "s0"' "s0's job still listed"
 case $T_OUT in *'"shard": "s1"'*) t_fail "no job of s1" "$T_OUT" ;; *) t_ok "no job of s1" ;; esac
-t_contains "$T_ERR" "1 shards did not answer; their jobs are not listed" "it says the list is incomplete"
+t_contains "$T_ERR" "1 shard did not answer: their jobs are not listed (shard s1" "it says the list is incomplete, and which shard"
 t_exit 1 "workers with s1 down exits 1" -- "$B" -c "$C" workers --json
 t_contains "$T_OUT" '"shards": 1' "w1 now counted on 1 shard"
 t_contains "$T_OUT" 'from-s0' "w1's fields from s0's row"
-t_contains "$T_ERR" "1 shards did not answer" "it says the list is incomplete"
+t_contains "$T_ERR" "1 shard did not answer: a worker only they list is not shown (shard s1" "it says the list is incomplete, and which shard"
 t_exit 1 "audit with s1 down exits 1" -- "$B" -c "$C" audit
 t_contains "$T_OUT" "entity.put" "s0's rows still listed"
 t_match "$T_ERR" "1 shard did not answer: their rows are not listed \(.*s1" "naming the shard left out"

@@ -2,7 +2,7 @@
 # test_demo.sh - `make demo`'s script after a shard was added to its
 # configuration the README's way (issue 19, item 6): conf/demo.sh starts
 # every shard the file names (here three, on ports of the test's range,
-# under $BUILD/demo-shards, stopped at the end), initialises them, loads the
+# under $BUILD/demo-shards, purged at the end when it passed), initialises them, loads the
 # samples once, and a second run counts the entities of all three shards.
 # conf/shards.sh list --config reads flow and block style lists.
 . tests/lib.sh
@@ -14,8 +14,12 @@ SD=$(cd "${BUILD:-build}" && pwd)/demo-shards
 BIN=$(cd "$(dirname "$BAGSTORE")" && pwd)/$(basename "$BAGSTORE")
 T_TIMEOUT=300
 
-stop_demo() { sh "$SHARDS_SH" purge --dir "$SD" >/dev/null 2>&1; }
-trap stop_demo EXIT
+stop_demo() { sh "$SHARDS_SH" stop --dir "$SD" >/dev/null 2>&1; }
+# at the end: purged when every check passed, else kept (stopped) to be read
+end_demo() {
+	if [ "$T_FAILED" = 0 ]; then sh "$SHARDS_SH" purge --dir "$SD" >/dev/null 2>&1; else stop_demo; fi
+}
+trap end_demo EXIT
 trap 'stop_demo; exit 130' INT TERM
 # a run before this one (stopped short, or on another port) leaves its
 # shards' data: the samples must load on fresh ones

@@ -2,21 +2,20 @@
 # test_shards.sh - conf/shards.sh itself: start is idempotent, status,
 # stop-one/start-one, pause/resume, kill, config, stop, purge, the redo log's
 # size, and what start says when the disk is full. Uses shards of its own
-# (the test port + 250 to + 252, under t_servers launcher and a small tmpfs),
-# never the shared test shards.
+# (the test port + 250 to + 252, under t_servers launcher and, for the full
+# disk, a small tmpfs in a mount namespace of the test's own), never the
+# shared test shards.
 . tests/lib.sh
 
 SH=${SHARDS_SH:-conf/shards.sh}
+SHARDS_REDO_LOG=16M # as tests/run.sh has it, when run alone too
+export SHARDS_REDO_LOG
 P=${BAGSTORE_LAUNCHER_TEST_PORT:-$((${BAGSTORE_TEST_PORT:-23407} + 250))}
 D=$(t_servers launcher)
 T_TIMEOUT=120
 
 FULL=$(t_tmp)/full
-cleanup() {
-	sh "$SH" stop --dir "$D" >/dev/null 2>&1
-	sh "$SH" stop --dir "$FULL" >/dev/null 2>&1
-	umount "$FULL" 2>/dev/null
-}
+cleanup() { sh "$SH" stop --dir "$D" >/dev/null 2>&1; }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
 
@@ -43,7 +42,7 @@ t_exit 0 "start again" -- sh "$SH" start --count 2 --port "$P" --dir "$D"
 t_eq "$(pid_of s0) $(pid_of s1)" "$a0 $a1" "second start leaves both servers alone"
 t_eq "$(ping_port "$P")" bagstore "s0 has database bagstore over 127.0.0.1"
 t_eq "$(ping_port $((P + 1)))" bagstore "s1 has database bagstore over 127.0.0.1"
-# the redo log is as SHARDS_REDO_LOG asks (tests/run.sh: 16M), not 96M
+# the redo log is as SHARDS_REDO_LOG asks (tests/run.sh's 16M), not 96M
 t_eq "$(stat -c %s "$D/s0/data/ib_logfile0")" "$((16 * 1024 * 1024))" "s0's redo log is SHARDS_REDO_LOG's 16M"
 
 t_exit 0 "status" -- sh "$SH" status --dir "$D"
@@ -126,14 +125,22 @@ t_eq "$(mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$P" -u root -N -B 
 t_exit 0 "purge again" -- sh "$SH" purge --dir "$D"
 
 # A full disk: start says so, with what is left, beside the server's words.
-# A 40M tmpfs, and MariaDB's default redo log of 96M.
+# A 40M tmpfs and MariaDB's default redo log of 96M, in a mount namespace
+# of its own (unshare: the mount goes with the command, however it ends;
+# as root, else in a user namespace too), where a server that started
+# anyway is stopped before the namespace goes.
 mkdir -p "$FULL"
-t_exit 0 "a 40M tmpfs for a full disk (as root)" -- mount -t tmpfs -o size=40M tmpfs "$FULL"
-SHARDS_REDO_LOG=96M t_exit 1 "start on a full disk fails" -- sh "$SH" start --count 1 --port $((P + 2)) --dir "$FULL"
+if [ "$(id -u)" = 0 ]; then ns="unshare -m"; else ns="unshare -rm"; fi
+# shellcheck disable=SC2016,SC2086
+t_exit 1 "start on a full disk fails" -- env SHARDS_REDO_LOG=96M $ns sh -c '
+	mount -t tmpfs -o size=40M tmpfs "$1" || { echo "test_shards: no tmpfs in a mount namespace ($0)" >&2; exit 3; }
+	sh "$2" start --count 1 --port "$3" --dir "$1"
+	rc=$?
+	sh "$2" stop --dir "$1" >/dev/null 2>&1
+	exit $rc' "$ns" "$FULL" "$SH" $((P + 2))
 t_contains "$T_ERR" "mariadb-install-db failed for s0" "it names the shard"
 t_contains "$T_ERR" "error 28" "it quotes the server's error"
 t_contains "$T_ERR" "shards.sh: the disk holding $FULL/s0 is full (" "it says the disk is full"
-umount "$FULL"
 
 t_exit 2 "an unknown command is a usage error" -- sh "$SH" frobnicate
 t_exit 1 "a bad --count is refused" -- sh "$SH" start --count x --dir "$D"
