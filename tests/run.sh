@@ -322,30 +322,37 @@ run_test() {
 	out_block "$blk"
 }
 
-# The folders of servers this worker's tests started themselves
-# ($SHARDS_DIR.NAME, and one level below) that hold a server's data: the
-# last test's, and a failed one's (marked .keep).
-own_dirs() {
+# own_each CMD...: CMD... DIR for each folder of servers this worker's
+# tests started themselves ($SHARDS_DIR.NAME, and one level below), in
+# this shell (a CMD that backgrounds a job leaves it to our wait)
+own_each() {
 	for d in "$SHARDS_DIR".*/ "$SHARDS_DIR".*/*/; do
-		ls -d "${d%/}"/*/data >/dev/null 2>&1 && echo "${d%/}"
+		ls "${d%/}"/*/port >/dev/null 2>&1 && "$@" "${d%/}"
 	done
+	return 0
 }
+has_data() { ls -d "$1"/*/data >/dev/null 2>&1; }
+# after a test that passed: what holds data and is no failed test's
+purge_dir() {
+	has_data "$1" && [ ! -e "$1/.keep" ] && sh "$SHARDS_SH" purge --dir "$1" >/dev/null 2>&1
+	return 0
+}
+# after a test that failed: its servers' data stays, to be read, until the
+# next run begins (the last test's are the only ones left with data but
+# for earlier failed ones, already marked)
+keep_dir() {
+	has_data "$1" && : >"$1/.keep"
+	return 0
+}
+stop_dir_bg() { sh "$SHARDS_SH" stop --dir "$1" >/dev/null 2>&1 & }
 
-# purge_own: stop the servers the test that passed started, and delete
-# their data (their logs stay); a failed test's are left alone
+# purge_own: the servers the test that passed started, stopped and their
+# data deleted (their logs stay); a failed test's are left alone
 purge_own() {
 	[ "${BAGSTORE_KEEP_SHARDS:-0}" = 1 ] && return 0
-	own_dirs | while read -r d; do
-		[ -e "$d/.keep" ] && continue
-		sh "$SHARDS_SH" purge --dir "$d" >/dev/null 2>&1
-	done
+	own_each purge_dir
 }
-
-# keep_own: the test failed: its servers' data stays, to be read, until
-# the next run begins
-keep_own() {
-	own_dirs | while read -r d; do : >"$d/.keep"; done
-}
+keep_own() { own_each keep_dir; }
 
 run_id() { # ID
 	bin=$B/tests/${1#unit/}
@@ -402,6 +409,7 @@ summary() {
 # stop_all: every worker's shards, and what tests started of their own
 stop_all() {
 	k=0
+	nfail=$(awk '{ f += $3 } END { print f + 0 }' "$RUN/tally" 2>/dev/null)
 	while [ "$k" -lt "$JOBS" ]; do
 		worker_env "$k"
 		if [ "${BAGSTORE_KEEP_SHARDS:-0}" = 1 ]; then
@@ -410,15 +418,12 @@ stop_all() {
 			# the worker's own shards, emptied before each test, are
 			# purged when nothing failed; what a failed test started
 			# itself stays, stopped
-			if [ "$(awk '$3 > 0' "$RUN/tally" | wc -l)" = 0 ]; then
+			if [ "${nfail:-1}" = 0 ]; then
 				sh "$SHARDS_SH" purge --dir "$SHARDS_DIR" >/dev/null 2>&1 &
 			else
 				sh "$SHARDS_SH" stop --dir "$SHARDS_DIR" >/dev/null 2>&1 &
 			fi
-			for d in "$SHARDS_DIR".*/ "$SHARDS_DIR".*/*/; do
-				ls "${d%/}"/*/port >/dev/null 2>&1 || continue
-				sh "$SHARDS_SH" stop --dir "${d%/}" >/dev/null 2>&1 &
-			done
+			own_each stop_dir_bg
 		fi
 		k=$((k + 1))
 	done
